@@ -1,0 +1,2 @@
+//! privsvc-attributes (under construction).
+#![forbid(unsafe_code)]

@@ -1,0 +1,2 @@
+//! privsvc-client (under construction).
+#![forbid(unsafe_code)]

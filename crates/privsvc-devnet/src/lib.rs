@@ -1,0 +1,2 @@
+//! privsvc-devnet (under construction).
+#![forbid(unsafe_code)]

@@ -1,0 +1,2 @@
+//! privsvc-envelope (under construction).
+#![forbid(unsafe_code)]

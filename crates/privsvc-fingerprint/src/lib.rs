@@ -1,0 +1,2 @@
+//! privsvc-fingerprint (under construction).
+#![forbid(unsafe_code)]

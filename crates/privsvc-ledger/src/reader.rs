@@ -1,0 +1,31 @@
+//! The `LedgerReader` trait: how anything in privsvc reads the ledger.
+
+use alloy_primitives::{Address, B256, U256};
+use async_trait::async_trait;
+
+use crate::entity::{Entity, QueryOptions, QueryPage};
+use crate::error::LedgerError;
+
+/// Read access to an Arkiv ledger. Object safe: use it as `Arc<dyn LedgerReader>`.
+#[async_trait]
+pub trait LedgerReader: Send + Sync {
+    /// The ledger's chain id.
+    async fn chain_id(&self) -> Result<u64, LedgerError>;
+    /// The current head block number.
+    async fn block_number(&self) -> Result<u64, LedgerError>;
+    /// One page of an `arkiv_query` in the typed grammar.
+    async fn query(
+        &self,
+        expression: &str,
+        options: &QueryOptions,
+    ) -> Result<QueryPage, LedgerError>;
+    /// A full entity (all fields) at `at_block` (head if `None`), or `None` when not live.
+    async fn entity(&self, key: B256, at_block: Option<u64>)
+        -> Result<Option<Entity>, LedgerError>;
+    /// The code at an address (empty for an ordinary account).
+    async fn code_at(&self, address: Address) -> Result<Vec<u8>, LedgerError>;
+    /// The per-creator entity nonce (`entityNonce(address)` view).
+    async fn entity_nonce(&self, address: Address) -> Result<u64, LedgerError>;
+    /// The native-currency balance of an account, in wei.
+    async fn balance(&self, address: Address) -> Result<U256, LedgerError>;
+}

@@ -1,0 +1,35 @@
+//! The `Transport` trait: how a client reaches a relayer (plain HTTP, OHTTP or in-process).
+
+use async_trait::async_trait;
+
+/// One request to a relayer endpoint, e.g. `POST /v1/records` with a JSON body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RelayerRequest {
+    /// HTTP method, upper case (`GET`, `POST`).
+    pub method: String,
+    /// Path and query, starting with `/` (e.g. `/v1/records/abc`).
+    pub path: String,
+    /// Request body (JSON for every relayer endpoint), if any.
+    pub body: Option<Vec<u8>>,
+}
+
+/// A relayer's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RelayerResponse {
+    /// HTTP status code.
+    pub status: u16,
+    /// Response body.
+    pub body: Vec<u8>,
+}
+
+/// Sends relayer requests. Object safe: clients hold an `Arc<dyn Transport>`.
+#[async_trait]
+pub trait Transport: Send + Sync {
+    /// Send `request` to the relayer whose base URL is `relayer_url` and return its answer.
+    /// A non-2xx status is an `Ok` answer; `Err` means the relayer could not be reached.
+    async fn send(
+        &self,
+        relayer_url: &str,
+        request: RelayerRequest,
+    ) -> Result<RelayerResponse, crate::OhttpError>;
+}

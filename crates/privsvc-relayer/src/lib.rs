@@ -1,0 +1,2 @@
+//! privsvc-relayer (under construction).
+#![forbid(unsafe_code)]

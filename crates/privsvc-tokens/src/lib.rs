@@ -1,0 +1,2 @@
+//! privsvc-tokens (under construction).
+#![forbid(unsafe_code)]
