@@ -1,18 +1,25 @@
-//! The Arkiv ledger as privsvc uses it: the entity model, the `LedgerReader` and `LedgerWriter`
-//! traits, and (to come) the JSON-RPC implementation, codecs, query builder and system entities.
+//! The Arkiv ledger as privsvc uses it (native protocol of SDK 0.8.1): the entity model, the
+//! `LedgerReader` and `LedgerWriter` traits, the `execute()` ABI ([`abi`]), the typed attribute
+//! codec ([`codec`]), entity key derivation ([`keys`]) and expiry resolution ([`expiry`]).
 #![forbid(unsafe_code)]
 
+pub mod abi;
+pub mod codec;
 pub mod entity;
 pub mod error;
+pub mod expiry;
+pub mod keys;
 pub mod ops;
 pub mod reader;
 pub mod writer;
 
+pub use abi::{decode_operations, decode_revert, encode_operations, DecodeError, ARKIV_ADDRESS};
 pub use entity::{
     ArkivValue, Attribute, AttributeSelect, CreationFlags, Entity, EntityKey, QueryOptions,
     QueryPage, Select,
 };
 pub use error::LedgerError;
+pub use keys::{entity_key, predict_entity_keys};
 pub use ops::{Create, Operation};
 pub use reader::LedgerReader;
 pub use writer::{BatchReceipt, CreatedEntity, LedgerWriter, PreparedTx, TransferredEntity};
