@@ -12,4 +12,31 @@ pub enum VaultError {
     /// The wallet refused or failed to sign.
     #[error("wallet error: {0}")]
     Wallet(String),
+    /// A recovery code could not be parsed.
+    #[error("invalid recovery code: {0}; expected the 24 English BIP-39 words given when the vault was created")]
+    InvalidRecoveryCode(String),
+    /// A ciphertext is shorter than its 12-byte nonce plus the 16-byte authentication tag.
+    #[error("encrypted payload is {0} bytes; it must hold at least a 12-byte nonce and a 16-byte authentication tag")]
+    CiphertextTooShort(usize),
+    /// A ciphertext did not decrypt under this vault's key for the record.
+    #[error("payload does not decrypt with this vault's key for the record (wrong vault, wrong record or tampered data)")]
+    DecryptionFailed,
+    /// A record reference was malformed.
+    #[error("invalid record reference: {0}; expected 32 hexadecimal characters (16 bytes)")]
+    InvalidRecordRef(String),
+    /// The envelope could not be digested or sealed.
+    #[error("envelope error: {0}")]
+    Envelope(String),
+    /// An EIP-712 structure could not be built or hashed.
+    #[error("typed-data error: {0}")]
+    TypedData(String),
+    /// An isolated vault was used after `terminate()` (or its key thread ended).
+    #[error("the isolated vault has been terminated; create a new vault to continue")]
+    Terminated,
+    /// The operating system refused to start the isolated vault's key thread.
+    #[error("cannot start the vault key thread: {0}")]
+    KeyThread(String),
+    /// No valid secp256k1 scalar came out of the owner-key derivation (probability ~2^-32000).
+    #[error("owner key derivation produced no valid secp256k1 scalar for this record")]
+    NoValidOwnerKey,
 }

@@ -1,0 +1,136 @@
+//! Recovery codes of random-root vaults: the 24-word English BIP-39 mnemonic of 32 random bytes.
+
+use std::fmt;
+
+use bip39::{Language, Mnemonic};
+use zeroize::Zeroizing;
+
+use crate::error::VaultError;
+
+/// Number of words in a recovery code.
+pub const RECOVERY_WORDS: usize = 24;
+
+/// A recovery code: 24 BIP-39 English words encoding a random root's 32 bytes of entropy.
+///
+/// The text is wiped from memory on drop and never printed by `Debug`.
+#[derive(Clone)]
+pub struct RecoveryCode {
+    phrase: Zeroizing<String>,
+    entropy: Zeroizing<[u8; 32]>,
+}
+
+impl RecoveryCode {
+    /// The code of the given entropy.
+    pub fn from_entropy(entropy: &[u8; 32]) -> Self {
+        let mnemonic = Mnemonic::from_entropy_in(Language::English, entropy)
+            .expect("32 bytes is a valid BIP-39 entropy length");
+        let phrase = Zeroizing::new(mnemonic.words().collect::<Vec<_>>().join(" "));
+        Self {
+            phrase,
+            entropy: Zeroizing::new(*entropy),
+        }
+    }
+
+    /// Parses a code: 24 English words separated by white space, any letter case; the BIP-39
+    /// checksum must hold.
+    pub fn parse(code: &str) -> Result<Self, VaultError> {
+        let normalized = Zeroizing::new(
+            code.split_whitespace()
+                .map(str::to_lowercase)
+                .collect::<Vec<_>>()
+                .join(" "),
+        );
+        let count = normalized.split(' ').filter(|w| !w.is_empty()).count();
+        if count != RECOVERY_WORDS {
+            return Err(VaultError::InvalidRecoveryCode(format!(
+                "it has {count} words, not {RECOVERY_WORDS}"
+            )));
+        }
+        let mnemonic = Mnemonic::parse_in_normalized(Language::English, &normalized)
+            .map_err(|e| VaultError::InvalidRecoveryCode(describe(e)))?;
+        let (full, len) = mnemonic.to_entropy_array();
+        let full = Zeroizing::new(full);
+        let mut entropy = Zeroizing::new([0u8; 32]);
+        if len != 32 {
+            return Err(VaultError::InvalidRecoveryCode(format!(
+                "it encodes {len} bytes, not 32"
+            )));
+        }
+        entropy.copy_from_slice(&full[..32]);
+        Ok(Self {
+            phrase: normalized,
+            entropy,
+        })
+    }
+
+    /// The 24 words separated by single spaces (show this to the user once; it is a secret).
+    pub fn as_str(&self) -> &str {
+        &self.phrase
+    }
+
+    /// The words one by one.
+    pub fn words(&self) -> impl Iterator<Item = &str> {
+        self.phrase.split(' ')
+    }
+
+    /// The 32 bytes of entropy the code encodes.
+    pub fn entropy(&self) -> &[u8; 32] {
+        &self.entropy
+    }
+}
+
+fn describe(e: bip39::Error) -> String {
+    match e {
+        bip39::Error::UnknownWord(i) => format!("word {} is not in the BIP-39 English list", i + 1),
+        bip39::Error::InvalidChecksum => {
+            "the checksum does not match (a word is wrong or the order changed)".into()
+        }
+        other => other.to_string(),
+    }
+}
+
+impl fmt::Debug for RecoveryCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("RecoveryCode(<redacted>)")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_normalisation() {
+        let entropy = [7u8; 32];
+        let code = RecoveryCode::from_entropy(&entropy);
+        assert_eq!(code.words().count(), 24);
+        let shouted = format!("  {}\n", code.as_str().to_uppercase().replace(' ', "\t "));
+        let parsed = RecoveryCode::parse(&shouted).unwrap();
+        assert_eq!(parsed.entropy(), &entropy);
+        assert_eq!(parsed.as_str(), code.as_str());
+        assert_eq!(format!("{code:?}"), "RecoveryCode(<redacted>)");
+    }
+
+    #[test]
+    fn rejects_bad_codes() {
+        let code = RecoveryCode::from_entropy(&[1u8; 32]);
+        let words: Vec<&str> = code.words().collect();
+        // 12 words.
+        let short = words[..12].join(" ");
+        assert!(
+            matches!(RecoveryCode::parse(&short), Err(VaultError::InvalidRecoveryCode(m)) if m.contains("12 words"))
+        );
+        // Unknown word.
+        let mut unknown = words.clone();
+        unknown[3] = "privsvc";
+        assert!(
+            matches!(RecoveryCode::parse(&unknown.join(" ")), Err(VaultError::InvalidRecoveryCode(m)) if m.contains("word 4"))
+        );
+        // Swapped words break the checksum.
+        let mut swapped = words.clone();
+        let first = swapped[0];
+        let position = swapped.iter().position(|w| *w != first).unwrap();
+        swapped.swap(0, position);
+        assert!(RecoveryCode::parse(&swapped.join(" ")).is_err());
+    }
+}

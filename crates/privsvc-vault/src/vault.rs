@@ -1,0 +1,99 @@
+//! The `Vault` trait: what a privsvc client asks of the user's keys, wherever they live.
+
+use alloy_primitives::{Address, Signature};
+use async_trait::async_trait;
+
+use crate::error::VaultError;
+use crate::key_vault::KeyVault;
+use crate::record_ref::RecordRef;
+use crate::tag::Tag;
+use crate::typed_data::OwnershipProofBody;
+
+/// A key vault: [`KeyVault`] (keys in the caller's thread) or [`crate::IsolatedVault`] (keys on a
+/// dedicated thread). Object safe; clients hold an `Arc<dyn Vault>`.
+#[async_trait]
+pub trait Vault: Send + Sync {
+    /// The app the keys are derived for.
+    fn app(&self) -> &str;
+
+    /// A fresh random record reference (needs no key).
+    fn new_record(&self) -> RecordRef {
+        RecordRef::random()
+    }
+
+    /// The reference of scope `name`.
+    async fn scope_record(&self, name: &str) -> Result<RecordRef, VaultError>;
+
+    /// A tag for `record` with a random nonce.
+    async fn make_tag(&self, record: &RecordRef) -> Result<Tag, VaultError>;
+
+    /// For each tag, the reference when it was made by this vault, else `None`.
+    async fn open_tags(&self, tags: &[Tag]) -> Result<Vec<Option<RecordRef>>, VaultError>;
+
+    /// The one-time owner address of `record`.
+    async fn address_of(&self, record: &RecordRef) -> Result<Address, VaultError>;
+
+    /// Signs an ownership proof for `record` on the privsvc network.
+    async fn sign_proof(
+        &self,
+        record: &RecordRef,
+        body: &OwnershipProofBody,
+    ) -> Result<Signature, VaultError> {
+        self.sign_proof_on_chain(record, body, None).await
+    }
+
+    /// Signs an ownership proof for `record` with the EIP-712 `chainId` given (`None`: the
+    /// privsvc network).
+    async fn sign_proof_on_chain(
+        &self,
+        record: &RecordRef,
+        body: &OwnershipProofBody,
+        chain_id: Option<u64>,
+    ) -> Result<Signature, VaultError>;
+
+    /// Encrypts a payload for `record`: nonce(12) || ciphertext.
+    async fn encrypt(&self, record: &RecordRef, plaintext: &[u8]) -> Result<Vec<u8>, VaultError>;
+
+    /// Decrypts a payload encrypted for `record`.
+    async fn decrypt(&self, record: &RecordRef, data: &[u8]) -> Result<Vec<u8>, VaultError>;
+}
+
+#[async_trait]
+impl Vault for KeyVault {
+    fn app(&self) -> &str {
+        KeyVault::app(self)
+    }
+
+    async fn scope_record(&self, name: &str) -> Result<RecordRef, VaultError> {
+        Ok(KeyVault::scope_record(self, name))
+    }
+
+    async fn make_tag(&self, record: &RecordRef) -> Result<Tag, VaultError> {
+        Ok(KeyVault::make_tag(self, record))
+    }
+
+    async fn open_tags(&self, tags: &[Tag]) -> Result<Vec<Option<RecordRef>>, VaultError> {
+        Ok(KeyVault::open_tags(self, tags))
+    }
+
+    async fn address_of(&self, record: &RecordRef) -> Result<Address, VaultError> {
+        KeyVault::address_of(self, record)
+    }
+
+    async fn sign_proof_on_chain(
+        &self,
+        record: &RecordRef,
+        body: &OwnershipProofBody,
+        chain_id: Option<u64>,
+    ) -> Result<Signature, VaultError> {
+        self.signer(record)?.sign_proof_on_chain(body, chain_id)
+    }
+
+    async fn encrypt(&self, record: &RecordRef, plaintext: &[u8]) -> Result<Vec<u8>, VaultError> {
+        Ok(KeyVault::encrypt(self, record, plaintext))
+    }
+
+    async fn decrypt(&self, record: &RecordRef, data: &[u8]) -> Result<Vec<u8>, VaultError> {
+        KeyVault::decrypt(self, record, data)
+    }
+}
