@@ -93,21 +93,21 @@ mod bindings {
             error InvalidOpType(uint8 operation);
             error NonCanonicalOperationData(uint8 operation);
             error AttributesNotSorted();
-            error TooManyAttributes(uint256 count, uint256 max);
+            error TooManyAttributes(uint256 count, uint256 maxCount);
             error EmptyMutations(bytes32 entityKey);
             error TombstoneInCreate(bytes32 name);
             error TombstoneValueNotEmpty(bytes32 name);
             error SystemAttributeNotWritable(bytes32 name);
             error InvalidValueType(bytes32 name, uint8 typeId);
             error Ident32Empty();
-            error Ident32InvalidByte(uint256 index, bytes1 value);
+            error Ident32InvalidByte(uint256 position, bytes1 value);
             error EntityNotFound(bytes32 entityKey);
             error EntityExpired(bytes32 entityKey, uint64 expiresAt);
             error NotOwner(bytes32 entityKey, address caller, address owner);
             error ReadOnlyEntity(bytes32 entityKey);
-            error ReservedCreationFlags(uint8 flags);
+            error ReservedCreationFlags(uint8 creationFlags);
             error ExpiryDeadOnArrival(uint64 target, uint64 currentBlock);
-            error ExpiryNotExtended(bytes32 entityKey, uint64 requested, uint64 current);
+            error ExpiryNotExtended(bytes32 entityKey, uint64 newExpiresAt, uint64 currentExpiresAt);
             error TransferToZeroAddress(bytes32 entityKey);
             error TransferToSelf(bytes32 entityKey);
         }
@@ -290,7 +290,16 @@ pub fn check_operations(ops: &[ModelOperation]) -> Result<(), LedgerError> {
                     "operation {i}: attribute {name:?} appears twice"
                 )));
             }
-            if let ModelOperation::Create(_) = op {
+            if let ModelOperation::Create(c) = op {
+                if c.attributes
+                    .iter()
+                    .any(|a| a.name == name && matches!(a.value, ArkivValue::Bytes(_)))
+                {
+                    return Err(LedgerError::Invalid(format!(
+                        "operation {i}: attribute {name:?} has type bytes, which only $payload \
+                         may carry"
+                    )));
+                }
                 if name.starts_with('$') {
                     return Err(LedgerError::Invalid(format!(
                         "operation {i}: attribute {name:?} is a system attribute; set the \
@@ -344,9 +353,6 @@ pub enum DecodeError {
     /// `TombstoneInCreate(bytes32)`.
     #[error("a create cannot unset attribute {} (TombstoneInCreate)", show_name(.0))]
     TombstoneInCreate(B256),
-    /// `TombstoneValueNotEmpty(bytes32)`.
-    #[error("tombstone for {} has a value (TombstoneValueNotEmpty)", show_name(.0))]
-    TombstoneValueNotEmpty(B256),
     /// `SystemAttributeNotWritable(bytes32)`.
     #[error("system attribute {} cannot be written (SystemAttributeNotWritable)", show_name(.0))]
     SystemAttributeNotWritable(B256),
@@ -402,14 +408,11 @@ impl DecodeError {
             DecodeError::AttributesNotSorted => AttributesNotSorted {}.abi_encode(),
             DecodeError::TooManyAttributes { count, max } => TooManyAttributes {
                 count: U256::from(*count),
-                max: U256::from(*max),
+                maxCount: U256::from(*max),
             }
             .abi_encode(),
             DecodeError::EmptyMutations(k) => EmptyMutations { entityKey: *k }.abi_encode(),
             DecodeError::TombstoneInCreate(n) => TombstoneInCreate { name: *n }.abi_encode(),
-            DecodeError::TombstoneValueNotEmpty(n) => {
-                TombstoneValueNotEmpty { name: *n }.abi_encode()
-            }
             DecodeError::SystemAttributeNotWritable(n) => {
                 SystemAttributeNotWritable { name: *n }.abi_encode()
             }
@@ -420,12 +423,12 @@ impl DecodeError {
             .abi_encode(),
             DecodeError::Ident32Empty => Ident32Empty {}.abi_encode(),
             DecodeError::Ident32InvalidByte { index, byte } => Ident32InvalidByte {
-                index: U256::from(*index),
+                position: U256::from(*index),
                 value: alloy_primitives::FixedBytes([*byte]),
             }
             .abi_encode(),
             DecodeError::ReservedCreationFlags(f) => {
-                ReservedCreationFlags { flags: *f }.abi_encode()
+                ReservedCreationFlags { creationFlags: *f }.abi_encode()
             }
             DecodeError::TransferToZeroAddress(k) => {
                 TransferToZeroAddress { entityKey: *k }.abi_encode()
@@ -460,7 +463,30 @@ fn is_word(w: &B256, name: &str) -> bool {
     name_to_bytes32(name).map(|n| n == *w).unwrap_or(false)
 }
 
-/// Common cell checks: count, strict ordering.
+/// Whether a name word is one of the two writable system cells.
+fn is_user_managed(name: &B256) -> bool {
+    is_word(name, PAYLOAD_ATTRIBUTE) || is_word(name, CONTENT_TYPE_ATTRIBUTE)
+}
+
+/// The node's system-name check (`$` names): a non-empty remainder and contiguous padding.
+fn check_system_word(word: &B256) -> Result<(), DecodeError> {
+    if word[1] == 0 {
+        return Err(DecodeError::Ident32Empty);
+    }
+    let mut seen_zero = false;
+    for (index, b) in word.iter().enumerate().skip(1) {
+        if *b == 0 {
+            seen_zero = true;
+        } else if seen_zero {
+            return Err(DecodeError::Ident32InvalidByte { index, byte: *b });
+        }
+    }
+    Ok(())
+}
+
+/// The structural rules of every cell list, in the node's order: at most 32 cells, then each
+/// name (`$` names other than `$payload`/`$contentType` are engine-owned; user names follow
+/// `Ident32`), then strict ascending order.
 fn check_cells(cells: &[Attribute]) -> Result<(), DecodeError> {
     if cells.len() > MAX_ATTRIBUTES {
         return Err(DecodeError::TooManyAttributes {
@@ -468,65 +494,29 @@ fn check_cells(cells: &[Attribute]) -> Result<(), DecodeError> {
             max: MAX_ATTRIBUTES,
         });
     }
+    for c in cells {
+        if c.name[0] == b'$' {
+            if !is_user_managed(&c.name) {
+                return Err(DecodeError::SystemAttributeNotWritable(c.name));
+            }
+            check_system_word(&c.name)?;
+        } else {
+            check_ident32_word(&c.name)?;
+        }
+    }
     if cells.windows(2).any(|w| w[0].name >= w[1].name) {
         return Err(DecodeError::AttributesNotSorted);
     }
     Ok(())
 }
 
-/// Which system cell a name is, if any. `Err` for a `$` name that may not be written.
-fn system_cell(name: &B256) -> Result<Option<&'static str>, DecodeError> {
-    if is_word(name, PAYLOAD_ATTRIBUTE) {
-        return Ok(Some(PAYLOAD_ATTRIBUTE));
-    }
-    if is_word(name, CONTENT_TYPE_ATTRIBUTE) {
-        return Ok(Some(CONTENT_TYPE_ATTRIBUTE));
-    }
-    if name[0] == b'$' {
-        return Err(DecodeError::SystemAttributeNotWritable(*name));
-    }
-    Ok(None)
+/// One cell's value (`None` for a tombstone); an ill-formed value is `InvalidValueType`.
+fn cell_value(c: &Attribute) -> Result<Option<ArkivValue>, DecodeError> {
+    codec::decode_cell(c.typeId, &c.value).map_err(|e| bad_value(c.name, c.typeId, e))
 }
 
-/// Decode a system cell's value: `$payload` must be `bytes` (7), `$contentType` `str` (8).
-fn system_value(which: &str, c: &Attribute) -> Result<ArkivValue, DecodeError> {
-    let want = if which == PAYLOAD_ATTRIBUTE {
-        TYPE_BYTES
-    } else {
-        TYPE_STR
-    };
-    if c.typeId != want {
-        return Err(DecodeError::InvalidValueType {
-            name: c.name,
-            type_id: c.typeId,
-            reason: format!("{which} must have typeId {want}"),
-        });
-    }
-    ArkivValue::from_abi(c.typeId, &c.value).map_err(|e| bad_value(c.name, c.typeId, e))
-}
-
-/// Decode a user cell: name rule, then value (tombstone → `None`).
-fn user_value(c: &Attribute, in_create: bool) -> Result<(String, Option<ArkivValue>), DecodeError> {
-    check_ident32_word(&c.name)?;
-    let name = codec::bytes32_to_name(&c.name).unwrap_or_default();
-    if c.typeId == TYPE_TOMBSTONE {
-        if in_create {
-            return Err(DecodeError::TombstoneInCreate(c.name));
-        }
-        if !c.value.is_empty() {
-            return Err(DecodeError::TombstoneValueNotEmpty(c.name));
-        }
-        return Ok((name, None));
-    }
-    if c.typeId == TYPE_BYTES {
-        return Err(DecodeError::InvalidValueType {
-            name: c.name,
-            type_id: c.typeId,
-            reason: "bytes is reserved for $payload".into(),
-        });
-    }
-    let v = ArkivValue::from_abi(c.typeId, &c.value).map_err(|e| bad_value(c.name, c.typeId, e))?;
-    Ok((name, Some(v)))
+fn cell_name(c: &Attribute) -> String {
+    codec::bytes32_to_name(&c.name).unwrap_or_default()
 }
 
 fn decode_canonical<T>(tag: u8, data: &[u8]) -> Result<T, DecodeError>
@@ -534,7 +524,7 @@ where
     T: SolValue + From<<T::SolType as alloy_sol_types::SolType>::RustType>,
 {
     let v = T::abi_decode(data).map_err(|e| {
-        DecodeError::Malformed(format!("operationData of tag {tag} does not decode: {e}"))
+        DecodeError::Malformed(format!("operation {tag}: invalid operationData: {e}"))
     })?;
     if v.abi_encode() != data {
         return Err(DecodeError::NonCanonicalOperationData(tag));
@@ -551,17 +541,23 @@ fn decode_create(data: &[u8]) -> Result<DecodedOp, DecodeError> {
     let mut payload = Vec::new();
     let mut attributes = Vec::new();
     for cell in &c.attributes {
-        match system_cell(&cell.name)? {
-            Some(which) => match system_value(which, cell)? {
-                ArkivValue::Bytes(b) => payload = b,
-                ArkivValue::Str(s) => content_type = s,
-                _ => unreachable!("system_value returns bytes or str"),
-            },
-            None => {
-                let (name, value) = user_value(cell, true)?;
-                let value = value.ok_or(DecodeError::TombstoneInCreate(cell.name))?;
-                attributes.push(ModelAttribute { name, value });
-            }
+        let value = cell_value(cell)?.ok_or(DecodeError::TombstoneInCreate(cell.name))?;
+        if is_word(&cell.name, PAYLOAD_ATTRIBUTE) {
+            // The node lifts the cell's value bytes whatever its type.
+            payload = value.abi_bytes();
+        } else if is_word(&cell.name, CONTENT_TYPE_ATTRIBUTE) {
+            content_type = String::from_utf8(value.abi_bytes()).map_err(|_| {
+                DecodeError::InvalidValueType {
+                    name: cell.name,
+                    type_id: cell.typeId,
+                    reason: "$contentType must be UTF-8".into(),
+                }
+            })?;
+        } else {
+            attributes.push(ModelAttribute {
+                name: cell_name(cell),
+                value,
+            });
         }
     }
     Ok(ModelOperation::Create(ModelCreate {
@@ -581,13 +577,11 @@ fn decode_patch(data: &[u8]) -> Result<DecodedOp, DecodeError> {
         return Err(DecodeError::EmptyMutations(p.entityKey));
     }
     check_cells(&p.mutations)?;
-    let mut mutations = Vec::with_capacity(p.mutations.len());
-    for cell in &p.mutations {
-        match system_cell(&cell.name)? {
-            Some(which) => mutations.push((which.to_owned(), Some(system_value(which, cell)?))),
-            None => mutations.push(user_value(cell, false)?),
-        }
-    }
+    let mutations = p
+        .mutations
+        .iter()
+        .map(|c| Ok((cell_name(c), cell_value(c)?)))
+        .collect::<Result<Vec<_>, DecodeError>>()?;
     Ok(ModelOperation::Patch {
         key: p.entityKey,
         mutations,
@@ -625,17 +619,18 @@ fn decode_one(op: &Operation) -> Result<DecodedOp, DecodeError> {
     }
 }
 
-/// Decode and validate `execute()` calldata the way the node does before execution: selector,
-/// canonical outer and per-operation encoding (decoded, re-encoded and compared), known tags,
-/// creation flags, at most 32 strictly sorted cells, `Ident32` names, only `$payload` and
-/// `$contentType` among system names, no tombstone in a create, exact value words, no transfer
-/// to zero. State rules (existence, ownership, expiry) are the node's job.
+/// Decode and validate `execute()` calldata the way the node does before execution (mirrors
+/// the Arkiv node's `decode_ops`): selector, non-empty batch, known tags, canonical
+/// operationData (decoded, re-encoded and compared), creation flags, at most 32 cells,
+/// `Ident32` names with only `$payload` and `$contentType` writable among `$` names, strictly
+/// ascending names, exact value words (a tombstone is typeId 0 with an empty value), no
+/// tombstone in a create, no transfer to zero. Expiry resolution ([`crate::expiry`]) and state
+/// rules (existence, ownership, readonly) are the executor's job.
 pub fn decode_operations(calldata: &[u8]) -> Result<Vec<DecodedOp>, DecodeError> {
     if calldata.len() < 4 {
-        return Err(DecodeError::Malformed(format!(
-            "calldata too short ({} bytes)",
-            calldata.len()
-        )));
+        return Err(DecodeError::Malformed(
+            "calldata too short for a selector".into(),
+        ));
     }
     if calldata[..4] != executeCall::SELECTOR {
         return Err(DecodeError::Malformed(format!(
@@ -643,17 +638,20 @@ pub fn decode_operations(calldata: &[u8]) -> Result<Vec<DecodedOp>, DecodeError>
             hex::encode(&calldata[..4])
         )));
     }
-    let call = executeCall::abi_decode(calldata)
-        .map_err(|e| DecodeError::Malformed(format!("undecodable Operation[]: {e}")))?;
-    if call.abi_encode() != calldata {
-        return Err(DecodeError::Malformed(
-            "execute() calldata is not canonically encoded".into(),
-        ));
-    }
+    // Like the node, the outer Operation[] is decoded leniently; every operationData must be
+    // canonical.
+    let call = executeCall::abi_decode_raw(&calldata[4..])
+        .map_err(|e| DecodeError::Malformed(format!("invalid execute calldata: {e}")))?;
     if call.ops.is_empty() {
         return Err(DecodeError::EmptyBatch);
     }
     call.ops.iter().map(decode_one).collect()
+}
+
+/// Decode one log of the Arkiv address into one of the five events (`None` for anything else).
+pub fn decode_log(topics: &[B256], data: &[u8]) -> Option<ArkivEvents> {
+    use alloy_sol_types::SolEventInterface;
+    ArkivEvents::decode_raw_log(topics, data).ok()
 }
 
 fn name_arg(w: &B256) -> String {
@@ -682,7 +680,7 @@ pub fn decode_revert(data: &[u8]) -> String {
         E::InvalidOpType(x) => format!("InvalidOpType({})", x.operation),
         E::NonCanonicalOperationData(x) => format!("NonCanonicalOperationData({})", x.operation),
         E::AttributesNotSorted(_) => "AttributesNotSorted()".into(),
-        E::TooManyAttributes(x) => format!("TooManyAttributes({},{})", x.count, x.max),
+        E::TooManyAttributes(x) => format!("TooManyAttributes({},{})", x.count, x.maxCount),
         E::EmptyMutations(x) => format!("EmptyMutations({})", x.entityKey),
         E::TombstoneInCreate(x) => format!("TombstoneInCreate({})", name_arg(&x.name)),
         E::TombstoneValueNotEmpty(x) => format!("TombstoneValueNotEmpty({})", name_arg(&x.name)),
@@ -691,19 +689,19 @@ pub fn decode_revert(data: &[u8]) -> String {
         }
         E::InvalidValueType(x) => format!("InvalidValueType({},{})", name_arg(&x.name), x.typeId),
         E::Ident32Empty(_) => "Ident32Empty()".into(),
-        E::Ident32InvalidByte(x) => format!("Ident32InvalidByte({},{})", x.index, x.value),
+        E::Ident32InvalidByte(x) => format!("Ident32InvalidByte({},{})", x.position, x.value),
         E::EntityNotFound(x) => format!("EntityNotFound({})", x.entityKey),
         E::EntityExpired(x) => format!("EntityExpired({},{})", x.entityKey, x.expiresAt),
         E::NotOwner(x) => format!("NotOwner({},{},{})", x.entityKey, x.caller, x.owner),
         E::ReadOnlyEntity(x) => format!("ReadOnlyEntity({})", x.entityKey),
-        E::ReservedCreationFlags(x) => format!("ReservedCreationFlags({})", x.flags),
+        E::ReservedCreationFlags(x) => format!("ReservedCreationFlags({})", x.creationFlags),
         E::ExpiryDeadOnArrival(x) => {
             format!("ExpiryDeadOnArrival({},{})", x.target, x.currentBlock)
         }
         E::ExpiryNotExtended(x) => {
             format!(
                 "ExpiryNotExtended({},{},{})",
-                x.entityKey, x.requested, x.current
+                x.entityKey, x.newExpiresAt, x.currentExpiresAt
             )
         }
         E::TransferToZeroAddress(x) => format!("TransferToZeroAddress({})", x.entityKey),

@@ -57,7 +57,7 @@ const TYPE_NAMES: [&str; 10] = [
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CodecError {
     /// A word type (everything but `str` and `bytes`) was not 32 bytes long.
-    #[error("a {type_name} value must be 32 bytes, got {len}")]
+    #[error("a {type_name} value must be 32 bytes, got {len} (BadWordLength({len}))")]
     BadWordLength {
         /// The type tag.
         type_name: &'static str,
@@ -217,12 +217,14 @@ impl ArkivValue {
         Ok(match type_id {
             TYPE_BOOL => {
                 let w = word(name, bytes)?;
-                if w[..31].iter().any(|b| *b != 0) || w[31] > 1 {
-                    return Err(CodecError::BadBool(if w[..31].iter().any(|b| *b != 0) {
-                        u8::MAX
-                    } else {
-                        w[31]
-                    }));
+                if w[..31].iter().any(|b| *b != 0) {
+                    return Err(CodecError::NonZeroValuePadding {
+                        type_name: name,
+                        width: 1,
+                    });
+                }
+                if w[31] > 1 {
+                    return Err(CodecError::BadBool(w[31]));
                 }
                 ArkivValue::Bool(w[31] == 1)
             }
@@ -538,31 +540,20 @@ pub fn validate_ident32(name: &str) -> Result<(), NameError> {
     }
 }
 
-/// Check a name as the node sees it in calldata (a null-padded `bytes32`): not all zero, the
-/// `Ident32` byte rule up to the first NUL, and only NULs after it (an embedded NUL followed by a
-/// non-zero byte is reported at that byte).
+/// Check a name as the node sees it in calldata (a null-padded `bytes32`): a non-NUL first
+/// byte (`Ident32Empty`), the `Ident32` byte rule up to the first NUL, and only NULs after it (a
+/// non-zero byte after the padding began is reported at its position).
 pub fn check_ident32_word(word: &B256) -> Result<(), NameError> {
-    let len = word.iter().position(|b| *b == 0).unwrap_or(32);
-    if len == 0 {
-        return match word.iter().position(|b| *b != 0) {
-            None => Err(NameError::Empty),
-            Some(index) => Err(NameError::InvalidByte {
-                index,
-                byte: word[index],
-            }),
-        };
+    if word[0] == 0 {
+        return Err(NameError::Empty);
     }
-    for (i, b) in word[..len].iter().enumerate() {
-        if !ident_byte_ok(i, *b) {
-            return Err(NameError::InvalidByte { index: i, byte: *b });
+    let mut seen_zero = false;
+    for (index, b) in word.iter().enumerate() {
+        if *b == 0 {
+            seen_zero = true;
+        } else if seen_zero || !ident_byte_ok(index, *b) {
+            return Err(NameError::InvalidByte { index, byte: *b });
         }
-    }
-    if let Some(off) = word[len..].iter().position(|b| *b != 0) {
-        let index = len + off;
-        return Err(NameError::InvalidByte {
-            index,
-            byte: word[index],
-        });
     }
     Ok(())
 }
