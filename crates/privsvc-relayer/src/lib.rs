@@ -1,2 +1,302 @@
-//! privsvc-relayer (under construction).
+//! The privsvc relayer (SPEC "What the service does", DESIGN 7): validates sealed records,
+//! stores them durably before answering 202, writes them to the ledger in batches (one
+//! `execute()` per batch: create + transfer per record, plus a spends entity for tokens), holds
+//! records for k-anonymity, publishes heartbeats and reports health.
+//!
+//! ```no_run
+//! # async fn demo(ledger: std::sync::Arc<dyn privsvc_ledger::LedgerReader>,
+//! #               writer: std::sync::Arc<dyn privsvc_ledger::LedgerWriter>) {
+//! use privsvc_relayer::{Relayer, RelayerConfig};
+//! let config = RelayerConfig::from_env_and_args(std::env::args()).expect("configuration");
+//! let relayer = Relayer::start(config, ledger, writer).await.expect("start");
+//! println!("listening on {}", relayer.url());
+//! relayer.shutdown().await;
+//! # }
+//! ```
+//!
+//! Module map: [`config`] (env and flags), [`store`] (SQLite, group commit), [`queue`] (the
+//! batching decision), [`batcher`] (scheduler and batch transactions), [`reconcile`] (restart),
+//! [`writer`] (the one serialized writer), [`health`] (heartbeats, retention, health record),
+//! [`api`] (HTTP), [`validate`] (400 checks), [`tokencheck`] (402/403), [`ratelimit`] (429),
+//! [`metrics`] (Prometheus).
 #![forbid(unsafe_code)]
+
+pub mod api;
+pub mod batcher;
+pub mod config;
+pub mod entities;
+pub mod health;
+pub mod metrics;
+pub mod queue;
+pub mod ratelimit;
+pub mod reconcile;
+pub mod state;
+pub mod store;
+pub mod tokencheck;
+pub mod validate;
+pub mod writer;
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, AtomicUsize};
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use privsvc_ledger::{LedgerError, LedgerReader, LedgerWriter};
+use tokio::sync::{watch, Notify};
+use tokio::task::JoinHandle;
+use tower_http::cors::CorsLayer;
+
+pub use config::{ConfigError, OhttpSeed, RelayerConfig, RelayerKey, TokenMode};
+pub use health::Health;
+pub use store::StoreError;
+pub use writer::SerializedWriter;
+
+use state::{Live, Shared};
+
+/// Why the relayer could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum RelayerError {
+    /// Bad configuration.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The queue database could not be opened.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The ledger could not be reached or disagrees with the configuration.
+    #[error("ledger: {0}")]
+    Ledger(String),
+    /// The listen address could not be bound.
+    #[error("cannot listen on {0}: {1}")]
+    Bind(SocketAddr, std::io::Error),
+    /// The OHTTP gateway could not be built.
+    #[error("OHTTP gateway: {0}")]
+    Ohttp(String),
+}
+
+impl From<LedgerError> for RelayerError {
+    fn from(e: LedgerError) -> Self {
+        RelayerError::Ledger(e.to_string())
+    }
+}
+
+/// Entry point: see [`Relayer::start`].
+pub struct Relayer;
+
+/// A running relayer.
+pub struct RelayerHandle {
+    url: String,
+    local_addr: SocketAddr,
+    router: Router,
+    shared: Arc<Shared>,
+    stop: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Relayer {
+    /// Open the queue in `config.data_dir`, bind `config.bind`, and start serving, batching,
+    /// heartbeats and pruning. `writer` must be the only writer of its account.
+    pub async fn start(
+        config: RelayerConfig,
+        ledger: Arc<dyn LedgerReader>,
+        writer: Arc<dyn LedgerWriter>,
+    ) -> Result<RelayerHandle, RelayerError> {
+        Self::start_with(config, ledger, writer, |_| None).await
+    }
+
+    /// Like [`Relayer::start`], with `extra` building additional routes (e.g. the token issuer)
+    /// from the relayer's serialized writer, which every create from the account must use.
+    pub async fn start_with(
+        config: RelayerConfig,
+        ledger: Arc<dyn LedgerReader>,
+        writer: Arc<dyn LedgerWriter>,
+        extra: impl FnOnce(&SerializedWriter) -> Option<Router>,
+    ) -> Result<RelayerHandle, RelayerError> {
+        config.validate()?;
+        let chain_id = ledger.chain_id().await?;
+        if let Some(expected) = config.chain_id {
+            if expected != chain_id {
+                return Err(RelayerError::Ledger(format!(
+                    "CHAIN_ID is {expected} but the ledger reports {chain_id}"
+                )));
+            }
+        }
+        let address = writer.address();
+        let store = store::Store::open(&config.data_dir)?;
+        let queued = store.load_queued()?;
+        let sending = store.count_state("sending")?;
+        let next_seq = store.max_seq()? + 1;
+        let live = Live {
+            batches: store
+                .meta("batches")?
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0),
+            last_flush_block: store.meta("last_flush_block")?.and_then(|v| v.parse().ok()),
+            heartbeat: store.meta("heartbeat")?.and_then(|v| v.parse().ok()),
+            last_beat_ms: store
+                .meta("last_beat")?
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0),
+        };
+
+        let listener = tokio::net::TcpListener::bind(config.bind)
+            .await
+            .map_err(|e| RelayerError::Bind(config.bind, e))?;
+        let local_addr = listener
+            .local_addr()
+            .map_err(|e| RelayerError::Bind(config.bind, e))?;
+        let public_url = config
+            .public_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{local_addr}"));
+
+        let gateway = match &config.ohttp_seed {
+            Some(seed) => Some(Arc::new(
+                privsvc_ohttp::OhttpGateway::from_seed(seed.bytes())
+                    .map_err(|e| RelayerError::Ohttp(e.to_string()))?,
+            )),
+            None => None,
+        };
+        let (issuer, issuer_url) = if config.issuer_on {
+            (
+                Some(config.issuer_address.unwrap_or(address)),
+                Some(
+                    config
+                        .issuer_url
+                        .clone()
+                        .unwrap_or_else(|| public_url.clone()),
+                ),
+            )
+        } else {
+            (config.issuer_address, config.issuer_url.clone())
+        };
+
+        let mut q = queue::Queue::default();
+        let occupancy = queued.len() + sending as usize;
+        for r in queued {
+            q.push(r);
+        }
+        let serialized = SerializedWriter::new(writer, config.receipt_timeout);
+        let shared = Arc::new(Shared {
+            address,
+            chain_id,
+            public_url: public_url.clone(),
+            issuer,
+            issuer_url,
+            ohttp_key: gateway.as_ref().map(|g| g.public_key()),
+            store,
+            queue: Mutex::new(q),
+            notify: Notify::new(),
+            metrics: metrics::Metrics::default(),
+            limiter: ratelimit::RateLimiter::new(config.rate_limit_per_min),
+            ledger,
+            writer: serialized.clone(),
+            seq: AtomicU64::new(next_seq),
+            occupancy: AtomicUsize::new(occupancy),
+            issuer_keys: tokencheck::IssuerKeys::default(),
+            live: Mutex::new(live),
+            attempts: Mutex::new(Default::default()),
+            cfg: config,
+        });
+
+        let api = api::api_router(shared.clone());
+        let mut app = api
+            .clone()
+            .merge(privsvc_ohttp::gateway_router(gateway, api));
+        if let Some(extra) = extra(&serialized) {
+            app = app.merge(extra);
+        }
+        let router = app.fallback(api::not_found).layer(CorsLayer::permissive());
+
+        let (stop, stop_rx) = watch::channel(false);
+        let mut tasks = Vec::new();
+        {
+            let mut rx = stop_rx.clone();
+            let service = router
+                .clone()
+                .into_make_service_with_connect_info::<SocketAddr>();
+            tasks.push(tokio::spawn(async move {
+                let _ = axum::serve(listener, service)
+                    .with_graceful_shutdown(async move {
+                        let _ = rx.changed().await;
+                    })
+                    .await;
+            }));
+        }
+        tasks.push(tokio::spawn(batcher::run(shared.clone(), stop_rx.clone())));
+        tasks.push(tokio::spawn(health::run_heartbeats(
+            shared.clone(),
+            stop_rx.clone(),
+        )));
+        tasks.push(tokio::spawn(health::run_pruning(shared.clone(), stop_rx)));
+        tracing::info!(url = %public_url, "relayer started");
+        Ok(RelayerHandle {
+            url: public_url,
+            local_addr,
+            router,
+            shared,
+            stop,
+            tasks,
+        })
+    }
+}
+
+impl RelayerHandle {
+    /// The public base URL.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The bound socket address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The relayer's address.
+    pub fn address(&self) -> alloy_primitives::Address {
+        self.shared.address
+    }
+
+    /// The full router (API, OHTTP gateway, extra routes, CORS) for in-process use.
+    pub fn router(&self) -> Router {
+        self.router.clone()
+    }
+
+    /// The serialized writer of the relayer account (hand it to anything that creates entities
+    /// from this account, such as the token issuer).
+    pub fn writer(&self) -> SerializedWriter {
+        self.shared.writer.clone()
+    }
+
+    /// The current health record.
+    pub async fn health(&self) -> Health {
+        health::health(&self.shared).await
+    }
+
+    /// The Prometheus text of the counters.
+    pub fn metrics_text(&self) -> String {
+        self.shared.metrics.render(
+            self.shared
+                .occupancy
+                .load(std::sync::atomic::Ordering::SeqCst),
+        )
+    }
+
+    /// Stop serving and batching, waiting for the tasks to end. A batch in flight stays stored
+    /// and is reconciled at the next start.
+    pub async fn shutdown(self) {
+        let _ = self.stop.send(true);
+        for t in self.tasks {
+            let _ = t.await;
+        }
+    }
+
+    /// Stop every task at once, without any clean-up (simulates a crash in tests).
+    pub async fn crash(self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+        for t in self.tasks {
+            let _ = t.await;
+        }
+    }
+}

@@ -1,0 +1,230 @@
+//! The relayer's HTTP API (SPEC "Endpoints"): `GET /v1/info`, `POST /v1/records`,
+//! `GET /v1/records/{id}`, `GET /healthz`, `GET /metrics`. Errors are `{ "error": reason }`.
+//!
+//! Privacy: no handler logs the peer address or any part of a body; the peer address is used
+//! only by the in-memory rate limiter when tokens are off.
+
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{ConnectInfo, Path, Request, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::{json, Value};
+
+use crate::config::TokenMode;
+use crate::entities::API_VERSION;
+use crate::state::{now_ms, Shared};
+use crate::store::{SpentToken, StoreError, StoredRecord, StoredState};
+use crate::tokencheck::{check_token, TokenRefusal};
+use crate::validate::{validate, Limits};
+
+/// Submit body limit (SPEC: 64 KB).
+pub const MAX_SUBMIT_BYTES: usize = 64 * 1024;
+
+fn error(status: StatusCode, reason: impl Into<String>) -> Response {
+    (status, Json(json!({ "error": reason.into() }))).into_response()
+}
+
+/// The API routes (without `/v1/ohttp`, the issuer and CORS, which [`crate::Relayer`] adds).
+pub fn api_router(shared: Arc<Shared>) -> Router {
+    Router::new()
+        .route("/v1/info", get(info))
+        .route("/v1/records", post(submit))
+        .route("/v1/records/{id}", get(status))
+        .route("/healthz", get(healthz))
+        .route("/metrics", get(metrics))
+        .with_state(shared)
+}
+
+/// The relayer info document.
+pub fn info_json(s: &Shared) -> Value {
+    let mut v = json!({
+        "address": s.address.to_checksum(None),
+        "version": API_VERSION,
+        "chainId": s.chain_id,
+        "minBatch": s.cfg.min_batch,
+        "maxWaitMs": s.cfg.max_wait_ms,
+        "minIntervalBlocks": s.cfg.min_interval_blocks,
+        "tokensRequired": s.cfg.tokens == TokenMode::Required,
+        "maxMinAnonymity": s.cfg.max_min_anonymity,
+        "maxHoldMs": s.cfg.max_hold_ms,
+    });
+    if s.cfg.tokens == TokenMode::Required {
+        if let Some(i) = s.issuer {
+            v["issuer"] = Value::String(i.to_checksum(None));
+        }
+        if let Some(u) = &s.issuer_url {
+            v["issuerUrl"] = Value::String(u.clone());
+        }
+    }
+    if let Some(k) = &s.ohttp_key {
+        v["ohttpKey"] = Value::String(k.clone());
+    }
+    v
+}
+
+async fn info(State(s): State<Arc<Shared>>) -> Json<Value> {
+    Json(info_json(&s))
+}
+
+async fn submit(State(s): State<Arc<Shared>>, req: Request) -> Response {
+    let peer = req
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.ip());
+    let (status, response) = match accept(&s, peer, req.into_body()).await {
+        Ok(id) => (
+            StatusCode::ACCEPTED,
+            (StatusCode::ACCEPTED, Json(json!({ "id": id }))).into_response(),
+        ),
+        Err((status, reason)) => (status, error(status, reason)),
+    };
+    s.metrics.submission(status.as_u16());
+    tracing::debug!(status = status.as_u16(), "submission answered");
+    response
+}
+
+type Refusal = (StatusCode, String);
+
+async fn accept(s: &Shared, peer: Option<std::net::IpAddr>, body: Body) -> Result<String, Refusal> {
+    let bytes = axum::body::to_bytes(body, MAX_SUBMIT_BYTES)
+        .await
+        .map_err(|_| (StatusCode::PAYLOAD_TOO_LARGE, "body over 64 KB".to_string()))?;
+    let now = now_ms();
+    if s.cfg.tokens == TokenMode::Off {
+        if let Some(ip) = peer {
+            if !s.limiter.allow(ip, now) {
+                return Err((
+                    StatusCode::TOO_MANY_REQUESTS,
+                    format!(
+                        "more than {} submissions a minute from this address",
+                        s.cfg.rate_limit_per_min
+                    ),
+                ));
+            }
+        }
+    }
+    let limits = Limits {
+        relayer: s.address,
+        max_min_anonymity: s.cfg.max_min_anonymity,
+        max_hold_ms: s.cfg.max_hold_ms,
+    };
+    let sub = validate(&bytes, &limits).map_err(|r| (StatusCode::BAD_REQUEST, r))?;
+    let token = match (s.cfg.tokens, &sub.token) {
+        (TokenMode::Off, _) => None,
+        (TokenMode::Required, None) => {
+            return Err((
+                StatusCode::PAYMENT_REQUIRED,
+                "this relayer requires a token and none was sent".into(),
+            ))
+        }
+        (TokenMode::Required, Some(t)) => {
+            let issuer = s
+                .issuer
+                .ok_or((StatusCode::FORBIDDEN, "no issuer is configured".to_string()))?;
+            match check_token(
+                &s.issuer_keys,
+                s.ledger.as_ref(),
+                &s.store,
+                issuer,
+                &sub.app,
+                t,
+                now,
+            )
+            .await
+            {
+                Ok((id, epoch)) => Some(SpentToken {
+                    id,
+                    epoch: u64::from(epoch),
+                }),
+                Err(TokenRefusal::Refused(r)) => return Err((StatusCode::FORBIDDEN, r)),
+                Err(e @ TokenRefusal::Ledger(_)) => {
+                    s.metrics.ledger_error();
+                    return Err((StatusCode::FORBIDDEN, e.to_string()));
+                }
+            }
+        }
+    };
+    // Reserve a queue slot.
+    let before = s.occupancy.fetch_add(1, Ordering::SeqCst);
+    if before >= s.cfg.queue_capacity {
+        s.finished(1);
+        return Err((StatusCode::SERVICE_UNAVAILABLE, "queue full".into()));
+    }
+    let record = StoredRecord {
+        id: uuid::Uuid::new_v4().to_string(),
+        seq: s.seq.fetch_add(1, Ordering::SeqCst),
+        app: sub.app,
+        owner: sub.owner,
+        envelope: sub.envelope,
+        attributes: sub.attributes.canonical_json(),
+        exp_seconds: sub.exp_seconds,
+        min_anonymity: sub.min_anonymity,
+        max_hold_ms: sub.max_hold_ms,
+        token,
+        accepted_ms: now,
+    };
+    let id = record.id.clone();
+    match s.store.insert(record.clone()).await {
+        Ok(()) => {}
+        Err(StoreError::TokenSpent) => {
+            s.finished(1);
+            return Err((StatusCode::FORBIDDEN, "token already spent".into()));
+        }
+        Err(e) => {
+            s.finished(1);
+            tracing::error!(error = %e, "cannot store a submission");
+            return Err((
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the queue cannot store the record right now".into(),
+            ));
+        }
+    }
+    s.queue.lock().expect("queue lock").push(record);
+    s.notify.notify_one();
+    Ok(id)
+}
+
+async fn status(State(s): State<Arc<Shared>>, Path(id): Path<String>) -> Response {
+    if let Some(position) = s.queue.lock().expect("queue lock").position(&id) {
+        return Json(json!({ "id": id, "state": "queued", "position": position })).into_response();
+    }
+    match s.store.state(&id) {
+        Ok(None) => error(StatusCode::NOT_FOUND, "unknown record id"),
+        Ok(Some(StoredState::Queued)) | Ok(Some(StoredState::Sending)) => {
+            Json(json!({ "id": id, "state": "queued", "position": 0 })).into_response()
+        }
+        Ok(Some(StoredState::Written(w))) => Json(json!({
+            "id": id,
+            "state": "written",
+            "entityKey": w.entity_key.to_string(),
+            "txHash": w.tx_hash.to_string(),
+            "block": w.block.to_string(),
+            "batchSize": w.batch_size,
+        }))
+        .into_response(),
+        Ok(Some(StoredState::Failed(e))) => {
+            Json(json!({ "id": id, "state": "failed", "error": e })).into_response()
+        }
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
+}
+
+async fn healthz(State(s): State<Arc<Shared>>) -> Response {
+    Json(crate::health::health(&s).await).into_response()
+}
+
+async fn metrics(State(s): State<Arc<Shared>>) -> Response {
+    let body = s.metrics.render(s.occupancy.load(Ordering::SeqCst));
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], body).into_response()
+}
+
+/// JSON 404 for unknown paths.
+pub async fn not_found() -> Response {
+    error(StatusCode::NOT_FOUND, "no such endpoint")
+}

@@ -1,0 +1,479 @@
+//! The scheduler: decides when to flush (see [`crate::queue`]), waits for minIntervalBlocks and
+//! a random jitter, then sends each batch as ONE `execute()` through the serialized writer.
+//!
+//! Flush jitter: every flush is delayed by a uniform random 0..=FLUSH_JITTER_MS ms (default
+//! 1000), so that batch times do not mirror arrival times.
+//!
+//! A batch: records already on the ledger (owner holds an entity with the same envelope) are
+//! marked written and left out; the rest get a create (random 128-bit salt) and a transfer to
+//! their owner, addressed by keys predicted from the relayer's entity nonce; tokens add one
+//! spends entity per epoch. The signed transaction is stored before it is broadcast; it is then
+//! rebroadcast unchanged until a receipt appears (so at most one transaction with its nonce can
+//! land). A revert fails the records that revert on their own and retries the rest.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use alloy_primitives::B256;
+use privsvc_ledger::{
+    predict_entity_keys, BatchReceipt, LedgerError, Operation, PreparedTx, QueryOptions, Select,
+};
+use rand::Rng;
+use tokio::sync::watch;
+
+use crate::entities::{record_create, spends_creates};
+use crate::state::{now_ms, Shared};
+use crate::store::{BatchMember, StoredRecord, StoredState, WrittenInfo};
+use crate::writer::WriterTurn;
+
+/// Give up on a record after this many reverted batches without an identified offender.
+const MAX_REVERT_ATTEMPTS: u32 = 3;
+
+/// How a batch ended.
+pub(crate) enum Outcome {
+    /// Mined and recorded.
+    Written,
+    Reverted(String),
+    NotSent,
+    Shutdown,
+}
+
+async fn sleep_or_stop(d: Duration, stop: &mut watch::Receiver<bool>) -> bool {
+    tokio::select! {
+        _ = tokio::time::sleep(d) => false,
+        _ = stop.changed() => true,
+    }
+}
+
+/// Run until `stop` turns true: reconcile stored batches, then schedule.
+pub async fn run(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+    crate::reconcile::reconcile(&shared, &mut stop).await;
+    loop {
+        if *stop.borrow() {
+            return;
+        }
+        let now = now_ms();
+        let plan = shared
+            .queue
+            .lock()
+            .expect("queue lock")
+            .plan(now, &shared.plan_params());
+        if !plan.expired.is_empty() {
+            fail_expired(&shared, plan.expired).await;
+            continue;
+        }
+        if !plan.batch.is_empty() {
+            if let Some(wait) = interval_wait(&shared).await {
+                if sleep_or_stop(wait, &mut stop).await {
+                    return;
+                }
+                continue;
+            }
+            if shared.cfg.flush_jitter_ms > 0 {
+                let j = rand::thread_rng().gen_range(0..=shared.cfg.flush_jitter_ms);
+                if sleep_or_stop(Duration::from_millis(j), &mut stop).await {
+                    return;
+                }
+            }
+            let records = {
+                let mut q = shared.queue.lock().expect("queue lock");
+                let plan = q.plan(now_ms(), &shared.plan_params());
+                plan.batch
+                    .iter()
+                    .filter_map(|id| q.remove(id))
+                    .collect::<Vec<_>>()
+            };
+            if records.is_empty() {
+                continue;
+            }
+            match send_batch(&shared, records, &mut stop).await {
+                Outcome::Shutdown => return,
+                Outcome::NotSent if sleep_or_stop(Duration::from_millis(500), &mut stop).await => {
+                    return;
+                }
+                _ => {}
+            }
+            continue;
+        }
+        let wait = plan
+            .wake_at_ms
+            .map(|w| w.saturating_sub(now).max(1))
+            .unwrap_or(60_000);
+        tokio::select! {
+            _ = shared.notify.notified() => {}
+            _ = tokio::time::sleep(Duration::from_millis(wait)) => {}
+            _ = stop.changed() => return,
+        }
+    }
+}
+
+async fn fail_expired(shared: &Shared, expired: Vec<(String, u32)>) {
+    let now = now_ms();
+    for (id, k) in expired {
+        let hold = {
+            let mut q = shared.queue.lock().expect("queue lock");
+            q.remove(&id).map(|r| r.max_hold_ms)
+        };
+        let Some(hold) = hold else { continue };
+        let reason = format!(
+            "no batch of {k} records formed within {hold} ms (minAnonymity {k}); nothing was written"
+        );
+        if shared
+            .store
+            .set_record(&id, StoredState::Failed(reason), now)
+            .await
+            .is_ok()
+        {
+            shared.metrics.failed(1);
+            shared.finished(1);
+        }
+    }
+}
+
+/// `Some(wait)` while a batch now would land within minIntervalBlocks of the last one.
+async fn interval_wait(shared: &Shared) -> Option<Duration> {
+    let min = shared.cfg.min_interval_blocks;
+    let last = shared.live.lock().expect("live lock").last_flush_block?;
+    if min == 0 {
+        return None;
+    }
+    let poll = (shared.cfg.block_time / 4).max(Duration::from_millis(50));
+    match shared.ledger.block_number().await {
+        // The next transaction lands at head + 1 at the earliest.
+        Ok(head) if head + 1 >= last + min => None,
+        Ok(_) => Some(poll),
+        Err(_) => {
+            shared.metrics.ledger_error();
+            Some(Duration::from_secs(1))
+        }
+    }
+}
+
+/// Where a record already is on the ledger, if its owner holds an entity with its envelope.
+pub async fn already_written(
+    shared: &Shared,
+    rec: &StoredRecord,
+) -> Result<Option<WrittenInfo>, LedgerError> {
+    let expr = format!("$owner = addr({})", rec.owner);
+    let options = QueryOptions {
+        select: Select {
+            key: true,
+            creator: true,
+            created_at: true,
+            payload: true,
+            ..Select::default()
+        },
+        limit: Some(50),
+        ..QueryOptions::default()
+    };
+    let page = shared.ledger.query(&expr, &options).await?;
+    let Some(found) = page
+        .entities
+        .into_iter()
+        .find(|e| e.payload.as_deref() == Some(rec.envelope.as_slice()))
+    else {
+        return Ok(None);
+    };
+    let block = found.created_at.unwrap_or(0);
+    // The batch is {block, creator}: count its entities (spends and heartbeats excluded).
+    let batch_size = match found.creator {
+        Some(c) => {
+            let expr = format!(
+                "$creator = addr({c}) AND $createdAt = u64({block}) AND NOT project = str('privsvc-7f3k')"
+            );
+            let options = QueryOptions {
+                limit: Some(200),
+                ..QueryOptions::default()
+            };
+            match shared.ledger.query(&expr, &options).await {
+                Ok(p) => p.entities.len().max(1) as u64,
+                Err(_) => 1,
+            }
+        }
+        None => 1,
+    };
+    Ok(Some(WrittenInfo {
+        entity_key: found.key,
+        // The original transaction is not recorded on the entity.
+        tx_hash: B256::ZERO,
+        block,
+        batch_size,
+    }))
+}
+
+async fn send_batch(
+    shared: &Shared,
+    records: Vec<StoredRecord>,
+    stop: &mut watch::Receiver<bool>,
+) -> Outcome {
+    let mut batch = Vec::with_capacity(records.len());
+    for rec in records {
+        match already_written(shared, &rec).await {
+            Ok(Some(info)) => {
+                if shared
+                    .store
+                    .set_record(&rec.id, StoredState::Written(info), now_ms())
+                    .await
+                    .is_ok()
+                {
+                    shared.metrics.written(1);
+                    shared.finished(1);
+                } else {
+                    batch.push(rec);
+                }
+            }
+            Ok(None) => batch.push(rec),
+            Err(_) => {
+                shared.metrics.ledger_error();
+                batch.push(rec);
+            }
+        }
+    }
+    if batch.is_empty() {
+        return Outcome::Written;
+    }
+    let turn = shared.writer.turn().await;
+    let outcome = build_and_send(shared, &turn, &batch, stop).await;
+    match outcome {
+        Outcome::Reverted(reason) => {
+            isolate(shared, &turn, batch, &reason).await;
+            Outcome::Reverted(reason)
+        }
+        Outcome::NotSent => {
+            shared.requeue(batch);
+            Outcome::NotSent
+        }
+        other => other,
+    }
+}
+
+fn random_salt() -> u128 {
+    rand::thread_rng().gen()
+}
+
+/// The operations of a batch starting at entity nonce `nonce`, with the members' keys.
+fn batch_ops(
+    shared: &Shared,
+    batch: &[StoredRecord],
+    nonce: u64,
+) -> Result<(Vec<Operation>, Vec<BatchMember>), (usize, String)> {
+    let salts: Vec<u128> = batch.iter().map(|_| random_salt()).collect();
+    let keys = predict_entity_keys(shared.chain_id, shared.address, nonce, &salts);
+    let mut ops = Vec::with_capacity(batch.len() * 2 + 2);
+    let mut members = Vec::with_capacity(batch.len());
+    for (i, rec) in batch.iter().enumerate() {
+        let create = record_create(rec, salts[i]).map_err(|e| (i, e))?;
+        ops.push(Operation::Create(create));
+        ops.push(Operation::Transfer {
+            key: keys[i],
+            new_owner: rec.owner,
+        });
+        members.push(BatchMember {
+            record_id: rec.id.clone(),
+            salt: salts[i],
+            entity_key: keys[i],
+        });
+    }
+    for c in spends_creates(batch, random_salt) {
+        ops.push(Operation::Create(c));
+    }
+    Ok((ops, members))
+}
+
+async fn build_and_send(
+    shared: &Shared,
+    turn: &WriterTurn<'_>,
+    batch: &[StoredRecord],
+    stop: &mut watch::Receiver<bool>,
+) -> Outcome {
+    let nonce = match shared.ledger.entity_nonce(shared.address).await {
+        Ok(n) => n,
+        Err(_) => {
+            shared.metrics.ledger_error();
+            return Outcome::NotSent;
+        }
+    };
+    let (ops, members) = match batch_ops(shared, batch, nonce) {
+        Ok(v) => v,
+        Err((_, reason)) => return Outcome::Reverted(reason),
+    };
+    let tx = match turn.writer.prepare(&ops, None).await {
+        Ok(tx) => tx,
+        Err(LedgerError::Reverted(reason)) => return Outcome::Reverted(reason),
+        Err(e) => {
+            shared.metrics.ledger_error();
+            tracing::warn!(error = %e, "batch preparation failed");
+            return Outcome::NotSent;
+        }
+    };
+    let batch_id = match shared
+        .store
+        .save_batch(tx.nonce, tx.hash, tx.raw.to_vec(), members, now_ms())
+        .await
+    {
+        Ok(id) => id,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot store the batch before sending it");
+            return Outcome::NotSent;
+        }
+    };
+    finish_batch(shared, turn, batch_id, &tx, batch.len(), stop).await
+}
+
+/// Broadcast a stored batch transaction until its receipt appears, then record the result.
+pub(crate) async fn finish_batch(
+    shared: &Shared,
+    turn: &WriterTurn<'_>,
+    batch_id: i64,
+    tx: &PreparedTx,
+    size: usize,
+    stop: &mut watch::Receiver<bool>,
+) -> Outcome {
+    let mut attempt = 0u32;
+    let receipt: BatchReceipt = loop {
+        if *stop.borrow() {
+            return Outcome::Shutdown;
+        }
+        match turn.writer.receipt(tx.hash).await {
+            Ok(Some(r)) => break r,
+            Ok(None) => {}
+            Err(_) => shared.metrics.ledger_error(),
+        }
+        if let Err(e) = turn.writer.broadcast(tx).await {
+            shared.metrics.ledger_error();
+            tracing::warn!(error = %e, attempt, "batch broadcast failed");
+        }
+        let wait = tokio::select! {
+            r = turn.writer.wait_receipt(tx.hash, shared.writer.receipt_timeout()) => r,
+            _ = stop.changed() => return Outcome::Shutdown,
+        };
+        match wait {
+            Ok(r) => break r,
+            Err(_) => {
+                shared.metrics.ledger_error();
+                attempt += 1;
+                let backoff = Duration::from_millis(200 * u64::from(attempt.min(25)));
+                if sleep_or_stop(backoff, stop).await {
+                    return Outcome::Shutdown;
+                }
+            }
+        }
+    };
+    let now = now_ms();
+    if receipt.success {
+        if let Err(e) = shared
+            .store
+            .batch_written(batch_id, tx.hash, receipt.block_number, now)
+            .await
+        {
+            // Stays pending in the store; reconciliation marks it at the next start.
+            tracing::error!(error = %e, "cannot record a mined batch");
+        }
+        {
+            let mut live = shared.live.lock().expect("live lock");
+            live.batches += 1;
+            live.last_flush_block = Some(receipt.block_number);
+        }
+        shared.metrics.batch(size);
+        shared.metrics.written(size);
+        shared.finished(size);
+        tracing::info!(
+            batch_size = size,
+            block = receipt.block_number,
+            tx = %tx.hash,
+            "batch written"
+        );
+        Outcome::Written
+    } else {
+        let reason = receipt
+            .revert_reason
+            .unwrap_or_else(|| "the batch transaction reverted".into());
+        if let Err(e) = shared.store.batch_dropped(batch_id, now).await {
+            tracing::error!(error = %e, "cannot record a reverted batch");
+        }
+        {
+            let mut live = shared.live.lock().expect("live lock");
+            live.last_flush_block = Some(receipt.block_number);
+        }
+        tracing::warn!(batch_size = size, "batch reverted");
+        Outcome::Reverted(reason)
+    }
+}
+
+/// After a revert: fail the records that revert alone, retry the others.
+pub(crate) async fn isolate(
+    shared: &Shared,
+    turn: &WriterTurn<'_>,
+    batch: Vec<StoredRecord>,
+    reason: &str,
+) {
+    let mut keep = Vec::new();
+    let mut offenders = 0usize;
+    for rec in batch {
+        let verdict = match shared.ledger.entity_nonce(shared.address).await {
+            Ok(nonce) => match batch_ops(shared, std::slice::from_ref(&rec), nonce) {
+                Err((_, why)) => Some(why),
+                Ok((ops, _)) => match turn.writer.prepare(&ops, None).await {
+                    Err(LedgerError::Reverted(why)) => Some(why),
+                    _ => None,
+                },
+            },
+            Err(_) => None,
+        };
+        match verdict {
+            Some(why) => {
+                offenders += 1;
+                let _ = shared
+                    .store
+                    .set_record(
+                        &rec.id,
+                        StoredState::Failed(format!("the ledger refused this record: {why}")),
+                        now_ms(),
+                    )
+                    .await;
+                shared.metrics.failed(1);
+                shared.finished(1);
+            }
+            None => keep.push(rec),
+        }
+    }
+    let mut retry = Vec::new();
+    if offenders == 0 {
+        let mut give_up = Vec::new();
+        {
+            let mut attempts = shared.attempts.lock().expect("attempts lock");
+            for rec in keep {
+                let n = attempts.entry(rec.id.clone()).or_insert(0);
+                *n += 1;
+                if *n >= MAX_REVERT_ATTEMPTS {
+                    attempts.remove(&rec.id);
+                    give_up.push(rec);
+                } else {
+                    retry.push(rec);
+                }
+            }
+        }
+        for rec in give_up {
+            let _ = shared
+                .store
+                .set_record(
+                    &rec.id,
+                    StoredState::Failed(format!("the batch reverted repeatedly: {reason}")),
+                    now_ms(),
+                )
+                .await;
+            shared.metrics.failed(1);
+            shared.finished(1);
+        }
+    } else {
+        retry = keep;
+    }
+    // The store has them as queued (never sent, or their batch was dropped).
+    for rec in &retry {
+        let _ = shared
+            .store
+            .set_record(&rec.id, StoredState::Queued, now_ms())
+            .await;
+    }
+    shared.requeue(retry);
+}

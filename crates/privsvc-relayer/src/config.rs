@@ -1,0 +1,549 @@
+//! Relayer configuration: environment variables and command-line flags (flags win).
+//!
+//! | Variable | Flag | Default | Meaning |
+//! |-|-|-|-|
+//! | `LEDGER_RPC_URL` | `--rpc-url` | `http://127.0.0.1:8545` | ledger JSON-RPC endpoint |
+//! | `CHAIN_ID` | `--chain-id` | read from the ledger | ledger network id (checked against the ledger) |
+//! | `RELAYER_KEY_FILE` | `--key-file` | none | file holding the relayer's secp256k1 key (hex) |
+//! | `RELAYER_KEY` | none (env only) | none | the key itself, hex (used when no key file is given) |
+//! | `PUBLIC_URL` | `--public-url` | `http://<BIND>` | URL published in heartbeats |
+//! | `BIND` | `--bind` | `127.0.0.1:8787` | listen address |
+//! | `DATA_DIR` | `--data-dir` | `./privsvc-relayer-data` | directory of the SQLite queue |
+//! | `MIN_BATCH` | `--min-batch` | 8 | flush as soon as this many records can be batched |
+//! | `MAX_WAIT_MS` | `--max-wait-ms` | 30000 | flush when the oldest record waited this long |
+//! | `MIN_INTERVAL_BLOCKS` | `--min-interval-blocks` | 1 | blocks between two batches, at least |
+//! | `MAX_BATCH` | `--max-batch` | 100 | records per transaction, at most |
+//! | `MAX_MIN_ANONYMITY` | `--max-min-anonymity` | 50 | largest `minAnonymity` accepted (<= MAX_BATCH) |
+//! | `MAX_HOLD_MS` | `--max-hold-ms` | 600000 | largest `maxHoldMs` accepted |
+//! | `TOKENS` | `--tokens` | `off` | `required` or `off` |
+//! | `ISSUER` | `--issuer` | `off` | `on` mounts the token issuer on this relayer |
+//! | `ISSUER_ADDRESS` | `--issuer-address` | this relayer when `ISSUER=on` | issuer whose keys are accepted |
+//! | `ISSUER_URL` | `--issuer-url` | `PUBLIC_URL` when `ISSUER=on` | the issuer's base URL |
+//! | `OHTTP` | `--ohttp` | `off` | `on` serves `POST /v1/ohttp` |
+//! | `OHTTP_SEED` | none (env only) | none | 32-byte hex seed of the gateway key (required with `OHTTP=on`) |
+//! | `RATE_LIMIT_PER_MIN` | `--rate-limit-per-min` | 30 | submissions a minute per source address (tokens off) |
+//! | `QUEUE_CAPACITY` | `--queue-capacity` | 10000 | queued records, at most (503 beyond) |
+//! | `HEARTBEAT_MS` | `--heartbeat-ms` | 600000 | heartbeat interval |
+//! | `FLUSH_JITTER_MS` | `--flush-jitter-ms` | 1000 | each flush is delayed by a uniform random 0..=this many ms |
+//! | `STATUS_RETENTION_MS` | `--status-retention-ms` | 3600000 | how long a finished status is kept |
+//!
+//! Bad values are refused by [`RelayerConfig::from_env_and_args`] with a message naming the
+//! variable. The key is never logged (its `Debug` is redacted) and is zeroized on drop.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use alloy_primitives::Address;
+use clap::Parser;
+use zeroize::Zeroizing;
+
+/// A bad configuration value, named by its variable.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// A value failed its check.
+    #[error("invalid {name}: {reason}")]
+    Invalid {
+        /// The variable (as in the environment).
+        name: &'static str,
+        /// What is wrong and what is accepted.
+        reason: String,
+    },
+    /// The command line or an environment value could not be parsed.
+    #[error("{0}")]
+    Parse(String),
+}
+
+fn invalid(name: &'static str, reason: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        name,
+        reason: reason.into(),
+    }
+}
+
+/// The relayer's secp256k1 signing key (32 bytes), zeroized on drop, never printed.
+#[derive(Clone)]
+pub struct RelayerKey(Zeroizing<[u8; 32]>);
+
+impl RelayerKey {
+    /// Parse a hex key (with or without `0x`, surrounding white space ignored).
+    pub fn from_hex(text: &str) -> Result<Self, ConfigError> {
+        let text = Zeroizing::new(text.trim().trim_start_matches("0x").to_string());
+        let mut out = Zeroizing::new([0u8; 32]);
+        hex::decode_to_slice(text.as_bytes(), out.as_mut_slice())
+            .map_err(|_| invalid("RELAYER_KEY", "expected 32 bytes of hex (64 hex digits)"))?;
+        if k256::ecdsa::SigningKey::from_slice(out.as_slice()).is_err() {
+            return Err(invalid("RELAYER_KEY", "not a valid secp256k1 secret key"));
+        }
+        Ok(Self(out))
+    }
+
+    /// The raw key bytes (for building a ledger writer).
+    pub fn bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+
+    /// The Ethereum address of the key.
+    pub fn address(&self) -> Address {
+        let sk = k256::ecdsa::SigningKey::from_slice(self.0.as_slice())
+            .expect("checked at construction");
+        Address::from_public_key(sk.verifying_key())
+    }
+}
+
+impl fmt::Debug for RelayerKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("RelayerKey(<redacted>)")
+    }
+}
+
+/// The 32-byte OHTTP gateway seed, zeroized on drop, never printed.
+#[derive(Clone)]
+pub struct OhttpSeed(Zeroizing<[u8; 32]>);
+
+impl OhttpSeed {
+    /// Wrap a seed.
+    pub fn new(seed: [u8; 32]) -> Self {
+        Self(Zeroizing::new(seed))
+    }
+    /// The seed bytes.
+    pub fn bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+}
+
+impl fmt::Debug for OhttpSeed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("OhttpSeed(<redacted>)")
+    }
+}
+
+/// Whether submissions need a token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenMode {
+    /// Tokens are not used; submissions are rate limited per source address.
+    Off,
+    /// Every submission must carry a valid, unspent token.
+    Required,
+}
+
+/// Everything the relayer needs to run. Build it with [`RelayerConfig::from_env_and_args`], or
+/// start from [`RelayerConfig::for_tests`] and set fields.
+#[derive(Debug, Clone)]
+pub struct RelayerConfig {
+    /// Ledger JSON-RPC URL (used by the example main to build the reader and writer).
+    pub rpc_url: String,
+    /// Expected chain id; `None` = whatever the ledger reports.
+    pub chain_id: Option<u64>,
+    /// The signing key (used by the example main to build the writer).
+    pub key: Option<RelayerKey>,
+    /// Listen address.
+    pub bind: SocketAddr,
+    /// Public base URL (heartbeats, issuer URL); `None` = `http://<bound address>`.
+    pub public_url: Option<String>,
+    /// Directory of `relayer.sqlite`.
+    pub data_dir: PathBuf,
+    /// Flush as soon as this many records can be batched.
+    pub min_batch: usize,
+    /// Flush when the oldest record has waited this long (ms).
+    pub max_wait_ms: u64,
+    /// Minimum blocks between two batch transactions.
+    pub min_interval_blocks: u64,
+    /// Records per transaction, at most.
+    pub max_batch: usize,
+    /// Largest `minAnonymity` accepted.
+    pub max_min_anonymity: usize,
+    /// Largest `maxHoldMs` accepted.
+    pub max_hold_ms: u64,
+    /// Token requirement.
+    pub tokens: TokenMode,
+    /// Mount the token issuer (`ISSUER=on`).
+    pub issuer_on: bool,
+    /// Issuer whose keys are accepted (defaults to this relayer when the issuer is on).
+    pub issuer_address: Option<Address>,
+    /// Issuer base URL (defaults to the public URL when the issuer is on).
+    pub issuer_url: Option<String>,
+    /// OHTTP gateway seed; `Some` = `OHTTP=on`.
+    pub ohttp_seed: Option<OhttpSeed>,
+    /// Submissions per minute per source address when tokens are off.
+    pub rate_limit_per_min: u32,
+    /// Queue capacity.
+    pub queue_capacity: usize,
+    /// Heartbeat interval (ms).
+    pub heartbeat_ms: u64,
+    /// Upper bound of the random flush delay (ms).
+    pub flush_jitter_ms: u64,
+    /// How long a finished status is kept (ms).
+    pub status_retention_ms: u64,
+    /// How long to wait for a batch receipt before treating the batch as in doubt.
+    pub receipt_timeout: Duration,
+    /// Block time assumed when waiting for `min_interval_blocks`.
+    pub block_time: Duration,
+}
+
+/// The command line and environment, as parsed by clap (every value optional: defaults and
+/// checks live in [`RelayerConfig::from_env_and_args`]).
+#[derive(Debug, Parser)]
+#[command(name = "privsvc-relayer", about = "privsvc relayer")]
+struct Cli {
+    #[arg(long, env = "LEDGER_RPC_URL")]
+    rpc_url: Option<String>,
+    #[arg(long, env = "CHAIN_ID")]
+    chain_id: Option<String>,
+    #[arg(long, env = "RELAYER_KEY_FILE")]
+    key_file: Option<PathBuf>,
+    #[arg(long, env = "PUBLIC_URL")]
+    public_url: Option<String>,
+    #[arg(long, env = "BIND")]
+    bind: Option<String>,
+    #[arg(long, env = "DATA_DIR")]
+    data_dir: Option<PathBuf>,
+    #[arg(long, env = "MIN_BATCH")]
+    min_batch: Option<String>,
+    #[arg(long, env = "MAX_WAIT_MS")]
+    max_wait_ms: Option<String>,
+    #[arg(long, env = "MIN_INTERVAL_BLOCKS")]
+    min_interval_blocks: Option<String>,
+    #[arg(long, env = "MAX_BATCH")]
+    max_batch: Option<String>,
+    #[arg(long, env = "MAX_MIN_ANONYMITY")]
+    max_min_anonymity: Option<String>,
+    #[arg(long, env = "MAX_HOLD_MS")]
+    max_hold_ms: Option<String>,
+    #[arg(long, env = "TOKENS")]
+    tokens: Option<String>,
+    #[arg(long, env = "ISSUER")]
+    issuer: Option<String>,
+    #[arg(long, env = "ISSUER_ADDRESS")]
+    issuer_address: Option<String>,
+    #[arg(long, env = "ISSUER_URL")]
+    issuer_url: Option<String>,
+    #[arg(long, env = "OHTTP")]
+    ohttp: Option<String>,
+    #[arg(long, env = "RATE_LIMIT_PER_MIN")]
+    rate_limit_per_min: Option<String>,
+    #[arg(long, env = "QUEUE_CAPACITY")]
+    queue_capacity: Option<String>,
+    #[arg(long, env = "HEARTBEAT_MS")]
+    heartbeat_ms: Option<String>,
+    #[arg(long, env = "FLUSH_JITTER_MS")]
+    flush_jitter_ms: Option<String>,
+    #[arg(long, env = "STATUS_RETENTION_MS")]
+    status_retention_ms: Option<String>,
+}
+
+fn num<T>(
+    name: &'static str,
+    value: Option<String>,
+    default: T,
+    min: T,
+    max: T,
+) -> Result<T, ConfigError>
+where
+    T: std::str::FromStr + PartialOrd + fmt::Display + Copy,
+{
+    let Some(text) = value else {
+        return Ok(default);
+    };
+    let v: T = text
+        .trim()
+        .parse()
+        .map_err(|_| invalid(name, format!("expected an integer, got {text:?}")))?;
+    if v < min || v > max {
+        return Err(invalid(
+            name,
+            format!("{v} is out of range (allowed {min}..={max})"),
+        ));
+    }
+    Ok(v)
+}
+
+fn on_off(name: &'static str, value: Option<String>) -> Result<bool, ConfigError> {
+    match value.as_deref().map(str::trim) {
+        None | Some("off") | Some("false") | Some("0") | Some("") => Ok(false),
+        Some("on") | Some("true") | Some("1") => Ok(true),
+        Some(other) => Err(invalid(name, format!("expected on or off, got {other:?}"))),
+    }
+}
+
+fn http_url(name: &'static str, text: String) -> Result<String, ConfigError> {
+    let parsed = url::Url::parse(text.trim())
+        .map_err(|e| invalid(name, format!("not a URL ({e}): {text:?}")))?;
+    if parsed.scheme() != "http" && parsed.scheme() != "https" {
+        return Err(invalid(name, "expected an http:// or https:// URL"));
+    }
+    Ok(text.trim().trim_end_matches('/').to_string())
+}
+
+impl RelayerConfig {
+    /// Defaults suitable for tests: short timers, no jitter, tokens off, a given data dir.
+    pub fn for_tests(data_dir: impl Into<PathBuf>) -> Self {
+        Self {
+            rpc_url: "http://127.0.0.1:8545".into(),
+            chain_id: None,
+            key: None,
+            bind: "127.0.0.1:0".parse().expect("literal"),
+            public_url: None,
+            data_dir: data_dir.into(),
+            min_batch: 1,
+            max_wait_ms: 200,
+            min_interval_blocks: 1,
+            max_batch: 100,
+            max_min_anonymity: 50,
+            max_hold_ms: 600_000,
+            tokens: TokenMode::Off,
+            issuer_on: false,
+            issuer_address: None,
+            issuer_url: None,
+            ohttp_seed: None,
+            rate_limit_per_min: 1_000_000,
+            queue_capacity: 10_000,
+            heartbeat_ms: 600_000,
+            flush_jitter_ms: 0,
+            status_retention_ms: 3_600_000,
+            receipt_timeout: Duration::from_secs(30),
+            block_time: Duration::from_secs(2),
+        }
+    }
+
+    /// Read the configuration from the environment and the given command line (`args[0]` is the
+    /// program name). Flags override variables. Refuses bad values with a message naming them.
+    pub fn from_env_and_args<I, T>(args: I) -> Result<Self, ConfigError>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        let cli = Cli::try_parse_from(args).map_err(|e| ConfigError::Parse(e.to_string()))?;
+        let env_key = std::env::var("RELAYER_KEY").ok().map(Zeroizing::new);
+        let env_seed = std::env::var("OHTTP_SEED").ok().map(Zeroizing::new);
+        Self::from_cli(cli, env_key, env_seed)
+    }
+
+    fn from_cli(
+        cli: Cli,
+        env_key: Option<Zeroizing<String>>,
+        env_seed: Option<Zeroizing<String>>,
+    ) -> Result<Self, ConfigError> {
+        let mut c = Self::for_tests(
+            cli.data_dir
+                .unwrap_or_else(|| PathBuf::from("./privsvc-relayer-data")),
+        );
+        c.rpc_url = http_url(
+            "LEDGER_RPC_URL",
+            cli.rpc_url
+                .unwrap_or_else(|| "http://127.0.0.1:8545".into()),
+        )?;
+        c.chain_id = match cli.chain_id {
+            None => None,
+            Some(t) => Some(num("CHAIN_ID", Some(t), 0u64, 1, u64::MAX)?),
+        };
+        c.key = match (cli.key_file, env_key) {
+            (Some(path), _) => {
+                let text = Zeroizing::new(std::fs::read_to_string(&path).map_err(|e| {
+                    invalid(
+                        "RELAYER_KEY_FILE",
+                        format!("cannot read {}: {e}", path.display()),
+                    )
+                })?);
+                Some(RelayerKey::from_hex(&text).map_err(|_| {
+                    invalid(
+                        "RELAYER_KEY_FILE",
+                        "the file must hold a 32-byte secp256k1 key as 64 hex digits",
+                    )
+                })?)
+            }
+            (None, Some(text)) => Some(RelayerKey::from_hex(&text)?),
+            (None, None) => None,
+        };
+        c.bind = match cli.bind {
+            None => "127.0.0.1:8787".parse().expect("literal"),
+            Some(t) => t
+                .trim()
+                .parse()
+                .map_err(|_| invalid("BIND", format!("expected host:port, got {t:?}")))?,
+        };
+        c.public_url = cli
+            .public_url
+            .map(|u| http_url("PUBLIC_URL", u))
+            .transpose()?;
+        c.min_batch = num("MIN_BATCH", cli.min_batch, 8usize, 1, 10_000)?;
+        c.max_wait_ms = num("MAX_WAIT_MS", cli.max_wait_ms, 30_000u64, 0, 86_400_000)?;
+        c.min_interval_blocks = num(
+            "MIN_INTERVAL_BLOCKS",
+            cli.min_interval_blocks,
+            1u64,
+            0,
+            100_000,
+        )?;
+        c.max_batch = num("MAX_BATCH", cli.max_batch, 100usize, 1, 1_000)?;
+        c.max_min_anonymity = num(
+            "MAX_MIN_ANONYMITY",
+            cli.max_min_anonymity,
+            50usize.min(c.max_batch),
+            1,
+            10_000,
+        )?;
+        c.max_hold_ms = num("MAX_HOLD_MS", cli.max_hold_ms, 600_000u64, 0, 86_400_000)?;
+        c.tokens = match cli.tokens.as_deref().map(str::trim) {
+            None | Some("off") | Some("") | Some("false") => TokenMode::Off,
+            Some("required") | Some("on") | Some("true") => TokenMode::Required,
+            Some(other) => {
+                return Err(invalid(
+                    "TOKENS",
+                    format!("expected required or off, got {other:?}"),
+                ))
+            }
+        };
+        c.issuer_on = on_off("ISSUER", cli.issuer)?;
+        c.issuer_address = cli
+            .issuer_address
+            .map(|t| {
+                t.trim()
+                    .parse::<Address>()
+                    .map_err(|_| invalid("ISSUER_ADDRESS", format!("not an address: {t:?}")))
+            })
+            .transpose()?;
+        c.issuer_url = cli
+            .issuer_url
+            .map(|u| http_url("ISSUER_URL", u))
+            .transpose()?;
+        let ohttp_on = on_off("OHTTP", cli.ohttp)?;
+        c.ohttp_seed = if ohttp_on {
+            let text = env_seed
+                .ok_or_else(|| invalid("OHTTP_SEED", "required when OHTTP=on (64 hex digits)"))?;
+            let mut seed = [0u8; 32];
+            hex::decode_to_slice(text.trim().trim_start_matches("0x"), &mut seed)
+                .map_err(|_| invalid("OHTTP_SEED", "expected 32 bytes of hex (64 hex digits)"))?;
+            let s = OhttpSeed::new(seed);
+            seed.iter_mut().for_each(|b| *b = 0);
+            Some(s)
+        } else {
+            None
+        };
+        c.rate_limit_per_min = num(
+            "RATE_LIMIT_PER_MIN",
+            cli.rate_limit_per_min,
+            30u32,
+            1,
+            1_000_000,
+        )?;
+        c.queue_capacity = num(
+            "QUEUE_CAPACITY",
+            cli.queue_capacity,
+            10_000usize,
+            1,
+            10_000_000,
+        )?;
+        c.heartbeat_ms = num(
+            "HEARTBEAT_MS",
+            cli.heartbeat_ms,
+            600_000u64,
+            1_000,
+            86_400_000,
+        )?;
+        c.flush_jitter_ms = num("FLUSH_JITTER_MS", cli.flush_jitter_ms, 1_000u64, 0, 60_000)?;
+        c.status_retention_ms = num(
+            "STATUS_RETENTION_MS",
+            cli.status_retention_ms,
+            3_600_000u64,
+            1_000,
+            86_400_000 * 7,
+        )?;
+        c.validate()?;
+        Ok(c)
+    }
+
+    /// Cross-field checks (also run by [`crate::Relayer::start`]).
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.min_batch > self.max_batch {
+            return Err(invalid(
+                "MIN_BATCH",
+                format!(
+                    "{} is larger than MAX_BATCH ({})",
+                    self.min_batch, self.max_batch
+                ),
+            ));
+        }
+        if self.max_min_anonymity > self.max_batch {
+            return Err(invalid(
+                "MAX_MIN_ANONYMITY",
+                format!(
+                    "{} is larger than MAX_BATCH ({}): such a batch can never form",
+                    self.max_min_anonymity, self.max_batch
+                ),
+            ));
+        }
+        if self.tokens == TokenMode::Required && !self.issuer_on && self.issuer_address.is_none() {
+            return Err(invalid(
+                "ISSUER_ADDRESS",
+                "TOKENS=required needs ISSUER=on or the issuer's address",
+            ));
+        }
+        if self.tokens == TokenMode::Required && !self.issuer_on && self.issuer_url.is_none() {
+            return Err(invalid(
+                "ISSUER_URL",
+                "TOKENS=required needs ISSUER=on or the issuer's URL",
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<RelayerConfig, ConfigError> {
+        let cli = Cli::try_parse_from(std::iter::once("relayer").chain(args.iter().copied()))
+            .map_err(|e| ConfigError::Parse(e.to_string()))?;
+        RelayerConfig::from_cli(cli, None, None)
+    }
+
+    #[test]
+    fn defaults_are_documented_values() {
+        // The env may hold values in a developer shell; the flags are enough for this check.
+        let c = parse(&["--min-batch", "8"]).unwrap();
+        assert_eq!(c.min_batch, 8);
+        assert_eq!(c.max_batch, 100);
+        assert_eq!(c.rate_limit_per_min, 30);
+        assert_eq!(c.tokens, TokenMode::Off);
+        assert!(c.ohttp_seed.is_none());
+    }
+
+    #[test]
+    fn bad_values_are_refused_with_their_name() {
+        let e = parse(&["--min-batch", "zero"]).unwrap_err().to_string();
+        assert!(e.contains("MIN_BATCH"), "{e}");
+        let e = parse(&["--max-batch", "5000"]).unwrap_err().to_string();
+        assert!(e.contains("MAX_BATCH") && e.contains("out of range"), "{e}");
+        let e = parse(&["--min-batch", "20", "--max-batch", "10"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("MIN_BATCH"), "{e}");
+        let e = parse(&["--tokens", "maybe"]).unwrap_err().to_string();
+        assert!(e.contains("TOKENS"), "{e}");
+        let e = parse(&["--tokens", "required"]).unwrap_err().to_string();
+        assert!(e.contains("ISSUER_ADDRESS"), "{e}");
+        let e = parse(&["--ohttp", "on"]).unwrap_err().to_string();
+        assert!(e.contains("OHTTP_SEED"), "{e}");
+        let e = parse(&["--rpc-url", "ftp://x"]).unwrap_err().to_string();
+        assert!(e.contains("LEDGER_RPC_URL"), "{e}");
+    }
+
+    #[test]
+    fn key_is_never_printed() {
+        let k = RelayerKey::from_hex(
+            "ac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80",
+        )
+        .unwrap();
+        let shown = format!("{k:?}");
+        assert!(!shown.contains("ac0974"), "{shown}");
+        assert_eq!(
+            k.address().to_string(),
+            "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266"
+        );
+        assert!(RelayerKey::from_hex("00").is_err());
+        assert!(RelayerKey::from_hex(&"00".repeat(32)).is_err());
+    }
+}

@@ -1,0 +1,201 @@
+//! Heartbeats (DESIGN 4), status retention, and the health record (SPEC "Health record").
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use alloy_primitives::U256;
+use privsvc_ledger::{LedgerError, LedgerWriter, Operation, QueryOptions, Select};
+use rand::Rng;
+use serde::Serialize;
+use tokio::sync::watch;
+
+use crate::entities::{heartbeat_create, SYSTEM_PROJECT};
+use crate::state::{now_ms, Shared};
+
+/// Publish one heartbeat through the serialized writer and record its key and time.
+pub async fn beat(shared: &Shared) -> Result<(), LedgerError> {
+    let create = heartbeat_create(
+        &shared.public_url,
+        shared.address,
+        shared.chain_id,
+        shared.ohttp_key.as_deref(),
+        rand::thread_rng().gen(),
+    );
+    let receipt = shared.writer.execute(&[Operation::Create(create)]).await?;
+    if !receipt.success {
+        return Err(LedgerError::Reverted(
+            receipt
+                .revert_reason
+                .unwrap_or_else(|| "heartbeat reverted".into()),
+        ));
+    }
+    let key = receipt
+        .created
+        .first()
+        .map(|c| c.key)
+        .ok_or_else(|| LedgerError::Decode("heartbeat receipt has no created entity".into()))?;
+    let now = now_ms();
+    {
+        let mut live = shared.live.lock().expect("live lock");
+        live.heartbeat = Some(key);
+        live.last_beat_ms = now;
+    }
+    let _ = shared.store.set_meta("heartbeat", &key.to_string()).await;
+    let _ = shared.store.set_meta("last_beat", &now.to_string()).await;
+    shared.metrics.heartbeat();
+    tracing::info!(block = receipt.block_number, "heartbeat published");
+    Ok(())
+}
+
+/// Publish a heartbeat now and every HEARTBEAT_MS until stopped.
+pub async fn run_heartbeats(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+    let every = Duration::from_millis(shared.cfg.heartbeat_ms);
+    loop {
+        let next = match beat(&shared).await {
+            Ok(()) => every,
+            Err(e) => {
+                shared.metrics.ledger_error();
+                tracing::warn!(error = %e, "heartbeat failed");
+                every.min(Duration::from_secs(5))
+            }
+        };
+        tokio::select! {
+            _ = tokio::time::sleep(next) => {}
+            _ = stop.changed() => return,
+        }
+    }
+}
+
+/// Delete finished statuses after the retention time, and spent tokens of past epochs.
+pub async fn run_pruning(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+    let every = Duration::from_millis((shared.cfg.status_retention_ms / 4).clamp(200, 60_000));
+    loop {
+        let now = now_ms();
+        let min_epoch = privsvc_tokens::acceptable_epochs(now)
+            .iter()
+            .copied()
+            .min()
+            .unwrap_or(0) as u64;
+        if let Err(e) = shared
+            .store
+            .prune(
+                now.saturating_sub(shared.cfg.status_retention_ms),
+                min_epoch,
+            )
+            .await
+        {
+            tracing::warn!(error = %e, "pruning failed");
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(every) => {}
+            _ = stop.changed() => return,
+        }
+    }
+}
+
+/// The health record of SPEC.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Health {
+    /// The ledger answered and the store is readable.
+    pub ok: bool,
+    /// The relayer's address.
+    pub address: String,
+    /// Records accepted and not yet finished.
+    pub queue: u64,
+    /// Batches written.
+    pub batches: u64,
+    /// Block of the last batch (decimal; "0" before the first).
+    pub last_flush_block: String,
+    /// Key of the latest heartbeat (hex; empty before the first).
+    pub heartbeat: String,
+    /// Time of the latest heartbeat (epoch ms; 0 before the first).
+    pub last_beat: u64,
+    /// Balance in the native currency (ether units).
+    pub balance_native: f64,
+    /// Tokens spent here that other relayers' spends entities also list.
+    pub double_spends_detected: u64,
+}
+
+fn wei_to_native(wei: U256) -> f64 {
+    let s = wei.to_string();
+    s.parse::<f64>().unwrap_or(0.0) / 1e18
+}
+
+/// Count the local spent tokens of the acceptable epochs that other relayers' spends entities
+/// also list.
+pub async fn double_spends(shared: &Shared) -> Result<u64, LedgerError> {
+    let epochs = privsvc_tokens::acceptable_epochs(now_ms());
+    let local: HashSet<[u8; 32]> = shared
+        .store
+        .spent_tokens(&epochs.iter().map(|e| *e as u64).collect::<Vec<_>>())
+        .map_err(|e| LedgerError::Invalid(e.to_string()))?
+        .into_iter()
+        .collect();
+    if local.is_empty() {
+        return Ok(0);
+    }
+    let epoch_expr = epochs
+        .iter()
+        .map(|e| format!("epoch = u64({e})"))
+        .collect::<Vec<_>>()
+        .join(" OR ");
+    let expr = format!(
+        "project = str('{SYSTEM_PROJECT}') AND privsvc_kind = str('spends') AND ({epoch_expr})"
+    );
+    let mut options = QueryOptions {
+        select: Select {
+            key: true,
+            creator: true,
+            payload: true,
+            ..Select::default()
+        },
+        limit: Some(200),
+        ..QueryOptions::default()
+    };
+    let mut seen: HashSet<[u8; 32]> = HashSet::new();
+    loop {
+        let page = shared.ledger.query(&expr, &options).await?;
+        for e in page.entities {
+            if e.creator == Some(shared.address) {
+                continue;
+            }
+            for chunk in e.payload.unwrap_or_default().chunks_exact(32) {
+                let id: [u8; 32] = chunk.try_into().expect("32-byte chunk");
+                if local.contains(&id) {
+                    seen.insert(id);
+                }
+            }
+        }
+        match page.cursor {
+            Some(c) => {
+                options.cursor = Some(c);
+                options.at_block = Some(page.block_number);
+            }
+            None => break,
+        }
+    }
+    Ok(seen.len() as u64)
+}
+
+/// Build the health record.
+pub async fn health(shared: &Shared) -> Health {
+    let balance = shared.ledger.balance(shared.address).await;
+    let doubles = double_spends(shared).await;
+    if balance.is_err() || doubles.is_err() {
+        shared.metrics.ledger_error();
+    }
+    let live = shared.live.lock().expect("live lock").clone();
+    Health {
+        ok: balance.is_ok() && doubles.is_ok(),
+        address: shared.address.to_checksum(None),
+        queue: shared.occupancy.load(std::sync::atomic::Ordering::SeqCst) as u64,
+        batches: live.batches,
+        last_flush_block: live.last_flush_block.unwrap_or(0).to_string(),
+        heartbeat: live.heartbeat.map(|k| k.to_string()).unwrap_or_default(),
+        last_beat: live.last_beat_ms,
+        balance_native: balance.map(wei_to_native).unwrap_or(0.0),
+        double_spends_detected: doubles.unwrap_or(0),
+    }
+}

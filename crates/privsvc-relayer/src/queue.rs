@@ -1,0 +1,185 @@
+//! The in-memory view of the queued records and the batching decision (DESIGN 7).
+//!
+//! Policy, evaluated whenever something changes:
+//! 1. A held record (minAnonymity k > 1) whose maxHoldMs has passed fails: no batch of k formed.
+//! 2. The candidate batch takes queued records oldest first, at most MAX_BATCH, then drops every
+//!    record whose k exceeds the batch size until the size is stable.
+//! 3. The target size is max(minBatch, the largest k among queued records), at most MAX_BATCH,
+//!    so that a held record gets its chance: batches wait for it, but never longer than
+//!    maxWaitMs for their oldest member.
+//! 4. Flush when the candidate reaches the target, or when its oldest member has waited
+//!    maxWaitMs. The scheduler adds the minIntervalBlocks rule and the flush jitter.
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::store::StoredRecord;
+
+/// The queue (ordered by arrival sequence).
+#[derive(Debug, Default)]
+pub struct Queue {
+    by_seq: BTreeMap<u64, StoredRecord>,
+    seq_of: HashMap<String, u64>,
+}
+
+/// Batching settings used by [`Queue::plan`].
+#[derive(Debug, Clone, Copy)]
+pub struct PlanParams {
+    /// Flush as soon as this many records can be batched.
+    pub min_batch: usize,
+    /// Flush when the oldest batchable record has waited this long.
+    pub max_wait_ms: u64,
+    /// At most this many records per batch.
+    pub max_batch: usize,
+}
+
+/// What to do now.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Plan {
+    /// Held records past their maxHoldMs: fail them (id, k).
+    pub expired: Vec<(String, u32)>,
+    /// Records to flush now, oldest first (empty: nothing to flush).
+    pub batch: Vec<String>,
+    /// When to look again if nothing arrives (epoch ms).
+    pub wake_at_ms: Option<u64>,
+}
+
+impl Queue {
+    /// Add a record.
+    pub fn push(&mut self, rec: StoredRecord) {
+        self.seq_of.insert(rec.id.clone(), rec.seq);
+        self.by_seq.insert(rec.seq, rec);
+    }
+
+    /// Remove a record by id.
+    pub fn remove(&mut self, id: &str) -> Option<StoredRecord> {
+        let seq = self.seq_of.remove(id)?;
+        self.by_seq.remove(&seq)
+    }
+
+    /// Records queued ahead of `id`, or `None` when it is not queued.
+    pub fn position(&self, id: &str) -> Option<usize> {
+        let seq = *self.seq_of.get(id)?;
+        Some(self.by_seq.range(..seq).count())
+    }
+
+    /// Queued records.
+    pub fn len(&self) -> usize {
+        self.by_seq.len()
+    }
+
+    /// True when nothing is queued.
+    pub fn is_empty(&self) -> bool {
+        self.by_seq.is_empty()
+    }
+
+    /// Decide what to do at `now_ms`.
+    pub fn plan(&self, now_ms: u64, p: &PlanParams) -> Plan {
+        let mut plan = Plan::default();
+        let mut wake: Option<u64> = None;
+        let mut candidates: Vec<&StoredRecord> = Vec::new();
+        let mut target = p.min_batch.max(1);
+        for rec in self.by_seq.values() {
+            let k = rec.min_anonymity.max(1);
+            if k > 1 {
+                let deadline = rec.accepted_ms.saturating_add(rec.max_hold_ms);
+                if deadline <= now_ms {
+                    plan.expired.push((rec.id.clone(), k));
+                    continue;
+                }
+                wake = min_opt(wake, deadline);
+                target = target.max(k as usize);
+            }
+            candidates.push(rec);
+        }
+        let target = target.min(p.max_batch.max(1));
+        let mut batch: Vec<&StoredRecord> =
+            candidates.into_iter().take(p.max_batch.max(1)).collect();
+        loop {
+            let n = batch.len();
+            let before = n;
+            batch.retain(|r| (r.min_anonymity.max(1) as usize) <= n);
+            if batch.len() == before {
+                break;
+            }
+        }
+        if let Some(oldest) = batch.iter().map(|r| r.accepted_ms).min() {
+            let due = oldest.saturating_add(p.max_wait_ms);
+            if batch.len() >= target || due <= now_ms {
+                plan.batch = batch.iter().map(|r| r.id.clone()).collect();
+            } else {
+                wake = min_opt(wake, due);
+            }
+        }
+        plan.wake_at_ms = wake;
+        plan
+    }
+}
+
+fn min_opt(a: Option<u64>, b: u64) -> Option<u64> {
+    Some(a.map_or(b, |a| a.min(b)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloy_primitives::Address;
+
+    fn rec(seq: u64, accepted_ms: u64, k: u32, hold: u64) -> StoredRecord {
+        StoredRecord {
+            id: format!("r{seq}"),
+            seq,
+            app: "a".into(),
+            owner: Address::ZERO,
+            envelope: vec![],
+            attributes: "{}".into(),
+            exp_seconds: 3600,
+            min_anonymity: k,
+            max_hold_ms: hold,
+            token: None,
+            accepted_ms,
+        }
+    }
+
+    const P: PlanParams = PlanParams {
+        min_batch: 3,
+        max_wait_ms: 1000,
+        max_batch: 4,
+    };
+
+    #[test]
+    fn flushes_on_min_batch_or_max_wait_and_caps_at_max_batch() {
+        let mut q = Queue::default();
+        q.push(rec(1, 100, 1, 0));
+        q.push(rec(2, 200, 1, 0));
+        let plan = q.plan(500, &P);
+        assert!(plan.batch.is_empty());
+        assert_eq!(plan.wake_at_ms, Some(1100));
+        assert_eq!(q.plan(1100, &P).batch, vec!["r1", "r2"]);
+        for s in 3..=6 {
+            q.push(rec(s, 300, 1, 0));
+        }
+        assert_eq!(q.plan(400, &P).batch, vec!["r1", "r2", "r3", "r4"]);
+        assert_eq!(q.position("r5"), Some(4));
+        assert_eq!(q.position("nope"), None);
+    }
+
+    #[test]
+    fn held_records_join_only_large_enough_batches_and_expire() {
+        let mut q = Queue::default();
+        q.push(rec(1, 100, 4, 5000));
+        q.push(rec(2, 100, 1, 0));
+        q.push(rec(3, 100, 1, 0));
+        // Target is 4 because of r1: min_batch 3 is not enough to flush before max wait.
+        assert!(q.plan(200, &P).batch.is_empty());
+        // At max wait the batch of 2 leaves r1 out.
+        assert_eq!(q.plan(1100, &P).batch, vec!["r2", "r3"]);
+        q.push(rec(4, 150, 1, 0));
+        assert_eq!(q.plan(200, &P).batch, vec!["r1", "r2", "r3", "r4"]);
+        q.remove("r2");
+        q.remove("r3");
+        q.remove("r4");
+        let plan = q.plan(5100, &P);
+        assert_eq!(plan.expired, vec![("r1".to_string(), 4)]);
+        assert!(plan.batch.is_empty());
+    }
+}

@@ -1,0 +1,45 @@
+//! Start-up reconciliation of batches stored before a crash (DESIGN 7): a mined transaction
+//! marks its records written; one not mined is rebroadcast unchanged (same nonce, same hash), so
+//! at most one of the two can land; a reverted one goes through offender isolation.
+
+use tokio::sync::watch;
+
+use privsvc_ledger::PreparedTx;
+
+use crate::batcher::{finish_batch, isolate, Outcome};
+use crate::state::Shared;
+
+/// Reconcile every stored, unfinished batch. Runs before the scheduler takes new batches.
+pub async fn reconcile(shared: &Shared, stop: &mut watch::Receiver<bool>) {
+    let pending = match shared.store.pending_batches() {
+        Ok(p) => p,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot read stored batches");
+            return;
+        }
+    };
+    if pending.is_empty() {
+        return;
+    }
+    tracing::info!(batches = pending.len(), "reconciling stored batches");
+    let turn = shared.writer.turn().await;
+    for b in pending {
+        let tx = PreparedTx {
+            hash: b.tx_hash,
+            nonce: b.nonce,
+            raw: b.raw.clone().into(),
+        };
+        match finish_batch(shared, &turn, b.id, &tx, b.members.len(), stop).await {
+            Outcome::Reverted(reason) => {
+                let records = b
+                    .members
+                    .iter()
+                    .filter_map(|m| shared.store.record(&m.record_id).ok().flatten())
+                    .collect();
+                isolate(shared, &turn, records, &reason).await;
+            }
+            Outcome::Shutdown => return,
+            _ => {}
+        }
+    }
+}

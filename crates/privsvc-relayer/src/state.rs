@@ -1,0 +1,113 @@
+//! State shared by the HTTP handlers and the background tasks.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use alloy_primitives::{Address, B256};
+use privsvc_ledger::LedgerReader;
+use tokio::sync::Notify;
+
+use crate::config::RelayerConfig;
+use crate::metrics::Metrics;
+use crate::queue::{PlanParams, Queue};
+use crate::ratelimit::RateLimiter;
+use crate::store::{Store, StoredRecord};
+use crate::tokencheck::IssuerKeys;
+use crate::writer::SerializedWriter;
+
+/// What `/healthz` reports besides counters.
+#[derive(Debug, Default, Clone)]
+pub struct Live {
+    /// Batches written (persisted across restarts).
+    pub batches: u64,
+    /// Block of the last batch.
+    pub last_flush_block: Option<u64>,
+    /// Key of the latest heartbeat.
+    pub heartbeat: Option<B256>,
+    /// Time of the latest heartbeat, epoch ms.
+    pub last_beat_ms: u64,
+}
+
+/// Everything the relayer's tasks share.
+pub struct Shared {
+    /// Configuration.
+    pub cfg: RelayerConfig,
+    /// The relayer's account.
+    pub address: Address,
+    /// The ledger's chain id.
+    pub chain_id: u64,
+    /// Public base URL.
+    pub public_url: String,
+    /// Issuer accepted for tokens.
+    pub issuer: Option<Address>,
+    /// Issuer URL published in info.
+    pub issuer_url: Option<String>,
+    /// The OHTTP gateway key (hex), when on.
+    pub ohttp_key: Option<String>,
+    /// Durable queue.
+    pub store: Store,
+    /// In-memory queue.
+    pub queue: Mutex<Queue>,
+    /// Wakes the scheduler.
+    pub notify: Notify,
+    /// Counters.
+    pub metrics: Metrics,
+    /// Per-address limiter (tokens off).
+    pub limiter: RateLimiter,
+    /// Ledger reader.
+    pub ledger: Arc<dyn LedgerReader>,
+    /// The one serialized writer.
+    pub writer: SerializedWriter,
+    /// Next arrival sequence number.
+    pub seq: AtomicU64,
+    /// Accepted and not finished records (queued, in flight, being stored).
+    pub occupancy: AtomicUsize,
+    /// Issuer key cache.
+    pub issuer_keys: IssuerKeys,
+    /// Health values.
+    pub live: Mutex<Live>,
+    /// Batch attempts per record that ended in a revert without an identified offender.
+    pub attempts: Mutex<HashMap<String, u32>>,
+}
+
+impl Shared {
+    /// Batching parameters.
+    pub fn plan_params(&self) -> PlanParams {
+        PlanParams {
+            min_batch: self.cfg.min_batch,
+            max_wait_ms: self.cfg.max_wait_ms,
+            max_batch: self.cfg.max_batch,
+        }
+    }
+
+    /// Put records back into the in-memory queue and wake the scheduler.
+    pub fn requeue(&self, records: Vec<StoredRecord>) {
+        if records.is_empty() {
+            return;
+        }
+        let mut q = self.queue.lock().expect("queue lock");
+        for r in records {
+            q.push(r);
+        }
+        drop(q);
+        self.notify.notify_one();
+    }
+
+    /// Records that left the relayer (written or failed).
+    pub fn finished(&self, n: usize) {
+        let _ = self
+            .occupancy
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| {
+                Some(v.saturating_sub(n))
+            });
+    }
+}
+
+/// Current time, epoch ms.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}

@@ -1,0 +1,891 @@
+//! The durable queue: one SQLite file in WAL mode with `synchronous = FULL`.
+//!
+//! Every write goes through ONE writer thread that drains whatever commands are waiting and
+//! commits them in one transaction (group commit: concurrent submissions share one fsync); each
+//! caller gets its answer on a oneshot channel only after the commit. Each command runs in its own
+//! savepoint, so one failing command does not undo the others. Token ids have a PRIMARY KEY, so a
+//! token is accepted once even under concurrency. Reads use a second connection.
+
+use std::path::{Path, PathBuf};
+use std::sync::{mpsc, Mutex};
+
+use alloy_primitives::{Address, B256};
+use rusqlite::{params, Connection, OptionalExtension};
+use tokio::sync::oneshot;
+
+/// Storage failures.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// SQLite refused an operation.
+    #[error("database error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    /// The token of a submission was already spent.
+    #[error("token already spent")]
+    TokenSpent,
+    /// The group transaction could not be committed (nothing of it was stored).
+    #[error("commit failed: {0}")]
+    Commit(String),
+    /// The writer thread has stopped.
+    #[error("the store's writer thread has stopped")]
+    Closed,
+    /// The data directory could not be created.
+    #[error("cannot create data directory {0}: {1}")]
+    DataDir(PathBuf, std::io::Error),
+}
+
+/// A token spent by a record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpentToken {
+    /// tokenId (SHA-256 of the token message).
+    pub id: [u8; 32],
+    /// The token's epoch (UTC day).
+    pub epoch: u64,
+}
+
+/// An accepted record, as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredRecord {
+    /// Record id (UUID v4 text).
+    pub id: String,
+    /// Arrival order.
+    pub seq: u64,
+    /// The app.
+    pub app: String,
+    /// The one-time owner.
+    pub owner: Address,
+    /// The sealed envelope text (padded).
+    pub envelope: Vec<u8>,
+    /// The attributes in wire form (`{name: {type, value}}` JSON text).
+    pub attributes: String,
+    /// Lifetime in seconds.
+    pub exp_seconds: u64,
+    /// Smallest batch the record may join.
+    pub min_anonymity: u32,
+    /// How long the record may be held for `min_anonymity` (ms).
+    pub max_hold_ms: u64,
+    /// The token it spent, if any.
+    pub token: Option<SpentToken>,
+    /// Acceptance time, epoch ms.
+    pub accepted_ms: u64,
+}
+
+/// Where a written record landed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WrittenInfo {
+    /// The entity key.
+    pub entity_key: B256,
+    /// The batch transaction.
+    pub tx_hash: B256,
+    /// The including block.
+    pub block: u64,
+    /// Records in the batch.
+    pub batch_size: u64,
+}
+
+/// The stored state of a record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoredState {
+    /// Waiting for a batch.
+    Queued,
+    /// Part of a batch transaction that has been stored and may be in flight.
+    Sending,
+    /// On the ledger.
+    Written(WrittenInfo),
+    /// Given up, with a reason.
+    Failed(String),
+}
+
+/// One record of a batch, with its predicted key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BatchMember {
+    /// The record id.
+    pub record_id: String,
+    /// The salt of its create.
+    pub salt: u128,
+    /// The key predicted from the entity nonce.
+    pub entity_key: B256,
+}
+
+/// A batch transaction stored before it is broadcast.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredBatch {
+    /// Row id.
+    pub id: i64,
+    /// The account nonce of the transaction.
+    pub nonce: u64,
+    /// The transaction hash.
+    pub tx_hash: B256,
+    /// The signed transaction.
+    pub raw: Vec<u8>,
+    /// The records, in create order.
+    pub members: Vec<BatchMember>,
+}
+
+enum Cmd {
+    Insert(Box<StoredRecord>, oneshot::Sender<Result<(), StoreError>>),
+    SaveBatch {
+        nonce: u64,
+        tx_hash: B256,
+        raw: Vec<u8>,
+        members: Vec<BatchMember>,
+        now_ms: u64,
+        reply: oneshot::Sender<Result<i64, StoreError>>,
+    },
+    BatchWritten {
+        batch_id: i64,
+        tx_hash: B256,
+        block: u64,
+        now_ms: u64,
+        reply: oneshot::Sender<Result<(), StoreError>>,
+    },
+    BatchDropped {
+        batch_id: i64,
+        now_ms: u64,
+        reply: oneshot::Sender<Result<(), StoreError>>,
+    },
+    SetRecord {
+        id: String,
+        state: StoredState,
+        now_ms: u64,
+        reply: oneshot::Sender<Result<(), StoreError>>,
+    },
+    SetMeta(String, String, oneshot::Sender<Result<(), StoreError>>),
+    Prune {
+        before_ms: u64,
+        min_epoch: u64,
+        reply: oneshot::Sender<Result<usize, StoreError>>,
+    },
+}
+
+/// Handle to the store (cheap to share behind an `Arc`).
+pub struct Store {
+    tx: Mutex<mpsc::Sender<Cmd>>,
+    read: Mutex<Connection>,
+    path: PathBuf,
+}
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS records(
+  id TEXT PRIMARY KEY, seq INTEGER NOT NULL, app TEXT NOT NULL, owner TEXT NOT NULL,
+  envelope BLOB NOT NULL, attributes TEXT NOT NULL, exp_seconds INTEGER NOT NULL,
+  min_anonymity INTEGER NOT NULL, max_hold_ms INTEGER NOT NULL,
+  token_id BLOB, token_epoch INTEGER, accepted_ms INTEGER NOT NULL,
+  state TEXT NOT NULL, batch_id INTEGER, entity_key TEXT, tx_hash TEXT, block INTEGER,
+  batch_size INTEGER, error TEXT, finished_ms INTEGER);
+CREATE INDEX IF NOT EXISTS records_state ON records(state, seq);
+CREATE INDEX IF NOT EXISTS records_finished ON records(finished_ms);
+CREATE TABLE IF NOT EXISTS spent_tokens(
+  token_id BLOB PRIMARY KEY, epoch INTEGER NOT NULL, record_id TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS batches(
+  id INTEGER PRIMARY KEY AUTOINCREMENT, nonce INTEGER NOT NULL, tx_hash TEXT NOT NULL,
+  raw BLOB NOT NULL, state TEXT NOT NULL, created_ms INTEGER NOT NULL, block INTEGER,
+  finished_ms INTEGER);
+CREATE TABLE IF NOT EXISTS batch_members(
+  batch_id INTEGER NOT NULL, idx INTEGER NOT NULL, record_id TEXT NOT NULL,
+  salt TEXT NOT NULL, entity_key TEXT NOT NULL, PRIMARY KEY(batch_id, idx));
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+";
+
+fn open(path: &Path) -> Result<Connection, StoreError> {
+    let conn = Connection::open(path)?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    conn.busy_timeout(std::time::Duration::from_secs(10))?;
+    Ok(conn)
+}
+
+impl Store {
+    /// Open (or create) `relayer.sqlite` in `data_dir` and start the writer thread.
+    pub fn open(data_dir: &Path) -> Result<Self, StoreError> {
+        std::fs::create_dir_all(data_dir)
+            .map_err(|e| StoreError::DataDir(data_dir.to_path_buf(), e))?;
+        let path = data_dir.join("relayer.sqlite");
+        let writer = open(&path)?;
+        writer.execute_batch(SCHEMA)?;
+        let read = open(&path)?;
+        let (tx, rx) = mpsc::channel();
+        std::thread::Builder::new()
+            .name("privsvc-store".into())
+            .spawn(move || writer_loop(writer, rx))
+            .map_err(|e| StoreError::DataDir(data_dir.to_path_buf(), e))?;
+        Ok(Self {
+            tx: Mutex::new(tx),
+            read: Mutex::new(read),
+            path,
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn send(&self, cmd: Cmd) -> Result<(), StoreError> {
+        self.tx
+            .lock()
+            .expect("store sender lock")
+            .send(cmd)
+            .map_err(|_| StoreError::Closed)
+    }
+
+    /// Durably store an accepted record (and its token id). Fails with
+    /// [`StoreError::TokenSpent`] when the token was spent before.
+    pub async fn insert(&self, record: StoredRecord) -> Result<(), StoreError> {
+        let (reply, rx) = oneshot::channel();
+        self.send(Cmd::Insert(Box::new(record), reply))?;
+        rx.await.map_err(|_| StoreError::Closed)?
+    }
+
+    /// Store a batch transaction (before broadcasting it) and mark its records as sending.
+    pub async fn save_batch(
+        &self,
+        nonce: u64,
+        tx_hash: B256,
+        raw: Vec<u8>,
+        members: Vec<BatchMember>,
+        now_ms: u64,
+    ) -> Result<i64, StoreError> {
+        let (reply, rx) = oneshot::channel();
+        self.send(Cmd::SaveBatch {
+            nonce,
+            tx_hash,
+            raw,
+            members,
+            now_ms,
+            reply,
+        })?;
+        rx.await.map_err(|_| StoreError::Closed)?
+    }
+
+    /// Mark a batch mined: every member record becomes written.
+    pub async fn batch_written(
+        &self,
+        batch_id: i64,
+        tx_hash: B256,
+        block: u64,
+        now_ms: u64,
+    ) -> Result<(), StoreError> {
+        let (reply, rx) = oneshot::channel();
+        self.send(Cmd::BatchWritten {
+            batch_id,
+            tx_hash,
+            block,
+            now_ms,
+            reply,
+        })?;
+        rx.await.map_err(|_| StoreError::Closed)?
+    }
+
+    /// Mark a batch as not landed; its records that are still sending go back to the queue.
+    pub async fn batch_dropped(&self, batch_id: i64, now_ms: u64) -> Result<(), StoreError> {
+        let (reply, rx) = oneshot::channel();
+        self.send(Cmd::BatchDropped {
+            batch_id,
+            now_ms,
+            reply,
+        })?;
+        rx.await.map_err(|_| StoreError::Closed)?
+    }
+
+    /// Set one record's state (written or failed stamps the finish time).
+    pub async fn set_record(
+        &self,
+        id: &str,
+        state: StoredState,
+        now_ms: u64,
+    ) -> Result<(), StoreError> {
+        let (reply, rx) = oneshot::channel();
+        self.send(Cmd::SetRecord {
+            id: id.to_string(),
+            state,
+            now_ms,
+            reply,
+        })?;
+        rx.await.map_err(|_| StoreError::Closed)?
+    }
+
+    /// Set a metadata value.
+    pub async fn set_meta(&self, key: &str, value: &str) -> Result<(), StoreError> {
+        let (reply, rx) = oneshot::channel();
+        self.send(Cmd::SetMeta(key.into(), value.into(), reply))?;
+        rx.await.map_err(|_| StoreError::Closed)?
+    }
+
+    /// Delete statuses of records finished before `before_ms`, finished batches of that age and
+    /// spent tokens of epochs before `min_epoch`. Returns the number of records deleted.
+    pub async fn prune(&self, before_ms: u64, min_epoch: u64) -> Result<usize, StoreError> {
+        let (reply, rx) = oneshot::channel();
+        self.send(Cmd::Prune {
+            before_ms,
+            min_epoch,
+            reply,
+        })?;
+        rx.await.map_err(|_| StoreError::Closed)?
+    }
+
+    fn reader(&self) -> std::sync::MutexGuard<'_, Connection> {
+        self.read.lock().expect("store reader lock")
+    }
+
+    /// Queued records (not in a batch), oldest first.
+    pub fn load_queued(&self) -> Result<Vec<StoredRecord>, StoreError> {
+        let conn = self.reader();
+        let mut stmt = conn.prepare(
+            "SELECT id, seq, app, owner, envelope, attributes, exp_seconds, min_anonymity,
+                    max_hold_ms, token_id, token_epoch, accepted_ms
+             FROM records WHERE state = 'queued' ORDER BY seq",
+        )?;
+        let rows = stmt.query_map([], row_to_record)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// One record by id.
+    pub fn record(&self, id: &str) -> Result<Option<StoredRecord>, StoreError> {
+        let conn = self.reader();
+        Ok(conn
+            .query_row(
+                "SELECT id, seq, app, owner, envelope, attributes, exp_seconds, min_anonymity,
+                        max_hold_ms, token_id, token_epoch, accepted_ms
+                 FROM records WHERE id = ?1",
+                [id],
+                row_to_record,
+            )
+            .optional()?)
+    }
+
+    /// The stored state of a record, `None` when unknown (or pruned).
+    pub fn state(&self, id: &str) -> Result<Option<StoredState>, StoreError> {
+        let conn = self.reader();
+        let row = conn
+            .query_row(
+                "SELECT state, entity_key, tx_hash, block, batch_size, error FROM records
+                 WHERE id = ?1",
+                [id],
+                |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, Option<String>>(1)?,
+                        r.get::<_, Option<String>>(2)?,
+                        r.get::<_, Option<i64>>(3)?,
+                        r.get::<_, Option<i64>>(4)?,
+                        r.get::<_, Option<String>>(5)?,
+                    ))
+                },
+            )
+            .optional()?;
+        Ok(row.map(
+            |(state, key, tx, block, size, error)| match state.as_str() {
+                "queued" => StoredState::Queued,
+                "sending" => StoredState::Sending,
+                "written" => StoredState::Written(WrittenInfo {
+                    entity_key: key.and_then(|k| k.parse().ok()).unwrap_or_default(),
+                    tx_hash: tx.and_then(|k| k.parse().ok()).unwrap_or_default(),
+                    block: block.unwrap_or(0) as u64,
+                    batch_size: size.unwrap_or(0) as u64,
+                }),
+                _ => StoredState::Failed(error.unwrap_or_default()),
+            },
+        ))
+    }
+
+    /// Whether a token id is already spent here.
+    pub fn token_spent(&self, token_id: &[u8; 32]) -> Result<bool, StoreError> {
+        let conn = self.reader();
+        Ok(conn
+            .query_row(
+                "SELECT 1 FROM spent_tokens WHERE token_id = ?1",
+                [token_id.as_slice()],
+                |_| Ok(()),
+            )
+            .optional()?
+            .is_some())
+    }
+
+    /// Token ids spent here for the given epochs.
+    pub fn spent_tokens(&self, epochs: &[u64]) -> Result<Vec<[u8; 32]>, StoreError> {
+        let conn = self.reader();
+        let mut out = Vec::new();
+        let mut stmt = conn.prepare("SELECT token_id FROM spent_tokens WHERE epoch = ?1")?;
+        for e in epochs {
+            let rows = stmt.query_map([*e as i64], |r| r.get::<_, Vec<u8>>(0))?;
+            for id in rows {
+                let id = id?;
+                if let Ok(a) = <[u8; 32]>::try_from(id.as_slice()) {
+                    out.push(a);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Batches stored but not finished (in doubt after a restart), oldest first.
+    pub fn pending_batches(&self) -> Result<Vec<StoredBatch>, StoreError> {
+        let conn = self.reader();
+        let mut stmt = conn.prepare(
+            "SELECT id, nonce, tx_hash, raw FROM batches WHERE state = 'pending' ORDER BY id",
+        )?;
+        let batches = stmt
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, Vec<u8>>(3)?,
+                ))
+            })?
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut out = Vec::new();
+        let mut mstmt = conn.prepare(
+            "SELECT record_id, salt, entity_key FROM batch_members WHERE batch_id = ?1
+             ORDER BY idx",
+        )?;
+        for (id, nonce, tx, raw) in batches {
+            let members = mstmt
+                .query_map([id], |r| {
+                    Ok(BatchMember {
+                        record_id: r.get(0)?,
+                        salt: r.get::<_, String>(1)?.parse().unwrap_or(0),
+                        entity_key: r.get::<_, String>(2)?.parse().unwrap_or_default(),
+                    })
+                })?
+                .collect::<Result<Vec<_>, _>>()?;
+            out.push(StoredBatch {
+                id,
+                nonce: nonce as u64,
+                tx_hash: tx.parse().unwrap_or_default(),
+                raw,
+                members,
+            });
+        }
+        Ok(out)
+    }
+
+    /// A metadata value.
+    pub fn meta(&self, key: &str) -> Result<Option<String>, StoreError> {
+        let conn = self.reader();
+        Ok(conn
+            .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
+            .optional()?)
+    }
+
+    /// The largest sequence number stored (0 when empty).
+    pub fn max_seq(&self) -> Result<u64, StoreError> {
+        let conn = self.reader();
+        let v: Option<i64> = conn.query_row("SELECT MAX(seq) FROM records", [], |r| r.get(0))?;
+        Ok(v.unwrap_or(0) as u64)
+    }
+
+    /// How many records have the given state (tests and health).
+    pub fn count_state(&self, state: &str) -> Result<u64, StoreError> {
+        let conn = self.reader();
+        let v: i64 = conn.query_row(
+            "SELECT COUNT(*) FROM records WHERE state = ?1",
+            [state],
+            |r| r.get(0),
+        )?;
+        Ok(v as u64)
+    }
+}
+
+fn row_to_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredRecord> {
+    let owner: String = r.get(3)?;
+    let token_id: Option<Vec<u8>> = r.get(9)?;
+    let token_epoch: Option<i64> = r.get(10)?;
+    Ok(StoredRecord {
+        id: r.get(0)?,
+        seq: r.get::<_, i64>(1)? as u64,
+        app: r.get(2)?,
+        owner: owner.parse().unwrap_or_default(),
+        envelope: r.get(4)?,
+        attributes: r.get(5)?,
+        exp_seconds: r.get::<_, i64>(6)? as u64,
+        min_anonymity: r.get::<_, i64>(7)? as u32,
+        max_hold_ms: r.get::<_, i64>(8)? as u64,
+        token: match (token_id, token_epoch) {
+            (Some(id), Some(epoch)) => {
+                <[u8; 32]>::try_from(id.as_slice())
+                    .ok()
+                    .map(|id| SpentToken {
+                        id,
+                        epoch: epoch as u64,
+                    })
+            }
+            _ => None,
+        },
+        accepted_ms: r.get::<_, i64>(11)? as u64,
+    })
+}
+
+/// Most commands folded into one transaction.
+const MAX_GROUP: usize = 1024;
+
+fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<Cmd>) {
+    while let Ok(first) = rx.recv() {
+        let mut group = vec![first];
+        while group.len() < MAX_GROUP {
+            match rx.try_recv() {
+                Ok(c) => group.push(c),
+                Err(_) => break,
+            }
+        }
+        let mut replies: Vec<Reply> = Vec::new();
+        let result = (|| -> Result<(), rusqlite::Error> {
+            let mut tx = conn.transaction()?;
+            for cmd in group {
+                replies.push(apply(&mut tx, cmd));
+            }
+            tx.commit()
+        })();
+        let err = result.err().map(StoreError::Sqlite);
+        for reply in replies {
+            reply(err.as_ref());
+        }
+    }
+}
+
+type Reply = Box<dyn FnOnce(Option<&StoreError>)>;
+
+fn closed(e: &StoreError) -> StoreError {
+    StoreError::Commit(e.to_string())
+}
+
+fn reply_with<T: Send + 'static>(
+    reply: oneshot::Sender<Result<T, StoreError>>,
+    result: Result<T, StoreError>,
+) -> Reply {
+    Box::new(move |commit_err: Option<&StoreError>| {
+        let _ = match commit_err {
+            Some(e) => reply.send(Err(closed(e))),
+            None => reply.send(result),
+        };
+    })
+}
+
+fn in_savepoint<T>(
+    tx: &mut rusqlite::Transaction<'_>,
+    f: impl FnOnce(&rusqlite::Savepoint<'_>) -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    let sp = tx.savepoint()?;
+    match f(&sp) {
+        Ok(v) => {
+            sp.commit()?;
+            Ok(v)
+        }
+        Err(e) => Err(e), // dropping the savepoint rolls it back
+    }
+}
+
+fn apply(tx: &mut rusqlite::Transaction<'_>, cmd: Cmd) -> Reply {
+    match cmd {
+        Cmd::Insert(rec, reply) => {
+            let r = in_savepoint(tx, |sp| insert_record(sp, &rec));
+            reply_with(reply, r)
+        }
+        Cmd::SaveBatch {
+            nonce,
+            tx_hash,
+            raw,
+            members,
+            now_ms,
+            reply,
+        } => {
+            let r = in_savepoint(tx, |sp| {
+                sp.execute(
+                    "INSERT INTO batches(nonce, tx_hash, raw, state, created_ms)
+                     VALUES (?1, ?2, ?3, 'pending', ?4)",
+                    params![nonce as i64, tx_hash.to_string(), raw, now_ms as i64],
+                )?;
+                let id = sp.last_insert_rowid();
+                for (i, m) in members.iter().enumerate() {
+                    sp.execute(
+                        "INSERT INTO batch_members(batch_id, idx, record_id, salt, entity_key)
+                         VALUES (?1, ?2, ?3, ?4, ?5)",
+                        params![
+                            id,
+                            i as i64,
+                            m.record_id,
+                            m.salt.to_string(),
+                            m.entity_key.to_string()
+                        ],
+                    )?;
+                    sp.execute(
+                        "UPDATE records SET state = 'sending', batch_id = ?1 WHERE id = ?2",
+                        params![id, m.record_id],
+                    )?;
+                }
+                Ok(id)
+            });
+            reply_with(reply, r)
+        }
+        Cmd::BatchWritten {
+            batch_id,
+            tx_hash,
+            block,
+            now_ms,
+            reply,
+        } => {
+            let r = in_savepoint(tx, |sp| {
+                let size: i64 = sp.query_row(
+                    "SELECT COUNT(*) FROM batch_members WHERE batch_id = ?1",
+                    [batch_id],
+                    |r| r.get(0),
+                )?;
+                sp.execute(
+                    "UPDATE records SET state = 'written', tx_hash = ?2, block = ?3,
+                       batch_size = ?4, finished_ms = ?5,
+                       entity_key = (SELECT entity_key FROM batch_members m
+                                     WHERE m.batch_id = ?1 AND m.record_id = records.id)
+                     WHERE batch_id = ?1 AND state = 'sending'",
+                    params![
+                        batch_id,
+                        tx_hash.to_string(),
+                        block as i64,
+                        size,
+                        now_ms as i64
+                    ],
+                )?;
+                sp.execute(
+                    "UPDATE batches SET state = 'mined', block = ?2, finished_ms = ?3
+                     WHERE id = ?1",
+                    params![batch_id, block as i64, now_ms as i64],
+                )?;
+                let batches: i64 = sp
+                    .query_row("SELECT value FROM meta WHERE key = 'batches'", [], |r| {
+                        r.get::<_, String>(0)
+                    })
+                    .optional()?
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0);
+                sp.execute(
+                    "INSERT OR REPLACE INTO meta(key, value) VALUES ('batches', ?1),
+                       ('last_flush_block', ?2)",
+                    params![(batches + 1).to_string(), block.to_string()],
+                )?;
+                Ok(())
+            });
+            reply_with(reply, r)
+        }
+        Cmd::BatchDropped {
+            batch_id,
+            now_ms,
+            reply,
+        } => {
+            let r = in_savepoint(tx, |sp| {
+                sp.execute(
+                    "UPDATE records SET state = 'queued', batch_id = NULL
+                     WHERE batch_id = ?1 AND state = 'sending'",
+                    [batch_id],
+                )?;
+                sp.execute(
+                    "UPDATE batches SET state = 'dropped', finished_ms = ?2 WHERE id = ?1",
+                    params![batch_id, now_ms as i64],
+                )?;
+                Ok(())
+            });
+            reply_with(reply, r)
+        }
+        Cmd::SetRecord {
+            id,
+            state,
+            now_ms,
+            reply,
+        } => {
+            let r = in_savepoint(tx, |sp| {
+                match &state {
+                    StoredState::Queued => sp.execute(
+                        "UPDATE records SET state = 'queued', batch_id = NULL WHERE id = ?1",
+                        [&id],
+                    )?,
+                    StoredState::Sending => {
+                        sp.execute("UPDATE records SET state = 'sending' WHERE id = ?1", [&id])?
+                    }
+                    StoredState::Written(w) => sp.execute(
+                        "UPDATE records SET state = 'written', entity_key = ?2, tx_hash = ?3,
+                           block = ?4, batch_size = ?5, finished_ms = ?6 WHERE id = ?1",
+                        params![
+                            id,
+                            w.entity_key.to_string(),
+                            w.tx_hash.to_string(),
+                            w.block as i64,
+                            w.batch_size as i64,
+                            now_ms as i64
+                        ],
+                    )?,
+                    StoredState::Failed(e) => sp.execute(
+                        "UPDATE records SET state = 'failed', error = ?2, finished_ms = ?3
+                         WHERE id = ?1",
+                        params![id, e, now_ms as i64],
+                    )?,
+                };
+                Ok(())
+            });
+            reply_with(reply, r)
+        }
+        Cmd::SetMeta(k, v, reply) => {
+            let r = in_savepoint(tx, |sp| {
+                sp.execute(
+                    "INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)",
+                    params![k, v],
+                )?;
+                Ok(())
+            });
+            reply_with(reply, r)
+        }
+        Cmd::Prune {
+            before_ms,
+            min_epoch,
+            reply,
+        } => {
+            let r = in_savepoint(tx, |sp| {
+                let n = sp.execute(
+                    "DELETE FROM records WHERE state IN ('written', 'failed')
+                     AND finished_ms < ?1",
+                    [before_ms as i64],
+                )?;
+                sp.execute(
+                    "DELETE FROM batch_members WHERE batch_id IN
+                       (SELECT id FROM batches WHERE state != 'pending' AND finished_ms < ?1)",
+                    [before_ms as i64],
+                )?;
+                sp.execute(
+                    "DELETE FROM batches WHERE state != 'pending' AND finished_ms < ?1",
+                    [before_ms as i64],
+                )?;
+                sp.execute(
+                    "DELETE FROM spent_tokens WHERE epoch < ?1",
+                    [min_epoch as i64],
+                )?;
+                Ok(n)
+            });
+            reply_with(reply, r)
+        }
+    }
+}
+
+fn insert_record(sp: &rusqlite::Savepoint<'_>, rec: &StoredRecord) -> Result<(), StoreError> {
+    if let Some(t) = &rec.token {
+        let n = sp.execute(
+            "INSERT OR IGNORE INTO spent_tokens(token_id, epoch, record_id) VALUES (?1, ?2, ?3)",
+            params![t.id.as_slice(), t.epoch as i64, rec.id],
+        )?;
+        if n == 0 {
+            return Err(StoreError::TokenSpent);
+        }
+    }
+    sp.execute(
+        "INSERT INTO records(id, seq, app, owner, envelope, attributes, exp_seconds,
+           min_anonymity, max_hold_ms, token_id, token_epoch, accepted_ms, state)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, 'queued')",
+        params![
+            rec.id,
+            rec.seq as i64,
+            rec.app,
+            rec.owner.to_string(),
+            rec.envelope,
+            rec.attributes,
+            rec.exp_seconds as i64,
+            rec.min_anonymity as i64,
+            rec.max_hold_ms as i64,
+            rec.token.as_ref().map(|t| t.id.to_vec()),
+            rec.token.as_ref().map(|t| t.epoch as i64),
+            rec.accepted_ms as i64,
+        ],
+    )?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(id: &str, seq: u64, token: Option<[u8; 32]>) -> StoredRecord {
+        StoredRecord {
+            id: id.into(),
+            seq,
+            app: "app".into(),
+            owner: Address::repeat_byte(7),
+            envelope: vec![b' '; 512],
+            attributes: "{}".into(),
+            exp_seconds: 3600,
+            min_anonymity: 1,
+            max_hold_ms: 0,
+            token: token.map(|id| SpentToken { id, epoch: 20000 }),
+            accepted_ms: 1000 + seq,
+        }
+    }
+
+    #[tokio::test]
+    async fn concurrent_inserts_spend_a_token_once_and_survive_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = std::sync::Arc::new(Store::open(dir.path()).unwrap());
+        let mut tasks = Vec::new();
+        for i in 0..50u64 {
+            let s = store.clone();
+            tasks.push(tokio::spawn(async move {
+                s.insert(rec(&format!("r{i}"), i, Some([1u8; 32]))).await
+            }));
+        }
+        let mut ok = 0;
+        let mut spent = 0;
+        for t in tasks {
+            match t.await.unwrap() {
+                Ok(()) => ok += 1,
+                Err(StoreError::TokenSpent) => spent += 1,
+                Err(e) => panic!("{e}"),
+            }
+        }
+        assert_eq!((ok, spent), (1, 49));
+        store.insert(rec("free", 100, None)).await.unwrap();
+        drop(store);
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(store.load_queued().unwrap().len(), 2);
+        assert!(store.token_spent(&[1u8; 32]).unwrap());
+        assert!(!store.token_spent(&[2u8; 32]).unwrap());
+    }
+
+    #[tokio::test]
+    async fn batch_lifecycle_and_pruning() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        store.insert(rec("a", 1, None)).await.unwrap();
+        store.insert(rec("b", 2, None)).await.unwrap();
+        let members = vec![
+            BatchMember {
+                record_id: "a".into(),
+                salt: 5,
+                entity_key: B256::repeat_byte(1),
+            },
+            BatchMember {
+                record_id: "b".into(),
+                salt: 6,
+                entity_key: B256::repeat_byte(2),
+            },
+        ];
+        let id = store
+            .save_batch(3, B256::repeat_byte(9), vec![1, 2, 3], members.clone(), 10)
+            .await
+            .unwrap();
+        assert_eq!(store.state("a").unwrap(), Some(StoredState::Sending));
+        let pending = store.pending_batches().unwrap();
+        assert_eq!(pending.len(), 1);
+        assert_eq!(pending[0].members, members);
+        assert_eq!(pending[0].raw, vec![1, 2, 3]);
+        store
+            .batch_written(id, B256::repeat_byte(9), 42, 20)
+            .await
+            .unwrap();
+        match store.state("b").unwrap() {
+            Some(StoredState::Written(w)) => {
+                assert_eq!(w.entity_key, B256::repeat_byte(2));
+                assert_eq!(w.block, 42);
+                assert_eq!(w.batch_size, 2);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(store.meta("batches").unwrap().as_deref(), Some("1"));
+        assert!(store.pending_batches().unwrap().is_empty());
+        assert_eq!(store.prune(15, 0).await.unwrap(), 0);
+        assert_eq!(store.prune(21, 0).await.unwrap(), 2);
+        assert_eq!(store.state("a").unwrap(), None);
+    }
+}

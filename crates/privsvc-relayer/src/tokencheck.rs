@@ -1,0 +1,121 @@
+//! Token redemption checks (DESIGN 5): epoch accepted, issuer key read from the ledger,
+//! signature valid, not spent before. The final spent check is the store's UNIQUE constraint.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use alloy_primitives::Address;
+use privsvc_ledger::{LedgerReader, QueryOptions, Select};
+use privsvc_tokens::TokenRedemption;
+use privsvc_tokens::{acceptable_epochs, import_issuer_key, verify_token, IssuerKey};
+
+use crate::entities::{str_literal, SYSTEM_PROJECT};
+use crate::store::Store;
+
+/// Issuer keys read from the ledger, by (app, epoch). Only found keys are cached.
+#[derive(Default)]
+pub struct IssuerKeys {
+    cache: Mutex<HashMap<(String, u32), IssuerKey>>,
+}
+
+/// Why a token was refused (the 403 reason).
+#[derive(Debug, thiserror::Error)]
+pub enum TokenRefusal {
+    /// The reason, for the client.
+    #[error("{0}")]
+    Refused(String),
+    /// The ledger could not be read.
+    #[error("cannot read the issuer key from the ledger: {0}")]
+    Ledger(String),
+}
+
+impl IssuerKeys {
+    /// The issuer's key for (app, epoch), read from the ledger.
+    pub async fn get(
+        &self,
+        ledger: &dyn LedgerReader,
+        issuer: Address,
+        app: &str,
+        epoch: u32,
+    ) -> Result<IssuerKey, TokenRefusal> {
+        if let Some(k) = self
+            .cache
+            .lock()
+            .expect("issuer key cache")
+            .get(&(app.to_string(), epoch))
+        {
+            return Ok(k.clone());
+        }
+        let expr = format!(
+            "project = {} AND privsvc_kind = str('issuer-key') AND app = {} AND epoch = u64({epoch}) AND $creator = addr({issuer})",
+            str_literal(SYSTEM_PROJECT),
+            str_literal(app),
+        );
+        let options = QueryOptions {
+            select: Select {
+                key: true,
+                payload: true,
+                ..Select::default()
+            },
+            limit: Some(10),
+            ..QueryOptions::default()
+        };
+        let page = ledger
+            .query(&expr, &options)
+            .await
+            .map_err(|e| TokenRefusal::Ledger(e.to_string()))?;
+        let mut keys: Vec<Vec<u8>> = page
+            .entities
+            .into_iter()
+            .filter_map(|e| e.payload)
+            .collect();
+        keys.sort();
+        keys.dedup();
+        let spki = match keys.as_slice() {
+            [] => {
+                return Err(TokenRefusal::Refused(format!(
+                    "no issuer key on the ledger for this app and epoch {epoch}"
+                )))
+            }
+            [one] => one.clone(),
+            _ => {
+                return Err(TokenRefusal::Refused(
+                    "the issuer published two keys for this app and epoch (equivocation)".into(),
+                ))
+            }
+        };
+        let key = import_issuer_key(&spki)
+            .map_err(|e| TokenRefusal::Refused(format!("the issuer key is unusable: {e}")))?;
+        self.cache
+            .lock()
+            .expect("issuer key cache")
+            .insert((app.to_string(), epoch), key.clone());
+        Ok(key)
+    }
+}
+
+/// Check a redemption for `app`; returns (tokenId, epoch).
+pub async fn check_token(
+    keys: &IssuerKeys,
+    ledger: &dyn LedgerReader,
+    store: &Store,
+    issuer: Address,
+    app: &str,
+    token: &TokenRedemption,
+    now_ms: u64,
+) -> Result<([u8; 32], u32), TokenRefusal> {
+    if !acceptable_epochs(now_ms).contains(&token.epoch) {
+        return Err(TokenRefusal::Refused(format!(
+            "token from epoch {} is no longer accepted (only today and yesterday)",
+            token.epoch
+        )));
+    }
+    let key = keys.get(ledger, issuer, app, token.epoch).await?;
+    let id = verify_token(&key, app, token)
+        .map_err(|e| TokenRefusal::Refused(format!("token invalid: {e}")))?;
+    match store.token_spent(&id) {
+        Ok(true) => Err(TokenRefusal::Refused("token already spent".into())),
+        Ok(false) => Ok((id, token.epoch)),
+        Err(e) => Err(TokenRefusal::Ledger(e.to_string())),
+    }
+}

@@ -1,0 +1,170 @@
+//! Validation of a submit request (SPEC "Submit request"; every 400 condition of SPEC's table).
+//!
+//! Each refusal is a sentence naming the field and the problem. Messages never echo the body.
+
+use alloy_primitives::Address;
+use privsvc_attributes::Attributes;
+use privsvc_tokens::TokenRedemption;
+use serde_json::{Map, Value};
+
+pub use privsvc_envelope::{EXPIRY_BUCKETS, PADDED_SIZES};
+
+/// The bounds a submission is checked against.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// The relayer's own address (an owner may not equal it).
+    pub relayer: Address,
+    /// Largest `minAnonymity`.
+    pub max_min_anonymity: usize,
+    /// Largest `maxHoldMs`.
+    pub max_hold_ms: u64,
+}
+
+/// A submission that passed every check but the token.
+#[derive(Debug, Clone)]
+pub struct Submission {
+    /// The app (equal to the envelope's).
+    pub app: String,
+    /// The one-time owner (the envelope's signer).
+    pub owner: Address,
+    /// The sealed, padded envelope text.
+    pub envelope: Vec<u8>,
+    /// The typed attributes.
+    pub attributes: Attributes,
+    /// Lifetime in seconds (equal to the envelope's).
+    pub exp_seconds: u64,
+    /// The token, when one was sent.
+    pub token: Option<TokenRedemption>,
+    /// Smallest batch the record may join (1 = no hold).
+    pub min_anonymity: u32,
+    /// How long the record may be held (ms).
+    pub max_hold_ms: u64,
+}
+
+fn field<'a>(obj: &'a Map<String, Value>, name: &str) -> Result<&'a Value, String> {
+    match obj.get(name) {
+        Some(Value::Null) | None => Err(format!("field {name} is required")),
+        Some(v) => Ok(v),
+    }
+}
+
+fn integer(obj: &Map<String, Value>, name: &str) -> Result<Option<u64>, String> {
+    match obj.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v
+            .as_u64()
+            .map(Some)
+            .ok_or_else(|| format!("{name} must be a non-negative integer")),
+    }
+}
+
+/// Check a request body. `Err` is the 400 reason.
+pub fn validate(body: &[u8], limits: &Limits) -> Result<Submission, String> {
+    let value: Value =
+        serde_json::from_slice(body).map_err(|e| format!("body is not JSON: {e}"))?;
+    let Value::Object(obj) = value else {
+        return Err("body must be a JSON object".into());
+    };
+
+    let app = field(&obj, "app")?
+        .as_str()
+        .ok_or("app must be a string")?
+        .to_string();
+
+    let owner_text = field(&obj, "owner")?
+        .as_str()
+        .ok_or("owner must be a string holding an address")?;
+    let owner = parse_address(owner_text)
+        .ok_or("owner is not an address (expected 0x followed by 40 hex digits)")?;
+    if owner == limits.relayer {
+        return Err("owner must not be the relayer's own address".into());
+    }
+
+    let exp_seconds = integer(&obj, "expSeconds")?.ok_or("field expSeconds is required")?;
+    if !EXPIRY_BUCKETS.contains(&exp_seconds) {
+        return Err(format!(
+            "expSeconds {exp_seconds} is not a valid bucket (allowed: 3600, 86400, 604800, \
+             2592000, 7776000)"
+        ));
+    }
+
+    let envelope = field(&obj, "envelope")?
+        .as_str()
+        .ok_or("envelope must be a string (the sealed envelope's JSON text)")?
+        .as_bytes()
+        .to_vec();
+    if !PADDED_SIZES.contains(&envelope.len()) {
+        return Err(format!(
+            "envelope is {} bytes; it must be padded to exactly 512, 1024, 4096 or 16384 bytes",
+            envelope.len()
+        ));
+    }
+    let sealed = privsvc_envelope::parse_envelope(&envelope)
+        .map_err(|e| format!("envelope cannot be parsed: {e}"))?;
+    if sealed.body.app != app {
+        return Err("app differs from the app inside the envelope".into());
+    }
+    if sealed.body.exp != exp_seconds {
+        return Err(format!(
+            "expSeconds {exp_seconds} differs from the envelope's expiry ({})",
+            sealed.body.exp
+        ));
+    }
+
+    let attributes = Attributes::from_wire(field(&obj, "attributes")?)
+        .map_err(|e| format!("invalid attributes: {e}"))?;
+    if !attributes.contains("project") {
+        return Err("attribute project is missing (it is mandatory)".into());
+    }
+    if sealed.body.types != attributes.types() {
+        return Err("attributes differ from the attribute types inside the envelope".into());
+    }
+
+    let min_anonymity = integer(&obj, "minAnonymity")?.unwrap_or(1);
+    if min_anonymity < 1 || min_anonymity > limits.max_min_anonymity as u64 {
+        return Err(format!(
+            "minAnonymity {min_anonymity} is out of range (allowed 1..={})",
+            limits.max_min_anonymity
+        ));
+    }
+    let max_hold_ms = integer(&obj, "maxHoldMs")?.unwrap_or(limits.max_hold_ms);
+    if max_hold_ms < 1 || max_hold_ms > limits.max_hold_ms {
+        return Err(format!(
+            "maxHoldMs {max_hold_ms} is out of range (allowed 1..={})",
+            limits.max_hold_ms
+        ));
+    }
+
+    let token = match obj.get("token") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(
+            serde_json::from_value::<TokenRedemption>(v.clone())
+                .map_err(|e| format!("token must be {{epoch, nonce, signature}}: {e}"))?,
+        ),
+    };
+
+    let signer = privsvc_envelope::envelope_signer(&sealed, &attributes)
+        .map_err(|e| format!("envelope signature does not recover to owner: {e}"))?;
+    if signer != owner {
+        return Err("envelope signature does not recover to owner".into());
+    }
+
+    Ok(Submission {
+        app,
+        owner,
+        envelope,
+        attributes,
+        exp_seconds,
+        token,
+        min_anonymity: min_anonymity as u32,
+        max_hold_ms,
+    })
+}
+
+fn parse_address(text: &str) -> Option<Address> {
+    let hex = text.strip_prefix("0x")?;
+    if hex.len() != 40 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    text.parse().ok()
+}
