@@ -1,0 +1,102 @@
+//! The envelope error type.
+
+use privsvc_attributes::json::StrictJsonError;
+use privsvc_attributes::AttributeError;
+
+/// Why an envelope could not be sealed, parsed or verified.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EnvelopeError {
+    /// The envelope (or the text to pad) is larger than the largest padded size.
+    #[error("envelope is {len} bytes; the largest padded size is 16384 bytes (make the payload smaller)")]
+    Oversize {
+        /// Length in bytes.
+        len: usize,
+    },
+    /// The input length is not one of the padded sizes.
+    #[error(
+        "envelope is {len} bytes; it must be padded to exactly 512, 1024, 4096 or 16384 bytes"
+    )]
+    NotPadded {
+        /// Length in bytes.
+        len: usize,
+    },
+    /// The envelope is padded to a larger size than the smallest that fits its content.
+    #[error("envelope content of {content} bytes is padded to {len} bytes; it must be padded to the smallest size that fits, {expected}")]
+    PaddedTooFar {
+        /// Padded length.
+        len: usize,
+        /// Content length without the padding.
+        content: usize,
+        /// The size it should have been padded to.
+        expected: usize,
+    },
+    /// The padding after the JSON object contains a byte other than a space.
+    #[error("padding must be spaces (0x20) only; found byte 0x{byte:02x} at offset {offset}")]
+    BadPadding {
+        /// Offset of the offending byte.
+        offset: usize,
+        /// The offending byte.
+        byte: u8,
+    },
+    /// The envelope text is not strict JSON (syntax, duplicate keys, trailing bytes).
+    #[error("envelope: {0}")]
+    Json(#[from] StrictJsonError),
+    /// The JSON value is not an object.
+    #[error("envelope must be a JSON object")]
+    NotAnObject,
+    /// The envelope's version is not 1.
+    #[error("unsupported envelope version {0} (this library reads version 1)")]
+    UnsupportedVersion(String),
+    /// The envelope has a member that version 1 does not define.
+    #[error(
+        "unknown envelope member {0:?} (version 1 has v, app, exp, ct, enc, types, data, sig)"
+    )]
+    UnknownMember(String),
+    /// A required member is absent.
+    #[error("envelope member {0:?} is missing")]
+    MissingMember(&'static str),
+    /// A member has the wrong JSON type or an invalid value.
+    #[error("envelope member {member:?}: {reason}")]
+    InvalidMember {
+        /// The member name.
+        member: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
+    /// `exp` (or a requested lifetime) is not one of the expiry buckets.
+    #[error("exp {0} is not an expiry bucket (3600, 86400, 604800, 2592000 or 7776000 seconds)")]
+    NotABucket(u64),
+    /// An expiry of zero seconds was requested.
+    #[error("an expiry of 0 seconds is invalid; the shortest lifetime is 3600 seconds (1 hour)")]
+    ZeroExpiry,
+    /// An expiry beyond the largest bucket was requested.
+    #[error("an expiry of {0} seconds is longer than the maximum of 7776000 seconds (90 days)")]
+    ExpiryTooLong(u64),
+    /// An attribute name in `types` is invalid, or there are too many.
+    #[error("envelope types: {0}")]
+    Attribute(#[from] AttributeError),
+    /// The envelope text is valid but not in RFC 8785 canonical form.
+    #[error("envelope is not in RFC 8785 canonical form (sorted keys, no white space, shortest escapes); re-serialise it canonically before padding")]
+    NonCanonical,
+    /// `sig` is not `0x` followed by 130 lowercase hex digits.
+    #[error("sig must be 0x followed by 130 lowercase hex digits (r || s || v): {0}")]
+    BadSignatureFormat(String),
+    /// The signature's `v` byte is not 27 or 28.
+    #[error("signature v must be 27 or 28, got {0}")]
+    BadRecoveryByte(u8),
+    /// The signature's `s` is in the upper half of the curve order.
+    #[error("signature s is not low (s must be at most n/2); re-sign with a low-s signer")]
+    HighS,
+    /// The signature does not recover a public key.
+    #[error("signature does not recover a public key: {0}")]
+    InvalidSignature(String),
+    /// The attributes do not have exactly the types the envelope lists.
+    #[error("attributes do not match the envelope's types: {0}")]
+    TypesMismatch(String),
+    /// Signing failed.
+    #[error("signing failed: {0}")]
+    Signing(String),
+    /// A base64 text is not standard base64 with padding.
+    #[error("invalid base64 (standard alphabet with padding expected): {0}")]
+    Base64(String),
+}
