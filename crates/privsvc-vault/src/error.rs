@@ -24,9 +24,10 @@ pub enum VaultError {
     /// A record reference was malformed.
     #[error("invalid record reference: {0}; expected 32 hexadecimal characters (16 bytes)")]
     InvalidRecordRef(String),
-    /// The envelope could not be digested or sealed.
-    #[error("envelope error: {0}")]
-    Envelope(String),
+    /// The envelope could not be sealed (invalid body, attribute types that differ from the
+    /// body's `types`, oversize payload).
+    #[error("cannot seal the envelope: {0}")]
+    Envelope(#[from] privsvc_envelope::EnvelopeError),
     /// An EIP-712 structure could not be built or hashed.
     #[error("typed-data error: {0}")]
     TypedData(String),

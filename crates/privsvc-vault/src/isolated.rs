@@ -7,6 +7,8 @@ use std::thread::JoinHandle;
 
 use alloy_primitives::{Address, Signature};
 use async_trait::async_trait;
+use privsvc_attributes::Attributes;
+use privsvc_envelope::EnvelopeBody;
 use tokio::sync::oneshot;
 
 use crate::error::VaultError;
@@ -190,6 +192,17 @@ impl Vault for IsolatedVault {
     async fn address_of(&self, record: &RecordRef) -> Result<Address, VaultError> {
         let record = *record;
         self.call(move |v| v.address_of(&record)).await?
+    }
+
+    async fn sign_envelope(
+        &self,
+        record: &RecordRef,
+        body: &EnvelopeBody,
+        attributes: &Attributes,
+    ) -> Result<String, VaultError> {
+        let (record, body, attributes) = (*record, body.clone(), attributes.clone());
+        self.call(move |v| v.signer(&record)?.sign_envelope(&body, &attributes))
+            .await?
     }
 
     async fn sign_proof_on_chain(

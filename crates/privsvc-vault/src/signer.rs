@@ -4,6 +4,8 @@ use std::fmt;
 
 use alloy_primitives::{Address, Signature};
 use k256::ecdsa::SigningKey;
+use privsvc_attributes::Attributes;
+use privsvc_envelope::EnvelopeBody;
 
 use crate::error::VaultError;
 use crate::sign::sign_digest;
@@ -25,6 +27,18 @@ impl RecordSigner {
     /// The record's one-time owner address.
     pub fn address(&self) -> Address {
         self.address
+    }
+
+    /// Signs `body` over `attributes` (DESIGN 3) and returns the sealed envelope text, padded
+    /// to 512, 1024, 4096 or 16384 bytes. The attributes' types must be exactly `body.types`.
+    pub fn sign_envelope(
+        &self,
+        body: &EnvelopeBody,
+        attributes: &Attributes,
+    ) -> Result<String, VaultError> {
+        Ok(privsvc_envelope::seal_envelope(
+            body, attributes, &self.key,
+        )?)
     }
 
     /// Signs an ownership proof on the privsvc network ([`crate::NETWORK_CHAIN_ID`]).

@@ -2,6 +2,8 @@
 
 use alloy_primitives::{Address, Signature};
 use async_trait::async_trait;
+use privsvc_attributes::Attributes;
+use privsvc_envelope::EnvelopeBody;
 
 use crate::error::VaultError;
 use crate::key_vault::KeyVault;
@@ -32,6 +34,14 @@ pub trait Vault: Send + Sync {
 
     /// The one-time owner address of `record`.
     async fn address_of(&self, record: &RecordRef) -> Result<Address, VaultError>;
+
+    /// Seals an envelope with the owner key of `record`: the sealed, padded text (DESIGN 3).
+    async fn sign_envelope(
+        &self,
+        record: &RecordRef,
+        body: &EnvelopeBody,
+        attributes: &Attributes,
+    ) -> Result<String, VaultError>;
 
     /// Signs an ownership proof for `record` on the privsvc network.
     async fn sign_proof(
@@ -78,6 +88,15 @@ impl Vault for KeyVault {
 
     async fn address_of(&self, record: &RecordRef) -> Result<Address, VaultError> {
         KeyVault::address_of(self, record)
+    }
+
+    async fn sign_envelope(
+        &self,
+        record: &RecordRef,
+        body: &EnvelopeBody,
+        attributes: &Attributes,
+    ) -> Result<String, VaultError> {
+        self.signer(record)?.sign_envelope(body, attributes)
     }
 
     async fn sign_proof_on_chain(
