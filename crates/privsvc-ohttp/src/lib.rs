@@ -1,14 +1,48 @@
-//! privsvc-ohttp (under construction).
+//! Oblivious HTTP for privsvc (RFC 9458 with Binary HTTP, RFC 9292), on the `ohttp` and
+//! `bhttp` crates.
+//!
+//! - Gateway side: [`OhttpGateway`] (keys derived from a seed, several live key ids),
+//!   [`gateway_router`] / [`serve_ohttp`] (the relayer's `POST /v1/ohttp`).
+//! - Client side: [`ohttp_call`], [`encapsulate`].
+//! - The relay: [`OhttpRelay`] (`POST /ohttp`, `GET /healthz`).
+//! - The [`Transport`] trait and its implementations [`HttpTransport`], [`OhttpTransport`],
+//!   [`InProcessTransport`].
+//! - [`AnonymousListener`]: serve axum without ever seeing peer addresses.
+//!
+//! Suite: key id 1, DHKEM(X25519, HKDF-SHA256), HKDF-SHA256, AES-128-GCM; the `ohttpKey` is the
+//! hex of the encoded key configuration.
 #![forbid(unsafe_code)]
 
+pub mod binary;
+pub mod client;
+pub mod endpoint;
+mod error;
+pub mod gateway;
+pub mod heartbeat;
+mod http_util;
+pub mod listener;
+pub mod relay;
 pub mod transport;
 
-pub use transport::{RelayerRequest, RelayerResponse, Transport};
+pub use binary::{BinaryRequest, OhttpResponse};
+pub use client::{encapsulate, ohttp_call, PendingResponse};
+pub use endpoint::{gateway_router, serve_ohttp, ViaOhttp};
+pub use error::OhttpError;
+pub use gateway::{OhttpGateway, ResponseSealer};
+pub use http_util::normalize_relayer_url;
+pub use listener::{Anonymous, AnonymousListener};
+pub use relay::{OhttpRelay, RelayConfig};
+pub use transport::{
+    HttpTransport, InProcessTransport, OhttpTransport, RelayerRequest, RelayerResponse, Transport,
+};
 
-/// Errors of the OHTTP crate (to be completed).
-#[derive(Debug, thiserror::Error)]
-pub enum OhttpError {
-    /// The relayer or relay could not be reached.
-    #[error("transport error: {0}")]
-    Transport(String),
-}
+/// Largest encapsulated request accepted by `POST /v1/ohttp` and `POST /ohttp` (128 KB).
+pub const MAX_ENCAPSULATED_BYTES: usize = 128 * 1024;
+/// Largest response body read from a relayer (gateway answers, direct calls): 1 MiB.
+pub const MAX_RESPONSE_BYTES: usize = 1024 * 1024;
+/// Content type of an encapsulated request.
+pub const CONTENT_TYPE_OHTTP_REQ: &str = "message/ohttp-req";
+/// Content type of an encapsulated response.
+pub const CONTENT_TYPE_OHTTP_RES: &str = "message/ohttp-res";
+/// The header naming the relayer a relay should forward to.
+pub const TARGET_HEADER: &str = "x-privsvc-target";

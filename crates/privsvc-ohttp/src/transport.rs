@@ -1,6 +1,23 @@
 //! The `Transport` trait: how a client reaches a relayer (plain HTTP, OHTTP or in-process).
+//!
+//! The trait lives in `privsvc-ohttp` because this is the one crate that both the client and
+//! the examples already depend on and that owns the non-trivial implementation
+//! ([`OhttpTransport`]); the client crate holds an `Arc<dyn Transport>` and never needs to know
+//! which implementation it got.
+//!
+//! Implementations: [`HttpTransport`] (direct, reqwest with rustls), [`OhttpTransport`] (every
+//! call through an OHTTP relay) and [`InProcessTransport`] (axum routers in the same process,
+//! for tests).
 
 use async_trait::async_trait;
+
+mod http;
+mod in_process;
+mod ohttp;
+
+pub use self::http::HttpTransport;
+pub use self::in_process::InProcessTransport;
+pub use self::ohttp::OhttpTransport;
 
 /// One request to a relayer endpoint, e.g. `POST /v1/records` with a JSON body.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,0 +1,145 @@
+//! The client side of RFC 9458: encapsulate a relayer request to a gateway key, send it through
+//! an OHTTP relay, open the answer. The cryptography and framing are the `ohttp` crate's.
+
+use ohttp::{ClientRequest, ClientResponse, KeyConfig};
+use zeroize::Zeroizing;
+
+use crate::binary::{decode_response, encode_request, BinaryRequest, OhttpResponse};
+use crate::http_util::{error_text, normalize_relayer_url, read_response};
+use crate::transport::RelayerRequest;
+use crate::{
+    OhttpError, CONTENT_TYPE_OHTTP_REQ, CONTENT_TYPE_OHTTP_RES, MAX_ENCAPSULATED_BYTES,
+    MAX_RESPONSE_BYTES, TARGET_HEADER,
+};
+
+/// Decode and check a hex gateway key configuration (`ohttpKey`).
+pub fn decode_gateway_key(gateway_key_hex: &str) -> Result<Vec<u8>, OhttpError> {
+    let bytes = hex::decode(gateway_key_hex.trim().trim_start_matches("0x"))
+        .map_err(|_| OhttpError::InvalidKey("not hex".into()))?;
+    KeyConfig::decode(&bytes).map_err(|e| OhttpError::InvalidKey(e.to_string()))?;
+    Ok(bytes)
+}
+
+/// Waits for the encapsulated response to one encapsulated request (single use).
+pub struct PendingResponse {
+    inner: ClientResponse,
+}
+
+impl std::fmt::Debug for PendingResponse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PendingResponse")
+    }
+}
+
+impl PendingResponse {
+    /// Open a `message/ohttp-res` body and decode the Binary HTTP response in it.
+    pub fn open(self, encapsulated: &[u8]) -> Result<OhttpResponse, OhttpError> {
+        let plain = Zeroizing::new(
+            self.inner
+                .decapsulate(encapsulated)
+                .map_err(|e| OhttpError::BadResponse(e.to_string()))?,
+        );
+        decode_response(&plain).map_err(|e| OhttpError::BadResponse(e.to_string()))
+    }
+}
+
+/// Encapsulate `request` (Binary HTTP with `scheme` and `authority`) to the gateway key
+/// configuration `gateway_key_hex`. Returns the `message/ohttp-req` body and the handle that
+/// opens the response.
+pub fn encapsulate(
+    gateway_key_hex: &str,
+    request: &BinaryRequest,
+    scheme: &str,
+    authority: &str,
+) -> Result<(Vec<u8>, PendingResponse), OhttpError> {
+    let config = decode_gateway_key(gateway_key_hex)?;
+    let plain = Zeroizing::new(encode_request(request, scheme, authority)?);
+    let client = ClientRequest::from_encoded_config(&config)
+        .map_err(|e| OhttpError::InvalidKey(e.to_string()))?;
+    let (message, inner) = client
+        .encapsulate(&plain)
+        .map_err(|e| OhttpError::Encapsulation(e.to_string()))?;
+    Ok((message, PendingResponse { inner }))
+}
+
+/// The Binary HTTP form of a relayer request: JSON bodies are labelled as such.
+pub(crate) fn binary_request(request: &RelayerRequest) -> BinaryRequest {
+    let mut headers = vec![("accept".to_string(), "application/json".to_string())];
+    if request.body.is_some() {
+        headers.push(("content-type".to_string(), "application/json".to_string()));
+    }
+    BinaryRequest {
+        method: request.method.to_ascii_uppercase(),
+        path: request.path.clone(),
+        headers,
+        body: request.body.clone().unwrap_or_default(),
+    }
+}
+
+/// The relay's `POST /ohttp` endpoint for a relay base URL (kept as is when it already ends
+/// in `/ohttp`).
+fn relay_endpoint(relay_url: &str) -> Result<String, OhttpError> {
+    let base = normalize_relayer_url(relay_url)?;
+    Ok(if base.ends_with("/ohttp") {
+        base
+    } else {
+        format!("{base}/ohttp")
+    })
+}
+
+/// Send one relayer request through the OHTTP relay at `relay_url` to the relayer `target`,
+/// encapsulated to `gateway_key` (the relayer's hex `ohttpKey`). Returns the relayer's answer.
+///
+/// The relay sees only the target and the ciphertext; the relayer sees only the request.
+/// A relay refusal (403 unverified target, 413, 502) or a gateway that cannot open the
+/// request (400) is [`OhttpError::Refused`].
+pub async fn ohttp_call(
+    relay_url: &str,
+    target: &str,
+    gateway_key: &str,
+    request: RelayerRequest,
+    http: &reqwest::Client,
+) -> Result<OhttpResponse, OhttpError> {
+    let target = normalize_relayer_url(target)?;
+    let endpoint = relay_endpoint(relay_url)?;
+    let parsed = url::Url::parse(&target).map_err(|_| OhttpError::InvalidUrl(target.clone()))?;
+    let authority = match (parsed.host_str(), parsed.port()) {
+        (Some(host), Some(port)) => format!("{host}:{port}"),
+        (Some(host), None) => host.to_string(),
+        _ => String::new(),
+    };
+    let (message, pending) = encapsulate(
+        gateway_key,
+        &binary_request(&request),
+        parsed.scheme(),
+        &authority,
+    )?;
+    if message.len() > MAX_ENCAPSULATED_BYTES {
+        return Err(OhttpError::TooLarge {
+            size: message.len(),
+            limit: MAX_ENCAPSULATED_BYTES,
+        });
+    }
+    let response = http
+        .post(&endpoint)
+        .header(reqwest::header::CONTENT_TYPE, CONTENT_TYPE_OHTTP_REQ)
+        .header(TARGET_HEADER, &target)
+        .body(message)
+        .send()
+        .await
+        .map_err(|e| OhttpError::Transport(e.without_url().to_string()))?;
+    let status = response.status().as_u16();
+    let is_ohttp = response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case(CONTENT_TYPE_OHTTP_RES));
+    let body = read_response(response, MAX_RESPONSE_BYTES).await?;
+    if status != 200 || !is_ohttp {
+        return Err(OhttpError::Refused {
+            status,
+            message: error_text(&body),
+        });
+    }
+    pending.open(&body)
+}

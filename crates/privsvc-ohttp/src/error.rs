@@ -1,0 +1,59 @@
+//! Errors of the OHTTP crate.
+
+/// Everything that can go wrong encapsulating, relaying or opening an OHTTP exchange.
+///
+/// Gateway-side open failures are deliberately opaque ([`OhttpError::Open`]): the gateway never
+/// tells a sender *why* a message could not be opened (wrong key id, bad ciphertext, bad Binary
+/// HTTP), so that it cannot be used as an oracle.
+#[derive(Debug, thiserror::Error)]
+pub enum OhttpError {
+    /// The relayer or relay could not be reached.
+    #[error("transport error: {0}")]
+    Transport(String),
+    /// An encapsulated request could not be opened (one opaque error for every cause).
+    #[error("the encapsulated request cannot be opened")]
+    Open,
+    /// A gateway seed is too short to derive a key from.
+    #[error("gateway seed too short: {0} bytes given, at least 16 needed")]
+    WeakSeed(usize),
+    /// A gateway key configuration (`ohttpKey`) is not valid hex or not a supported key config.
+    #[error("invalid OHTTP gateway key: {0}; expected the hex of an RFC 9458 key configuration")]
+    InvalidKey(String),
+    /// A request or response cannot be expressed in Binary HTTP (RFC 9292).
+    #[error("cannot encode or decode Binary HTTP: {0}")]
+    BinaryHttp(String),
+    /// Encapsulating a request or sealing a response failed.
+    #[error("OHTTP encapsulation failed: {0}")]
+    Encapsulation(String),
+    /// The relay (or the gateway behind it) refused the request without an encapsulated answer.
+    #[error("the OHTTP relay answered {status}: {message}")]
+    Refused {
+        /// The HTTP status of the relay's answer (403 unverified target, 413 too large, 502 ...).
+        status: u16,
+        /// The `error` text of the answer, if any.
+        message: String,
+    },
+    /// The encapsulated response could not be opened or decoded.
+    #[error("cannot open the OHTTP response: {0}")]
+    BadResponse(String),
+    /// A message exceeds the size limit.
+    #[error("message too large: {size} bytes, the limit is {limit}")]
+    TooLarge {
+        /// Size of the message (or of its part read so far).
+        size: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// No usable gateway key is known for a relayer.
+    #[error("no verified OHTTP gateway key for relayer {0}; is OHTTP on and its heartbeat live?")]
+    NoGatewayKey(String),
+    /// Reading the ledger failed.
+    #[error("ledger error: {0}")]
+    Ledger(#[from] privsvc_ledger::LedgerError),
+    /// A URL is not an absolute http(s) URL.
+    #[error("invalid URL {0:?}: expected an absolute http or https URL")]
+    InvalidUrl(String),
+    /// The in-process transport has no router for this relayer URL.
+    #[error("no in-process router registered for {0}")]
+    UnknownRelayer(String),
+}

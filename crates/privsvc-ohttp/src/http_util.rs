@@ -1,0 +1,116 @@
+//! Small HTTP helpers shared by the gateway endpoint, the relay and the transports: relayer URL
+//! normalisation, size-limited body reading and JSON error answers.
+
+use axum::body::Body;
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
+
+use crate::OhttpError;
+
+/// The canonical form of a relayer base URL: an absolute `http`/`https` URL without user info,
+/// query or fragment, with a lower-case scheme and host and no trailing `/`.
+///
+/// ```
+/// use privsvc_ohttp::normalize_relayer_url;
+/// assert_eq!(
+///     normalize_relayer_url("HTTPS://Relayer.Example:8443/base/").unwrap(),
+///     "https://relayer.example:8443/base"
+/// );
+/// assert!(normalize_relayer_url("ftp://x").is_err());
+/// ```
+pub fn normalize_relayer_url(raw: &str) -> Result<String, OhttpError> {
+    let invalid = || OhttpError::InvalidUrl(raw.to_string());
+    let url = url::Url::parse(raw.trim()).map_err(|_| invalid())?;
+    if !matches!(url.scheme(), "http" | "https")
+        || url.host_str().is_none()
+        || !url.username().is_empty()
+        || url.password().is_some()
+        || url.query().is_some()
+        || url.fragment().is_some()
+    {
+        return Err(invalid());
+    }
+    Ok(url.as_str().trim_end_matches('/').to_string())
+}
+
+/// Why a body could not be read.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum BodyError {
+    /// Over the limit.
+    TooLarge,
+    /// The stream broke.
+    Broken,
+}
+
+/// Whether the request announces a `Content-Length` over `limit`.
+pub(crate) fn declared_too_large(headers: &HeaderMap, limit: usize) -> bool {
+    headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+        .is_some_and(|n| n > limit as u64)
+}
+
+/// Read an axum body, failing as soon as it exceeds `limit` bytes.
+pub(crate) async fn read_body(body: Body, limit: usize) -> Result<Vec<u8>, BodyError> {
+    let mut stream = body.into_data_stream();
+    let mut out = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|_| BodyError::Broken)?;
+        if out.len() + chunk.len() > limit {
+            return Err(BodyError::TooLarge);
+        }
+        out.extend_from_slice(&chunk);
+    }
+    Ok(out)
+}
+
+/// Read a reqwest response body, failing as soon as it exceeds `limit` bytes.
+pub(crate) async fn read_response(
+    mut response: reqwest::Response,
+    limit: usize,
+) -> Result<Vec<u8>, OhttpError> {
+    let mut out = Vec::new();
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|e| OhttpError::Transport(e.without_url().to_string()))?
+    {
+        if out.len() + chunk.len() > limit {
+            return Err(OhttpError::TooLarge {
+                size: out.len() + chunk.len(),
+                limit,
+            });
+        }
+        out.extend_from_slice(&chunk);
+    }
+    Ok(out)
+}
+
+/// Whether the `Content-Type` of `headers` is `expected` (parameters ignored).
+pub(crate) fn has_content_type(headers: &HeaderMap, expected: &str) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case(expected))
+}
+
+/// A JSON error answer `{ "error": message }`.
+pub(crate) fn json_error(status: StatusCode, message: &str) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        serde_json::json!({ "error": message }).to_string(),
+    )
+        .into_response()
+}
+
+/// The `error` text of a JSON error body, or an empty string.
+pub(crate) fn error_text(body: &[u8]) -> String {
+    serde_json::from_slice::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| v.get("error").and_then(|e| e.as_str()).map(str::to_string))
+        .unwrap_or_default()
+}
