@@ -24,7 +24,15 @@ impl RecoveryCode {
     pub fn from_entropy(entropy: &[u8; 32]) -> Self {
         let mnemonic = Mnemonic::from_entropy_in(Language::English, entropy)
             .expect("32 bytes is a valid BIP-39 entropy length");
-        let phrase = Zeroizing::new(mnemonic.words().collect::<Vec<_>>().join(" "));
+        // Built in place (the longest English word has 8 letters) so that no intermediate copy
+        // of the words outlives this function.
+        let mut phrase = Zeroizing::new(String::with_capacity(RECOVERY_WORDS * 9));
+        for (i, word) in mnemonic.words().enumerate() {
+            if i > 0 {
+                phrase.push(' ');
+            }
+            phrase.push_str(word);
+        }
         Self {
             phrase,
             entropy: Zeroizing::new(*entropy),
@@ -34,12 +42,15 @@ impl RecoveryCode {
     /// Parses a code: 24 English words separated by white space, any letter case; the BIP-39
     /// checksum must hold.
     pub fn parse(code: &str) -> Result<Self, VaultError> {
-        let normalized = Zeroizing::new(
-            code.split_whitespace()
-                .map(str::to_lowercase)
-                .collect::<Vec<_>>()
-                .join(" "),
-        );
+        // Lower-cased into one buffer that is wiped on drop; twice the input length leaves room
+        // for Unicode lower-casing that grows a character, so the buffer never reallocates.
+        let mut normalized = Zeroizing::new(String::with_capacity(code.len() * 2));
+        for word in code.split_whitespace() {
+            if !normalized.is_empty() {
+                normalized.push(' ');
+            }
+            normalized.extend(word.chars().flat_map(char::to_lowercase));
+        }
         let count = normalized.split(' ').filter(|w| !w.is_empty()).count();
         if count != RECOVERY_WORDS {
             return Err(VaultError::InvalidRecoveryCode(format!(
