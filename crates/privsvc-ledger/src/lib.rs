@@ -1,6 +1,7 @@
 //! The Arkiv ledger as privsvc uses it (native protocol of SDK 0.8.1): the entity model, the
 //! `LedgerReader` and `LedgerWriter` traits, the `execute()` ABI ([`abi`]), the typed attribute
-//! codec ([`codec`]), entity key derivation ([`keys`]) and expiry resolution ([`expiry`]).
+//! codec ([`codec`]), entity key derivation ([`keys`]), expiry resolution ([`expiry`]), the query
+//! builder ([`query`]) and the JSON wire forms of query results ([`wire`]).
 #![forbid(unsafe_code)]
 
 pub mod abi;
@@ -10,7 +11,9 @@ pub mod error;
 pub mod expiry;
 pub mod keys;
 pub mod ops;
+pub mod query;
 pub mod reader;
+pub mod wire;
 pub mod writer;
 
 pub use abi::{decode_operations, decode_revert, encode_operations, DecodeError, ARKIV_ADDRESS};
