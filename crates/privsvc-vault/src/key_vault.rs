@@ -76,6 +76,9 @@ impl KeyVault {
     }
 
     /// The vault of a derivation signature already held (for example from [`KeyVault::sign_derivation`]).
+    ///
+    /// The root covers the 65 bytes `r || s || v` with `v` written as 27 or 28, whichever form
+    /// (0/1 or 27/28) the wallet returned.
     pub fn from_signature(signature: &Signature, app: &str) -> Self {
         Self::from_root(kdf::root_from_signature(signature, app), app)
     }

@@ -29,9 +29,9 @@ pub(crate) fn seal_tag(tag_key: &[u8; 32], record: &RecordRef, nonce: &[u8; 12])
     tag
 }
 
-/// Opens every tag under `tag_key`. Each tag goes through the same full AEAD decryption (the
-/// authentication check inside AES-GCM-SIV is constant time), so timing does not reveal which or
-/// how many tags belong to the key.
+/// Opens every tag under `tag_key`. There is no early exit: each tag goes through a full AEAD
+/// decryption whose authentication-tag comparison is constant time (`subtle`, inside
+/// AES-GCM-SIV). Which tags open is the result the caller gets anyway.
 pub(crate) fn open_tags(tag_key: &[u8; 32], tags: &[Tag]) -> Vec<Option<RecordRef>> {
     let cipher = Aes256GcmSiv::new(tag_key.into());
     tags.iter()

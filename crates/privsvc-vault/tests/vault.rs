@@ -496,3 +496,19 @@ fn owner_signatures_are_low_s_and_recoverable() {
         );
     }
 }
+
+#[test]
+fn recovery_byte_form_does_not_change_the_root() {
+    let mut electrum = [3u8; 65];
+    electrum[64] = 28;
+    let mut parity = electrum;
+    parity[64] = 1;
+    let a = KeyVault::from_signature(&Signature::from_raw(&electrum).unwrap(), APP);
+    let b = KeyVault::from_signature(&Signature::from_raw(&parity).unwrap(), APP);
+    let r = RecordRef([8; 16]);
+    assert_eq!(a.address_of(&r).unwrap(), b.address_of(&r).unwrap());
+    let mut other = electrum;
+    other[64] = 27;
+    let c = KeyVault::from_signature(&Signature::from_raw(&other).unwrap(), APP);
+    assert_ne!(a.address_of(&r).unwrap(), c.address_of(&r).unwrap());
+}
