@@ -1,2 +1,306 @@
-//! privsvc-devnet (under construction).
+//! An embedded Arkiv-compatible node (the "native" protocol of SDK 0.8.1) for privsvc development
+//! and tests.
+//!
+//! It serves JSON-RPC over HTTP on 127.0.0.1: the `eth_*` methods viem needs and `arkiv_query`,
+//! `arkiv_getEntity`, `arkiv_getEntityCount`, `arkiv_getBlockTiming`. Transactions are verified
+//! for real (signature, chain id, nonce, balance, gas), `execute()` batches are applied atomically
+//! with the node's permissions, expiry rules, key derivation and revert errors, blocks are produced
+//! on a timer or on demand, and every block stays queryable (`atBlock`).
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), privsvc_devnet::DevnetError> {
+//! use privsvc_devnet::{BlockTime, Devnet, DevnetConfig};
+//! let node = Devnet::start(DevnetConfig { block_time: BlockTime::OnDemand, ..Default::default() }).await?;
+//! println!("{} (chain {})", node.url(), node.chain_id());
+//! node.shutdown().await;
+//! # Ok(()) }
+//! ```
 #![forbid(unsafe_code)]
+
+pub mod abi;
+mod chain;
+pub mod db;
+pub mod decode;
+pub mod entity;
+pub mod error;
+pub mod exec;
+pub mod query;
+pub mod revert;
+mod rpc;
+pub mod select;
+pub mod signer;
+pub mod store;
+pub mod types;
+pub mod value;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use alloy_primitives::{Address, Bytes, B256, U256};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+pub use abi::ARKIV_ADDRESS;
+pub use chain::{CallRequest, Genesis};
+pub use entity::{EntityData, StoredAttr};
+pub use error::DevnetError;
+pub use signer::{DevSigner, DEV_PRIVATE_KEYS};
+pub use types::Account;
+
+use chain::{Chain, Params};
+use rpc::Node;
+
+/// Tiramisu's chain id, the devnet default so privsvc code sees its production network id.
+pub const TIRAMISU_CHAIN_ID: u64 = 7_738_577;
+/// Default block interval (Arkiv's BLOCK_TIME).
+pub const DEFAULT_BLOCK_TIME: Duration = Duration::from_secs(2);
+
+/// How blocks are produced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockTime {
+    /// One block every interval (empty blocks included).
+    Interval(Duration),
+    /// One block right after every accepted transaction, and on [`DevnetHandle::mine`].
+    OnDemand,
+}
+
+/// Devnet configuration.
+#[derive(Debug, Clone)]
+pub struct DevnetConfig {
+    /// Chain id; default [`TIRAMISU_CHAIN_ID`] (7738577). Use 1337 for the SDK's `localhost` chain.
+    pub chain_id: u64,
+    /// Block production; default every 2 s.
+    pub block_time: BlockTime,
+    /// Prefunded accounts; default the five dev accounts with 10 000 ETH each.
+    pub prefund: Vec<(Address, U256)>,
+    /// SQLite file for persistence; in memory when `None`.
+    pub db_path: Option<PathBuf>,
+    /// TCP port on 127.0.0.1; an ephemeral port when `None`.
+    pub port: Option<u16>,
+    /// Block gas limit; default 200 000 000.
+    pub gas_limit: u64,
+    /// Base fee per gas in wei (constant); default 1 gwei.
+    pub base_fee: u64,
+    /// Number of the genesis block; default 0.
+    pub start_block: u64,
+    /// Entities present at genesis (seeded datasets).
+    pub genesis_entities: Vec<EntityData>,
+}
+
+impl Default for DevnetConfig {
+    fn default() -> Self {
+        let eth = U256::from(10u64).pow(U256::from(18u64));
+        Self {
+            chain_id: TIRAMISU_CHAIN_ID,
+            block_time: BlockTime::Interval(DEFAULT_BLOCK_TIME),
+            prefund: (0..DEV_PRIVATE_KEYS.len())
+                .map(|i| (DevSigner::dev(i).address(), eth * U256::from(10_000u64)))
+                .collect(),
+            db_path: None,
+            port: None,
+            gas_limit: 200_000_000,
+            base_fee: 1_000_000_000,
+            start_block: 0,
+            genesis_entities: Vec::new(),
+        }
+    }
+}
+
+/// The devnet entry point.
+pub struct Devnet;
+
+/// A running devnet. Dropping it without [`DevnetHandle::shutdown`] stops the tasks as well.
+pub struct DevnetHandle {
+    addr: SocketAddr,
+    chain_id: u64,
+    node: Arc<Node>,
+    stop: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+impl Devnet {
+    /// Start a devnet in this process (requires a Tokio runtime).
+    pub async fn start(config: DevnetConfig) -> Result<DevnetHandle, DevnetError> {
+        if let BlockTime::Interval(d) = config.block_time {
+            if d.is_zero() {
+                return Err(DevnetError::Config(
+                    "block interval must be positive; use BlockTime::OnDemand".into(),
+                ));
+            }
+        }
+        let db = match &config.db_path {
+            Some(p) => Some(db::Db::open(p)?),
+            None => None,
+        };
+        let genesis = Genesis {
+            number: config.start_block,
+            timestamp: unix_now(),
+            accounts: config
+                .prefund
+                .iter()
+                .map(|(a, b)| {
+                    (
+                        *a,
+                        Account {
+                            balance: *b,
+                            ..Default::default()
+                        },
+                    )
+                })
+                .collect(),
+            entities: config.genesis_entities.clone(),
+        };
+        let params = Params {
+            chain_id: config.chain_id,
+            gas_limit: config.gas_limit,
+            base_fee: config.base_fee,
+        };
+        let chain = Chain::open(params, genesis, db)?;
+        let node = Arc::new(Node {
+            chain: Mutex::new(chain),
+            on_demand: config.block_time == BlockTime::OnDemand,
+        });
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", config.port.unwrap_or(0)))
+            .await
+            .map_err(|e| DevnetError::Server(format!("cannot bind 127.0.0.1: {e}")))?;
+        let addr = listener
+            .local_addr()
+            .map_err(|e| DevnetError::Server(e.to_string()))?;
+        let (stop, stop_rx) = watch::channel(false);
+        let mut tasks = Vec::new();
+        let app = rpc::router(node.clone());
+        let mut rx = stop_rx.clone();
+        tasks.push(tokio::spawn(async move {
+            let shutdown = async move {
+                let _ = rx.wait_for(|s| *s).await;
+            };
+            if let Err(e) = axum::serve(listener, app)
+                .with_graceful_shutdown(shutdown)
+                .await
+            {
+                tracing::warn!(error = %e, "devnet server stopped");
+            }
+        }));
+        if let BlockTime::Interval(every) = config.block_time {
+            let node = node.clone();
+            let mut rx = stop_rx;
+            tasks.push(tokio::spawn(async move {
+                let mut tick = tokio::time::interval(every);
+                tick.tick().await;
+                loop {
+                    tokio::select! {
+                        _ = tick.tick() => {
+                            if let Err(e) = node.lock().mine(unix_now()) {
+                                tracing::warn!(error = %e, "block production failed");
+                            }
+                        }
+                        _ = rx.wait_for(|s| *s) => break,
+                    }
+                }
+            }));
+        }
+        tracing::info!(%addr, chain_id = config.chain_id, "devnet listening");
+        Ok(DevnetHandle {
+            addr,
+            chain_id: config.chain_id,
+            node,
+            stop,
+            tasks,
+        })
+    }
+}
+
+impl DevnetHandle {
+    /// The JSON-RPC URL (`http://127.0.0.1:<port>`).
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The bound socket address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The chain id.
+    pub fn chain_id(&self) -> u64 {
+        self.chain_id
+    }
+
+    /// The head block number.
+    pub fn block_number(&self) -> u64 {
+        self.node.lock().head().number
+    }
+
+    /// Mine one block now (including pooled transactions). Returns its number.
+    pub fn mine(&self) -> Result<u64, DevnetError> {
+        self.node.lock().mine(unix_now())
+    }
+
+    /// Mine `n` blocks. Returns the new head number.
+    pub fn mine_blocks(&self, n: u64) -> Result<u64, DevnetError> {
+        let mut chain = self.node.lock();
+        let mut last = chain.head().number;
+        for _ in 0..n {
+            last = chain.mine(unix_now())?;
+        }
+        Ok(last)
+    }
+
+    /// Account state at head.
+    pub fn account(&self, address: Address) -> Account {
+        self.node.lock().account(&address)
+    }
+
+    /// Overwrite an account's balance, nonce and entity nonce (test setup).
+    pub fn set_account(&self, address: Address, account: Account) -> Result<(), DevnetError> {
+        self.node.lock().set_account(address, account)
+    }
+
+    /// Send an unsigned transaction from any address (impersonation, test setup such as replaying
+    /// live transactions). Mines it at once in on-demand mode. Returns the transaction hash.
+    pub fn send_impersonated(
+        &self,
+        from: Address,
+        to: Address,
+        input: Bytes,
+        gas: Option<u64>,
+    ) -> Result<B256, DevnetError> {
+        let mut chain = self.node.lock();
+        let req = CallRequest {
+            from: Some(from),
+            to: Some(to),
+            input,
+            value: U256::ZERO,
+            gas,
+        };
+        let hash = chain
+            .submit_impersonated(&req)
+            .map_err(|e| DevnetError::Config(e.0))?;
+        if self.node.on_demand {
+            chain.mine(unix_now())?;
+        }
+        Ok(hash)
+    }
+
+    /// Stop the server and block production.
+    pub async fn shutdown(mut self) {
+        let _ = self.stop.send(true);
+        for t in self.tasks.drain(..) {
+            let _ = t.await;
+        }
+    }
+}
+
+impl Drop for DevnetHandle {
+    fn drop(&mut self) {
+        let _ = self.stop.send(true);
+    }
+}

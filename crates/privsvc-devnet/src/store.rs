@@ -1,0 +1,328 @@
+//! Versioned entity storage with equality indexes; answers queries at any retained block.
+//!
+//! Every entity has an internal id (`eid`, assigned at creation, used by cursors and ordering) and
+//! a list of versions, each valid for blocks `[from, to)`. An entity is live at block `b` when a
+//! version is valid at `b` and its `expires_at > b`.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+use alloy_primitives::{Address, B256};
+
+use crate::entity::EntityData;
+use crate::query::{AttrRef, CmpOp, Expr, Predicate};
+use crate::value::{order_key, type_id};
+
+/// An open version's `to`.
+pub const OPEN: u64 = u64::MAX;
+
+/// One version of an entity.
+#[derive(Debug, Clone)]
+pub struct Version {
+    /// Version id (global, increasing).
+    pub vid: u64,
+    /// First block where this version is current.
+    pub from: u64,
+    /// First block where it no longer is ([`OPEN`] while current).
+    pub to: u64,
+    /// The state.
+    pub data: Arc<EntityData>,
+}
+
+/// All versions of one entity.
+#[derive(Debug, Clone, Default)]
+pub struct Record {
+    /// Versions in increasing `from` order.
+    pub versions: Vec<Version>,
+}
+
+type IndexKey = (String, u8, Vec<u8>);
+
+/// A version write produced by [`EntityStore::apply`] (for persistence).
+#[derive(Debug, Clone)]
+pub struct VersionRow {
+    /// Entity id.
+    pub eid: u64,
+    /// The version.
+    pub version: Version,
+}
+
+/// The entity store.
+#[derive(Debug, Default)]
+pub struct EntityStore {
+    records: BTreeMap<u64, Record>,
+    by_key: HashMap<B256, u64>,
+    eq_index: HashMap<IndexKey, BTreeSet<(u64, u64)>>,
+    owner_index: HashMap<Address, BTreeSet<(u64, u64)>>,
+    creator_index: HashMap<Address, BTreeSet<(u64, u64)>>,
+    next_eid: u64,
+    next_vid: u64,
+}
+
+enum Candidates<'a> {
+    Set(&'a BTreeSet<(u64, u64)>),
+    One(u64),
+    Empty,
+    All,
+}
+
+impl EntityStore {
+    /// The current (latest, open) state of an entity, expired or not.
+    pub fn current(&self, key: &B256) -> Option<&Arc<EntityData>> {
+        let eid = self.by_key.get(key)?;
+        let v = self.records.get(eid)?.versions.last()?;
+        (v.to == OPEN).then_some(&v.data)
+    }
+
+    /// True when a key was ever used.
+    pub fn key_known(&self, key: &B256) -> bool {
+        self.by_key.contains_key(key)
+    }
+
+    fn version_at(&self, eid: u64, block: u64) -> Option<&Version> {
+        let rec = self.records.get(&eid)?;
+        let i = rec.versions.partition_point(|v| v.from <= block);
+        let v = rec.versions.get(i.checked_sub(1)?)?;
+        (v.to > block).then_some(v)
+    }
+
+    fn live_at(&self, eid: u64, block: u64) -> Option<&Arc<EntityData>> {
+        self.version_at(eid, block)
+            .map(|v| &v.data)
+            .filter(|d| d.expires_at > block)
+    }
+
+    /// The entity with `key` if live at `block`.
+    pub fn get_live(&self, key: &B256, block: u64) -> Option<&Arc<EntityData>> {
+        let eid = *self.by_key.get(key)?;
+        self.live_at(eid, block)
+    }
+
+    fn index_version(&mut self, eid: u64, v: &Version) {
+        let e = (eid, v.vid);
+        for a in &v.data.attrs {
+            self.eq_index
+                .entry((a.name.clone(), a.type_id, a.value.to_vec()))
+                .or_default()
+                .insert(e);
+        }
+        self.owner_index.entry(v.data.owner).or_default().insert(e);
+        self.creator_index
+            .entry(v.data.creator)
+            .or_default()
+            .insert(e);
+    }
+
+    /// Write the new state of `key` as of `block` (None = deleted). Returns the rows to persist:
+    /// the closed previous version (if any) and the new one (if any).
+    pub fn apply(&mut self, block: u64, key: B256, data: Option<EntityData>) -> Vec<VersionRow> {
+        let mut rows = Vec::new();
+        let eid = match self.by_key.get(&key) {
+            Some(e) => *e,
+            None => {
+                if data.is_none() {
+                    return rows;
+                }
+                let e = self.next_eid;
+                self.next_eid += 1;
+                self.by_key.insert(key, e);
+                e
+            }
+        };
+        let rec = self.records.entry(eid).or_default();
+        if let Some(last) = rec.versions.last_mut() {
+            if last.to == OPEN {
+                last.to = block;
+                rows.push(VersionRow {
+                    eid,
+                    version: last.clone(),
+                });
+            }
+        }
+        if let Some(d) = data {
+            let v = Version {
+                vid: self.next_vid,
+                from: block,
+                to: OPEN,
+                data: Arc::new(d),
+            };
+            self.next_vid += 1;
+            self.records
+                .entry(eid)
+                .or_default()
+                .versions
+                .push(v.clone());
+            self.index_version(eid, &v);
+            rows.push(VersionRow { eid, version: v });
+        }
+        rows
+    }
+
+    /// Re-insert a persisted version (startup).
+    pub fn load_row(&mut self, row: VersionRow) {
+        let VersionRow { eid, version } = row;
+        self.by_key.insert(version.data.key, eid);
+        self.next_eid = self.next_eid.max(eid + 1);
+        self.next_vid = self.next_vid.max(version.vid + 1);
+        self.index_version(eid, &version);
+        let rec = self.records.entry(eid).or_default();
+        let i = rec.versions.partition_point(|v| {
+            v.from < version.from || (v.from == version.from && v.vid < version.vid)
+        });
+        rec.versions.insert(i, version);
+    }
+
+    /// Number of live entities at `block`.
+    pub fn count_all(&self, block: u64) -> u64 {
+        self.records
+            .keys()
+            .filter(|&&e| self.live_at(e, block).is_some())
+            .count() as u64
+    }
+
+    fn candidates(&self, e: &Expr) -> Candidates<'_> {
+        match e {
+            Expr::Pred(p) if p.op == CmpOp::Eq => match &p.attr {
+                AttrRef::User(n) => self
+                    .eq_index
+                    .get(&(n.clone(), p.value.type_id, p.value.bytes.clone()))
+                    .map_or(Candidates::Empty, Candidates::Set),
+                AttrRef::Owner => self
+                    .owner_index
+                    .get(&Address::from_slice(&p.value.bytes[12..]))
+                    .map_or(Candidates::Empty, Candidates::Set),
+                AttrRef::Creator => self
+                    .creator_index
+                    .get(&Address::from_slice(&p.value.bytes[12..]))
+                    .map_or(Candidates::Empty, Candidates::Set),
+                AttrRef::Key => self
+                    .by_key
+                    .get(&B256::from_slice(&p.value.bytes))
+                    .map_or(Candidates::Empty, |e| Candidates::One(*e)),
+                _ => Candidates::All,
+            },
+            Expr::And(a, b) => {
+                let (ca, cb) = (self.candidates(a), self.candidates(b));
+                let size = |c: &Candidates<'_>| match c {
+                    Candidates::Empty => 0,
+                    Candidates::One(_) => 1,
+                    Candidates::Set(s) => s.len(),
+                    Candidates::All => usize::MAX,
+                };
+                if size(&ca) <= size(&cb) {
+                    ca
+                } else {
+                    cb
+                }
+            }
+            _ => Candidates::All,
+        }
+    }
+
+    /// Visit live entities matching `expr` at `block` in increasing eid order, starting after
+    /// `after` (exclusive). `visit` returns false to stop.
+    pub fn scan(
+        &self,
+        expr: &Expr,
+        block: u64,
+        after: Option<u64>,
+        mut visit: impl FnMut(u64, &Arc<EntityData>) -> bool,
+    ) {
+        let start = after.map_or(0, |a| a.saturating_add(1));
+        if after == Some(u64::MAX) {
+            return;
+        }
+        let mut check = |eid: u64| -> bool {
+            match self.live_at(eid, block) {
+                Some(d) if eval(expr, d) => visit(eid, d),
+                _ => true,
+            }
+        };
+        match self.candidates(expr) {
+            Candidates::Empty => {}
+            Candidates::One(e) => {
+                if e >= start {
+                    check(e);
+                }
+            }
+            Candidates::Set(s) => {
+                let mut last = None;
+                for &(eid, vid) in s.range((start, 0)..) {
+                    if last == Some(eid) {
+                        continue;
+                    }
+                    // Only the version valid at `block` counts for this entity.
+                    if self.version_at(eid, block).is_some_and(|v| v.vid == vid) {
+                        last = Some(eid);
+                        if !check(eid) {
+                            return;
+                        }
+                    }
+                }
+            }
+            Candidates::All => {
+                for &eid in self.records.range(start..).map(|(k, _)| k) {
+                    if !check(eid) {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Evaluate an expression on one (live) entity.
+pub fn eval(e: &Expr, d: &EntityData) -> bool {
+    match e {
+        Expr::All => true,
+        Expr::And(a, b) => eval(a, d) && eval(b, d),
+        Expr::Or(a, b) => eval(a, d) || eval(b, d),
+        Expr::Not(a) => !eval(a, d),
+        Expr::Pred(p) => eval_pred(p, d),
+    }
+}
+
+fn word_u64(v: u64) -> Vec<u8> {
+    let mut w = vec![0u8; 32];
+    w[24..].copy_from_slice(&v.to_be_bytes());
+    w
+}
+
+fn word_addr(a: &Address) -> Vec<u8> {
+    let mut w = vec![0u8; 32];
+    w[12..].copy_from_slice(a.as_slice());
+    w
+}
+
+fn compare(op: CmpOp, t: u8, have: &[u8], want: &[u8]) -> bool {
+    match op {
+        CmpOp::Eq => have == want,
+        CmpOp::StartsWith => t == type_id::STR && have.starts_with(want),
+        _ => {
+            let (h, w) = (order_key(t, have), order_key(t, want));
+            match op {
+                CmpOp::Lt => h < w,
+                CmpOp::Lte => h <= w,
+                CmpOp::Gt => h > w,
+                CmpOp::Gte => h >= w,
+                _ => false,
+            }
+        }
+    }
+}
+
+fn eval_pred(p: &Predicate, d: &EntityData) -> bool {
+    let t = p.value.type_id;
+    let want = &p.value.bytes[..];
+    match &p.attr {
+        AttrRef::User(n) => d
+            .attr(n)
+            .is_some_and(|a| a.type_id == t && compare(p.op, t, &a.value, want)),
+        AttrRef::Key => compare(p.op, t, d.key.as_slice(), want),
+        AttrRef::Owner => compare(p.op, t, &word_addr(&d.owner), want),
+        AttrRef::Creator => compare(p.op, t, &word_addr(&d.creator), want),
+        AttrRef::ExpiresAt => compare(p.op, t, &word_u64(d.expires_at), want),
+        AttrRef::CreatedAt => compare(p.op, t, &word_u64(d.created_at), want),
+        AttrRef::ContentType => compare(p.op, t, d.content_type.as_bytes(), want),
+    }
+}
