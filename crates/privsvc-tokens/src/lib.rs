@@ -1,2 +1,36 @@
-//! privsvc-tokens (under construction).
+//! Blind RSA rate-limit tokens for privsvc (SPEC "Tokens", DESIGN 5): the primitives
+//! (RFC 9474 RSABSSA-SHA384-PSS-Deterministic), the token issuer with its HTTP endpoints, and
+//! the client-side token wallet with its stores.
 #![forbid(unsafe_code)]
+
+pub mod error;
+pub mod message;
+pub mod protocol;
+pub mod suite;
+
+pub use error::TokenError;
+pub use message::{
+    acceptable_epochs, epoch_of, issuance_message, now_ms, token_id, token_message, DAY_MS,
+    NONCE_BYTES,
+};
+pub use protocol::{ErrorBody, IssueRequest, IssueResponse, IssuerKeyResponse, TokenRedemption};
+pub use suite::{
+    import_issuer_key, token_suite, verify_token, Blinded, IssuerKey, IssuerSecretKey, TokenSuite,
+    MODULUS_BITS, MODULUS_BYTES, SUITE_NAME,
+};
+pub mod fetch;
+pub mod issuer;
+pub mod issuer_store;
+pub mod key_entity;
+pub mod router;
+
+pub use fetch::fetch_issuer_key;
+pub use issuer::{IssueRefusal, Issuer, IssuerConfig, IssuerError};
+pub use router::issuer_router;
+pub mod source;
+pub mod store;
+pub mod wallet;
+
+pub use source::{StoreTokenSource, TokenSource, DEFAULT_MIN_AGE_MS};
+pub use store::{memory_store, FileTokenStore, MemoryTokenStore, StoredToken, TokenStore};
+pub use wallet::{Acquired, TokenWallet, TokenWalletOptions, DEFAULT_PREFETCH_WITHIN};

@@ -1,0 +1,59 @@
+//! Where does blind signing time go? (development aid)
+use std::time::Instant;
+
+use blind_rsa_signatures::reexports::rsa::{hazmat, traits::PublicKeyParts, BoxedUint};
+use blind_rsa_signatures::DefaultRng;
+use privsvc_tokens::{token_message, token_suite, IssuerKey};
+
+fn rate(label: &str, n: u32, mut f: impl FnMut()) {
+    let t = Instant::now();
+    for _ in 0..n {
+        f();
+    }
+    let s = t.elapsed().as_secs_f64();
+    println!(
+        "{label:40} {:10.1}/s  ({:.1} us)",
+        n as f64 / s,
+        s * 1e6 / n as f64
+    );
+}
+
+fn main() {
+    let suite = token_suite();
+    let t = Instant::now();
+    let sk = suite.generate_key().unwrap();
+    println!("keygen {:?}", t.elapsed());
+    let pk = IssuerKey::from_secret(&sk).unwrap();
+    let msg = token_message("app", 1, &[7u8; 32]).unwrap();
+    let b = suite.blind(&pk, &msg).unwrap();
+    let blinded = b.blinded_message().to_vec();
+    let n = 200;
+    rate("crate blind_sign", n, || {
+        sk.blind_sign(&blinded).unwrap();
+    });
+    rate("suite blind_sign (+check)", n, || {
+        suite.blind_sign(&sk, &blinded).unwrap();
+    });
+    let inner: &blind_rsa_signatures::reexports::rsa::RsaPrivateKey = sk.as_ref();
+    let c = BoxedUint::from_be_slice(&blinded, inner.n_bits_precision()).unwrap();
+    rate("rsa_decrypt no blinding", n, || {
+        hazmat::rsa_decrypt::<DefaultRng>(None, inner, &c).unwrap();
+    });
+    rate("rsa_decrypt blinding", n, || {
+        hazmat::rsa_decrypt(Some(&mut DefaultRng), inner, &c).unwrap();
+    });
+    rate("rsa_encrypt (e)", n, || {
+        hazmat::rsa_encrypt(inner, &c).unwrap();
+    });
+    rate("invert_mod n", n, || {
+        let _ = c.invert_mod(inner.n());
+    });
+    let sig = suite.blind_sign(&sk, &blinded).unwrap();
+    let fin = suite.finalize(&pk, &sig, &b, &msg).unwrap();
+    rate("verify", n, || {
+        suite.verify(&pk, &fin, &msg).unwrap();
+    });
+    rate("blind (client)", n, || {
+        suite.blind(&pk, &msg).unwrap();
+    });
+}

@@ -1,0 +1,75 @@
+//! Reading an issuer's key for (app, epoch) from the ledger, and detecting equivocation.
+
+use alloy_primitives::Address;
+use privsvc_ledger::{AttributeSelect, LedgerReader, QueryOptions, Select};
+
+use crate::error::TokenError;
+use crate::key_entity::{issuer_key_payload, issuer_key_query};
+use crate::suite::{import_issuer_key, IssuerKey};
+
+/// Upper bound on result pages read for one key lookup (200 entities a page).
+const MAX_PAGES: usize = 10;
+
+/// The issuer's key for (`app`, `epoch`), read from the ledger only (never from the issuer's
+/// HTTP answer).
+///
+/// Fails with [`TokenError::NoIssuerKey`] when there is none and with
+/// [`TokenError::IssuerEquivocation`] when the issuer published two distinct keys (a payload
+/// that is not a valid key counts as a distinct key).
+pub async fn fetch_issuer_key(
+    reader: &dyn LedgerReader,
+    issuer: Address,
+    app: &str,
+    epoch: u32,
+) -> Result<IssuerKey, TokenError> {
+    let expression = issuer_key_query(issuer, app, epoch);
+    let mut options = QueryOptions {
+        at_block: None,
+        select: Select {
+            key: true,
+            creator: true,
+            payload: true,
+            attributes: AttributeSelect::All,
+            ..Select::default()
+        },
+        limit: Some(200),
+        cursor: None,
+    };
+    let mut distinct: Vec<Result<IssuerKey, TokenError>> = Vec::new();
+    for _ in 0..MAX_PAGES {
+        let page = reader.query(&expression, &options).await?;
+        // Pin later pages to the block of the first one.
+        options.at_block = Some(page.block_number);
+        for entity in &page.entities {
+            let Some(spki) = issuer_key_payload(entity, issuer, app, epoch) else {
+                continue;
+            };
+            let key = import_issuer_key(spki);
+            let seen = distinct.iter().any(|k| match (k, &key) {
+                (Ok(a), Ok(b)) => a == b,
+                _ => false,
+            });
+            if !seen {
+                distinct.push(key);
+            }
+        }
+        match page.cursor {
+            Some(c) => options.cursor = Some(c),
+            None => break,
+        }
+    }
+    match distinct.len() {
+        0 => Err(TokenError::NoIssuerKey {
+            issuer: issuer.to_string(),
+            app: app.to_string(),
+            epoch,
+        }),
+        1 => distinct.pop().expect("one key"),
+        keys => Err(TokenError::IssuerEquivocation {
+            issuer: issuer.to_string(),
+            app: app.to_string(),
+            epoch,
+            keys,
+        }),
+    }
+}

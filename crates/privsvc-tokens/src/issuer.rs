@@ -1,0 +1,462 @@
+//! The token issuer: per-(app, epoch) keys kept durably and published on the ledger, and
+//! issuance with every check of SPEC's 403 list.
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use alloy_primitives::{Address, Signature};
+use base64::Engine as _;
+use privsvc_ledger::{
+    AttributeSelect, LedgerError, LedgerReader, LedgerWriter, QueryOptions, Select,
+};
+use sha2::{Digest, Sha256};
+
+use crate::issuer_store::{IssuerStore, StoreError};
+use crate::key_entity::{
+    issuer_key_create, issuer_key_payload, issuer_key_query, ISSUER_KEY_LIFETIME_BLOCKS,
+};
+use crate::message::{epoch_of, issuance_message, now_ms};
+use crate::protocol::{IssueRequest, IssueResponse, IssuerKeyResponse};
+use crate::suite::{import_issuer_key, token_suite, IssuerKey, IssuerSecretKey, MODULUS_BYTES};
+
+/// Most blinded values one issue request may carry.
+pub const MAX_TOKENS_PER_REQUEST: usize = 20;
+/// Tolerated difference between a request's `ts` and the issuer's clock.
+pub const MAX_CLOCK_SKEW_MS: u64 = 5 * 60 * 1000;
+/// Default per-wallet quota per (app, epoch).
+pub const DEFAULT_QUOTA: u32 = 100;
+/// Longest accepted app name in bytes (an Arkiv string attribute).
+pub const MAX_APP_BYTES: usize = 128;
+
+/// Issuer settings.
+#[derive(Debug, Clone)]
+pub struct IssuerConfig {
+    /// Directory of the issuer database (keys, counters, used codes).
+    pub data_dir: PathBuf,
+    /// Tokens one wallet may obtain per (app, epoch).
+    pub quota_per_wallet: u32,
+    /// When `Some`, every issue request needs one of these one-time codes.
+    pub attestation_codes: Option<Vec<String>>,
+    /// Lifetime of an issuer-key entity in blocks (default 7 days).
+    pub key_lifetime_blocks: u64,
+}
+
+impl IssuerConfig {
+    /// Defaults: quota [`DEFAULT_QUOTA`], no attestation codes, 7-day key entities.
+    pub fn new(data_dir: impl Into<PathBuf>) -> Self {
+        IssuerConfig {
+            data_dir: data_dir.into(),
+            quota_per_wallet: DEFAULT_QUOTA,
+            attestation_codes: None,
+            key_lifetime_blocks: ISSUER_KEY_LIFETIME_BLOCKS,
+        }
+    }
+}
+
+/// Why an issue request is refused (HTTP 403, `{ "error": "<this text>" }`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IssueRefusal {
+    /// `epoch` is not today's UTC day.
+    #[error("epoch is not today's UTC day ({today})")]
+    EpochNotToday {
+        /// Today's UTC day number.
+        today: u32,
+    },
+    /// Zero or more than 20 blinded values.
+    #[error("between 1 and 20 blinded values are required, got {0}")]
+    BadCount(usize),
+    /// `ts` is more than 5 minutes off the issuer's clock.
+    #[error("ts is more than 5 minutes off the issuer's clock")]
+    StaleTimestamp,
+    /// `walletSignature` does not recover to `wallet`.
+    #[error("walletSignature is not a personal_sign of the issuance message by wallet")]
+    BadWalletSignature,
+    /// The issuer requires an attestation code and none was sent.
+    #[error("attestation code missing")]
+    AttestationMissing,
+    /// The code is unknown or was already used.
+    #[error("attestation code unknown or already used")]
+    AttestationUsed,
+    /// The wallet's quota for this app and day would be exceeded.
+    #[error("quota exceeded: {remaining} tokens left for this wallet today")]
+    QuotaExceeded {
+        /// Tokens the wallet may still obtain.
+        remaining: u32,
+    },
+}
+
+/// Everything an issuer call can fail with; the router maps each to an HTTP status.
+#[derive(Debug, thiserror::Error)]
+pub enum IssuerError {
+    /// Malformed request (400).
+    #[error("{0}")]
+    BadRequest(String),
+    /// Refused issuance (403).
+    #[error(transparent)]
+    Refused(#[from] IssueRefusal),
+    /// The ledger failed while publishing or checking the key (502).
+    #[error("ledger error while publishing the issuer key: {0}")]
+    Ledger(#[from] LedgerError),
+    /// The ledger holds a different key for this (app, epoch): the issuer lost its state and
+    /// refuses to equivocate (500).
+    #[error("the ledger already holds a different key of this issuer for app {app:?}, epoch {epoch}; refusing to publish a second one (restore the issuer data directory)")]
+    KeyConflict {
+        /// The app.
+        app: String,
+        /// The UTC day number.
+        epoch: u32,
+    },
+    /// The database failed (500).
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// Key generation or signing failed (500).
+    #[error("issuer internal error: {0}")]
+    Internal(String),
+}
+
+/// The loaded keys, one lockable slot per (app, epoch).
+type KeySlots = Mutex<HashMap<(String, u32), Arc<tokio::sync::Mutex<Option<DayKey>>>>>;
+
+/// One day's key of one app, loaded.
+struct DayKey {
+    secret: Arc<IssuerSecretKey>,
+    public: IssuerKey,
+    entity_key: Option<String>,
+}
+
+/// The token issuer. Share it as `Arc<Issuer>` (see [`crate::issuer_router`]).
+pub struct Issuer {
+    config: IssuerConfig,
+    store: Arc<IssuerStore>,
+    writer: Arc<dyn LedgerWriter>,
+    reader: Arc<dyn LedgerReader>,
+    codes: Option<HashSet<[u8; 32]>>,
+    keys: KeySlots,
+}
+
+fn code_hash(code: &str) -> [u8; 32] {
+    Sha256::digest(code.as_bytes()).into()
+}
+
+impl Issuer {
+    /// Open the issuer's database in `config.data_dir`. `writer` must be the one serialized
+    /// writer of the issuer's account (the relayer's), `reader` reads the same ledger.
+    pub fn open(
+        config: IssuerConfig,
+        writer: Arc<dyn LedgerWriter>,
+        reader: Arc<dyn LedgerReader>,
+    ) -> Result<Self, IssuerError> {
+        let store = Arc::new(IssuerStore::open(&config.data_dir)?);
+        store.prune(epoch_of(now_ms()).saturating_sub(1))?;
+        let codes = config
+            .attestation_codes
+            .as_ref()
+            .map(|c| c.iter().map(|s| code_hash(s)).collect());
+        Ok(Issuer {
+            config,
+            store,
+            writer,
+            reader,
+            codes,
+            keys: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The issuer's address: the creator of its key entities.
+    pub fn address(&self) -> Address {
+        self.writer.address()
+    }
+
+    /// The settings in use.
+    pub fn config(&self) -> &IssuerConfig {
+        &self.config
+    }
+
+    /// `GET /v1/issuer/key`: today's key entity for `app`, generating and publishing the key
+    /// on first use. `epoch` must be today.
+    pub async fn issuer_key(
+        &self,
+        app: &str,
+        epoch: u32,
+    ) -> Result<IssuerKeyResponse, IssuerError> {
+        check_app(app)?;
+        let today = epoch_of(now_ms());
+        if epoch != today {
+            return Err(IssuerError::BadRequest(format!(
+                "epoch {epoch} is not today's UTC day ({today})"
+            )));
+        }
+        let (_, _, entity_key) = self.day_key(app, epoch).await?;
+        Ok(IssuerKeyResponse {
+            issuer: self.address(),
+            app: app.to_string(),
+            epoch,
+            entity_key,
+        })
+    }
+
+    /// The public key of (`app`, `epoch`) if the issuer holds one (for tests and operators).
+    pub async fn public_key(
+        &self,
+        app: &str,
+        epoch: u32,
+    ) -> Result<Option<IssuerKey>, IssuerError> {
+        match self.store.key(app, epoch)? {
+            None => Ok(None),
+            Some(k) => {
+                let sk = IssuerSecretKey::from_der(&k.secret_der)
+                    .map_err(|e| IssuerError::Internal(format!("stored key unreadable: {e}")))?;
+                Ok(Some(
+                    IssuerKey::from_secret(&sk)
+                        .map_err(|e| IssuerError::Internal(e.to_string()))?,
+                ))
+            }
+        }
+    }
+
+    /// `POST /v1/tokens/issue`.
+    pub async fn issue(&self, req: &IssueRequest) -> Result<IssueResponse, IssuerError> {
+        let now = now_ms();
+        let today = epoch_of(now);
+        if req.epoch != today {
+            return Err(IssueRefusal::EpochNotToday { today }.into());
+        }
+        let n = req.blinded.len();
+        if n == 0 || n > MAX_TOKENS_PER_REQUEST {
+            return Err(IssueRefusal::BadCount(n).into());
+        }
+        if req.ts.abs_diff(now) > MAX_CLOCK_SKEW_MS {
+            return Err(IssueRefusal::StaleTimestamp.into());
+        }
+        check_app(&req.app)?;
+        let mut blinded = Vec::with_capacity(n);
+        for (i, b) in req.blinded.iter().enumerate() {
+            let raw = base64::engine::general_purpose::STANDARD
+                .decode(b)
+                .map_err(|_| {
+                    IssuerError::BadRequest(format!("blinded[{i}] is not standard base64"))
+                })?;
+            if raw.len() != MODULUS_BYTES {
+                return Err(IssuerError::BadRequest(format!(
+                    "blinded[{i}] is {} bytes, expected {MODULUS_BYTES}",
+                    raw.len()
+                )));
+            }
+            blinded.push(raw);
+        }
+        let message =
+            issuance_message(req, req.ts).map_err(|e| IssuerError::BadRequest(e.to_string()))?;
+        if recover_wallet(&req.wallet_signature, &message) != Some(req.wallet) {
+            return Err(IssueRefusal::BadWalletSignature.into());
+        }
+        let code = match &self.codes {
+            None => None,
+            Some(codes) => {
+                let code = req
+                    .attestation
+                    .as_deref()
+                    .filter(|c| !c.is_empty())
+                    .ok_or(IssueRefusal::AttestationMissing)?;
+                let h = code_hash(code);
+                if !codes.contains(&h) || self.store.code_used(&h)? {
+                    return Err(IssueRefusal::AttestationUsed.into());
+                }
+                Some(h)
+            }
+        };
+        let wallet = req.wallet.to_string();
+        let quota = self.config.quota_per_wallet;
+        let issued = self.store.issued(&req.app, req.epoch, &wallet)?;
+        let count = u32::try_from(n).unwrap_or(u32::MAX);
+        if issued.saturating_add(count) > quota {
+            return Err(IssueRefusal::QuotaExceeded {
+                remaining: quota.saturating_sub(issued),
+            }
+            .into());
+        }
+
+        let (secret, _, _) = self.day_key(&req.app, req.epoch).await?;
+        let signatures = tokio::task::spawn_blocking(move || {
+            let suite = token_suite();
+            blinded
+                .iter()
+                .map(|b| suite.blind_sign(&secret, b))
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .await
+        .map_err(|e| IssuerError::Internal(e.to_string()))?
+        .map_err(|e| match e {
+            crate::TokenError::Crypto(m) if m.contains("Unsupported") => {
+                IssuerError::BadRequest("a blinded value is not below the key's modulus".into())
+            }
+            other => IssuerError::Internal(other.to_string()),
+        })?;
+
+        let total =
+            match self
+                .store
+                .commit_issue(&req.app, req.epoch, &wallet, count, quota, code.as_ref())
+            {
+                Ok(t) => t,
+                Err(StoreError::Conflict("quota exceeded")) => {
+                    let issued = self.store.issued(&req.app, req.epoch, &wallet)?;
+                    return Err(IssueRefusal::QuotaExceeded {
+                        remaining: quota.saturating_sub(issued),
+                    }
+                    .into());
+                }
+                Err(StoreError::Conflict(_)) => return Err(IssueRefusal::AttestationUsed.into()),
+                Err(e) => return Err(e.into()),
+            };
+        tracing::debug!(count, "issued tokens");
+        Ok(IssueResponse {
+            blind_signatures: signatures
+                .iter()
+                .map(|s| base64::engine::general_purpose::STANDARD.encode(s))
+                .collect(),
+            remaining: quota.saturating_sub(total),
+        })
+    }
+
+    /// The loaded key of (`app`, `epoch`): generated once, stored, then published once.
+    async fn day_key(
+        &self,
+        app: &str,
+        epoch: u32,
+    ) -> Result<(Arc<IssuerSecretKey>, IssuerKey, String), IssuerError> {
+        let slot = {
+            let mut keys = self.keys.lock().unwrap_or_else(|p| p.into_inner());
+            keys.retain(|(_, e), _| *e + 1 >= epoch);
+            keys.entry((app.to_string(), epoch)).or_default().clone()
+        };
+        let mut slot = slot.lock().await;
+        if slot.is_none() {
+            *slot = Some(self.load_or_generate(app, epoch).await?);
+        }
+        let day = slot.as_mut().expect("loaded above");
+        if day.entity_key.is_none() {
+            let entity_key = self.publish(app, epoch, &day.public).await?;
+            self.store.set_entity_key(app, epoch, &entity_key)?;
+            day.entity_key = Some(entity_key);
+        }
+        let entity_key = day.entity_key.clone().expect("published above");
+        Ok((day.secret.clone(), day.public.clone(), entity_key))
+    }
+
+    async fn load_or_generate(&self, app: &str, epoch: u32) -> Result<DayKey, IssuerError> {
+        let stored = match self.store.key(app, epoch)? {
+            Some(k) => k,
+            None => {
+                let store = self.store.clone();
+                let app_owned = app.to_string();
+                tokio::task::spawn_blocking(move || {
+                    let sk = token_suite().generate_key().map_err(|e| {
+                        IssuerError::Internal(format!("key generation failed: {e}"))
+                    })?;
+                    let der =
+                        zeroize::Zeroizing::new(sk.to_der().map_err(|e| {
+                            IssuerError::Internal(format!("key encoding failed: {e}"))
+                        })?);
+                    Ok::<_, IssuerError>(store.insert_key(&app_owned, epoch, &der)?)
+                })
+                .await
+                .map_err(|e| IssuerError::Internal(e.to_string()))??
+            }
+        };
+        let secret = IssuerSecretKey::from_der(&stored.secret_der)
+            .map_err(|e| IssuerError::Internal(format!("stored key unreadable: {e}")))?;
+        let public =
+            IssuerKey::from_secret(&secret).map_err(|e| IssuerError::Internal(e.to_string()))?;
+        Ok(DayKey {
+            secret: Arc::new(secret),
+            public,
+            entity_key: stored.entity_key,
+        })
+    }
+
+    /// Publish `key` unless the ledger already has it (a crash after publishing); refuse when
+    /// the ledger has a different key.
+    async fn publish(&self, app: &str, epoch: u32, key: &IssuerKey) -> Result<String, IssuerError> {
+        if let Some(existing) = self.find_published(app, epoch, key).await? {
+            return Ok(existing);
+        }
+        let op = issuer_key_create(
+            app,
+            epoch,
+            key.spki(),
+            rand::random::<u128>(),
+            self.config.key_lifetime_blocks,
+        );
+        let receipt = self.writer.execute(&[op]).await?;
+        if !receipt.success {
+            return Err(IssuerError::Ledger(LedgerError::Reverted(
+                receipt
+                    .revert_reason
+                    .unwrap_or_else(|| "unknown reason".into()),
+            )));
+        }
+        let created = receipt.created.first().ok_or_else(|| {
+            IssuerError::Ledger(LedgerError::Decode(
+                "the key transaction created no entity".into(),
+            ))
+        })?;
+        tracing::info!(epoch, "published issuer key");
+        Ok(created.key.to_string())
+    }
+
+    async fn find_published(
+        &self,
+        app: &str,
+        epoch: u32,
+        key: &IssuerKey,
+    ) -> Result<Option<String>, IssuerError> {
+        let issuer = self.address();
+        let options = QueryOptions {
+            select: Select {
+                key: true,
+                creator: true,
+                payload: true,
+                attributes: AttributeSelect::All,
+                ..Select::default()
+            },
+            limit: Some(200),
+            ..QueryOptions::default()
+        };
+        let page = self
+            .reader
+            .query(&issuer_key_query(issuer, app, epoch), &options)
+            .await?;
+        let mut found = None;
+        for entity in &page.entities {
+            if let Some(spki) = issuer_key_payload(entity, issuer, app, epoch) {
+                match import_issuer_key(spki) {
+                    Ok(k) if &k == key => found = Some(entity.key.to_string()),
+                    _ => {
+                        return Err(IssuerError::KeyConflict {
+                            app: app.to_string(),
+                            epoch,
+                        })
+                    }
+                }
+            }
+        }
+        Ok(found)
+    }
+}
+
+fn check_app(app: &str) -> Result<(), IssuerError> {
+    if app.is_empty() || app.len() > MAX_APP_BYTES {
+        return Err(IssuerError::BadRequest(format!(
+            "app must be 1 to {MAX_APP_BYTES} bytes"
+        )));
+    }
+    Ok(())
+}
+
+/// The address that signed `message` with EIP-191 `personal_sign`, if `sig_hex` parses.
+fn recover_wallet(sig_hex: &str, message: &str) -> Option<Address> {
+    let raw = hex::decode(sig_hex.strip_prefix("0x").unwrap_or(sig_hex)).ok()?;
+    let sig = Signature::try_from(raw.as_slice()).ok()?;
+    sig.recover_address_from_msg(message.as_bytes()).ok()
+}

@@ -1,0 +1,93 @@
+//! The token message, token ids, UTC day numbers and the issuance message (DESIGN 5).
+
+use base64::Engine as _;
+use sha2::{Digest, Sha256};
+
+use crate::error::TokenError;
+use crate::protocol::IssueRequest;
+
+/// Domain prefix of every token message.
+pub const TOKEN_DOMAIN: &[u8] = b"privsvc token v1";
+/// Length of a token nonce in bytes.
+pub const NONCE_BYTES: usize = 32;
+/// Milliseconds in a UTC day.
+pub const DAY_MS: u64 = 86_400_000;
+/// First line of the issuance message.
+pub const ISSUANCE_DOMAIN: &str = "privsvc token issuance v1";
+
+/// The message a token signs:
+/// `"privsvc token v1" || u16be(len app) || app || u32be(epoch) || nonce(32)`.
+///
+/// Fails when `app` is empty or longer than 65535 bytes.
+pub fn token_message(
+    app: &str,
+    epoch: u32,
+    nonce: &[u8; NONCE_BYTES],
+) -> Result<Vec<u8>, TokenError> {
+    let app_len = u16::try_from(app.len())
+        .map_err(|_| TokenError::InvalidApp(format!("{} bytes is longer than 65535", app.len())))?;
+    if app_len == 0 {
+        return Err(TokenError::InvalidApp("the app name is empty".into()));
+    }
+    let mut m = Vec::with_capacity(TOKEN_DOMAIN.len() + 2 + app.len() + 4 + NONCE_BYTES);
+    m.extend_from_slice(TOKEN_DOMAIN);
+    m.extend_from_slice(&app_len.to_be_bytes());
+    m.extend_from_slice(app.as_bytes());
+    m.extend_from_slice(&epoch.to_be_bytes());
+    m.extend_from_slice(nonce);
+    Ok(m)
+}
+
+/// The token id: SHA-256 of the (prepared) token message. Relayers keep spent ids.
+///
+/// The suite is deterministic, so the prepared message is the token message itself.
+pub fn token_id(message: &[u8]) -> [u8; 32] {
+    Sha256::digest(message).into()
+}
+
+/// The UTC day number of a time in epoch milliseconds.
+pub fn epoch_of(ms: u64) -> u32 {
+    u32::try_from(ms / DAY_MS).unwrap_or(u32::MAX)
+}
+
+/// The epochs a relayer accepts at `ms`: today and yesterday (in that order).
+pub fn acceptable_epochs(ms: u64) -> [u32; 2] {
+    let today = epoch_of(ms);
+    [today, today.saturating_sub(1)]
+}
+
+/// The current time in epoch milliseconds.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+/// The EIP-191 `personal_sign` text a wallet signs to ask for tokens (LF line ends, no
+/// trailing newline):
+///
+/// ```text
+/// privsvc token issuance v1
+/// app: {app}
+/// epoch: {epoch}
+/// ts: {ts}
+/// blinded: {hex SHA-256 of the concatenated decoded blinded values}
+/// ```
+///
+/// Uses `req.app`, `req.epoch` and `req.blinded`; `ts` is given separately. Fails when a blinded
+/// value is not standard base64.
+pub fn issuance_message(req: &IssueRequest, ts: u64) -> Result<String, TokenError> {
+    let mut h = Sha256::new();
+    for (i, b) in req.blinded.iter().enumerate() {
+        let raw = base64::engine::general_purpose::STANDARD
+            .decode(b)
+            .map_err(|e| TokenError::Malformed(format!("blinded value {i} is not base64: {e}")))?;
+        h.update(&raw);
+    }
+    let digest = hex::encode(h.finalize());
+    Ok(format!(
+        "{ISSUANCE_DOMAIN}\napp: {}\nepoch: {}\nts: {ts}\nblinded: {digest}",
+        req.app, req.epoch
+    ))
+}

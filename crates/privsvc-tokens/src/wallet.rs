@@ -1,0 +1,327 @@
+//! The client token wallet: obtains tokens from an issuer with the user's wallet, keeps them in
+//! a store and hands them out through a [`TokenSource`].
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use alloy_primitives::Address;
+use base64::Engine as _;
+use privsvc_ledger::LedgerReader;
+use privsvc_vault::Wallet;
+use rand::{Rng as _, RngCore as _};
+
+use crate::error::TokenError;
+use crate::fetch::fetch_issuer_key;
+use crate::issuer::MAX_TOKENS_PER_REQUEST;
+use crate::message::{
+    acceptable_epochs, epoch_of, issuance_message, now_ms, token_message, NONCE_BYTES,
+};
+use crate::protocol::{ErrorBody, IssueRequest, IssueResponse, IssuerKeyResponse, TokenRedemption};
+use crate::source::{StoreTokenSource, TokenSource, DEFAULT_MIN_AGE_MS};
+use crate::store::{memory_store, StoredToken, TokenStore};
+use crate::suite::{token_suite, IssuerKey};
+
+/// Default window of [`TokenWallet::prefetch_later`]: 6 hours.
+pub const DEFAULT_PREFETCH_WITHIN: Duration = Duration::from_secs(6 * 3600);
+/// How long to wait for the issuer's key entity to become visible through the reader.
+const KEY_VISIBLE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Settings of a [`TokenWallet`].
+#[derive(Clone)]
+pub struct TokenWalletOptions {
+    /// Signs issuance requests.
+    pub wallet: Arc<dyn Wallet>,
+    /// Reads issuer keys from the ledger.
+    pub reader: Arc<dyn LedgerReader>,
+    /// The issuer's address (creator of its key entities).
+    pub issuer: Address,
+    /// Base URL of the issuer (a relayer's `issuerUrl`), without trailing `/v1/...`.
+    pub issuer_url: String,
+    /// Where tokens wait; default [`memory_store`].
+    pub store: Arc<dyn TokenStore>,
+    /// Fetch a token right away when none is ready (default false).
+    pub allow_on_demand: bool,
+    /// Attestation code sent when [`TokenWallet::acquire`] is given none.
+    pub attestation: Option<String>,
+    /// Minimum age of a token before it is spent (default 60000 ms).
+    pub min_age_ms: u64,
+}
+
+impl TokenWalletOptions {
+    /// Options with the defaults: memory store, no on-demand issuance, no attestation code,
+    /// minimum age 60 s.
+    pub fn new(
+        wallet: Arc<dyn Wallet>,
+        reader: Arc<dyn LedgerReader>,
+        issuer: Address,
+        issuer_url: impl Into<String>,
+    ) -> Self {
+        TokenWalletOptions {
+            wallet,
+            reader,
+            issuer,
+            issuer_url: issuer_url.into(),
+            store: memory_store(),
+            allow_on_demand: false,
+            attestation: None,
+            min_age_ms: DEFAULT_MIN_AGE_MS,
+        }
+    }
+}
+
+/// The result of one acquisition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Acquired {
+    /// Tokens added to the store.
+    pub count: usize,
+    /// Tokens the issuer says the wallet may still obtain today.
+    pub remaining: u32,
+}
+
+/// Client-side token handling (SPEC "Tokens": `TokenWallet`). Cheap to clone.
+#[derive(Clone)]
+pub struct TokenWallet {
+    inner: Arc<TokenWalletOptions>,
+    http: reqwest::Client,
+}
+
+impl TokenWallet {
+    /// A wallet with `options`.
+    pub fn new(options: TokenWalletOptions) -> Self {
+        TokenWallet {
+            inner: Arc::new(options),
+            http: reqwest::Client::new(),
+        }
+    }
+
+    /// The settings in use.
+    pub fn options(&self) -> &TokenWalletOptions {
+        &self.inner
+    }
+
+    /// Fetch `count` tokens for `app` and today now, in requests of at most 20. `attestation`
+    /// overrides the configured code; a code is one-time, so with a code `count` is at most 20.
+    pub async fn acquire(
+        &self,
+        app: &str,
+        count: usize,
+        attestation: Option<&str>,
+    ) -> Result<Acquired, TokenError> {
+        let (tokens, remaining) = self.acquire_tokens(app, count, attestation).await?;
+        Ok(Acquired {
+            count: tokens.len(),
+            remaining,
+        })
+    }
+
+    /// Acquire at a random moment within `within` (default 6 hours) in a background task.
+    pub fn prefetch_later(
+        &self,
+        app: &str,
+        count: usize,
+        within: Option<Duration>,
+    ) -> tokio::task::JoinHandle<Result<Acquired, TokenError>> {
+        let within = within.unwrap_or(DEFAULT_PREFETCH_WITHIN);
+        let delay_ms = if within.is_zero() {
+            0
+        } else {
+            rand::thread_rng().gen_range(0..u64::try_from(within.as_millis()).unwrap_or(u64::MAX))
+        };
+        let this = self.clone();
+        let app = app.to_string();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+            this.acquire(&app, count, None).await
+        })
+    }
+
+    /// Unspent tokens of `app` for an accepted epoch (whatever their age).
+    pub fn available(&self, app: &str) -> Result<usize, TokenError> {
+        let epochs = acceptable_epochs(now_ms());
+        Ok(self
+            .inner
+            .store
+            .list(app)?
+            .iter()
+            .filter(|t| epochs.contains(&t.epoch))
+            .count())
+    }
+
+    /// The [`TokenSource`] a client draws from (random order, minimum age, on-demand if
+    /// allowed).
+    pub fn source(&self) -> Arc<dyn TokenSource> {
+        let o = &self.inner;
+        if o.allow_on_demand {
+            Arc::new(StoreTokenSource::with_on_demand(
+                o.store.clone(),
+                o.min_age_ms,
+                self.clone(),
+            ))
+        } else {
+            Arc::new(StoreTokenSource::new(o.store.clone(), o.min_age_ms))
+        }
+    }
+
+    /// Acquire and store tokens; returns the stored tokens and the issuer's `remaining`.
+    pub(crate) async fn acquire_tokens(
+        &self,
+        app: &str,
+        count: usize,
+        attestation: Option<&str>,
+    ) -> Result<(Vec<StoredToken>, u32), TokenError> {
+        let attestation = attestation
+            .map(str::to_string)
+            .or_else(|| self.inner.attestation.clone());
+        if attestation.is_some() && count > MAX_TOKENS_PER_REQUEST {
+            return Err(TokenError::Issuer(format!(
+                "an attestation code is good for one request of at most {MAX_TOKENS_PER_REQUEST} tokens, {count} asked"
+            )));
+        }
+        let epoch = epoch_of(now_ms());
+        let key = self.issuer_key(app, epoch).await?;
+        let mut all = Vec::with_capacity(count);
+        let mut remaining = 0;
+        let mut left = count;
+        while left > 0 {
+            let n = left.min(MAX_TOKENS_PER_REQUEST);
+            let (tokens, rem) = self
+                .issue_batch(app, epoch, &key, n, attestation.clone())
+                .await?;
+            self.inner.store.add(&tokens)?;
+            all.extend(tokens);
+            remaining = rem;
+            left -= n;
+        }
+        Ok((all, remaining))
+    }
+
+    /// Ask the issuer to publish the day's key, then read it from the ledger (only there).
+    async fn issuer_key(&self, app: &str, epoch: u32) -> Result<IssuerKey, TokenError> {
+        let url = format!(
+            "{}/v1/issuer/key",
+            self.inner.issuer_url.trim_end_matches('/')
+        );
+        let resp = self
+            .http
+            .get(&url)
+            .query(&[("app", app.to_string()), ("epoch", epoch.to_string())])
+            .send()
+            .await
+            .map_err(|e| TokenError::Http(e.without_url().to_string()))?;
+        let status = resp.status();
+        if !status.is_success() {
+            let reason = resp
+                .json::<ErrorBody>()
+                .await
+                .map(|b| b.error)
+                .unwrap_or_default();
+            return Err(TokenError::Issuer(format!(
+                "GET /v1/issuer/key answered {status}: {reason}"
+            )));
+        }
+        let info: IssuerKeyResponse = resp
+            .json()
+            .await
+            .map_err(|e| TokenError::Issuer(format!("bad issuer key response: {e}")))?;
+        if info.issuer != self.inner.issuer || info.app != app || info.epoch != epoch {
+            return Err(TokenError::Issuer(
+                "the issuer key response names another issuer, app or epoch".into(),
+            ));
+        }
+        let deadline = tokio::time::Instant::now() + KEY_VISIBLE_TIMEOUT;
+        loop {
+            match fetch_issuer_key(self.inner.reader.as_ref(), self.inner.issuer, app, epoch).await
+            {
+                Err(TokenError::NoIssuerKey { .. }) if tokio::time::Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(250)).await;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    async fn issue_batch(
+        &self,
+        app: &str,
+        epoch: u32,
+        key: &IssuerKey,
+        n: usize,
+        attestation: Option<String>,
+    ) -> Result<(Vec<StoredToken>, u32), TokenError> {
+        let suite = token_suite();
+        let mut pending = Vec::with_capacity(n);
+        for _ in 0..n {
+            let mut nonce = [0u8; NONCE_BYTES];
+            rand::rngs::OsRng.fill_bytes(&mut nonce);
+            let msg = token_message(app, epoch, &nonce)?;
+            let blinded = suite.blind(key, &msg)?;
+            pending.push((nonce, msg, blinded));
+        }
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let mut req = IssueRequest {
+            app: app.to_string(),
+            epoch,
+            wallet: self.inner.wallet.address(),
+            blinded: pending
+                .iter()
+                .map(|(_, _, b)| b64.encode(b.blinded_message()))
+                .collect(),
+            ts: now_ms(),
+            wallet_signature: String::new(),
+            attestation,
+        };
+        let text = issuance_message(&req, req.ts)?;
+        let sig = self.inner.wallet.personal_sign(text.as_bytes()).await?;
+        req.wallet_signature = format!("0x{}", hex::encode(sig.as_bytes()));
+
+        let url = format!(
+            "{}/v1/tokens/issue",
+            self.inner.issuer_url.trim_end_matches('/')
+        );
+        let resp = self
+            .http
+            .post(&url)
+            .json(&req)
+            .send()
+            .await
+            .map_err(|e| TokenError::Http(e.without_url().to_string()))?;
+        let status = resp.status();
+        if status == reqwest::StatusCode::FORBIDDEN {
+            let reason = resp
+                .json::<ErrorBody>()
+                .await
+                .map(|b| b.error)
+                .unwrap_or_else(|_| "no reason given".into());
+            return Err(TokenError::Refused(reason));
+        }
+        if !status.is_success() {
+            let reason = resp
+                .json::<ErrorBody>()
+                .await
+                .map(|b| b.error)
+                .unwrap_or_default();
+            return Err(TokenError::Issuer(format!(
+                "POST /v1/tokens/issue answered {status}: {reason}"
+            )));
+        }
+        let body: IssueResponse = resp
+            .json()
+            .await
+            .map_err(|e| TokenError::Issuer(format!("bad issue response: {e}")))?;
+        if body.blind_signatures.len() != n {
+            return Err(TokenError::Issuer(format!(
+                "asked for {n} blind signatures, got {}",
+                body.blind_signatures.len()
+            )));
+        }
+        let obtained_ms = now_ms();
+        let mut tokens = Vec::with_capacity(n);
+        for ((nonce, msg, blinded), bs) in pending.iter().zip(&body.blind_signatures) {
+            let bs = b64.decode(bs).map_err(|_| TokenError::BadBlindSignature)?;
+            let sig = suite.finalize(key, &bs, blinded, msg)?;
+            let redemption = TokenRedemption::new(epoch, nonce, &sig);
+            tokens.push(StoredToken::from_redemption(app, &redemption, obtained_ms));
+        }
+        Ok((tokens, body.remaining))
+    }
+}
