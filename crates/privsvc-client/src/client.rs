@@ -1,0 +1,274 @@
+//! `PrivateClient`: construction, relayer bookkeeping and the small members.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use alloy_primitives::Address;
+use privsvc_attributes::{AttrValue, Attributes};
+use privsvc_fingerprint::CheckWarning;
+use privsvc_ledger::LedgerReader;
+use privsvc_ohttp::Transport;
+use privsvc_vault::{DeriveOptions, IsolatedVault, KeyVault, Vault, Wallet};
+use rand::seq::SliceRandom;
+
+use crate::cache::EntityCache;
+use crate::checks;
+use crate::discover::discover_relayers;
+use crate::error::PrivsvcError;
+use crate::options::{ClientBuilder, ClientOptions};
+use crate::relayer_api::{fetch_info, RelayerStatus};
+use crate::tokens::TokenManager;
+
+/// The privsvc client: writes records through relayers, finds and verifies the user's own records
+/// and proves ownership of them. Build it with [`PrivateClient::builder`].
+pub struct PrivateClient {
+    pub(crate) options: ClientOptions,
+    pub(crate) vault: Arc<dyn Vault>,
+    pub(crate) reader: Arc<dyn LedgerReader>,
+    pub(crate) transport: Arc<dyn Transport>,
+    pub(crate) relayers: Mutex<Vec<RelayerStatus>>,
+    pub(crate) tokens: Arc<TokenManager>,
+    pub(crate) cache: tokio::sync::Mutex<EntityCache>,
+    pub(crate) chain_id: u64,
+}
+
+impl std::fmt::Debug for PrivateClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PrivateClient")
+            .field("app", &self.options.app)
+            .field("project", &self.options.project())
+            .field("chain_id", &self.chain_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PrivateClient {
+    /// A builder for `app` (the key-derivation namespace and default project).
+    pub fn builder(app: impl Into<String>) -> ClientBuilder {
+        ClientBuilder::new(app)
+    }
+
+    /// Builds from options: derives the keys (asking the wallet twice), contacts or discovers the
+    /// relayers and, when one requires tokens, starts fetching the day's tokens.
+    pub async fn from_options(options: ClientOptions) -> Result<Self, PrivsvcError> {
+        let reader = options.reader.clone().ok_or_else(|| {
+            PrivsvcError::Config(
+                "no ledger reader: pass `reader(Arc::new(RpcLedger::new(url)))`".into(),
+            )
+        })?;
+        let chain_id = reader.chain_id().await?;
+        let vault = make_vault(&options, reader.as_ref(), chain_id).await?;
+        if vault.app() != options.app {
+            return Err(PrivsvcError::Config(format!(
+                "the vault was derived for app {:?}, the client is for {:?}",
+                vault.app(),
+                options.app
+            )));
+        }
+        let transport = match &options.transport {
+            Some(t) => t.clone(),
+            None => crate::transport::default_transport(&options, reader.clone())?,
+        };
+        let relayers =
+            contact_relayers(&options, reader.as_ref(), transport.as_ref(), chain_id).await?;
+        let tokens = Arc::new(TokenManager::new(&options, reader.clone()));
+        tokens.start(&options.app, &relayers);
+        Ok(Self {
+            options,
+            vault,
+            reader,
+            transport,
+            relayers: Mutex::new(relayers),
+            tokens,
+            cache: tokio::sync::Mutex::new(EntityCache::default()),
+            chain_id,
+        })
+    }
+
+    /// The app (key-derivation namespace).
+    pub fn app(&self) -> &str {
+        &self.options.app
+    }
+
+    /// The `project` attribute value in use.
+    pub fn project(&self) -> &str {
+        self.options.project()
+    }
+
+    /// The key vault in use.
+    pub fn vault(&self) -> &Arc<dyn Vault> {
+        &self.vault
+    }
+
+    /// The ledger reader in use.
+    pub fn reader(&self) -> &Arc<dyn LedgerReader> {
+        &self.reader
+    }
+
+    /// The options the client was built with.
+    pub fn options(&self) -> &ClientOptions {
+        &self.options
+    }
+
+    /// The ledger's chain id.
+    pub fn chain_id(&self) -> u64 {
+        self.chain_id
+    }
+
+    /// Every relayer known to the session: url, address, bad flag and info.
+    pub fn relayers(&self) -> Vec<RelayerStatus> {
+        self.relayers.lock().map(|r| r.clone()).unwrap_or_default()
+    }
+
+    /// Addresses of the reachable (not bad) relayers.
+    pub fn relayer_addresses(&self) -> Vec<Address> {
+        self.relayers()
+            .into_iter()
+            .filter(|r| !r.bad)
+            .map(|r| r.address)
+            .collect()
+    }
+
+    /// Addresses of every known relayer, bad or not (used as the trusted creator set).
+    pub(crate) fn known_relayer_addresses(&self) -> Vec<Address> {
+        self.relayers().into_iter().map(|r| r.address).collect()
+    }
+
+    /// Marks a relayer bad for the rest of the session.
+    pub(crate) fn mark_bad(&self, url: &str) {
+        if let Ok(mut rs) = self.relayers.lock() {
+            for r in rs.iter_mut().filter(|r| r.url == url) {
+                r.bad = true;
+            }
+        }
+    }
+
+    /// A random relayer not in `tried`, preferring those not marked bad.
+    pub(crate) fn pick_relayer(&self, tried: &HashSet<String>) -> Option<RelayerStatus> {
+        let all = self.relayers();
+        let mut rng = rand::thread_rng();
+        let good: Vec<&RelayerStatus> = all
+            .iter()
+            .filter(|r| !r.bad && !tried.contains(&r.url))
+            .collect();
+        if let Some(r) = good.choose(&mut rng) {
+            return Some((*r).clone());
+        }
+        let rest: Vec<&RelayerStatus> = all.iter().filter(|r| !tried.contains(&r.url)).collect();
+        rest.choose(&mut rng).map(|r| (*r).clone())
+    }
+
+    /// The owner address of scope `name`: every record written with `scope(name)` shares it.
+    pub async fn scope_address(&self, name: &str) -> Result<Address, PrivsvcError> {
+        let r = self.vault.scope_record(name).await?;
+        Ok(self.vault.address_of(&r).await?)
+    }
+
+    /// Synchronous fingerprinting warnings for a record about to be written.
+    pub fn check(
+        &self,
+        attributes: &[(String, AttrValue)],
+        expires: privsvc_envelope::Expires,
+        payload: &[u8],
+    ) -> Vec<CheckWarning> {
+        checks::check_input(attributes, expires, payload)
+    }
+
+    /// Rarity warnings: fewer than `k` (default `rarity_k`) of the app's existing records share
+    /// these attribute values.
+    pub async fn check_rarity(
+        &self,
+        attributes: &Attributes,
+        k: Option<usize>,
+    ) -> Result<Vec<CheckWarning>, PrivsvcError> {
+        let k = k.unwrap_or(self.options.rarity_k);
+        checks::rarity(self.reader.as_ref(), self.project(), attributes, k).await
+    }
+}
+
+impl ClientBuilder {
+    /// Builds the client (see [`PrivateClient::from_options`]).
+    pub async fn build(self) -> Result<PrivateClient, PrivsvcError> {
+        PrivateClient::from_options(self.options).await
+    }
+}
+
+async fn make_vault(
+    options: &ClientOptions,
+    reader: &dyn LedgerReader,
+    chain_id: u64,
+) -> Result<Arc<dyn Vault>, PrivsvcError> {
+    if let Some(v) = &options.vault {
+        return Ok(v.clone());
+    }
+    let wallet: &Arc<dyn Wallet> = options.wallet.as_ref().ok_or_else(|| {
+        PrivsvcError::Config(
+            "either a wallet or a vault is required: call `wallet(...)` or `vault(...)`".into(),
+        )
+    })?;
+    // A contract account cannot give deterministic signatures: refuse it before asking it to sign.
+    if !reader.code_at(wallet.address()).await?.is_empty() {
+        return Err(PrivsvcError::SmartContractWallet);
+    }
+    let opts = DeriveOptions {
+        chain_id: Some(chain_id),
+    };
+    if options.isolate_keys {
+        Ok(Arc::new(
+            IsolatedVault::from_wallet(wallet.as_ref(), &options.app, &opts).await?,
+        ))
+    } else {
+        Ok(Arc::new(
+            KeyVault::from_wallet(wallet.as_ref(), &options.app, &opts).await?,
+        ))
+    }
+}
+
+async fn contact_relayers(
+    options: &ClientOptions,
+    reader: &dyn LedgerReader,
+    transport: &dyn Transport,
+    chain_id: u64,
+) -> Result<Vec<RelayerStatus>, PrivsvcError> {
+    let mut out = Vec::new();
+    let mut problems = Vec::new();
+    match &options.relayers {
+        Some(urls) => {
+            for url in urls {
+                let url = url.trim_end_matches('/').to_string();
+                match fetch_info(transport, &url).await {
+                    Ok((address, info)) if info.chain_id == chain_id => out.push(RelayerStatus {
+                        url,
+                        address,
+                        bad: false,
+                        info,
+                    }),
+                    Ok((_, info)) => problems.push(format!(
+                        "{url} writes to chain {}, the reader is on chain {chain_id}",
+                        info.chain_id
+                    )),
+                    Err(e) => {
+                        tracing::warn!(relayer = %url, error = %e, "relayer unreachable at start");
+                        problems.push(format!("{url}: {e}"))
+                    }
+                }
+            }
+        }
+        None => {
+            for r in discover_relayers(reader, transport).await? {
+                if r.info.chain_id == chain_id {
+                    out.push(r);
+                }
+            }
+            if out.is_empty() {
+                problems.push("no live relayer heartbeat on the ledger".into());
+            }
+        }
+    }
+    if out.is_empty() {
+        return Err(PrivsvcError::NoRelayerAvailable {
+            reason: problems.join("; "),
+        });
+    }
+    Ok(out)
+}

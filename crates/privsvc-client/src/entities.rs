@@ -1,0 +1,322 @@
+//! `my_entities` (find, verify and decrypt the user's records) and `prove_ownership`.
+
+use std::collections::{BTreeSet, HashMap};
+
+use alloy_primitives::B256;
+use privsvc_attributes::AttrValue;
+use privsvc_ledger::Entity;
+use privsvc_vault::{tag_from_text, RecordRef, Tag};
+use rand::seq::SliceRandom;
+
+use crate::cache::EntityCache;
+use crate::client::PrivateClient;
+use crate::error::PrivsvcError;
+use crate::proof::{sign_ownership_proof, OwnershipProof, ProofParams};
+use crate::read::{batch_of, fetch_batches, list_app, BatchId};
+use crate::record::MyRecord;
+use crate::verify::{verify_record, VerifyOptions};
+
+/// Options of [`PrivateClient::my_entities`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EntitiesQuery {
+    /// Forget the cache and rescan every record.
+    pub refresh: bool,
+    /// Keep only records whose attributes have these values (filtered locally).
+    pub where_: Vec<(String, AttrValue)>,
+}
+
+impl EntitiesQuery {
+    /// Every record, from the cache when it is current.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Rescan everything.
+    pub fn refresh(mut self) -> Self {
+        self.refresh = true;
+        self
+    }
+
+    /// Keep only records with attribute `name` equal to `value`.
+    pub fn where_eq(mut self, name: impl Into<String>, value: impl Into<AttrValue>) -> Self {
+        self.where_.push((name.into(), value.into()));
+        self
+    }
+}
+
+/// Parameters of [`PrivateClient::prove_ownership`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProveParams {
+    /// The verifier's challenge.
+    pub challenge: String,
+    /// The verifier's name.
+    pub verifier: String,
+    /// Validity in seconds (default 300).
+    pub ttl_seconds: Option<u64>,
+}
+
+/// What one scan fetched (exposed for tests and benchmarks).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ScanStats {
+    /// Records listed at the pinned block.
+    pub listed: usize,
+    /// Tags opened (records not seen before).
+    pub tags_opened: usize,
+    /// Records whose tag opened.
+    pub matched: usize,
+    /// Batches fetched with payloads, cover batches included.
+    pub batches_fetched: usize,
+    /// Of those, cover batches.
+    pub cover_batches: usize,
+    /// Matched records that failed verification or decryption.
+    pub rejected: usize,
+}
+
+impl PrivateClient {
+    /// The user's verified records of this project, newest first.
+    ///
+    /// Lists the project's records at one pinned block without payloads, opens the tags of the
+    /// records not seen before, fetches the matching batches plus `cover_batches` random other
+    /// batches, verifies each of the user's records (owner = the vault's address for the ref,
+    /// signature, app, attributes, lifetime; with `trusted_relayers_only`, a known creator),
+    /// decrypts encrypted payloads and filters `where_` locally. Results are cached; a call
+    /// scans again only after a write in this session or with `refresh`.
+    pub async fn my_entities(&self, query: &EntitiesQuery) -> Result<Vec<MyRecord>, PrivsvcError> {
+        let mut cache = self.cache.lock().await;
+        if query.refresh {
+            cache.reset();
+        }
+        if !cache.scanned || cache.stale {
+            self.scan(&mut cache).await?;
+        }
+        let head = self.reader.block_number().await?;
+        let mut out: Vec<MyRecord> = cache
+            .mine
+            .values()
+            .filter(|r| r.expires_at > head)
+            .filter(|r| {
+                query
+                    .where_
+                    .iter()
+                    .all(|(n, v)| r.attributes.get(n) == Some(v))
+            })
+            .cloned()
+            .collect();
+        out.sort_by(|a, b| {
+            b.created_at
+                .cmp(&a.created_at)
+                .then_with(|| b.entity_key.cmp(&a.entity_key))
+        });
+        Ok(out)
+    }
+
+    /// Scans the ledger for records not seen before and returns what it fetched.
+    pub async fn scan_new(&self) -> Result<ScanStats, PrivsvcError> {
+        let mut cache = self.cache.lock().await;
+        self.scan(&mut cache).await
+    }
+
+    async fn scan(&self, cache: &mut EntityCache) -> Result<ScanStats, PrivsvcError> {
+        let project = self.project().to_string();
+        let trusted = self
+            .options
+            .trusted_relayers_only
+            .then(|| self.known_relayer_addresses());
+        let listing = list_app(self.reader.as_ref(), &project, trusted.as_deref(), None).await?;
+        let mut stats = ScanStats {
+            listed: listing.entities.len(),
+            ..ScanStats::default()
+        };
+
+        // Open the tags of records not classified yet.
+        let mut tags: Vec<Tag> = Vec::new();
+        let mut tagged: Vec<&Entity> = Vec::new();
+        let fresh: Vec<&Entity> = listing
+            .entities
+            .iter()
+            .filter(|e| !cache.knows(&e.key))
+            .collect();
+        for e in fresh {
+            match tag_of(e) {
+                Some(t) => {
+                    tags.push(t);
+                    tagged.push(e);
+                }
+                None => {
+                    cache.others.insert(e.key);
+                }
+            }
+        }
+        stats.tags_opened = tags.len();
+        let refs = if tags.is_empty() {
+            Vec::new()
+        } else {
+            self.vault.open_tags(&tags).await?
+        };
+        let mut matched: HashMap<B256, RecordRef> = HashMap::new();
+        for (e, r) in tagged.iter().zip(refs) {
+            match r {
+                Some(r) => {
+                    matched.insert(e.key, r);
+                }
+                None => {
+                    cache.others.insert(e.key);
+                }
+            }
+        }
+        stats.matched = matched.len();
+
+        // The batches holding the user's new records, plus random cover batches.
+        let mine: BTreeSet<BatchId> = tagged
+            .iter()
+            .filter(|e| matched.contains_key(&e.key))
+            .filter_map(|e| batch_of(e))
+            .collect();
+        let mut others: Vec<BatchId> = listing
+            .batches()
+            .into_iter()
+            .filter(|b| !mine.contains(b))
+            .collect();
+        let mut rng = rand::thread_rng();
+        others.shuffle(&mut rng);
+        others.truncate(self.options.cover_batches);
+        stats.cover_batches = others.len();
+        let mut wanted: Vec<BatchId> = mine.into_iter().chain(others).collect();
+        wanted.shuffle(&mut rng);
+        stats.batches_fetched = wanted.len();
+        let full = if wanted.is_empty() {
+            Vec::new()
+        } else {
+            fetch_batches(self.reader.as_ref(), &project, &wanted, Some(listing.block)).await?
+        };
+
+        for entity in full {
+            let Some(record_ref) = matched.remove(&entity.key) else {
+                continue;
+            };
+            match self
+                .open_record(&entity, record_ref, trusted.as_deref())
+                .await
+            {
+                Ok(record) => {
+                    cache.mine.insert(entity.key, record);
+                }
+                Err(reason) => {
+                    stats.rejected += 1;
+                    tracing::warn!(entity = %entity.key, %reason, "ignoring a record whose tag opened but which does not verify");
+                    cache.others.insert(entity.key);
+                }
+            }
+        }
+        // Drop cached records that are no longer listed (expired).
+        let listed: std::collections::HashSet<B256> =
+            listing.entities.iter().map(|e| e.key).collect();
+        cache.mine.retain(|k, _| listed.contains(k));
+        cache.scanned = true;
+        cache.stale = false;
+        Ok(stats)
+    }
+
+    /// Verifies and decrypts one of the user's records.
+    async fn open_record(
+        &self,
+        entity: &Entity,
+        record_ref: RecordRef,
+        trusted: Option<&[alloy_primitives::Address]>,
+    ) -> Result<MyRecord, String> {
+        let owner = self
+            .vault
+            .address_of(&record_ref)
+            .await
+            .map_err(|e| e.to_string())?;
+        let v = verify_record(
+            entity,
+            &VerifyOptions {
+                app: Some(self.app()),
+                relayers: trusted,
+                owner: Some(owner),
+            },
+        )
+        .map_err(|e| e.to_string())?;
+        if v.attributes.get("project") != Some(&AttrValue::Str(self.project().to_string())) {
+            return Err("the record's project attribute is not this project".into());
+        }
+        let stored = v.body.data.clone();
+        let data = if v.body.enc {
+            self.vault
+                .decrypt(&record_ref, &stored)
+                .await
+                .map_err(|e| format!("cannot decrypt: {e}"))?
+        } else {
+            stored
+        };
+        Ok(MyRecord {
+            key: v.key,
+            entity_key: v.key,
+            owner: v.owner,
+            creator: v.creator,
+            app: v.body.app.clone(),
+            content_type: v.body.ct.clone(),
+            data,
+            encrypted: v.body.enc,
+            attributes: v.attributes,
+            created_at: v.created_at.unwrap_or_default(),
+            expires_at: v.expires_at.unwrap_or_default(),
+            exp_seconds: v.body.exp,
+            envelope: v.envelope,
+            record_ref,
+        })
+    }
+
+    /// An ownership proof for one of the user's records (found in the cache, among the records
+    /// written in this session, or by a scan). Fails with `UnknownRecord` for any other key.
+    pub async fn prove_ownership(
+        &self,
+        entity_key: B256,
+        params: &ProveParams,
+    ) -> Result<OwnershipProof, PrivsvcError> {
+        let mut record_ref = self.known_ref(entity_key).await;
+        if record_ref.is_none() {
+            self.my_entities(&EntitiesQuery::new()).await?;
+            record_ref = self.known_ref(entity_key).await;
+        }
+        let Some(record_ref) = record_ref else {
+            return Err(PrivsvcError::UnknownRecord {
+                entity_key: entity_key.to_string(),
+            });
+        };
+        sign_ownership_proof(
+            self.vault.as_ref(),
+            &record_ref,
+            &ProofParams {
+                entity_key,
+                challenge: params.challenge.clone(),
+                verifier: params.verifier.clone(),
+                ttl_seconds: params.ttl_seconds,
+                chain_id: Some(self.chain_id),
+                now: None,
+            },
+        )
+        .await
+    }
+
+    async fn known_ref(&self, key: B256) -> Option<RecordRef> {
+        let cache = self.cache.lock().await;
+        cache
+            .mine
+            .get(&key)
+            .map(|r| r.record_ref)
+            .or_else(|| cache.written.get(&key).copied())
+    }
+}
+
+/// The `tag` attribute of a listed entity, decoded.
+fn tag_of(e: &Entity) -> Option<Tag> {
+    e.attributes
+        .as_ref()?
+        .iter()
+        .find_map(|a| match (&a.name[..], &a.value) {
+            ("tag", privsvc_ledger::ArkivValue::Str(s)) => tag_from_text(s),
+            _ => None,
+        })
+}

@@ -1,0 +1,123 @@
+//! `PrivsvcError`: everything the client can fail with, with messages a developer can act on.
+
+use privsvc_fingerprint::CheckWarning;
+
+/// Errors of the privsvc client.
+#[derive(Debug, thiserror::Error)]
+pub enum PrivsvcError {
+    /// No relayer could be used at all (none configured, none discovered, none reachable).
+    #[error("no relayer available: {reason}; pass relayer URLs with `relayers(...)` or check that relayers publish heartbeats on this ledger")]
+    NoRelayerAvailable {
+        /// Why none was usable.
+        reason: String,
+    },
+    /// The record was submitted to every usable relayer and none wrote it (and it is not on the
+    /// ledger).
+    #[error("every relayer failed to write the record ({}); nothing was written, retry later or add relayers", .attempts.join("; "))]
+    AllRelayersFailed {
+        /// One line per attempt: relayer URL and what went wrong.
+        attempts: Vec<String>,
+    },
+    /// A relayer refused the record as malformed (HTTP 400); another relayer would refuse it too.
+    #[error("relayer {relayer} refused the record ({status}): {message}")]
+    Rejected {
+        /// The relayer URL.
+        relayer: String,
+        /// The HTTP status.
+        status: u16,
+        /// The relayer's answer.
+        message: String,
+    },
+    /// `strict` mode is on and `check()` returned warnings; nothing was sent.
+    #[error("strict mode refused the write because of {} fingerprinting warning(s): {}; coarsen the values or turn strict off", .warnings.len(), warning_codes(.warnings))]
+    StrictRefusal {
+        /// The warnings that caused the refusal.
+        warnings: Vec<CheckWarning>,
+    },
+    /// Attribute names or values are not acceptable; nothing was sent.
+    #[error("invalid attributes: {}", .problems.join("; "))]
+    InvalidAttributes {
+        /// One line per problem.
+        problems: Vec<String>,
+    },
+    /// `prove_ownership` was asked about an entity that is not one of the user's records.
+    #[error("entity {entity_key} is not one of your records (or it expired); call my_entities() to see the keys you own")]
+    UnknownRecord {
+        /// The entity key asked for.
+        entity_key: String,
+    },
+    /// The wallet gave two different derivation signatures.
+    #[error("the wallet gave two different signatures for the key derivation message; use a deterministic (RFC 6979) wallet or a random-root vault (KeyVault::random)")]
+    NonDeterministicWallet,
+    /// The wallet is a smart-contract account.
+    #[error("the wallet is a smart-contract account, whose signatures cannot derive keys; use an externally owned account or a random-root vault (KeyVault::random)")]
+    SmartContractWallet,
+    /// The token issuer published two different keys for one app and day.
+    #[error("token issuer {issuer} published two different keys for app {app:?} on day {epoch}; it may be tagging users, so its tokens are refused: use another relayer or issuer")]
+    IssuerEquivocation {
+        /// The issuer address.
+        issuer: String,
+        /// The app.
+        app: String,
+        /// The UTC day number.
+        epoch: u32,
+    },
+    /// The client was configured inconsistently.
+    #[error("invalid client configuration: {0}")]
+    Config(String),
+    /// The requested expiry cannot be used.
+    #[error("invalid expiry: {0}")]
+    Expiry(String),
+    /// A key vault operation failed.
+    #[error("key vault: {0}")]
+    Vault(privsvc_vault::VaultError),
+    /// Reading the ledger failed.
+    #[error("ledger: {0}")]
+    Ledger(#[from] privsvc_ledger::LedgerError),
+    /// A transport (HTTP or OHTTP) failure.
+    #[error("transport: {0}")]
+    Transport(#[from] privsvc_ohttp::OhttpError),
+    /// Sealing or parsing an envelope failed.
+    #[error("envelope: {0}")]
+    Envelope(String),
+    /// Fetching or using rate-limit tokens failed.
+    #[error("tokens: {0}")]
+    Tokens(String),
+    /// A relayer answered something that does not follow the protocol.
+    #[error("relayer {relayer} answered an unexpected response: {message}")]
+    Protocol {
+        /// The relayer URL.
+        relayer: String,
+        /// What was wrong.
+        message: String,
+    },
+}
+
+fn warning_codes(warnings: &[CheckWarning]) -> String {
+    warnings
+        .iter()
+        .map(|w| w.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl From<privsvc_vault::VaultError> for PrivsvcError {
+    fn from(e: privsvc_vault::VaultError) -> Self {
+        match e {
+            privsvc_vault::VaultError::NonDeterministicWallet => Self::NonDeterministicWallet,
+            privsvc_vault::VaultError::SmartContractWallet => Self::SmartContractWallet,
+            other => Self::Vault(other),
+        }
+    }
+}
+
+impl From<privsvc_tokens::TokenError> for PrivsvcError {
+    fn from(e: privsvc_tokens::TokenError) -> Self {
+        match e {
+            privsvc_tokens::TokenError::IssuerEquivocation {
+                issuer, app, epoch, ..
+            } => Self::IssuerEquivocation { issuer, app, epoch },
+            other => Self::Tokens(other.to_string()),
+        }
+    }
+}

@@ -1,0 +1,375 @@
+//! Client options (SPEC "createPrivateClient options") and their defaults.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use privsvc_ledger::LedgerReader;
+use privsvc_ohttp::Transport;
+use privsvc_tokens::{TokenSource, TokenStore};
+use privsvc_vault::{Vault, Wallet};
+
+use crate::protocol::InfoResponse;
+
+/// Default random delay range before each submission, ms.
+pub const DEFAULT_DELAY_MS: (u64, u64) = (0, 20_000);
+/// Default `maxHoldMs` sent when `min_anonymity` is above 1.
+pub const DEFAULT_MAX_HOLD_MS: u64 = 600_000;
+/// Default status polling interval.
+pub const DEFAULT_POLL: Duration = Duration::from_millis(2_000);
+/// Default rarity threshold.
+pub const DEFAULT_RARITY_K: usize = 3;
+/// Default number of extra random batches fetched when reading.
+pub const DEFAULT_COVER_BATCHES: usize = 2;
+/// Default ownership proof lifetime, seconds.
+pub const DEFAULT_PROOF_TTL_SECONDS: u64 = 300;
+/// Ledger block time in seconds (SPEC constant BLOCK_TIME_SECONDS).
+pub const BLOCK_TIME_SECONDS: u64 = 2;
+
+/// How the client obtains rate-limit tokens.
+#[derive(Clone, Default)]
+pub enum Tokens {
+    /// Fetch tokens with the wallet at session start when a relayer requires them.
+    #[default]
+    Auto,
+    /// Take tokens from this source.
+    Source(Arc<dyn TokenSource>),
+}
+
+impl std::fmt::Debug for Tokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Tokens::Auto => f.write_str("Auto"),
+            Tokens::Source(_) => f.write_str("Source(..)"),
+        }
+    }
+}
+
+/// Every option of a [`crate::PrivateClient`]. Build it with [`crate::PrivateClient::builder`].
+#[derive(Clone)]
+pub struct ClientOptions {
+    /// Key-derivation namespace; also the default project.
+    pub app: String,
+    /// The user's wallet (either this or `vault`).
+    pub wallet: Option<Arc<dyn Wallet>>,
+    /// A ready key vault used instead of `wallet`.
+    pub vault: Option<Arc<dyn Vault>>,
+    /// Value of the `project` attribute (default: the app).
+    pub project: Option<String>,
+    /// Relayer base URLs (default: discover live relayers from heartbeats).
+    pub relayers: Option<Vec<String>>,
+    /// Send every relayer call through this OHTTP relay.
+    pub ohttp_relay: Option<String>,
+    /// Keep keys in an isolated thread (default false natively; SPEC's default is true in browsers).
+    pub isolate_keys: bool,
+    /// Reader for every ledger query (required natively: there is no reachable default).
+    pub reader: Option<Arc<dyn LedgerReader>>,
+    /// Random delay range before each submission, ms.
+    pub delay_ms: (u64, u64),
+    /// Smallest acceptable batch.
+    pub min_anonymity: u64,
+    /// How long the relayer may hold the record (default 600000 when `min_anonymity` > 1).
+    pub max_hold_ms: Option<u64>,
+    /// Give up on a relayer when its queue position has not improved for this long
+    /// (default: [`default_inclusion_timeout`] from the chosen relayer's info).
+    pub inclusion_timeout: Option<Duration>,
+    /// Status polling interval.
+    pub poll_interval: Duration,
+    /// Refuse a write when `check()` returns any warning.
+    pub strict: bool,
+    /// Warn when fewer than this many existing records share the attribute values; 0 disables.
+    pub rarity_k: usize,
+    /// Extra random batches fetched when reading.
+    pub cover_batches: usize,
+    /// Token mode.
+    pub tokens: Tokens,
+    /// Where auto mode keeps unspent tokens (default: an in-memory store).
+    pub token_store: Option<Arc<dyn TokenStore>>,
+    /// One-time attestation code for issuers that need one.
+    pub token_attestation: Option<String>,
+    /// Count a record as the app's only if a known relayer created it.
+    pub trusted_relayers_only: bool,
+    /// The transport to relayers (default: plain HTTP, or OHTTP when `ohttp_relay` is set).
+    pub transport: Option<Arc<dyn Transport>>,
+}
+
+impl std::fmt::Debug for ClientOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientOptions")
+            .field("app", &self.app)
+            .field("wallet", &self.wallet.as_ref().map(|w| w.address()))
+            .field("vault", &self.vault.is_some())
+            .field("project", &self.project)
+            .field("relayers", &self.relayers)
+            .field("ohttp_relay", &self.ohttp_relay)
+            .field("isolate_keys", &self.isolate_keys)
+            .field("reader", &self.reader.is_some())
+            .field("delay_ms", &self.delay_ms)
+            .field("min_anonymity", &self.min_anonymity)
+            .field("max_hold_ms", &self.max_hold_ms)
+            .field("inclusion_timeout", &self.inclusion_timeout)
+            .field("poll_interval", &self.poll_interval)
+            .field("strict", &self.strict)
+            .field("rarity_k", &self.rarity_k)
+            .field("cover_batches", &self.cover_batches)
+            .field("tokens", &self.tokens)
+            .field("token_store", &self.token_store.is_some())
+            .field("token_attestation", &self.token_attestation.is_some())
+            .field("trusted_relayers_only", &self.trusted_relayers_only)
+            .field("transport", &self.transport.is_some())
+            .finish()
+    }
+}
+
+impl ClientOptions {
+    /// Options with every default for `app`.
+    pub fn new(app: impl Into<String>) -> Self {
+        Self {
+            app: app.into(),
+            wallet: None,
+            vault: None,
+            project: None,
+            relayers: None,
+            ohttp_relay: None,
+            isolate_keys: false,
+            reader: None,
+            delay_ms: DEFAULT_DELAY_MS,
+            min_anonymity: 1,
+            max_hold_ms: None,
+            inclusion_timeout: None,
+            poll_interval: DEFAULT_POLL,
+            strict: false,
+            rarity_k: DEFAULT_RARITY_K,
+            cover_batches: DEFAULT_COVER_BATCHES,
+            tokens: Tokens::Auto,
+            token_store: None,
+            token_attestation: None,
+            trusted_relayers_only: false,
+            transport: None,
+        }
+    }
+
+    /// The project in use: the explicit one or the app.
+    pub fn project(&self) -> &str {
+        self.project.as_deref().unwrap_or(&self.app)
+    }
+
+    /// The `maxHoldMs` to send: the explicit value, or 600000 when `min_anonymity` > 1.
+    pub fn effective_max_hold_ms(&self) -> Option<u64> {
+        match self.max_hold_ms {
+            Some(v) => Some(v),
+            None if self.min_anonymity > 1 => Some(DEFAULT_MAX_HOLD_MS),
+            None => None,
+        }
+    }
+
+    /// The inclusion timeout for a relayer with `info`: the explicit value or the default formula.
+    pub fn inclusion_timeout_for(&self, info: &InfoResponse) -> Duration {
+        self.inclusion_timeout
+            .unwrap_or_else(|| default_inclusion_timeout(info))
+    }
+}
+
+/// SPEC's default inclusion timeout: `3 × (maxWaitMs + 2 s × minIntervalBlocks) + 30 s`.
+pub fn default_inclusion_timeout(info: &InfoResponse) -> Duration {
+    let per_round = info
+        .max_wait_ms
+        .saturating_add(BLOCK_TIME_SECONDS * 1000 * info.min_interval_blocks);
+    Duration::from_millis(per_round.saturating_mul(3).saturating_add(30_000))
+}
+
+/// Builder of a [`crate::PrivateClient`]; every method sets one option of SPEC's table.
+#[derive(Debug, Clone)]
+pub struct ClientBuilder {
+    pub(crate) options: ClientOptions,
+}
+
+impl ClientBuilder {
+    /// A builder with every default for `app`.
+    pub fn new(app: impl Into<String>) -> Self {
+        Self {
+            options: ClientOptions::new(app),
+        }
+    }
+
+    /// The options collected so far.
+    pub fn options(&self) -> &ClientOptions {
+        &self.options
+    }
+
+    /// The user's wallet: derives the keys and signs token requests.
+    pub fn wallet(mut self, wallet: Arc<dyn Wallet>) -> Self {
+        self.options.wallet = Some(wallet);
+        self
+    }
+    /// A ready key vault (e.g. random-root mode) instead of a wallet.
+    pub fn vault(mut self, vault: Arc<dyn Vault>) -> Self {
+        self.options.vault = Some(vault);
+        self
+    }
+    /// The `project` attribute value (default: the app).
+    pub fn project(mut self, project: impl Into<String>) -> Self {
+        self.options.project = Some(project.into());
+        self
+    }
+    /// Relayer base URLs (default: discovered from heartbeats).
+    pub fn relayers<I, S>(mut self, urls: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.options.relayers = Some(urls.into_iter().map(Into::into).collect());
+        self
+    }
+    /// Send every relayer call through this OHTTP relay.
+    pub fn ohttp_relay(mut self, relay_url: impl Into<String>) -> Self {
+        self.options.ohttp_relay = Some(relay_url.into());
+        self
+    }
+    /// Keep keys in an isolated thread.
+    pub fn isolate_keys(mut self, on: bool) -> Self {
+        self.options.isolate_keys = on;
+        self
+    }
+    /// The ledger reader for all queries.
+    pub fn reader(mut self, reader: Arc<dyn LedgerReader>) -> Self {
+        self.options.reader = Some(reader);
+        self
+    }
+    /// Random delay range before each submission, ms.
+    pub fn delay_ms(mut self, min: u64, max: u64) -> Self {
+        self.options.delay_ms = (min.min(max), min.max(max));
+        self
+    }
+    /// Smallest acceptable batch.
+    pub fn min_anonymity(mut self, k: u64) -> Self {
+        self.options.min_anonymity = k.max(1);
+        self
+    }
+    /// How long the relayer may hold the record, ms.
+    pub fn max_hold_ms(mut self, ms: u64) -> Self {
+        self.options.max_hold_ms = Some(ms);
+        self
+    }
+    /// Give up on a relayer whose queue position has not improved for this long.
+    pub fn inclusion_timeout(mut self, timeout: Duration) -> Self {
+        self.options.inclusion_timeout = Some(timeout);
+        self
+    }
+    /// Status polling interval.
+    pub fn poll_interval(mut self, interval: Duration) -> Self {
+        self.options.poll_interval = interval;
+        self
+    }
+    /// Refuse writes that `check()` warns about.
+    pub fn strict(mut self, on: bool) -> Self {
+        self.options.strict = on;
+        self
+    }
+    /// Rarity threshold (0 disables the rarity check).
+    pub fn rarity_k(mut self, k: usize) -> Self {
+        self.options.rarity_k = k;
+        self
+    }
+    /// Extra random batches fetched when reading.
+    pub fn cover_batches(mut self, n: usize) -> Self {
+        self.options.cover_batches = n;
+        self
+    }
+    /// Token mode (`Tokens::Auto` or a `TokenSource`).
+    pub fn tokens(mut self, tokens: Tokens) -> Self {
+        self.options.tokens = tokens;
+        self
+    }
+    /// Where auto mode keeps unspent tokens.
+    pub fn token_store(mut self, store: Arc<dyn TokenStore>) -> Self {
+        self.options.token_store = Some(store);
+        self
+    }
+    /// One-time attestation code for issuers that need one.
+    pub fn token_attestation(mut self, code: impl Into<String>) -> Self {
+        self.options.token_attestation = Some(code.into());
+        self
+    }
+    /// Count a record as the app's only if a known relayer created it.
+    pub fn trusted_relayers_only(mut self, on: bool) -> Self {
+        self.options.trusted_relayers_only = on;
+        self
+    }
+    /// The transport to relayers.
+    pub fn transport(mut self, transport: Arc<dyn Transport>) -> Self {
+        self.options.transport = Some(transport);
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(max_wait_ms: u64, min_interval_blocks: u64) -> InfoResponse {
+        InfoResponse {
+            address: "0x0000000000000000000000000000000000000001".into(),
+            version: crate::protocol::API_VERSION.into(),
+            chain_id: 1,
+            min_batch: 1,
+            max_wait_ms,
+            min_interval_blocks,
+            tokens_required: false,
+            issuer: None,
+            issuer_url: None,
+            max_min_anonymity: 10,
+            max_hold_ms: 600_000,
+            ohttp_key: None,
+        }
+    }
+
+    #[test]
+    fn defaults_follow_spec() {
+        let b = ClientBuilder::new("notes");
+        let o = b.options();
+        assert_eq!(o.project(), "notes");
+        assert_eq!(o.delay_ms, (0, 20_000));
+        assert_eq!(o.min_anonymity, 1);
+        assert_eq!(o.effective_max_hold_ms(), None);
+        assert_eq!(o.poll_interval, Duration::from_millis(2000));
+        assert!(!o.strict);
+        assert_eq!(o.rarity_k, 3);
+        assert_eq!(o.cover_batches, 2);
+        assert!(matches!(o.tokens, Tokens::Auto));
+        assert!(!o.trusted_relayers_only);
+        let o = ClientBuilder::new("notes")
+            .min_anonymity(3)
+            .project("p")
+            .options;
+        assert_eq!(o.effective_max_hold_ms(), Some(600_000));
+        assert_eq!(o.project(), "p");
+    }
+
+    #[test]
+    fn inclusion_timeout_formula() {
+        // 3 × (5000 + 2000 × 2) + 30000 = 57000 ms
+        assert_eq!(
+            default_inclusion_timeout(&info(5000, 2)),
+            Duration::from_millis(57_000)
+        );
+        let o = ClientBuilder::new("a")
+            .inclusion_timeout(Duration::from_secs(4))
+            .options;
+        assert_eq!(
+            o.inclusion_timeout_for(&info(5000, 2)),
+            Duration::from_secs(4)
+        );
+        assert_eq!(
+            ClientOptions::new("a").inclusion_timeout_for(&info(0, 0)),
+            Duration::from_secs(30)
+        );
+    }
+
+    #[test]
+    fn delay_range_is_ordered() {
+        assert_eq!(
+            ClientBuilder::new("a").delay_ms(9, 3).options.delay_ms,
+            (3, 9)
+        );
+    }
+}

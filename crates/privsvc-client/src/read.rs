@@ -1,0 +1,214 @@
+//! Reading an app's records from the ledger: `list_app` (no payloads, one pinned block) and
+//! `fetch_batches` (whole batches with payloads).
+
+use std::collections::BTreeSet;
+
+use alloy_primitives::Address;
+use privsvc_ledger::{
+    AttributeSelect, Entity, LedgerError, LedgerReader, QueryOptions, QueryPage, Select,
+};
+
+/// Page size used for every query (the node's maximum).
+const PAGE_LIMIT: u32 = 200;
+/// Batches combined into one query (3 predicates each stay well under the node's 64).
+const BATCHES_PER_QUERY: usize = 16;
+
+/// A batch: the entities one creator (a relayer) created in one block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BatchId {
+    /// The block that included the batch.
+    pub block: u64,
+    /// The relayer that created it.
+    pub creator: Address,
+}
+
+/// The app's records at one block, without payloads.
+#[derive(Debug, Clone, Default)]
+pub struct Listing {
+    /// The pinned block every page was evaluated at.
+    pub block: u64,
+    /// The records (key, owner, creator, createdAt, expiresAt, content type and attributes).
+    pub entities: Vec<Entity>,
+}
+
+impl Listing {
+    /// The distinct batches of the listed records.
+    pub fn batches(&self) -> BTreeSet<BatchId> {
+        self.entities.iter().filter_map(batch_of).collect()
+    }
+}
+
+/// The batch an entity belongs to, when its creator and creation block are known.
+pub fn batch_of(entity: &Entity) -> Option<BatchId> {
+    Some(BatchId {
+        block: entity.created_at?,
+        creator: entity.creator?,
+    })
+}
+
+/// A typed-query string literal: `str('...')` with quotes doubled.
+pub fn str_literal(value: &str) -> String {
+    format!("str('{}')", value.replace('\'', "''"))
+}
+
+/// An address literal `addr(0x…)` (checksummed, as the node requires a valid EIP-55 form).
+pub fn addr_literal(address: &Address) -> String {
+    format!("addr({})", address.to_checksum(None))
+}
+
+fn select_without_payload() -> Select {
+    Select {
+        key: true,
+        owner: true,
+        creator: true,
+        created_at: true,
+        updated_at: true,
+        expires_at: true,
+        creation_flags: false,
+        content_type: true,
+        payload: false,
+        attribute_schema: false,
+        attributes: AttributeSelect::All,
+    }
+}
+
+fn select_all() -> Select {
+    Select {
+        payload: true,
+        ..select_without_payload()
+    }
+}
+
+/// Every page of `expression` at one block (the head when `at_block` is `None`, then pinned to
+/// the first page's block). Returns the block and the entities.
+pub async fn query_pinned(
+    reader: &dyn LedgerReader,
+    expression: &str,
+    select: Select,
+    at_block: Option<u64>,
+) -> Result<(u64, Vec<Entity>), LedgerError> {
+    let mut options = QueryOptions {
+        at_block,
+        select,
+        limit: Some(PAGE_LIMIT),
+        cursor: None,
+    };
+    let mut out = Vec::new();
+    loop {
+        let QueryPage {
+            entities,
+            block_number,
+            cursor,
+        } = reader.query(expression, &options).await?;
+        out.extend(entities);
+        if options.at_block.is_none() {
+            options.at_block = Some(block_number);
+        }
+        match cursor {
+            Some(c) => options.cursor = Some(c),
+            None => return Ok((options.at_block.unwrap_or(block_number), out)),
+        }
+    }
+}
+
+fn creators_clause(relayers: &[Address]) -> String {
+    let parts: Vec<String> = relayers
+        .iter()
+        .map(|a| format!("$creator = {}", addr_literal(a)))
+        .collect();
+    format!("({})", parts.join(" OR "))
+}
+
+/// The app's records without payloads, all read at one pinned block (`at_block`, or the head at
+/// the first page). With `relayers`, only records created by one of them.
+pub async fn list_app(
+    reader: &dyn LedgerReader,
+    project: &str,
+    relayers: Option<&[Address]>,
+    at_block: Option<u64>,
+) -> Result<Listing, LedgerError> {
+    let mut expression = format!("project = {}", str_literal(project));
+    if let Some(rs) = relayers {
+        if rs.is_empty() {
+            let block = match at_block {
+                Some(b) => b,
+                None => reader.block_number().await?,
+            };
+            return Ok(Listing {
+                block,
+                entities: Vec::new(),
+            });
+        }
+        expression.push_str(" AND ");
+        expression.push_str(&creators_clause(rs));
+    }
+    let (block, entities) =
+        query_pinned(reader, &expression, select_without_payload(), at_block).await?;
+    Ok(Listing { block, entities })
+}
+
+/// Full records (payloads included) of whole batches of the project, read at `at_block`.
+///
+/// Batches are combined into few queries, so a reader sees a set of batches, not which one
+/// mattered.
+pub async fn fetch_batches(
+    reader: &dyn LedgerReader,
+    project: &str,
+    batches: &[BatchId],
+    at_block: Option<u64>,
+) -> Result<Vec<Entity>, LedgerError> {
+    let mut out = Vec::new();
+    for chunk in batches.chunks(BATCHES_PER_QUERY) {
+        let alternatives: Vec<String> = chunk
+            .iter()
+            .map(|b| {
+                format!(
+                    "($creator = {} AND $createdAt = u64({}))",
+                    addr_literal(&b.creator),
+                    b.block
+                )
+            })
+            .collect();
+        let expression = format!(
+            "project = {} AND ({})",
+            str_literal(project),
+            alternatives.join(" OR ")
+        );
+        let (_, entities) = query_pinned(reader, &expression, select_all(), at_block).await?;
+        out.extend(entities);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn literals_escape() {
+        assert_eq!(str_literal("it's"), "str('it''s')");
+        let a: Address = "0x52908400098527886e0f7030069857d2e4169ee7"
+            .parse()
+            .unwrap();
+        assert_eq!(
+            addr_literal(&a),
+            "addr(0x52908400098527886E0F7030069857D2E4169EE7)"
+        );
+    }
+
+    #[test]
+    fn batches_are_distinct() {
+        let c = Address::repeat_byte(1);
+        let e = |k: u8, b: u64| Entity {
+            key: alloy_primitives::B256::repeat_byte(k),
+            creator: Some(c),
+            created_at: Some(b),
+            ..Default::default()
+        };
+        let l = Listing {
+            block: 9,
+            entities: vec![e(1, 5), e(2, 5), e(3, 7)],
+        };
+        assert_eq!(l.batches().len(), 2);
+    }
+}

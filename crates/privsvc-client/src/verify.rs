@@ -1,0 +1,224 @@
+//! `verify_record`: is a ledger entity a well-formed privsvc record of this app, signed by the
+//! expected owner?
+
+use std::collections::BTreeMap;
+
+use alloy_primitives::{Address, B256};
+use privsvc_attributes::{AttrType, AttrValue, Attributes};
+use privsvc_envelope::{envelope_signer, parse_envelope, EnvelopeBody};
+use privsvc_ledger::{ArkivValue, Entity};
+
+use crate::options::BLOCK_TIME_SECONDS;
+
+/// The content type of every record entity.
+pub const RECORD_CONTENT_TYPE: &str = "application/json";
+
+/// What a record must match (every field optional).
+#[derive(Debug, Clone, Default)]
+pub struct VerifyOptions<'a> {
+    /// The app the envelope must name.
+    pub app: Option<&'a str>,
+    /// When set, the entity's creator must be one of these relayers.
+    pub relayers: Option<&'a [Address]>,
+    /// When set, the entity's owner must be this address (the vault's address for the ref).
+    pub owner: Option<Address>,
+}
+
+/// A record that passed [`verify_record`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifiedRecord {
+    /// Entity key.
+    pub key: B256,
+    /// Owner (the envelope's signer).
+    pub owner: Address,
+    /// Creator (the relayer).
+    pub creator: Address,
+    /// Creation block, when known.
+    pub created_at: Option<u64>,
+    /// Expiry block, when known.
+    pub expires_at: Option<u64>,
+    /// The envelope body.
+    pub body: EnvelopeBody,
+    /// The record's attributes.
+    pub attributes: Attributes,
+    /// The sealed envelope text, padding trimmed.
+    pub envelope: String,
+}
+
+/// Why [`verify_record`] refused an entity.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RejectReason {
+    /// A field needed for verification was not selected or is absent.
+    #[error("the entity lacks {0} (query it with that field selected)")]
+    MissingField(&'static str),
+    /// The content type is not `application/json`.
+    #[error("content type {0:?} is not a privsvc envelope")]
+    WrongContentType(String),
+    /// The payload is not a valid sealed envelope.
+    #[error("the payload is not a valid envelope: {0}")]
+    BadEnvelope(String),
+    /// The ledger attributes cannot be read as privsvc attributes.
+    #[error("the attributes are not valid privsvc attributes: {0}")]
+    BadAttributes(String),
+    /// The envelope names another app.
+    #[error("the envelope is for app {found:?}, not {expected:?}")]
+    WrongApp {
+        /// Expected app.
+        expected: String,
+        /// The envelope's app.
+        found: String,
+    },
+    /// The attribute names or types differ from the envelope's `types`.
+    #[error("the entity's attributes do not match the envelope's types: {0}")]
+    AttributesMismatch(String),
+    /// The signature does not recover to the entity's owner over these attributes (an attribute
+    /// value or the owner was changed, or the envelope was forged).
+    #[error("the envelope signature recovers to {signer}, not to the owner {owner}: the record or its attributes were altered")]
+    SignatureMismatch {
+        /// Recovered signer.
+        signer: Address,
+        /// The entity's owner.
+        owner: Address,
+    },
+    /// The entity's owner is not the expected one.
+    #[error("the entity is owned by {found}, expected {expected}")]
+    WrongOwner {
+        /// Expected owner.
+        expected: Address,
+        /// The entity's owner.
+        found: Address,
+    },
+    /// The entity's lifetime does not match the envelope's expiry bucket.
+    #[error("the entity lives {blocks} blocks but its envelope says {exp_seconds} s ({expected} blocks)")]
+    LifetimeMismatch {
+        /// Lifetime on the ledger, blocks.
+        blocks: u64,
+        /// The envelope's expiry.
+        exp_seconds: u64,
+        /// The lifetime in blocks the expiry implies.
+        expected: u64,
+    },
+    /// The creator is not one of the trusted relayers.
+    #[error("the entity was created by {0}, which is not a known relayer")]
+    UntrustedCreator(Address),
+}
+
+/// Converts ledger attributes into privsvc attributes (only str, i32, u64 and u256).
+pub fn attributes_from_ledger(attrs: &[privsvc_ledger::Attribute]) -> Result<Attributes, String> {
+    let mut out = Attributes::new();
+    for a in attrs {
+        let value = match &a.value {
+            ArkivValue::Str(s) => AttrValue::Str(s.clone()),
+            ArkivValue::I32(v) => AttrValue::I32(*v),
+            ArkivValue::U64(v) => AttrValue::U64(*v),
+            ArkivValue::U256(v) => AttrValue::U256(*v),
+            other => return Err(format!("attribute {:?} has type {other:?}", a.name)),
+        };
+        if out.contains(&a.name) {
+            return Err(format!("attribute {:?} appears twice", a.name));
+        }
+        out.insert(a.name.clone(), value)
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(out)
+}
+
+fn compare_types(declared: &BTreeMap<String, AttrType>, actual: &Attributes) -> Result<(), String> {
+    let actual_types = actual.types();
+    if &actual_types == declared {
+        return Ok(());
+    }
+    for (name, t) in declared {
+        match actual_types.get(name) {
+            None => return Err(format!("{name:?} is missing")),
+            Some(a) if a != t => return Err(format!("{name:?} is {a}, the envelope says {t}")),
+            _ => {}
+        }
+    }
+    for name in actual_types.keys() {
+        if !declared.contains_key(name) {
+            return Err(format!("{name:?} is not in the envelope"));
+        }
+    }
+    Err("types differ".into())
+}
+
+/// Verifies one entity: envelope well-formed, app, attribute names/types equal the envelope's
+/// `types`, signature recovers to the entity's owner over the entity's attributes, optional
+/// expected owner, lifetime consistent with the expiry bucket (when createdAt and expiresAt are
+/// present), and optional trusted creators.
+pub fn verify_record(
+    entity: &Entity,
+    options: &VerifyOptions<'_>,
+) -> Result<VerifiedRecord, RejectReason> {
+    let owner = entity.owner.ok_or(RejectReason::MissingField("owner"))?;
+    let creator = entity
+        .creator
+        .ok_or(RejectReason::MissingField("creator"))?;
+    let payload = entity
+        .payload
+        .as_deref()
+        .ok_or(RejectReason::MissingField("payload"))?;
+    let ledger_attrs = entity
+        .attributes
+        .as_deref()
+        .ok_or(RejectReason::MissingField("attributes"))?;
+    if let Some(ct) = &entity.content_type {
+        if ct != RECORD_CONTENT_TYPE {
+            return Err(RejectReason::WrongContentType(ct.clone()));
+        }
+    }
+    if let Some(trusted) = options.relayers {
+        if !trusted.contains(&creator) {
+            return Err(RejectReason::UntrustedCreator(creator));
+        }
+    }
+    if let Some(expected) = options.owner {
+        if expected != owner {
+            return Err(RejectReason::WrongOwner {
+                expected,
+                found: owner,
+            });
+        }
+    }
+    let sealed = parse_envelope(payload).map_err(|e| RejectReason::BadEnvelope(e.to_string()))?;
+    let body = sealed.body.clone();
+    if let Some(app) = options.app {
+        if body.app != app {
+            return Err(RejectReason::WrongApp {
+                expected: app.to_string(),
+                found: body.app.clone(),
+            });
+        }
+    }
+    let attributes = attributes_from_ledger(ledger_attrs).map_err(RejectReason::BadAttributes)?;
+    compare_types(&body.types, &attributes).map_err(RejectReason::AttributesMismatch)?;
+    let signer = envelope_signer(&sealed, &attributes)
+        .map_err(|e| RejectReason::BadEnvelope(e.to_string()))?;
+    if signer != owner {
+        return Err(RejectReason::SignatureMismatch { signer, owner });
+    }
+    if let (Some(created), Some(expires)) = (entity.created_at, entity.expires_at) {
+        let blocks = expires.saturating_sub(created);
+        let expected = body.exp / BLOCK_TIME_SECONDS;
+        if blocks != expected {
+            return Err(RejectReason::LifetimeMismatch {
+                blocks,
+                exp_seconds: body.exp,
+                expected,
+            });
+        }
+    }
+    Ok(VerifiedRecord {
+        key: entity.key,
+        owner,
+        creator,
+        created_at: entity.created_at,
+        expires_at: entity.expires_at,
+        body,
+        attributes,
+        envelope: String::from_utf8_lossy(payload)
+            .trim_end_matches(' ')
+            .to_string(),
+    })
+}
