@@ -63,7 +63,7 @@ pub fn encapsulate(
 }
 
 /// The Binary HTTP form of a relayer request: JSON bodies are labelled as such.
-pub(crate) fn binary_request(request: &RelayerRequest) -> BinaryRequest {
+pub fn to_binary_request(request: &RelayerRequest) -> BinaryRequest {
     let mut headers = vec![("accept".to_string(), "application/json".to_string())];
     if request.body.is_some() {
         headers.push(("content-type".to_string(), "application/json".to_string()));
@@ -110,7 +110,7 @@ pub async fn ohttp_call(
     };
     let (message, pending) = encapsulate(
         gateway_key,
-        &binary_request(&request),
+        &to_binary_request(&request),
         parsed.scheme(),
         &authority,
     )?;

@@ -46,3 +46,9 @@ pub const CONTENT_TYPE_OHTTP_REQ: &str = "message/ohttp-req";
 pub const CONTENT_TYPE_OHTTP_RES: &str = "message/ohttp-res";
 /// The header naming the relayer a relay should forward to.
 pub const TARGET_HEADER: &str = "x-privsvc-target";
+/// A `tracing_subscriber::EnvFilter` directive every binary using this crate must add.
+///
+/// The `ohttp` crate logs derived response keys at TRACE level (through the `log` crate): with
+/// a `log` bridge installed, a TRACE log would hold what decrypts responses. Append this
+/// directive (`"info,ohttp=off"`, or `format!("{user_filter},{SILENCE_OHTTP_LOGS}")`).
+pub const SILENCE_OHTTP_LOGS: &str = "ohttp=off";

@@ -7,7 +7,7 @@ use std::sync::RwLock;
 use async_trait::async_trait;
 use axum::Router;
 
-use crate::client::binary_request;
+use crate::client::to_binary_request;
 use crate::endpoint::dispatch;
 use crate::http_util::normalize_relayer_url;
 use crate::transport::{RelayerRequest, RelayerResponse, Transport};
@@ -86,7 +86,7 @@ impl Transport for InProcessTransport {
         if !request.path.starts_with('/') {
             return Err(OhttpError::InvalidUrl(request.path));
         }
-        let (status, _headers, body) = dispatch(&router, binary_request(&request), false).await;
+        let (status, _headers, body) = dispatch(&router, to_binary_request(&request), false).await;
         Ok(RelayerResponse { status, body })
     }
 }

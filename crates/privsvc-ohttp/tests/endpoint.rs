@@ -1,0 +1,248 @@
+//! The relayer's `POST /v1/ohttp` endpoint over loopback: dispatch and every error status.
+
+mod common;
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{HeaderMap, Request};
+use axum::routing::post;
+use axum::{Extension, Router};
+use common::{addr, relayer, serve};
+use privsvc_ohttp::client::to_binary_request;
+use privsvc_ohttp::{
+    encapsulate, gateway_router, BinaryRequest, OhttpGateway, RelayerRequest, ViaOhttp,
+    MAX_ENCAPSULATED_BYTES,
+};
+use tower::ServiceExt;
+
+const SEED: &[u8] = b"endpoint test seed, 32 bytes....";
+
+fn gateway() -> Arc<OhttpGateway> {
+    Arc::new(OhttpGateway::from_seed(SEED).unwrap())
+}
+
+async fn post_raw(url: &str, content_type: &str, body: Vec<u8>) -> (u16, String, Vec<u8>) {
+    let response = reqwest::Client::new()
+        .post(format!("{url}/v1/ohttp"))
+        .header("content-type", content_type)
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let ct = response
+        .headers()
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_string())
+        .unwrap_or_default();
+    (status, ct, response.bytes().await.unwrap().to_vec())
+}
+
+fn error_of(body: &[u8]) -> String {
+    let v: serde_json::Value = serde_json::from_slice(body).expect("JSON error body");
+    v["error"].as_str().expect("error field").to_string()
+}
+
+async fn call(
+    url: &str,
+    gateway: &OhttpGateway,
+    request: RelayerRequest,
+) -> privsvc_ohttp::OhttpResponse {
+    let (message, pending) = encapsulate(
+        &gateway.public_key(),
+        &to_binary_request(&request),
+        "http",
+        "relayer.test",
+    )
+    .unwrap();
+    let (status, ct, body) = post_raw(url, "message/ohttp-req", message).await;
+    assert_eq!((status, ct.as_str()), (200, "message/ohttp-res"));
+    pending.open(&body).unwrap()
+}
+
+#[tokio::test]
+async fn dispatches_every_endpoint_in_process() {
+    let gateway = gateway();
+    let (url, _task) = serve(relayer(addr(1), Some(gateway.clone()))).await;
+
+    let info = call(
+        &url,
+        &gateway,
+        RelayerRequest {
+            method: "GET".into(),
+            path: "/v1/info".into(),
+            body: None,
+        },
+    )
+    .await;
+    assert_eq!(info.status, 200);
+    assert_eq!(info.header("content-type"), Some("application/json"));
+    let json: serde_json::Value = serde_json::from_slice(&info.body).unwrap();
+    assert_eq!(json["ohttpKey"], gateway.public_key());
+
+    let created = call(
+        &url,
+        &gateway,
+        RelayerRequest {
+            method: "POST".into(),
+            path: "/v1/records".into(),
+            body: Some(br#"{"app":"demo"}"#.to_vec()),
+        },
+    )
+    .await;
+    assert_eq!(created.status, 202);
+    let json: serde_json::Value = serde_json::from_slice(&created.body).unwrap();
+    assert_eq!(json["app"], "demo");
+
+    // Inner errors travel sealed inside a 200.
+    let missing = call(
+        &url,
+        &gateway,
+        RelayerRequest {
+            method: "GET".into(),
+            path: "/v1/records/nope".into(),
+            body: None,
+        },
+    )
+    .await;
+    assert_eq!(missing.status, 404);
+    let boom = call(
+        &url,
+        &gateway,
+        RelayerRequest {
+            method: "GET".into(),
+            path: "/boom".into(),
+            body: None,
+        },
+    )
+    .await;
+    assert_eq!(boom.status, 500);
+    // No OHTTP inside OHTTP: the inner router has no /v1/ohttp.
+    let nested = call(
+        &url,
+        &gateway,
+        RelayerRequest {
+            method: "POST".into(),
+            path: "/v1/ohttp".into(),
+            body: Some(b"{}".to_vec()),
+        },
+    )
+    .await;
+    assert_eq!(nested.status, 404);
+}
+
+#[tokio::test]
+async fn error_statuses() {
+    let gateway = gateway();
+    let (url, _task) = serve(relayer(addr(1), Some(gateway.clone()))).await;
+    let (off_url, _off) = serve(relayer(addr(1), None)).await;
+    let (message, _) = encapsulate(
+        &gateway.public_key(),
+        &BinaryRequest {
+            method: "GET".into(),
+            path: "/v1/info".into(),
+            headers: vec![],
+            body: vec![],
+        },
+        "http",
+        "",
+    )
+    .unwrap();
+
+    // 404: OHTTP off.
+    let (status, ct, body) = post_raw(&off_url, "message/ohttp-req", message.clone()).await;
+    assert_eq!((status, ct.as_str()), (404, "application/json"));
+    assert_eq!(error_of(&body), "OHTTP is off on this relayer");
+
+    // 415: wrong content type.
+    let (status, _, body) = post_raw(&url, "application/json", message.clone()).await;
+    assert_eq!(status, 415);
+    assert!(error_of(&body).contains("message/ohttp-req"));
+
+    // 413: over 128 KB (declared length).
+    let (status, _, body) = post_raw(
+        &url,
+        "message/ohttp-req",
+        vec![1u8; MAX_ENCAPSULATED_BYTES + 1],
+    )
+    .await;
+    assert_eq!(status, 413);
+    assert!(error_of(&body).contains("128 KB"));
+
+    // 400: cannot be opened (garbage exactly at the limit is 400, not 413).
+    let (status, _, body) =
+        post_raw(&url, "message/ohttp-req", vec![1u8; MAX_ENCAPSULATED_BYTES]).await;
+    assert_eq!(status, 400);
+    assert_eq!(error_of(&body), "the encapsulated request cannot be opened");
+    let mut tampered = message.clone();
+    tampered[20] ^= 0xff;
+    let (status, _, _) = post_raw(&url, "message/ohttp-req", tampered).await;
+    assert_eq!(status, 400);
+    let (status, _, _) = post_raw(&url, "message/ohttp-req", Vec::new()).await;
+    assert_eq!(status, 400);
+
+    // Content type with parameters is accepted; the message itself is fine.
+    let (status, _, _) = post_raw(&url, "message/ohttp-req; x=1", message).await;
+    assert_eq!(status, 200);
+}
+
+#[tokio::test]
+async fn streamed_body_over_the_limit_is_413() {
+    // No Content-Length: the limit is enforced while reading.
+    let app = gateway_router(Some(gateway()), Router::new());
+    let chunks = (0..5).map(|_| Ok::<_, std::io::Error>(vec![0u8; 30 * 1024]));
+    let request = Request::post("/v1/ohttp")
+        .header("content-type", "message/ohttp-req")
+        .body(Body::from_stream(futures::stream::iter(chunks)))
+        .unwrap();
+    let response = app.oneshot(request).await.unwrap();
+    assert_eq!(response.status(), 413);
+}
+
+#[tokio::test]
+async fn inner_requests_are_marked_and_carry_only_safe_headers() {
+    let gateway = gateway();
+    // The inner handler reports what it saw.
+    let api = Router::new().route(
+        "/echo",
+        post(
+            |via: Option<Extension<ViaOhttp>>, headers: HeaderMap, body: String| async move {
+                let mut names: Vec<String> =
+                    headers.keys().map(|k| k.as_str().to_string()).collect();
+                names.sort();
+                axum::Json(serde_json::json!({
+                    "via": via.is_some(),
+                    "headers": names,
+                    "body": body,
+                }))
+            },
+        ),
+    );
+    let (url, _task) = serve(
+        api.clone()
+            .merge(gateway_router(Some(gateway.clone()), api)),
+    )
+    .await;
+    let request = BinaryRequest {
+        method: "POST".into(),
+        path: "/echo".into(),
+        headers: vec![
+            ("content-type".into(), "application/json".into()),
+            ("x-forwarded-for".into(), "203.0.113.7".into()),
+            ("forwarded".into(), "for=203.0.113.7".into()),
+            ("cookie".into(), "session=1".into()),
+            ("host".into(), "evil.example".into()),
+        ],
+        body: b"\"hi\"".to_vec(),
+    };
+    let (message, pending) =
+        encapsulate(&gateway.public_key(), &request, "http", "relayer.test").unwrap();
+    let (status, _, body) = post_raw(&url, "message/ohttp-req", message).await;
+    assert_eq!(status, 200);
+    let answer = pending.open(&body).unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&answer.body).unwrap();
+    assert_eq!(json["via"], true);
+    assert_eq!(json["headers"], serde_json::json!(["content-type"]));
+    assert_eq!(json["body"], "\"hi\"");
+}

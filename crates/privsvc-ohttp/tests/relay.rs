@@ -1,0 +1,468 @@
+//! The OHTTP relay on loopback: target verification from heartbeats, the full round trip
+//! client -> relay -> gateway -> relayer router, every error status, header stripping and
+//! connection pooling.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::http::HeaderMap;
+use axum::routing::post;
+use axum::Router;
+use common::{addr, heartbeat_entity, relayer, serve, serve_recording, HeartbeatLedger};
+use privsvc_ohttp::{
+    ohttp_call, OhttpError, OhttpGateway, OhttpRelay, RelayConfig, RelayerRequest,
+    MAX_ENCAPSULATED_BYTES,
+};
+
+const HEAD: u64 = 10_000;
+
+fn config() -> RelayConfig {
+    RelayConfig {
+        refresh_interval: Duration::from_millis(100),
+        heartbeat_interval: Duration::from_secs(600),
+        info_timeout: Duration::from_secs(2),
+        forward_timeout: Duration::from_secs(5),
+        allow_http: true,
+    }
+}
+
+fn get(path: &str) -> RelayerRequest {
+    RelayerRequest {
+        method: "GET".into(),
+        path: path.into(),
+        body: None,
+    }
+}
+
+struct Stack {
+    ledger: Arc<HeartbeatLedger>,
+    gateway: Arc<OhttpGateway>,
+    relayer_url: String,
+    relay: OhttpRelay,
+    relay_url: String,
+    _tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+/// One relayer (address 1) with a live heartbeat, and a relay that has refreshed.
+async fn stack() -> Stack {
+    let gateway = Arc::new(OhttpGateway::from_seed(b"relay test seed: 32 bytes long..").unwrap());
+    let (relayer_url, relayer_task) = serve(relayer(addr(1), Some(gateway.clone()))).await;
+    let ledger = HeartbeatLedger::new(HEAD);
+    ledger.push(heartbeat_entity(
+        1,
+        addr(1),
+        addr(1),
+        &relayer_url,
+        Some(&gateway.public_key()),
+        HEAD - 10,
+    ));
+    let relay = OhttpRelay::new(ledger.clone(), config()).unwrap();
+    assert_eq!(relay.refresh().await.unwrap(), 1);
+    let (relay_url, relay_task) = serve(relay.router()).await;
+    Stack {
+        ledger,
+        gateway,
+        relayer_url,
+        relay,
+        relay_url,
+        _tasks: vec![relayer_task, relay_task],
+    }
+}
+
+async fn raw_post(
+    relay_url: &str,
+    target: Option<&str>,
+    content_type: &str,
+    body: Vec<u8>,
+) -> (u16, String) {
+    let mut request = reqwest::Client::new()
+        .post(format!("{relay_url}/ohttp"))
+        .header("content-type", content_type)
+        .body(body);
+    if let Some(target) = target {
+        request = request.header("x-privsvc-target", target);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    let body: serde_json::Value = response.json().await.unwrap_or_default();
+    (
+        status,
+        body["error"].as_str().unwrap_or_default().to_string(),
+    )
+}
+
+#[tokio::test]
+async fn round_trip_info_and_records() {
+    let s = stack().await;
+    let http = reqwest::Client::new();
+    let key = s.gateway.public_key();
+
+    let info = ohttp_call(&s.relay_url, &s.relayer_url, &key, get("/v1/info"), &http)
+        .await
+        .unwrap();
+    assert_eq!(info.status, 200);
+    let json: serde_json::Value = serde_json::from_slice(&info.body).unwrap();
+    assert_eq!(json["address"], addr(1).to_checksum(None));
+    assert_eq!(json["ohttpKey"], key);
+
+    let created = ohttp_call(
+        &s.relay_url,
+        &format!("{}/", s.relayer_url), // trailing slash: same target
+        &key,
+        RelayerRequest {
+            method: "POST".into(),
+            path: "/v1/records".into(),
+            body: Some(br#"{"app":"round-trip"}"#.to_vec()),
+        },
+        &http,
+    )
+    .await
+    .unwrap();
+    assert_eq!(created.status, 202);
+    let json: serde_json::Value = serde_json::from_slice(&created.body).unwrap();
+    assert_eq!(json["app"], "round-trip");
+    assert_eq!(json["id"], "rec-0");
+
+    // Relayer-level errors come back sealed, with their status.
+    let missing = ohttp_call(
+        &s.relay_url,
+        &s.relayer_url,
+        &key,
+        get("/v1/records/x"),
+        &http,
+    )
+    .await
+    .unwrap();
+    assert_eq!(missing.status, 404);
+    // The relay URL may also be given with its /ohttp path.
+    let again = ohttp_call(
+        &format!("{}/ohttp", s.relay_url),
+        &s.relayer_url,
+        &key,
+        get("/v1/info"),
+        &http,
+    )
+    .await
+    .unwrap();
+    assert_eq!(again.status, 200);
+}
+
+#[tokio::test]
+async fn healthz_counts_verified_targets() {
+    let s = stack().await;
+    let health: serde_json::Value = reqwest::get(format!("{}/healthz", s.relay_url))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        health,
+        serde_json::json!({"ok": true, "role": "ohttp-relay", "targets": 1})
+    );
+    assert_eq!(s.relay.targets(), vec![s.relayer_url.clone()]);
+}
+
+#[tokio::test]
+async fn only_verified_targets() {
+    let s = stack().await;
+    let http = reqwest::Client::new();
+    let key = s.gateway.public_key();
+
+    // A relayer whose /v1/info address is not its heartbeat's creator.
+    let (liar_url, _t1) = serve(relayer(addr(7), Some(s.gateway.clone()))).await;
+    s.ledger.push(heartbeat_entity(
+        2,
+        addr(8),
+        addr(8),
+        &liar_url,
+        Some(&key),
+        HEAD - 5,
+    ));
+    // A relayer whose only heartbeat is older than two intervals.
+    let (stale_url, _t2) = serve(relayer(addr(9), Some(s.gateway.clone()))).await;
+    s.ledger.push(heartbeat_entity(
+        3,
+        addr(9),
+        addr(9),
+        &stale_url,
+        Some(&key),
+        HEAD - 601,
+    ));
+    // A relayer with no heartbeat at all.
+    let (unknown_url, _t3) = serve(relayer(addr(10), Some(s.gateway.clone()))).await;
+    // A heartbeat naming a URL where nothing answers.
+    s.ledger.push(heartbeat_entity(
+        4,
+        addr(11),
+        addr(11),
+        "http://127.0.0.1:9",
+        Some(&key),
+        HEAD - 1,
+    ));
+    assert_eq!(s.relay.refresh().await.unwrap(), 1);
+    assert_eq!(s.relay.targets(), vec![s.relayer_url.clone()]);
+
+    for target in [liar_url.as_str(), stale_url.as_str(), unknown_url.as_str()] {
+        let err = ohttp_call(&s.relay_url, target, &key, get("/v1/info"), &http)
+            .await
+            .unwrap_err();
+        match err {
+            OhttpError::Refused { status, message } => {
+                assert_eq!((status, message.as_str()), (403, "target not verified"))
+            }
+            other => panic!("expected 403, got {other:?}"),
+        }
+    }
+    let (status, _) = raw_post(
+        &s.relay_url,
+        Some("not a url"),
+        "message/ohttp-req",
+        vec![1],
+    )
+    .await;
+    assert_eq!(status, 403);
+
+    // Once the liar's heartbeat is by the right creator, it is verified on the next refresh.
+    s.ledger.push(heartbeat_entity(
+        5,
+        addr(7),
+        addr(7),
+        &liar_url,
+        Some(&key),
+        HEAD - 1,
+    ));
+    assert_eq!(s.relay.refresh().await.unwrap(), 2);
+    let ok = ohttp_call(&s.relay_url, &liar_url, &key, get("/v1/info"), &http)
+        .await
+        .unwrap();
+    assert_eq!(ok.status, 200);
+}
+
+#[tokio::test]
+async fn https_only_unless_allowed() {
+    let s = stack().await;
+    let strict = OhttpRelay::new(
+        s.ledger.clone(),
+        RelayConfig {
+            allow_http: false,
+            ..config()
+        },
+    )
+    .unwrap();
+    assert_eq!(strict.refresh().await.unwrap(), 0);
+}
+
+#[tokio::test]
+async fn periodic_refresh_picks_up_new_heartbeats() {
+    let s = stack().await;
+    let (late_url, _t) = serve(relayer(addr(20), Some(s.gateway.clone()))).await;
+    let task = s.relay.spawn_refresh();
+    s.ledger.push(heartbeat_entity(
+        9,
+        addr(20),
+        addr(20),
+        &late_url,
+        None,
+        HEAD,
+    ));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while s.relay.targets().len() < 2 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "refresh did not run"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    task.abort();
+}
+
+#[tokio::test]
+async fn error_statuses() {
+    let s = stack().await;
+    let http = reqwest::Client::new();
+    let key = s.gateway.public_key();
+    let target = Some(s.relayer_url.as_str());
+
+    // 400: no target header.
+    let (status, error) = raw_post(&s.relay_url, None, "message/ohttp-req", vec![1]).await;
+    assert_eq!(
+        (status, error.as_str()),
+        (400, "missing x-privsvc-target header")
+    );
+    // 415: wrong content type.
+    let (status, _) = raw_post(&s.relay_url, target, "application/json", vec![1]).await;
+    assert_eq!(status, 415);
+    // 413: over 128 KB.
+    let (status, error) = raw_post(
+        &s.relay_url,
+        target,
+        "message/ohttp-req",
+        vec![0u8; MAX_ENCAPSULATED_BYTES + 1],
+    )
+    .await;
+    assert_eq!(
+        (status, error.as_str()),
+        (413, "encapsulated request over 128 KB")
+    );
+    // The gateway's 400 (cannot open) passes through the relay.
+    let (status, error) = raw_post(&s.relay_url, target, "message/ohttp-req", vec![1; 64]).await;
+    assert_eq!(
+        (status, error.as_str()),
+        (400, "the encapsulated request cannot be opened")
+    );
+    let wrong_key = OhttpGateway::from_seed(b"some other gateway key, 32 bytes")
+        .unwrap()
+        .public_key();
+    let err = ohttp_call(
+        &s.relay_url,
+        &s.relayer_url,
+        &wrong_key,
+        get("/v1/info"),
+        &http,
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(err, OhttpError::Refused { status: 400, .. }),
+        "{err:?}"
+    );
+
+    // 502: the relayer's gateway answers 5xx.
+    let (broken_url, _t) = serve(
+        Router::new()
+            .route(
+                "/v1/info",
+                axum::routing::get(|| async {
+                    axum::Json(serde_json::json!({"address": addr(30).to_checksum(None)}))
+                }),
+            )
+            .route(
+                "/v1/ohttp",
+                post(|| async { (axum::http::StatusCode::INTERNAL_SERVER_ERROR, "down") }),
+            ),
+    )
+    .await;
+    s.ledger.push(heartbeat_entity(
+        30,
+        addr(30),
+        addr(30),
+        &broken_url,
+        None,
+        HEAD,
+    ));
+    assert_eq!(s.relay.refresh().await.unwrap(), 2);
+    let (status, error) = raw_post(
+        &s.relay_url,
+        Some(&broken_url),
+        "message/ohttp-req",
+        vec![1],
+    )
+    .await;
+    assert_eq!((status, error.as_str()), (502, "the relayer failed"));
+
+    // 502: the relayer went away after verification.
+    let (gone_url, gone_task) = serve(relayer(addr(31), Some(s.gateway.clone()))).await;
+    s.ledger.push(heartbeat_entity(
+        31,
+        addr(31),
+        addr(31),
+        &gone_url,
+        Some(&key),
+        HEAD,
+    ));
+    assert_eq!(s.relay.refresh().await.unwrap(), 3);
+    gone_task.abort();
+    let _ = gone_task.await;
+    let err = ohttp_call(&s.relay_url, &gone_url, &key, get("/v1/info"), &http)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, OhttpError::Refused { status: 502, .. }),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn forwards_no_client_headers_and_pools_one_connection() {
+    // A target that records the headers of every forwarded request.
+    let seen: Arc<Mutex<Vec<Vec<String>>>> = Arc::default();
+    let recorder = seen.clone();
+    let target_router = Router::new()
+        .route(
+            "/v1/info",
+            axum::routing::get(|| async {
+                axum::Json(serde_json::json!({"address": addr(40).to_checksum(None)}))
+            }),
+        )
+        .route(
+            "/v1/ohttp",
+            post(move |headers: HeaderMap, body: axum::body::Bytes| {
+                let recorder = recorder.clone();
+                async move {
+                    let mut names: Vec<String> =
+                        headers.keys().map(|k| k.as_str().to_string()).collect();
+                    names.sort();
+                    recorder.lock().unwrap().push(names);
+                    (
+                        [("content-type", "message/ohttp-res")],
+                        body.iter().rev().copied().collect::<Vec<u8>>(),
+                    )
+                }
+            }),
+        );
+    let (target_url, peers, _t) = serve_recording(target_router, "127.0.0.1").await;
+    let ledger = HeartbeatLedger::new(HEAD);
+    ledger.push(heartbeat_entity(
+        1,
+        addr(40),
+        addr(40),
+        &target_url,
+        None,
+        HEAD,
+    ));
+    let relay = OhttpRelay::new(ledger, config()).unwrap();
+    relay.refresh().await.unwrap();
+    let connections_after_verification = peers.count();
+    let (relay_url, _r) = serve(relay.router()).await;
+
+    let client = reqwest::Client::new();
+    for _ in 0..3 {
+        let response = client
+            .post(format!("{relay_url}/ohttp"))
+            .header("content-type", "message/ohttp-req")
+            .header("x-privsvc-target", &target_url)
+            .header("x-forwarded-for", "198.51.100.1")
+            .header("forwarded", "for=198.51.100.1")
+            .header("cookie", "session=secret")
+            .header("user-agent", "client-agent/1.0")
+            .header("authorization", "Bearer secret")
+            .header("referer", "https://client.example/")
+            .header("accept-language", "de")
+            .body(vec![1u8, 2, 3])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        assert_eq!(
+            response.headers()["content-type"].to_str().unwrap(),
+            "message/ohttp-res"
+        );
+        // The relayer's answer comes back unchanged.
+        assert_eq!(response.bytes().await.unwrap().as_ref(), &[3u8, 2, 1]);
+    }
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 3);
+    for names in seen {
+        for name in &names {
+            assert!(
+                ["accept", "content-length", "content-type", "host"].contains(&name.as_str()),
+                "forwarded header {name}"
+            );
+        }
+    }
+    // Three forwarded requests, one pooled connection.
+    assert_eq!(peers.count() - connections_after_verification, 1);
+}

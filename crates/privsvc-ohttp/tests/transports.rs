@@ -1,0 +1,246 @@
+//! The three `Transport` implementations against the same relayer API.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{addr, heartbeat_entity, relayer, relayer_api, serve, HeartbeatLedger};
+use privsvc_ohttp::{
+    HttpTransport, InProcessTransport, OhttpError, OhttpGateway, OhttpRelay, OhttpTransport,
+    RelayConfig, RelayerRequest, Transport,
+};
+
+const HEAD: u64 = 5_000;
+
+fn get(path: &str) -> RelayerRequest {
+    RelayerRequest {
+        method: "GET".into(),
+        path: path.into(),
+        body: None,
+    }
+}
+
+fn submit(app: &str) -> RelayerRequest {
+    RelayerRequest {
+        method: "post".into(), // lower case is accepted
+        path: "/v1/records".into(),
+        body: Some(format!(r#"{{"app":"{app}"}}"#).into_bytes()),
+    }
+}
+
+fn json(body: &[u8]) -> serde_json::Value {
+    serde_json::from_slice(body).unwrap()
+}
+
+/// The same conversation through any transport.
+async fn converse(transport: &dyn Transport, relayer_url: &str) {
+    let info = transport.send(relayer_url, get("/v1/info")).await.unwrap();
+    assert_eq!(info.status, 200);
+    assert_eq!(json(&info.body)["address"], addr(1).to_checksum(None));
+    let created = transport.send(relayer_url, submit("t")).await.unwrap();
+    assert_eq!(created.status, 202);
+    assert_eq!(json(&created.body)["app"], "t");
+    let missing = transport
+        .send(relayer_url, get("/v1/records/x"))
+        .await
+        .unwrap();
+    assert_eq!(missing.status, 404);
+    let bad = transport
+        .send(
+            relayer_url,
+            RelayerRequest {
+                method: "POST".into(),
+                path: "/v1/records".into(),
+                body: Some(b"not json".to_vec()),
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(bad.status, 400);
+}
+
+#[tokio::test]
+async fn http_transport() {
+    let (url, _t) = serve(relayer_api(addr(1), None)).await;
+    let transport = HttpTransport::new().unwrap();
+    converse(&transport, &url).await;
+    let err = transport
+        .send("http://127.0.0.1:9", get("/v1/info"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, OhttpError::Transport(_)), "{err:?}");
+    assert!(matches!(
+        transport.send("not a url", get("/v1/info")).await,
+        Err(OhttpError::InvalidUrl(_))
+    ));
+}
+
+#[tokio::test]
+async fn in_process_transport() {
+    let transport = InProcessTransport::new()
+        .with_router("http://relayer.test/", relayer_api(addr(1), None))
+        .unwrap();
+    converse(&transport, "http://relayer.test").await;
+    let err = transport
+        .send("http://other.test", get("/v1/info"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, OhttpError::UnknownRelayer(_)), "{err:?}");
+}
+
+struct Stack {
+    ledger: Arc<HeartbeatLedger>,
+    gateway: Arc<OhttpGateway>,
+    relayer_url: String,
+    relay_url: String,
+    _tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+async fn stack() -> Stack {
+    let gateway = Arc::new(OhttpGateway::from_seed(b"transport test seed, 32 bytes..").unwrap());
+    let (relayer_url, t1) = serve(relayer(addr(1), Some(gateway.clone()))).await;
+    let ledger = HeartbeatLedger::new(HEAD);
+    ledger.push(heartbeat_entity(
+        1,
+        addr(1),
+        addr(1),
+        &relayer_url,
+        Some(&gateway.public_key()),
+        HEAD - 100,
+    ));
+    let relay = OhttpRelay::new(
+        ledger.clone(),
+        RelayConfig {
+            allow_http: true,
+            ..RelayConfig::default()
+        },
+    )
+    .unwrap();
+    relay.refresh().await.unwrap();
+    let (relay_url, t2) = serve(relay.router()).await;
+    Stack {
+        ledger,
+        gateway,
+        relayer_url,
+        relay_url,
+        _tasks: vec![t1, t2],
+    }
+}
+
+#[tokio::test]
+async fn ohttp_transport_with_key_from_heartbeat() {
+    let s = stack().await;
+    let transport = OhttpTransport::new(&s.relay_url, s.ledger.clone())
+        .unwrap()
+        .with_heartbeat_interval(Duration::from_secs(600));
+    converse(&transport, &s.relayer_url).await;
+    assert_eq!(
+        transport.gateway_key(&s.relayer_url).await.unwrap(),
+        s.gateway.public_key()
+    );
+}
+
+#[tokio::test]
+async fn ohttp_transport_skips_heartbeats_with_a_foreign_key() {
+    let s = stack().await;
+    // Newer heartbeat naming the same URL, by another account, with a key it controls.
+    let attacker_key = OhttpGateway::from_seed(b"attacker's gateway seed 32 bytes")
+        .unwrap()
+        .public_key();
+    s.ledger.push(heartbeat_entity(
+        2,
+        addr(66),
+        addr(66),
+        &s.relayer_url,
+        Some(&attacker_key),
+        HEAD,
+    ));
+    // And one whose payload claims the relayer's address without being created by it.
+    s.ledger.push(heartbeat_entity(
+        3,
+        addr(67),
+        addr(1),
+        &s.relayer_url,
+        Some(&attacker_key),
+        HEAD,
+    ));
+    let transport = OhttpTransport::new(&s.relay_url, s.ledger.clone()).unwrap();
+    assert_eq!(
+        transport.gateway_key(&s.relayer_url).await.unwrap(),
+        s.gateway.public_key()
+    );
+    converse(&transport, &s.relayer_url).await;
+}
+
+#[tokio::test]
+async fn ohttp_transport_follows_a_key_rotation() {
+    let s = stack().await;
+    let transport = OhttpTransport::new(&s.relay_url, s.ledger.clone()).unwrap();
+    let pinned = OhttpTransport::without_ledger(&s.relay_url).unwrap();
+    pinned
+        .set_gateway_key(&s.relayer_url, &s.gateway.public_key())
+        .unwrap();
+    converse(&transport, &s.relayer_url).await;
+    let old_key = s.gateway.public_key();
+
+    // The relayer rotates: key 2 becomes current, key 1 is retired, a new heartbeat follows.
+    s.gateway
+        .add_key(2, b"rotated gateway seed, 32 bytes..")
+        .unwrap();
+    assert!(s.gateway.remove_key(1));
+    let new_key = s.gateway.public_key();
+    s.ledger.push(heartbeat_entity(
+        4,
+        addr(1),
+        addr(1),
+        &s.relayer_url,
+        Some(&new_key),
+        HEAD,
+    ));
+
+    // The cached key no longer opens (400); the transport looks the key up again, once.
+    assert_eq!(
+        transport.gateway_key(&s.relayer_url).await.unwrap(),
+        old_key
+    );
+    converse(&transport, &s.relayer_url).await;
+    assert_eq!(
+        transport.gateway_key(&s.relayer_url).await.unwrap(),
+        new_key
+    );
+
+    // A key set by hand is never replaced: the caller sees the gateway's refusal.
+    let err = pinned
+        .send(&s.relayer_url, get("/v1/info"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, OhttpError::Refused { status: 400, .. }),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn ohttp_transport_with_explicit_key_and_without_key() {
+    let s = stack().await;
+    let transport = OhttpTransport::without_ledger(&s.relay_url).unwrap();
+    let err = transport
+        .send(&s.relayer_url, get("/v1/info"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, OhttpError::NoGatewayKey(_)), "{err:?}");
+    assert!(matches!(
+        transport.set_gateway_key(&s.relayer_url, "abcd"),
+        Err(OhttpError::InvalidKey(_))
+    ));
+    transport
+        .set_gateway_key(&s.relayer_url, &s.gateway.public_key())
+        .unwrap();
+    converse(&transport, &s.relayer_url).await;
+    transport.forget_gateway_key(&s.relayer_url);
+    assert!(transport
+        .send(&s.relayer_url, get("/v1/info"))
+        .await
+        .is_err());
+}
