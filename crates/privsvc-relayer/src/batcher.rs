@@ -48,6 +48,10 @@ async fn sleep_or_stop(d: Duration, stop: &mut watch::Receiver<bool>) -> bool {
 /// Run until `stop` turns true: reconcile stored batches, then schedule.
 pub async fn run(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
     crate::reconcile::reconcile(&shared, &mut stop).await;
+    if *stop.borrow() {
+        return;
+    }
+    let _ = shared.reconciled.send(true);
     loop {
         if *stop.borrow() {
             return;

@@ -68,6 +68,9 @@ pub enum RelayerError {
     /// The listen address could not be bound.
     #[error("cannot listen on {0}: {1}")]
     Bind(SocketAddr, std::io::Error),
+    /// The token issuer (`ISSUER=on`) could not be opened.
+    #[error("token issuer: {0}")]
+    Issuer(String),
     /// The OHTTP gateway could not be built.
     #[error("OHTTP gateway: {0}")]
     Ohttp(String),
@@ -94,7 +97,9 @@ pub struct RelayerHandle {
 
 impl Relayer {
     /// Open the queue in `config.data_dir`, bind `config.bind`, and start serving, batching,
-    /// heartbeats and pruning. `writer` must be the only writer of its account.
+    /// heartbeats and pruning; with `ISSUER=on` the token issuer (data in
+    /// `<data_dir>/issuer`) is mounted and publishes its keys through the relayer's serialized
+    /// writer. `writer` must be the only writer of its account.
     pub async fn start(
         config: RelayerConfig,
         ledger: Arc<dyn LedgerReader>,
@@ -175,7 +180,8 @@ impl Relayer {
         for r in queued {
             q.push(r);
         }
-        let serialized = SerializedWriter::new(writer, config.receipt_timeout);
+        let (reconciled, ready) = watch::channel(false);
+        let serialized = SerializedWriter::new(writer, config.receipt_timeout, ready);
         let shared = Arc::new(Shared {
             address,
             chain_id,
@@ -195,6 +201,7 @@ impl Relayer {
             issuer_keys: tokencheck::IssuerKeys::default(),
             live: Mutex::new(live),
             attempts: Mutex::new(Default::default()),
+            reconciled,
             cfg: config,
         });
 
@@ -202,6 +209,15 @@ impl Relayer {
         let mut app = api
             .clone()
             .merge(privsvc_ohttp::gateway_router(gateway, api));
+        if shared.cfg.issuer_on {
+            let issuer = privsvc_tokens::Issuer::open(
+                privsvc_tokens::IssuerConfig::new(shared.cfg.data_dir.join("issuer")),
+                Arc::new(serialized.clone()),
+                shared.ledger.clone(),
+            )
+            .map_err(|e| RelayerError::Issuer(e.to_string()))?;
+            app = app.merge(privsvc_tokens::issuer_router(Arc::new(issuer)));
+        }
         if let Some(extra) = extra(&serialized) {
             app = app.merge(extra);
         }

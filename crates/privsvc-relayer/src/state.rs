@@ -67,6 +67,8 @@ pub struct Shared {
     pub issuer_keys: IssuerKeys,
     /// Health values.
     pub live: Mutex<Live>,
+    /// Set to true once stored batches are reconciled (gates `SerializedWriter::execute`).
+    pub reconciled: tokio::sync::watch::Sender<bool>,
     /// Batch attempts per record that ended in a revert without an identified offender.
     pub attempts: Mutex<HashMap<String, u32>>,
 }

@@ -5,11 +5,11 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use alloy_primitives::Address;
-use privsvc_ledger::{LedgerReader, QueryOptions, Select};
-use privsvc_tokens::TokenRedemption;
-use privsvc_tokens::{acceptable_epochs, import_issuer_key, verify_token, IssuerKey};
+use privsvc_ledger::LedgerReader;
+use privsvc_tokens::{
+    acceptable_epochs, fetch_issuer_key, verify_token, IssuerKey, TokenError, TokenRedemption,
+};
 
-use crate::entities::{str_literal, SYSTEM_PROJECT};
 use crate::store::Store;
 
 /// Issuer keys read from the ledger, by (app, epoch). Only found keys are cached.
@@ -46,46 +46,25 @@ impl IssuerKeys {
         {
             return Ok(k.clone());
         }
-        let expr = format!(
-            "project = {} AND privsvc_kind = str('issuer-key') AND app = {} AND epoch = u64({epoch}) AND $creator = addr({issuer})",
-            str_literal(SYSTEM_PROJECT),
-            str_literal(app),
-        );
-        let options = QueryOptions {
-            select: Select {
-                key: true,
-                payload: true,
-                ..Select::default()
-            },
-            limit: Some(10),
-            ..QueryOptions::default()
-        };
-        let page = ledger
-            .query(&expr, &options)
-            .await
-            .map_err(|e| TokenRefusal::Ledger(e.to_string()))?;
-        let mut keys: Vec<Vec<u8>> = page
-            .entities
-            .into_iter()
-            .filter_map(|e| e.payload)
-            .collect();
-        keys.sort();
-        keys.dedup();
-        let spki = match keys.as_slice() {
-            [] => {
+        let key = match fetch_issuer_key(ledger, issuer, app, epoch).await {
+            Ok(k) => k,
+            Err(TokenError::NoIssuerKey { .. }) => {
                 return Err(TokenRefusal::Refused(format!(
                     "no issuer key on the ledger for this app and epoch {epoch}"
                 )))
             }
-            [one] => one.clone(),
-            _ => {
-                return Err(TokenRefusal::Refused(
-                    "the issuer published two keys for this app and epoch (equivocation)".into(),
-                ))
+            Err(TokenError::IssuerEquivocation { .. }) => {
+                return Err(TokenRefusal::Refused(format!(
+                    "the issuer published two keys for this app and epoch {epoch} (equivocation)"
+                )))
+            }
+            Err(TokenError::Ledger(e)) => return Err(TokenRefusal::Ledger(e.to_string())),
+            Err(e) => {
+                return Err(TokenRefusal::Refused(format!(
+                    "the issuer key is unusable: {e}"
+                )))
             }
         };
-        let key = import_issuer_key(&spki)
-            .map_err(|e| TokenRefusal::Refused(format!("the issuer key is unusable: {e}")))?;
         self.cache
             .lock()
             .expect("issuer key cache")

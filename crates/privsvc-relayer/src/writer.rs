@@ -13,7 +13,7 @@ use std::time::Duration;
 use alloy_primitives::{Address, B256};
 use async_trait::async_trait;
 use privsvc_ledger::{BatchReceipt, LedgerError, LedgerWriter, Operation, PreparedTx};
-use tokio::sync::{Mutex, MutexGuard};
+use tokio::sync::{watch, Mutex, MutexGuard};
 
 /// The shared, serialized writer of the relayer account.
 #[derive(Clone)]
@@ -21,6 +21,7 @@ pub struct SerializedWriter {
     inner: Arc<dyn LedgerWriter>,
     lock: Arc<Mutex<()>>,
     receipt_timeout: Duration,
+    ready: watch::Receiver<bool>,
 }
 
 /// Proof of holding the writer lock; every create from the account happens under one.
@@ -31,12 +32,19 @@ pub struct WriterTurn<'a> {
 }
 
 impl SerializedWriter {
-    /// Wrap a writer; receipts are awaited up to `receipt_timeout`.
-    pub fn new(inner: Arc<dyn LedgerWriter>, receipt_timeout: Duration) -> Self {
+    /// Wrap a writer; receipts are awaited up to `receipt_timeout`. `execute()` waits until
+    /// `ready` turns true (the relayer sets it once stored batches are reconciled, so that no
+    /// new transaction can take the nonce of a stored one).
+    pub fn new(
+        inner: Arc<dyn LedgerWriter>,
+        receipt_timeout: Duration,
+        ready: watch::Receiver<bool>,
+    ) -> Self {
         Self {
             inner,
             lock: Arc::new(Mutex::new(())),
             receipt_timeout,
+            ready,
         }
     }
 
@@ -77,6 +85,11 @@ impl LedgerWriter for SerializedWriter {
     }
 
     async fn execute(&self, ops: &[Operation]) -> Result<BatchReceipt, LedgerError> {
+        let mut ready = self.ready.clone();
+        ready
+            .wait_for(|r| *r)
+            .await
+            .map_err(|_| LedgerError::Invalid("the relayer has stopped".into()))?;
         let turn = self.turn().await;
         let tx = turn.writer.prepare(ops, None).await?;
         turn.writer.broadcast(&tx).await?;
