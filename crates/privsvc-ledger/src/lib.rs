@@ -13,6 +13,7 @@ pub mod keys;
 pub mod ops;
 pub mod query;
 pub mod reader;
+pub mod rpc;
 pub mod wire;
 pub mod writer;
 
@@ -25,4 +26,5 @@ pub use error::LedgerError;
 pub use keys::{entity_key, predict_entity_keys};
 pub use ops::{Create, Operation};
 pub use reader::LedgerReader;
+pub use rpc::{query_all, RpcLedger, RpcWriter};
 pub use writer::{BatchReceipt, CreatedEntity, LedgerWriter, PreparedTx, TransferredEntity};

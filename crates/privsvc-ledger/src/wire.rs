@@ -175,7 +175,8 @@ pub fn attribute_schema_from_json(v: &Value) -> Result<Vec<(String, String)>, Le
         .collect()
 }
 
-fn parse_b256(v: &Value, what: &str) -> Result<B256, LedgerError> {
+/// Parse a `0x` + 64 hex string into a `B256` (`what` names it in the error).
+pub fn parse_b256(v: &Value, what: &str) -> Result<B256, LedgerError> {
     let s = v
         .as_str()
         .ok_or_else(|| bad(format!("{what} is not a string")))?;

@@ -1,0 +1,692 @@
+//! The Arkiv JSON-RPC implementation of [`LedgerReader`] ([`RpcLedger`]) and [`LedgerWriter`]
+//! ([`RpcWriter`]), plus [`query_all`] (pagination pinned to one block).
+//!
+//! Only the method name is logged (debug level); request and response bodies, addresses and
+//! keys are never logged.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use alloy_consensus::{SignableTransaction, TxEip1559, TxEnvelope};
+use alloy_eips::eip2718::Encodable2718;
+use alloy_primitives::{Address, Bytes, Signature, TxKind, B256, U256};
+use alloy_sol_types::SolCall;
+use async_trait::async_trait;
+use k256::ecdsa::SigningKey;
+use serde_json::{json, Value};
+
+use crate::abi::{
+    self, check_operations, decode_log, decode_revert, encode_operations, ArkivEvents,
+};
+use crate::codec::parse_hex;
+use crate::entity::{Entity, QueryOptions, QueryPage, Select};
+use crate::error::LedgerError;
+use crate::keys::predict_entity_keys;
+use crate::ops::Operation;
+use crate::query::Expr;
+use crate::reader::LedgerReader;
+use crate::wire::{self, parse_quantity, quantity};
+use crate::writer::{BatchReceipt, CreatedEntity, LedgerWriter, PreparedTx, TransferredEntity};
+
+/// Largest page `arkiv_query` serves.
+pub const MAX_PAGE_SIZE: u32 = 200;
+/// Gas margin added to `eth_estimateGas`, in percent.
+pub const GAS_MARGIN_PERCENT: u64 = 20;
+
+/// A JSON-RPC client of an Arkiv node (native protocol) implementing [`LedgerReader`].
+#[derive(Debug)]
+pub struct RpcLedger {
+    client: reqwest::Client,
+    url: String,
+    next_id: AtomicU64,
+}
+
+fn hex_bytes(b: &[u8]) -> Value {
+    Value::String(format!("0x{}", hex::encode(b)))
+}
+
+fn addr_json(a: &Address) -> Value {
+    Value::String(format!("0x{}", hex::encode(a)))
+}
+
+fn parse_u256(v: &Value, what: &str) -> Result<U256, LedgerError> {
+    v.as_str()
+        .and_then(crate::codec::parse_uint)
+        .ok_or_else(|| LedgerError::Decode(format!("{what} is not a quantity: {v}")))
+}
+
+fn parse_data(v: &Value, what: &str) -> Result<Vec<u8>, LedgerError> {
+    v.as_str()
+        .and_then(parse_hex)
+        .ok_or_else(|| LedgerError::Decode(format!("{what} is not 0x hex")))
+}
+
+/// The revert data carried by a JSON-RPC error, if any (`error.data` as a hex string, or as
+/// an object with a `data` hex string).
+pub fn revert_data_of(err: &LedgerError) -> Option<Vec<u8>> {
+    let LedgerError::Rpc { data: Some(d), .. } = err else {
+        return None;
+    };
+    let s = match d {
+        Value::String(s) => s.as_str(),
+        Value::Object(o) => o.get("data").and_then(Value::as_str)?,
+        _ => return None,
+    };
+    parse_hex(s)
+}
+
+/// Turn an `eth_call`/`eth_estimateGas` error carrying revert data into
+/// [`LedgerError::Reverted`] with the decoded error text; other errors pass through.
+fn as_revert(err: LedgerError) -> LedgerError {
+    match revert_data_of(&err) {
+        Some(data) => LedgerError::Reverted(decode_revert(&data)),
+        None => err,
+    }
+}
+
+impl RpcLedger {
+    /// A client of the node at `url` (HTTP), with a 30 s request timeout.
+    pub fn new(url: impl Into<String>) -> Result<Self, LedgerError> {
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .build()
+            .map_err(|e| LedgerError::Transport(e.to_string()))?;
+        Ok(Self::with_client(client, url))
+    }
+
+    /// A client using a caller-configured `reqwest::Client`.
+    pub fn with_client(client: reqwest::Client, url: impl Into<String>) -> Self {
+        RpcLedger {
+            client,
+            url: url.into(),
+            next_id: AtomicU64::new(1),
+        }
+    }
+
+    /// The node URL.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// One JSON-RPC call; a JSON-RPC error becomes [`LedgerError::Rpc`].
+    pub async fn call(&self, method: &str, params: Value) -> Result<Value, LedgerError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        tracing::debug!(method, "arkiv rpc");
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let resp = self
+            .client
+            .post(&self.url)
+            .json(&body)
+            .send()
+            .await
+            .map_err(|e| LedgerError::Transport(format!("{method}: {e}")))?;
+        let status = resp.status();
+        let text = resp
+            .text()
+            .await
+            .map_err(|e| LedgerError::Transport(format!("{method}: {e}")))?;
+        let v: Value = serde_json::from_str(&text).map_err(|_| {
+            LedgerError::Transport(format!("{method}: HTTP {status}, answer is not JSON-RPC"))
+        })?;
+        if let Some(err) = v.get("error").filter(|e| !e.is_null()) {
+            return Err(LedgerError::Rpc {
+                code: err.get("code").and_then(Value::as_i64).unwrap_or(0),
+                message: err
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned(),
+                data: err.get("data").cloned(),
+            });
+        }
+        v.get("result")
+            .cloned()
+            .ok_or_else(|| LedgerError::Decode(format!("{method}: answer without result")))
+    }
+
+    async fn quantity_call(&self, method: &str, params: Value) -> Result<u64, LedgerError> {
+        parse_quantity(&self.call(method, params).await?)
+    }
+
+    /// `eth_call` to the Arkiv address at `block` ("latest" when `None`); a revert becomes
+    /// [`LedgerError::Reverted`] with the decoded error.
+    pub async fn eth_call(
+        &self,
+        from: Option<Address>,
+        data: &[u8],
+        block: Option<u64>,
+    ) -> Result<Vec<u8>, LedgerError> {
+        let mut tx = json!({"to": addr_json(&abi::ARKIV_ADDRESS), "data": hex_bytes(data)});
+        if let Some(f) = from {
+            tx["from"] = addr_json(&f);
+        }
+        let tag = block.map(quantity).unwrap_or_else(|| json!("latest"));
+        let r = self
+            .call("eth_call", json!([tx, tag]))
+            .await
+            .map_err(as_revert)?;
+        parse_data(&r, "eth_call result")
+    }
+
+    /// `eth_estimateGas` of an `execute()` call from `from`; a revert becomes
+    /// [`LedgerError::Reverted`].
+    pub async fn estimate_gas(&self, from: Address, data: &[u8]) -> Result<u64, LedgerError> {
+        let tx = json!({
+            "from": addr_json(&from),
+            "to": addr_json(&abi::ARKIV_ADDRESS),
+            "data": hex_bytes(data),
+            "value": "0x0",
+        });
+        let r = self
+            .call("eth_estimateGas", json!([tx]))
+            .await
+            .map_err(as_revert)?;
+        parse_quantity(&r)
+    }
+
+    /// The account nonce of `address` (`pending` includes queued transactions).
+    pub async fn transaction_count(
+        &self,
+        address: Address,
+        pending: bool,
+    ) -> Result<u64, LedgerError> {
+        let tag = if pending { "pending" } else { "latest" };
+        self.quantity_call("eth_getTransactionCount", json!([addr_json(&address), tag]))
+            .await
+    }
+
+    /// Current fees: `(max_fee_per_gas, max_priority_fee_per_gas)` from the latest block's
+    /// base fee and `eth_maxPriorityFeePerGas` (falling back to `eth_gasPrice − baseFee`).
+    /// `max_fee = 2 × baseFee + priority`.
+    pub async fn fees(&self) -> Result<(u128, u128), LedgerError> {
+        let block = self
+            .call("eth_getBlockByNumber", json!(["latest", false]))
+            .await?;
+        let base = match block.get("baseFeePerGas") {
+            Some(v) if !v.is_null() => u128::try_from(parse_u256(v, "baseFeePerGas")?)
+                .map_err(|_| LedgerError::Decode("baseFeePerGas out of range".into()))?,
+            _ => 0,
+        };
+        let priority = match self.call("eth_maxPriorityFeePerGas", json!([])).await {
+            Ok(v) => u128::try_from(parse_u256(&v, "maxPriorityFeePerGas")?)
+                .map_err(|_| LedgerError::Decode("maxPriorityFeePerGas out of range".into()))?,
+            Err(LedgerError::Rpc { .. }) => {
+                let gp = self.call("eth_gasPrice", json!([])).await?;
+                let gp = u128::try_from(parse_u256(&gp, "gasPrice")?)
+                    .map_err(|_| LedgerError::Decode("gasPrice out of range".into()))?;
+                gp.saturating_sub(base)
+            }
+            Err(e) => return Err(e),
+        };
+        Ok((base.saturating_mul(2).saturating_add(priority), priority))
+    }
+
+    /// Decode a receipt object (`eth_getTransactionReceipt`) into a [`BatchReceipt`]; the
+    /// revert reason is left empty.
+    pub fn parse_receipt(r: &Value) -> Result<BatchReceipt, LedgerError> {
+        let tx_hash = wire::parse_b256(&r["transactionHash"], "transactionHash")?;
+        let block_number = parse_quantity(&r["blockNumber"])?;
+        let success = parse_quantity(&r["status"])? == 1;
+        let gas_used = parse_quantity(&r["gasUsed"])?;
+        let mut created = Vec::new();
+        let mut transfers = Vec::new();
+        for log in r["logs"].as_array().map(Vec::as_slice).unwrap_or_default() {
+            let address = log["address"].as_str().and_then(parse_hex);
+            if address.as_deref() != Some(abi::ARKIV_ADDRESS.as_slice()) {
+                continue;
+            }
+            let topics = log["topics"]
+                .as_array()
+                .map(Vec::as_slice)
+                .unwrap_or_default()
+                .iter()
+                .map(|t| wire::parse_b256(t, "topic"))
+                .collect::<Result<Vec<_>, _>>()?;
+            let data = parse_data(&log["data"], "log data")?;
+            match decode_log(&topics, &data) {
+                Some(ArkivEvents::EntityCreated(e)) => created.push(CreatedEntity {
+                    key: e.entityKey,
+                    owner: e.owner,
+                    expires_at: e.expiresAt,
+                }),
+                Some(ArkivEvents::OwnershipTransferred(e)) => transfers.push(TransferredEntity {
+                    key: e.entityKey,
+                    from: e.previousOwner,
+                    to: e.newOwner,
+                }),
+                _ => {}
+            }
+        }
+        Ok(BatchReceipt {
+            tx_hash,
+            block_number,
+            success,
+            gas_used,
+            created,
+            transfers,
+            revert_reason: None,
+        })
+    }
+}
+
+#[async_trait]
+impl LedgerReader for RpcLedger {
+    async fn chain_id(&self) -> Result<u64, LedgerError> {
+        self.quantity_call("eth_chainId", json!([])).await
+    }
+
+    async fn block_number(&self) -> Result<u64, LedgerError> {
+        self.quantity_call("eth_blockNumber", json!([])).await
+    }
+
+    async fn query(
+        &self,
+        expression: &str,
+        options: &QueryOptions,
+    ) -> Result<QueryPage, LedgerError> {
+        let mut options = options.clone();
+        // Every entity is identified by its key; always ask for it.
+        options.select.key = true;
+        let r = self
+            .call(
+                "arkiv_query",
+                json!([expression, wire::query_options_to_json(&options)]),
+            )
+            .await?;
+        let entities = r["data"]
+            .as_array()
+            .ok_or_else(|| LedgerError::Decode("arkiv_query result without data".into()))?
+            .iter()
+            .map(wire::entity_from_json)
+            .collect::<Result<Vec<_>, _>>()?;
+        let block_number = parse_quantity(&r["blockNumber"])?;
+        let cursor = r.get("cursor").and_then(Value::as_str).map(str::to_owned);
+        Ok(QueryPage {
+            entities,
+            block_number,
+            cursor,
+        })
+    }
+
+    async fn entity(
+        &self,
+        key: B256,
+        at_block: Option<u64>,
+    ) -> Result<Option<Entity>, LedgerError> {
+        // As the 0.8 SDK does: a query by $key with everything selected.
+        let options = QueryOptions {
+            at_block,
+            select: wire::select_all(),
+            limit: Some(1),
+            cursor: None,
+        };
+        let page = self.query(&Expr::key_is(key).to_string(), &options).await?;
+        Ok(page.entities.into_iter().next())
+    }
+
+    async fn code_at(&self, address: Address) -> Result<Vec<u8>, LedgerError> {
+        let r = self
+            .call("eth_getCode", json!([addr_json(&address), "latest"]))
+            .await?;
+        parse_data(&r, "eth_getCode result")
+    }
+
+    async fn entity_nonce(&self, address: Address) -> Result<u64, LedgerError> {
+        let out = self
+            .eth_call(None, &abi::entity_nonce_calldata(address), None)
+            .await?;
+        abi::entityNonceCall::abi_decode_returns(&out)
+            .map_err(|e| LedgerError::Decode(format!("entityNonce result: {e}")))
+    }
+
+    async fn balance(&self, address: Address) -> Result<U256, LedgerError> {
+        let r = self
+            .call("eth_getBalance", json!([addr_json(&address), "latest"]))
+            .await?;
+        parse_u256(&r, "balance")
+    }
+}
+
+/// Every entity matching `expression`, page by page (200 per page), all pages evaluated at the
+/// same block: `at_block`, or the block the first page reports.
+pub async fn query_all(
+    reader: &dyn LedgerReader,
+    expression: &str,
+    select: &Select,
+    at_block: Option<u64>,
+) -> Result<Vec<Entity>, LedgerError> {
+    let mut options = QueryOptions {
+        at_block,
+        select: select.clone(),
+        limit: Some(MAX_PAGE_SIZE),
+        cursor: None,
+    };
+    let mut out = Vec::new();
+    loop {
+        let page = reader.query(expression, &options).await?;
+        out.extend(page.entities);
+        match page.cursor {
+            Some(c) => {
+                options.at_block = Some(options.at_block.unwrap_or(page.block_number));
+                options.cursor = Some(c);
+            }
+            None => return Ok(out),
+        }
+    }
+}
+
+/// A [`LedgerWriter`] that signs EIP-1559 `execute()` transactions with one secp256k1 key and
+/// sends them through an [`RpcLedger`]. The key is zeroized when the writer is dropped.
+pub struct RpcWriter {
+    ledger: RpcLedger,
+    key: SigningKey,
+    address: Address,
+    chain_id: u64,
+}
+
+impl std::fmt::Debug for RpcWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RpcWriter")
+            .field("url", &self.ledger.url)
+            .field("chain_id", &self.chain_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RpcWriter {
+    /// A writer for the 32-byte secret key `secret`; reads the chain id from the node.
+    pub async fn connect(ledger: RpcLedger, secret: &[u8; 32]) -> Result<Self, LedgerError> {
+        let key = SigningKey::from_slice(secret).map_err(|_| {
+            LedgerError::Invalid("the signing key is not a valid secp256k1 scalar".into())
+        })?;
+        let chain_id = ledger.chain_id().await?;
+        Ok(Self::new(ledger, key, chain_id))
+    }
+
+    /// A writer for `key` on chain `chain_id` (no network access).
+    pub fn new(ledger: RpcLedger, key: SigningKey, chain_id: u64) -> Self {
+        let address = Address::from_public_key(key.verifying_key());
+        RpcWriter {
+            ledger,
+            key,
+            address,
+            chain_id,
+        }
+    }
+
+    /// The reader side.
+    pub fn ledger(&self) -> &RpcLedger {
+        &self.ledger
+    }
+
+    /// The chain id transactions are signed for.
+    pub fn chain_id(&self) -> u64 {
+        self.chain_id
+    }
+
+    /// The keys the next creates from this account will get, one per salt, from the current
+    /// `entityNonce`. Valid only while no other create from this account lands first.
+    pub async fn predict_keys(&self, salts: &[u128]) -> Result<Vec<B256>, LedgerError> {
+        let nonce = self.ledger.entity_nonce(self.address).await?;
+        Ok(predict_entity_keys(
+            self.chain_id,
+            self.address,
+            nonce,
+            salts,
+        ))
+    }
+
+    /// Sign `tx` and return it as a [`PreparedTx`].
+    pub fn sign(&self, tx: TxEip1559) -> Result<PreparedTx, LedgerError> {
+        let hash = tx.signature_hash();
+        let (sig, recid) = self
+            .key
+            .sign_prehash_recoverable(hash.as_slice())
+            .map_err(|e| LedgerError::Invalid(format!("signing failed: {e}")))?;
+        let signed = tx.into_signed(Signature::from((sig, recid)));
+        let tx_hash = *signed.hash();
+        let nonce = signed.tx().nonce;
+        let raw = TxEnvelope::Eip1559(signed).encoded_2718();
+        Ok(PreparedTx {
+            hash: tx_hash,
+            nonce,
+            raw: raw.into(),
+        })
+    }
+
+    async fn revert_reason(&self, tx_hash: B256, block: u64) -> String {
+        let tx = match self
+            .ledger
+            .call("eth_getTransactionByHash", json!([tx_hash]))
+            .await
+        {
+            Ok(t) if !t.is_null() => t,
+            _ => return "reverted (transaction not found for re-simulation)".into(),
+        };
+        let Some(input) = tx.get("input").and_then(Value::as_str).and_then(parse_hex) else {
+            return "reverted (transaction input unavailable)".into();
+        };
+        let from = tx
+            .get("from")
+            .and_then(Value::as_str)
+            .and_then(parse_hex)
+            .filter(|b| b.len() == 20)
+            .map(|b| Address::from_slice(&b));
+        // Re-run the call on the state the transaction saw, then on the head.
+        let mut last = String::new();
+        for at in [Some(block.saturating_sub(1)), None] {
+            match self.ledger.eth_call(from, &input, at).await {
+                Err(LedgerError::Reverted(reason)) => return reason,
+                Err(e) => last = e.to_string(),
+                Ok(_) => last = "re-simulation succeeded".into(),
+            }
+        }
+        format!("reverted (no revert data: {last}; possibly out of gas)")
+    }
+}
+
+fn is_already_known(message: &str) -> bool {
+    let m = message.to_ascii_lowercase();
+    m.contains("already known") || m.contains("known transaction") || m.contains("already imported")
+}
+
+#[async_trait]
+impl LedgerWriter for RpcWriter {
+    fn address(&self) -> Address {
+        self.address
+    }
+
+    async fn prepare(
+        &self,
+        ops: &[Operation],
+        nonce: Option<u64>,
+    ) -> Result<PreparedTx, LedgerError> {
+        check_operations(ops)?;
+        let data: Bytes = encode_operations(ops);
+        let nonce = match nonce {
+            Some(n) => n,
+            None => self.ledger.transaction_count(self.address, true).await?,
+        };
+        let estimate = self.ledger.estimate_gas(self.address, &data).await?;
+        let gas_limit = estimate.saturating_add(estimate * GAS_MARGIN_PERCENT / 100);
+        let (max_fee_per_gas, max_priority_fee_per_gas) = self.ledger.fees().await?;
+        self.sign(TxEip1559 {
+            chain_id: self.chain_id,
+            nonce,
+            gas_limit,
+            max_fee_per_gas,
+            max_priority_fee_per_gas,
+            to: TxKind::Call(abi::ARKIV_ADDRESS),
+            value: U256::ZERO,
+            access_list: Default::default(),
+            input: data,
+        })
+    }
+
+    async fn broadcast(&self, tx: &PreparedTx) -> Result<(), LedgerError> {
+        match self
+            .ledger
+            .call("eth_sendRawTransaction", json!([hex_bytes(&tx.raw)]))
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(LedgerError::Rpc { ref message, .. }) if is_already_known(message) => Ok(()),
+            Err(e @ LedgerError::Rpc { .. }) => {
+                // "nonce too low" for a transaction that was already mined is not an error.
+                let known = self
+                    .ledger
+                    .call("eth_getTransactionByHash", json!([tx.hash]))
+                    .await
+                    .map(|v| !v.is_null())
+                    .unwrap_or(false);
+                if known {
+                    Ok(())
+                } else {
+                    Err(e)
+                }
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn receipt(&self, tx_hash: B256) -> Result<Option<BatchReceipt>, LedgerError> {
+        let r = self
+            .ledger
+            .call("eth_getTransactionReceipt", json!([tx_hash]))
+            .await?;
+        if r.is_null() {
+            return Ok(None);
+        }
+        let mut receipt = RpcLedger::parse_receipt(&r)?;
+        if !receipt.success {
+            receipt.revert_reason = Some(self.revert_reason(tx_hash, receipt.block_number).await);
+        }
+        Ok(Some(receipt))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloy_consensus::transaction::SignerRecoverable;
+    use alloy_eips::eip2718::Decodable2718;
+    use alloy_sol_types::{SolError, SolEvent};
+
+    #[test]
+    fn signs_a_recoverable_eip1559_transaction() {
+        let key = SigningKey::from_slice(&[7u8; 32]).unwrap();
+        let w = RpcWriter::new(RpcLedger::new("http://127.0.0.1:9").unwrap(), key, 1337);
+        let data = encode_operations(&[Operation::Delete {
+            key: B256::repeat_byte(1),
+        }]);
+        let p = w
+            .sign(TxEip1559 {
+                chain_id: 1337,
+                nonce: 4,
+                gas_limit: 100_000,
+                max_fee_per_gas: 2_000_000_000,
+                max_priority_fee_per_gas: 1_000_000_000,
+                to: TxKind::Call(abi::ARKIV_ADDRESS),
+                value: U256::ZERO,
+                access_list: Default::default(),
+                input: data.clone(),
+            })
+            .unwrap();
+        assert_eq!(p.nonce, 4);
+        let env = TxEnvelope::decode_2718(&mut p.raw.as_ref()).unwrap();
+        assert_eq!(*env.tx_hash(), p.hash);
+        assert_eq!(env.recover_signer().unwrap(), w.address());
+        let TxEnvelope::Eip1559(s) = env else {
+            panic!("not EIP-1559")
+        };
+        assert_eq!(s.tx().input, data);
+        assert_eq!(s.tx().chain_id, 1337);
+    }
+
+    #[test]
+    fn parses_receipts_of_the_five_events() {
+        let key = B256::repeat_byte(9);
+        let relayer = Address::repeat_byte(0xaa);
+        let owner = Address::repeat_byte(0xbb);
+        let created = abi::EntityCreated {
+            entityKey: key,
+            owner: relayer,
+            expiresAt: 77,
+            creationFlags: 0,
+        }
+        .encode_log_data();
+        let moved = abi::OwnershipTransferred {
+            entityKey: key,
+            previousOwner: relayer,
+            newOwner: owner,
+        }
+        .encode_log_data();
+        let log = |d: &alloy_primitives::LogData, address: Address| {
+            json!({
+                "address": addr_json(&address),
+                "topics": d.topics().iter().map(|t| t.to_string()).collect::<Vec<_>>(),
+                "data": hex_bytes(&d.data),
+            })
+        };
+        let r = json!({
+            "transactionHash": B256::repeat_byte(5).to_string(),
+            "blockNumber": "0x10",
+            "status": "0x1",
+            "gasUsed": "0x5208",
+            "logs": [
+                log(&created, abi::ARKIV_ADDRESS),
+                log(&created, Address::repeat_byte(1)),
+                log(&moved, abi::ARKIV_ADDRESS),
+            ],
+        });
+        let b = RpcLedger::parse_receipt(&r).unwrap();
+        assert!(b.success);
+        assert_eq!(b.block_number, 16);
+        assert_eq!(b.gas_used, 21000);
+        assert_eq!(
+            b.created,
+            vec![CreatedEntity {
+                key,
+                owner: relayer,
+                expires_at: 77
+            }]
+        );
+        assert_eq!(
+            b.transfers,
+            vec![TransferredEntity {
+                key,
+                from: relayer,
+                to: owner
+            }]
+        );
+    }
+
+    #[test]
+    fn revert_data_in_rpc_errors_is_decoded() {
+        let data = abi::EntityNotFound {
+            entityKey: B256::repeat_byte(0x11),
+        }
+        .abi_encode();
+        let e = LedgerError::Rpc {
+            code: 3,
+            message: "execution reverted".into(),
+            data: Some(hex_bytes(&data)),
+        };
+        match as_revert(e) {
+            LedgerError::Reverted(t) => assert!(t.starts_with("EntityNotFound(0x1111")),
+            other => panic!("{other:?}"),
+        }
+        let e = LedgerError::Rpc {
+            code: -32000,
+            message: "boom".into(),
+            data: Some(json!({"data": hex_bytes(&data)})),
+        };
+        assert!(matches!(as_revert(e), LedgerError::Reverted(_)));
+        let plain = LedgerError::Rpc {
+            code: -32601,
+            message: "method not found".into(),
+            data: None,
+        };
+        assert!(matches!(as_revert(plain), LedgerError::Rpc { .. }));
+    }
+}
