@@ -27,7 +27,7 @@ pub use alloy_primitives::U256;
 pub use error::AttributeError;
 pub use map::{ArkivAttribute, Attributes, MAX_ATTRIBUTES};
 pub use name::{
-    name_problem, reserved_problem, user_name_problem, MAX_NAME_BYTES, RESERVED_NAMES,
-    SYSTEM_PREFIX,
+    assert_node_safe_names, name_problem, reserved_problem, user_name_problem, MAX_NAME_BYTES,
+    RESERVED_NAMES, SYSTEM_PREFIX,
 };
 pub use value::{AttrType, AttrValue, MAX_STR_BYTES};

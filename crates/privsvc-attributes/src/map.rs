@@ -168,6 +168,20 @@ impl Attributes {
         Self::from_wire(&value)
     }
 
+    /// Rebuilds attributes from Arkiv typed cells (the inverse of
+    /// [`Attributes::arkiv_attributes`]); every name and value is checked again.
+    pub fn from_arkiv_attributes(cells: &[ArkivAttribute]) -> Result<Attributes, AttributeError> {
+        let mut out = Attributes::new();
+        for cell in cells {
+            let value = AttrValue::from_arkiv(cell.type_id, &cell.value)
+                .map_err(|reason| AttributeError::invalid(&cell.name, reason))?;
+            if out.insert(cell.name.clone(), value)?.is_some() {
+                return Err(AttributeError::invalid(&cell.name, "appears twice"));
+            }
+        }
+        Ok(out)
+    }
+
     /// The Arkiv typed attribute cells, strictly ascending by their 32-byte names as the node
     /// requires; numbers keep their numeric type so range queries work on the ledger.
     pub fn arkiv_attributes(&self) -> Vec<ArkivAttribute> {

@@ -65,6 +65,29 @@ pub fn reserved_problem(name: &str) -> Option<String> {
     None
 }
 
+/// Fails on the first name that the Arkiv node would refuse or privsvc does not allow
+/// ([`name_problem`]), naming it and the reason.
+///
+/// ```
+/// use privsvc_attributes::assert_node_safe_names;
+/// assert!(assert_node_safe_names(["level", "city"]).is_ok());
+/// let e = assert_node_safe_names(["level", "City"]).unwrap_err();
+/// assert_eq!(e.to_string(), r#"attribute "City": names must be lowercase"#);
+/// ```
+pub fn assert_node_safe_names<'a>(
+    names: impl IntoIterator<Item = &'a str>,
+) -> Result<(), crate::AttributeError> {
+    for name in names {
+        if let Some(reason) = name_problem(name) {
+            return Err(crate::AttributeError::Invalid {
+                name: name.to_owned(),
+                reason,
+            });
+        }
+    }
+    Ok(())
+}
+
 /// [`name_problem`] plus [`reserved_problem`]: the check for names that come from user input.
 pub fn user_name_problem(name: &str) -> Option<String> {
     name_problem(name).or_else(|| reserved_problem(name))

@@ -118,6 +118,56 @@ impl AttrValue {
         }
     }
 
+    /// The inverse of [`AttrValue::arkiv_type_id`] and [`AttrValue::arkiv_value_bytes`]:
+    /// decodes an Arkiv cell of typeId 8, 2, 3 or 4. Strict: words must be exactly 32 bytes
+    /// with canonical padding (as the node enforces), text must be valid `str`.
+    pub fn from_arkiv(type_id: u8, value: &[u8]) -> Result<AttrValue, String> {
+        let word = || -> Result<&[u8], String> {
+            if value.len() == 32 {
+                Ok(value)
+            } else {
+                Err(format!(
+                    "a numeric Arkiv value must be 32 bytes, got {}",
+                    value.len()
+                ))
+            }
+        };
+        let parsed = match type_id {
+            8 => AttrValue::Str(
+                String::from_utf8(value.to_vec())
+                    .map_err(|_| "the Arkiv str value is not UTF-8".to_owned())?,
+            ),
+            2 => {
+                let w = word()?;
+                let v = i32::from_be_bytes([w[28], w[29], w[30], w[31]]);
+                let fill = if v < 0 { 0xff } else { 0x00 };
+                if w[..28].iter().any(|b| *b != fill) {
+                    return Err("the Arkiv i32 word is not a sign-extended 32-bit value".into());
+                }
+                AttrValue::I32(v)
+            }
+            3 => {
+                let w = word()?;
+                if w[..24].iter().any(|b| *b != 0) {
+                    return Err("the Arkiv u64 word has non-zero upper bytes".into());
+                }
+                let mut b = [0u8; 8];
+                b.copy_from_slice(&w[24..]);
+                AttrValue::U64(u64::from_be_bytes(b))
+            }
+            4 => AttrValue::U256(U256::from_be_slice(word()?)),
+            other => {
+                return Err(format!(
+                    "Arkiv typeId {other} is not one of the privsvc types (str 8, i32 2, u64 3, u256 4)"
+                ))
+            }
+        };
+        match parsed.problem() {
+            Some(p) => Err(p),
+            None => Ok(parsed),
+        }
+    }
+
     /// The JSON form of the value alone: a string for `str`, `u64` and `u256` (decimal), a
     /// number for `i32`.
     pub fn wire_value(&self) -> Value {
@@ -253,7 +303,7 @@ fn parse_i32(raw: &Value) -> Result<i32, String> {
         ));
     }
     Err(format!(
-        "i32 values must be integers without fraction or exponent, got {n}"
+        "i32 values must be integers without fraction, exponent or minus zero, got {n}"
     ))
 }
 

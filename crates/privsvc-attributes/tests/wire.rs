@@ -90,7 +90,7 @@ fn rejections_name_the_attribute_and_reason() {
         ),
         (
             json!({"a": {"type": "i32", "value": 1.5}}),
-            "must be integers without fraction or exponent, got 1.5",
+            "must be integers without fraction, exponent or minus zero, got 1.5",
         ),
         (
             json!({"a": {"type": "i32", "value": "1"}}),
@@ -142,6 +142,7 @@ fn rejections_name_the_attribute_and_reason() {
             "out of range",
         ),
         (json!([]), "must be a JSON object"),
+        (json!({"a": {"type": "i32", "value": -0.0}}), "minus zero"),
     ];
     for (wire, want) in cases {
         let got = wire_err(wire.clone());
@@ -306,4 +307,56 @@ proptest! {
     fn arbitrary_json_never_panics(text in "\\PC{0,80}") {
         let _ = privsvc_attributes::fuzz_entry::attributes_from_wire(text.as_bytes());
     }
+}
+
+#[test]
+fn arkiv_cells_decode_back_strictly() {
+    let wire = json!({
+        "s": {"type": "str", "value": "héllo"},
+        "neg": {"type": "i32", "value": -5},
+        "pos": {"type": "i32", "value": 2147483647},
+        "n": {"type": "u64", "value": "18446744073709551615"},
+        "w": {"type": "u256", "value": "12345678901234567890123456789"},
+    });
+    let a = Attributes::from_wire(&wire).unwrap();
+    let cells = a.arkiv_attributes();
+    assert_eq!(Attributes::from_arkiv_attributes(&cells).unwrap(), a);
+
+    let mut bad = cells.clone();
+    let i = bad.iter().position(|c| c.name == "neg").unwrap();
+    bad[i].value[0] = 0x00; // not sign-extended
+    assert!(Attributes::from_arkiv_attributes(&bad)
+        .unwrap_err()
+        .to_string()
+        .contains("attribute \"neg\": the Arkiv i32 word"));
+    let mut bad = cells.clone();
+    let i = bad.iter().position(|c| c.name == "n").unwrap();
+    bad[i].value[0] = 1;
+    assert!(Attributes::from_arkiv_attributes(&bad)
+        .unwrap_err()
+        .to_string()
+        .contains("non-zero upper bytes"));
+    let mut bad = cells.clone();
+    bad[0].type_id = 9;
+    assert!(Attributes::from_arkiv_attributes(&bad)
+        .unwrap_err()
+        .to_string()
+        .contains("typeId 9"));
+    let mut bad = cells.clone();
+    let i = bad.iter().position(|c| c.name == "w").unwrap();
+    bad[i].value.pop();
+    assert!(Attributes::from_arkiv_attributes(&bad)
+        .unwrap_err()
+        .to_string()
+        .contains("must be 32 bytes, got 31"));
+    let mut twice = cells.clone();
+    twice.push(cells[0].clone());
+    assert!(Attributes::from_arkiv_attributes(&twice)
+        .unwrap_err()
+        .to_string()
+        .contains("appears twice"));
+    assert_eq!(
+        AttrValue::from_arkiv(8, &[0xff]),
+        Err("the Arkiv str value is not UTF-8".into())
+    );
 }
