@@ -1,7 +1,9 @@
 //! The Arkiv ledger as privsvc uses it (native protocol of SDK 0.8.1): the entity model, the
 //! `LedgerReader` and `LedgerWriter` traits, the `execute()` ABI ([`abi`]), the typed attribute
 //! codec ([`codec`]), entity key derivation ([`keys`]), expiry resolution ([`expiry`]), the query
-//! builder ([`query`]) and the JSON wire forms of query results ([`wire`]).
+//! builder ([`query`]), the JSON wire forms of query results ([`wire`]), the JSON-RPC client
+//! ([`rpc`]: [`RpcLedger`], [`RpcWriter`], [`query_all`]) and privsvc's system entities
+//! ([`system`]).
 #![forbid(unsafe_code)]
 
 pub mod abi;
@@ -14,6 +16,7 @@ pub mod ops;
 pub mod query;
 pub mod reader;
 pub mod rpc;
+pub mod system;
 pub mod wire;
 pub mod writer;
 
