@@ -136,10 +136,18 @@ impl PrivateClient {
 
     /// Marks a relayer bad for the rest of the session.
     pub(crate) fn mark_bad(&self, url: &str) {
-        if let Ok(mut rs) = self.relayers.lock() {
-            for r in rs.iter_mut().filter(|r| r.url == url) {
-                r.bad = true;
-            }
+        self.set_relayer_bad(url, true);
+    }
+
+    /// Sets or clears a relayer's `bad` flag. Writes go to relayers that are not bad first; bad
+    /// ones are tried only when every other relayer failed. The client sets the flag itself
+    /// when a relayer stops answering; use this to act on an out-of-band report.
+    pub fn set_relayer_bad(&self, url: &str, bad: bool) {
+        let url = privsvc_ohttp::normalize_relayer_url(url)
+            .unwrap_or_else(|_| url.trim_end_matches('/').to_string());
+        let mut rs = self.relayers.lock().unwrap_or_else(|p| p.into_inner());
+        for r in rs.iter_mut().filter(|r| r.url == url) {
+            r.bad = bad;
         }
     }
 
@@ -235,7 +243,7 @@ async fn contact_relayers(
     match &options.relayers {
         Some(urls) => {
             for url in urls {
-                let url = url.trim_end_matches('/').to_string();
+                let url = privsvc_ohttp::normalize_relayer_url(url)?;
                 match fetch_info(transport, &url).await {
                     Ok((address, info)) if info.chain_id == chain_id => out.push(RelayerStatus {
                         url,

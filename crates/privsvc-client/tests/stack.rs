@@ -1,0 +1,489 @@
+//! The client against the real stack: devnet, two relayers (A runs the issuer), tokens, and an
+//! OHTTP relay, all on loopback.
+
+mod common;
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use alloy_primitives::B256;
+use common::*;
+use privsvc_client::{
+    heartbeat_relayers, verify_ownership_proof, verify_record, AttrValue, CreateParams,
+    EntitiesQuery, Expires, PrivateClient, PrivsvcError, ProofExpectation, ProveParams,
+    RejectReason, VerifyOptions, WarningCode,
+};
+use privsvc_ledger::{ArkivValue, Create, CreationFlags, Operation};
+use privsvc_vault::LocalWallet;
+
+fn note(text: &str) -> CreateParams {
+    CreateParams::new(text.as_bytes().to_vec(), "text/plain", Expires::Hours(1))
+        .attribute("kind", "note")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn write_read_prove_everything_through_ohttp_with_tokens() {
+    let stack = Stack::start(StackOptions::default()).await;
+    let (_wa, alice) = stack.client().await;
+    let (_wb, bob) = stack.client().await;
+    assert_eq!(alice.relayers().len(), 2);
+    assert!(alice
+        .relayers()
+        .iter()
+        .all(|r| r.info.tokens_required && !r.bad));
+    let before = stack.relay_requests.load(Ordering::SeqCst);
+
+    let r1 = alice.create_entity(note("first")).await.expect("write 1");
+    let r2 = alice
+        .create_entity(note("secret").encrypt(true))
+        .await
+        .expect("write 2");
+    let r3 = bob.create_entity(note("bob's")).await.expect("write 3");
+    for r in [&r1, &r2, &r3] {
+        assert!(!r.recovered);
+        assert!(r.relayer == stack.a_url || r.relayer == stack.b_url);
+        assert!(r.batch_size >= 1);
+        assert_ne!(r.tx_hash, B256::ZERO);
+    }
+    // Submissions and polls went through the relay (at least a submit and a poll per write).
+    assert!(stack.relay_requests.load(Ordering::SeqCst) >= before + 6);
+
+    // Alice sees her two records, newest first, decrypted; never Bob's.
+    let mine = alice.my_entities(&EntitiesQuery::new()).await.unwrap();
+    assert_eq!(mine.len(), 2, "{mine:?}");
+    assert_eq!(mine[0].entity_key, r2.entity_key);
+    assert_eq!(mine[0].to_text(), "secret");
+    assert!(mine[0].encrypted);
+    assert_eq!(mine[1].entity_key, r1.entity_key);
+    assert_eq!(mine[1].to_text(), "first");
+    assert_eq!(mine[1].content_type, "text/plain");
+    assert_eq!(mine[1].exp_seconds, 3600);
+    assert_eq!(mine[1].owner, r1.owner);
+    assert_eq!(
+        mine[1].attribute("project"),
+        Some(&AttrValue::Str(APP.into()))
+    );
+    assert!(mine[0].created_at > mine[1].created_at);
+    assert_eq!(mine[1].expires_at - mine[1].created_at, 1800);
+    // The encrypted payload is not readable on the ledger.
+    let raw = stack
+        .reader
+        .entity(r2.entity_key, None)
+        .await
+        .unwrap()
+        .unwrap();
+    let sealed = privsvc_envelope::parse_envelope(raw.payload.as_deref().unwrap()).unwrap();
+    assert!(sealed.body.enc);
+    assert_ne!(sealed.body.data, b"secret");
+    // JSON payloads parse.
+    let r4 = alice
+        .create_entity(CreateParams::new(
+            br#"{"a":1}"#.to_vec(),
+            "application/json",
+            Expires::Hours(1),
+        ))
+        .await
+        .unwrap();
+    let mine = alice.my_entities(&EntitiesQuery::new()).await.unwrap();
+    assert_eq!(mine.len(), 3);
+    assert_eq!(mine[0].entity_key, r4.entity_key);
+    assert_eq!(mine[0].to_json().unwrap()["a"], 1);
+
+    let bobs = bob
+        .my_entities(&EntitiesQuery::new().refresh())
+        .await
+        .unwrap();
+    assert_eq!(bobs.len(), 1);
+    assert_eq!(bobs[0].entity_key, r3.entity_key);
+    assert_eq!(bobs[0].to_text(), "bob's");
+
+    // `where` filters locally.
+    let notes = alice
+        .my_entities(&EntitiesQuery::new().where_eq("kind", "note"))
+        .await
+        .unwrap();
+    assert_eq!(notes.len(), 2);
+    assert!(alice
+        .my_entities(&EntitiesQuery::new().where_eq("kind", "other"))
+        .await
+        .unwrap()
+        .is_empty());
+
+    // Ownership proof, verified against the ledger.
+    let proof = alice
+        .prove_ownership(
+            r1.entity_key,
+            &ProveParams {
+                challenge: "c-1".into(),
+                verifier: "shop.example".into(),
+                ttl_seconds: None,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(proof.owner, r1.owner);
+    verify_ownership_proof(
+        &proof,
+        &ProofExpectation {
+            challenge: "c-1",
+            verifier: "shop.example",
+            reader: stack.reader.as_ref(),
+            now: None,
+        },
+    )
+    .await
+    .unwrap();
+    // Bob cannot prove Alice's record.
+    let err = bob
+        .prove_ownership(
+            r1.entity_key,
+            &ProveParams {
+                challenge: "c-1".into(),
+                verifier: "shop.example".into(),
+                ttl_seconds: None,
+            },
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, PrivsvcError::UnknownRecord { .. }), "{err}");
+    stack.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scopes_discovery_cover_batches_checks_and_tampering() {
+    let stack = Stack::start(StackOptions {
+        tokens: false,
+        ohttp: false,
+        a_holds: false,
+    })
+    .await;
+
+    // Discovery from heartbeats finds both relayers.
+    assert_eq!(
+        heartbeat_relayers(stack.reader.as_ref())
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
+    let wallet = Arc::new(LocalWallet::random());
+    let counting = Arc::new(CountingReader::new(stack.reader.clone()));
+    let alice = PrivateClient::builder(APP)
+        .wallet(wallet.clone())
+        .reader(counting.clone())
+        .delay_ms(0, 0)
+        .poll_interval(Duration::from_millis(100))
+        .cover_batches(2)
+        .build()
+        .await
+        .expect("client with discovered relayers");
+    let mut urls: Vec<String> = alice.relayers().into_iter().map(|r| r.url).collect();
+    urls.sort();
+    let mut expected = vec![stack.a_url.clone(), stack.b_url.clone()];
+    expected.sort();
+    assert_eq!(urls, expected);
+    assert_eq!(alice.relayer_addresses().len(), 2);
+
+    // Scopes share an owner.
+    let s1 = alice
+        .create_entity(note("d1").scope("diary"))
+        .await
+        .unwrap();
+    let s2 = alice
+        .create_entity(note("d2").scope("diary"))
+        .await
+        .unwrap();
+    let free = alice.create_entity(note("free")).await.unwrap();
+    assert_eq!(s1.owner, s2.owner);
+    assert_eq!(s1.owner, alice.scope_address("diary").await.unwrap());
+    assert_ne!(free.owner, s1.owner);
+    assert_eq!(stack.owned_by(s1.owner).await.len(), 2);
+
+    // Other users write in other batches.
+    for i in 0..4 {
+        let (_w, other) = stack.client().await;
+        other
+            .create_entity(note(&format!("other {i}")))
+            .await
+            .unwrap();
+    }
+
+    // Reading fetches the user's batches plus exactly `cover_batches` others.
+    counting.clear();
+    let mine = alice
+        .my_entities(&EntitiesQuery::new().refresh())
+        .await
+        .unwrap();
+    assert_eq!(mine.len(), 3);
+    let my_batches: std::collections::BTreeSet<(u64, _)> =
+        mine.iter().map(|r| (r.created_at, r.creator)).collect();
+    assert_eq!(counting.batch_fetches(), my_batches.len() + 2);
+    let stats = alice.scan_new().await.unwrap();
+    assert_eq!(stats.matched, 0, "nothing new to open");
+    assert_eq!(stats.cover_batches, 2);
+
+    // Checks: strict mode refuses, invalid names are refused before anything is sent.
+    let strict = stack.builder(&wallet).strict(true).build().await.unwrap();
+    let err = strict
+        .create_entity(note("t").attribute("seen_at", AttrValue::U64(1_716_212_345)))
+        .await
+        .unwrap_err();
+    match err {
+        PrivsvcError::StrictRefusal { warnings } => {
+            assert!(warnings.iter().any(|w| w.code == WarningCode::Timestamp))
+        }
+        other => panic!("expected strict refusal, got {other}"),
+    }
+    for bad in ["Kind", "tag", "project", "privsvc_x", "has space"] {
+        let err = alice
+            .create_entity(note("x").attribute(bad, "v"))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, PrivsvcError::InvalidAttributes { .. }),
+            "{bad}: {err}"
+        );
+    }
+    let w = alice.check(
+        &[("lat".to_string(), AttrValue::Str("52.520008".into()))],
+        Expires::Days(2),
+        b"x",
+    );
+    assert!(w.iter().any(|w| w.code == WarningCode::ExpiryRounded));
+    let mut rare = privsvc_attributes::Attributes::new();
+    rare.insert("kind", "unheard-of").unwrap();
+    let rw = alice.check_rarity(&rare, Some(3)).await.unwrap();
+    assert!(rw.iter().any(|w| w.code == WarningCode::RareCombination));
+    let mut common = privsvc_attributes::Attributes::new();
+    common.insert("kind", "note").unwrap();
+    assert!(alice
+        .check_rarity(&common, Some(3))
+        .await
+        .unwrap()
+        .is_empty());
+
+    // Tampering with a real record.
+    let entity = stack
+        .reader
+        .entity(free.entity_key, None)
+        .await
+        .unwrap()
+        .unwrap();
+    let trusted = alice.relayer_addresses();
+    let expect = VerifyOptions {
+        app: Some(APP),
+        relayers: Some(&trusted),
+        owner: Some(free.owner),
+    };
+    verify_record(&entity, &expect).expect("genuine record verifies");
+    let mut changed = entity.clone();
+    for a in changed.attributes.as_mut().unwrap() {
+        if a.name == "kind" {
+            a.value = ArkivValue::Str("forged".into());
+        }
+    }
+    assert!(matches!(
+        verify_record(&changed, &expect),
+        Err(RejectReason::SignatureMismatch { .. })
+    ));
+    let mut moved = entity.clone();
+    moved.owner = Some(s1.owner);
+    assert!(matches!(
+        verify_record(&moved, &expect),
+        Err(RejectReason::WrongOwner { .. })
+    ));
+
+    // A foreign account replays Alice's envelope and hands the copy to her owner address.
+    let foreign = writer(&stack.node, 3);
+    let receipt = foreign
+        .execute(&[Operation::Create(Create {
+            salt: 7,
+            expires_at: 0,
+            min_lifetime: 1800,
+            flags: CreationFlags::default(),
+            content_type: "application/json".into(),
+            payload: entity.payload.clone().unwrap(),
+            attributes: entity.attributes.clone().unwrap(),
+        })])
+        .await
+        .unwrap();
+    assert!(receipt.success);
+    let copy_key = receipt.created[0].key;
+    let receipt = foreign
+        .execute(&[Operation::Transfer {
+            key: copy_key,
+            new_owner: free.owner,
+        }])
+        .await
+        .unwrap();
+    assert!(receipt.success);
+    let copy = stack.reader.entity(copy_key, None).await.unwrap().unwrap();
+    assert_eq!(
+        verify_record(&copy, &expect),
+        Err(RejectReason::UntrustedCreator(foreign.address()))
+    );
+    // Without the trusted-relayers rule the copy looks like Alice's; with it, it is ignored.
+    let loose = alice
+        .my_entities(&EntitiesQuery::new().refresh())
+        .await
+        .unwrap();
+    assert!(loose.iter().any(|r| r.entity_key == copy_key));
+    let careful = stack
+        .builder(&wallet)
+        .trusted_relayers_only(true)
+        .build()
+        .await
+        .unwrap();
+    let strict_list = careful.my_entities(&EntitiesQuery::new()).await.unwrap();
+    assert_eq!(strict_list.len(), 3);
+    assert!(strict_list.iter().all(|r| r.entity_key != copy_key));
+    stack.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn min_anonymity_three_clients_share_one_batch() {
+    let stack = Stack::start(StackOptions {
+        tokens: false,
+        ohttp: false,
+        a_holds: false,
+    })
+    .await;
+    let mut clients = Vec::new();
+    for _ in 0..3 {
+        let w = Arc::new(LocalWallet::random());
+        clients.push(
+            PrivateClient::builder(APP)
+                .wallet(w)
+                .reader(stack.reader.clone())
+                .relayers([stack.a_url.clone()])
+                .delay_ms(0, 0)
+                .poll_interval(Duration::from_millis(100))
+                .min_anonymity(3)
+                .build()
+                .await
+                .unwrap(),
+        );
+    }
+    let results = futures_join(&clients).await;
+    let tx = results[0].tx_hash;
+    for r in &results {
+        assert_eq!(r.tx_hash, tx, "all three in one batch");
+        assert!(r.batch_size >= 3);
+    }
+
+    // Alone, a record with minAnonymity 3 fails once the relayer stops holding it.
+    let lone = PrivateClient::builder(APP)
+        .wallet(Arc::new(LocalWallet::random()))
+        .reader(stack.reader.clone())
+        .relayers([stack.a_url.clone()])
+        .delay_ms(0, 0)
+        .poll_interval(Duration::from_millis(100))
+        .min_anonymity(3)
+        .max_hold_ms(1000)
+        .build()
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let err = lone.create_entity(note("alone")).await.unwrap_err();
+    assert!(
+        matches!(err, PrivsvcError::AllRelayersFailed { .. }),
+        "{err}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(20));
+    stack.shutdown().await;
+}
+
+async fn futures_join(clients: &[PrivateClient]) -> Vec<privsvc_client::CreateResult> {
+    let (a, b, c) = tokio::join!(
+        clients[0].create_entity(note("k1")),
+        clients[1].create_entity(note("k2")),
+        clients[2].create_entity(note("k3")),
+    );
+    vec![a.unwrap(), b.unwrap(), c.unwrap()]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn relayer_killed_while_holding_the_record_fails_over_once() {
+    let mut stack = Stack::start(StackOptions {
+        tokens: false,
+        ohttp: false,
+        a_holds: true,
+    })
+    .await;
+    let wallet = Arc::new(LocalWallet::random());
+    let client = Arc::new(
+        stack
+            .builder(&wallet)
+            .inclusion_timeout(Duration::from_secs(3))
+            .build()
+            .await
+            .unwrap(),
+    );
+    // Steer the first attempt to A, which holds the record in its queue.
+    client.set_relayer_bad(&stack.b_url, true);
+    let task = {
+        let client = client.clone();
+        tokio::spawn(async move { client.create_entity(note("stranded")).await })
+    };
+    let a = stack.a.take().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while a.health().await.queue == 0 {
+        assert!(Instant::now() < deadline, "A never queued the record");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    a.crash().await;
+    let r = task.await.unwrap().expect("written through B");
+    assert_eq!(r.relayer, stack.b_url);
+    assert!(!r.recovered);
+    let on_ledger = stack.owned_by(r.owner).await;
+    assert_eq!(on_ledger.len(), 1, "exactly one entity");
+    assert_eq!(on_ledger[0].key, r.entity_key);
+    assert!(client
+        .relayers()
+        .iter()
+        .any(|x| x.url == stack.a_url && x.bad));
+    stack.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn relayer_killed_after_writing_is_recovered_from_the_ledger() {
+    let mut stack = Stack::start(StackOptions {
+        tokens: false,
+        ohttp: false,
+        a_holds: false,
+    })
+    .await;
+    let wallet = Arc::new(LocalWallet::random());
+    let client = Arc::new(
+        stack
+            .builder(&wallet)
+            .poll_interval(Duration::from_millis(1500))
+            .build()
+            .await
+            .unwrap(),
+    );
+    client.set_relayer_bad(&stack.b_url, true);
+    let task = {
+        let client = client.clone();
+        tokio::spawn(async move { client.create_entity(note("landed")).await })
+    };
+    let a = stack.a.take().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while a.health().await.batches == 0 {
+        assert!(Instant::now() < deadline, "A never wrote the batch");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    a.crash().await;
+    let r = task.await.unwrap().expect("recovered");
+    assert!(r.recovered);
+    assert_eq!(r.relayer, "");
+    let on_ledger = stack.owned_by(r.owner).await;
+    assert_eq!(on_ledger.len(), 1, "never written twice");
+    assert_eq!(on_ledger[0].key, r.entity_key);
+    // The recovered record is the user's and provable.
+    let mine = client.my_entities(&EntitiesQuery::new()).await.unwrap();
+    assert_eq!(mine.len(), 1);
+    assert_eq!(mine[0].to_text(), "landed");
+    stack.shutdown().await;
+}
