@@ -48,3 +48,45 @@ alloy_sol_types::sol! {
     event OwnershipTransferred(bytes32 indexed entityKey, address indexed previousOwner, address indexed newOwner);
     event EntityDeleted(bytes32 indexed entityKey, address indexed owner);
 }
+
+/// A cell: left-aligned, NUL-padded name (at most 32 bytes; longer names are cut), typeId, value.
+pub fn cell(name: &str, type_id: u8, value: impl Into<alloy_primitives::Bytes>) -> Attribute {
+    let mut w = [0u8; 32];
+    let n = name.len().min(32);
+    w[..n].copy_from_slice(&name.as_bytes()[..n]);
+    Attribute {
+        name: w.into(),
+        typeId: type_id,
+        value: value.into(),
+    }
+}
+
+/// A create operation (cells are sorted by name here, as the node requires).
+pub fn create_operation(
+    salt: u128,
+    expires_at: u64,
+    min_lifetime: u64,
+    flags: u8,
+    mut cells: Vec<Attribute>,
+) -> Operation {
+    use alloy_sol_types::SolValue;
+    cells.sort_by_key(|c| c.name);
+    let data = CreateOp {
+        salt,
+        expiresAt: expires_at,
+        minLifetime: min_lifetime,
+        creationFlags: flags,
+        attributes: cells,
+    }
+    .abi_encode();
+    Operation {
+        operation: 1,
+        operationData: data.into(),
+    }
+}
+
+/// `execute(ops)` calldata.
+pub fn encode_execute(ops: Vec<Operation>) -> alloy_primitives::Bytes {
+    use alloy_sol_types::SolCall;
+    executeCall { ops }.abi_encode().into()
+}

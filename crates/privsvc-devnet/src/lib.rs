@@ -38,11 +38,12 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use alloy_primitives::{Address, Bytes, B256, U256};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 pub use abi::ARKIV_ADDRESS;
+/// Primitive types used in this crate's API (re-exported for convenience).
+pub use alloy_primitives::{Address, Bytes, B256, U256};
 pub use chain::{CallRequest, Genesis};
 pub use entity::{EntityData, StoredAttr};
 pub use error::DevnetError;
