@@ -34,6 +34,16 @@ fn main() {
     rate("suite blind_sign (+check)", n, || {
         suite.blind_sign(&sk, &blinded).unwrap();
     });
+    let fast = privsvc_tokens::BlindSigner::new(&sk).unwrap();
+    assert_eq!(
+        fast.sign(&blinded).unwrap(),
+        privsvc_tokens::token_suite()
+            .blind_sign(&sk, &blinded)
+            .unwrap()
+    );
+    rate("BlindSigner::sign (+check)", n, || {
+        fast.sign(&blinded).unwrap();
+    });
     let inner: &blind_rsa_signatures::reexports::rsa::RsaPrivateKey = sk.as_ref();
     let c = BoxedUint::from_be_slice(&blinded, inner.n_bits_precision()).unwrap();
     rate("rsa_decrypt no blinding", n, || {
@@ -48,6 +58,46 @@ fn main() {
     rate("invert_mod n", n, || {
         let _ = c.invert_mod(inner.n());
     });
+    {
+        use blind_rsa_signatures::reexports::crypto_bigint::{
+            modular::{BoxedMontyForm, FixedMontyForm, FixedMontyParams},
+            Odd, Resize, U1024,
+        };
+        use blind_rsa_signatures::reexports::rsa::traits::PrivateKeyParts;
+        let p = &inner.primes()[0];
+        let dp = inner.dp().unwrap();
+        println!(
+            "p bits {} prec {}, dp prec {}",
+            p.bits(),
+            p.bits_precision(),
+            dp.bits_precision()
+        );
+        let pp = inner.p_params().unwrap();
+        let x = BoxedUint::from_be_slice(&blinded[..128], 1024).unwrap();
+        let x = BoxedMontyForm::new(x, pp);
+        rate("boxed pow 1024", n, || {
+            let _ = x.pow(dp);
+        });
+        let p_fixed = U1024::from_be_slice(&p.to_be_bytes());
+        let params = FixedMontyParams::new(Odd::new(p_fixed).unwrap());
+        let dp_fixed = U1024::from_be_slice(&dp.to_be_bytes());
+        let xf = FixedMontyForm::new(&U1024::from_be_slice(&blinded[..128]), &params);
+        rate("fixed pow 1024", n, || {
+            let _ = xf.pow(&dp_fixed);
+        });
+        rate("fixed pow_amm 1024", n, || {
+            let _ = xf.pow_amm(&dp_fixed);
+        });
+        assert_eq!(
+            xf.pow(&dp_fixed).retrieve().to_be_bytes().as_slice(),
+            &*x.pow(dp).retrieve().to_be_bytes()
+        );
+        let c2 = BoxedUint::from_be_slice(&blinded, 2048).unwrap();
+        let pw = pp.modulus().resize_unchecked(2048);
+        rate("boxed 2048 % p", n, || {
+            let _ = &c2 % pw.as_nz_ref();
+        });
+    }
     let sig = suite.blind_sign(&sk, &blinded).unwrap();
     let fin = suite.finalize(&pk, &sig, &b, &msg).unwrap();
     rate("verify", n, || {

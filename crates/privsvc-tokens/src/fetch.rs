@@ -22,7 +22,7 @@ pub async fn fetch_issuer_key(
     app: &str,
     epoch: u32,
 ) -> Result<IssuerKey, TokenError> {
-    let expression = issuer_key_query(issuer, app, epoch);
+    let expression = issuer_key_query(issuer, app, epoch)?;
     let mut options = QueryOptions {
         at_block: None,
         select: Select {
@@ -44,7 +44,7 @@ pub async fn fetch_issuer_key(
             let Some(spki) = issuer_key_payload(entity, issuer, app, epoch) else {
                 continue;
             };
-            let key = import_issuer_key(spki);
+            let key = import_issuer_key(&spki);
             let seen = distinct.iter().any(|k| match (k, &key) {
                 (Ok(a), Ok(b)) => a == b,
                 _ => false,

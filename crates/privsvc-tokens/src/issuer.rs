@@ -13,11 +13,10 @@ use privsvc_ledger::{
 use sha2::{Digest, Sha256};
 
 use crate::issuer_store::{IssuerStore, StoreError};
-use crate::key_entity::{
-    issuer_key_create, issuer_key_payload, issuer_key_query, ISSUER_KEY_LIFETIME_BLOCKS,
-};
+use crate::key_entity::{issuer_key_create, issuer_key_payload, issuer_key_query};
 use crate::message::{epoch_of, issuance_message, now_ms};
 use crate::protocol::{IssueRequest, IssueResponse, IssuerKeyResponse};
+use crate::signer::BlindSigner;
 use crate::suite::{import_issuer_key, token_suite, IssuerKey, IssuerSecretKey, MODULUS_BYTES};
 
 /// Most blinded values one issue request may carry.
@@ -38,18 +37,15 @@ pub struct IssuerConfig {
     pub quota_per_wallet: u32,
     /// When `Some`, every issue request needs one of these one-time codes.
     pub attestation_codes: Option<Vec<String>>,
-    /// Lifetime of an issuer-key entity in blocks (default 7 days).
-    pub key_lifetime_blocks: u64,
 }
 
 impl IssuerConfig {
-    /// Defaults: quota [`DEFAULT_QUOTA`], no attestation codes, 7-day key entities.
+    /// Defaults: quota [`DEFAULT_QUOTA`], no attestation codes.
     pub fn new(data_dir: impl Into<PathBuf>) -> Self {
         IssuerConfig {
             data_dir: data_dir.into(),
             quota_per_wallet: DEFAULT_QUOTA,
             attestation_codes: None,
-            key_lifetime_blocks: ISSUER_KEY_LIFETIME_BLOCKS,
         }
     }
 }
@@ -120,7 +116,7 @@ type KeySlots = Mutex<HashMap<(String, u32), Arc<tokio::sync::Mutex<Option<DayKe
 
 /// One day's key of one app, loaded.
 struct DayKey {
-    secret: Arc<IssuerSecretKey>,
+    signer: Arc<BlindSigner>,
     public: IssuerKey,
     entity_key: Option<String>,
 }
@@ -276,20 +272,18 @@ impl Issuer {
             .into());
         }
 
-        let (secret, _, _) = self.day_key(&req.app, req.epoch).await?;
+        let (signer, _, _) = self.day_key(&req.app, req.epoch).await?;
+        // Each signature is checked (s^e = m) inside `BlindSigner::sign` before it is returned.
         let signatures = tokio::task::spawn_blocking(move || {
-            let suite = token_suite();
             blinded
                 .iter()
-                .map(|b| suite.blind_sign(&secret, b))
+                .map(|b| signer.sign(b))
                 .collect::<Result<Vec<_>, _>>()
         })
         .await
         .map_err(|e| IssuerError::Internal(e.to_string()))?
         .map_err(|e| match e {
-            crate::TokenError::Crypto(m) if m.contains("Unsupported") => {
-                IssuerError::BadRequest("a blinded value is not below the key's modulus".into())
-            }
+            crate::TokenError::Malformed(m) => IssuerError::BadRequest(m),
             other => IssuerError::Internal(other.to_string()),
         })?;
 
@@ -324,7 +318,7 @@ impl Issuer {
         &self,
         app: &str,
         epoch: u32,
-    ) -> Result<(Arc<IssuerSecretKey>, IssuerKey, String), IssuerError> {
+    ) -> Result<(Arc<BlindSigner>, IssuerKey, String), IssuerError> {
         let slot = {
             let mut keys = self.keys.lock().unwrap_or_else(|p| p.into_inner());
             keys.retain(|(_, e), _| *e + 1 >= epoch);
@@ -341,7 +335,7 @@ impl Issuer {
             day.entity_key = Some(entity_key);
         }
         let entity_key = day.entity_key.clone().expect("published above");
-        Ok((day.secret.clone(), day.public.clone(), entity_key))
+        Ok((day.signer.clone(), day.public.clone(), entity_key))
     }
 
     async fn load_or_generate(&self, app: &str, epoch: u32) -> Result<DayKey, IssuerError> {
@@ -368,8 +362,9 @@ impl Issuer {
             .map_err(|e| IssuerError::Internal(format!("stored key unreadable: {e}")))?;
         let public =
             IssuerKey::from_secret(&secret).map_err(|e| IssuerError::Internal(e.to_string()))?;
+        let signer = BlindSigner::new(&secret).map_err(|e| IssuerError::Internal(e.to_string()))?;
         Ok(DayKey {
-            secret: Arc::new(secret),
+            signer: Arc::new(signer),
             public,
             entity_key: stored.entity_key,
         })
@@ -381,13 +376,7 @@ impl Issuer {
         if let Some(existing) = self.find_published(app, epoch, key).await? {
             return Ok(existing);
         }
-        let op = issuer_key_create(
-            app,
-            epoch,
-            key.spki(),
-            rand::random::<u128>(),
-            self.config.key_lifetime_blocks,
-        );
+        let op = issuer_key_create(app, epoch, key.spki(), rand::random::<u128>())?;
         let receipt = self.writer.execute(&[op]).await?;
         if !receipt.success {
             return Err(IssuerError::Ledger(LedgerError::Reverted(
@@ -425,12 +414,12 @@ impl Issuer {
         };
         let page = self
             .reader
-            .query(&issuer_key_query(issuer, app, epoch), &options)
+            .query(&issuer_key_query(issuer, app, epoch)?, &options)
             .await?;
         let mut found = None;
         for entity in &page.entities {
             if let Some(spki) = issuer_key_payload(entity, issuer, app, epoch) {
-                match import_issuer_key(spki) {
+                match import_issuer_key(&spki) {
                     Ok(k) if &k == key => found = Some(entity.key.to_string()),
                     _ => {
                         return Err(IssuerError::KeyConflict {

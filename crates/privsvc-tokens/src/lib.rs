@@ -23,10 +23,12 @@ pub mod issuer;
 pub mod issuer_store;
 pub mod key_entity;
 pub mod router;
+pub mod signer;
 
 pub use fetch::fetch_issuer_key;
 pub use issuer::{IssueRefusal, Issuer, IssuerConfig, IssuerError};
 pub use router::issuer_router;
+pub use signer::BlindSigner;
 pub mod source;
 pub mod store;
 pub mod wallet;

@@ -1,0 +1,573 @@
+//! The issuer over real HTTP on loopback with the devnet as its ledger: key publication, the
+//! full issue-redeem-verify cycle, every 403, quota, restarts, equivocation, and the client
+//! token wallet.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use alloy_primitives::Address;
+use base64::Engine as _;
+use privsvc_devnet::{BlockTime, Devnet, DevnetConfig, DevnetHandle, DEV_PRIVATE_KEYS};
+use privsvc_ledger::{LedgerReader, LedgerWriter, RpcLedger, RpcWriter};
+use privsvc_tokens::key_entity::issuer_key_create;
+use privsvc_tokens::*;
+use privsvc_vault::{LocalWallet, Wallet};
+use serde_json::Value;
+
+const APP: &str = "tokens-test";
+
+struct Env {
+    devnet: DevnetHandle,
+    reader: Arc<dyn LedgerReader>,
+    writer: Arc<dyn LedgerWriter>,
+}
+
+fn secret(i: usize) -> [u8; 32] {
+    let mut out = [0u8; 32];
+    hex::decode_to_slice(&DEV_PRIVATE_KEYS[i][2..], &mut out).unwrap();
+    out
+}
+
+async fn env() -> Env {
+    let devnet = Devnet::start(DevnetConfig {
+        block_time: BlockTime::OnDemand,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let reader: Arc<dyn LedgerReader> = Arc::new(RpcLedger::new(devnet.url()).unwrap());
+    let writer: Arc<dyn LedgerWriter> = Arc::new(
+        RpcWriter::connect(RpcLedger::new(devnet.url()).unwrap(), &secret(0))
+            .await
+            .unwrap(),
+    );
+    Env {
+        devnet,
+        reader,
+        writer,
+    }
+}
+
+/// An issuer served on 127.0.0.1:<ephemeral>; returns its base URL and the server task.
+async fn serve(
+    env: &Env,
+    config: IssuerConfig,
+) -> (Arc<Issuer>, String, tokio::task::JoinHandle<()>) {
+    let issuer = Arc::new(Issuer::open(config, env.writer.clone(), env.reader.clone()).unwrap());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let router = issuer_router(issuer.clone());
+    let task = tokio::spawn(async move {
+        axum::serve(listener, router).await.unwrap();
+    });
+    (issuer, url, task)
+}
+
+fn today() -> u32 {
+    epoch_of(now_ms())
+}
+
+async fn get_key(url: &str, app: &str, epoch: u32) -> (u16, Value) {
+    let r = reqwest::Client::new()
+        .get(format!("{url}/v1/issuer/key"))
+        .query(&[("app", app.to_string()), ("epoch", epoch.to_string())])
+        .send()
+        .await
+        .unwrap();
+    (r.status().as_u16(), r.json().await.unwrap())
+}
+
+async fn post_issue(url: &str, body: &Value) -> (u16, Value) {
+    let r = reqwest::Client::new()
+        .post(format!("{url}/v1/tokens/issue"))
+        .json(body)
+        .send()
+        .await
+        .unwrap();
+    (r.status().as_u16(), r.json().await.unwrap())
+}
+
+/// `n` blinded messages for `key` (with their nonces, messages and secrets).
+fn blind_n(key: &IssuerKey, epoch: u32, n: usize) -> Vec<([u8; 32], Vec<u8>, Blinded)> {
+    (0..n)
+        .map(|_| {
+            let nonce: [u8; 32] = rand::random();
+            let msg = token_message(APP, epoch, &nonce).unwrap();
+            let b = token_suite().blind(key, &msg).unwrap();
+            (nonce, msg, b)
+        })
+        .collect()
+}
+
+/// A signed issue request body.
+async fn request(
+    wallet: &LocalWallet,
+    epoch: u32,
+    blinded: &[&Blinded],
+    ts: u64,
+    attestation: Option<&str>,
+) -> IssueRequest {
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let mut req = IssueRequest {
+        app: APP.into(),
+        epoch,
+        wallet: wallet.address(),
+        blinded: blinded
+            .iter()
+            .map(|b| b64.encode(b.blinded_message()))
+            .collect(),
+        ts,
+        wallet_signature: String::new(),
+        attestation: attestation.map(str::to_string),
+    };
+    let text = issuance_message(&req, ts).unwrap();
+    let sig = wallet.personal_sign(text.as_bytes()).await.unwrap();
+    req.wallet_signature = format!("0x{}", hex::encode(sig.as_bytes()));
+    req
+}
+
+fn json(req: &IssueRequest) -> Value {
+    serde_json::to_value(req).unwrap()
+}
+
+fn assert_refused(status: u16, body: &Value, needle: &str) {
+    assert_eq!(status, 403, "{body}");
+    let obj = body.as_object().unwrap();
+    assert_eq!(obj.len(), 1, "{body}");
+    let msg = obj["error"].as_str().unwrap();
+    assert!(msg.contains(needle), "{msg:?} does not mention {needle:?}");
+}
+
+/// Publish the key (GET) and read it back from the ledger.
+async fn ledger_key(env: &Env, url: &str, issuer: Address) -> IssuerKey {
+    let (status, body) = get_key(url, APP, today()).await;
+    assert_eq!(status, 200, "{body}");
+    fetch_issuer_key(env.reader.as_ref(), issuer, APP, today())
+        .await
+        .unwrap()
+}
+
+fn wallet_options(
+    env: &Env,
+    issuer: Address,
+    url: &str,
+    wallet: LocalWallet,
+) -> TokenWalletOptions {
+    TokenWalletOptions::new(Arc::new(wallet), env.reader.clone(), issuer, url)
+}
+
+#[tokio::test]
+async fn full_issue_redeem_verify_cycle() {
+    let env = env().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (issuer, url, _server) = serve(&env, IssuerConfig::new(dir.path())).await;
+
+    let mut opts = wallet_options(&env, issuer.address(), &url, LocalWallet::random());
+    opts.min_age_ms = 0;
+    let wallet = TokenWallet::new(opts);
+    let got = wallet.acquire(APP, 25, None).await.unwrap();
+    assert_eq!(
+        got,
+        Acquired {
+            count: 25,
+            remaining: DEFAULT_QUOTA_FOR_TEST - 25
+        }
+    );
+    assert_eq!(wallet.available(APP).unwrap(), 25);
+
+    // The key the relayer uses comes from the ledger, created by the issuer.
+    let key = fetch_issuer_key(env.reader.as_ref(), issuer.address(), APP, today())
+        .await
+        .unwrap();
+    assert_eq!(
+        Some(key.clone()),
+        issuer.public_key(APP, today()).await.unwrap()
+    );
+
+    let source = wallet.source();
+    let mut ids = std::collections::HashSet::new();
+    while let Some(token) = source.take(APP).await.unwrap() {
+        assert_eq!(token.epoch, today());
+        let id = verify_token(&key, APP, &token).unwrap();
+        assert!(ids.insert(id), "token handed out twice");
+        // Round trip through JSON as a relayer receives it.
+        let wire: TokenRedemption =
+            serde_json::from_str(&serde_json::to_string(&token).unwrap()).unwrap();
+        assert_eq!(verify_token(&key, APP, &wire).unwrap(), id);
+        assert!(verify_token(&key, "another-app", &wire).is_err());
+    }
+    assert_eq!(ids.len(), 25);
+    assert_eq!(wallet.available(APP).unwrap(), 0);
+    env.devnet.shutdown().await;
+}
+
+const DEFAULT_QUOTA_FOR_TEST: u32 = privsvc_tokens::issuer::DEFAULT_QUOTA;
+
+#[tokio::test]
+async fn key_endpoint_publishes_once_and_checks_the_epoch() {
+    let env = env().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (issuer, url, _server) = serve(&env, IssuerConfig::new(dir.path())).await;
+
+    let (status, body) = get_key(&url, APP, today() - 1).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("not today"));
+    let (status, body) = get_key(&url, APP, today() + 1).await;
+    assert_eq!(status, 400, "{body}");
+    let r = reqwest::get(format!("{url}/v1/issuer/key?app={APP}"))
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 400);
+
+    let (status, first) = get_key(&url, APP, today()).await;
+    assert_eq!(status, 200, "{first}");
+    assert_eq!(
+        first["issuer"].as_str().unwrap().to_lowercase(),
+        issuer.address().to_string().to_lowercase()
+    );
+    assert_eq!(first["app"], APP);
+    assert_eq!(first["epoch"], today());
+    let block = env.reader.block_number().await.unwrap();
+    let (_, second) = get_key(&url, APP, today()).await;
+    assert_eq!(first["entityKey"], second["entityKey"]);
+    assert_eq!(
+        env.reader.block_number().await.unwrap(),
+        block,
+        "a second key transaction was sent"
+    );
+
+    // The entity holds the issuer's SPKI.
+    let key: alloy_primitives::B256 = first["entityKey"].as_str().unwrap().parse().unwrap();
+    let entity = env.reader.entity(key, None).await.unwrap().unwrap();
+    assert_eq!(entity.creator, Some(issuer.address()));
+    let published = import_issuer_key(entity.payload.as_deref().unwrap()).unwrap();
+    assert_eq!(
+        Some(published),
+        issuer.public_key(APP, today()).await.unwrap()
+    );
+    env.devnet.shutdown().await;
+}
+
+#[tokio::test]
+async fn every_refusal_is_a_403_with_a_reason() {
+    let env = env().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = IssuerConfig::new(dir.path());
+    config.quota_per_wallet = 5;
+    config.attestation_codes = Some(vec![
+        "code-one".into(),
+        "code-two".into(),
+        "code-three".into(),
+    ]);
+    let (issuer, url, _server) = serve(&env, config).await;
+    let key = ledger_key(&env, &url, issuer.address()).await;
+    let alice = LocalWallet::random();
+    let mallory = LocalWallet::random();
+    let now = now_ms();
+    let e = today();
+    let three = blind_n(&key, e, 3);
+    let three_refs: Vec<&Blinded> = three.iter().map(|x| &x.2).collect();
+
+    // Epoch not today.
+    let req = request(&alice, e - 1, &three_refs, now, Some("code-one")).await;
+    let (s, b) = post_issue(&url, &json(&req)).await;
+    assert_refused(s, &b, "epoch");
+
+    // Zero and 21 blinded values.
+    let req = request(&alice, e, &[], now, Some("code-one")).await;
+    let (s, b) = post_issue(&url, &json(&req)).await;
+    assert_refused(s, &b, "between 1 and 20");
+    let many = blind_n(&key, e, 21);
+    let many_refs: Vec<&Blinded> = many.iter().map(|x| &x.2).collect();
+    let req = request(&alice, e, &many_refs, now, Some("code-one")).await;
+    let (s, b) = post_issue(&url, &json(&req)).await;
+    assert_refused(s, &b, "between 1 and 20");
+
+    // ts more than 5 minutes off, either way.
+    for ts in [now - 301_000, now + 301_000] {
+        let req = request(&alice, e, &three_refs, ts, Some("code-one")).await;
+        let (s, b) = post_issue(&url, &json(&req)).await;
+        assert_refused(s, &b, "5 minutes");
+    }
+
+    // Signature by another wallet, garbage signature, signature over other blinded values.
+    let mut req = request(&mallory, e, &three_refs, now, Some("code-one")).await;
+    req.wallet = alice.address();
+    let (s, b) = post_issue(&url, &json(&req)).await;
+    assert_refused(s, &b, "walletSignature");
+    let mut req = request(&alice, e, &three_refs, now, Some("code-one")).await;
+    req.wallet_signature = "0x1234".into();
+    let (s, b) = post_issue(&url, &json(&req)).await;
+    assert_refused(s, &b, "walletSignature");
+    let mut req = request(&alice, e, &three_refs, now, Some("code-one")).await;
+    req.blinded.swap(0, 1);
+    let (s, b) = post_issue(&url, &json(&req)).await;
+    assert_refused(s, &b, "walletSignature");
+
+    // Attestation code missing, unknown, then used once and refused on reuse.
+    let req = request(&alice, e, &three_refs, now, None).await;
+    let (s, b) = post_issue(&url, &json(&req)).await;
+    assert_refused(s, &b, "attestation code missing");
+    let req = request(&alice, e, &three_refs, now, Some("code-nine")).await;
+    let (s, b) = post_issue(&url, &json(&req)).await;
+    assert_refused(s, &b, "attestation code");
+    let req = request(&alice, e, &three_refs, now, Some("code-one")).await;
+    let (s, b) = post_issue(&url, &json(&req)).await;
+    assert_eq!(s, 200, "{b}");
+    assert_eq!(b["remaining"], 2);
+    let sigs = b["blindSignatures"].as_array().unwrap();
+    assert_eq!(sigs.len(), 3);
+    let b64 = base64::engine::general_purpose::STANDARD;
+    for ((nonce, msg, blinded), bs) in three.iter().zip(sigs) {
+        let bs = b64.decode(bs.as_str().unwrap()).unwrap();
+        let sig = token_suite().finalize(&key, &bs, blinded, msg).unwrap();
+        verify_token(&key, APP, &TokenRedemption::new(e, nonce, &sig)).unwrap();
+    }
+    let again = blind_n(&key, e, 1);
+    let req = request(&alice, e, &[&again[0].2], now, Some("code-one")).await;
+    let (s, b) = post_issue(&url, &json(&req)).await;
+    assert_refused(s, &b, "already used");
+
+    // Quota: 2 left; 3 more is refused (and does not burn the code), 2 is fine, then nothing.
+    let req = request(&alice, e, &three_refs, now_ms(), Some("code-two")).await;
+    let (s, b) = post_issue(&url, &json(&req)).await;
+    assert_refused(s, &b, "quota exceeded");
+    let two: Vec<&Blinded> = three_refs[..2].to_vec();
+    let req = request(&alice, e, &two, now_ms(), Some("code-two")).await;
+    let (s, b) = post_issue(&url, &json(&req)).await;
+    assert_eq!(s, 200, "{b}");
+    assert_eq!(b["remaining"], 0);
+    let req = request(&alice, e, &[&again[0].2], now_ms(), Some("code-three")).await;
+    let (s, b) = post_issue(&url, &json(&req)).await;
+    assert_refused(s, &b, "quota exceeded");
+    // Another wallet has its own quota.
+    let req = request(&mallory, e, &[&again[0].2], now_ms(), Some("code-three")).await;
+    let (s, b) = post_issue(&url, &json(&req)).await;
+    assert_eq!(s, 200, "{b}");
+    assert_eq!(b["remaining"], 4);
+
+    // Malformed requests are 400 with the same body shape.
+    let mut bad = json(&request(&alice, e, &[&again[0].2], now_ms(), None).await);
+    bad["blinded"] = serde_json::json!(["%%%"]);
+    let (s, b) = post_issue(&url, &bad).await;
+    assert_eq!(s, 400, "{b}");
+    assert!(b["error"].is_string());
+    let (s, b) = post_issue(&url, &serde_json::json!({"app": APP})).await;
+    assert_eq!(s, 400, "{b}");
+    assert!(b["error"].is_string());
+    env.devnet.shutdown().await;
+}
+
+#[tokio::test]
+async fn wallet_reports_quota_exhaustion() {
+    let env = env().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = IssuerConfig::new(dir.path());
+    config.quota_per_wallet = 30;
+    let (issuer, url, _server) = serve(&env, config).await;
+    let wallet = TokenWallet::new(wallet_options(
+        &env,
+        issuer.address(),
+        &url,
+        LocalWallet::random(),
+    ));
+    assert_eq!(
+        wallet.acquire(APP, 22, None).await.unwrap(),
+        Acquired {
+            count: 22,
+            remaining: 8
+        }
+    );
+    let err = wallet.acquire(APP, 9, None).await.unwrap_err();
+    assert!(
+        matches!(&err, TokenError::Refused(m) if m.contains("quota exceeded")),
+        "{err}"
+    );
+    assert_eq!(
+        wallet.acquire(APP, 8, None).await.unwrap(),
+        Acquired {
+            count: 8,
+            remaining: 0
+        }
+    );
+    assert_eq!(wallet.available(APP).unwrap(), 30);
+    // Fresh tokens are younger than the default minimum age of 60 s: nothing to spend yet.
+    assert_eq!(wallet.source().take(APP).await.unwrap(), None);
+    env.devnet.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_restarted_issuer_keeps_the_days_key_and_counters() {
+    let env = env().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = IssuerConfig::new(dir.path());
+    config.quota_per_wallet = 10;
+    // The same account before and after the restart.
+    let user = LocalWallet::from_hex(DEV_PRIVATE_KEYS[2]).unwrap();
+    let user_again = LocalWallet::from_hex(DEV_PRIVATE_KEYS[2]).unwrap();
+
+    let (issuer, url, server) = serve(&env, config.clone()).await;
+    let issuer_address = issuer.address();
+    let (_, first) = get_key(&url, APP, today()).await;
+    let key_before = issuer.public_key(APP, today()).await.unwrap().unwrap();
+    let wallet = TokenWallet::new(wallet_options(&env, issuer_address, &url, user));
+    assert_eq!(wallet.acquire(APP, 4, None).await.unwrap().remaining, 6);
+    server.abort();
+    let _ = server.await;
+    drop(issuer);
+
+    let (issuer, url, _server) = serve(&env, config).await;
+    let block = env.reader.block_number().await.unwrap();
+    let (status, second) = get_key(&url, APP, today()).await;
+    assert_eq!(status, 200);
+    assert_eq!(first["entityKey"], second["entityKey"]);
+    assert_eq!(
+        env.reader.block_number().await.unwrap(),
+        block,
+        "the key was published again"
+    );
+    assert_eq!(
+        issuer.public_key(APP, today()).await.unwrap().unwrap(),
+        key_before
+    );
+
+    let mut opts = wallet_options(&env, issuer_address, &url, user_again);
+    opts.min_age_ms = 0;
+    let wallet = TokenWallet::new(opts);
+    assert_eq!(wallet.acquire(APP, 4, None).await.unwrap().remaining, 2);
+    let ledger = fetch_issuer_key(env.reader.as_ref(), issuer_address, APP, today())
+        .await
+        .unwrap();
+    let token = wallet.source().take(APP).await.unwrap().unwrap();
+    verify_token(&ledger, APP, &token).unwrap();
+    env.devnet.shutdown().await;
+}
+
+#[tokio::test]
+async fn equivocation_is_detected_and_never_caused() {
+    let env = env().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (issuer, url, _server) = serve(&env, IssuerConfig::new(dir.path())).await;
+    let key = ledger_key(&env, &url, issuer.address()).await;
+
+    // A key for the same (app, epoch) by someone else is not the issuer's: ignored.
+    let other: Arc<dyn LedgerWriter> = Arc::new(
+        RpcWriter::connect(RpcLedger::new(env.devnet.url()).unwrap(), &secret(1))
+            .await
+            .unwrap(),
+    );
+    let stranger_key = IssuerKey::from_secret(&token_suite().generate_key().unwrap()).unwrap();
+    let r = other
+        .execute(&[issuer_key_create(APP, today(), stranger_key.spki(), 1).unwrap()])
+        .await
+        .unwrap();
+    assert!(r.success);
+    assert_eq!(
+        fetch_issuer_key(env.reader.as_ref(), issuer.address(), APP, today())
+            .await
+            .unwrap(),
+        key
+    );
+
+    // A second issuer's-own key with the same SPKI is the same key: no equivocation.
+    let r = env
+        .writer
+        .execute(&[issuer_key_create(APP, today(), key.spki(), 2).unwrap()])
+        .await
+        .unwrap();
+    assert!(r.success);
+    assert_eq!(
+        fetch_issuer_key(env.reader.as_ref(), issuer.address(), APP, today())
+            .await
+            .unwrap(),
+        key
+    );
+
+    // A distinct second key by the issuer: equivocation, for readers and for the wallet.
+    let r = env
+        .writer
+        .execute(&[issuer_key_create(APP, today(), stranger_key.spki(), 3).unwrap()])
+        .await
+        .unwrap();
+    assert!(r.success);
+    let err = fetch_issuer_key(env.reader.as_ref(), issuer.address(), APP, today())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, TokenError::IssuerEquivocation { keys: 2, .. }),
+        "{err}"
+    );
+    let wallet = TokenWallet::new(wallet_options(
+        &env,
+        issuer.address(),
+        &url,
+        LocalWallet::random(),
+    ));
+    let err = wallet.acquire(APP, 1, None).await.unwrap_err();
+    assert!(
+        matches!(err, TokenError::IssuerEquivocation { .. }),
+        "{err}"
+    );
+
+    // No key at all for another app.
+    let err = fetch_issuer_key(env.reader.as_ref(), issuer.address(), "nobody", today())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, TokenError::NoIssuerKey { .. }), "{err}");
+    env.devnet.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_issuer_that_lost_its_state_refuses_to_publish_a_second_key() {
+    let env = env().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (issuer, url, _server) = serve(&env, IssuerConfig::new(dir.path())).await;
+    ledger_key(&env, &url, issuer.address()).await;
+
+    let empty = tempfile::tempdir().unwrap();
+    let (_issuer2, url2, _server2) = serve(&env, IssuerConfig::new(empty.path())).await;
+    let (status, body) = get_key(&url2, APP, today()).await;
+    assert_eq!(status, 500, "{body}");
+    assert!(
+        body["error"].as_str().unwrap().contains("refusing"),
+        "{body}"
+    );
+    // Still exactly one key on the ledger.
+    fetch_issuer_key(env.reader.as_ref(), issuer.address(), APP, today())
+        .await
+        .unwrap();
+    env.devnet.shutdown().await;
+}
+
+#[tokio::test]
+async fn on_demand_prefetch_and_file_store() {
+    let env = env().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (issuer, url, _server) = serve(&env, IssuerConfig::new(dir.path())).await;
+    let store_path = dir.path().join("client").join("tokens.json");
+
+    let mut opts = wallet_options(&env, issuer.address(), &url, LocalWallet::random());
+    opts.store = Arc::new(FileTokenStore::open(&store_path).unwrap());
+    opts.allow_on_demand = true;
+    let wallet = TokenWallet::new(opts);
+    // Nothing stored: the on-demand source fetches one and hands it out at once.
+    let token = wallet.source().take(APP).await.unwrap().unwrap();
+    let key = fetch_issuer_key(env.reader.as_ref(), issuer.address(), APP, today())
+        .await
+        .unwrap();
+    verify_token(&key, APP, &token).unwrap();
+
+    let handle = wallet.prefetch_later(APP, 3, Some(Duration::from_millis(50)));
+    assert_eq!(handle.await.unwrap().unwrap().count, 3);
+    assert_eq!(wallet.available(APP).unwrap(), 3);
+    drop(wallet);
+
+    // The tokens are in the file: a new store sees them (as after a restart).
+    let reopened = FileTokenStore::open(&store_path).unwrap();
+    let stored = reopened.list(APP).unwrap();
+    assert_eq!(stored.len(), 3);
+    for t in stored {
+        verify_token(&key, APP, &t.redemption()).unwrap();
+    }
+    env.devnet.shutdown().await;
+}
