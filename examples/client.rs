@@ -25,7 +25,10 @@ use privsvc::ledger::{LedgerReader, RpcLedger};
 use privsvc::vault::LocalWallet;
 
 #[derive(Parser)]
-#[command(name = "privsvc-client", about = "Write, list and prove privsvc records")]
+#[command(
+    name = "privsvc-client",
+    about = "Write, list and prove privsvc records"
+)]
 struct Cli {
     /// Ledger JSON-RPC URL.
     #[arg(long, env = "LEDGER_RPC_URL", default_value = "http://127.0.0.1:8545")]
@@ -140,7 +143,11 @@ fn wallet_key(cli: &Cli) -> Result<String> {
         .context("no wallet key: set PRIVSVC_WALLET_KEY or pass --wallet-key-file")
 }
 
-async fn client(cli: &Cli, reader: Arc<dyn LedgerReader>, min_anonymity: u64) -> Result<PrivateClient> {
+async fn client(
+    cli: &Cli,
+    reader: Arc<dyn LedgerReader>,
+    min_anonymity: u64,
+) -> Result<PrivateClient> {
     let wallet = LocalWallet::from_hex(&wallet_key(cli)?).context("wallet key")?;
     let mut builder = PrivateClient::builder(cli.app.clone())
         .wallet(Arc::new(wallet))
@@ -244,7 +251,8 @@ async fn main() -> Result<()> {
             let text = if file.as_os_str() == "-" {
                 std::io::read_to_string(std::io::stdin())?
             } else {
-                std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?
+                std::fs::read_to_string(file)
+                    .with_context(|| format!("reading {}", file.display()))?
             };
             let proof: OwnershipProof = serde_json::from_str(&text).context("proof JSON")?;
             match verify_ownership_proof(
