@@ -1,6 +1,6 @@
 //! Well-known dev keys and a minimal transaction signer for tests, examples and benches.
 
-use alloy_consensus::{SignableTransaction, TxEip1559, TxEnvelope};
+use alloy_consensus::{SignableTransaction, TxEip1559, TxEnvelope, TxLegacy};
 use alloy_eips::eip2718::Encodable2718;
 use alloy_primitives::{Address, Bytes, Signature, TxKind, U256};
 use k256::ecdsa::SigningKey;
@@ -67,6 +67,18 @@ impl DevSigner {
 
     /// Sign an EIP-1559 transaction; returns the EIP-2718 encoding for `eth_sendRawTransaction`.
     pub fn sign_eip1559(&self, tx: TxEip1559) -> Result<Bytes, SignerError> {
+        let hash = tx.signature_hash();
+        let (sig, recid) = self
+            .key
+            .sign_prehash_recoverable(hash.as_slice())
+            .map_err(|e| SignerError::Sign(e.to_string()))?;
+        let sig = Signature::from_signature_and_parity(sig, recid.is_y_odd());
+        let env = TxEnvelope::from(tx.into_signed(sig));
+        Ok(Bytes::from(env.encoded_2718()))
+    }
+
+    /// Sign a legacy (EIP-155) transaction; returns its RLP encoding.
+    pub fn sign_legacy(&self, tx: TxLegacy) -> Result<Bytes, SignerError> {
         let hash = tx.signature_hash();
         let (sig, recid) = self
             .key

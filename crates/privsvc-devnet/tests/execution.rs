@@ -491,3 +491,87 @@ async fn persistence_across_restart_and_interval_blocks() {
     assert!(b["baseFeePerGas"].is_string() && b["hash"].is_string());
     node.shutdown().await;
 }
+
+#[tokio::test]
+async fn legacy_transactions_and_get_logs() {
+    let node = node().await;
+    let url = node.url();
+    let a = DevSigner::dev(2);
+    let data = execute_calldata(vec![create_op(
+        5,
+        0,
+        50,
+        2,
+        sys_cells("text/plain", b"legacy"),
+    )]);
+    let raw = a
+        .sign_legacy(alloy_consensus::TxLegacy {
+            chain_id: Some(node.chain_id()),
+            nonce: 0,
+            gas_price: 2_000_000_000,
+            gas_limit: 1_000_000,
+            to: TxKind::Call(ARKIV_ADDRESS),
+            value: U256::ZERO,
+            input: data,
+        })
+        .unwrap();
+    let h = rpc(&url, "eth_sendRawTransaction", json!([raw]))
+        .await
+        .unwrap();
+    let r = rpc(&url, "eth_getTransactionReceipt", json!([h]))
+        .await
+        .unwrap();
+    assert_eq!(r["status"], "0x1");
+    assert_eq!(
+        r["from"].as_str().unwrap().to_lowercase(),
+        format!("{:#x}", a.address())
+    );
+    let t = rpc(&url, "eth_getTransactionByHash", json!([h]))
+        .await
+        .unwrap();
+    assert_eq!(t["type"], "0x0");
+    let k = key_of(&r, 0);
+    // A stranger may extend a permissionless-extension entity; the log names the owner.
+    let b = DevSigner::dev(3);
+    let r2 = send_batch(&node, &b, vec![extend_op(k, 0, 500)]).await;
+    assert_eq!(r2["status"], "0x1");
+    assert_eq!(
+        r2["logs"][0]["topics"][2],
+        json!(B256::left_padding_from(a.address().as_slice()))
+    );
+    // eth_getLogs by address and by topic0 / key.
+    let all = rpc(
+        &url,
+        "eth_getLogs",
+        json!([{"fromBlock": "0x0", "toBlock": "latest", "address": ARKIV_ADDRESS}]),
+    )
+    .await
+    .unwrap();
+    assert_eq!(all.as_array().unwrap().len(), 2);
+    let created_topic = r["logs"][0]["topics"][0].clone();
+    let only = rpc(
+        &url,
+        "eth_getLogs",
+        json!([{"fromBlock": "0x0", "topics": [created_topic, k]}]),
+    )
+    .await
+    .unwrap();
+    assert_eq!(only.as_array().unwrap().len(), 1);
+    assert_eq!(only[0]["transactionHash"], h);
+    let none = rpc(
+        &url,
+        "eth_getLogs",
+        json!([{"fromBlock": "0x0", "address": Address::repeat_byte(1)}]),
+    )
+    .await
+    .unwrap();
+    assert!(none.as_array().unwrap().is_empty());
+    let fh = rpc(&url, "eth_feeHistory", json!(["0x4", "latest", [25, 75]]))
+        .await
+        .unwrap();
+    assert_eq!(
+        fh["baseFeePerGas"].as_array().unwrap().len(),
+        fh["gasUsedRatio"].as_array().unwrap().len() + 1
+    );
+    node.shutdown().await;
+}
