@@ -366,6 +366,11 @@ pub async fn query_all(
         let page = reader.query(expression, &options).await?;
         out.extend(page.entities);
         match page.cursor {
+            Some(c) if options.cursor.as_deref() == Some(c.as_str()) => {
+                return Err(LedgerError::Decode(
+                    "arkiv_query returned the same cursor twice".into(),
+                ));
+            }
             Some(c) => {
                 options.at_block = Some(options.at_block.unwrap_or(page.block_number));
                 options.cursor = Some(c);
@@ -659,6 +664,66 @@ mod tests {
                 to: owner
             }]
         );
+    }
+
+    /// A reader serving `n` entities in pages, recording the options of every call.
+    struct Paged {
+        n: usize,
+        head: u64,
+        seen: std::sync::Mutex<Vec<QueryOptions>>,
+    }
+
+    #[async_trait]
+    impl LedgerReader for Paged {
+        async fn chain_id(&self) -> Result<u64, LedgerError> {
+            Ok(1)
+        }
+        async fn block_number(&self) -> Result<u64, LedgerError> {
+            Ok(self.head)
+        }
+        async fn query(&self, _: &str, o: &QueryOptions) -> Result<QueryPage, LedgerError> {
+            self.seen.lock().unwrap().push(o.clone());
+            let start: usize = o.cursor.as_deref().map_or(0, |c| c.parse().unwrap());
+            let end = (start + o.limit.unwrap() as usize).min(self.n);
+            Ok(QueryPage {
+                entities: (start..end)
+                    .map(|i| Entity {
+                        key: B256::with_last_byte(i as u8),
+                        ..Entity::default()
+                    })
+                    .collect(),
+                block_number: o.at_block.unwrap_or(self.head),
+                cursor: (end < self.n).then(|| end.to_string()),
+            })
+        }
+        async fn entity(&self, _: B256, _: Option<u64>) -> Result<Option<Entity>, LedgerError> {
+            Ok(None)
+        }
+        async fn code_at(&self, _: Address) -> Result<Vec<u8>, LedgerError> {
+            Ok(vec![])
+        }
+        async fn entity_nonce(&self, _: Address) -> Result<u64, LedgerError> {
+            Ok(0)
+        }
+        async fn balance(&self, _: Address) -> Result<U256, LedgerError> {
+            Ok(U256::ZERO)
+        }
+    }
+
+    #[tokio::test]
+    async fn query_all_pins_every_page_to_the_first_block() {
+        let r = Paged {
+            n: 450,
+            head: 77,
+            seen: Default::default(),
+        };
+        let all = query_all(&r, "*", &Select::default(), None).await.unwrap();
+        assert_eq!(all.len(), 450);
+        let seen = r.seen.lock().unwrap();
+        assert_eq!(seen.len(), 3);
+        assert_eq!(seen[0].at_block, None);
+        assert!(seen[1..].iter().all(|o| o.at_block == Some(77)));
+        assert!(seen.iter().all(|o| o.limit == Some(MAX_PAGE_SIZE)));
     }
 
     #[test]
