@@ -4,7 +4,6 @@
 //! Privacy: no handler logs the peer address or any part of a body; the peer address is used
 //! only by the in-memory rate limiter when tokens are off.
 
-use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -18,6 +17,7 @@ use serde_json::{json, Value};
 
 use crate::config::TokenMode;
 use crate::entities::API_VERSION;
+use crate::listener::PeerAddr;
 use crate::state::{now_ms, Shared};
 use crate::store::{SpentToken, StoreError, StoredRecord, StoredState};
 use crate::tokencheck::{check_token, TokenRefusal};
@@ -75,8 +75,8 @@ async fn info(State(s): State<Arc<Shared>>) -> Json<Value> {
 async fn submit(State(s): State<Arc<Shared>>, req: Request) -> Response {
     let peer = req
         .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|c| c.0.ip());
+        .get::<ConnectInfo<PeerAddr>>()
+        .and_then(|c| c.0.ip());
     let (status, response) = match accept(&s, peer, req.into_body()).await {
         Ok(id) => (
             StatusCode::ACCEPTED,

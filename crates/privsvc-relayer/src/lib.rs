@@ -26,6 +26,7 @@ pub mod batcher;
 pub mod config;
 pub mod entities;
 pub mod health;
+pub mod listener;
 pub mod metrics;
 pub mod queue;
 pub mod ratelimit;
@@ -227,9 +228,11 @@ impl Relayer {
         let mut tasks = Vec::new();
         {
             let mut rx = stop_rx.clone();
+            let keep_peer = shared.cfg.tokens == TokenMode::Off;
             let service = router
                 .clone()
-                .into_make_service_with_connect_info::<SocketAddr>();
+                .into_make_service_with_connect_info::<listener::PeerAddr>();
+            let listener = listener::PeerListener::new(listener, keep_peer);
             tasks.push(tokio::spawn(async move {
                 let _ = axum::serve(listener, service)
                     .with_graceful_shutdown(async move {

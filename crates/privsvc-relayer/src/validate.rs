@@ -3,9 +3,11 @@
 //! Each refusal is a sentence naming the field and the problem. Messages never echo the body.
 
 use alloy_primitives::Address;
-use privsvc_attributes::Attributes;
+use privsvc_attributes::{AttrValue, Attributes};
 use privsvc_tokens::TokenRedemption;
 use serde_json::{Map, Value};
+
+use crate::entities::SYSTEM_PROJECT;
 
 pub use privsvc_envelope::{EXPIRY_BUCKETS, PADDED_SIZES};
 
@@ -115,6 +117,20 @@ pub fn validate(body: &[u8], limits: &Limits) -> Result<Submission, String> {
         .map_err(|e| format!("invalid attributes: {e}"))?;
     if !attributes.contains("project") {
         return Err("attribute project is missing (it is mandatory)".into());
+    }
+    // System entities (heartbeats, issuer keys, spends) are recognised by these; a record
+    // carrying them would be created by the relayer and could impersonate one.
+    for (name, value) in &attributes {
+        if name.starts_with(privsvc_attributes::SYSTEM_PREFIX) {
+            return Err(format!(
+                "attribute {name:?}: names starting with \"privsvc\" are reserved for system entities"
+            ));
+        }
+        if name == "project" && *value == AttrValue::Str(SYSTEM_PROJECT.into()) {
+            return Err(format!(
+                "attribute \"project\": {SYSTEM_PROJECT:?} is reserved for system entities"
+            ));
+        }
     }
     if sealed.body.types != attributes.types() {
         return Err("attributes differ from the attribute types inside the envelope".into());
