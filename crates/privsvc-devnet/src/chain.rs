@@ -80,13 +80,18 @@ struct View<'a> {
     chain: &'a Chain,
     accounts: &'a HashMap<Address, Account>,
     entities: &'a HashMap<B256, Option<EntityData>>,
+    /// Read entities as of this past block instead of the head.
+    at: Option<u64>,
 }
 
 impl StateView for View<'_> {
     fn entity(&self, key: &B256) -> Option<EntityData> {
         match self.entities.get(key) {
             Some(e) => e.clone(),
-            None => self.chain.entities.current(key).map(|a| (**a).clone()),
+            None => match self.at {
+                Some(b) => self.chain.entities.state_at(key, b).map(|a| (**a).clone()),
+                None => self.chain.entities.current(key).map(|a| (**a).clone()),
+            },
         }
     }
     fn entity_nonce(&self, who: &Address) -> u64 {
@@ -421,8 +426,9 @@ impl Chain {
         Ok(hash)
     }
 
-    /// Simulate a call at the pending block against head state.
-    pub fn call(&self, req: &CallRequest) -> Result<Bytes, SimRevert> {
+    /// Simulate a call on the state of block `at` (head when `None`), as if included in the
+    /// next block. Entities are read historically; accounts and entity nonces are head state.
+    pub fn call(&self, req: &CallRequest, at: Option<u64>) -> Result<Bytes, SimRevert> {
         if req.to != Some(ARKIV_ADDRESS) {
             return Ok(Bytes::new());
         }
@@ -430,7 +436,7 @@ impl Chain {
         match decode_call(&req.input).map_err(|revert| SimRevert { revert })? {
             Call::EntityNonce(a) => Ok(Bytes::from(self.account(&a).entity_nonce.abi_encode())),
             Call::Execute(ops) => {
-                let fx = self.simulate(from, &ops, req.gas, &req.input)?;
+                let fx = self.simulate(from, &ops, req.gas, &req.input, at)?;
                 Ok(Bytes::from(fx.created.abi_encode()))
             }
         }
@@ -442,6 +448,7 @@ impl Chain {
         ops: &[NodeOp],
         gas: Option<u64>,
         input: &[u8],
+        at: Option<u64>,
     ) -> Result<Effects, SimRevert> {
         let needed = intrinsic_gas(input) + ops_gas(ops);
         if gas.is_some_and(|g| g < needed) {
@@ -450,16 +457,19 @@ impl Chain {
             });
         }
         let (acc, ents) = (HashMap::new(), HashMap::new());
+        let head = self.head().number;
+        let at = at.filter(|b| *b < head);
         let view = View {
             chain: self,
             accounts: &acc,
             entities: &ents,
+            at,
         };
         exec::execute(
             &view,
             self.params.chain_id,
             from,
-            self.head().number + 1,
+            at.unwrap_or(head) + 1,
             ops,
         )
         .map_err(|revert| SimRevert { revert })
@@ -475,7 +485,7 @@ impl Chain {
         match decode_call(&req.input).map_err(|revert| SimRevert { revert })? {
             Call::EntityNonce(_) => Ok(intrinsic),
             Call::Execute(ops) => {
-                self.simulate(from, &ops, None, &req.input)?;
+                self.simulate(from, &ops, None, &req.input, None)?;
                 Ok(intrinsic + ops_gas(&ops))
             }
         }
@@ -524,6 +534,7 @@ impl Chain {
                         chain: self,
                         accounts: &accounts,
                         entities: &entities,
+                        at: None,
                     };
                     run_tx(&view, self.params.chain_id, &tx, number)
                 };

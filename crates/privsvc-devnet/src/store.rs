@@ -92,6 +92,12 @@ impl EntityStore {
             .filter(|d| d.expires_at > block)
     }
 
+    /// The state of `key` valid at `block` (expired or not), `None` if absent or deleted then.
+    pub fn state_at(&self, key: &B256, block: u64) -> Option<&Arc<EntityData>> {
+        let eid = *self.by_key.get(key)?;
+        self.version_at(eid, block).map(|v| &v.data)
+    }
+
     /// The entity with `key` if live at `block`.
     pub fn get_live(&self, key: &B256, block: u64) -> Option<&Arc<EntityData>> {
         let eid = *self.by_key.get(key)?;

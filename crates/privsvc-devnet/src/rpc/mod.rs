@@ -290,7 +290,17 @@ fn dispatch(node: &Node, method: &str, p: &[Json]) -> RpcResult {
         "eth_call" => {
             let req = call_request(p.first())?;
             let chain = node.lock();
-            chain.call(&req).map(|b| json!(b)).map_err(RpcError::revert)
+            let at = block_number(&chain, p.get(1))?;
+            if at > chain.head().number {
+                return Err(RpcError::new(
+                    -32000,
+                    format!("header not found: block {at}"),
+                ));
+            }
+            chain
+                .call(&req, Some(at))
+                .map(|b| json!(b))
+                .map_err(RpcError::revert)
         }
         "eth_estimateGas" => {
             let req = call_request(p.first())?;
