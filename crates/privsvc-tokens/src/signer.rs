@@ -91,6 +91,17 @@ impl BlindSigner {
         Ok(out)
     }
 
+    /// The bare RSA-CRT private-key operation (no blinding, no check) for benchmarks: the
+    /// floor of any signing path built on the `rsa` crate. Never use it to answer requests.
+    #[doc(hidden)]
+    pub fn raw_private_op(&self, blinded: &[u8]) -> Result<Vec<u8>, TokenError> {
+        let c = BoxedUint::from_be_slice(blinded, self.n.bits_precision())
+            .map_err(|_| TokenError::Crypto("cannot decode the blinded message".into()))?;
+        let m = rsa_decrypt::<DefaultRng>(None, &self.key, &c)
+            .map_err(|e| TokenError::Crypto(format!("RSA private operation failed: {e}")))?;
+        Ok(m.to_be_bytes().to_vec())
+    }
+
     /// Sign one blinded message (`blinded^d mod n`), checking `s^e = blinded` before returning.
     pub fn sign(&self, blinded: &[u8]) -> Result<Vec<u8>, TokenError> {
         if blinded.len() != self.size {
