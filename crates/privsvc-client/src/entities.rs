@@ -12,7 +12,7 @@ use crate::cache::EntityCache;
 use crate::client::PrivateClient;
 use crate::error::PrivsvcError;
 use crate::proof::{sign_ownership_proof, OwnershipProof, ProofParams};
-use crate::read::{batch_of, fetch_batches, list_app, BatchId};
+use crate::read::{batch_of, fetch_batches, list_app_tags, BatchId};
 use crate::record::MyRecord;
 use crate::verify::{verify_record, VerifyOptions};
 
@@ -122,7 +122,7 @@ impl PrivateClient {
             .options
             .trusted_relayers_only
             .then(|| self.known_relayer_addresses());
-        let listing = list_app(self.reader.as_ref(), &project, trusted.as_deref(), None).await?;
+        let listing = list_app_tags(self.reader.as_ref(), &project, trusted.as_deref()).await?;
         let mut stats = ScanStats {
             listed: listing.entities.len(),
             ..ScanStats::default()

@@ -127,6 +127,40 @@ pub async fn list_app(
     relayers: Option<&[Address]>,
     at_block: Option<u64>,
 ) -> Result<Listing, LedgerError> {
+    list_app_select(
+        reader,
+        project,
+        relayers,
+        at_block,
+        select_without_payload(),
+    )
+    .await
+}
+
+/// Like [`list_app`] but with only what finding one's records needs: key, creator, creation
+/// block and the `tag` attribute.
+pub(crate) async fn list_app_tags(
+    reader: &dyn LedgerReader,
+    project: &str,
+    relayers: Option<&[Address]>,
+) -> Result<Listing, LedgerError> {
+    let select = Select {
+        key: true,
+        creator: true,
+        created_at: true,
+        attributes: AttributeSelect::Named(vec!["tag".into()]),
+        ..Select::default()
+    };
+    list_app_select(reader, project, relayers, None, select).await
+}
+
+async fn list_app_select(
+    reader: &dyn LedgerReader,
+    project: &str,
+    relayers: Option<&[Address]>,
+    at_block: Option<u64>,
+    select: Select,
+) -> Result<Listing, LedgerError> {
     let mut expression = format!("project = {}", str_literal(project));
     if let Some(rs) = relayers {
         if rs.is_empty() {
@@ -142,8 +176,7 @@ pub async fn list_app(
         expression.push_str(" AND ");
         expression.push_str(&creators_clause(rs));
     }
-    let (block, entities) =
-        query_pinned(reader, &expression, select_without_payload(), at_block).await?;
+    let (block, entities) = query_pinned(reader, &expression, select, at_block).await?;
     Ok(Listing { block, entities })
 }
 

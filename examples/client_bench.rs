@@ -1,0 +1,234 @@
+//! Client benchmark: `my_entities` over an app with many records on the devnet, and tag opens/s.
+//!
+//! ```text
+//! cargo run --release --example client_bench [-- --records 10000,100000 --mine 20]
+//! ```
+//!
+//! For each size N the devnet is seeded at genesis with N records of one app in batches of 50
+//! (four relayer addresses, one batch per block): `--mine` of them are the user's (real sealed
+//! envelopes signed by the user's one-time keys, tags by the user's vault), the others carry
+//! another user's tags. A real relayer runs against the devnet so the client builds as usual.
+//! Printed per size: time of the first `my_entities` (list at one pinned block without payloads,
+//! open every tag, fetch the user's batches plus two cover batches, verify, decrypt) and of a
+//! `refresh`, the scan statistics, and the vault's tag opens per second (KeyVault in process
+//! and IsolatedVault on its key thread).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use privsvc::attributes::{AttrValue, Attributes};
+use privsvc::client::{EntitiesQuery, PrivateClient};
+use privsvc::devnet::{
+    BlockTime, Bytes, Devnet, DevnetConfig, EntityData, StoredAttr, DEV_PRIVATE_KEYS,
+};
+use privsvc::envelope::EnvelopeBody;
+use privsvc::ledger::{LedgerReader, RpcLedger, RpcWriter};
+use privsvc::relayer::{Relayer, RelayerConfig};
+use privsvc::vault::{tag_to_text, IsolatedVault, KeyVault, Tag, Vault};
+
+const APP: &str = "bench";
+const PER_BATCH: u64 = 50;
+const EXP: u64 = 86_400;
+
+#[derive(Parser)]
+struct Args {
+    /// Record counts to benchmark, comma separated.
+    #[arg(long, value_delimiter = ',', default_value = "10000,100000")]
+    records: Vec<u64>,
+    /// How many of the records are the user's.
+    #[arg(long, default_value_t = 20)]
+    mine: u64,
+}
+
+fn stored(attrs: &Attributes) -> Vec<StoredAttr> {
+    attrs
+        .arkiv_attributes()
+        .into_iter()
+        .map(|a| StoredAttr {
+            name: a.name,
+            type_id: a.type_id,
+            value: Bytes::from(a.value),
+        })
+        .collect()
+}
+
+fn attrs_for(tag: &Tag, kind: &str) -> Attributes {
+    let mut a = Attributes::new();
+    a.insert("project", APP).unwrap();
+    a.insert("tag", AttrValue::Str(tag_to_text(tag))).unwrap();
+    a.insert("kind", kind).unwrap();
+    a
+}
+
+async fn sealed(
+    vault: &KeyVault,
+    record: &privsvc::vault::RecordRef,
+    attrs: &Attributes,
+    data: &[u8],
+) -> Result<String> {
+    let body = EnvelopeBody {
+        app: APP.into(),
+        exp: EXP,
+        ct: "text/plain".into(),
+        enc: false,
+        types: attrs.types(),
+        data: data.to_vec(),
+    };
+    Ok(Vault::sign_envelope(vault, record, &body, attrs).await?)
+}
+
+/// Genesis entities: `n` records, `mine` of them signed by `me`.
+async fn seed(n: u64, mine: u64, me: &KeyVault) -> Result<(Vec<EntityData>, u64)> {
+    let (other, _) = KeyVault::random(APP);
+    let creators: Vec<alloy_primitives::Address> = (0..4)
+        .map(|i| alloy_primitives::Address::repeat_byte(0x10 + i))
+        .collect();
+    let blocks = n.div_ceil(PER_BATCH);
+    let head = blocks + 1;
+    // One valid envelope of another user, shared by the other records (never verified: only
+    // the user's own records are).
+    let other_ref = other.new_record();
+    let other_tag = other.make_tag(&other_ref);
+    let other_payload = Bytes::from(
+        sealed(&other, &other_ref, &attrs_for(&other_tag, "a"), b"other")
+            .await?
+            .into_bytes(),
+    );
+    let mut mine_at: std::collections::BTreeSet<u64> = Default::default();
+    while (mine_at.len() as u64) < mine.min(n) {
+        let r = alloy_primitives::B256::random();
+        mine_at.insert(u64::from_be_bytes(r[..8].try_into().unwrap()) % n);
+    }
+    let mut out = Vec::with_capacity(n as usize);
+    for i in 0..n {
+        let block = i / PER_BATCH + 1;
+        let kind = ["a", "b", "c"][(i % 3) as usize];
+        let (owner, payload, attrs) = if mine_at.contains(&i) {
+            let r = me.new_record();
+            let attrs = attrs_for(&me.make_tag(&r), kind);
+            let text = sealed(me, &r, &attrs, format!("record {i}").as_bytes()).await?;
+            (me.address_of(&r)?, Bytes::from(text.into_bytes()), attrs)
+        } else {
+            let r = other.new_record();
+            let attrs = attrs_for(&other.make_tag(&r), kind);
+            (
+                alloy_primitives::Address::random(),
+                other_payload.clone(),
+                attrs,
+            )
+        };
+        out.push(EntityData {
+            key: alloy_primitives::B256::random(),
+            owner,
+            creator: creators[(block % 4) as usize],
+            created_at: block,
+            updated_at: block,
+            expires_at: block + EXP / 2,
+            flags: 0,
+            content_type: "application/json".into(),
+            payload,
+            attrs: stored(&attrs),
+        });
+    }
+    Ok((out, head))
+}
+
+async fn run(n: u64, mine: u64) -> Result<()> {
+    let (me, _code) = KeyVault::random(APP);
+    let t = Instant::now();
+    let (entities, head) = seed(n, mine, &me).await?;
+    let seed_time = t.elapsed();
+    let node = Devnet::start(DevnetConfig {
+        block_time: BlockTime::OnDemand,
+        start_block: head,
+        genesis_entities: entities,
+        ..Default::default()
+    })
+    .await
+    .context("devnet")?;
+    let reader: Arc<dyn LedgerReader> = Arc::new(RpcLedger::new(node.url())?);
+    let mut secret = [0u8; 32];
+    hex::decode_to_slice(&DEV_PRIVATE_KEYS[0][2..], &mut secret)?;
+    let writer = Arc::new(RpcWriter::connect(RpcLedger::new(node.url())?, &secret).await?);
+    let dir = tempfile::tempdir()?;
+    let relayer =
+        Relayer::start(RelayerConfig::for_tests(dir.path()), reader.clone(), writer).await?;
+
+    let vault: Arc<dyn Vault> = Arc::new(me);
+    let client = PrivateClient::builder(APP)
+        .vault(vault.clone())
+        .reader(reader.clone())
+        .relayers([relayer.url().to_string()])
+        .build()
+        .await?;
+    let t = Instant::now();
+    let records = client.my_entities(&EntitiesQuery::new()).await?;
+    let first = t.elapsed();
+    anyhow::ensure!(
+        records.len() as u64 == mine.min(n),
+        "found {} of my {} records",
+        records.len(),
+        mine
+    );
+    let t = Instant::now();
+    let again = client.my_entities(&EntitiesQuery::new().refresh()).await?;
+    let refresh = t.elapsed();
+    anyhow::ensure!(again.len() == records.len());
+    let t = Instant::now();
+    let stats = client.scan_new().await?;
+    let incremental = t.elapsed();
+
+    // Tag opens per second, on every tag of the app.
+    let listing = privsvc::client::list_app(reader.as_ref(), APP, None, None).await?;
+    let tags: Vec<Tag> = listing
+        .entities
+        .iter()
+        .filter_map(|e| {
+            e.attributes
+                .as_ref()?
+                .iter()
+                .find_map(|a| match (&a.name[..], &a.value) {
+                    ("tag", privsvc::ledger::ArkivValue::Str(s)) => {
+                        privsvc::vault::tag_from_text(s)
+                    }
+                    _ => None,
+                })
+        })
+        .collect();
+    let t = Instant::now();
+    let opened = vault.open_tags(&tags).await?;
+    let local_rate = tags.len() as f64 / t.elapsed().as_secs_f64();
+    anyhow::ensure!(opened.iter().flatten().count() as u64 == mine.min(n));
+    let (iso, _) = IsolatedVault::random(APP)?;
+    let t = Instant::now();
+    iso.open_tags(&tags).await?;
+    let iso_rate = tags.len() as f64 / t.elapsed().as_secs_f64();
+
+    println!(
+        "records {n:>7}: seed {:>6.2} s | my_entities first {:>6.3} s, refresh {:>6.3} s, incremental {:>6.3} s | listed {} batches fetched {} (cover {}) | tag opens/s KeyVault {:>9.0}, IsolatedVault {:>9.0}",
+        seed_time.as_secs_f64(),
+        first.as_secs_f64(),
+        refresh.as_secs_f64(),
+        incremental.as_secs_f64(),
+        stats.listed,
+        stats.batches_fetched,
+        stats.cover_batches,
+        local_rate,
+        iso_rate,
+    );
+    relayer.shutdown().await;
+    node.shutdown().await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    Ok(())
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let args = Args::parse();
+    for n in args.records {
+        run(n, args.mine).await?;
+    }
+    Ok(())
+}
