@@ -34,6 +34,8 @@ pub(crate) enum Outcome {
     /// Mined and recorded.
     Written,
     Reverted(String),
+    /// The transaction cannot fit in a block: split the batch.
+    TooBig,
     NotSent,
     Shutdown,
 }
@@ -237,8 +239,23 @@ async fn send_batch(
         return Outcome::Written;
     }
     let turn = shared.writer.turn().await;
-    let outcome = build_and_send(shared, &turn, &batch, stop).await;
+    let mut outcome = build_and_send(shared, &turn, &batch, stop).await;
+    // DESIGN 7: a batch too large for a block is split; the rest goes back to the queue.
+    while matches!(outcome, Outcome::TooBig) && batch.len() > 1 {
+        let rest = batch.split_off(batch.len() / 2);
+        tracing::info!(
+            batch_size = batch.len(),
+            "batch split to fit the block gas limit"
+        );
+        shared.requeue(rest);
+        outcome = build_and_send(shared, &turn, &batch, stop).await;
+    }
     match outcome {
+        Outcome::TooBig => {
+            let reason = "the record alone exceeds the block gas limit";
+            isolate(shared, &turn, batch, reason).await;
+            Outcome::Reverted(reason.into())
+        }
         Outcome::Reverted(reason) => {
             isolate(shared, &turn, batch, &reason).await;
             Outcome::Reverted(reason)
@@ -249,6 +266,12 @@ async fn send_batch(
         }
         other => other,
     }
+}
+
+/// Whether the node refused a transaction for exceeding the block gas limit.
+fn exceeds_gas_limit(e: &LedgerError) -> bool {
+    let text = e.to_string().to_ascii_lowercase();
+    text.contains("exceeds block gas limit") || text.contains("gas limit reached")
 }
 
 fn random_salt() -> u128 {
@@ -278,7 +301,7 @@ fn batch_ops(
             entity_key: keys[i],
         });
     }
-    for c in spends_creates(batch, random_salt) {
+    for c in spends_creates(batch, random_salt).map_err(|e| (0, e))? {
         ops.push(Operation::Create(c));
     }
     Ok((ops, members))
@@ -304,6 +327,7 @@ async fn build_and_send(
     let tx = match turn.writer.prepare(&ops, None).await {
         Ok(tx) => tx,
         Err(LedgerError::Reverted(reason)) => return Outcome::Reverted(reason),
+        Err(e) if exceeds_gas_limit(&e) => return Outcome::TooBig,
         Err(e) => {
             shared.metrics.ledger_error();
             tracing::warn!(error = %e, "batch preparation failed");
@@ -345,6 +369,14 @@ pub(crate) async fn finish_batch(
         }
         if let Err(e) = turn.writer.broadcast(tx).await {
             shared.metrics.ledger_error();
+            if exceeds_gas_limit(&e) {
+                // The node refuses it for good: it can never be included, so its nonce stays
+                // free and dropping it cannot lead to a double write.
+                if let Err(e) = shared.store.batch_dropped(batch_id, now_ms()).await {
+                    tracing::error!(error = %e, "cannot record a dropped batch");
+                }
+                return Outcome::TooBig;
+            }
             tracing::warn!(error = %e, attempt, "batch broadcast failed");
         }
         let wait = tokio::select! {

@@ -10,7 +10,7 @@ use rand::Rng;
 use serde::Serialize;
 use tokio::sync::watch;
 
-use crate::entities::{heartbeat_create, SYSTEM_PROJECT};
+use crate::entities::heartbeat_create;
 use crate::state::{now_ms, Shared};
 
 /// Publish one heartbeat through the serialized writer and record its key and time.
@@ -21,7 +21,8 @@ pub async fn beat(shared: &Shared) -> Result<(), LedgerError> {
         shared.chain_id,
         shared.ohttp_key.as_deref(),
         rand::thread_rng().gen(),
-    );
+    )
+    .map_err(LedgerError::Invalid)?;
     let receipt = shared.writer.execute(&[Operation::Create(create)]).await?;
     if !receipt.success {
         return Err(LedgerError::Reverted(
@@ -136,44 +137,39 @@ pub async fn double_spends(shared: &Shared) -> Result<u64, LedgerError> {
     if local.is_empty() {
         return Ok(0);
     }
-    let epoch_expr = epochs
-        .iter()
-        .map(|e| format!("epoch = u64({e})"))
-        .collect::<Vec<_>>()
-        .join(" OR ");
-    let expr = format!(
-        "project = str('{SYSTEM_PROJECT}') AND privsvc_kind = str('spends') AND ({epoch_expr})"
-    );
-    let mut options = QueryOptions {
-        select: Select {
-            key: true,
-            creator: true,
-            payload: true,
-            ..Select::default()
-        },
-        limit: Some(200),
-        ..QueryOptions::default()
-    };
     let mut seen: HashSet<[u8; 32]> = HashSet::new();
-    loop {
-        let page = shared.ledger.query(&expr, &options).await?;
-        for e in page.entities {
-            if e.creator == Some(shared.address) {
-                continue;
-            }
-            for chunk in e.payload.unwrap_or_default().chunks_exact(32) {
-                let id: [u8; 32] = chunk.try_into().expect("32-byte chunk");
-                if local.contains(&id) {
-                    seen.insert(id);
+    for epoch in epochs {
+        let expr = privsvc_ledger::system::spends_query(u64::from(epoch));
+        let mut options = QueryOptions {
+            select: Select {
+                key: true,
+                creator: true,
+                payload: true,
+                ..Select::default()
+            },
+            limit: Some(200),
+            ..QueryOptions::default()
+        };
+        loop {
+            let page = shared.ledger.query(&expr, &options).await?;
+            for e in page.entities {
+                if e.creator == Some(shared.address) {
+                    continue;
+                }
+                for chunk in e.payload.unwrap_or_default().chunks_exact(32) {
+                    let id: [u8; 32] = chunk.try_into().expect("32-byte chunk");
+                    if local.contains(&id) {
+                        seen.insert(id);
+                    }
                 }
             }
-        }
-        match page.cursor {
-            Some(c) => {
-                options.cursor = Some(c);
-                options.at_block = Some(page.block_number);
+            match page.cursor {
+                Some(c) => {
+                    options.cursor = Some(c);
+                    options.at_block = Some(page.block_number);
+                }
+                None => break,
             }
-            None => break,
         }
     }
     Ok(seen.len() as u64)

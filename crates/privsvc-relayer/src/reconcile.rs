@@ -38,6 +38,15 @@ pub async fn reconcile(shared: &Shared, stop: &mut watch::Receiver<bool>) {
                     .collect();
                 isolate(shared, &turn, records, &reason).await;
             }
+            Outcome::TooBig => {
+                // Dropped: its records are queued again in the store.
+                let records = b
+                    .members
+                    .iter()
+                    .filter_map(|m| shared.store.record(&m.record_id).ok().flatten())
+                    .collect();
+                shared.requeue(records);
+            }
             Outcome::Shutdown => return,
             _ => {}
         }

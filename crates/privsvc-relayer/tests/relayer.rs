@@ -800,3 +800,29 @@ async fn issuer_on_issues_tokens_that_the_relayer_accepts_end_to_end() {
     }
     relayer.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_batch_over_the_block_gas_limit_is_split() {
+    let node = privsvc_devnet::Devnet::start(privsvc_devnet::DevnetConfig {
+        block_time: privsvc_devnet::BlockTime::OnDemand,
+        // About two records' worth of gas (with the writer's 20 % margin) per block.
+        gas_limit: 400_000,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path());
+    c.min_batch = 4;
+    c.max_wait_ms = 1000;
+    let relayer = start(&node, 0, c).await;
+    let mut ids = Vec::new();
+    for _ in 0..4 {
+        ids.push(submit(relayer.url(), &body()).await);
+    }
+    for id in &ids {
+        let st = wait_state(relayer.url(), id, "written", T).await;
+        assert_eq!(st["batchSize"], 2, "{st}");
+    }
+    relayer.shutdown().await;
+}
