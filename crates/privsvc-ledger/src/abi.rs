@@ -634,8 +634,9 @@ pub fn decode_operations(calldata: &[u8]) -> Result<Vec<DecodedOp>, DecodeError>
     }
     if calldata[..4] != executeCall::SELECTOR {
         return Err(DecodeError::Malformed(format!(
-            "unknown selector 0x{}",
-            hex::encode(&calldata[..4])
+            // The node's wording (`{:02x?}` of the four bytes).
+            "unknown selector {:02x?}",
+            &calldata[..4]
         )));
     }
     // Like the node, the outer Operation[] is decoded leniently; every operationData must be
