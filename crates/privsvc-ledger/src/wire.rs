@@ -54,6 +54,8 @@ pub fn select_to_json(s: &Select) -> Value {
     let attributes = match &s.attributes {
         AttributeSelect::None => Value::Bool(false),
         AttributeSelect::All => Value::Bool(true),
+        // The SDK sends `false` for an empty name set.
+        AttributeSelect::Named(names) if names.is_empty() => Value::Bool(false),
         AttributeSelect::Named(names) => Value::Object(
             names
                 .iter()
@@ -101,7 +103,8 @@ pub fn flags_to_json(f: CreationFlags) -> Value {
     })
 }
 
-/// Parse `creationFlags` given as the object form, a number or a hex quantity.
+/// Parse `creationFlags` given as the object form, a number or a hex quantity (reserved bits
+/// are ignored).
 pub fn flags_from_json(v: &Value) -> Result<CreationFlags, LedgerError> {
     let raw = match v {
         Value::Object(o) => {
@@ -117,10 +120,11 @@ pub fn flags_from_json(v: &Value) -> Result<CreationFlags, LedgerError> {
         }
         other => parse_quantity(other)?,
     };
+    // Reserved bits (which a node may report in `raw`) carry no meaning: ignore them.
     u8::try_from(raw)
         .ok()
-        .and_then(flags_from_byte)
-        .ok_or_else(|| bad(format!("creation flags {raw} set reserved bits")))
+        .and_then(|b| flags_from_byte(b & crate::abi::FLAGS_MASK))
+        .ok_or_else(|| bad(format!("creation flags {raw} are not a byte")))
 }
 
 /// The `attributes` array of an entity: `[{name, type, value}]` in the given order.
@@ -340,12 +344,21 @@ mod tests {
         assert_eq!(j["select"]["attributes"]["tag"], true);
         assert_eq!(j["select"]["payload"], false);
         assert_eq!(j["select"].as_object().unwrap().len(), 11);
+        let none = Select {
+            attributes: AttributeSelect::Named(vec![]),
+            ..Select::default()
+        };
+        assert_eq!(select_to_json(&none)["attributes"], false);
     }
 
     #[test]
     fn flags_forms() {
         assert!(flags_from_json(&json!(3)).unwrap().permissionless_extension);
-        assert!(flags_from_json(&json!("0x4")).is_err());
+        assert_eq!(
+            flags_from_json(&json!("0x83")).unwrap(),
+            flags_from_json(&json!(3)).unwrap()
+        );
+        assert!(flags_from_json(&json!(256)).is_err());
         assert!(
             flags_from_json(&json!({"readonly": true}))
                 .unwrap()
