@@ -28,8 +28,8 @@ pub const DEFAULT_QUOTA: u32 = 100;
 /// Longest accepted app name in bytes (an Arkiv string attribute).
 pub const MAX_APP_BYTES: usize = 128;
 
-/// Issuer settings.
-#[derive(Debug, Clone)]
+/// Issuer settings. `Debug` leaves the attestation codes out.
+#[derive(Clone)]
 pub struct IssuerConfig {
     /// Directory of the issuer database (keys, counters, used codes).
     pub data_dir: PathBuf,
@@ -47,6 +47,22 @@ impl IssuerConfig {
             quota_per_wallet: DEFAULT_QUOTA,
             attestation_codes: None,
         }
+    }
+}
+
+impl std::fmt::Debug for IssuerConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IssuerConfig")
+            .field("data_dir", &self.data_dir)
+            .field("quota_per_wallet", &self.quota_per_wallet)
+            .field(
+                "attestation_codes",
+                &self
+                    .attestation_codes
+                    .as_ref()
+                    .map(|c| format!("<{} codes>", c.len())),
+            )
+            .finish()
     }
 }
 
@@ -293,14 +309,14 @@ impl Issuer {
                 .commit_issue(&req.app, req.epoch, &wallet, count, quota, code.as_ref())
             {
                 Ok(t) => t,
-                Err(StoreError::Conflict("quota exceeded")) => {
+                Err(StoreError::QuotaExceeded) => {
                     let issued = self.store.issued(&req.app, req.epoch, &wallet)?;
                     return Err(IssueRefusal::QuotaExceeded {
                         remaining: quota.saturating_sub(issued),
                     }
                     .into());
                 }
-                Err(StoreError::Conflict(_)) => return Err(IssueRefusal::AttestationUsed.into()),
+                Err(StoreError::CodeUsed) => return Err(IssueRefusal::AttestationUsed.into()),
                 Err(e) => return Err(e.into()),
             };
         tracing::debug!(count, "issued tokens");

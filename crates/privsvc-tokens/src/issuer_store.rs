@@ -19,9 +19,12 @@ pub enum StoreError {
     /// The data directory could not be created.
     #[error("cannot create the issuer data directory: {0}")]
     Io(#[from] std::io::Error),
-    /// Issuing would exceed the quota or reuse a code (checked again inside the transaction).
-    #[error("refused: {0}")]
-    Conflict(&'static str),
+    /// Issuing would exceed the quota (checked again inside the transaction).
+    #[error("quota exceeded")]
+    QuotaExceeded,
+    /// The attestation code was used meanwhile (checked again inside the transaction).
+    #[error("attestation code already used")]
+    CodeUsed,
 }
 
 /// A stored per-(app, epoch) key.
@@ -163,7 +166,7 @@ impl IssuerStore {
             .unwrap_or(0);
         let total = issued.saturating_add(count);
         if total > quota {
-            return Err(StoreError::Conflict("quota exceeded"));
+            return Err(StoreError::QuotaExceeded);
         }
         if let Some(h) = code_hash {
             let inserted = tx.execute(
@@ -171,7 +174,7 @@ impl IssuerStore {
                 params![&h[..], epoch],
             )?;
             if inserted == 0 {
-                return Err(StoreError::Conflict("attestation code already used"));
+                return Err(StoreError::CodeUsed);
             }
         }
         tx.execute(

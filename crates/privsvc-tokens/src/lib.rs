@@ -1,6 +1,39 @@
 //! Blind RSA rate-limit tokens for privsvc (SPEC "Tokens", DESIGN 5): the primitives
 //! (RFC 9474 RSABSSA-SHA384-PSS-Deterministic), the token issuer with its HTTP endpoints, and
 //! the client-side token wallet with its stores.
+//!
+//! One token, end to end, with the primitives (the issuer and the wallet do the same over HTTP
+//! and the ledger):
+//!
+//! ```
+//! use privsvc_tokens::*;
+//!
+//! # fn main() -> Result<(), TokenError> {
+//! let suite = token_suite();
+//! // Issuer: the day's key; its SPKI is what goes on the ledger.
+//! let sk = suite.generate_key()?;
+//! let spki = IssuerKey::from_secret(&sk)?.spki().to_vec();
+//! let signer = BlindSigner::new(&sk)?;
+//!
+//! // Client: read the key (from the ledger), blind a fresh token message.
+//! let key = import_issuer_key(&spki)?;
+//! let epoch = epoch_of(now_ms());
+//! let nonce = [42u8; NONCE_BYTES];
+//! let msg = token_message("my-app", epoch, &nonce)?;
+//! let blinded = suite.blind(&key, &msg)?;
+//!
+//! // Issuer: sign the blinded value (checked before it leaves).
+//! let blind_sig = signer.sign(blinded.blinded_message())?;
+//!
+//! // Client: unblind; the redemption goes into a submit request.
+//! let sig = suite.finalize(&key, &blind_sig, &blinded, &msg)?;
+//! let token = TokenRedemption::new(epoch, &nonce, &sig);
+//!
+//! // Relayer: verify and record the id as spent.
+//! let id = verify_token(&key, "my-app", &token)?;
+//! assert_eq!(id, token_id(&msg));
+//! # Ok(()) }
+//! ```
 #![forbid(unsafe_code)]
 
 pub mod error;

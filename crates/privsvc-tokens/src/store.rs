@@ -72,9 +72,17 @@ fn merge(into: &mut Vec<StoredToken>, tokens: &[StoredToken]) {
 }
 
 /// A store in memory (lost when the process ends).
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct MemoryTokenStore {
     tokens: Mutex<Vec<StoredToken>>,
+}
+
+impl std::fmt::Debug for MemoryTokenStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryTokenStore")
+            .field("tokens", &self.lock().len())
+            .finish()
+    }
 }
 
 /// A new in-memory store.
@@ -131,11 +139,19 @@ const FILE_VERSION: u32 = 1;
 /// store file and syncs the directory, so the file always holds either the old or the new
 /// contents. A token is removed durably before it is handed out: after a crash it may be lost,
 /// never used twice. One process at a time: the store holds an exclusive lock on `<file>.lock`.
-#[derive(Debug)]
 pub struct FileTokenStore {
     path: PathBuf,
     tokens: Mutex<Vec<StoredToken>>,
     _lock: Mutex<rusqlite::Connection>,
+}
+
+impl std::fmt::Debug for FileTokenStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FileTokenStore")
+            .field("path", &self.path)
+            .field("tokens", &self.lock().len())
+            .finish()
+    }
 }
 
 fn store_err(what: &str, path: &Path, e: impl std::fmt::Display) -> TokenError {

@@ -23,6 +23,8 @@ use crate::suite::{token_suite, IssuerKey};
 
 /// Default window of [`TokenWallet::prefetch_later`]: 6 hours.
 pub const DEFAULT_PREFETCH_WITHIN: Duration = Duration::from_secs(6 * 3600);
+/// Time limit of one HTTP exchange with the issuer.
+const HTTP_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long to wait for the issuer's key entity to become visible through the reader.
 const KEY_VISIBLE_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -90,7 +92,10 @@ impl TokenWallet {
     pub fn new(options: TokenWalletOptions) -> Self {
         TokenWallet {
             inner: Arc::new(options),
-            http: reqwest::Client::new(),
+            http: reqwest::Client::builder()
+                .timeout(HTTP_TIMEOUT)
+                .build()
+                .unwrap_or_default(),
         }
     }
 
@@ -169,6 +174,9 @@ impl TokenWallet {
         count: usize,
         attestation: Option<&str>,
     ) -> Result<(Vec<StoredToken>, u32), TokenError> {
+        if count == 0 {
+            return Err(TokenError::Issuer("ask for at least one token".into()));
+        }
         let attestation = attestation
             .map(str::to_string)
             .or_else(|| self.inner.attestation.clone());

@@ -393,6 +393,25 @@ async fn wallet_reports_quota_exhaustion() {
     assert_eq!(wallet.available(APP).unwrap(), 30);
     // Fresh tokens are younger than the default minimum age of 60 s: nothing to spend yet.
     assert_eq!(wallet.source().take(APP).await.unwrap(), None);
+
+    // A blinded value not below the modulus, properly signed for: 400, nothing counted.
+    let other = LocalWallet::random();
+    let key = fetch_issuer_key(env.reader.as_ref(), issuer.address(), APP, today())
+        .await
+        .unwrap();
+    let one = blind_n(&key, today(), 1);
+    let mut req = request(&other, today(), &[&one[0].2], now_ms(), None).await;
+    req.blinded = vec![base64::engine::general_purpose::STANDARD.encode([0xffu8; 256])];
+    let text = issuance_message(&req, req.ts).unwrap();
+    let sig = other.personal_sign(text.as_bytes()).await.unwrap();
+    req.wallet_signature = format!("0x{}", hex::encode(sig.as_bytes()));
+    let (s, b) = post_issue(&url, &json(&req)).await;
+    assert_eq!(s, 400, "{b}");
+    assert!(b["error"].as_str().unwrap().contains("modulus"), "{b}");
+    let req = request(&other, today(), &[&one[0].2], now_ms(), None).await;
+    let (s, b) = post_issue(&url, &json(&req)).await;
+    assert_eq!(s, 200, "{b}");
+    assert_eq!(b["remaining"], 29);
     env.devnet.shutdown().await;
 }
 

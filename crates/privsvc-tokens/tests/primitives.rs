@@ -207,3 +207,28 @@ fn issuer_key_import() {
     cut.truncate(200);
     assert!(import_issuer_key(&cut).is_err());
 }
+
+#[test]
+fn issuer_signer_agrees_with_the_crate_and_refuses_bad_input() {
+    let f = fixture();
+    let signer = BlindSigner::new(&f.sk).unwrap();
+    let suite = token_suite();
+    for i in 0..40u8 {
+        let msg = token_message("app", 5, &[i; 32]).unwrap();
+        let blinded = suite.blind(&f.key, &msg).unwrap();
+        let fast = signer.sign(blinded.blinded_message()).unwrap();
+        assert_eq!(
+            fast,
+            suite.blind_sign(&f.sk, blinded.blinded_message()).unwrap()
+        );
+        suite.finalize(&f.key, &fast, &blinded, &msg).unwrap();
+    }
+    assert!(matches!(
+        signer.sign(&[0xff; MODULUS_BYTES]),
+        Err(TokenError::Malformed(_))
+    ));
+    assert!(matches!(
+        signer.sign(&[1; 10]),
+        Err(TokenError::Malformed(_))
+    ));
+}
