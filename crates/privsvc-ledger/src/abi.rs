@@ -323,8 +323,8 @@ pub type DecodedOp = ModelOperation;
 /// `Error(string)`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DecodeError {
-    /// Calldata too short, unknown selector, undecodable or non-canonical outer encoding, or an
-    /// operationData that is not the tag's struct at all.
+    /// Calldata too short, unknown selector, an undecodable `Operation[]`, or an operationData
+    /// that does not decode as its tag's struct at all.
     #[error("malformed execute() calldata: {0}")]
     Malformed(String),
     /// `EmptyBatch()`.
