@@ -358,6 +358,8 @@ impl Issuer {
         let stored = match self.store.key(app, epoch)? {
             Some(k) => k,
             None => {
+                // A new day's first key: forget keys and counters no relayer needs any more.
+                self.store.prune(epoch.saturating_sub(1))?;
                 let store = self.store.clone();
                 let app_owned = app.to_string();
                 tokio::task::spawn_blocking(move || {
