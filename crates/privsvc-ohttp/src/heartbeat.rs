@@ -8,20 +8,17 @@
 use std::time::Duration;
 
 use alloy_primitives::Address;
-use privsvc_ledger::{LedgerReader, QueryOptions, Select};
-use serde::Deserialize;
+use privsvc_ledger::system::{lifetime_blocks, live_heartbeats_query, Heartbeat, PRIVSVC_PROJECT};
+use privsvc_ledger::{query_all, AttributeSelect, LedgerReader, Select};
 
 use crate::http_util::normalize_relayer_url;
 use crate::OhttpError;
 
 /// The `project` value of system entities.
-pub const SYSTEM_PROJECT: &str = "privsvc-7f3k";
+pub const SYSTEM_PROJECT: &str = PRIVSVC_PROJECT;
 /// Default heartbeat interval (`HEARTBEAT_MS`): 10 minutes.
-pub const DEFAULT_HEARTBEAT_INTERVAL: Duration = Duration::from_secs(600);
-/// Ledger block time.
-const BLOCK_TIME_SECONDS: u64 = 2;
-/// Page size of the heartbeat query.
-const PAGE: u32 = 200;
+pub const DEFAULT_HEARTBEAT_INTERVAL: Duration =
+    Duration::from_millis(privsvc_ledger::system::HEARTBEAT_INTERVAL_MS);
 
 /// A live heartbeat as the OHTTP code needs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,7 +27,7 @@ pub struct LiveHeartbeat {
     pub url: String,
     /// The account that created the heartbeat entity.
     pub creator: Address,
-    /// The address the payload claims.
+    /// The address the payload claims (always the creator: other heartbeats are dropped).
     pub address: Option<Address>,
     /// The gateway key configuration (hex), when OHTTP is on.
     pub ohttp_key: Option<String>,
@@ -38,66 +35,47 @@ pub struct LiveHeartbeat {
     pub created_at: u64,
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Payload {
-    url: String,
-    #[serde(default)]
-    address: Option<String>,
-    #[serde(default)]
-    ohttp_key: Option<String>,
-}
-
-/// The number of blocks in two heartbeat intervals (the liveness window).
+/// The number of blocks in two heartbeat intervals (the liveness window; the same rounding as
+/// `privsvc_ledger::system::live_heartbeats_query`).
 pub fn live_window_blocks(interval: Duration) -> u64 {
-    (2 * interval.as_secs()).div_ceil(BLOCK_TIME_SECONDS).max(1)
+    let interval_ms = u64::try_from(interval.as_millis()).unwrap_or(u64::MAX / 2);
+    lifetime_blocks((2 * interval_ms).div_ceil(1000))
 }
 
-/// All live heartbeats, newest first. Entities with an unreadable payload or URL are skipped.
+/// All live heartbeats, newest first, parsed with `privsvc_ledger::system::Heartbeat`.
+/// Entities that do not parse (bad payload, `url` attribute differing from the payload, payload
+/// address differing from the creator) or whose URL is not an http(s) URL are skipped.
 pub async fn live_heartbeats(
     reader: &dyn LedgerReader,
     interval: Duration,
 ) -> Result<Vec<LiveHeartbeat>, OhttpError> {
-    let expression =
-        format!("project = str('{SYSTEM_PROJECT}') AND privsvc_kind = str('heartbeat')");
+    let head = reader.block_number().await?;
+    let interval_ms = u64::try_from(interval.as_millis()).unwrap_or(u64::MAX / 2);
+    let expression = live_heartbeats_query(head, interval_ms);
     let select = Select {
         key: true,
         creator: true,
         created_at: true,
         payload: true,
+        attributes: AttributeSelect::All,
         ..Select::default()
     };
-    let mut options = QueryOptions {
-        select,
-        limit: Some(PAGE),
-        ..QueryOptions::default()
-    };
-    let mut entities = Vec::new();
-    let head = loop {
-        let page = reader.query(&expression, &options).await?;
-        entities.extend(page.entities);
-        match page.cursor {
-            Some(cursor) => {
-                options.at_block = Some(page.block_number);
-                options.cursor = Some(cursor);
-            }
-            None => break page.block_number,
-        }
-    };
+    let entities = query_all(reader, &expression, &select, Some(head)).await?;
     let oldest = head.saturating_sub(live_window_blocks(interval));
     let mut live: Vec<LiveHeartbeat> = entities
-        .into_iter()
+        .iter()
         .filter_map(|e| {
             let created_at = e.created_at?;
+            let creator = e.creator?;
             if created_at < oldest {
                 return None;
             }
-            let payload: Payload = serde_json::from_slice(e.payload.as_deref()?).ok()?;
+            let heartbeat = Heartbeat::from_entity(e).ok()?;
             Some(LiveHeartbeat {
-                url: normalize_relayer_url(&payload.url).ok()?,
-                creator: e.creator?,
-                address: payload.address.and_then(|a| a.parse().ok()),
-                ohttp_key: payload.ohttp_key.filter(|k| !k.is_empty()),
+                url: normalize_relayer_url(&heartbeat.url).ok()?,
+                creator,
+                address: Some(heartbeat.address),
+                ohttp_key: heartbeat.ohttp_key.filter(|k| !k.trim().is_empty()),
                 created_at,
             })
         })

@@ -64,7 +64,7 @@ async fn call(
 #[tokio::test]
 async fn dispatches_every_endpoint_in_process() {
     let gateway = gateway();
-    let (url, _task) = serve(relayer(addr(1), Some(gateway.clone()))).await;
+    let (url, _task) = serve(relayer(addr(0), Some(gateway.clone()))).await;
 
     let info = call(
         &url,
@@ -135,8 +135,8 @@ async fn dispatches_every_endpoint_in_process() {
 #[tokio::test]
 async fn error_statuses() {
     let gateway = gateway();
-    let (url, _task) = serve(relayer(addr(1), Some(gateway.clone()))).await;
-    let (off_url, _off) = serve(relayer(addr(1), None)).await;
+    let (url, _task) = serve(relayer(addr(0), Some(gateway.clone()))).await;
+    let (off_url, _off) = serve(relayer(addr(0), None)).await;
     let (message, _) = encapsulate(
         &gateway.public_key(),
         &BinaryRequest {

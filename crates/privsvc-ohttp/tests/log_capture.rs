@@ -8,7 +8,7 @@ mod common;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
-use common::{addr, heartbeat_entity, relayer, serve_recording, HeartbeatLedger};
+use common::{addr, relayer, serve_recording, Chain};
 use privsvc_ohttp::{
     ohttp_call, OhttpGateway, OhttpRelay, RelayConfig, RelayerRequest, MAX_ENCAPSULATED_BYTES,
     SILENCE_OHTTP_LOGS,
@@ -55,18 +55,13 @@ async fn relay_and_gateway_log_no_client_address_or_body() {
     // Relayer (addressed as localhost, so its URL holds no client-like IP) and relay.
     let gateway = Arc::new(OhttpGateway::from_seed(b"log capture seed, 32 bytes long.").unwrap());
     let (relayer_url, _, _t1) =
-        serve_recording(relayer(addr(1), Some(gateway.clone())), "localhost").await;
-    let ledger = HeartbeatLedger::new(1_000);
-    ledger.push(heartbeat_entity(
-        1,
-        addr(1),
-        addr(1),
-        &relayer_url,
-        Some(&gateway.public_key()),
-        990,
-    ));
+        serve_recording(relayer(addr(0), Some(gateway.clone())), "localhost").await;
+    let chain = Chain::start().await;
+    chain
+        .heartbeat(0, &relayer_url, Some(&gateway.public_key()))
+        .await;
     let relay = OhttpRelay::new(
-        ledger,
+        chain.reader.clone(),
         RelayConfig {
             allow_http: true,
             ..RelayConfig::default()

@@ -10,18 +10,19 @@ use std::time::Duration;
 use axum::http::HeaderMap;
 use axum::routing::post;
 use axum::Router;
-use common::{addr, heartbeat_entity, relayer, serve, serve_recording, HeartbeatLedger};
+use common::{addr, relayer, serve, serve_recording, Chain};
 use privsvc_ohttp::{
     ohttp_call, OhttpError, OhttpGateway, OhttpRelay, RelayConfig, RelayerRequest,
     MAX_ENCAPSULATED_BYTES,
 };
 
-const HEAD: u64 = 10_000;
+/// Heartbeat interval of these tests: live = created within the last 10 blocks.
+const INTERVAL: Duration = Duration::from_secs(10);
 
 fn config() -> RelayConfig {
     RelayConfig {
         refresh_interval: Duration::from_millis(100),
-        heartbeat_interval: Duration::from_secs(600),
+        heartbeat_interval: INTERVAL,
         info_timeout: Duration::from_secs(2),
         forward_timeout: Duration::from_secs(5),
         allow_http: true,
@@ -37,7 +38,7 @@ fn get(path: &str) -> RelayerRequest {
 }
 
 struct Stack {
-    ledger: Arc<HeartbeatLedger>,
+    chain: Chain,
     gateway: Arc<OhttpGateway>,
     relayer_url: String,
     relay: OhttpRelay,
@@ -45,24 +46,20 @@ struct Stack {
     _tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
-/// One relayer (address 1) with a live heartbeat, and a relay that has refreshed.
+/// One relayer (dev account 0) with a live heartbeat on a devnet, and a relay that has
+/// refreshed.
 async fn stack() -> Stack {
+    let chain = Chain::start().await;
     let gateway = Arc::new(OhttpGateway::from_seed(b"relay test seed: 32 bytes long..").unwrap());
-    let (relayer_url, relayer_task) = serve(relayer(addr(1), Some(gateway.clone()))).await;
-    let ledger = HeartbeatLedger::new(HEAD);
-    ledger.push(heartbeat_entity(
-        1,
-        addr(1),
-        addr(1),
-        &relayer_url,
-        Some(&gateway.public_key()),
-        HEAD - 10,
-    ));
-    let relay = OhttpRelay::new(ledger.clone(), config()).unwrap();
+    let (relayer_url, relayer_task) = serve(relayer(addr(0), Some(gateway.clone()))).await;
+    chain
+        .heartbeat(0, &relayer_url, Some(&gateway.public_key()))
+        .await;
+    let relay = OhttpRelay::new(chain.reader.clone(), config()).unwrap();
     assert_eq!(relay.refresh().await.unwrap(), 1);
     let (relay_url, relay_task) = serve(relay.router()).await;
     Stack {
-        ledger,
+        chain,
         gateway,
         relayer_url,
         relay,
@@ -104,7 +101,7 @@ async fn round_trip_info_and_records() {
         .unwrap();
     assert_eq!(info.status, 200);
     let json: serde_json::Value = serde_json::from_slice(&info.body).unwrap();
-    assert_eq!(json["address"], addr(1).to_checksum(None));
+    assert_eq!(json["address"], addr(0).to_checksum(None));
     assert_eq!(json["ohttpKey"], key);
 
     let created = ohttp_call(
@@ -171,37 +168,19 @@ async fn only_verified_targets() {
     let http = reqwest::Client::new();
     let key = s.gateway.public_key();
 
-    // A relayer whose /v1/info address is not its heartbeat's creator.
-    let (liar_url, _t1) = serve(relayer(addr(7), Some(s.gateway.clone()))).await;
-    s.ledger.push(heartbeat_entity(
-        2,
-        addr(8),
-        addr(8),
-        &liar_url,
-        Some(&key),
-        HEAD - 5,
-    ));
-    // A relayer whose only heartbeat is older than two intervals.
-    let (stale_url, _t2) = serve(relayer(addr(9), Some(s.gateway.clone()))).await;
-    s.ledger.push(heartbeat_entity(
-        3,
-        addr(9),
-        addr(9),
-        &stale_url,
-        Some(&key),
-        HEAD - 601,
-    ));
+    // A relayer whose only heartbeat is older than two intervals (then account 0 publishes its
+    // next heartbeat, as relayers do).
+    let (stale_url, _t2) = serve(relayer(addr(3), Some(s.gateway.clone()))).await;
+    s.chain.heartbeat(3, &stale_url, Some(&key)).await;
+    s.chain.mine(11);
+    s.chain.heartbeat(0, &s.relayer_url, Some(&key)).await;
+    // A relayer whose /v1/info address (account 2) is not its heartbeat's creator (account 1).
+    let (liar_url, _t1) = serve(relayer(addr(2), Some(s.gateway.clone()))).await;
+    s.chain.heartbeat(1, &liar_url, Some(&key)).await;
     // A relayer with no heartbeat at all.
-    let (unknown_url, _t3) = serve(relayer(addr(10), Some(s.gateway.clone()))).await;
+    let (unknown_url, _t3) = serve(relayer(addr(4), Some(s.gateway.clone()))).await;
     // A heartbeat naming a URL where nothing answers.
-    s.ledger.push(heartbeat_entity(
-        4,
-        addr(11),
-        addr(11),
-        "http://127.0.0.1:9",
-        Some(&key),
-        HEAD - 1,
-    ));
+    s.chain.heartbeat(4, "http://127.0.0.1:9", Some(&key)).await;
     assert_eq!(s.relay.refresh().await.unwrap(), 1);
     assert_eq!(s.relay.targets(), vec![s.relayer_url.clone()]);
 
@@ -225,15 +204,8 @@ async fn only_verified_targets() {
     .await;
     assert_eq!(status, 403);
 
-    // Once the liar's heartbeat is by the right creator, it is verified on the next refresh.
-    s.ledger.push(heartbeat_entity(
-        5,
-        addr(7),
-        addr(7),
-        &liar_url,
-        Some(&key),
-        HEAD - 1,
-    ));
+    // Once account 2 publishes a heartbeat for that URL, it is verified on the next refresh.
+    s.chain.heartbeat(2, &liar_url, Some(&key)).await;
     assert_eq!(s.relay.refresh().await.unwrap(), 2);
     let ok = ohttp_call(&s.relay_url, &liar_url, &key, get("/v1/info"), &http)
         .await
@@ -245,7 +217,7 @@ async fn only_verified_targets() {
 async fn https_only_unless_allowed() {
     let s = stack().await;
     let strict = OhttpRelay::new(
-        s.ledger.clone(),
+        s.chain.reader.clone(),
         RelayConfig {
             allow_http: false,
             ..config()
@@ -258,16 +230,9 @@ async fn https_only_unless_allowed() {
 #[tokio::test]
 async fn periodic_refresh_picks_up_new_heartbeats() {
     let s = stack().await;
-    let (late_url, _t) = serve(relayer(addr(20), Some(s.gateway.clone()))).await;
+    let (late_url, _t) = serve(relayer(addr(1), Some(s.gateway.clone()))).await;
     let task = s.relay.spawn_refresh();
-    s.ledger.push(heartbeat_entity(
-        9,
-        addr(20),
-        addr(20),
-        &late_url,
-        None,
-        HEAD,
-    ));
+    s.chain.heartbeat(1, &late_url, None).await;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     while s.relay.targets().len() < 2 {
         assert!(
@@ -336,7 +301,7 @@ async fn error_statuses() {
             .route(
                 "/v1/info",
                 axum::routing::get(|| async {
-                    axum::Json(serde_json::json!({"address": addr(30).to_checksum(None)}))
+                    axum::Json(serde_json::json!({"address": addr(3).to_checksum(None)}))
                 }),
             )
             .route(
@@ -345,14 +310,7 @@ async fn error_statuses() {
             ),
     )
     .await;
-    s.ledger.push(heartbeat_entity(
-        30,
-        addr(30),
-        addr(30),
-        &broken_url,
-        None,
-        HEAD,
-    ));
+    s.chain.heartbeat(3, &broken_url, None).await;
     assert_eq!(s.relay.refresh().await.unwrap(), 2);
     let (status, error) = raw_post(
         &s.relay_url,
@@ -364,15 +322,8 @@ async fn error_statuses() {
     assert_eq!((status, error.as_str()), (502, "the relayer failed"));
 
     // 502: the relayer went away after verification.
-    let (gone_url, gone_task) = serve(relayer(addr(31), Some(s.gateway.clone()))).await;
-    s.ledger.push(heartbeat_entity(
-        31,
-        addr(31),
-        addr(31),
-        &gone_url,
-        Some(&key),
-        HEAD,
-    ));
+    let (gone_url, gone_task) = serve(relayer(addr(4), Some(s.gateway.clone()))).await;
+    s.chain.heartbeat(4, &gone_url, Some(&key)).await;
     assert_eq!(s.relay.refresh().await.unwrap(), 3);
     gone_task.abort();
     let _ = gone_task.await;
@@ -394,7 +345,7 @@ async fn forwards_no_client_headers_and_pools_one_connection() {
         .route(
             "/v1/info",
             axum::routing::get(|| async {
-                axum::Json(serde_json::json!({"address": addr(40).to_checksum(None)}))
+                axum::Json(serde_json::json!({"address": addr(0).to_checksum(None)}))
             }),
         )
         .route(
@@ -414,16 +365,9 @@ async fn forwards_no_client_headers_and_pools_one_connection() {
             }),
         );
     let (target_url, peers, _t) = serve_recording(target_router, "127.0.0.1").await;
-    let ledger = HeartbeatLedger::new(HEAD);
-    ledger.push(heartbeat_entity(
-        1,
-        addr(40),
-        addr(40),
-        &target_url,
-        None,
-        HEAD,
-    ));
-    let relay = OhttpRelay::new(ledger, config()).unwrap();
+    let chain = Chain::start().await;
+    chain.heartbeat(0, &target_url, None).await;
+    let relay = OhttpRelay::new(chain.reader.clone(), config()).unwrap();
     relay.refresh().await.unwrap();
     let connections_after_verification = peers.count();
     let (relay_url, _r) = serve(relay.router()).await;

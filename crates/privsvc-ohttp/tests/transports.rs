@@ -5,13 +5,11 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{addr, heartbeat_entity, relayer, relayer_api, serve, HeartbeatLedger};
+use common::{addr, relayer, relayer_api, serve, Chain};
 use privsvc_ohttp::{
     HttpTransport, InProcessTransport, OhttpError, OhttpGateway, OhttpRelay, OhttpTransport,
     RelayConfig, RelayerRequest, Transport,
 };
-
-const HEAD: u64 = 5_000;
 
 fn get(path: &str) -> RelayerRequest {
     RelayerRequest {
@@ -37,7 +35,7 @@ fn json(body: &[u8]) -> serde_json::Value {
 async fn converse(transport: &dyn Transport, relayer_url: &str) {
     let info = transport.send(relayer_url, get("/v1/info")).await.unwrap();
     assert_eq!(info.status, 200);
-    assert_eq!(json(&info.body)["address"], addr(1).to_checksum(None));
+    assert_eq!(json(&info.body)["address"], addr(0).to_checksum(None));
     let created = transport.send(relayer_url, submit("t")).await.unwrap();
     assert_eq!(created.status, 202);
     assert_eq!(json(&created.body)["app"], "t");
@@ -62,7 +60,7 @@ async fn converse(transport: &dyn Transport, relayer_url: &str) {
 
 #[tokio::test]
 async fn http_transport() {
-    let (url, _t) = serve(relayer_api(addr(1), None)).await;
+    let (url, _t) = serve(relayer_api(addr(0), None)).await;
     let transport = HttpTransport::new().unwrap();
     converse(&transport, &url).await;
     let err = transport
@@ -79,7 +77,7 @@ async fn http_transport() {
 #[tokio::test]
 async fn in_process_transport() {
     let transport = InProcessTransport::new()
-        .with_router("http://relayer.test/", relayer_api(addr(1), None))
+        .with_router("http://relayer.test/", relayer_api(addr(0), None))
         .unwrap();
     converse(&transport, "http://relayer.test").await;
     let err = transport
@@ -90,7 +88,7 @@ async fn in_process_transport() {
 }
 
 struct Stack {
-    ledger: Arc<HeartbeatLedger>,
+    chain: Chain,
     gateway: Arc<OhttpGateway>,
     relayer_url: String,
     relay_url: String,
@@ -99,18 +97,13 @@ struct Stack {
 
 async fn stack() -> Stack {
     let gateway = Arc::new(OhttpGateway::from_seed(b"transport test seed, 32 bytes..").unwrap());
-    let (relayer_url, t1) = serve(relayer(addr(1), Some(gateway.clone()))).await;
-    let ledger = HeartbeatLedger::new(HEAD);
-    ledger.push(heartbeat_entity(
-        1,
-        addr(1),
-        addr(1),
-        &relayer_url,
-        Some(&gateway.public_key()),
-        HEAD - 100,
-    ));
+    let (relayer_url, t1) = serve(relayer(addr(0), Some(gateway.clone()))).await;
+    let chain = Chain::start().await;
+    chain
+        .heartbeat(0, &relayer_url, Some(&gateway.public_key()))
+        .await;
     let relay = OhttpRelay::new(
-        ledger.clone(),
+        chain.reader.clone(),
         RelayConfig {
             allow_http: true,
             ..RelayConfig::default()
@@ -120,7 +113,7 @@ async fn stack() -> Stack {
     relay.refresh().await.unwrap();
     let (relay_url, t2) = serve(relay.router()).await;
     Stack {
-        ledger,
+        chain,
         gateway,
         relayer_url,
         relay_url,
@@ -131,7 +124,7 @@ async fn stack() -> Stack {
 #[tokio::test]
 async fn ohttp_transport_with_key_from_heartbeat() {
     let s = stack().await;
-    let transport = OhttpTransport::new(&s.relay_url, s.ledger.clone())
+    let transport = OhttpTransport::new(&s.relay_url, s.chain.reader.clone())
         .unwrap()
         .with_heartbeat_interval(Duration::from_secs(600));
     converse(&transport, &s.relayer_url).await;
@@ -144,28 +137,18 @@ async fn ohttp_transport_with_key_from_heartbeat() {
 #[tokio::test]
 async fn ohttp_transport_skips_heartbeats_with_a_foreign_key() {
     let s = stack().await;
-    // Newer heartbeat naming the same URL, by another account, with a key it controls.
     let attacker_key = OhttpGateway::from_seed(b"attacker's gateway seed 32 bytes")
         .unwrap()
         .public_key();
-    s.ledger.push(heartbeat_entity(
-        2,
-        addr(66),
-        addr(66),
-        &s.relayer_url,
-        Some(&attacker_key),
-        HEAD,
-    ));
+    // Newer heartbeat naming the same URL, by another account, with a key it controls.
+    s.chain
+        .heartbeat(1, &s.relayer_url, Some(&attacker_key))
+        .await;
     // And one whose payload claims the relayer's address without being created by it.
-    s.ledger.push(heartbeat_entity(
-        3,
-        addr(67),
-        addr(1),
-        &s.relayer_url,
-        Some(&attacker_key),
-        HEAD,
-    ));
-    let transport = OhttpTransport::new(&s.relay_url, s.ledger.clone()).unwrap();
+    s.chain
+        .heartbeat_claiming(2, addr(0), &s.relayer_url, Some(&attacker_key))
+        .await;
+    let transport = OhttpTransport::new(&s.relay_url, s.chain.reader.clone()).unwrap();
     assert_eq!(
         transport.gateway_key(&s.relayer_url).await.unwrap(),
         s.gateway.public_key()
@@ -176,7 +159,7 @@ async fn ohttp_transport_skips_heartbeats_with_a_foreign_key() {
 #[tokio::test]
 async fn ohttp_transport_follows_a_key_rotation() {
     let s = stack().await;
-    let transport = OhttpTransport::new(&s.relay_url, s.ledger.clone()).unwrap();
+    let transport = OhttpTransport::new(&s.relay_url, s.chain.reader.clone()).unwrap();
     let pinned = OhttpTransport::without_ledger(&s.relay_url).unwrap();
     pinned
         .set_gateway_key(&s.relayer_url, &s.gateway.public_key())
@@ -190,14 +173,7 @@ async fn ohttp_transport_follows_a_key_rotation() {
         .unwrap();
     assert!(s.gateway.remove_key(1));
     let new_key = s.gateway.public_key();
-    s.ledger.push(heartbeat_entity(
-        4,
-        addr(1),
-        addr(1),
-        &s.relayer_url,
-        Some(&new_key),
-        HEAD,
-    ));
+    s.chain.heartbeat(0, &s.relayer_url, Some(&new_key)).await;
 
     // The cached key no longer opens (400); the transport looks the key up again, once.
     assert_eq!(

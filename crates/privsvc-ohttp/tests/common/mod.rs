@@ -4,13 +4,14 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use alloy_primitives::{Address, B256, U256};
-use async_trait::async_trait;
+use alloy_primitives::Address;
 use axum::extract::Path;
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use privsvc_ledger::{Entity, LedgerError, LedgerReader, QueryOptions, QueryPage};
+use privsvc_devnet::{BlockTime, DevSigner, Devnet, DevnetConfig, DevnetHandle, DEV_PRIVATE_KEYS};
+use privsvc_ledger::system::Heartbeat;
+use privsvc_ledger::{LedgerReader, LedgerWriter, Operation, RpcLedger, RpcWriter};
 use privsvc_ohttp::{gateway_router, Anonymous, OhttpGateway};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -132,86 +133,84 @@ pub fn relayer(address: Address, gateway: Option<Arc<OhttpGateway>>) -> Router {
     api.clone().merge(gateway_router(gateway, api))
 }
 
-/// A heartbeat entity as the ledger returns it.
-pub fn heartbeat_entity(
-    n: u8,
-    creator: Address,
-    claimed: Address,
-    url: &str,
-    ohttp_key: Option<&str>,
-    created_at: u64,
-) -> Entity {
-    let payload = serde_json::json!({
-        "url": url,
-        "address": claimed.to_checksum(None),
-        "chainId": 7738577,
-        "version": "privsvc-relayer/1",
-        "ohttpKey": ohttp_key,
-    });
-    Entity {
-        key: B256::with_last_byte(n),
-        creator: Some(creator),
-        created_at: Some(created_at),
-        payload: Some(serde_json::to_vec(&payload).unwrap()),
-        ..Entity::default()
-    }
+/// The address of dev account `i` (0..5).
+pub fn addr(i: usize) -> Address {
+    DevSigner::dev(i).address()
 }
 
-/// An in-memory ledger holding heartbeat entities (answers every query with all of them).
-#[derive(Default)]
-pub struct HeartbeatLedger {
-    pub head: Mutex<u64>,
-    pub entities: Mutex<Vec<Entity>>,
-    pub queries: Mutex<Vec<String>>,
+/// A devnet (blocks on demand) with a JSON-RPC reader, on which dev accounts write heartbeats.
+pub struct Chain {
+    pub node: DevnetHandle,
+    pub reader: Arc<dyn LedgerReader>,
+    writers: Mutex<Vec<Option<Arc<RpcWriter>>>>,
 }
 
-impl HeartbeatLedger {
-    pub fn new(head: u64) -> Arc<Self> {
-        Arc::new(Self {
-            head: Mutex::new(head),
-            ..Self::default()
+impl Chain {
+    pub async fn start() -> Chain {
+        let node = Devnet::start(DevnetConfig {
+            block_time: BlockTime::OnDemand,
+            ..Default::default()
         })
+        .await
+        .expect("devnet starts");
+        let reader: Arc<dyn LedgerReader> =
+            Arc::new(RpcLedger::new(node.url()).expect("rpc reader"));
+        Chain {
+            node,
+            reader,
+            writers: Mutex::new(vec![None; DEV_PRIVATE_KEYS.len()]),
+        }
     }
-    pub fn push(&self, entity: Entity) {
-        self.entities.lock().unwrap().push(entity);
-    }
-}
 
-#[async_trait]
-impl LedgerReader for HeartbeatLedger {
-    async fn chain_id(&self) -> Result<u64, LedgerError> {
-        Ok(7738577)
+    async fn writer(&self, i: usize) -> Arc<RpcWriter> {
+        if let Some(w) = self.writers.lock().unwrap()[i].clone() {
+            return w;
+        }
+        let secret: [u8; 32] = hex::decode(DEV_PRIVATE_KEYS[i].trim_start_matches("0x"))
+            .unwrap()
+            .try_into()
+            .unwrap();
+        let ledger = RpcLedger::new(self.node.url()).unwrap();
+        let w = Arc::new(RpcWriter::connect(ledger, &secret).await.expect("writer"));
+        self.writers.lock().unwrap()[i] = Some(w.clone());
+        w
     }
-    async fn block_number(&self) -> Result<u64, LedgerError> {
-        Ok(*self.head.lock().unwrap())
-    }
-    async fn query(
+
+    /// Dev account `signer` publishes a heartbeat for `url` whose payload claims `claimed`.
+    pub async fn heartbeat_claiming(
         &self,
-        expression: &str,
-        _options: &QueryOptions,
-    ) -> Result<QueryPage, LedgerError> {
-        self.queries.lock().unwrap().push(expression.to_string());
-        Ok(QueryPage {
-            entities: self.entities.lock().unwrap().clone(),
-            block_number: *self.head.lock().unwrap(),
-            cursor: None,
-        })
+        signer: usize,
+        claimed: Address,
+        url: &str,
+        ohttp_key: Option<&str>,
+    ) {
+        let heartbeat = Heartbeat {
+            url: url.to_string(),
+            address: claimed,
+            chain_id: self.node.chain_id(),
+            version: "privsvc-relayer/1".into(),
+            ohttp_key: ohttp_key.map(str::to_string),
+        };
+        let create = heartbeat
+            .to_create(rand::random())
+            .expect("heartbeat create");
+        let receipt = self
+            .writer(signer)
+            .await
+            .execute(&[Operation::Create(create)])
+            .await
+            .expect("heartbeat written");
+        assert!(receipt.success, "{:?}", receipt.revert_reason);
     }
-    async fn entity(&self, _key: B256, _at: Option<u64>) -> Result<Option<Entity>, LedgerError> {
-        Ok(None)
-    }
-    async fn code_at(&self, _address: Address) -> Result<Vec<u8>, LedgerError> {
-        Ok(Vec::new())
-    }
-    async fn entity_nonce(&self, _address: Address) -> Result<u64, LedgerError> {
-        Ok(0)
-    }
-    async fn balance(&self, _address: Address) -> Result<U256, LedgerError> {
-        Ok(U256::ZERO)
-    }
-}
 
-/// A deterministic test address.
-pub fn addr(n: u8) -> Address {
-    Address::with_last_byte(n)
+    /// Dev account `signer` publishes its heartbeat for `url`.
+    pub async fn heartbeat(&self, signer: usize, url: &str, ohttp_key: Option<&str>) {
+        self.heartbeat_claiming(signer, addr(signer), url, ohttp_key)
+            .await;
+    }
+
+    /// Mine `n` empty blocks.
+    pub fn mine(&self, n: u64) {
+        self.node.mine_blocks(n).expect("mine");
+    }
 }

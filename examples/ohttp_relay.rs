@@ -1,0 +1,81 @@
+//! The privsvc OHTTP relay as a standalone server.
+//!
+//! ```text
+//! cargo run --example ohttp_relay -- --rpc-url http://127.0.0.1:8545 --port 8090
+//! LEDGER_RPC_URL=... RELAY_PORT=8090 ALLOW_HTTP_TARGETS=true cargo run --example ohttp_relay
+//! ```
+//!
+//! `POST /ohttp` (header `x-privsvc-target`) forwards to relayers verified from their heartbeats
+//! on the ledger; `GET /healthz` reports the number of verified targets. Peer addresses are never
+//! seen (the listener drops them) and never logged; the `ohttp` crate's key traces are always
+//! silenced, whatever `RUST_LOG` says.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Parser;
+use privsvc_ledger::{LedgerReader, RpcLedger};
+use privsvc_ohttp::{AnonymousListener, OhttpRelay, RelayConfig, SILENCE_OHTTP_LOGS};
+
+/// Command-line options (each also read from the environment).
+#[derive(Parser, Debug)]
+#[command(about = "privsvc OHTTP relay")]
+struct Args {
+    /// Ledger JSON-RPC URL.
+    #[arg(long, env = "LEDGER_RPC_URL", default_value = "http://127.0.0.1:8545")]
+    rpc_url: String,
+    /// Address to bind.
+    #[arg(long, env = "RELAY_HOST", default_value = "127.0.0.1")]
+    host: String,
+    /// TCP port.
+    #[arg(long, env = "RELAY_PORT", default_value_t = 8090)]
+    port: u16,
+    /// Seconds between rebuilds of the verified target set.
+    #[arg(long, env = "RELAY_REFRESH_SECS", default_value_t = 60)]
+    refresh_secs: u64,
+    /// The relayers' heartbeat interval in milliseconds (HEARTBEAT_MS).
+    #[arg(long, env = "HEARTBEAT_MS", default_value_t = 600_000)]
+    heartbeat_ms: u64,
+    /// Accept http:// relayers (local development only).
+    #[arg(long, env = "ALLOW_HTTP_TARGETS", default_value_t = false)]
+    allow_http: bool,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let user_filter = std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into());
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_new(format!(
+            "{user_filter},{SILENCE_OHTTP_LOGS}"
+        ))?)
+        .init();
+    let args = Args::parse();
+
+    let reader: Arc<dyn LedgerReader> = Arc::new(RpcLedger::new(args.rpc_url.clone())?);
+    let chain_id = reader.chain_id().await?;
+    let relay = OhttpRelay::new(
+        reader,
+        RelayConfig {
+            refresh_interval: Duration::from_secs(args.refresh_secs.max(1)),
+            heartbeat_interval: Duration::from_millis(args.heartbeat_ms.max(1)),
+            allow_http: args.allow_http,
+            ..RelayConfig::default()
+        },
+    )?;
+    let refresher = relay.spawn_refresh();
+
+    let tcp = tokio::net::TcpListener::bind((args.host.as_str(), args.port)).await?;
+    tracing::info!(
+        listen = %tcp.local_addr()?,
+        ledger = %args.rpc_url,
+        chain_id,
+        "OHTTP relay listening"
+    );
+    axum::serve(AnonymousListener::new(tcp), relay.router())
+        .with_graceful_shutdown(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await?;
+    refresher.abort();
+    Ok(())
+}
