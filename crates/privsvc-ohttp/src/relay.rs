@@ -17,6 +17,7 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use futures::StreamExt;
 use privsvc_ledger::LedgerReader;
 use tower_http::cors::CorsLayer;
 
@@ -31,6 +32,8 @@ use crate::{
 
 /// Largest `/v1/info` answer read during verification.
 const MAX_INFO_BYTES: usize = 64 * 1024;
+/// Verification calls in flight at once during a refresh.
+const VERIFY_CONCURRENCY: usize = 16;
 
 /// Settings of an [`OhttpRelay`].
 #[derive(Debug, Clone)]
@@ -136,11 +139,12 @@ impl OhttpRelay {
             }
             ok.then_some(url)
         });
-        let verified: HashSet<String> = futures::future::join_all(checks)
-            .await
-            .into_iter()
-            .flatten()
-            .collect();
+        // At most VERIFY_CONCURRENCY `/v1/info` calls at a time, however many heartbeats exist.
+        let verified: HashSet<String> = futures::stream::iter(checks)
+            .buffer_unordered(VERIFY_CONCURRENCY)
+            .filter_map(|url| async move { url })
+            .collect()
+            .await;
         let mut next = HashMap::new();
         {
             let current = state.targets.read().unwrap_or_else(|p| p.into_inner());
