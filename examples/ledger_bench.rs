@@ -1,13 +1,13 @@
 //! Ledger benchmark against the embedded devnet (real HTTP, real signatures, on-demand blocks).
 //!
 //! ```text
-//! cargo run --release --example ledger_bench [-- --entities 100000]
+//! cargo run --release --example ledger_bench [-- --entities 100000 --writes 5000]
 //! ```
 //!
 //! Prints:
 //! 1. batch write throughput (entities/s) for batches of 1, 10, 100 and 500 creates, each batch
-//!    one signed `execute()` transaction sent with `eth_sendRawTransaction` and confirmed by
-//!    `eth_getTransactionReceipt`;
+//!    one `execute()` transaction written through privsvc-ledger's `RpcWriter` (gas estimate,
+//!    fees, EIP-1559 signing, `eth_sendRawTransaction`, receipt decoding);
 //! 2. `arkiv_query` rows/s listing 100 000 entities page by page (limit 200, pinned `atBlock`,
 //!    cursors) with `select: {attributes: true}` only; the entities are seeded at genesis;
 //! 3. gas per record for one batch of 100 creates against 100 single-create transactions.
@@ -15,10 +15,13 @@
 use std::time::Instant;
 
 use clap::Parser;
-use privsvc_devnet::abi::{self, Operation};
 use privsvc_devnet::exec::derive_key;
 use privsvc_devnet::{
-    BlockTime, Bytes, DevSigner, Devnet, DevnetConfig, EntityData, StoredAttr, U256,
+    BlockTime, Bytes, Devnet, DevnetConfig, DevnetHandle, EntityData, StoredAttr, DEV_PRIVATE_KEYS,
+    U256,
+};
+use privsvc_ledger::{
+    ArkivValue, Attribute, Create, CreationFlags, LedgerWriter, Operation, RpcLedger, RpcWriter,
 };
 use serde_json::{json, Value as Json};
 
@@ -33,101 +36,70 @@ struct Args {
     writes: usize,
 }
 
-struct Rpc {
-    url: String,
-    http: reqwest::Client,
-}
-
-impl Rpc {
-    async fn call(&self, method: &str, params: Json) -> anyhow::Result<Json> {
-        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-        let r: Json = self
-            .http
-            .post(&self.url)
-            .json(&body)
-            .send()
-            .await?
-            .json()
-            .await?;
-        if let Some(e) = r.get("error") {
-            anyhow::bail!("{method}: {e}");
-        }
-        Ok(r["result"].clone())
-    }
-}
-
 fn create(salt: u128, i: u64) -> Operation {
-    let cells = vec![
-        abi::cell(
-            "$contentType",
-            8,
-            Bytes::from_static(b"application/octet-stream"),
-        ),
-        abi::cell("$payload", 7, Bytes::from(vec![0xab; 256])),
-        abi::cell("project", 8, Bytes::from_static(b"bench")),
-        abi::cell(
-            "seq",
-            3,
-            Bytes::from(U256::from(i).to_be_bytes::<32>().to_vec()),
-        ),
-    ];
-    abi::create_operation(salt, 0, 100_000, 0, cells)
+    Operation::Create(Create {
+        salt,
+        expires_at: 0,
+        min_lifetime: 100_000,
+        flags: CreationFlags::default(),
+        content_type: "application/octet-stream".into(),
+        payload: vec![0xab; 256],
+        attributes: vec![
+            Attribute {
+                name: "project".into(),
+                value: ArkivValue::Str("bench".into()),
+            },
+            Attribute {
+                name: "seq".into(),
+                value: ArkivValue::U64(i),
+            },
+        ],
+    })
 }
 
-fn qty(v: &Json) -> u64 {
-    u64::from_str_radix(v.as_str().unwrap_or("0x0").trim_start_matches("0x"), 16).unwrap_or(0)
+async fn writer(node: &DevnetHandle) -> anyhow::Result<RpcWriter> {
+    let raw: [u8; 32] = hex::decode(DEV_PRIVATE_KEYS[0].trim_start_matches("0x"))?
+        .try_into()
+        .map_err(|_| anyhow::anyhow!("dev key is not 32 bytes"))?;
+    Ok(RpcWriter::connect(RpcLedger::new(node.url())?, &raw).await?)
 }
 
-/// Send one batch; returns the receipt's gasUsed.
-async fn send(
-    rpc: &Rpc,
-    signer: &DevSigner,
-    chain_id: u64,
-    nonce: u64,
-    ops: Vec<Operation>,
-) -> anyhow::Result<u64> {
-    let data = abi::encode_execute(ops);
-    let gas = qty(&rpc
-        .call(
-            "eth_estimateGas",
-            json!([{"from": signer.address(), "to": privsvc_devnet::ARKIV_ADDRESS, "data": data}]),
-        )
-        .await?);
-    let raw = signer.sign_arkiv_call(chain_id, nonce, data, gas, 2_000_000_000)?;
-    let hash = rpc.call("eth_sendRawTransaction", json!([raw])).await?;
-    let r = rpc.call("eth_getTransactionReceipt", json!([hash])).await?;
-    anyhow::ensure!(r["status"] == "0x1", "batch reverted");
-    Ok(qty(&r["gasUsed"]))
+/// Write one batch; returns its gas.
+async fn send(w: &RpcWriter, ops: &[Operation]) -> anyhow::Result<u64> {
+    let r = w.execute(ops).await?;
+    anyhow::ensure!(r.success, "batch reverted: {:?}", r.revert_reason);
+    anyhow::ensure!(r.created.len() == ops.len(), "missing EntityCreated logs");
+    Ok(r.gas_used)
+}
+
+async fn on_demand() -> anyhow::Result<DevnetHandle> {
+    Ok(Devnet::start(DevnetConfig {
+        block_time: BlockTime::OnDemand,
+        ..Default::default()
+    })
+    .await?)
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let signer = DevSigner::dev(0);
 
     // 1. Write throughput.
-    println!("== batch write throughput (signed execute() over HTTP, one block per tx) ==");
+    println!("== batch write throughput (RpcWriter -> devnet over HTTP, one block per tx) ==");
     for size in [1usize, 10, 100, 500] {
-        let node = Devnet::start(DevnetConfig {
-            block_time: BlockTime::OnDemand,
-            ..Default::default()
-        })
-        .await?;
-        let rpc = Rpc {
-            url: node.url(),
-            http: reqwest::Client::new(),
-        };
+        let node = on_demand().await?;
+        let w = writer(&node).await?;
         let batches = (args.writes / size).max(1);
         let t = Instant::now();
         let mut i = 0u64;
-        for n in 0..batches {
-            let ops = (0..size)
+        for _ in 0..batches {
+            let ops: Vec<Operation> = (0..size)
                 .map(|_| {
                     i += 1;
                     create(i as u128, i)
                 })
                 .collect();
-            send(&rpc, &signer, node.chain_id(), n as u64, ops).await?;
+            send(&w, &ops).await?;
         }
         let secs = t.elapsed().as_secs_f64();
         println!(
@@ -140,7 +112,7 @@ async fn main() -> anyhow::Result<()> {
 
     // 2. Query listing.
     println!("== arkiv_query listing (select attributes only, limit 200, cursors) ==");
-    let owner = signer.address();
+    let owner = privsvc_devnet::DevSigner::dev(0).address();
     let t = Instant::now();
     let ents: Vec<EntityData> = (0..args.entities)
         .map(|i| EntityData {
@@ -183,11 +155,8 @@ async fn main() -> anyhow::Result<()> {
         args.entities,
         t.elapsed().as_secs_f64()
     );
-    let rpc = Rpc {
-        url: node.url(),
-        http: reqwest::Client::new(),
-    };
-    let head = rpc.call("eth_blockNumber", json!([])).await?;
+    let ledger = RpcLedger::new(node.url())?;
+    let head = ledger.call("eth_blockNumber", json!([])).await?;
     let t = Instant::now();
     let (mut rows, mut pages, mut cursor) = (0u64, 0u64, None::<String>);
     loop {
@@ -195,7 +164,7 @@ async fn main() -> anyhow::Result<()> {
         if let Some(c) = &cursor {
             opts["cursor"] = json!(c);
         }
-        let r = rpc
+        let r: Json = ledger
             .call("arkiv_query", json!(["project = str('bench')", opts]))
             .await?;
         rows += r["data"].as_array().map_or(0, |a| a.len() as u64);
@@ -215,33 +184,13 @@ async fn main() -> anyhow::Result<()> {
 
     // 3. Gas per record.
     println!("== gas per record (native schedule: create 80 000 + 16/byte + 5 000/attribute) ==");
-    let node = Devnet::start(DevnetConfig {
-        block_time: BlockTime::OnDemand,
-        ..Default::default()
-    })
-    .await?;
-    let rpc = Rpc {
-        url: node.url(),
-        http: reqwest::Client::new(),
-    };
-    let batch_gas = send(
-        &rpc,
-        &signer,
-        node.chain_id(),
-        0,
-        (0..100).map(|i| create(i, i as u64)).collect(),
-    )
-    .await?;
+    let node = on_demand().await?;
+    let w = writer(&node).await?;
+    let batch: Vec<Operation> = (0..100).map(|i| create(i, i as u64)).collect();
+    let batch_gas = send(&w, &batch).await?;
     let mut single_gas = 0;
     for i in 0..100u64 {
-        single_gas += send(
-            &rpc,
-            &signer,
-            node.chain_id(),
-            1 + i,
-            vec![create(1000 + i as u128, i)],
-        )
-        .await?;
+        single_gas += send(&w, &[create(1000 + i as u128, i)]).await?;
     }
     println!(
         "batch of 100: {batch_gas} gas, {} gas/record",
