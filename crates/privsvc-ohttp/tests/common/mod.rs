@@ -162,7 +162,8 @@ impl Chain {
         }
     }
 
-    async fn writer(&self, i: usize) -> Arc<RpcWriter> {
+    /// The writer of dev account `i` (one per account: it owns the account's nonces).
+    pub async fn writer(&self, i: usize) -> Arc<RpcWriter> {
         if let Some(w) = self.writers.lock().unwrap()[i].clone() {
             return w;
         }
