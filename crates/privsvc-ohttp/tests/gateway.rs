@@ -149,3 +149,43 @@ fn sealer_status_is_checked(gateway: &OhttpGateway, key: &str) -> bool {
     let (_, sealer) = gateway.open(&m).unwrap();
     sealer.seal(101, &[], b"").is_err()
 }
+
+/// The documented derivation, recomputed with the `hkdf` and `hpke` crates directly:
+/// `ikm = HKDF-SHA256(salt = "privsvc ohttp gateway key v1", ikm = seed, info = [key id])`
+/// (32 bytes), then DHKEM(X25519, HKDF-SHA256) `DeriveKeyPair(ikm)`; the key config is
+/// `key id || 0x0020 || pk || 0x0004 || 0x0001 0x0001`.
+#[test]
+fn seed_derivation_matches_the_documented_formula() {
+    use hpke::{Kem as _, Serializable as _};
+    for (id, seed) in [(1u8, SEED), (2, SEED), (1, &[0u8; 16][..])] {
+        let mut ikm = [0u8; 32];
+        hkdf::Hkdf::<sha2::Sha256>::new(Some(b"privsvc ohttp gateway key v1"), seed)
+            .expand(&[id], &mut ikm)
+            .unwrap();
+        let (_, pk) = hpke::kem::X25519HkdfSha256::derive_keypair(&ikm);
+        let mut expected = vec![id, 0x00, 0x20];
+        expected.extend_from_slice(pk.to_bytes().as_slice());
+        expected.extend_from_slice(&[0x00, 0x04, 0x00, 0x01, 0x00, 0x01]);
+
+        let gateway = if id == 1 {
+            OhttpGateway::from_seed(seed).unwrap()
+        } else {
+            OhttpGateway::from_seed(b"any other seed, sixteen+ bytes..")
+                .unwrap()
+                .with_key(id, seed)
+                .unwrap()
+        };
+        assert_eq!(gateway.public_key(), hex::encode(expected));
+    }
+}
+
+/// Regression vector for other implementations (seed = bytes 0x00..=0x1f, key id 1); the value
+/// is the one the independent recomputation above yields.
+#[test]
+fn seed_vector() {
+    let seed: Vec<u8> = (0u8..32).collect();
+    assert_eq!(
+        OhttpGateway::from_seed(&seed).unwrap().public_key(),
+        "0100201943eee818d84aa335502c3500273b7677ba4c6a35065497c3c3be722be3ef58000400010001"
+    );
+}
