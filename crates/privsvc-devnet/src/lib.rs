@@ -168,6 +168,7 @@ impl Devnet {
         let node = Arc::new(Node {
             chain: Mutex::new(chain),
             on_demand: config.block_time == BlockTime::OnDemand,
+            filters: Mutex::new(Default::default()),
         });
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", config.port.unwrap_or(0)))
             .await

@@ -575,3 +575,50 @@ async fn legacy_transactions_and_get_logs() {
     );
     node.shutdown().await;
 }
+
+#[tokio::test]
+async fn polling_filters() {
+    let node = node().await;
+    let url = node.url();
+    let a = DevSigner::dev(0);
+    let lf = rpc(&url, "eth_newFilter", json!([{"address": ARKIV_ADDRESS}]))
+        .await
+        .unwrap();
+    let bf = rpc(&url, "eth_newBlockFilter", json!([])).await.unwrap();
+    assert_eq!(
+        rpc(&url, "eth_getFilterChanges", json!([lf]))
+            .await
+            .unwrap(),
+        json!([])
+    );
+    let r = send_batch(
+        &node,
+        &a,
+        vec![create_op(1, 0, 10, 0, sys_cells("text/plain", b"f"))],
+    )
+    .await;
+    let changes = rpc(&url, "eth_getFilterChanges", json!([lf]))
+        .await
+        .unwrap();
+    assert_eq!(changes.as_array().unwrap().len(), 1);
+    assert_eq!(changes[0]["transactionHash"], r["transactionHash"]);
+    assert_eq!(
+        rpc(&url, "eth_getFilterChanges", json!([lf]))
+            .await
+            .unwrap(),
+        json!([]),
+        "changes are consumed"
+    );
+    let blocks = rpc(&url, "eth_getFilterChanges", json!([bf]))
+        .await
+        .unwrap();
+    assert_eq!(blocks, json!([r["blockHash"]]));
+    assert_eq!(
+        rpc(&url, "eth_uninstallFilter", json!([lf])).await.unwrap(),
+        json!(true)
+    );
+    assert!(rpc(&url, "eth_getFilterChanges", json!([lf]))
+        .await
+        .is_err());
+    node.shutdown().await;
+}

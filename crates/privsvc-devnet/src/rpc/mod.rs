@@ -20,6 +20,22 @@ pub struct Node {
     pub chain: Mutex<Chain>,
     /// Mine a block right after each accepted transaction.
     pub on_demand: bool,
+    /// Installed polling filters (`eth_newFilter`, `eth_newBlockFilter`).
+    pub filters: Mutex<Filters>,
+}
+
+/// One installed filter.
+#[derive(Debug, Clone)]
+enum FilterKind {
+    Logs(serde_json::Map<String, Json>),
+    Blocks,
+}
+
+/// Polling filters by id.
+#[derive(Debug, Default)]
+pub struct Filters {
+    next: u64,
+    installed: std::collections::HashMap<u64, (FilterKind, u64)>,
 }
 
 impl Node {
@@ -334,6 +350,73 @@ fn dispatch(node: &Node, method: &str, p: &[Json]) -> RpcResult {
         "eth_getLogs" => {
             let chain = node.lock();
             get_logs(&chain, p.first())
+        }
+        "eth_newFilter" | "eth_newBlockFilter" => {
+            let kind = if method == "eth_newBlockFilter" {
+                FilterKind::Blocks
+            } else {
+                let c = p
+                    .first()
+                    .and_then(|v| v.as_object())
+                    .ok_or_else(|| RpcError::params("expected a filter object"))?;
+                FilterKind::Logs(c.clone())
+            };
+            let head = node.lock().head().number;
+            let mut f = node.filters.lock().unwrap_or_else(|e| e.into_inner());
+            f.next += 1;
+            let id = f.next;
+            f.installed.insert(id, (kind, head));
+            Ok(json::qty(id))
+        }
+        "eth_uninstallFilter" => {
+            let id = p
+                .first()
+                .and_then(parse_u64)
+                .ok_or_else(|| RpcError::params("expected a filter id"))?;
+            let mut f = node.filters.lock().unwrap_or_else(|e| e.into_inner());
+            Ok(Json::Bool(f.installed.remove(&id).is_some()))
+        }
+        "eth_getFilterChanges" | "eth_getFilterLogs" => {
+            let id = p
+                .first()
+                .and_then(parse_u64)
+                .ok_or_else(|| RpcError::params("expected a filter id"))?;
+            let chain = node.lock();
+            let head = chain.head().number;
+            let mut f = node.filters.lock().unwrap_or_else(|e| e.into_inner());
+            let (kind, last) = f
+                .installed
+                .get(&id)
+                .cloned()
+                .ok_or_else(|| RpcError::new(-32000, "filter not found"))?;
+            let out = match kind {
+                FilterKind::Blocks => Json::Array(
+                    (last + 1..=head)
+                        .filter_map(|n| chain.block(n))
+                        .map(|b| json!(b.hash))
+                        .collect(),
+                ),
+                FilterKind::Logs(mut c) => {
+                    if method == "eth_getFilterChanges" {
+                        let from = block_number(&chain, c.get("fromBlock"))?.max(last + 1);
+                        c.insert("fromBlock".into(), json::qty(from));
+                        c.insert("toBlock".into(), json::qty(head));
+                        if from > head {
+                            Json::Array(vec![])
+                        } else {
+                            get_logs(&chain, Some(&Json::Object(c)))?
+                        }
+                    } else {
+                        get_logs(&chain, Some(&Json::Object(c)))?
+                    }
+                }
+            };
+            if method == "eth_getFilterChanges" {
+                if let Some(entry) = f.installed.get_mut(&id) {
+                    entry.1 = head;
+                }
+            }
+            Ok(out)
         }
         "evm_mine" | "anvil_mine" => {
             let mut chain = node.lock();
