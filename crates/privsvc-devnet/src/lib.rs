@@ -1,17 +1,43 @@
 //! An embedded Arkiv-compatible node (the "native" protocol of SDK 0.8.1) for privsvc development
 //! and tests.
 //!
-//! It serves JSON-RPC over HTTP on 127.0.0.1: the `eth_*` methods viem needs and `arkiv_query`,
-//! `arkiv_getEntity`, `arkiv_getEntityCount`, `arkiv_getBlockTiming`. Transactions are verified
-//! for real (signature, chain id, nonce, balance, gas), `execute()` batches are applied atomically
-//! with the node's permissions, expiry rules, key derivation and revert errors, blocks are produced
-//! on a timer or on demand, and every block stays queryable (`atBlock`).
+//! It serves JSON-RPC over HTTP on 127.0.0.1 (single requests and batches):
+//! `eth_chainId`, `net_version`, `eth_blockNumber`, `eth_getBlockByNumber`/`ByHash`,
+//! `eth_getBalance`, `eth_getTransactionCount` (latest/pending), `eth_gasPrice`,
+//! `eth_maxPriorityFeePerGas`, `eth_feeHistory`, `eth_estimateGas`, `eth_sendRawTransaction`,
+//! `eth_getTransactionByHash`, `eth_getTransactionReceipt`, `eth_call` (`entityNonce`, and
+//! simulation of `execute` with the ABI revert data in `error.data`, code 3), `eth_getCode`,
+//! `eth_getLogs`, the polling filters (`eth_newFilter`, `eth_newBlockFilter`,
+//! `eth_getFilterChanges`, `eth_getFilterLogs`, `eth_uninstallFilter`), `evm_mine`/`anvil_mine`,
+//! and `arkiv_query`, `arkiv_getEntity`, `arkiv_getEntityCount`, `arkiv_getBlockTiming`.
+//! Unknown methods get -32601. Requests are logged at debug level by method name only.
+//!
+//! Semantics follow `shared/ledger-protocol.md`: signed EIP-1559 and legacy (EIP-155)
+//! transactions are verified (signature, chain id, nonce, balance for gas × fee, intrinsic gas);
+//! `execute()` batches to `0x44…44` are decoded canonically and applied atomically with the
+//! node's permissions, expiry resolution `max(expiresAt, block + minLifetime) > block`, key
+//! derivation from the per-creator entity nonce, the native gas schedule ([`exec`]), the five
+//! events in operation order and the custom revert errors ([`revert`]); a reverted batch gets a
+//! status-0 receipt, consumes its nonce and gas, and changes nothing else.
+//!
+//! Blocks come on a timer ([`BlockTime::Interval`], 2 s by default) or one per transaction
+//! ([`BlockTime::OnDemand`], plus [`DevnetHandle::mine`]). An entity is live at block `b` iff
+//! `expiresAt > b`; every past block stays queryable (`atBlock`, `arkiv_getEntity(key, block)`,
+//! historical `eth_call`): versions are kept with `[from, to)` validity and nothing is pruned.
+//! Query results are ordered by internal creation id (oldest first); 0.8.1 has no server-side
+//! ordering, so clients must not rely on it. Pending transactions are not persisted.
+//!
+//! Test helpers beyond the RPC surface: [`DevnetConfig::start_block`] and
+//! [`DevnetConfig::genesis_entities`] (seeded datasets), [`DevnetHandle::set_account`] (balance,
+//! nonce, entity nonce), [`DevnetHandle::send_impersonated`] (replay calldata from any sender),
+//! [`DevnetHandle::mine_blocks`], the dev keys [`DEV_PRIVATE_KEYS`] and [`DevSigner`].
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), privsvc_devnet::DevnetError> {
 //! use privsvc_devnet::{BlockTime, Devnet, DevnetConfig};
 //! let node = Devnet::start(DevnetConfig { block_time: BlockTime::OnDemand, ..Default::default() }).await?;
 //! println!("{} (chain {})", node.url(), node.chain_id());
+//! node.mine()?;
 //! node.shutdown().await;
 //! # Ok(()) }
 //! ```
