@@ -2,7 +2,9 @@
 //!
 //! A target is verified when a live heartbeat on the ledger names its URL and the relayer's
 //! `GET /v1/info` answers the heartbeat creator's address. The set is refreshed periodically
-//! ([`OhttpRelay::spawn_refresh`]). The relay forwards only the body and the content type (no
+//! ([`OhttpRelay::spawn_refresh`]), and on demand when a request names an unknown target (at
+//! most once per `on_demand_refresh_gap`, so a relayer that has just started is reachable
+//! without waiting for the next period). The relay forwards only the body and the content type (no
 //! client header at all), logs no client address, never follows redirects and keeps one pooled
 //! HTTP client per target.
 
@@ -48,6 +50,8 @@ pub struct RelayConfig {
     pub forward_timeout: Duration,
     /// Accept `http://` targets (local development and tests); otherwise only `https://`.
     pub allow_http: bool,
+    /// Shortest time between two refreshes triggered by requests for unknown targets.
+    pub on_demand_refresh_gap: Duration,
 }
 
 impl Default for RelayConfig {
@@ -58,6 +62,7 @@ impl Default for RelayConfig {
             info_timeout: Duration::from_secs(5),
             forward_timeout: Duration::from_secs(30),
             allow_http: false,
+            on_demand_refresh_gap: Duration::from_secs(5),
         }
     }
 }
@@ -69,6 +74,8 @@ struct RelayState {
     targets: RwLock<HashMap<String, reqwest::Client>>,
     /// Client for `/v1/info` verification calls.
     verifier: reqwest::Client,
+    /// When the last refresh finished (also serialises refreshes).
+    last_refresh: tokio::sync::Mutex<Option<tokio::time::Instant>>,
 }
 
 /// The OHTTP relay. Cheap to clone (shared state).
@@ -109,6 +116,7 @@ impl OhttpRelay {
                 config,
                 targets: RwLock::new(HashMap::new()),
                 verifier,
+                last_refresh: tokio::sync::Mutex::new(None),
             }),
         })
     }
@@ -124,6 +132,27 @@ impl OhttpRelay {
     /// Rebuild the verified target set from the live heartbeats; returns its size. On a ledger
     /// error the previous set is kept.
     pub async fn refresh(&self) -> Result<usize, OhttpError> {
+        let mut last = self.state.last_refresh.lock().await;
+        let result = self.rebuild().await;
+        *last = Some(tokio::time::Instant::now());
+        result
+    }
+
+    /// Refresh unless a refresh finished less than `on_demand_refresh_gap` ago (or is running:
+    /// then wait for it).
+    async fn refresh_on_demand(&self) {
+        let mut last = self.state.last_refresh.lock().await;
+        let gap = self.state.config.on_demand_refresh_gap;
+        if last.is_some_and(|t| t.elapsed() < gap) {
+            return;
+        }
+        if let Err(e) = self.rebuild().await {
+            tracing::warn!(error = %e, "relay target refresh failed; keeping the previous set");
+        }
+        *last = Some(tokio::time::Instant::now());
+    }
+
+    async fn rebuild(&self) -> Result<usize, OhttpError> {
         let state = &self.state;
         let heartbeats =
             live_heartbeats(state.reader.as_ref(), state.config.heartbeat_interval).await?;
@@ -188,6 +217,12 @@ impl OhttpRelay {
             .is_some_and(|address| address == creator)
     }
 
+    /// The pooled client of a verified target.
+    fn client_for(&self, url: &str) -> Option<reqwest::Client> {
+        let targets = self.state.targets.read().unwrap_or_else(|p| p.into_inner());
+        targets.get(url).cloned()
+    }
+
     /// Refresh now and then every `refresh_interval`, until the task is aborted.
     pub fn spawn_refresh(&self) -> tokio::task::JoinHandle<()> {
         let relay = self.clone();
@@ -228,16 +263,18 @@ async fn forward(State(relay): State<OhttpRelay>, headers: HeaderMap, body: Body
     let Some(raw_target) = headers.get(TARGET_HEADER).and_then(|v| v.to_str().ok()) else {
         return json_error(StatusCode::BAD_REQUEST, "missing x-privsvc-target header");
     };
-    let client = normalize_relayer_url(raw_target).ok().and_then(|url| {
-        let targets = relay
-            .state
-            .targets
-            .read()
-            .unwrap_or_else(|p| p.into_inner());
-        targets.get(&url).map(|c| (url, c.clone()))
-    });
-    let Some((target, client)) = client else {
+    let Ok(target) = normalize_relayer_url(raw_target) else {
         return json_error(StatusCode::FORBIDDEN, "target not verified");
+    };
+    let client = match relay.client_for(&target) {
+        Some(client) => client,
+        None => {
+            relay.refresh_on_demand().await;
+            match relay.client_for(&target) {
+                Some(client) => client,
+                None => return json_error(StatusCode::FORBIDDEN, "target not verified"),
+            }
+        }
     };
     if !has_content_type(&headers, CONTENT_TYPE_OHTTP_REQ) {
         return json_error(

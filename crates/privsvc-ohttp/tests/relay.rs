@@ -26,6 +26,7 @@ fn config() -> RelayConfig {
         info_timeout: Duration::from_secs(2),
         forward_timeout: Duration::from_secs(5),
         allow_http: true,
+        on_demand_refresh_gap: Duration::from_secs(3600),
     }
 }
 
@@ -211,6 +212,45 @@ async fn only_verified_targets() {
         .await
         .unwrap();
     assert_eq!(ok.status, 200);
+}
+
+#[tokio::test]
+async fn unknown_targets_trigger_a_rate_limited_refresh() {
+    let s = stack().await;
+    let http = reqwest::Client::new();
+    let key = s.gateway.public_key();
+    let relay = OhttpRelay::new(
+        s.chain.reader.clone(),
+        RelayConfig {
+            on_demand_refresh_gap: Duration::from_millis(300),
+            ..config()
+        },
+    )
+    .unwrap();
+    let (relay_url, _t) = serve(relay.router()).await;
+    // Never refreshed: the first request for a target refreshes on demand and is served.
+    let ok = ohttp_call(&relay_url, &s.relayer_url, &key, get("/v1/info"), &http)
+        .await
+        .unwrap();
+    assert_eq!(ok.status, 200);
+
+    // A relayer that starts now: within the gap the relay does not look again (403) ...
+    let (new_url, _t2) = serve(relayer(addr(1), Some(s.gateway.clone()))).await;
+    s.chain.heartbeat(1, &new_url, Some(&key)).await;
+    let err = ohttp_call(&relay_url, &new_url, &key, get("/v1/info"), &http)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, OhttpError::Refused { status: 403, .. }),
+        "{err:?}"
+    );
+    // ... after it, the unknown target triggers a refresh and is served.
+    tokio::time::sleep(Duration::from_millis(350)).await;
+    let ok = ohttp_call(&relay_url, &new_url, &key, get("/v1/info"), &http)
+        .await
+        .unwrap();
+    assert_eq!(ok.status, 200);
+    assert_eq!(relay.targets().len(), 2);
 }
 
 #[tokio::test]
