@@ -278,9 +278,8 @@ pub fn ident(word: &B256) -> Result<String, Revert> {
     if len == 0 {
         return Err(Revert::IdentEmpty);
     }
-    if let Some(p) = b[len..].iter().position(|&c| c != 0) {
+    if b[len..].iter().any(|&c| c != 0) {
         // An embedded NUL: the name continues after a zero byte.
-        let _ = p;
         return Err(Revert::IdentInvalidByte(len, 0));
     }
     let name = &b[..len];

@@ -206,6 +206,22 @@ async fn decode_rules_over_eth_call() {
                 .abi_encode(),
             ),
         ),
+        (
+            "ident-nul",
+            execute_calldata(vec![create_op(1, 0, 10, 0, vec![str_cell("a\0b", "x")])]),
+            hexd(
+                abi::Ident32InvalidByte {
+                    position: U256::from(1),
+                    value: b1(0),
+                }
+                .abi_encode(),
+            ),
+        ),
+        (
+            "ident-empty",
+            execute_calldata(vec![create_op(1, 0, 10, 0, vec![str_cell("", "x")])]),
+            hexd(abi::Ident32Empty {}.abi_encode()),
+        ),
     ];
     for (id, data, want) in cases {
         assert_eq!(revert_of(&url, a, data).await, want, "{id}");
