@@ -82,8 +82,8 @@ async fn sealed(
 /// Genesis entities: `n` records, `mine` of them signed by `me`.
 async fn seed(n: u64, mine: u64, me: &KeyVault) -> Result<(Vec<EntityData>, u64)> {
     let (other, _) = KeyVault::random(APP);
-    let creators: Vec<alloy_primitives::Address> = (0..4)
-        .map(|i| alloy_primitives::Address::repeat_byte(0x10 + i))
+    let creators: Vec<privsvc::devnet::Address> = (0..4)
+        .map(|i| privsvc::devnet::Address::repeat_byte(0x10 + i))
         .collect();
     let blocks = n.div_ceil(PER_BATCH);
     let head = blocks + 1;
@@ -98,7 +98,7 @@ async fn seed(n: u64, mine: u64, me: &KeyVault) -> Result<(Vec<EntityData>, u64)
     );
     let mut mine_at: std::collections::BTreeSet<u64> = Default::default();
     while (mine_at.len() as u64) < mine.min(n) {
-        let r = alloy_primitives::B256::random();
+        let r = privsvc::devnet::B256::random();
         mine_at.insert(u64::from_be_bytes(r[..8].try_into().unwrap()) % n);
     }
     let mut out = Vec::with_capacity(n as usize);
@@ -114,13 +114,13 @@ async fn seed(n: u64, mine: u64, me: &KeyVault) -> Result<(Vec<EntityData>, u64)
             let r = other.new_record();
             let attrs = attrs_for(&other.make_tag(&r), kind);
             (
-                alloy_primitives::Address::random(),
+                privsvc::devnet::Address::random(),
                 other_payload.clone(),
                 attrs,
             )
         };
         out.push(EntityData {
-            key: alloy_primitives::B256::random(),
+            key: privsvc::devnet::B256::random(),
             owner,
             creator: creators[(block % 4) as usize],
             created_at: block,
@@ -166,6 +166,7 @@ async fn run(n: u64, mine: u64) -> Result<()> {
     let t = Instant::now();
     let records = client.my_entities(&EntitiesQuery::new()).await?;
     let first = t.elapsed();
+    let stats = client.last_scan().await.context("scan statistics")?;
     anyhow::ensure!(
         records.len() as u64 == mine.min(n),
         "found {} of my {} records",
@@ -177,11 +178,13 @@ async fn run(n: u64, mine: u64) -> Result<()> {
     let refresh = t.elapsed();
     anyhow::ensure!(again.len() == records.len());
     let t = Instant::now();
-    let stats = client.scan_new().await?;
+    client.scan_new().await?;
     let incremental = t.elapsed();
 
     // Tag opens per second, on every tag of the app.
+    let t = Instant::now();
     let listing = privsvc::client::list_app(reader.as_ref(), APP, None, None).await?;
+    let list_full = t.elapsed();
     let tags: Vec<Tag> = listing
         .entities
         .iter()
@@ -207,14 +210,17 @@ async fn run(n: u64, mine: u64) -> Result<()> {
     let iso_rate = tags.len() as f64 / t.elapsed().as_secs_f64();
 
     println!(
-        "records {n:>7}: seed {:>6.2} s | my_entities first {:>6.3} s, refresh {:>6.3} s, incremental {:>6.3} s | listed {} batches fetched {} (cover {}) | tag opens/s KeyVault {:>9.0}, IsolatedVault {:>9.0}",
+        "records {n:>7}: seed {:>6.2} s | my_entities first {:>6.3} s, refresh {:>6.3} s, incremental {:>6.3} s | listed {} opened {} matched {} batches fetched {} (cover {}) | list_app (all fields) {:>6.3} s | tag opens/s KeyVault {:>9.0}, IsolatedVault {:>9.0}",
         seed_time.as_secs_f64(),
         first.as_secs_f64(),
         refresh.as_secs_f64(),
         incremental.as_secs_f64(),
         stats.listed,
+        stats.tags_opened,
+        stats.matched,
         stats.batches_fetched,
         stats.cover_batches,
+        list_full.as_secs_f64(),
         local_rate,
         iso_rate,
     );

@@ -20,6 +20,8 @@ pub(crate) struct EntityCache {
     pub(crate) others: HashSet<B256>,
     /// Records written in this session (entity key to ref), usable before a scan.
     pub(crate) written: HashMap<B256, RecordRef>,
+    /// What the latest scan did.
+    pub(crate) last_scan: Option<crate::entities::ScanStats>,
 }
 
 impl EntityCache {

@@ -110,6 +110,12 @@ impl PrivateClient {
         Ok(out)
     }
 
+    /// What the latest scan (by `my_entities`, `scan_new` or `prove_ownership`) listed, opened
+    /// and fetched; `None` before the first scan.
+    pub async fn last_scan(&self) -> Option<ScanStats> {
+        self.cache.lock().await.last_scan.clone()
+    }
+
     /// Scans the ledger for records not seen before and returns what it fetched.
     pub async fn scan_new(&self) -> Result<ScanStats, PrivsvcError> {
         let mut cache = self.cache.lock().await;
@@ -214,6 +220,7 @@ impl PrivateClient {
         cache.mine.retain(|k, _| listed.contains(k));
         cache.scanned = true;
         cache.stale = false;
+        cache.last_scan = Some(stats.clone());
         Ok(stats)
     }
 
@@ -277,7 +284,8 @@ impl PrivateClient {
     ) -> Result<OwnershipProof, PrivsvcError> {
         let mut record_ref = self.known_ref(entity_key).await;
         if record_ref.is_none() {
-            self.my_entities(&EntitiesQuery::new()).await?;
+            // Perhaps written by another session since the last scan.
+            self.scan_new().await?;
             record_ref = self.known_ref(entity_key).await;
         }
         let Some(record_ref) = record_ref else {

@@ -154,6 +154,17 @@ pub(crate) async fn list_app_tags(
     list_app_select(reader, project, relayers, None, select).await
 }
 
+fn app_expression(project: &str, relayers: Option<&[Address]>) -> String {
+    let mut expression = format!("project = {}", str_literal(project));
+    if let Some(rs) = relayers {
+        if !rs.is_empty() {
+            expression.push_str(" AND ");
+            expression.push_str(&creators_clause(rs));
+        }
+    }
+    expression
+}
+
 async fn list_app_select(
     reader: &dyn LedgerReader,
     project: &str,
@@ -161,21 +172,17 @@ async fn list_app_select(
     at_block: Option<u64>,
     select: Select,
 ) -> Result<Listing, LedgerError> {
-    let mut expression = format!("project = {}", str_literal(project));
-    if let Some(rs) = relayers {
-        if rs.is_empty() {
-            let block = match at_block {
-                Some(b) => b,
-                None => reader.block_number().await?,
-            };
-            return Ok(Listing {
-                block,
-                entities: Vec::new(),
-            });
-        }
-        expression.push_str(" AND ");
-        expression.push_str(&creators_clause(rs));
+    if relayers.is_some_and(|rs| rs.is_empty()) {
+        let block = match at_block {
+            Some(b) => b,
+            None => reader.block_number().await?,
+        };
+        return Ok(Listing {
+            block,
+            entities: Vec::new(),
+        });
     }
+    let expression = app_expression(project, relayers);
     let (block, entities) = query_pinned(reader, &expression, select, at_block).await?;
     Ok(Listing { block, entities })
 }
