@@ -435,7 +435,7 @@ proptest! {
         enc in any::<bool>(),
         exp in proptest::sample::select(EXPIRY_BUCKETS.to_vec()),
         data in proptest::collection::vec(any::<u8>(), 0..3000),
-        k in 1u8..=255,
+        k in 1u8..=254, // [0xff; 32] is not below the curve order
     ) {
         let body = EnvelopeBody { app, exp, ct, enc, types: a.types(), data };
         let text = seal_envelope(&body, &a, &key(k)).unwrap();
