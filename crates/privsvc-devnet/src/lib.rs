@@ -20,6 +20,12 @@
 //! events in operation order and the custom revert errors ([`revert`]); a reverted batch gets a
 //! status-0 receipt, consumes its nonce and gas, and changes nothing else.
 //!
+//! The node decodes and validates `execute()` calldata with its own ABI definitions ([`abi`],
+//! [`decode`], [`value`], [`revert`]), written from the Arkiv node's rules and not shared with
+//! `privsvc-ledger`'s encoder. This is deliberate: the devnet is the test oracle for privsvc's
+//! ledger code, and an oracle that reused the encoder's tables would accept the encoder's own
+//! mistakes. Both are pinned to Arkiv's vectors (`conformance/arkiv/`).
+//!
 //! Blocks come on a timer ([`BlockTime::Interval`], 2 s by default) or one per transaction
 //! ([`BlockTime::OnDemand`], plus [`DevnetHandle::mine`]). An entity is live at block `b` iff
 //! `expiresAt > b`; every past block stays queryable (`atBlock`, `arkiv_getEntity(key, block)`,
