@@ -12,6 +12,18 @@
 //! open every tag, fetch the user's batches plus two cover batches, verify, decrypt) and of a
 //! `refresh`, the scan statistics, and the vault's tag opens per second (KeyVault in process
 //! and IsolatedVault on its key thread).
+//!
+//! Recorded figures (release build, 2 shared cores under a load average of about 4 from other
+//! builds, in-process devnet over loopback JSON-RPC, 20 own records):
+//!
+//! | records | my_entities (first) | refresh | list_app, all fields | tag opens/s (KeyVault) |
+//! |-|-|-|-|-|
+//! | 10 000 | 0.18 s | 0.19 s | 0.28 s | about 2.5 million |
+//! | 100 000 | 2.4 s (1.8 to 3.1 s over runs) | 2.5 s | 3.7 s | 1.6 to 2.5 million |
+//!
+//! The time is spent listing (500 pages of 200 at one pinned block); opening 100 000 tags
+//! takes about 50 ms. Listing by creation-block ranges in parallel was tried and was slower on
+//! two busy cores, so the listing stays sequential.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -4,6 +4,55 @@
 //! Start with [`PrivateClient::builder`]; the free functions ([`verify_record`], [`list_app`],
 //! [`fetch_batches`], [`discover_relayers`], [`sign_ownership_proof`],
 //! [`verify_ownership_proof`]) work without a client.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use privsvc_client::{
+//!     verify_ownership_proof, CreateParams, EntitiesQuery, Expires, LocalWallet, PrivateClient,
+//!     ProofExpectation, ProveParams,
+//! };
+//! use privsvc_ledger::{LedgerReader, RpcLedger};
+//!
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let reader: Arc<dyn LedgerReader> = Arc::new(RpcLedger::new("http://127.0.0.1:8545")?);
+//! let client = PrivateClient::builder("notes")
+//!     .wallet(Arc::new(LocalWallet::random()))
+//!     .reader(reader.clone())
+//!     .relayers(["http://127.0.0.1:8787"]) // or leave out to discover relayers from heartbeats
+//!     .build()
+//!     .await?;
+//!
+//! let written = client
+//!     .create_entity(
+//!         CreateParams::new(b"hello".to_vec(), "text/plain", Expires::Days(1))
+//!             .attribute("kind", "note")
+//!             .encrypt(true),
+//!     )
+//!     .await?;
+//!
+//! for record in client.my_entities(&EntitiesQuery::new()).await? {
+//!     println!("{} {}", record.entity_key, record.to_text());
+//! }
+//!
+//! let proof = client
+//!     .prove_ownership(
+//!         written.entity_key,
+//!         &ProveParams {
+//!             challenge: "nonce from the verifier".into(),
+//!             verifier: "shop.example".into(),
+//!             ttl_seconds: None,
+//!         },
+//!     )
+//!     .await?;
+//! let expect = ProofExpectation {
+//!     challenge: "nonce from the verifier",
+//!     verifier: "shop.example",
+//!     reader: reader.as_ref(),
+//!     now: None,
+//! };
+//! assert!(verify_ownership_proof(&proof, &expect).await.is_ok());
+//! # Ok(()) }
+//! ```
 #![forbid(unsafe_code)]
 
 mod cache;
