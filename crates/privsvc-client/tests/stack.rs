@@ -110,6 +110,30 @@ async fn write_read_prove_everything_through_ohttp_with_tokens() {
         .unwrap()
         .is_empty());
 
+    // A client that discovers the relayers from heartbeats, through the relay.
+    let carol = PrivateClient::builder(APP)
+        .wallet(Arc::new(LocalWallet::random()))
+        .reader(stack.reader.clone())
+        .ohttp_relay(stack.relay_url.clone().unwrap())
+        .delay_ms(0, 0)
+        .poll_interval(Duration::from_millis(100))
+        .build()
+        .await
+        .expect("discovery through OHTTP");
+    assert_eq!(carol.relayers().len(), 2);
+    let before = stack.relay_requests.load(Ordering::SeqCst);
+    let rc = carol.create_entity(note("carol")).await.unwrap();
+    assert!(stack.relay_requests.load(Ordering::SeqCst) >= before + 2);
+    let carols = carol.my_entities(&EntitiesQuery::new()).await.unwrap();
+    assert_eq!(carols.len(), 1);
+    assert_eq!(carols[0].entity_key, rc.entity_key);
+    assert!(alice
+        .my_entities(&EntitiesQuery::new().refresh())
+        .await
+        .unwrap()
+        .iter()
+        .all(|r| r.entity_key != rc.entity_key));
+
     // Ownership proof, verified against the ledger.
     let proof = alice
         .prove_ownership(
@@ -222,6 +246,26 @@ async fn scopes_discovery_cover_batches_checks_and_tampering() {
     let stats = alice.scan_new().await.unwrap();
     assert_eq!(stats.matched, 0, "nothing new to open");
     assert_eq!(stats.cover_batches, 2);
+
+    // The same wallet in another session, keys on an isolated thread: the same records.
+    let again = stack
+        .builder(&wallet)
+        .isolate_keys(true)
+        .build()
+        .await
+        .unwrap();
+    let mut keys: Vec<B256> = again
+        .my_entities(&EntitiesQuery::new())
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.entity_key)
+        .collect();
+    let mut expected_keys: Vec<B256> = mine.iter().map(|r| r.entity_key).collect();
+    keys.sort();
+    expected_keys.sort();
+    assert_eq!(keys, expected_keys);
+    assert_eq!(again.scope_address("diary").await.unwrap(), s1.owner);
 
     // Checks: strict mode refuses, invalid names are refused before anything is sent.
     let strict = stack.builder(&wallet).strict(true).build().await.unwrap();
