@@ -19,6 +19,9 @@ use crate::options::{ClientBuilder, ClientOptions};
 use crate::relayer_api::{fetch_info, RelayerStatus};
 use crate::tokens::TokenManager;
 
+/// The ledger reader used when none is given: the public test network (Tiramisu).
+pub const DEFAULT_RPC_URL: &str = "https://rpc.tiramisu.db-chain.testnet.arkiv.network";
+
 /// The privsvc client: writes records through relayers, finds and verifies the user's own records
 /// and proves ownership of them. Build it with [`PrivateClient::builder`].
 pub struct PrivateClient {
@@ -51,11 +54,15 @@ impl PrivateClient {
     /// Builds from options: derives the keys (asking the wallet twice), contacts or discovers the
     /// relayers and, when one requires tokens, starts fetching the day's tokens.
     pub async fn from_options(options: ClientOptions) -> Result<Self, PrivsvcError> {
-        let reader = options.reader.clone().ok_or_else(|| {
-            PrivsvcError::Config(
-                "no ledger reader: pass `reader(Arc::new(RpcLedger::new(url)))`".into(),
-            )
-        })?;
+        if options.wallet.is_none() && options.vault.is_none() {
+            return Err(PrivsvcError::Config(
+                "either a wallet or a vault is required: call `wallet(...)` or `vault(...)`".into(),
+            ));
+        }
+        let reader: Arc<dyn LedgerReader> = match &options.reader {
+            Some(r) => r.clone(),
+            None => Arc::new(privsvc_ledger::RpcLedger::new(DEFAULT_RPC_URL)?),
+        };
         let chain_id = reader.chain_id().await?;
         let vault = make_vault(&options, reader.as_ref(), chain_id).await?;
         if vault.app() != options.app {

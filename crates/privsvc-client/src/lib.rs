@@ -72,7 +72,7 @@ mod tokens;
 mod transport;
 pub mod verify;
 
-pub use client::PrivateClient;
+pub use client::{PrivateClient, DEFAULT_RPC_URL};
 pub use discover::{discover_relayers, heartbeat_relayers, LiveHeartbeat};
 pub use entities::{EntitiesQuery, ProveParams, ScanStats};
 pub use error::PrivsvcError;

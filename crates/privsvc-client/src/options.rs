@@ -61,7 +61,8 @@ pub struct ClientOptions {
     pub ohttp_relay: Option<String>,
     /// Keep keys in an isolated thread (default false natively; SPEC's default is true in browsers).
     pub isolate_keys: bool,
-    /// Reader for every ledger query (required natively: there is no reachable default).
+    /// Reader for every ledger query (default: JSON-RPC to the public test network,
+    /// [`crate::DEFAULT_RPC_URL`]).
     pub reader: Option<Arc<dyn LedgerReader>>,
     /// Random delay range before each submission, ms.
     pub delay_ms: (u64, u64),

@@ -69,19 +69,23 @@ async fn wallet_problems_are_reported_clearly() {
     let err = build(true).await.unwrap_err();
     assert!(matches!(err, PrivsvcError::SmartContractWallet), "{err}");
 
-    // Neither wallet nor vault; no reader.
-    let err = PrivateClient::builder("notes")
-        .reader(reader.clone())
-        .build()
-        .await
-        .unwrap_err();
+    // Neither wallet nor vault: refused before any ledger or relayer call.
+    let err = PrivateClient::builder("notes").build().await.unwrap_err();
     assert!(
         matches!(err, PrivsvcError::Config(ref m) if m.contains("wallet")),
         "{err}"
     );
-    let err = PrivateClient::builder("notes").build().await.unwrap_err();
+    // A vault for another app.
+    let (other, _) = privsvc_vault::KeyVault::random("other");
+    let err = PrivateClient::builder("notes")
+        .vault(Arc::new(other))
+        .reader(reader.clone())
+        .relayers(["http://127.0.0.1:9"])
+        .build()
+        .await
+        .unwrap_err();
     assert!(
-        matches!(err, PrivsvcError::Config(ref m) if m.contains("reader")),
+        matches!(err, PrivsvcError::Config(ref m) if m.contains("other")),
         "{err}"
     );
 
