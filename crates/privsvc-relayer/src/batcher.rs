@@ -11,6 +11,7 @@
 //! rebroadcast unchanged until a receipt appears (so at most one transaction with its nonce can
 //! land). A revert fails the records that revert on their own and retries the rest.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -155,56 +156,86 @@ async fn interval_wait(shared: &Shared) -> Option<Duration> {
     }
 }
 
-/// Where a record already is on the ledger, if its owner holds an entity with its envelope.
+/// Owners looked up per query (the node allows 64 predicates).
+const OWNERS_PER_QUERY: usize = 50;
+
+/// The records already on the ledger (their owner holds an entity with their envelope), by id.
+/// One query per 50 owners.
 pub async fn already_written(
     shared: &Shared,
-    rec: &StoredRecord,
-) -> Result<Option<WrittenInfo>, LedgerError> {
-    let expr = format!("$owner = addr({})", rec.owner);
-    let options = QueryOptions {
-        select: Select {
-            key: true,
-            creator: true,
-            created_at: true,
-            payload: true,
-            ..Select::default()
-        },
-        limit: Some(50),
-        ..QueryOptions::default()
-    };
-    let page = shared.ledger.query(&expr, &options).await?;
-    let Some(found) = page
-        .entities
-        .into_iter()
-        .find(|e| e.payload.as_deref() == Some(rec.envelope.as_slice()))
-    else {
-        return Ok(None);
-    };
-    let block = found.created_at.unwrap_or(0);
-    // The batch is {block, creator}: count its entities (spends and heartbeats excluded).
-    let batch_size = match found.creator {
-        Some(c) => {
-            let expr = format!(
-                "$creator = addr({c}) AND $createdAt = u64({block}) AND NOT project = str('privsvc-7f3k')"
-            );
-            let options = QueryOptions {
-                limit: Some(200),
-                ..QueryOptions::default()
-            };
-            match shared.ledger.query(&expr, &options).await {
-                Ok(p) => p.entities.len().max(1) as u64,
-                Err(_) => 1,
+    records: &[StoredRecord],
+) -> Result<HashMap<String, WrittenInfo>, LedgerError> {
+    let mut found = HashMap::new();
+    for chunk in records.chunks(OWNERS_PER_QUERY) {
+        let expr = chunk
+            .iter()
+            .map(|r| format!("$owner = addr({})", r.owner))
+            .collect::<Vec<_>>()
+            .join(" OR ");
+        let mut options = QueryOptions {
+            select: Select {
+                key: true,
+                owner: true,
+                creator: true,
+                created_at: true,
+                payload: true,
+                ..Select::default()
+            },
+            limit: Some(200),
+            ..QueryOptions::default()
+        };
+        let mut entities = Vec::new();
+        loop {
+            let page = shared.ledger.query(&expr, &options).await?;
+            entities.extend(page.entities);
+            match page.cursor {
+                Some(c) => {
+                    options.cursor = Some(c);
+                    options.at_block = Some(page.block_number);
+                }
+                None => break,
             }
         }
-        None => 1,
+        for rec in chunk {
+            let Some(e) = entities.iter().find(|e| {
+                e.owner == Some(rec.owner) && e.payload.as_deref() == Some(rec.envelope.as_slice())
+            }) else {
+                continue;
+            };
+            let block = e.created_at.unwrap_or(0);
+            let batch_size = match e.creator {
+                Some(c) => batch_size(shared, c, block).await,
+                None => 1,
+            };
+            found.insert(
+                rec.id.clone(),
+                WrittenInfo {
+                    entity_key: e.key,
+                    // The original transaction is not recorded on the entity.
+                    tx_hash: B256::ZERO,
+                    block,
+                    batch_size,
+                },
+            );
+        }
+    }
+    Ok(found)
+}
+
+/// Records in the batch `{block, creator}` (system entities excluded); 1 when unknown.
+async fn batch_size(shared: &Shared, creator: alloy_primitives::Address, block: u64) -> u64 {
+    let expr = format!(
+        "$creator = addr({creator}) AND $createdAt = u64({block}) AND NOT project = str('{}')",
+        crate::entities::SYSTEM_PROJECT
+    );
+    let options = QueryOptions {
+        limit: Some(200),
+        ..QueryOptions::default()
     };
-    Ok(Some(WrittenInfo {
-        entity_key: found.key,
-        // The original transaction is not recorded on the entity.
-        tx_hash: B256::ZERO,
-        block,
-        batch_size,
-    }))
+    match shared.ledger.query(&expr, &options).await {
+        Ok(p) => p.entities.len().max(1) as u64,
+        Err(_) => 1,
+    }
 }
 
 async fn send_batch(
@@ -212,13 +243,22 @@ async fn send_batch(
     records: Vec<StoredRecord>,
     stop: &mut watch::Receiver<bool>,
 ) -> Outcome {
+    let written = match already_written(shared, &records).await {
+        Ok(w) => w,
+        Err(_) => {
+            // Without the check a record could be written twice: retry later.
+            shared.metrics.ledger_error();
+            shared.requeue(records);
+            return Outcome::NotSent;
+        }
+    };
     let mut batch = Vec::with_capacity(records.len());
     for rec in records {
-        match already_written(shared, &rec).await {
-            Ok(Some(info)) => {
+        match written.get(&rec.id) {
+            Some(info) => {
                 if shared
                     .store
-                    .set_record(&rec.id, StoredState::Written(info), now_ms())
+                    .set_record(&rec.id, StoredState::Written(info.clone()), now_ms())
                     .await
                     .is_ok()
                 {
@@ -228,11 +268,7 @@ async fn send_batch(
                     batch.push(rec);
                 }
             }
-            Ok(None) => batch.push(rec),
-            Err(_) => {
-                shared.metrics.ledger_error();
-                batch.push(rec);
-            }
+            None => batch.push(rec),
         }
     }
     if batch.is_empty() {

@@ -10,15 +10,18 @@
 //! 4. Flush when the candidate reaches the target, or when its oldest member has waited
 //!    maxWaitMs. The scheduler adds the minIntervalBlocks rule and the flush jitter.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::store::StoredRecord;
 
-/// The queue (ordered by arrival sequence).
+/// The queue (ordered by arrival sequence), with indexes that keep [`Queue::plan`] cheap:
+/// held records by deadline and the multiset of their k.
 #[derive(Debug, Default)]
 pub struct Queue {
     by_seq: BTreeMap<u64, StoredRecord>,
     seq_of: HashMap<String, u64>,
+    held: BTreeSet<(u64, u64)>,
+    held_k: BTreeMap<u32, usize>,
 }
 
 /// Batching settings used by [`Queue::plan`].
@@ -43,9 +46,17 @@ pub struct Plan {
     pub wake_at_ms: Option<u64>,
 }
 
+fn deadline(rec: &StoredRecord) -> u64 {
+    rec.accepted_ms.saturating_add(rec.max_hold_ms)
+}
+
 impl Queue {
     /// Add a record.
     pub fn push(&mut self, rec: StoredRecord) {
+        if rec.min_anonymity > 1 {
+            self.held.insert((deadline(&rec), rec.seq));
+            *self.held_k.entry(rec.min_anonymity).or_insert(0) += 1;
+        }
         self.seq_of.insert(rec.id.clone(), rec.seq);
         self.by_seq.insert(rec.seq, rec);
     }
@@ -53,7 +64,17 @@ impl Queue {
     /// Remove a record by id.
     pub fn remove(&mut self, id: &str) -> Option<StoredRecord> {
         let seq = self.seq_of.remove(id)?;
-        self.by_seq.remove(&seq)
+        let rec = self.by_seq.remove(&seq)?;
+        if rec.min_anonymity > 1 {
+            self.held.remove(&(deadline(&rec), rec.seq));
+            if let Some(n) = self.held_k.get_mut(&rec.min_anonymity) {
+                *n -= 1;
+                if *n == 0 {
+                    self.held_k.remove(&rec.min_anonymity);
+                }
+            }
+        }
+        Some(rec)
     }
 
     /// Records queued ahead of `id`, or `None` when it is not queued.
@@ -72,38 +93,45 @@ impl Queue {
         self.by_seq.is_empty()
     }
 
-    /// Decide what to do at `now_ms`.
+    /// Decide what to do at `now_ms`. Costs O(expired) when holds expired, otherwise at most
+    /// O(MAX_BATCH), independent of the queue length.
     pub fn plan(&self, now_ms: u64, p: &PlanParams) -> Plan {
         let mut plan = Plan::default();
-        let mut wake: Option<u64> = None;
-        let mut candidates: Vec<&StoredRecord> = Vec::new();
-        let mut target = p.min_batch.max(1);
-        for rec in self.by_seq.values() {
-            let k = rec.min_anonymity.max(1);
-            if k > 1 {
-                let deadline = rec.accepted_ms.saturating_add(rec.max_hold_ms);
-                if deadline <= now_ms {
-                    plan.expired.push((rec.id.clone(), k));
-                    continue;
-                }
-                wake = min_opt(wake, deadline);
-                target = target.max(k as usize);
+        for (d, seq) in &self.held {
+            if *d > now_ms {
+                break;
             }
-            candidates.push(rec);
+            if let Some(rec) = self.by_seq.get(seq) {
+                plan.expired.push((rec.id.clone(), rec.min_anonymity));
+            }
         }
-        let target = target.min(p.max_batch.max(1));
-        let mut batch: Vec<&StoredRecord> =
-            candidates.into_iter().take(p.max_batch.max(1)).collect();
+        if !plan.expired.is_empty() {
+            // Fail those first; the caller plans again.
+            return plan;
+        }
+        let mut wake = self.held.first().map(|(d, _)| *d);
+        let max_batch = p.max_batch.max(1);
+        let max_k = self.held_k.keys().next_back().copied().unwrap_or(1) as usize;
+        let target = p.min_batch.max(1).max(max_k).min(max_batch);
+        let Some(oldest) = self.by_seq.values().next().map(|r| r.accepted_ms) else {
+            plan.wake_at_ms = wake;
+            return plan;
+        };
+        let due = oldest.saturating_add(p.max_wait_ms);
+        if self.by_seq.len() < target && due > now_ms {
+            plan.wake_at_ms = min_opt(wake, due);
+            return plan;
+        }
+        let mut batch: Vec<&StoredRecord> = self.by_seq.values().take(max_batch).collect();
         loop {
             let n = batch.len();
-            let before = n;
             batch.retain(|r| (r.min_anonymity.max(1) as usize) <= n);
-            if batch.len() == before {
+            if batch.len() == n {
                 break;
             }
         }
-        if let Some(oldest) = batch.iter().map(|r| r.accepted_ms).min() {
-            let due = oldest.saturating_add(p.max_wait_ms);
+        if let Some(oldest_in) = batch.iter().map(|r| r.accepted_ms).min() {
+            let due = oldest_in.saturating_add(p.max_wait_ms);
             if batch.len() >= target || due <= now_ms {
                 plan.batch = batch.iter().map(|r| r.id.clone()).collect();
             } else {
