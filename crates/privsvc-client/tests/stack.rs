@@ -134,6 +134,58 @@ async fn write_read_prove_everything_through_ohttp_with_tokens() {
         .iter()
         .all(|r| r.entity_key != rc.entity_key));
 
+    // Random-root vault without a wallet: auto mode cannot fetch tokens, the write says why.
+    let (vault, _code) = privsvc_vault::KeyVault::random(APP);
+    let walletless = PrivateClient::builder(APP)
+        .vault(Arc::new(vault))
+        .reader(stack.reader.clone())
+        .relayers([stack.a_url.clone(), stack.b_url.clone()])
+        .ohttp_relay(stack.relay_url.clone().unwrap())
+        .delay_ms(0, 0)
+        .build()
+        .await
+        .unwrap();
+    match walletless
+        .create_entity(note("no token"))
+        .await
+        .unwrap_err()
+    {
+        PrivsvcError::AllRelayersFailed { attempts } => {
+            assert_eq!(attempts.len(), 2);
+            assert!(
+                attempts.iter().all(|a| a.contains("no token")),
+                "{attempts:?}"
+            );
+        }
+        other => panic!("expected AllRelayersFailed, got {other}"),
+    }
+    // The same vault with tokens from a caller-given source (a TokenWallet of another wallet).
+    let mut o = privsvc_tokens::TokenWalletOptions::new(
+        Arc::new(LocalWallet::random()),
+        stack.reader.clone(),
+        stack.a.as_ref().unwrap().address(),
+        stack.a_url.clone(),
+    );
+    o.allow_on_demand = true;
+    let source = privsvc_tokens::TokenWallet::new(o).source();
+    let (vault, _code) = privsvc_vault::KeyVault::random(APP);
+    let sourced = PrivateClient::builder(APP)
+        .vault(Arc::new(vault))
+        .reader(stack.reader.clone())
+        .relayers([stack.a_url.clone(), stack.b_url.clone()])
+        .ohttp_relay(stack.relay_url.clone().unwrap())
+        .delay_ms(0, 0)
+        .poll_interval(Duration::from_millis(100))
+        .tokens(privsvc_client::Tokens::Source(source))
+        .build()
+        .await
+        .unwrap();
+    let rs = sourced.create_entity(note("sourced")).await.unwrap();
+    assert_eq!(
+        sourced.my_entities(&EntitiesQuery::new()).await.unwrap()[0].entity_key,
+        rs.entity_key
+    );
+
     // Ownership proof, verified against the ledger.
     let proof = alice
         .prove_ownership(
@@ -529,5 +581,48 @@ async fn relayer_killed_after_writing_is_recovered_from_the_ledger() {
     let mine = client.my_entities(&EntitiesQuery::new()).await.unwrap();
     assert_eq!(mine.len(), 1);
     assert_eq!(mine[0].to_text(), "landed");
+    stack.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_progress_fails_over_and_the_held_copy_is_never_written() {
+    let mut stack = Stack::start(StackOptions {
+        tokens: false,
+        ohttp: false,
+        a_holds: true,
+    })
+    .await;
+    let wallet = Arc::new(LocalWallet::random());
+    let client = stack
+        .builder(&wallet)
+        .inclusion_timeout(Duration::from_millis(800))
+        .build()
+        .await
+        .unwrap();
+    client.set_relayer_bad(&stack.b_url, true);
+    let started = Instant::now();
+    let r = client
+        .create_entity(note("slow"))
+        .await
+        .expect("written through B");
+    assert_eq!(r.relayer, stack.b_url, "A held the record without progress");
+    assert!(!r.recovered);
+    assert!(started.elapsed() >= Duration::from_millis(800));
+    assert_eq!(
+        stack.a.as_ref().unwrap().health().await.queue,
+        1,
+        "A still holds it"
+    );
+
+    // A comes back flushing its queue: the record it held is already on the ledger.
+    stack.restart_a_flushing().await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while stack.a.as_ref().unwrap().health().await.queue > 0 {
+        assert!(Instant::now() < deadline, "A never settled its queue");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let on_ledger = stack.owned_by(r.owner).await;
+    assert_eq!(on_ledger.len(), 1, "never written twice");
+    assert_eq!(on_ledger[0].key, r.entity_key);
     stack.shutdown().await;
 }

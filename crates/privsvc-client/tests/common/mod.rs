@@ -203,6 +203,20 @@ impl Stack {
         .1
     }
 
+    /// Stops relayer A and starts it again on the same queue database, flushing at once.
+    pub async fn restart_a_flushing(&mut self) {
+        if let Some(a) = self.a.take() {
+            a.shutdown().await;
+        }
+        let mut c = base_config(&self.dirs[0]);
+        c.min_batch = 1;
+        let a = Relayer::start(c, self.reader.clone(), writer(&self.node, 0))
+            .await
+            .expect("relayer A restarts");
+        self.a_url = a.url().to_string();
+        self.a = Some(a);
+    }
+
     pub async fn shutdown(mut self) {
         if let Some(t) = self.relay_task.take() {
             t.abort();
