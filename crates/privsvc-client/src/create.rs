@@ -175,6 +175,10 @@ impl PrivateClient {
         let mut submitted_somewhere = false;
         while let Some(relayer) = self.pick_relayer(&tried) {
             tried.insert(relayer.url.clone());
+            if let Some(reason) = unacceptable(&relayer, &sealed.request) {
+                attempts.push(format!("{}: {reason}", relayer.url));
+                continue;
+            }
             let mut request = sealed.request.clone();
             if relayer.info.tokens_required {
                 match self.tokens.take(self.app(), &relayer.info).await {
@@ -346,6 +350,27 @@ impl PrivateClient {
         }
         Ok(None)
     }
+}
+
+/// Why a relayer cannot take this request's anonymity options, if it cannot.
+fn unacceptable(relayer: &RelayerStatus, request: &SubmitRequest) -> Option<String> {
+    if let Some(k) = request.min_anonymity {
+        if k > relayer.info.max_min_anonymity {
+            return Some(format!(
+                "accepts minAnonymity up to {}, {k} asked",
+                relayer.info.max_min_anonymity
+            ));
+        }
+    }
+    if let Some(ms) = request.max_hold_ms {
+        if ms > relayer.info.max_hold_ms {
+            return Some(format!(
+                "holds records up to {} ms, {ms} ms asked",
+                relayer.info.max_hold_ms
+            ));
+        }
+    }
+    None
 }
 
 struct Found {

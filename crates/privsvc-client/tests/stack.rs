@@ -487,6 +487,26 @@ async fn min_anonymity_three_clients_share_one_batch() {
         "{err}"
     );
     assert!(started.elapsed() < Duration::from_secs(20));
+
+    // No relayer accepts that much anonymity: refused before anything is sent.
+    let greedy = PrivateClient::builder(APP)
+        .wallet(Arc::new(LocalWallet::random()))
+        .reader(stack.reader.clone())
+        .relayers([stack.a_url.clone(), stack.b_url.clone()])
+        .delay_ms(0, 0)
+        .min_anonymity(1000)
+        .build()
+        .await
+        .unwrap();
+    match greedy.create_entity(note("greedy")).await.unwrap_err() {
+        PrivsvcError::AllRelayersFailed { attempts } => {
+            assert!(
+                attempts.iter().all(|a| a.contains("minAnonymity up to")),
+                "{attempts:?}"
+            )
+        }
+        other => panic!("expected AllRelayersFailed, got {other}"),
+    }
     stack.shutdown().await;
 }
 
