@@ -127,17 +127,7 @@ async fn accept(s: &Shared, peer: Option<std::net::IpAddr>, body: Body) -> Resul
             let issuer = s
                 .issuer
                 .ok_or((StatusCode::FORBIDDEN, "no issuer is configured".to_string()))?;
-            match check_token(
-                &s.issuer_keys,
-                s.ledger.as_ref(),
-                &s.store,
-                issuer,
-                &sub.app,
-                t,
-                now,
-            )
-            .await
-            {
+            match check_token(&s.issuer_keys, s.ledger.as_ref(), issuer, &sub.app, t, now).await {
                 Ok((id, epoch)) => Some(SpentToken {
                     id,
                     epoch: u64::from(epoch),
@@ -170,8 +160,8 @@ async fn accept(s: &Shared, peer: Option<std::net::IpAddr>, body: Body) -> Resul
         accepted_ms: now,
     };
     let id = record.id.clone();
-    match s.store.insert(record.clone()).await {
-        Ok(()) => {}
+    let record = match s.store.insert(record).await {
+        Ok(r) => r,
         Err(StoreError::TokenSpent) => {
             s.finished(1);
             return Err((StatusCode::FORBIDDEN, "token already spent".into()));
@@ -184,7 +174,7 @@ async fn accept(s: &Shared, peer: Option<std::net::IpAddr>, body: Body) -> Resul
                 "the queue cannot store the record right now".into(),
             ));
         }
-    }
+    };
     s.queue.lock().expect("queue lock").push(record);
     s.notify.notify_one();
     Ok(id)

@@ -123,7 +123,10 @@ pub struct StoredBatch {
 }
 
 enum Cmd {
-    Insert(Box<StoredRecord>, oneshot::Sender<Result<(), StoreError>>),
+    Insert(
+        Box<StoredRecord>,
+        oneshot::Sender<Result<Box<StoredRecord>, StoreError>>,
+    ),
     SaveBatch {
         nonce: u64,
         tx_hash: B256,
@@ -238,12 +241,12 @@ impl Store {
             .map_err(|_| StoreError::Closed)
     }
 
-    /// Durably store an accepted record (and its token id). Fails with
+    /// Durably store an accepted record (and its token id), then hand it back. Fails with
     /// [`StoreError::TokenSpent`] when the token was spent before.
-    pub async fn insert(&self, record: StoredRecord) -> Result<(), StoreError> {
+    pub async fn insert(&self, record: StoredRecord) -> Result<StoredRecord, StoreError> {
         let (reply, rx) = oneshot::channel();
         self.send(Cmd::Insert(Box::new(record), reply))?;
-        rx.await.map_err(|_| StoreError::Closed)?
+        rx.await.map_err(|_| StoreError::Closed)?.map(|b| *b)
     }
 
     /// Store a batch transaction (before broadcasting it) and mark its records as sending.
@@ -589,7 +592,7 @@ fn in_savepoint<T>(
 fn apply(tx: &mut rusqlite::Transaction<'_>, cmd: Cmd) -> Reply {
     match cmd {
         Cmd::Insert(rec, reply) => {
-            let r = in_savepoint(tx, |sp| insert_record(sp, &rec));
+            let r = in_savepoint(tx, |sp| insert_record(sp, &rec)).map(|()| rec);
             reply_with(reply, r)
         }
         Cmd::SaveBatch {
@@ -840,7 +843,7 @@ mod tests {
         let mut spent = 0;
         for t in tasks {
             match t.await.unwrap() {
-                Ok(()) => ok += 1,
+                Ok(_) => ok += 1,
                 Err(StoreError::TokenSpent) => spent += 1,
                 Err(e) => panic!("{e}"),
             }

@@ -1,8 +1,8 @@
 //! Token redemption checks (DESIGN 5): epoch accepted, issuer key read from the ledger,
-//! signature valid, not spent before. The final spent check is the store's UNIQUE constraint.
+//! signature valid. Whether it was spent before is the store's PRIMARY KEY on the token id.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use alloy_primitives::Address;
 use privsvc_ledger::LedgerReader;
@@ -10,12 +10,10 @@ use privsvc_tokens::{
     acceptable_epochs, fetch_issuer_key, verify_token, IssuerKey, TokenError, TokenRedemption,
 };
 
-use crate::store::Store;
-
 /// Issuer keys read from the ledger, by (app, epoch). Only found keys are cached.
 #[derive(Default)]
 pub struct IssuerKeys {
-    cache: Mutex<HashMap<(String, u32), IssuerKey>>,
+    cache: Mutex<HashMap<(String, u32), Arc<IssuerKey>>>,
 }
 
 /// Why a token was refused (the 403 reason).
@@ -37,7 +35,7 @@ impl IssuerKeys {
         issuer: Address,
         app: &str,
         epoch: u32,
-    ) -> Result<IssuerKey, TokenRefusal> {
+    ) -> Result<Arc<IssuerKey>, TokenRefusal> {
         if let Some(k) = self
             .cache
             .lock()
@@ -65,6 +63,7 @@ impl IssuerKeys {
                 )))
             }
         };
+        let key = Arc::new(key);
         self.cache
             .lock()
             .expect("issuer key cache")
@@ -77,7 +76,6 @@ impl IssuerKeys {
 pub async fn check_token(
     keys: &IssuerKeys,
     ledger: &dyn LedgerReader,
-    store: &Store,
     issuer: Address,
     app: &str,
     token: &TokenRedemption,
@@ -92,9 +90,7 @@ pub async fn check_token(
     let key = keys.get(ledger, issuer, app, token.epoch).await?;
     let id = verify_token(&key, app, token)
         .map_err(|e| TokenRefusal::Refused(format!("token invalid: {e}")))?;
-    match store.token_spent(&id) {
-        Ok(true) => Err(TokenRefusal::Refused("token already spent".into())),
-        Ok(false) => Ok((id, token.epoch)),
-        Err(e) => Err(TokenRefusal::Ledger(e.to_string())),
-    }
+    // Whether it was spent before is decided by the store's insert (one transaction with the
+    // record, PRIMARY KEY on the token id), which also covers concurrent redemptions.
+    Ok((id, token.epoch))
 }
