@@ -426,3 +426,49 @@ fn written_result(
         record_ref: sealed.record_ref,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_attributes_report_every_problem() {
+        let ok = user_attributes(&[
+            ("kind".into(), AttrValue::Str("note".into())),
+            ("level".into(), AttrValue::I32(3)),
+        ])
+        .unwrap();
+        assert_eq!(ok.len(), 2);
+        let err = user_attributes(&[
+            ("Kind".into(), AttrValue::Str("a".into())),
+            ("tag".into(), AttrValue::Str("a".into())),
+            ("x".into(), AttrValue::Str("a".into())),
+            ("x".into(), AttrValue::Str("b".into())),
+            ("y".into(), AttrValue::Str("\u{7}".into())),
+        ])
+        .unwrap_err();
+        match err {
+            PrivsvcError::InvalidAttributes { problems } => {
+                assert_eq!(problems.len(), 4, "{problems:?}");
+                assert!(problems[0].contains("lowercase"));
+                assert!(problems[1].contains("reserved"));
+                assert!(problems[2].contains("twice"));
+            }
+            other => panic!("{other}"),
+        }
+    }
+
+    #[test]
+    fn at_most_28_user_attributes() {
+        let many = |n: usize| -> Vec<(String, AttrValue)> {
+            (0..n)
+                .map(|i| (format!("a{i}"), AttrValue::I32(i as i32)))
+                .collect()
+        };
+        assert!(user_attributes(&many(28)).is_ok());
+        assert!(matches!(
+            user_attributes(&many(29)),
+            Err(PrivsvcError::InvalidAttributes { .. })
+        ));
+    }
+}
