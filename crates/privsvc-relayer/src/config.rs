@@ -19,6 +19,8 @@
 //! | `ISSUER` | `--issuer` | `off` | `on` mounts the token issuer on this relayer |
 //! | `ISSUER_ADDRESS` | `--issuer-address` | this relayer when `ISSUER=on` | issuer whose keys are accepted |
 //! | `ISSUER_URL` | `--issuer-url` | `PUBLIC_URL` when `ISSUER=on` | the issuer's base URL |
+//! | `ISSUER_QUOTA` | `--issuer-quota` | 100 | tokens one wallet may obtain per app and day (`ISSUER=on`) |
+//! | `ISSUER_CODES_FILE` | `--issuer-codes-file` | none | one-time attestation codes, one a line; when given, issuance needs one |
 //! | `OHTTP` | `--ohttp` | `off` | `on` serves `POST /v1/ohttp` |
 //! | `OHTTP_SEED` | none (env only) | none | 32-byte hex seed of the gateway key (required with `OHTTP=on`) |
 //! | `RATE_LIMIT_PER_MIN` | `--rate-limit-per-min` | 30 | submissions a minute per source address (tokens off) |
@@ -119,6 +121,16 @@ impl fmt::Debug for OhttpSeed {
     }
 }
 
+/// The issuer's one-time attestation codes (never printed: `Debug` shows only how many).
+#[derive(Clone)]
+pub struct AttestationCodes(pub Vec<String>);
+
+impl fmt::Debug for AttestationCodes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "AttestationCodes(<{} codes>)", self.0.len())
+    }
+}
+
 /// Whether submissions need a token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TokenMode {
@@ -164,6 +176,10 @@ pub struct RelayerConfig {
     pub issuer_address: Option<Address>,
     /// Issuer base URL (defaults to the public URL when the issuer is on).
     pub issuer_url: Option<String>,
+    /// Tokens per wallet, app and day handed out by the issuer (`ISSUER=on`).
+    pub issuer_quota: u32,
+    /// One-time attestation codes the issuer requires (`None`: no codes needed).
+    pub issuer_codes: Option<AttestationCodes>,
     /// OHTTP gateway seed; `Some` = `OHTTP=on`.
     pub ohttp_seed: Option<OhttpSeed>,
     /// Submissions per minute per source address when tokens are off.
@@ -219,6 +235,10 @@ struct Cli {
     issuer_address: Option<String>,
     #[arg(long, env = "ISSUER_URL")]
     issuer_url: Option<String>,
+    #[arg(long, env = "ISSUER_QUOTA")]
+    issuer_quota: Option<String>,
+    #[arg(long, env = "ISSUER_CODES_FILE")]
+    issuer_codes_file: Option<PathBuf>,
     #[arg(long, env = "OHTTP")]
     ohttp: Option<String>,
     #[arg(long, env = "RATE_LIMIT_PER_MIN")]
@@ -296,6 +316,8 @@ impl RelayerConfig {
             issuer_on: false,
             issuer_address: None,
             issuer_url: None,
+            issuer_quota: 100,
+            issuer_codes: None,
             ohttp_seed: None,
             rate_limit_per_min: 1_000_000,
             queue_capacity: 10_000,
@@ -408,6 +430,28 @@ impl RelayerConfig {
             .issuer_url
             .map(|u| http_url("ISSUER_URL", u))
             .transpose()?;
+        c.issuer_quota = num("ISSUER_QUOTA", cli.issuer_quota, 100u32, 1, 1_000_000)?;
+        c.issuer_codes = match cli.issuer_codes_file {
+            None => None,
+            Some(path) => {
+                let text = std::fs::read_to_string(&path).map_err(|e| {
+                    invalid(
+                        "ISSUER_CODES_FILE",
+                        format!("cannot read {}: {e}", path.display()),
+                    )
+                })?;
+                let codes: Vec<String> = text
+                    .lines()
+                    .map(str::trim)
+                    .filter(|l| !l.is_empty())
+                    .map(str::to_string)
+                    .collect();
+                if codes.is_empty() {
+                    return Err(invalid("ISSUER_CODES_FILE", "the file holds no code"));
+                }
+                Some(AttestationCodes(codes))
+            }
+        };
         let ohttp_on = on_off("OHTTP", cli.ohttp)?;
         c.ohttp_seed = if ohttp_on {
             let text = env_seed

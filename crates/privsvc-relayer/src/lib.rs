@@ -47,7 +47,7 @@ use tokio::sync::{watch, Notify};
 use tokio::task::JoinHandle;
 use tower_http::cors::CorsLayer;
 
-pub use config::{ConfigError, OhttpSeed, RelayerConfig, RelayerKey, TokenMode};
+pub use config::{AttestationCodes, ConfigError, OhttpSeed, RelayerConfig, RelayerKey, TokenMode};
 pub use health::Health;
 pub use store::StoreError;
 pub use writer::SerializedWriter;
@@ -211,8 +211,12 @@ impl Relayer {
             .clone()
             .merge(privsvc_ohttp::gateway_router(gateway, api));
         if shared.cfg.issuer_on {
+            let mut issuer_config =
+                privsvc_tokens::IssuerConfig::new(shared.cfg.data_dir.join("issuer"));
+            issuer_config.quota_per_wallet = shared.cfg.issuer_quota;
+            issuer_config.attestation_codes = shared.cfg.issuer_codes.as_ref().map(|c| c.0.clone());
             let issuer = privsvc_tokens::Issuer::open(
-                privsvc_tokens::IssuerConfig::new(shared.cfg.data_dir.join("issuer")),
+                issuer_config,
                 Arc::new(serialized.clone()),
                 shared.ledger.clone(),
             )

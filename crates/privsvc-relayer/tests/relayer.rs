@@ -826,3 +826,70 @@ async fn a_batch_over_the_block_gas_limit_is_split() {
     }
     relayer.shutdown().await;
 }
+
+/// A writer whose simulation refuses any transaction that transfers to `poisoned`, the way the
+/// node refuses an operation (a decoded revert), and passes everything else to the devnet.
+struct Refusing {
+    inner: Arc<dyn LedgerWriter>,
+    poisoned: Address,
+}
+
+#[async_trait]
+impl LedgerWriter for Refusing {
+    fn address(&self) -> Address {
+        self.inner.address()
+    }
+    async fn prepare(
+        &self,
+        ops: &[Operation],
+        nonce: Option<u64>,
+    ) -> Result<PreparedTx, LedgerError> {
+        for op in ops {
+            if let Operation::Transfer { key, new_owner } = op {
+                if *new_owner == self.poisoned {
+                    return Err(LedgerError::Reverted(format!("EntityNotFound({key})")));
+                }
+            }
+        }
+        self.inner.prepare(ops, nonce).await
+    }
+    async fn broadcast(&self, tx: &PreparedTx) -> Result<(), LedgerError> {
+        self.inner.broadcast(tx).await
+    }
+    async fn receipt(&self, h: B256) -> Result<Option<BatchReceipt>, LedgerError> {
+        self.inner.receipt(h).await
+    }
+}
+
+#[tokio::test]
+async fn a_reverting_batch_fails_the_offender_with_the_reason_and_writes_the_rest() {
+    let node = devnet().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path());
+    c.min_batch = 3;
+    c.max_wait_ms = 2000;
+    let (bad, bad_owner) = record_body(APP, 3600, b"refused");
+    let writer = Arc::new(Refusing {
+        inner: writer(&node, 0),
+        poisoned: bad_owner,
+    });
+    let relayer = privsvc_relayer::Relayer::start(c, reader(&node), writer)
+        .await
+        .unwrap();
+    let url = relayer.url().to_string();
+    let good1 = submit(&url, &body()).await;
+    let bad_id = submit(&url, &bad).await;
+    let good2 = submit(&url, &body()).await;
+    let st = wait_state(&url, &bad_id, "failed", T).await;
+    let e = st["error"].as_str().unwrap();
+    assert!(
+        e.contains("the ledger refused this record") && e.contains("EntityNotFound"),
+        "{e}"
+    );
+    for id in [&good1, &good2] {
+        let st = wait_state(&url, id, "written", T).await;
+        assert_eq!(st["batchSize"], 2, "{st}");
+    }
+    assert_eq!(owner_entities(&node, bad_owner).await, 0);
+    relayer.shutdown().await;
+}
