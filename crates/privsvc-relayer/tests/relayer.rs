@@ -893,3 +893,31 @@ async fn a_reverting_batch_fails_the_offender_with_the_reason_and_writes_the_res
     assert_eq!(owner_entities(&node, bad_owner).await, 0);
     relayer.shutdown().await;
 }
+
+#[tokio::test]
+async fn batches_are_at_least_min_interval_blocks_apart() {
+    let node = privsvc_devnet::Devnet::start(privsvc_devnet::DevnetConfig {
+        block_time: privsvc_devnet::BlockTime::Interval(Duration::from_millis(100)),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path());
+    c.min_batch = 1;
+    c.min_interval_blocks = 5;
+    c.block_time = Duration::from_millis(100);
+    let relayer = start(&node, 0, c).await;
+    let url = relayer.url().to_string();
+    let mut blocks = Vec::new();
+    for _ in 0..3 {
+        let id = submit(&url, &body()).await;
+        let st = wait_state(&url, &id, "written", T).await;
+        blocks.push(st["block"].as_str().unwrap().parse::<u64>().unwrap());
+    }
+    for w in blocks.windows(2) {
+        assert!(w[1] >= w[0] + 5, "batches at blocks {blocks:?}");
+    }
+    relayer.shutdown().await;
+    node.shutdown().await;
+}
