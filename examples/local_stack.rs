@@ -1,0 +1,797 @@
+//! The main job: the whole privsvc stack in one process on loopback, and one user's session
+//! against it, checked end to end.
+//!
+//! ```text
+//! cargo run --release --example local_stack             # scenario + report; exit 0 when every check passed
+//! cargo run --release --example local_stack -- --serve  # the same, then keep the stack running (Ctrl-C)
+//! ```
+//!
+//! Started here, all on 127.0.0.1 with ephemeral ports:
+//! - an embedded Arkiv devnet (chain 7738577, a block every 2 s, five prefunded dev accounts);
+//! - relayer A (dev account 0): `TOKENS=required`, `ISSUER=on` (it runs the token issuer), `OHTTP=on`;
+//! - relayer B (dev account 1): `TOKENS=off`, `OHTTP=on`;
+//! - an OHTTP relay, forwarding only to relayers it verified from their heartbeats.
+//!
+//! Then, as an application would: a user with a fresh random wallet discovers the relayers from
+//! their heartbeats and, with every relayer call going through the OHTTP relay, writes a note, an
+//! encrypted note, a note in a scope and a note with `minAnonymity` 2. A second wallet writes a
+//! record to each relayer every few hundred milliseconds meanwhile (the crowd the user hides in).
+//! The user lists their records with `my_entities`, proves ownership of one, and a third party
+//! checks the proof against the ledger with its own reader. Every step is checked; the exit code
+//! is 0 only when all checks passed.
+//!
+//! Log level: `RUST_LOG` (default `warn`).
+
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use clap::Parser;
+use privsvc::client::{
+    verify_ownership_proof, CreateParams, CreateResult, EntitiesQuery, Expires, LocalWallet,
+    OwnershipProof, PrivateClient, ProofExpectation, ProofRejection, ProveParams, Wallet,
+};
+use privsvc::devnet::{Address, BlockTime, Devnet, DevnetConfig, DevnetHandle, DEV_PRIVATE_KEYS};
+use privsvc::ledger::{LedgerReader, RpcLedger, RpcWriter};
+use privsvc::ohttp::{AnonymousListener, OhttpRelay, RelayConfig, SILENCE_OHTTP_LOGS};
+use privsvc::relayer::{OhttpSeed, Relayer, RelayerConfig, RelayerHandle, RelayerKey, TokenMode};
+use tempfile::TempDir;
+
+/// The app (key namespace and `project` attribute) of the scenario.
+const APP: &str = "notes";
+/// Block interval of the devnet (Arkiv's block time).
+const BLOCK_TIME: Duration = Duration::from_secs(2);
+/// The whole scenario must finish within this time.
+const SCENARIO_LIMIT: Duration = Duration::from_secs(90);
+
+/// Command-line options.
+#[derive(Parser, Debug)]
+#[command(about = "Run the whole privsvc stack on loopback and check one user's session")]
+struct Args {
+    /// After the scenario, keep the stack running and print its URLs (Ctrl-C stops it).
+    #[arg(long)]
+    serve: bool,
+}
+
+/// The running servers.
+struct Stack {
+    node: DevnetHandle,
+    reader: Arc<dyn LedgerReader>,
+    a: RelayerHandle,
+    b: RelayerHandle,
+    relay_url: String,
+    /// Requests the OHTTP relay received.
+    relay_requests: Arc<AtomicUsize>,
+    relay_task: tokio::task::JoinHandle<()>,
+    _dirs: [TempDir; 2],
+}
+
+/// Failed checks, collected so that the report shows all of them.
+#[derive(Default)]
+struct Checks {
+    passed: usize,
+    failed: Vec<String>,
+}
+
+impl Checks {
+    fn check(&mut self, ok: bool, what: impl Into<String>) {
+        if ok {
+            self.passed += 1;
+        } else {
+            let what = what.into();
+            println!("  CHECK FAILED: {what}");
+            self.failed.push(what);
+        }
+    }
+}
+
+/// `0x1234…abcd` for a long hex value.
+fn short(v: impl std::fmt::Display) -> String {
+    let s = v.to_string();
+    if s.len() <= 14 {
+        return s;
+    }
+    format!("{}…{}", &s[..6], &s[s.len() - 4..])
+}
+
+fn secs(d: Duration) -> String {
+    format!("{:.1} s", d.as_secs_f64())
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.1} ms", d.as_secs_f64() * 1000.0)
+}
+
+/// A relayer configuration with short timers: the same settings as the environment variables
+/// named in the comments (see `privsvc_relayer::config`).
+fn relayer_config(dir: &TempDir) -> RelayerConfig {
+    let mut c = RelayerConfig::for_tests(dir.path()); // BIND=127.0.0.1:0, DATA_DIR=<temp dir>
+    c.min_batch = 2; // MIN_BATCH: flush as soon as two records can share a batch
+    c.max_wait_ms = 1_500; // MAX_WAIT_MS: a lone record waits at most 1.5 s for company
+    c.flush_jitter_ms = 200; // FLUSH_JITTER_MS
+    c.max_min_anonymity = 10; // MAX_MIN_ANONYMITY
+    c.rate_limit_per_min = 600; // RATE_LIMIT_PER_MIN (tokens off)
+    c.block_time = BLOCK_TIME;
+    c.ohttp_seed = Some(OhttpSeed::new(rand::random())); // OHTTP=on, OHTTP_SEED=<random>
+    c
+}
+
+async fn writer(node: &DevnetHandle, account: usize) -> Result<Arc<RpcWriter>> {
+    let key = RelayerKey::from_hex(DEV_PRIVATE_KEYS[account])?;
+    Ok(Arc::new(
+        RpcWriter::connect(RpcLedger::new(node.url())?, key.bytes()).await?,
+    ))
+}
+
+async fn start_stack() -> Result<Stack> {
+    let node = Devnet::start(DevnetConfig {
+        block_time: BlockTime::Interval(BLOCK_TIME),
+        ..Default::default()
+    })
+    .await
+    .context("starting the devnet")?;
+    let reader: Arc<dyn LedgerReader> = Arc::new(RpcLedger::new(node.url())?);
+    let dirs = [TempDir::new()?, TempDir::new()?];
+
+    let mut ca = relayer_config(&dirs[0]);
+    ca.tokens = TokenMode::Required; // TOKENS=required
+    ca.issuer_on = true; // ISSUER=on
+    let a = Relayer::start(ca, reader.clone(), writer(&node, 0).await?)
+        .await
+        .context("starting relayer A")?;
+    let cb = relayer_config(&dirs[1]); // TOKENS=off
+    let b = Relayer::start(cb, reader.clone(), writer(&node, 1).await?)
+        .await
+        .context("starting relayer B")?;
+
+    // Clients and the OHTTP relay find relayers through their heartbeats: wait for both.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while a.health().await.heartbeat.is_empty() || b.health().await.heartbeat.is_empty() {
+        if Instant::now() > deadline {
+            bail!("the relayers' heartbeats did not reach the ledger within 30 s");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    let relay = OhttpRelay::new(
+        reader.clone(),
+        RelayConfig {
+            allow_http: true, // loopback targets are http://
+            refresh_interval: Duration::from_secs(5),
+            ..RelayConfig::default()
+        },
+    )?;
+    let targets = relay.refresh().await?;
+    if targets != 2 {
+        bail!("the OHTTP relay verified {targets} relayers from their heartbeats, expected 2");
+    }
+    let _refresh = relay.spawn_refresh();
+    let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await?;
+    let relay_url = format!("http://{}", listener.local_addr()?);
+    let relay_requests = Arc::new(AtomicUsize::new(0));
+    let counter = relay_requests.clone();
+    let router = relay.router().layer(axum::middleware::from_fn(
+        move |req: axum::extract::Request, next: axum::middleware::Next| {
+            let counter = counter.clone();
+            async move {
+                counter.fetch_add(1, Ordering::SeqCst);
+                next.run(req).await
+            }
+        },
+    ));
+    let relay_task = tokio::spawn(async move {
+        if let Err(e) = axum::serve(AnonymousListener::new(listener), router).await {
+            eprintln!("OHTTP relay stopped: {e}");
+        }
+    });
+    Ok(Stack {
+        node,
+        reader,
+        a,
+        b,
+        relay_url,
+        relay_requests,
+        relay_task,
+        _dirs: dirs,
+    })
+}
+
+impl Stack {
+    /// A client as an application builds one: relayers discovered from heartbeats, every relayer
+    /// call through the OHTTP relay, a short random delay before each submission.
+    async fn client(&self, wallet: &Arc<LocalWallet>, min_anonymity: u64) -> Result<PrivateClient> {
+        Ok(PrivateClient::builder(APP)
+            .wallet(wallet.clone())
+            .reader(self.reader.clone())
+            .ohttp_relay(self.relay_url.clone())
+            .delay_ms(0, 800)
+            .poll_interval(Duration::from_millis(250))
+            .min_anonymity(min_anonymity)
+            .build()
+            .await?)
+    }
+
+    /// A client pinned to one relayer (the crowd).
+    async fn pinned(&self, wallet: &Arc<LocalWallet>, url: &str) -> Result<PrivateClient> {
+        Ok(PrivateClient::builder(APP)
+            .wallet(wallet.clone())
+            .reader(self.reader.clone())
+            .relayers([url.to_string()])
+            .delay_ms(0, 0)
+            .poll_interval(Duration::from_millis(250))
+            .rarity_k(0)
+            .build()
+            .await?)
+    }
+
+    fn name_of(&self, url: &str) -> &'static str {
+        if url == self.a.url() {
+            "A"
+        } else if url == self.b.url() {
+            "B"
+        } else if url.is_empty() {
+            "(recovered)"
+        } else {
+            "?"
+        }
+    }
+
+    async fn shutdown(self) {
+        self.relay_task.abort();
+        self.a.shutdown().await;
+        self.b.shutdown().await;
+        self.node.shutdown().await;
+    }
+}
+
+/// The crowd: another wallet writing to each relayer until told to stop.
+struct Crowd {
+    stop: Arc<AtomicBool>,
+    tasks: Vec<tokio::task::JoinHandle<Result<Vec<CreateResult>>>>,
+    client: PrivateClient,
+}
+
+async fn start_crowd(stack: &Stack) -> Result<Crowd> {
+    let wallet = Arc::new(LocalWallet::random());
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut tasks = Vec::new();
+    for url in [stack.a.url(), stack.b.url()] {
+        let client = stack.pinned(&wallet, url).await?;
+        let stop = stop.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut written = Vec::new();
+            let mut n = 0;
+            while !stop.load(Ordering::SeqCst) {
+                n += 1;
+                let params = CreateParams::new(
+                    format!("crowd record {n}").into_bytes(),
+                    "text/plain",
+                    Expires::Hours(1),
+                );
+                written.push(client.create_entity(params).await?);
+                tokio::time::sleep(Duration::from_millis(300)).await;
+            }
+            Ok(written)
+        }));
+    }
+    let client = stack.pinned(&wallet, stack.b.url()).await?;
+    Ok(Crowd {
+        stop,
+        tasks,
+        client,
+    })
+}
+
+/// One of the user's writes and what it should read back as.
+struct Planned {
+    label: &'static str,
+    text: &'static str,
+    encrypted: bool,
+    scope: Option<&'static str>,
+    min_anonymity: u64,
+}
+
+const PLAN: [Planned; 4] = [
+    Planned {
+        label: "note",
+        text: "hello from a fresh wallet",
+        encrypted: false,
+        scope: None,
+        min_anonymity: 1,
+    },
+    Planned {
+        label: "encrypted note",
+        text: "only my wallet can read this",
+        encrypted: true,
+        scope: None,
+        min_anonymity: 1,
+    },
+    Planned {
+        label: "note in scope \"diary\"",
+        text: "dear diary",
+        encrypted: false,
+        scope: Some("diary"),
+        min_anonymity: 1,
+    },
+    Planned {
+        label: "note, minAnonymity 2",
+        text: "not alone in my batch",
+        encrypted: false,
+        scope: None,
+        min_anonymity: 2,
+    },
+];
+
+fn params(p: &Planned) -> CreateParams {
+    let mut c = CreateParams::new(p.text.as_bytes().to_vec(), "text/plain", Expires::Hours(1))
+        .attribute("kind", "note")
+        .encrypt(p.encrypted);
+    if let Some(s) = p.scope {
+        c = c.scope(s);
+    }
+    c
+}
+
+async fn scenario(stack: &Stack, checks: &mut Checks, started: Instant) -> Result<()> {
+    let wallet = Arc::new(LocalWallet::random());
+    println!();
+    println!(
+        "User: a fresh random wallet {} writes to app {APP:?}",
+        short(wallet.address())
+    );
+    let t = Instant::now();
+    let user = stack
+        .client(&wallet, 1)
+        .await
+        .context("building the client")?;
+    let user_k2 = stack
+        .client(&wallet, 2)
+        .await
+        .context("building the minAnonymity 2 client")?;
+    let relayers = user.relayers();
+    println!(
+        "  client ready in {}: {} relayers discovered from heartbeats, reached through the OHTTP relay",
+        ms(t.elapsed()),
+        relayers.len()
+    );
+    for r in &relayers {
+        println!(
+            "    {} {}  tokens {}  OHTTP key {}",
+            stack.name_of(&r.url),
+            r.url,
+            if r.info.tokens_required {
+                "required"
+            } else {
+                "off"
+            },
+            if r.info.ohttp_key.is_some() {
+                "published"
+            } else {
+                "missing"
+            }
+        );
+    }
+    checks.check(relayers.len() == 2, "the client discovers both relayers");
+    checks.check(
+        relayers
+            .iter()
+            .any(|r| r.url == stack.a.url() && r.info.tokens_required),
+        "relayer A requires tokens",
+    );
+
+    let crowd = start_crowd(stack).await.context("starting the crowd")?;
+    println!("  meanwhile a second wallet writes a record to each relayer every 0.3 s (the crowd)");
+
+    // The four writes run concurrently, each after the client's random delay (0 to 0.8 s).
+    println!();
+    println!(
+        "Writes (each: seal, random delay, submit through the OHTTP relay, poll until written)"
+    );
+    let t_writes = Instant::now();
+    let runs = PLAN.iter().map(|p| {
+        let client = if p.min_anonymity > 1 { &user_k2 } else { &user };
+        async move {
+            let t = Instant::now();
+            let r = client.create_entity(params(p)).await;
+            (r, t.elapsed())
+        }
+    });
+    let results = futures::future::join_all(runs).await;
+    let writes_took = t_writes.elapsed();
+    crowd.stop.store(true, Ordering::SeqCst);
+    println!(
+        "  {:<24} {:<8} {:>5}  {:<13} {:<13} {:>7}",
+        "record", "relayer", "batch", "entity key", "owner", "time"
+    );
+    let mut written: Vec<(&Planned, CreateResult)> = Vec::new();
+    let mut warned = 0;
+    for (p, (r, took)) in PLAN.iter().zip(results) {
+        match r {
+            Ok(r) => {
+                println!(
+                    "  {:<24} {:<8} {:>5}  {:<13} {:<13} {:>7}",
+                    p.label,
+                    stack.name_of(&r.relayer),
+                    r.batch_size,
+                    short(r.entity_key),
+                    short(r.owner),
+                    secs(took)
+                );
+                warned += r.warnings.len();
+                written.push((p, r));
+            }
+            Err(e) => checks.check(false, format!("writing the {}: {e}", p.label)),
+        }
+    }
+    if let Some(w) = written.iter().flat_map(|(_, r)| &r.warnings).next() {
+        println!("  {warned} fingerprinting warnings (expected on a fresh ledger, where every attribute value is rare), e.g.");
+        println!("    {w}");
+    }
+    checks.check(written.len() == PLAN.len(), "all four records are written");
+    for (p, r) in &written {
+        checks.check(
+            !r.recovered && !r.tx_hash.is_zero(),
+            format!("the {} was written by a relayer transaction", p.label),
+        );
+        checks.check(
+            r.batch_size >= p.min_anonymity.max(1),
+            format!(
+                "the {} shares its batch with at least {} records",
+                p.label, p.min_anonymity
+            ),
+        );
+    }
+    let owners: BTreeSet<Address> = written.iter().map(|(_, r)| r.owner).collect();
+    checks.check(
+        owners.len() == written.len() && !owners.contains(&wallet.address()),
+        "every record has its own one-time owner, never the wallet's address",
+    );
+
+    // What the ledger shows of the encrypted record: an envelope whose data is ciphertext.
+    if let Some((p, r)) = written.iter().find(|(p, _)| p.encrypted) {
+        let entity = stack.reader.entity(r.entity_key, None).await?;
+        let sealed = entity
+            .and_then(|e| e.payload)
+            .and_then(|payload| privsvc::envelope::parse_envelope(&payload).ok());
+        checks.check(
+            sealed.as_ref().is_some_and(|s| {
+                s.body.enc
+                    && !s
+                        .body
+                        .data
+                        .windows(p.text.len())
+                        .any(|w| w == p.text.as_bytes())
+            }),
+            "the encrypted record's payload on the ledger is not readable",
+        );
+    }
+    if let Some((_, r)) = written.iter().find(|(p, _)| p.scope.is_some()) {
+        checks.check(
+            r.owner == user.scope_address("diary").await?,
+            "the scoped record is owned by the scope's address",
+        );
+    }
+
+    // Listing: the user's records are found by opening tags, nothing else identifies them.
+    println!();
+    let t = Instant::now();
+    let mine = user.my_entities(&EntitiesQuery::new()).await?;
+    let listed_in = t.elapsed();
+    let scan = user.last_scan().await.unwrap_or_default();
+    println!(
+        "my_entities: {} records found in {} (listed {} records of the app, opened {} tags, {} matched, fetched {} batches of which {} cover batches)",
+        mine.len(),
+        ms(listed_in),
+        scan.listed,
+        scan.tags_opened,
+        scan.matched,
+        scan.batches_fetched,
+        scan.cover_batches
+    );
+    for m in &mine {
+        let scope = written
+            .iter()
+            .find(|(_, r)| r.entity_key == m.entity_key)
+            .and_then(|(p, _)| p.scope)
+            .map(|s| format!(" scope {s:?}"))
+            .unwrap_or_default();
+        println!(
+            "  {}  block {:>3}  {}{}{}  {:?}",
+            short(m.entity_key),
+            m.created_at,
+            m.content_type,
+            if m.encrypted { " (decrypted)" } else { "" },
+            scope,
+            m.to_text()
+        );
+    }
+    let found: BTreeSet<_> = mine.iter().map(|m| m.entity_key).collect();
+    let expected: BTreeSet<_> = written.iter().map(|(_, r)| r.entity_key).collect();
+    checks.check(
+        found == expected,
+        "my_entities finds exactly the user's records (including the one written by the second client session)",
+    );
+    for (p, r) in &written {
+        let m = mine.iter().find(|m| m.entity_key == r.entity_key);
+        checks.check(
+            m.is_some_and(|m| {
+                m.to_text() == p.text && m.encrypted == p.encrypted && m.owner == r.owner
+            }),
+            format!(
+                "the {} reads back with its text, owner and encryption flag",
+                p.label
+            ),
+        );
+        checks.check(
+            m.is_some_and(|m| m.creator == stack.a.address() || m.creator == stack.b.address()),
+            format!("the {} was created by one of the relayers", p.label),
+        );
+    }
+
+    // Ownership proof: signed by the record's one-time owner key, checked by a third party.
+    println!();
+    let Some((p, target)) = written.first() else {
+        bail!("nothing was written: no proof to make");
+    };
+    let challenge = hex::encode(rand::random::<[u8; 16]>());
+    let verifier = "shop.example";
+    let t = Instant::now();
+    let proof = user
+        .prove_ownership(
+            target.entity_key,
+            &ProveParams {
+                challenge: challenge.clone(),
+                verifier: verifier.into(),
+                ttl_seconds: Some(300),
+            },
+        )
+        .await?;
+    let signed_in = t.elapsed();
+    let json = serde_json::to_string(&proof)?;
+    println!(
+        "Ownership proof of the {} ({}): owner {}, verifier {verifier:?}, challenge {}, {} bytes of JSON, signed in {}",
+        p.label,
+        short(target.entity_key),
+        short(proof.owner),
+        short(&challenge),
+        json.len(),
+        ms(signed_in)
+    );
+
+    // The verifier has only the JSON and its own connection to the ledger.
+    let received: OwnershipProof = serde_json::from_str(&json)?;
+    let third_party: Arc<dyn LedgerReader> = Arc::new(RpcLedger::new(stack.node.url())?);
+    let expect = ProofExpectation {
+        challenge: &challenge,
+        verifier,
+        reader: third_party.as_ref(),
+        now: None,
+    };
+    let t = Instant::now();
+    let verdict = verify_ownership_proof(&received, &expect).await;
+    let verified_in = t.elapsed();
+    match &verdict {
+        Ok(()) => println!(
+            "  third-party check (fresh reader, chain {}): VALID: {} owns it on the ledger now ({})",
+            third_party.chain_id().await?,
+            short(received.owner),
+            ms(verified_in)
+        ),
+        Err(e) => println!("  third-party check: REJECTED: {e}"),
+    }
+    checks.check(
+        verdict.is_ok(),
+        "the ownership proof verifies against the ledger",
+    );
+    let wrong_challenge = verify_ownership_proof(
+        &received,
+        &ProofExpectation {
+            challenge: "another challenge",
+            ..expect
+        },
+    )
+    .await;
+    println!(
+        "  the same proof against another challenge: {}",
+        verdict_text(&wrong_challenge)
+    );
+    checks.check(
+        wrong_challenge == Err(ProofRejection::WrongChallenge),
+        "a proof for another challenge is rejected",
+    );
+    let mut moved = received.clone();
+    if let Some((_, other)) = written.get(1) {
+        moved.body.entity_key = other.entity_key;
+        let other_record = verify_ownership_proof(&moved, &expect).await;
+        println!(
+            "  the same proof pointed at another of the user's records: {}",
+            verdict_text(&other_record)
+        );
+        checks.check(
+            other_record.is_err(),
+            "a proof does not carry over to another record",
+        );
+    }
+
+    // The crowd: its records are its own, and the user's never show up in its listing.
+    let mut crowd_written = Vec::new();
+    for task in crowd.tasks {
+        match task.await {
+            Ok(Ok(w)) => crowd_written.extend(w),
+            Ok(Err(e)) => checks.check(false, format!("a crowd write failed: {e}")),
+            Err(e) => checks.check(false, format!("a crowd task failed: {e}")),
+        }
+    }
+    let crowd_found: BTreeSet<_> = crowd
+        .client
+        .my_entities(&EntitiesQuery::new())
+        .await?
+        .iter()
+        .map(|m| m.entity_key)
+        .collect();
+    let crowd_expected: BTreeSet<_> = crowd_written.iter().map(|r| r.entity_key).collect();
+    println!();
+    println!(
+        "Crowd: {} records written by the second wallet; its my_entities finds {} of them and {} of the user's",
+        crowd_written.len(),
+        crowd_found.intersection(&crowd_expected).count(),
+        crowd_found.intersection(&found).count()
+    );
+    checks.check(
+        crowd_found == crowd_expected,
+        "the second wallet finds exactly its own records, none of the user's",
+    );
+
+    let (ha, hb) = (stack.a.health().await, stack.b.health().await);
+    println!(
+        "Relayers: A wrote {} batch transaction(s), B wrote {}; the OHTTP relay forwarded {} requests",
+        ha.batches,
+        hb.batches,
+        stack.relay_requests.load(Ordering::SeqCst)
+    );
+    checks.check(
+        stack.relay_requests.load(Ordering::SeqCst) >= 2 * PLAN.len(),
+        "the user's relayer calls went through the OHTTP relay",
+    );
+    println!();
+    println!(
+        "Timings: writes {} (all four, concurrently), listing {}, proof {} to sign and {} to verify; total run {} (stack start included)",
+        secs(writes_took),
+        ms(listed_in),
+        ms(signed_in),
+        ms(verified_in),
+        secs(started.elapsed())
+    );
+    Ok(())
+}
+
+fn verdict_text(v: &Result<(), ProofRejection>) -> String {
+    match v {
+        Ok(()) => "ACCEPTED".into(),
+        Err(e) => format!("rejected ({e})"),
+    }
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let filter = std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into());
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(format!(
+            "{filter},{SILENCE_OHTTP_LOGS}"
+        )))
+        .init();
+    let args = Args::parse();
+    match run(&args).await {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(e) => {
+            println!();
+            println!("FAILED: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn run(args: &Args) -> Result<bool> {
+    let started = Instant::now();
+    println!("privsvc local stack: everything below runs in this process on 127.0.0.1");
+    let stack = start_stack().await?;
+    println!(
+        "  devnet       {}  chain {}, a block every {} s, 5 prefunded dev accounts",
+        stack.node.url(),
+        stack.node.chain_id(),
+        BLOCK_TIME.as_secs()
+    );
+    println!(
+        "  relayer A    {}  account {}  TOKENS=required ISSUER=on OHTTP=on",
+        stack.a.url(),
+        short(stack.a.address())
+    );
+    println!(
+        "  relayer B    {}  account {}  TOKENS=off OHTTP=on",
+        stack.b.url(),
+        short(stack.b.address())
+    );
+    println!(
+        "  OHTTP relay  {}  forwards to the 2 relayers verified from their heartbeats",
+        stack.relay_url
+    );
+    println!(
+        "  batching: MIN_BATCH=2, MAX_WAIT_MS=1500, MAX_BATCH=100; stack ready in {}",
+        secs(started.elapsed())
+    );
+
+    let mut checks = Checks::default();
+    let outcome =
+        tokio::time::timeout(SCENARIO_LIMIT, scenario(&stack, &mut checks, started)).await;
+    let outcome = match outcome {
+        Ok(r) => r,
+        Err(_) => Err(anyhow!(
+            "the scenario did not finish within {} s",
+            SCENARIO_LIMIT.as_secs()
+        )),
+    };
+    if let Err(e) = &outcome {
+        checks.check(false, format!("{e:#}"));
+    }
+    println!();
+    let ok = checks.failed.is_empty();
+    if ok {
+        println!("RESULT: OK, all {} checks passed", checks.passed);
+    } else {
+        println!(
+            "RESULT: FAILED, {} of {} checks failed:",
+            checks.failed.len(),
+            checks.passed + checks.failed.len()
+        );
+        for f in &checks.failed {
+            println!("  - {f}");
+        }
+    }
+
+    if args.serve {
+        serve(&stack).await?;
+    }
+    stack.shutdown().await;
+    Ok(ok)
+}
+
+async fn serve(stack: &Stack) -> Result<()> {
+    let rpc = stack.node.url();
+    let relay = &stack.relay_url;
+    println!();
+    println!("Serving until Ctrl-C:");
+    println!(
+        "  ledger JSON-RPC  {rpc}  (chain {})",
+        stack.node.chain_id()
+    );
+    println!(
+        "  relayer A        {}  (token issuer at the same URL)",
+        stack.a.url()
+    );
+    println!("  relayer B        {}", stack.b.url());
+    println!("  OHTTP relay      {relay}/ohttp");
+    println!();
+    println!("Try the command-line client from another terminal (any 32-byte key is a wallet):");
+    println!("  export PRIVSVC_WALLET_KEY=0x$(od -An -tx1 -N32 /dev/urandom | tr -d ' \\n')");
+    println!(
+        "  cargo run --release --example client -- --rpc-url {rpc} --ohttp-relay {relay} --app {APP} write --text \"hello\" --attr kind=note --encrypt"
+    );
+    println!(
+        "  cargo run --release --example client -- --rpc-url {rpc} --ohttp-relay {relay} --app {APP} list --payloads"
+    );
+    println!(
+        "  cargo run --release --example client -- --rpc-url {rpc} --relayer {} --app {APP} prove 0x<entity key> --challenge abc --verifier shop.example > proof.json",
+        stack.b.url()
+    );
+    println!(
+        "  cargo run --release --example client -- --rpc-url {rpc} verify-proof proof.json --challenge abc --verifier shop.example"
+    );
+    tokio::signal::ctrl_c().await?;
+    println!("stopping");
+    Ok(())
+}
