@@ -774,7 +774,7 @@ async fn serve(stack: &Stack) -> Result<()> {
         stack.a.url()
     );
     println!("  relayer B        {}", stack.b.url());
-    println!("  OHTTP relay      {relay}/ohttp");
+    println!("  OHTTP relay      {relay}  (clients POST to /ohttp)");
     println!();
     println!("Try the command-line client from another terminal (any 32-byte key is a wallet):");
     println!("  export PRIVSVC_WALLET_KEY=0x$(od -An -tx1 -N32 /dev/urandom | tr -d ' \\n')");
@@ -785,8 +785,7 @@ async fn serve(stack: &Stack) -> Result<()> {
         "  cargo run --release --example client -- --rpc-url {rpc} --ohttp-relay {relay} --app {APP} list --payloads"
     );
     println!(
-        "  cargo run --release --example client -- --rpc-url {rpc} --relayer {} --app {APP} prove 0x<entity key> --challenge abc --verifier shop.example > proof.json",
-        stack.b.url()
+        "  cargo run --release --example client -- --rpc-url {rpc} --app {APP} prove 0x<entity key> --challenge abc --verifier shop.example > proof.json"
     );
     println!(
         "  cargo run --release --example client -- --rpc-url {rpc} verify-proof proof.json --challenge abc --verifier shop.example"
