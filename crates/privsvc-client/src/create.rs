@@ -35,11 +35,20 @@ enum Attempt {
     Written(StatusResponse),
     /// The relayer refused the record as malformed: no other relayer will take it.
     Rejected { status: u16, message: String },
-    /// The relayer failed; `maybe_accepted` when the record may still land.
-    Failed {
-        reason: String,
-        maybe_accepted: bool,
-    },
+    /// The relayer failed; `landing` says whether the record may still land.
+    Failed { reason: String, landing: Landing },
+}
+
+/// Whether a failed attempt may still put the record on the ledger.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Landing {
+    /// The relayer answered that it will not write the record.
+    No,
+    /// The submission got no answer: the relayer may have accepted the record durably (the
+    /// answer was lost) and then writes it within one batching round.
+    Unanswered,
+    /// The relayer accepted the record, then stopped answering or making progress.
+    Accepted,
 }
 
 /// Validates user attribute names and values; returns every problem at once.
@@ -82,7 +91,10 @@ impl PrivateClient {
     ///
     /// When a relayer stops answering or its queue position does not improve within the
     /// inclusion timeout, the owner is first looked up on the ledger (found: `recovered: true`)
-    /// and only then is the same sealed envelope submitted to another relayer.
+    /// and only then is the same sealed envelope submitted to another relayer. When the
+    /// submission itself gets no answer (connection refused or reset), the relayer may still have
+    /// accepted the record, so the ledger is watched for one batching round of that relayer
+    /// (its `maxWaitMs` plus its minimum gap between batches) before another relayer is tried.
     pub async fn create_entity(&self, params: CreateParams) -> Result<CreateResult, PrivsvcError> {
         let user = user_attributes(&params.attributes)?;
         let mut warnings = self.check(&params.attributes, params.expires, &params.payload);
@@ -200,24 +212,29 @@ impl PrivateClient {
                         message,
                     });
                 }
-                Attempt::Failed {
-                    reason,
-                    maybe_accepted,
-                } => {
+                Attempt::Failed { reason, landing } => {
                     tracing::warn!(relayer = %relayer.url, %reason, "relayer attempt failed");
                     attempts.push(format!("{}: {reason}", relayer.url));
-                    if maybe_accepted {
-                        submitted_somewhere = true;
-                        self.mark_bad(&relayer.url);
-                        if let Some(found) = self.find_on_ledger(sealed).await? {
-                            return Ok(recovered_result(found, sealed, warnings));
+                    let window = match landing {
+                        Landing::No => continue,
+                        // Watch for as long as the relayer takes to write what it accepted.
+                        Landing::Unanswered => {
+                            relayer_round(&relayer.info) + self.options.poll_interval
                         }
+                        // It already had the inclusion timeout: one more poll.
+                        Landing::Accepted => self.options.poll_interval,
+                    };
+                    submitted_somewhere = true;
+                    self.mark_bad(&relayer.url);
+                    if let Some(found) = self.find_on_ledger(sealed, window).await? {
+                        return Ok(recovered_result(found, sealed, warnings));
                     }
                 }
             }
         }
         if submitted_somewhere {
-            if let Some(found) = self.find_on_ledger(sealed).await? {
+            let window = self.options.poll_interval;
+            if let Some(found) = self.find_on_ledger(sealed, window).await? {
                 return Ok(recovered_result(found, sealed, warnings));
             }
         }
@@ -238,14 +255,14 @@ impl PrivateClient {
                     400 | 413 => Attempt::Rejected { status, message },
                     _ => Attempt::Failed {
                         reason: format!("refused with {status}: {message}"),
-                        maybe_accepted: false,
+                        landing: Landing::No,
                     },
                 };
             }
             Err(e) => {
                 return Attempt::Failed {
                     reason: format!("no answer to the submission: {e}"),
-                    maybe_accepted: true,
+                    landing: Landing::Unanswered,
                 }
             }
         };
@@ -271,7 +288,7 @@ impl PrivateClient {
                                     "the relayer failed the record: {}",
                                     st.error.unwrap_or_default()
                                 ),
-                                maybe_accepted: false,
+                                landing: Landing::No,
                             }
                         }
                         RecordState::Queued => {
@@ -289,7 +306,7 @@ impl PrivateClient {
                     if unanswered >= MAX_UNANSWERED_POLLS {
                         return Attempt::Failed {
                             reason: "stopped answering status polls".into(),
-                            maybe_accepted: true,
+                            landing: Landing::Accepted,
                         };
                     }
                 }
@@ -297,19 +314,35 @@ impl PrivateClient {
             if last_progress.elapsed() > timeout {
                 return Attempt::Failed {
                     reason: format!("queue position did not improve within {timeout:?}"),
-                    maybe_accepted: true,
+                    landing: Landing::Accepted,
                 };
             }
         }
     }
 
-    /// Looks the sealed record up on the ledger by owner and envelope (twice, one poll apart, so
-    /// that a batch mined meanwhile is found).
-    async fn find_on_ledger(&self, sealed: &SealedRecord) -> Result<Option<Found>, PrivsvcError> {
-        for attempt in 0..2 {
-            if attempt > 0 {
-                tokio::time::sleep(self.options.poll_interval).await;
+    /// Looks the sealed record up on the ledger by owner and envelope, every poll interval until
+    /// `window` has passed (at least twice, so that a batch mined meanwhile is found).
+    async fn find_on_ledger(
+        &self,
+        sealed: &SealedRecord,
+        window: Duration,
+    ) -> Result<Option<Found>, PrivsvcError> {
+        let deadline = Instant::now() + window;
+        let mut looks = 0u32;
+        loop {
+            if looks > 0 {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if looks >= 2 && left.is_zero() {
+                    return Ok(None);
+                }
+                let wait = if left.is_zero() {
+                    self.options.poll_interval
+                } else {
+                    self.options.poll_interval.min(left)
+                };
+                tokio::time::sleep(wait).await;
             }
+            looks += 1;
             let expression = format!("$owner = {}", addr_literal(&sealed.owner));
             let select = Select {
                 key: true,
@@ -348,8 +381,14 @@ impl PrivateClient {
                 }));
             }
         }
-        Ok(None)
     }
+}
+
+/// How long a relayer may take to write a record it accepted, when its queue is short: its
+/// longest wait for a batch plus the smallest gap between its batches.
+fn relayer_round(info: &crate::protocol::InfoResponse) -> Duration {
+    let gap_ms = crate::options::BLOCK_TIME_SECONDS * 1000 * info.min_interval_blocks;
+    Duration::from_millis(info.max_wait_ms.saturating_add(gap_ms))
 }
 
 /// Why a relayer cannot take this request's anonymity options, if it cannot.

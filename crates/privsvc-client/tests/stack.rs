@@ -232,6 +232,7 @@ async fn scopes_discovery_cover_batches_checks_and_tampering() {
         tokens: false,
         ohttp: false,
         a_holds: false,
+        a_slow: false,
     })
     .await;
 
@@ -443,6 +444,7 @@ async fn min_anonymity_three_clients_share_one_batch() {
         tokens: false,
         ohttp: false,
         a_holds: false,
+        a_slow: false,
     })
     .await;
     let mut clients = Vec::new();
@@ -525,6 +527,7 @@ async fn relayer_killed_while_holding_the_record_fails_over_once() {
         tokens: false,
         ohttp: false,
         a_holds: true,
+        a_slow: false,
     })
     .await;
     let wallet = Arc::new(LocalWallet::random());
@@ -568,6 +571,7 @@ async fn relayer_killed_after_writing_is_recovered_from_the_ledger() {
         tokens: false,
         ohttp: false,
         a_holds: false,
+        a_slow: false,
     })
     .await;
     let wallet = Arc::new(LocalWallet::random());
@@ -610,6 +614,7 @@ async fn no_progress_fails_over_and_the_held_copy_is_never_written() {
         tokens: false,
         ohttp: false,
         a_holds: true,
+        a_slow: false,
     })
     .await;
     let wallet = Arc::new(LocalWallet::random());

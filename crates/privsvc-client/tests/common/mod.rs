@@ -17,6 +17,8 @@ use privsvc_vault::LocalWallet;
 use tempfile::TempDir;
 
 pub const APP: &str = "notes";
+/// Relayer A's maxWaitMs with `a_slow`.
+pub const A_SLOW_WAIT_MS: u64 = 1500;
 
 /// Which relayers to run and how.
 #[derive(Clone, Copy)]
@@ -25,6 +27,8 @@ pub struct StackOptions {
     pub ohttp: bool,
     /// Relayer A holds records (huge minBatch, long wait): used to strand a record.
     pub a_holds: bool,
+    /// Relayer A writes a lone record only after 1.5 s (minBatch 2, maxWaitMs 1500).
+    pub a_slow: bool,
 }
 
 impl Default for StackOptions {
@@ -33,6 +37,7 @@ impl Default for StackOptions {
             tokens: true,
             ohttp: true,
             a_holds: false,
+            a_slow: false,
         }
     }
 }
@@ -87,6 +92,10 @@ impl Stack {
         }
         if opts.ohttp {
             ca.ohttp_seed = Some(OhttpSeed::new([1u8; 32]));
+        }
+        if opts.a_slow {
+            ca.min_batch = 2;
+            ca.max_wait_ms = A_SLOW_WAIT_MS;
         }
         if opts.a_holds {
             ca.min_batch = 100;
