@@ -8,7 +8,7 @@ use privsvc_attributes::{AttrValue, Attributes};
 use privsvc_fingerprint::CheckWarning;
 use privsvc_ledger::LedgerReader;
 use privsvc_ohttp::Transport;
-use privsvc_vault::{DeriveOptions, IsolatedVault, KeyVault, Vault, Wallet};
+use privsvc_vault::{DeriveOptions, IsolatedVault, KeyVault, Vault, VaultError, Wallet};
 use rand::seq::SliceRandom;
 
 use crate::cache::EntityCache;
@@ -33,6 +33,7 @@ pub struct PrivateClient {
     pub(crate) tokens: Arc<TokenManager>,
     pub(crate) cache: tokio::sync::Mutex<EntityCache>,
     pub(crate) chain_id: u64,
+    pub(crate) keys_isolated: bool,
 }
 
 impl std::fmt::Debug for PrivateClient {
@@ -41,6 +42,7 @@ impl std::fmt::Debug for PrivateClient {
             .field("app", &self.options.app)
             .field("project", &self.options.project())
             .field("chain_id", &self.chain_id)
+            .field("keys_isolated", &self.keys_isolated)
             .finish_non_exhaustive()
     }
 }
@@ -53,6 +55,10 @@ impl PrivateClient {
 
     /// Builds from options: derives the keys (asking the wallet twice), contacts or discovers the
     /// relayers and, when one requires tokens, starts fetching the day's tokens.
+    ///
+    /// With `isolate_keys`, the keys go to an isolated key thread; when that thread cannot start,
+    /// the client logs a warning and keeps the keys in-process (see
+    /// [`PrivateClient::keys_isolated`]).
     pub async fn from_options(options: ClientOptions) -> Result<Self, PrivsvcError> {
         if options.wallet.is_none() && options.vault.is_none() {
             return Err(PrivsvcError::Config(
@@ -64,7 +70,7 @@ impl PrivateClient {
             None => Arc::new(privsvc_ledger::RpcLedger::new(DEFAULT_RPC_URL)?),
         };
         let chain_id = reader.chain_id().await?;
-        let vault = make_vault(&options, reader.as_ref(), chain_id).await?;
+        let (vault, keys_isolated) = make_vault(&options, reader.as_ref(), chain_id).await?;
         if vault.app() != options.app {
             return Err(PrivsvcError::Config(format!(
                 "the vault was derived for app {:?}, the client is for {:?}",
@@ -89,6 +95,7 @@ impl PrivateClient {
             tokens,
             cache: tokio::sync::Mutex::new(EntityCache::default()),
             chain_id,
+            keys_isolated,
         })
     }
 
@@ -105,6 +112,14 @@ impl PrivateClient {
     /// The key vault in use.
     pub fn vault(&self) -> &Arc<dyn Vault> {
         &self.vault
+    }
+
+    /// Whether the client derived its keys on an isolated key thread. False when `isolate_keys`
+    /// is off, when the key thread could not start (the keys are then in-process, and `build`
+    /// logged a warning), and when a ready vault was given with `vault(...)` (the client does not
+    /// know where that vault keeps its keys).
+    pub fn keys_isolated(&self) -> bool {
+        self.keys_isolated
     }
 
     /// The ledger reader in use.
@@ -208,13 +223,14 @@ impl ClientBuilder {
     }
 }
 
+/// The vault to use and whether its keys are on an isolated key thread.
 async fn make_vault(
     options: &ClientOptions,
     reader: &dyn LedgerReader,
     chain_id: u64,
-) -> Result<Arc<dyn Vault>, PrivsvcError> {
+) -> Result<(Arc<dyn Vault>, bool), PrivsvcError> {
     if let Some(v) = &options.vault {
-        return Ok(v.clone());
+        return Ok((v.clone(), false));
     }
     let wallet: &Arc<dyn Wallet> = options.wallet.as_ref().ok_or_else(|| {
         PrivsvcError::Config(
@@ -228,14 +244,29 @@ async fn make_vault(
     let opts = DeriveOptions {
         chain_id: Some(chain_id),
     };
-    if options.isolate_keys {
-        Ok(Arc::new(
-            IsolatedVault::from_wallet(wallet.as_ref(), &options.app, &opts).await?,
-        ))
-    } else {
-        Ok(Arc::new(
-            KeyVault::from_wallet(wallet.as_ref(), &options.app, &opts).await?,
-        ))
+    if !options.isolate_keys {
+        let vault = KeyVault::from_wallet(wallet.as_ref(), &options.app, &opts).await?;
+        return Ok((Arc::new(vault), false));
+    }
+    // Ask the wallet once (it signs twice), so that a fallback does not ask again.
+    let signature = KeyVault::sign_derivation(wallet.as_ref(), &options.app, &opts).await?;
+    match IsolatedVault::from_signature(&signature, &options.app) {
+        Ok(vault) => Ok((Arc::new(vault), true)),
+        // The thread could not be spawned, or it ended before it held the keys.
+        Err(e @ (VaultError::KeyThread(_) | VaultError::Terminated)) => {
+            // SPEC isolateKeys: "if the worker cannot start, warn and keep keys in-process".
+            // The error says why the thread did not start; it carries no key material.
+            tracing::warn!(
+                app = %options.app,
+                error = %e,
+                "the isolated key thread cannot start; keeping the keys in-process"
+            );
+            Ok((
+                Arc::new(KeyVault::from_signature(&signature, &options.app)),
+                false,
+            ))
+        }
+        Err(e) => Err(e.into()),
     }
 }
 

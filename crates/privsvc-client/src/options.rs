@@ -60,6 +60,8 @@ pub struct ClientOptions {
     /// Send every relayer call through this OHTTP relay.
     pub ohttp_relay: Option<String>,
     /// Keep keys in an isolated thread (default false natively; SPEC's default is true in browsers).
+    /// When the thread cannot start, the client warns and keeps the keys in-process
+    /// ([`crate::PrivateClient::keys_isolated`] tells which).
     pub isolate_keys: bool,
     /// Reader for every ledger query (default: JSON-RPC to the public test network,
     /// [`crate::DEFAULT_RPC_URL`]).
@@ -226,7 +228,7 @@ impl ClientBuilder {
         self.options.ohttp_relay = Some(relay_url.into());
         self
     }
-    /// Keep keys in an isolated thread.
+    /// Keep keys in an isolated thread; if it cannot start, warn and keep them in-process.
     pub fn isolate_keys(mut self, on: bool) -> Self {
         self.options.isolate_keys = on;
         self

@@ -1,0 +1,186 @@
+//! `isolate_keys` when the isolated key thread cannot start (SPEC isolateKeys: "if the worker
+//! cannot start, warn and keep keys in-process").
+//!
+//! The failure is real: the test runs this binary again as a child process with
+//! `RUST_MIN_STACK` set to 1 PiB, so every thread the standard library spawns without an explicit
+//! stack size (the vault's key thread among them) fails to start (EAGAIN: the stack cannot be
+//! mapped). The child runs on a single-threaded runtime, builds a client with `isolate_keys`,
+//! writes a record through a relayer of the parent's stack (devnet and relayers on loopback) and
+//! reads it back. The parent checks the warning (and that no secret was logged), the ledger, and
+//! that the same wallet with a working key thread derives the same keys.
+//!
+//! No libtest harness (`harness = false`): the harness would itself need a thread per test.
+
+mod common;
+
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
+
+use alloy_primitives::B256;
+use common::*;
+use privsvc_client::{CreateParams, EntitiesQuery, Expires, PrivateClient};
+use privsvc_ledger::{LedgerReader, RpcLedger};
+use privsvc_vault::{DeriveOptions, KeyVault, LocalWallet};
+
+const CHILD: &str = "PRIVSVC_KEY_THREAD_CHILD";
+const RPC: &str = "PRIVSVC_KEY_THREAD_RPC";
+const RELAYERS: &str = "PRIVSVC_KEY_THREAD_RELAYERS";
+const WALLET: &str = "PRIVSVC_KEY_THREAD_WALLET";
+/// 1 PiB: more than the address space, so no thread stack of this size can be mapped.
+const HUGE_STACK: &str = "1125899906842624";
+const WARNING: &str = "the isolated key thread cannot start; keeping the keys in-process";
+
+fn main() {
+    if std::env::var_os(CHILD).is_some() {
+        child();
+        return;
+    }
+    if std::env::args().any(|a| a == "--list") {
+        println!("key_thread_fallback: test");
+        return;
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(parent());
+    println!("test key_thread_fallback ... ok");
+}
+
+fn env(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| panic!("{name} is set by the parent"))
+}
+
+/// In the child no thread can start; everything runs on the main thread.
+fn child() {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .init();
+    let spawned = std::thread::Builder::new().spawn(|| {});
+    assert!(spawned.is_err(), "threads must fail to start in the child");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let reader: Arc<dyn LedgerReader> = Arc::new(RpcLedger::new(env(RPC)).unwrap());
+        let wallet = Arc::new(LocalWallet::from_hex(&env(WALLET)).unwrap());
+        let relayers: Vec<String> = env(RELAYERS).split(',').map(String::from).collect();
+        let client = PrivateClient::builder(APP)
+            .wallet(wallet)
+            .reader(reader)
+            .relayers(relayers)
+            .isolate_keys(true)
+            .delay_ms(0, 0)
+            .poll_interval(Duration::from_millis(100))
+            .inclusion_timeout(Duration::from_secs(5))
+            .build()
+            .await
+            .expect("builds with the keys in-process");
+        let written = client
+            .create_entity(
+                CreateParams::new(b"kept in-process".to_vec(), "text/plain", Expires::Hours(1))
+                    .encrypt(true),
+            )
+            .await
+            .expect("writes");
+        let mine = client.my_entities(&EntitiesQuery::new()).await.unwrap();
+        println!(
+            "RESULT {} {} {} {}",
+            client.keys_isolated(),
+            written.entity_key,
+            written.owner,
+            mine.len()
+        );
+    });
+}
+
+async fn parent() {
+    let stack = Stack::start(StackOptions {
+        tokens: false,
+        ohttp: false,
+        a_holds: false,
+        a_slow: false,
+    })
+    .await;
+    let key = k256::ecdsa::SigningKey::random(&mut rand::rngs::OsRng);
+    let key_hex = hex::encode(key.to_bytes());
+    let wallet = Arc::new(LocalWallet::from_hex(&key_hex).unwrap());
+    let chain_id = stack.reader.chain_id().await.unwrap();
+    let derivation = KeyVault::sign_derivation(
+        wallet.as_ref(),
+        APP,
+        &DeriveOptions {
+            chain_id: Some(chain_id),
+        },
+    )
+    .await
+    .unwrap();
+
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.env(CHILD, "1")
+        .env("RUST_MIN_STACK", HUGE_STACK)
+        .env("RUST_LOG", "info")
+        .env(RPC, stack.node.url())
+        .env(RELAYERS, format!("{},{}", stack.a_url, stack.b_url))
+        .env(WALLET, &key_hex);
+    let out = tokio::task::spawn_blocking(move || cmd.output())
+        .await
+        .unwrap()
+        .expect("the child runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "child failed: {}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        out.status
+    );
+
+    // The warning was logged, without secrets.
+    assert!(stderr.contains(WARNING), "no warning in:\n{stderr}");
+    assert!(stderr.contains("WARN"), "{stderr}");
+    let lower = stderr.to_lowercase();
+    assert!(!lower.contains(&key_hex), "the wallet key was logged");
+    assert!(
+        !lower.contains(&hex::encode(derivation.as_bytes())),
+        "the derivation signature was logged"
+    );
+
+    let result = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("RESULT "))
+        .unwrap_or_else(|| panic!("no result in:\n{stdout}"));
+    let fields: Vec<&str> = result.split(' ').collect();
+    assert_eq!(fields[0], "false", "keys_isolated() after the fallback");
+    let entity_key: B256 = fields[1].parse().unwrap();
+    let owner: alloy_primitives::Address = fields[2].parse().unwrap();
+    assert_eq!(fields[3], "1", "the child finds its record");
+
+    let on_ledger = stack.owned_by(owner).await;
+    assert_eq!(on_ledger.len(), 1);
+    assert_eq!(on_ledger[0].key, entity_key);
+
+    // Where threads start, the same wallet gets isolated keys, and they are the same keys: the
+    // record the in-process fallback wrote is found and decrypted.
+    let isolated = stack
+        .builder(&wallet)
+        .isolate_keys(true)
+        .build()
+        .await
+        .unwrap();
+    assert!(isolated.keys_isolated());
+    let mine = isolated.my_entities(&EntitiesQuery::new()).await.unwrap();
+    assert_eq!(mine.len(), 1);
+    assert_eq!(mine[0].entity_key, entity_key);
+    assert_eq!(mine[0].to_text(), "kept in-process");
+
+    let in_process = stack.builder(&wallet).build().await.unwrap();
+    assert!(
+        !in_process.keys_isolated(),
+        "isolate_keys is off by default"
+    );
+    stack.shutdown().await;
+}
