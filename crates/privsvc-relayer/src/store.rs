@@ -178,7 +178,6 @@ CREATE TABLE IF NOT EXISTS records(
   state TEXT NOT NULL, batch_id INTEGER, entity_key TEXT, tx_hash TEXT, block INTEGER,
   batch_size INTEGER, error TEXT, finished_ms INTEGER);
 CREATE INDEX IF NOT EXISTS records_state ON records(state, seq);
-CREATE INDEX IF NOT EXISTS records_finished ON records(finished_ms);
 CREATE TABLE IF NOT EXISTS spent_tokens(
   token_id BLOB PRIMARY KEY, epoch INTEGER NOT NULL, record_id TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS batches(
@@ -592,7 +591,9 @@ fn in_savepoint<T>(
 fn apply(tx: &mut rusqlite::Transaction<'_>, cmd: Cmd) -> Reply {
     match cmd {
         Cmd::Insert(rec, reply) => {
-            let r = in_savepoint(tx, |sp| insert_record(sp, &rec)).map(|()| rec);
+            // No savepoint (this is the hot path): insert_record leaves nothing behind when it
+            // fails.
+            let r = insert_record(tx, &rec).map(|()| rec);
             reply_with(reply, r)
         }
         Cmd::SaveBatch {
@@ -776,21 +777,26 @@ fn apply(tx: &mut rusqlite::Transaction<'_>, cmd: Cmd) -> Reply {
     }
 }
 
-fn insert_record(sp: &rusqlite::Savepoint<'_>, rec: &StoredRecord) -> Result<(), StoreError> {
+/// Insert a record and its token id with cached statements. On failure nothing of it stays:
+/// a spent token inserts nothing, and a failed record insert removes the token row it added.
+fn insert_record(tx: &rusqlite::Transaction<'_>, rec: &StoredRecord) -> Result<(), StoreError> {
     if let Some(t) = &rec.token {
-        let n = sp.execute(
-            "INSERT OR IGNORE INTO spent_tokens(token_id, epoch, record_id) VALUES (?1, ?2, ?3)",
-            params![t.id.as_slice(), t.epoch as i64, rec.id],
-        )?;
+        let n = tx
+            .prepare_cached(
+                "INSERT OR IGNORE INTO spent_tokens(token_id, epoch, record_id) VALUES (?1, ?2, ?3)",
+            )?
+            .execute(params![t.id.as_slice(), t.epoch as i64, rec.id])?;
         if n == 0 {
             return Err(StoreError::TokenSpent);
         }
     }
-    sp.execute(
-        "INSERT INTO records(id, seq, app, owner, envelope, attributes, exp_seconds,
-           min_anonymity, max_hold_ms, token_id, token_epoch, accepted_ms, state)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, 'queued')",
-        params![
+    let inserted = tx
+        .prepare_cached(
+            "INSERT INTO records(id, seq, app, owner, envelope, attributes, exp_seconds,
+               min_anonymity, max_hold_ms, token_id, token_epoch, accepted_ms, state)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, 'queued')",
+        )?
+        .execute(params![
             rec.id,
             rec.seq as i64,
             rec.app,
@@ -803,8 +809,14 @@ fn insert_record(sp: &rusqlite::Savepoint<'_>, rec: &StoredRecord) -> Result<(),
             rec.token.as_ref().map(|t| t.id.to_vec()),
             rec.token.as_ref().map(|t| t.epoch as i64),
             rec.accepted_ms as i64,
-        ],
-    )?;
+        ]);
+    if let Err(e) = inserted {
+        if let Some(t) = &rec.token {
+            tx.prepare_cached("DELETE FROM spent_tokens WHERE token_id = ?1")?
+                .execute([t.id.as_slice()])?;
+        }
+        return Err(e.into());
+    }
     Ok(())
 }
 
@@ -852,6 +864,12 @@ mod tests {
         // Group commit: the 50 concurrent inserts did not take 50 transactions.
         assert!(store.commits() < 50, "{} commits", store.commits());
         store.insert(rec("free", 100, None)).await.unwrap();
+        // A record that cannot be inserted (duplicate id) leaves its token unspent.
+        assert!(store
+            .insert(rec("free", 101, Some([3u8; 32])))
+            .await
+            .is_err());
+        assert!(!store.token_spent(&[3u8; 32]).unwrap());
         drop(store);
         let store = Store::open(dir.path()).unwrap();
         assert_eq!(store.load_queued().unwrap().len(), 2);
