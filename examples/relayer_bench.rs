@@ -181,6 +181,24 @@ impl Ceiling {
     }
 }
 
+/// Median latency of a 4 KiB write plus fsync in `dir`: with durable acceptance, a group
+/// commit cannot finish faster, so `CONCURRENCY / fsync` bounds the ingest rate.
+fn fsync_latency(dir: &std::path::Path) -> std::io::Result<Duration> {
+    use std::io::Write;
+    let path = dir.join("fsync-probe");
+    let mut f = std::fs::File::create(&path)?;
+    let mut times = Vec::new();
+    for _ in 0..15 {
+        let t = Instant::now();
+        f.write_all(&[0u8; 4096])?;
+        f.sync_data()?;
+        times.push(t.elapsed());
+    }
+    std::fs::remove_file(&path)?;
+    times.sort();
+    Ok(times[times.len() / 2])
+}
+
 /// CPU time this process has used so far (user + system), from /proc (Linux only).
 fn process_cpu() -> Option<Duration> {
     let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
@@ -354,6 +372,7 @@ async fn main() -> anyhow::Result<()> {
     for (round, chunk) in prepared.chunks(n).enumerate() {
         let bodies: Arc<Vec<Vec<u8>>> =
             Arc::new(chunk.iter().map(|(p, _)| p.body.clone()).collect());
+        let fsync = fsync_latency(dir.path()).ok();
         let cpu_before = process_cpu();
         let (accepted, elapsed, latencies) = ingest(addr, bodies).await?;
         let rate = accepted as f64 / elapsed.as_secs_f64();
@@ -363,11 +382,13 @@ async fn main() -> anyhow::Result<()> {
         };
         let measured = Ceiling::measure(&sample, &issuer_key);
         println!(
-            "round {}: {accepted}/{} accepted (202) in {:.2} s: {rate:.0} records/s, this process used {:.0} % of the {cores} cores (ceiling measured after it: {:.0} records/s)",
+            "round {}: {accepted}/{} accepted (202) in {:.2} s: {rate:.0} records/s, this process used {:.0} % of the {cores} cores; fsync {:.1} ms (bound {CONCURRENCY}/fsync = {:.0}/s); ceiling measured after it: {:.0} records/s",
             round + 1,
             chunk.len(),
             elapsed.as_secs_f64(),
             busy * 100.0,
+            fsync.map_or(f64::NAN, |f| f.as_secs_f64() * 1e3),
+            fsync.map_or(f64::NAN, |f| CONCURRENCY as f64 / f.as_secs_f64()),
             measured.rate(cores),
         );
         c = Some(c.map_or(measured, |c| c.min(measured)));

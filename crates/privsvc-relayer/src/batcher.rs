@@ -37,6 +37,8 @@ pub(crate) enum Outcome {
     Reverted(String),
     /// The transaction cannot fit in a block: split the batch.
     TooBig,
+    /// Another transaction took its nonce: it can never land; its records are queued again.
+    Superseded,
     NotSent,
     Shutdown,
 }
@@ -296,7 +298,9 @@ async fn send_batch(
             isolate(shared, &turn, batch, &reason).await;
             Outcome::Reverted(reason)
         }
-        Outcome::NotSent => {
+        Outcome::NotSent | Outcome::Superseded => {
+            // Queued again in the store (never stored as a batch, or dropped): the
+            // already-written check of the next batch covers any that landed elsewhere.
             shared.requeue(batch);
             Outcome::NotSent
         }
@@ -412,6 +416,21 @@ pub(crate) async fn finish_batch(
                     tracing::error!(error = %e, "cannot record a dropped batch");
                 }
                 return Outcome::TooBig;
+            }
+            if e.to_string().to_ascii_lowercase().contains("nonce too low") {
+                // Another transaction of the account has this nonce. Unless it is this one
+                // (mined meanwhile), this transaction can never land: drop it.
+                match turn.writer.receipt(tx.hash).await {
+                    Ok(Some(r)) => break r,
+                    Ok(None) => {
+                        if let Err(e) = shared.store.batch_dropped(batch_id, now_ms()).await {
+                            tracing::error!(error = %e, "cannot record a dropped batch");
+                        }
+                        tracing::warn!(batch_size = size, "stored batch superseded; requeued");
+                        return Outcome::Superseded;
+                    }
+                    Err(_) => shared.metrics.ledger_error(),
+                }
             }
             tracing::warn!(error = %e, attempt, "batch broadcast failed");
         }

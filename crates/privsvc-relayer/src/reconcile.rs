@@ -38,7 +38,7 @@ pub async fn reconcile(shared: &Shared, stop: &mut watch::Receiver<bool>) {
                     .collect();
                 isolate(shared, &turn, records, &reason).await;
             }
-            Outcome::TooBig => {
+            Outcome::TooBig | Outcome::Superseded => {
                 // Dropped: its records are queued again in the store.
                 let records = b
                     .members

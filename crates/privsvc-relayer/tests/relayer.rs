@@ -637,7 +637,7 @@ async fn crash_case(which: &str) {
     let faulty = Faulty::new(writer(&node, 0));
     match which {
         "before-send" => faulty.hang_prepare.store(true, Ordering::SeqCst),
-        "sent-not-mined" => faulty.drop_broadcast.store(true, Ordering::SeqCst),
+        "sent-not-mined" | "superseded" => faulty.drop_broadcast.store(true, Ordering::SeqCst),
         _ => faulty.hide_receipts.store(true, Ordering::SeqCst),
     }
     let relayer = privsvc_relayer::Relayer::start(c.clone(), reader(&node), faulty.clone())
@@ -652,10 +652,29 @@ async fn crash_case(which: &str) {
     assert_eq!(st["state"], "queued", "{which}: {st}");
     let mined_before = owner_entities(&node, owner).await;
     match which {
-        "before-send" | "sent-not-mined" => assert_eq!(mined_before, 0, "{which}"),
+        "before-send" | "sent-not-mined" | "superseded" => {
+            assert_eq!(mined_before, 0, "{which}")
+        }
         _ => assert_eq!(mined_before, 1, "{which}"),
     }
     relayer.crash().await;
+    if which == "superseded" {
+        // Another transaction of the account takes the stored batch's nonce.
+        let create = privsvc_ledger::Create {
+            salt: 7,
+            expires_at: 0,
+            min_lifetime: 100,
+            flags: Default::default(),
+            content_type: "text/plain".into(),
+            payload: b"other".to_vec(),
+            attributes: vec![],
+        };
+        let r = writer(&node, 0)
+            .execute(&[Operation::Create(create)])
+            .await
+            .unwrap();
+        assert!(r.success);
+    }
 
     let mut c2 = c.clone();
     c2.bind = "127.0.0.1:0".parse().unwrap();
@@ -920,4 +939,9 @@ async fn batches_are_at_least_min_interval_blocks_apart() {
     }
     relayer.shutdown().await;
     node.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_stored_batch_whose_nonce_was_taken_is_requeued_and_written_once() {
+    crash_case("superseded").await;
 }
