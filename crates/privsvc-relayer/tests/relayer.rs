@@ -945,3 +945,108 @@ async fn batches_are_at_least_min_interval_blocks_apart() {
 async fn a_stored_batch_whose_nonce_was_taken_is_requeued_and_written_once() {
     crash_case("superseded").await;
 }
+
+/// A writer that points the poisoned owner's transfer at an entity that does not exist (so the
+/// node really reverts it with `EntityNotFound`), and signs batches of several records without
+/// simulating them, so that such a batch is mined and reverts on the ledger.
+struct Corrupting {
+    inner: privsvc_ledger::RpcWriter,
+    poisoned: Address,
+}
+
+#[async_trait]
+impl LedgerWriter for Corrupting {
+    fn address(&self) -> Address {
+        self.inner.address()
+    }
+    async fn prepare(
+        &self,
+        ops: &[Operation],
+        nonce: Option<u64>,
+    ) -> Result<PreparedTx, LedgerError> {
+        let ops: Vec<Operation> = ops
+            .iter()
+            .map(|op| match op {
+                Operation::Transfer { new_owner, .. } if *new_owner == self.poisoned => {
+                    Operation::Transfer {
+                        key: B256::repeat_byte(0xee),
+                        new_owner: *new_owner,
+                    }
+                }
+                other => other.clone(),
+            })
+            .collect();
+        let transfers = ops
+            .iter()
+            .filter(|o| matches!(o, Operation::Transfer { .. }))
+            .count();
+        if transfers < 2 {
+            return self.inner.prepare(&ops, nonce).await;
+        }
+        let ledger = self.inner.ledger();
+        let nonce = match nonce {
+            Some(n) => n,
+            None => ledger.transaction_count(self.address(), true).await?,
+        };
+        let (max_fee_per_gas, max_priority_fee_per_gas) = ledger.fees().await?;
+        self.inner.sign(alloy_consensus::TxEip1559 {
+            chain_id: self.inner.chain_id(),
+            nonce,
+            gas_limit: 5_000_000,
+            max_fee_per_gas,
+            max_priority_fee_per_gas,
+            to: alloy_primitives::TxKind::Call(privsvc_ledger::ARKIV_ADDRESS),
+            value: alloy_primitives::U256::ZERO,
+            access_list: Default::default(),
+            input: privsvc_ledger::encode_operations(&ops),
+        })
+    }
+    async fn broadcast(&self, tx: &PreparedTx) -> Result<(), LedgerError> {
+        self.inner.broadcast(tx).await
+    }
+    async fn receipt(&self, h: B256) -> Result<Option<BatchReceipt>, LedgerError> {
+        self.inner.receipt(h).await
+    }
+}
+
+#[tokio::test]
+async fn a_batch_reverted_on_the_ledger_fails_the_offender_and_retries_the_rest() {
+    let node = devnet().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path());
+    c.min_batch = 3;
+    c.max_wait_ms = 1500;
+    let (bad, bad_owner) = record_body(APP, 3600, b"reverts");
+    let key = k256::ecdsa::SigningKey::from_slice(
+        &hex::decode(privsvc_devnet::DEV_PRIVATE_KEYS[0].trim_start_matches("0x")).unwrap(),
+    )
+    .unwrap();
+    let inner = privsvc_ledger::RpcWriter::new(
+        privsvc_ledger::RpcLedger::new(node.url()).unwrap(),
+        key,
+        node.chain_id(),
+    );
+    let writer = Arc::new(Corrupting {
+        inner,
+        poisoned: bad_owner,
+    });
+    let relayer = privsvc_relayer::Relayer::start(c, reader(&node), writer)
+        .await
+        .unwrap();
+    let url = relayer.url().to_string();
+    let good1 = submit(&url, &body()).await;
+    let bad_id = submit(&url, &bad).await;
+    let good2 = submit(&url, &body()).await;
+    let st = wait_state(&url, &bad_id, "failed", T).await;
+    let e = st["error"].as_str().unwrap();
+    assert!(e.contains("the ledger refused this record"), "{e}");
+    // The rest is retried, without the offender.
+    for id in [&good1, &good2] {
+        let st = wait_state(&url, id, "written", T).await;
+        assert_eq!(st["batchSize"], 2, "{st}");
+    }
+    assert_eq!(owner_entities(&node, bad_owner).await, 0);
+    let m = relayer.metrics_text();
+    assert!(m.contains("privsvc_records_failed_total 1"), "{m}");
+    relayer.shutdown().await;
+}
