@@ -64,7 +64,7 @@ fn integer(obj: &Map<String, Value>, name: &str) -> Result<Option<u64>, String> 
 pub fn validate(body: &[u8], limits: &Limits) -> Result<Submission, String> {
     let value: Value =
         serde_json::from_slice(body).map_err(|e| format!("body is not JSON: {e}"))?;
-    let Value::Object(obj) = value else {
+    let Value::Object(mut obj) = value else {
         return Err("body must be a JSON object".into());
     };
 
@@ -90,11 +90,11 @@ pub fn validate(body: &[u8], limits: &Limits) -> Result<Submission, String> {
         ));
     }
 
-    let envelope = field(&obj, "envelope")?
-        .as_str()
-        .ok_or("envelope must be a string (the sealed envelope's JSON text)")?
-        .as_bytes()
-        .to_vec();
+    field(&obj, "envelope")?;
+    let envelope = match obj.remove("envelope") {
+        Some(Value::String(text)) => text.into_bytes(),
+        _ => return Err("envelope must be a string (the sealed envelope's JSON text)".into()),
+    };
     if !PADDED_SIZES.contains(&envelope.len()) {
         return Err(format!(
             "envelope is {} bytes; it must be padded to exactly 512, 1024, 4096 or 16384 bytes",
@@ -154,7 +154,7 @@ pub fn validate(body: &[u8], limits: &Limits) -> Result<Submission, String> {
     let token = match obj.get("token") {
         None | Some(Value::Null) => None,
         Some(v) => Some(
-            serde_json::from_value::<TokenRedemption>(v.clone())
+            <TokenRedemption as serde::Deserialize>::deserialize(v)
                 .map_err(|e| format!("token must be {{epoch, nonce, signature}}: {e}"))?,
         ),
     };
