@@ -370,7 +370,10 @@ async fn build_and_send(
         Err(e) if exceeds_gas_limit(&e) => return Outcome::TooBig,
         Err(e) => {
             shared.metrics.ledger_error();
-            tracing::warn!(error = %e, "batch preparation failed");
+            tracing::warn!(
+                error = crate::state::ledger_error_kind(&e),
+                "batch preparation failed"
+            );
             return Outcome::NotSent;
         }
     };
@@ -432,7 +435,11 @@ pub(crate) async fn finish_batch(
                     Err(_) => shared.metrics.ledger_error(),
                 }
             }
-            tracing::warn!(error = %e, attempt, "batch broadcast failed");
+            tracing::warn!(
+                error = crate::state::ledger_error_kind(&e),
+                attempt,
+                "batch broadcast failed"
+            );
         }
         let wait = tokio::select! {
             r = turn.writer.wait_receipt(tx.hash, shared.writer.receipt_timeout()) => r,

@@ -57,7 +57,10 @@ pub async fn run_heartbeats(shared: Arc<Shared>, mut stop: watch::Receiver<bool>
             Ok(()) => every,
             Err(e) => {
                 shared.metrics.ledger_error();
-                tracing::warn!(error = %e, "heartbeat failed");
+                tracing::warn!(
+                    error = crate::state::ledger_error_kind(&e),
+                    "heartbeat failed"
+                );
                 every.min(Duration::from_secs(5))
             }
         };

@@ -14,6 +14,12 @@
 //! # }
 //! ```
 //!
+//! Privacy: no log line, at any level, holds a client address or any part of a request body.
+//! The listener ([`listener`]) gives axum an unprintable peer address (used only by the
+//! in-memory rate limiter, and dropped at accept when tokens are required); log fields are an
+//! allowlist ([`state::ledger_error_kind`]). Binaries should add
+//! `privsvc_ohttp::SILENCE_OHTTP_LOGS` to their log filter.
+//!
 //! Module map: [`config`] (env and flags), [`store`] (SQLite, group commit), [`queue`] (the
 //! batching decision), [`batcher`] (scheduler and batch transactions), [`reconcile`] (restart),
 //! [`writer`] (the one serialized writer), [`health`] (heartbeats, retention, health record),

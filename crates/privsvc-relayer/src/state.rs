@@ -113,3 +113,20 @@ pub fn now_ms() -> u64 {
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0)
 }
+
+/// The kind of a ledger error, for logs. Log lines carry only allowlisted fields (status,
+/// batch_size, block, tx, attempt, batches, url = the relayer's own URL, error kind); ledger
+/// messages are not logged because revert reasons can name owners.
+#[allow(unreachable_patterns)]
+pub fn ledger_error_kind(e: &privsvc_ledger::LedgerError) -> &'static str {
+    use privsvc_ledger::LedgerError as E;
+    match e {
+        E::Transport(_) => "transport",
+        E::Rpc { .. } => "rpc",
+        E::Reverted(_) => "reverted",
+        E::Decode(_) => "decode",
+        E::Invalid(_) => "invalid",
+        E::Timeout(_) => "timeout",
+        _ => "other",
+    }
+}
