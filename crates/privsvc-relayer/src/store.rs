@@ -194,6 +194,7 @@ fn open(path: &Path) -> Result<Connection, StoreError> {
     let conn = Connection::open(path)?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(None, "synchronous", "FULL")?;
+    conn.pragma_update(None, "cache_size", -16_000)?;
     conn.busy_timeout(std::time::Duration::from_secs(10))?;
     Ok(conn)
 }
@@ -800,7 +801,8 @@ fn insert_record(tx: &rusqlite::Transaction<'_>, rec: &StoredRecord) -> Result<(
             rec.id,
             rec.seq as i64,
             rec.app,
-            rec.owner.to_string(),
+            // Lowercase hex: no checksum hashing on the hot path; parsed back the same.
+            format!("{:#x}", rec.owner),
             rec.envelope,
             rec.attributes,
             rec.exp_seconds as i64,
@@ -883,6 +885,8 @@ mod tests {
         let store = Store::open(dir.path()).unwrap();
         store.insert(rec("a", 1, None)).await.unwrap();
         store.insert(rec("b", 2, None)).await.unwrap();
+        let back = store.record("a").unwrap().unwrap();
+        assert_eq!(back, rec("a", 1, None));
         let members = vec![
             BatchMember {
                 record_id: "a".into(),
