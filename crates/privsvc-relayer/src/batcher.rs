@@ -158,70 +158,75 @@ async fn interval_wait(shared: &Shared) -> Option<Duration> {
     }
 }
 
-/// Owners looked up per query (the node allows 64 predicates).
-const OWNERS_PER_QUERY: usize = 50;
+/// Owner lookups in flight at once.
+const OWNER_LOOKUPS: usize = 16;
 
 /// The records already on the ledger (their owner holds an entity with their envelope), by id.
-/// One query per 50 owners.
+/// One `$owner = addr(..)` query per record (an indexed equality on the node; an OR of many
+/// owners would not be), 16 at a time.
 pub async fn already_written(
     shared: &Shared,
     records: &[StoredRecord],
 ) -> Result<HashMap<String, WrittenInfo>, LedgerError> {
     let mut found = HashMap::new();
-    for chunk in records.chunks(OWNERS_PER_QUERY) {
-        let expr = chunk
-            .iter()
-            .map(|r| format!("$owner = addr({})", r.owner))
-            .collect::<Vec<_>>()
-            .join(" OR ");
-        let mut options = QueryOptions {
-            select: Select {
-                key: true,
-                owner: true,
-                creator: true,
-                created_at: true,
-                payload: true,
-                ..Select::default()
-            },
-            limit: Some(200),
-            ..QueryOptions::default()
-        };
-        let mut entities = Vec::new();
-        loop {
-            let page = shared.ledger.query(&expr, &options).await?;
-            entities.extend(page.entities);
-            match page.cursor {
-                Some(c) => {
-                    options.cursor = Some(c);
-                    options.at_block = Some(page.block_number);
-                }
-                None => break,
-            }
-        }
+    for chunk in records.chunks(OWNER_LOOKUPS) {
+        let mut lookups = Vec::with_capacity(chunk.len());
         for rec in chunk {
-            let Some(e) = entities.iter().find(|e| {
-                e.owner == Some(rec.owner) && e.payload.as_deref() == Some(rec.envelope.as_slice())
-            }) else {
-                continue;
-            };
+            lookups.push(written_on_ledger(shared, rec));
+        }
+        for hit in futures::future::try_join_all(lookups).await? {
+            found.extend(hit);
+        }
+    }
+    Ok(found)
+}
+
+async fn written_on_ledger(
+    shared: &Shared,
+    rec: &StoredRecord,
+) -> Result<Option<(String, WrittenInfo)>, LedgerError> {
+    let expr = format!("$owner = addr({})", rec.owner);
+    let mut options = QueryOptions {
+        select: Select {
+            key: true,
+            owner: true,
+            creator: true,
+            created_at: true,
+            payload: true,
+            ..Select::default()
+        },
+        limit: Some(200),
+        ..QueryOptions::default()
+    };
+    loop {
+        let page = shared.ledger.query(&expr, &options).await?;
+        if let Some(e) = page
+            .entities
+            .iter()
+            .find(|e| e.payload.as_deref() == Some(rec.envelope.as_slice()))
+        {
             let block = e.created_at.unwrap_or(0);
             let batch_size = match e.creator {
                 Some(c) => batch_size(shared, c, block).await,
                 None => 1,
             };
-            found.insert(
-                rec.id.clone(),
-                WrittenInfo {
-                    entity_key: e.key,
-                    // The original transaction is not recorded on the entity.
-                    tx_hash: B256::ZERO,
-                    block,
-                    batch_size,
-                },
-            );
+            let info = WrittenInfo {
+                entity_key: e.key,
+                // The original transaction is not recorded on the entity.
+                tx_hash: B256::ZERO,
+                block,
+                batch_size,
+            };
+            return Ok(Some((rec.id.clone(), info)));
+        }
+        match page.cursor {
+            Some(c) => {
+                options.cursor = Some(c);
+                options.at_block = Some(page.block_number);
+            }
+            None => return Ok(None),
         }
     }
-    Ok(found)
 }
 
 /// Records in the batch `{block, creator}` (system entities excluded); 1 when unknown.
