@@ -177,7 +177,8 @@ CREATE TABLE IF NOT EXISTS records(
   token_id BLOB, token_epoch INTEGER, accepted_ms INTEGER NOT NULL,
   state TEXT NOT NULL, batch_id INTEGER, entity_key TEXT, tx_hash TEXT, block INTEGER,
   batch_size INTEGER, error TEXT, finished_ms INTEGER);
-CREATE INDEX IF NOT EXISTS records_state ON records(state, seq);
+CREATE INDEX IF NOT EXISTS records_batch ON records(batch_id) WHERE batch_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS records_finished ON records(finished_ms) WHERE finished_ms IS NOT NULL;
 CREATE TABLE IF NOT EXISTS spent_tokens(
   token_id BLOB PRIMARY KEY, epoch INTEGER NOT NULL, record_id TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS batches(
@@ -187,6 +188,7 @@ CREATE TABLE IF NOT EXISTS batches(
 CREATE TABLE IF NOT EXISTS batch_members(
   batch_id INTEGER NOT NULL, idx INTEGER NOT NULL, record_id TEXT NOT NULL,
   salt TEXT NOT NULL, entity_key TEXT NOT NULL, PRIMARY KEY(batch_id, idx));
+CREATE INDEX IF NOT EXISTS batch_members_record ON batch_members(batch_id, record_id);
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 ";
 
