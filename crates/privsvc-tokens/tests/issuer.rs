@@ -142,9 +142,21 @@ fn assert_refused(status: u16, body: &Value, needle: &str) {
 async fn ledger_key(env: &Env, url: &str, issuer: Address) -> IssuerKey {
     let (status, body) = get_key(url, APP, today()).await;
     assert_eq!(status, 200, "{body}");
-    fetch_issuer_key(env.reader.as_ref(), issuer, APP, today())
+    fetch_today(env, issuer).await.unwrap()
+}
+
+/// The key `issuer` published on the ledger for `APP` today, as readers see it.
+async fn fetch_today(env: &Env, issuer: Address) -> Result<IssuerKey, TokenError> {
+    fetch_issuer_key(env.reader.as_ref(), issuer, APP, today()).await
+}
+
+/// Writes an issuer-key entity for `APP` today with `spki` as `writer`; the write must succeed.
+async fn write_key_entity(writer: &dyn LedgerWriter, spki: &[u8], salt: u128) {
+    let r = writer
+        .execute(&[issuer_key_create(APP, today(), spki, salt).unwrap()])
         .await
-        .unwrap()
+        .unwrap();
+    assert!(r.success);
 }
 
 fn wallet_options(
@@ -176,9 +188,7 @@ async fn full_issue_redeem_verify_cycle() {
     assert_eq!(wallet.available(APP).unwrap(), 25);
 
     // The key the relayer uses comes from the ledger, created by the issuer.
-    let key = fetch_issuer_key(env.reader.as_ref(), issuer.address(), APP, today())
-        .await
-        .unwrap();
+    let key = fetch_today(&env, issuer.address()).await.unwrap();
     assert_eq!(
         Some(key.clone()),
         issuer.public_key(APP, today()).await.unwrap()
@@ -396,9 +406,7 @@ async fn wallet_reports_quota_exhaustion() {
 
     // A blinded value not below the modulus, properly signed for: 400, nothing counted.
     let other = LocalWallet::random();
-    let key = fetch_issuer_key(env.reader.as_ref(), issuer.address(), APP, today())
-        .await
-        .unwrap();
+    let key = fetch_today(&env, issuer.address()).await.unwrap();
     let one = blind_n(&key, today(), 1);
     let mut req = request(&other, today(), &[&one[0].2], now_ms(), None).await;
     req.blinded = vec![base64::engine::general_purpose::STANDARD.encode([0xffu8; 256])];
@@ -454,9 +462,7 @@ async fn a_restarted_issuer_keeps_the_days_key_and_counters() {
     opts.min_age_ms = 0;
     let wallet = TokenWallet::new(opts);
     assert_eq!(wallet.acquire(APP, 4, None).await.unwrap().remaining, 2);
-    let ledger = fetch_issuer_key(env.reader.as_ref(), issuer_address, APP, today())
-        .await
-        .unwrap();
+    let ledger = fetch_today(&env, issuer_address).await.unwrap();
     let token = wallet.source().take(APP).await.unwrap().unwrap();
     verify_token(&ledger, APP, &token).unwrap();
     env.devnet.shutdown().await;
@@ -476,42 +482,16 @@ async fn equivocation_is_detected_and_never_caused() {
             .unwrap(),
     );
     let stranger_key = IssuerKey::from_secret(&token_suite().generate_key().unwrap()).unwrap();
-    let r = other
-        .execute(&[issuer_key_create(APP, today(), stranger_key.spki(), 1).unwrap()])
-        .await
-        .unwrap();
-    assert!(r.success);
-    assert_eq!(
-        fetch_issuer_key(env.reader.as_ref(), issuer.address(), APP, today())
-            .await
-            .unwrap(),
-        key
-    );
+    write_key_entity(other.as_ref(), stranger_key.spki(), 1).await;
+    assert_eq!(fetch_today(&env, issuer.address()).await.unwrap(), key);
 
     // A second issuer's-own key with the same SPKI is the same key: no equivocation.
-    let r = env
-        .writer
-        .execute(&[issuer_key_create(APP, today(), key.spki(), 2).unwrap()])
-        .await
-        .unwrap();
-    assert!(r.success);
-    assert_eq!(
-        fetch_issuer_key(env.reader.as_ref(), issuer.address(), APP, today())
-            .await
-            .unwrap(),
-        key
-    );
+    write_key_entity(env.writer.as_ref(), key.spki(), 2).await;
+    assert_eq!(fetch_today(&env, issuer.address()).await.unwrap(), key);
 
     // A distinct second key by the issuer: equivocation, for readers and for the wallet.
-    let r = env
-        .writer
-        .execute(&[issuer_key_create(APP, today(), stranger_key.spki(), 3).unwrap()])
-        .await
-        .unwrap();
-    assert!(r.success);
-    let err = fetch_issuer_key(env.reader.as_ref(), issuer.address(), APP, today())
-        .await
-        .unwrap_err();
+    write_key_entity(env.writer.as_ref(), stranger_key.spki(), 3).await;
+    let err = fetch_today(&env, issuer.address()).await.unwrap_err();
     assert!(
         matches!(err, TokenError::IssuerEquivocation { keys: 2, .. }),
         "{err}"
@@ -552,9 +532,7 @@ async fn an_issuer_that_lost_its_state_refuses_to_publish_a_second_key() {
         "{body}"
     );
     // Still exactly one key on the ledger.
-    fetch_issuer_key(env.reader.as_ref(), issuer.address(), APP, today())
-        .await
-        .unwrap();
+    fetch_today(&env, issuer.address()).await.unwrap();
     env.devnet.shutdown().await;
 }
 
@@ -571,9 +549,7 @@ async fn on_demand_prefetch_and_file_store() {
     let wallet = TokenWallet::new(opts);
     // Nothing stored: the on-demand source fetches one and hands it out at once.
     let token = wallet.source().take(APP).await.unwrap().unwrap();
-    let key = fetch_issuer_key(env.reader.as_ref(), issuer.address(), APP, today())
-        .await
-        .unwrap();
+    let key = fetch_today(&env, issuer.address()).await.unwrap();
     verify_token(&key, APP, &token).unwrap();
 
     let handle = wallet.prefetch_later(APP, 3, Some(Duration::from_millis(50)));
