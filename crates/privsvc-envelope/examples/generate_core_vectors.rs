@@ -118,6 +118,8 @@ fn envelope_vectors() -> Value {
     let first = out[0]["sealed"].as_str().unwrap().to_owned();
     let content = first.trim_end_matches(' ').to_owned();
     let repad = |t: String| pad_envelope(&t).unwrap();
+    // The envelope with the first `from` replaced by `to`, padded again.
+    let edit = |from: &str, to: &str| repad(content.replacen(from, to, 1));
     let mut far = content.clone();
     far.push_str(&" ".repeat(1024 - content.len()));
     let mut nl = content.clone() + "\n";
@@ -132,41 +134,40 @@ fn envelope_vectors() -> Value {
         ("newline in the padding", nl, "padding must be spaces"),
         (
             "duplicate key",
-            repad(content.replacen("{\"app\":\"demo\"", "{\"app\":\"demo\",\"app\":\"demo\"", 1)),
+            edit("{\"app\":\"demo\"", "{\"app\":\"demo\",\"app\":\"demo\""),
             "duplicate key \"app\"",
         ),
         (
             "version 2",
-            repad(content.replacen("\"v\":1", "\"v\":2", 1)),
+            edit("\"v\":1", "\"v\":2"),
             "unsupported envelope version 2",
         ),
         (
             "unknown member",
-            repad(content.replacen("\"v\":1", "\"v\":1,\"w\":0", 1)),
+            edit("\"v\":1", "\"v\":1,\"w\":0"),
             "unknown envelope member \"w\"",
         ),
         (
             "missing member",
-            repad(content.replacen("\"enc\":false,", "", 1)),
+            edit("\"enc\":false,", ""),
             "envelope member \"enc\" is missing",
         ),
         (
             "exp not a bucket",
-            repad(content.replacen("\"exp\":3600", "\"exp\":3601", 1)),
+            edit("\"exp\":3600", "\"exp\":3601"),
             "exp 3601 is not an expiry bucket",
         ),
         (
             "white space in the body",
-            repad(content.replacen("\"app\":\"demo\"", "\"app\": \"demo\"", 1)),
+            edit("\"app\":\"demo\"", "\"app\": \"demo\""),
             "not in RFC 8785 canonical form",
         ),
         (
             "members out of order",
-            repad(content.replacen(
+            edit(
                 "\"app\":\"demo\",\"ct\":\"text/plain\"",
                 "\"ct\":\"text/plain\",\"app\":\"demo\"",
-                1,
-            )),
+            ),
             "not in RFC 8785 canonical form",
         ),
         (
