@@ -2,7 +2,7 @@
 
 use alloy_consensus::{SignableTransaction, TxEip1559, TxEnvelope, TxLegacy};
 use alloy_eips::eip2718::Encodable2718;
-use alloy_primitives::{Address, Bytes, Signature, TxKind, U256};
+use alloy_primitives::{Address, Bytes, Signature, TxKind, B256, U256};
 use k256::ecdsa::SigningKey;
 
 use crate::abi::ARKIV_ADDRESS;
@@ -67,26 +67,25 @@ impl DevSigner {
 
     /// Sign an EIP-1559 transaction; returns the EIP-2718 encoding for `eth_sendRawTransaction`.
     pub fn sign_eip1559(&self, tx: TxEip1559) -> Result<Bytes, SignerError> {
-        let hash = tx.signature_hash();
-        let (sig, recid) = self
-            .key
-            .sign_prehash_recoverable(hash.as_slice())
-            .map_err(|e| SignerError::Sign(e.to_string()))?;
-        let sig = Signature::from_signature_and_parity(sig, recid.is_y_odd());
+        let sig = self.sign_hash(tx.signature_hash())?;
         let env = TxEnvelope::from(tx.into_signed(sig));
         Ok(Bytes::from(env.encoded_2718()))
     }
 
     /// Sign a legacy (EIP-155) transaction; returns its RLP encoding.
     pub fn sign_legacy(&self, tx: TxLegacy) -> Result<Bytes, SignerError> {
-        let hash = tx.signature_hash();
+        let sig = self.sign_hash(tx.signature_hash())?;
+        let env = TxEnvelope::from(tx.into_signed(sig));
+        Ok(Bytes::from(env.encoded_2718()))
+    }
+
+    /// The recoverable signature of a transaction's signing hash.
+    fn sign_hash(&self, hash: B256) -> Result<Signature, SignerError> {
         let (sig, recid) = self
             .key
             .sign_prehash_recoverable(hash.as_slice())
             .map_err(|e| SignerError::Sign(e.to_string()))?;
-        let sig = Signature::from_signature_and_parity(sig, recid.is_y_odd());
-        let env = TxEnvelope::from(tx.into_signed(sig));
-        Ok(Bytes::from(env.encoded_2718()))
+        Ok(Signature::from_signature_and_parity(sig, recid.is_y_odd()))
     }
 
     /// Sign a call to the Arkiv entrypoint with `calldata`.
