@@ -205,24 +205,16 @@ impl TokenWallet {
 
     /// Ask the issuer to publish the day's key, then read it from the ledger (only there).
     async fn issuer_key(&self, app: &str, epoch: u32) -> Result<IssuerKey, TokenError> {
-        let url = format!(
-            "{}/v1/issuer/key",
-            self.inner.issuer_url.trim_end_matches('/')
-        );
         let resp = self
             .http
-            .get(&url)
+            .get(self.issuer_endpoint("/v1/issuer/key"))
             .query(&[("app", app.to_string()), ("epoch", epoch.to_string())])
             .send()
             .await
-            .map_err(|e| TokenError::Http(e.without_url().to_string()))?;
+            .map_err(http_error)?;
         let status = resp.status();
         if !status.is_success() {
-            let reason = resp
-                .json::<ErrorBody>()
-                .await
-                .map(|b| b.error)
-                .unwrap_or_default();
+            let reason = error_reason(resp).await.unwrap_or_default();
             return Err(TokenError::Issuer(format!(
                 "GET /v1/issuer/key answered {status}: {reason}"
             )));
@@ -282,32 +274,22 @@ impl TokenWallet {
         let sig = self.inner.wallet.personal_sign(text.as_bytes()).await?;
         req.wallet_signature = format!("0x{}", hex::encode(sig.as_bytes()));
 
-        let url = format!(
-            "{}/v1/tokens/issue",
-            self.inner.issuer_url.trim_end_matches('/')
-        );
         let resp = self
             .http
-            .post(&url)
+            .post(self.issuer_endpoint("/v1/tokens/issue"))
             .json(&req)
             .send()
             .await
-            .map_err(|e| TokenError::Http(e.without_url().to_string()))?;
+            .map_err(http_error)?;
         let status = resp.status();
         if status == reqwest::StatusCode::FORBIDDEN {
-            let reason = resp
-                .json::<ErrorBody>()
+            let reason = error_reason(resp)
                 .await
-                .map(|b| b.error)
-                .unwrap_or_else(|_| "no reason given".into());
+                .unwrap_or_else(|| "no reason given".into());
             return Err(TokenError::Refused(reason));
         }
         if !status.is_success() {
-            let reason = resp
-                .json::<ErrorBody>()
-                .await
-                .map(|b| b.error)
-                .unwrap_or_default();
+            let reason = error_reason(resp).await.unwrap_or_default();
             return Err(TokenError::Issuer(format!(
                 "POST /v1/tokens/issue answered {status}: {reason}"
             )));
@@ -332,4 +314,19 @@ impl TokenWallet {
         }
         Ok((tokens, body.remaining))
     }
+
+    /// The issuer's URL for `path` (which starts with `/`).
+    fn issuer_endpoint(&self, path: &str) -> String {
+        format!("{}{path}", self.inner.issuer_url.trim_end_matches('/'))
+    }
+}
+
+/// A transport error as `TokenError::Http`, with the URL left out.
+fn http_error(e: reqwest::Error) -> TokenError {
+    TokenError::Http(e.without_url().to_string())
+}
+
+/// The reason in an issuer's error answer (`{"error": ...}`), if it has one.
+async fn error_reason(resp: reqwest::Response) -> Option<String> {
+    resp.json::<ErrorBody>().await.ok().map(|b| b.error)
 }
