@@ -120,10 +120,10 @@ async fn lost_submit_answer_is_recovered_from_the_ledger_not_resubmitted() {
     assert!(started.elapsed() >= Duration::from_millis(A_SLOW_WAIT_MS));
     assert!(owner_lookups(&counting, r.owner) >= 2);
 
-    let on_ledger = stack.owned_by(r.owner).await;
-    assert_eq!(on_ledger.len(), 1, "exactly one entity");
-    assert_eq!(on_ledger[0].key, r.entity_key);
-    assert_eq!(on_ledger[0].creator, Some(a_address), "A wrote it");
+    let on_ledger = stack
+        .sole_entity(r.owner, r.entity_key, "exactly one entity")
+        .await;
+    assert_eq!(on_ledger.creator, Some(a_address), "A wrote it");
     assert!(client
         .relayers()
         .iter()
@@ -183,10 +183,10 @@ async fn refused_submit_looks_up_the_ledger_then_writes_through_the_live_relayer
         owner_lookups(&counting, r.owner) >= 2,
         "the owner was looked up on the ledger before B got the record"
     );
-    let on_ledger = stack.owned_by(r.owner).await;
-    assert_eq!(on_ledger.len(), 1, "exactly one entity");
-    assert_eq!(on_ledger[0].key, r.entity_key);
-    assert_eq!(on_ledger[0].creator, Some(b_address));
+    let on_ledger = stack
+        .sole_entity(r.owner, r.entity_key, "exactly one entity")
+        .await;
+    assert_eq!(on_ledger.creator, Some(b_address));
     assert!(client.relayers().iter().any(|x| x.url == a_url && x.bad));
     stack.shutdown().await;
 }

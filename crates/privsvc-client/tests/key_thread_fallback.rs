@@ -159,9 +159,9 @@ async fn parent() {
     let owner: alloy_primitives::Address = fields[2].parse().unwrap();
     assert_eq!(fields[3], "1", "the child finds its record");
 
-    let on_ledger = stack.owned_by(owner).await;
-    assert_eq!(on_ledger.len(), 1);
-    assert_eq!(on_ledger[0].key, entity_key);
+    stack
+        .sole_entity(owner, entity_key, "exactly one entity")
+        .await;
 
     // Where threads start, the same wallet gets isolated keys, and they are the same keys: the
     // record the in-process fallback wrote is found and decrypted.

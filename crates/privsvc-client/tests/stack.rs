@@ -546,18 +546,20 @@ async fn relayer_killed_while_holding_the_record_fails_over_once() {
         tokio::spawn(async move { client.create_entity(note("stranded")).await })
     };
     let a = stack.a.take().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while a.health().await.queue == 0 {
-        assert!(Instant::now() < deadline, "A never queued the record");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_for_health(
+        &a,
+        Duration::from_millis(20),
+        "A never queued the record",
+        |h| h.queue != 0,
+    )
+    .await;
     a.crash().await;
     let r = task.await.unwrap().expect("written through B");
     assert_eq!(r.relayer, stack.b_url);
     assert!(!r.recovered);
-    let on_ledger = stack.owned_by(r.owner).await;
-    assert_eq!(on_ledger.len(), 1, "exactly one entity");
-    assert_eq!(on_ledger[0].key, r.entity_key);
+    stack
+        .sole_entity(r.owner, r.entity_key, "exactly one entity")
+        .await;
     assert!(client
         .relayers()
         .iter()
@@ -589,18 +591,20 @@ async fn relayer_killed_after_writing_is_recovered_from_the_ledger() {
         tokio::spawn(async move { client.create_entity(note("landed")).await })
     };
     let a = stack.a.take().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while a.health().await.batches == 0 {
-        assert!(Instant::now() < deadline, "A never wrote the batch");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    wait_for_health(
+        &a,
+        Duration::from_millis(10),
+        "A never wrote the batch",
+        |h| h.batches != 0,
+    )
+    .await;
     a.crash().await;
     let r = task.await.unwrap().expect("recovered");
     assert!(r.recovered);
     assert_eq!(r.relayer, "");
-    let on_ledger = stack.owned_by(r.owner).await;
-    assert_eq!(on_ledger.len(), 1, "never written twice");
-    assert_eq!(on_ledger[0].key, r.entity_key);
+    stack
+        .sole_entity(r.owner, r.entity_key, "never written twice")
+        .await;
     // The recovered record is the user's and provable.
     let mine = client.my_entities(&EntitiesQuery::new()).await.unwrap();
     assert_eq!(mine.len(), 1);
@@ -641,13 +645,15 @@ async fn no_progress_fails_over_and_the_held_copy_is_never_written() {
 
     // A comes back flushing its queue: the record it held is already on the ledger.
     stack.restart_a_flushing().await;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while stack.a.as_ref().unwrap().health().await.queue > 0 {
-        assert!(Instant::now() < deadline, "A never settled its queue");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let on_ledger = stack.owned_by(r.owner).await;
-    assert_eq!(on_ledger.len(), 1, "never written twice");
-    assert_eq!(on_ledger[0].key, r.entity_key);
+    wait_for_health(
+        stack.a.as_ref().unwrap(),
+        Duration::from_millis(50),
+        "A never settled its queue",
+        |h| h.queue == 0,
+    )
+    .await;
+    stack
+        .sole_entity(r.owner, r.entity_key, "never written twice")
+        .await;
     stack.shutdown().await;
 }

@@ -12,7 +12,7 @@ use privsvc_client::{ClientBuilder, PrivateClient};
 use privsvc_devnet::{BlockTime, Devnet, DevnetConfig, DevnetHandle, DEV_PRIVATE_KEYS};
 use privsvc_ledger::{Entity, LedgerError, LedgerReader, LedgerWriter, QueryOptions, QueryPage};
 use privsvc_ohttp::{OhttpRelay, RelayConfig};
-use privsvc_relayer::{OhttpSeed, Relayer, RelayerConfig, RelayerHandle, TokenMode};
+use privsvc_relayer::{Health, OhttpSeed, Relayer, RelayerConfig, RelayerHandle, TokenMode};
 use privsvc_vault::LocalWallet;
 use tempfile::TempDir;
 
@@ -212,6 +212,15 @@ impl Stack {
         .1
     }
 
+    /// The one live entity owned by `owner`, which must be the one at `key`; `what` is the
+    /// message when there is not exactly one.
+    pub async fn sole_entity(&self, owner: Address, key: B256, what: &str) -> Entity {
+        let on_ledger = self.owned_by(owner).await;
+        assert_eq!(on_ledger.len(), 1, "{what}");
+        assert_eq!(on_ledger[0].key, key);
+        on_ledger.into_iter().next().unwrap()
+    }
+
     /// Stops relayer A and starts it again on the same queue database, flushing at once.
     pub async fn restart_a_flushing(&mut self) {
         if let Some(a) = self.a.take() {
@@ -237,6 +246,20 @@ impl Stack {
             b.shutdown().await;
         }
         self.node.shutdown().await;
+    }
+}
+
+/// Polls `relayer`'s health every `every` until `done` holds; fails with `what` after 10 s.
+pub async fn wait_for_health(
+    relayer: &RelayerHandle,
+    every: Duration,
+    what: &str,
+    done: impl Fn(&Health) -> bool,
+) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !done(&relayer.health().await) {
+        assert!(Instant::now() < deadline, "{what}");
+        tokio::time::sleep(every).await;
     }
 }
 
