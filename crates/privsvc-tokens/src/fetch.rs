@@ -1,10 +1,10 @@
 //! Reading an issuer's key for (app, epoch) from the ledger, and detecting equivocation.
 
 use alloy_primitives::Address;
-use privsvc_ledger::{AttributeSelect, LedgerReader, QueryOptions, Select};
+use privsvc_ledger::LedgerReader;
 
 use crate::error::TokenError;
-use crate::key_entity::{issuer_key_payload, issuer_key_query};
+use crate::key_entity::{issuer_key_options, issuer_key_payload, issuer_key_query};
 use crate::suite::{import_issuer_key, IssuerKey};
 
 /// Upper bound on result pages read for one key lookup (200 entities a page).
@@ -23,18 +23,7 @@ pub async fn fetch_issuer_key(
     epoch: u32,
 ) -> Result<IssuerKey, TokenError> {
     let expression = issuer_key_query(issuer, app, epoch)?;
-    let mut options = QueryOptions {
-        at_block: None,
-        select: Select {
-            key: true,
-            creator: true,
-            payload: true,
-            attributes: AttributeSelect::All,
-            ..Select::default()
-        },
-        limit: Some(200),
-        cursor: None,
-    };
+    let mut options = issuer_key_options();
     let mut distinct: Vec<Result<IssuerKey, TokenError>> = Vec::new();
     for _ in 0..MAX_PAGES {
         let page = reader.query(&expression, &options).await?;

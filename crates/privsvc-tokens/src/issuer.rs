@@ -7,13 +7,13 @@ use std::sync::{Arc, Mutex};
 
 use alloy_primitives::{Address, Signature};
 use base64::Engine as _;
-use privsvc_ledger::{
-    AttributeSelect, LedgerError, LedgerReader, LedgerWriter, QueryOptions, Select,
-};
+use privsvc_ledger::{LedgerError, LedgerReader, LedgerWriter};
 use sha2::{Digest, Sha256};
 
 use crate::issuer_store::{IssuerStore, StoreError};
-use crate::key_entity::{issuer_key_create, issuer_key_payload, issuer_key_query};
+use crate::key_entity::{
+    issuer_key_create, issuer_key_options, issuer_key_payload, issuer_key_query,
+};
 use crate::message::{epoch_of, issuance_message, now_ms};
 use crate::protocol::{IssueRequest, IssueResponse, IssuerKeyResponse};
 use crate::signer::BlindSigner;
@@ -419,20 +419,12 @@ impl Issuer {
         key: &IssuerKey,
     ) -> Result<Option<String>, IssuerError> {
         let issuer = self.address();
-        let options = QueryOptions {
-            select: Select {
-                key: true,
-                creator: true,
-                payload: true,
-                attributes: AttributeSelect::All,
-                ..Select::default()
-            },
-            limit: Some(200),
-            ..QueryOptions::default()
-        };
         let page = self
             .reader
-            .query(&issuer_key_query(issuer, app, epoch)?, &options)
+            .query(
+                &issuer_key_query(issuer, app, epoch)?,
+                &issuer_key_options(),
+            )
             .await?;
         let mut found = None;
         for entity in &page.entities {

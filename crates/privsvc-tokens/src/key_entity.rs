@@ -3,7 +3,7 @@
 
 use alloy_primitives::Address;
 use privsvc_ledger::system::{issuer_keys_query, IssuerKeyEntity};
-use privsvc_ledger::{Entity, LedgerError, Operation};
+use privsvc_ledger::{AttributeSelect, Entity, LedgerError, Operation, QueryOptions, Select};
 
 /// The create operation that publishes `spki` as the key of (`app`, `epoch`) (7-day lifetime).
 pub fn issuer_key_create(
@@ -23,6 +23,22 @@ pub fn issuer_key_create(
 /// The `arkiv_query` expression selecting the issuer-key entities of (`issuer`, `app`, `epoch`).
 pub fn issuer_key_query(issuer: Address, app: &str, epoch: u32) -> Result<String, LedgerError> {
     issuer_keys_query(app, u64::from(epoch), Some(issuer))
+}
+
+/// Options for reading issuer-key entities at the head: key, creator, payload and every
+/// attribute (all that [`issuer_key_payload`] checks), 200 a page.
+pub(crate) fn issuer_key_options() -> QueryOptions {
+    QueryOptions {
+        select: Select {
+            key: true,
+            creator: true,
+            payload: true,
+            attributes: AttributeSelect::All,
+            ..Select::default()
+        },
+        limit: Some(200),
+        ..QueryOptions::default()
+    }
 }
 
 /// The SPKI payload of `entity` when it is an issuer-key entity of (`issuer`, `app`, `epoch`)
