@@ -71,6 +71,18 @@ fn merge(into: &mut Vec<StoredToken>, tokens: &[StoredToken]) {
     }
 }
 
+/// The tokens of `app` in `all`.
+fn of_app(all: &[StoredToken], app: &str) -> Vec<StoredToken> {
+    all.iter().filter(|t| t.app == app).cloned().collect()
+}
+
+/// Removes the token (`app`, `nonce`) from `all`; whether it was there.
+fn remove_token(all: &mut Vec<StoredToken>, app: &str, nonce: &str) -> bool {
+    let before = all.len();
+    all.retain(|t| !(t.app == app && t.nonce == nonce));
+    all.len() != before
+}
+
 /// A store in memory (lost when the process ends).
 #[derive(Default)]
 pub struct MemoryTokenStore {
@@ -103,19 +115,11 @@ impl TokenStore for MemoryTokenStore {
     }
 
     fn list(&self, app: &str) -> Result<Vec<StoredToken>, TokenError> {
-        Ok(self
-            .lock()
-            .iter()
-            .filter(|t| t.app == app)
-            .cloned()
-            .collect())
+        Ok(of_app(&self.lock(), app))
     }
 
     fn remove(&self, app: &str, nonce: &str) -> Result<bool, TokenError> {
-        let mut tokens = self.lock();
-        let before = tokens.len();
-        tokens.retain(|t| !(t.app == app && t.nonce == nonce));
-        Ok(tokens.len() != before)
+        Ok(remove_token(&mut self.lock(), app, nonce))
     }
 
     fn prune(&self, min_epoch: u32) -> Result<(), TokenError> {
@@ -270,20 +274,11 @@ impl TokenStore for FileTokenStore {
     }
 
     fn list(&self, app: &str) -> Result<Vec<StoredToken>, TokenError> {
-        Ok(self
-            .lock()
-            .iter()
-            .filter(|t| t.app == app)
-            .cloned()
-            .collect())
+        Ok(of_app(&self.lock(), app))
     }
 
     fn remove(&self, app: &str, nonce: &str) -> Result<bool, TokenError> {
-        self.update(|all| {
-            let before = all.len();
-            all.retain(|t| !(t.app == app && t.nonce == nonce));
-            all.len() != before
-        })
+        self.update(|all| remove_token(all, app, nonce))
     }
 
     fn prune(&self, min_epoch: u32) -> Result<(), TokenError> {
