@@ -653,6 +653,16 @@ async fn rpc_section() {
     node.shutdown().await;
 }
 
+/// The attribute names of the first row of an `arkiv_query` answer, in order.
+fn first_row_attribute_names(r: &Json) -> Vec<&str> {
+    r["data"][0]["attributes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["name"].as_str().unwrap())
+        .collect()
+}
+
 async fn check_select(_node: &DevnetHandle, case: &Json) {
     let id = case["id"].as_str().unwrap();
     // A dedicated node whose genesis holds the entity of the view.rs fixture.
@@ -738,12 +748,7 @@ async fn check_select(_node: &DevnetHandle, case: &Json) {
         }
         "rpc-15" => {
             let r = query(case["select"].clone()).await.unwrap();
-            let names: Vec<&str> = r["data"][0]["attributes"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|a| a["name"].as_str().unwrap())
-                .collect();
+            let names = first_row_attribute_names(&r);
             let want: Vec<&str> = case["expect"]["attribute_names"]
                 .as_array()
                 .unwrap()
@@ -770,12 +775,7 @@ async fn check_select(_node: &DevnetHandle, case: &Json) {
         "rpc-19" => {
             let sel = json!({"key": true, "attributes": case["expect"]["attributes"].clone()});
             let r = query(sel).await.unwrap();
-            let names: Vec<&str> = r["data"][0]["attributes"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|a| a["name"].as_str().unwrap())
-                .collect();
+            let names = first_row_attribute_names(&r);
             assert_eq!(names, vec!["projectId"], "{id}");
         }
         "rpc-20" => {
