@@ -4,8 +4,12 @@
 use std::path::PathBuf;
 
 use alloy_primitives::{Address, Bytes, FixedBytes, B256};
-use alloy_sol_types::{SolCall, SolValue};
+use alloy_sol_types::SolValue;
 use privsvc_devnet::abi::{self, Attribute, Operation};
+/// A create operation (cells sorted by name) and `execute(ops)` calldata: the crate's own
+/// builders, under the names the tests use (not every test binary uses both).
+#[allow(unused_imports)]
+pub use privsvc_devnet::abi::{create_operation as create_op, encode_execute as execute_calldata};
 use privsvc_devnet::{DevSigner, DevnetHandle};
 use serde_json::{json, Value as Json};
 
@@ -82,29 +86,6 @@ pub fn cell(name: &str, type_id: u8, value: impl Into<Bytes>) -> Attribute {
     }
 }
 
-/// A create operation; cells are sorted here.
-pub fn create_op(
-    salt: u128,
-    expires_at: u64,
-    min_lifetime: u64,
-    flags: u8,
-    mut cells: Vec<Attribute>,
-) -> Operation {
-    cells.sort_by_key(|a| a.name);
-    let data = abi::CreateOp {
-        salt,
-        expiresAt: expires_at,
-        minLifetime: min_lifetime,
-        creationFlags: flags,
-        attributes: cells,
-    }
-    .abi_encode();
-    Operation {
-        operation: 1,
-        operationData: data.into(),
-    }
-}
-
 /// A patch operation (cells sorted here).
 pub fn patch_op(key: B256, mut cells: Vec<Attribute>) -> Operation {
     cells.sort_by_key(|a| a.name);
@@ -152,11 +133,6 @@ pub fn delete_op(key: B256) -> Operation {
         operation: 5,
         operationData: abi::DeleteOp { entityKey: key }.abi_encode().into(),
     }
-}
-
-/// `execute(ops)` calldata.
-pub fn execute_calldata(ops: Vec<Operation>) -> Bytes {
-    abi::executeCall { ops }.abi_encode().into()
 }
 
 /// Sign and send an execute batch from `signer`; returns the receipt (on-demand devnets mine at
