@@ -7,8 +7,8 @@ use alloy_primitives::{Address, B256};
 use k256::ecdsa::SigningKey;
 use privsvc_devnet::{BlockTime, DevSigner, Devnet, DevnetConfig, DevnetHandle, DEV_PRIVATE_KEYS};
 use privsvc_ledger::{
-    query_all, ArkivValue, Attribute, AttributeSelect, Create, CreationFlags, LedgerError,
-    LedgerReader, LedgerWriter, Operation, QueryOptions, RpcLedger, RpcWriter, Select,
+    query_all, ArkivValue, Attribute, Create, CreationFlags, LedgerError, LedgerReader,
+    LedgerWriter, Operation, QueryOptions, RpcLedger, RpcWriter, Select,
 };
 
 fn secret(i: usize) -> SigningKey {
@@ -43,19 +43,11 @@ fn create(salt: u128, min_lifetime: u64, project: &str, tag: &str) -> Operation 
     })
 }
 
+/// Every field and attribute except the attribute schema.
 fn all_fields() -> Select {
     Select {
-        key: true,
-        owner: true,
-        creator: true,
-        created_at: true,
-        updated_at: true,
-        expires_at: true,
-        creation_flags: true,
-        content_type: true,
-        payload: true,
         attribute_schema: false,
-        attributes: AttributeSelect::All,
+        ..privsvc_ledger::wire::select_all()
     }
 }
 
