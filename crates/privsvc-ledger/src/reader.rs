@@ -28,4 +28,12 @@ pub trait LedgerReader: Send + Sync {
     async fn entity_nonce(&self, address: Address) -> Result<u64, LedgerError>;
     /// The native-currency balance of an account, in wei.
     async fn balance(&self, address: Address) -> Result<U256, LedgerError>;
+    /// The hash of the transaction that created entity `key` in block `created_at` (the
+    /// entity's `$createdAt`), or `None` when the ledger cannot tell (no such creation in that
+    /// block, or logs no longer served). Entities do not carry their creating transaction;
+    /// the default implementation knows nothing and answers `None`.
+    async fn creation_tx(&self, key: B256, created_at: u64) -> Result<Option<B256>, LedgerError> {
+        let _ = (key, created_at);
+        Ok(None)
+    }
 }

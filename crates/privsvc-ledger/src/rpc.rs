@@ -345,6 +345,49 @@ impl LedgerReader for RpcLedger {
             .await?;
         parse_u256(&r, "balance")
     }
+
+    /// `eth_getLogs` for the `EntityCreated` log of `key` (topic0 `EntityCreated`, topic1 the
+    /// key) from the Arkiv address in block `created_at` only; `None` when there is none.
+    async fn creation_tx(&self, key: B256, created_at: u64) -> Result<Option<B256>, LedgerError> {
+        let filter = json!({
+            "address": addr_json(&abi::ARKIV_ADDRESS),
+            "fromBlock": quantity(created_at),
+            "toBlock": quantity(created_at),
+            "topics": [entity_created_topic(), key],
+        });
+        let logs = self.call("eth_getLogs", json!([filter])).await?;
+        let logs = logs
+            .as_array()
+            .ok_or_else(|| LedgerError::Decode("eth_getLogs result is not an array".into()))?;
+        creation_tx_of(logs, key)
+    }
+}
+
+/// topic0 of the `EntityCreated` event.
+fn entity_created_topic() -> B256 {
+    <abi::EntityCreated as alloy_sol_types::SolEvent>::SIGNATURE_HASH
+}
+
+/// The transaction hash of the `EntityCreated` log of `key` among `logs` (a node ignoring part
+/// of the filter is tolerated: address and topics are checked again here).
+fn creation_tx_of(logs: &[Value], key: B256) -> Result<Option<B256>, LedgerError> {
+    for log in logs {
+        let address = log["address"].as_str().and_then(parse_hex);
+        if address.as_deref() != Some(abi::ARKIV_ADDRESS.as_slice()) {
+            continue;
+        }
+        let topics = log["topics"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+            .iter()
+            .map(|t| wire::parse_b256(t, "topic"))
+            .collect::<Result<Vec<_>, _>>()?;
+        if topics.first() == Some(&entity_created_topic()) && topics.get(1) == Some(&key) {
+            return wire::parse_b256(&log["transactionHash"], "transactionHash").map(Some);
+        }
+    }
+    Ok(None)
 }
 
 /// Every entity matching `expression`, page by page (200 per page), all pages evaluated at the
@@ -724,6 +767,40 @@ mod tests {
         assert_eq!(seen[0].at_block, None);
         assert!(seen[1..].iter().all(|o| o.at_block == Some(77)));
         assert!(seen.iter().all(|o| o.limit == Some(MAX_PAGE_SIZE)));
+    }
+
+    #[test]
+    fn creation_tx_is_the_entity_created_log_of_the_key() {
+        let key = B256::repeat_byte(9);
+        let other = B256::repeat_byte(8);
+        let created = |k: B256| {
+            abi::EntityCreated {
+                entityKey: k,
+                owner: Address::repeat_byte(0xaa),
+                expiresAt: 77,
+                creationFlags: 0,
+            }
+            .encode_log_data()
+        };
+        let log = |d: &alloy_primitives::LogData, address: Address, tx: u8| {
+            json!({
+                "address": addr_json(&address),
+                "topics": d.topics().iter().map(|t| t.to_string()).collect::<Vec<_>>(),
+                "data": hex_bytes(&d.data),
+                "transactionHash": B256::repeat_byte(tx).to_string(),
+            })
+        };
+        let logs = vec![
+            log(&created(key), Address::repeat_byte(1), 1),
+            log(&created(other), abi::ARKIV_ADDRESS, 2),
+            log(&created(key), abi::ARKIV_ADDRESS, 3),
+        ];
+        assert_eq!(
+            creation_tx_of(&logs, key).unwrap(),
+            Some(B256::repeat_byte(3))
+        );
+        assert_eq!(creation_tx_of(&logs[..2], key).unwrap(), None);
+        assert_eq!(creation_tx_of(&[], key).unwrap(), None);
     }
 
     #[test]

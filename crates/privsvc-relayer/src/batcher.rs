@@ -5,7 +5,9 @@
 //! 1000), so that batch times do not mirror arrival times.
 //!
 //! A batch: records already on the ledger (owner holds an entity with the same envelope) are
-//! marked written and left out; the rest get a create (random 128-bit salt) and a transfer to
+//! marked written and left out (their txHash is read from the entity's `EntityCreated` log,
+//! [`LedgerReader::creation_tx`](privsvc_ledger::LedgerReader::creation_tx); the zero hash
+//! only when the node cannot tell); the rest get a create (random 128-bit salt) and a transfer to
 //! their owner, addressed by keys predicted from the relayer's entity nonce; tokens add one
 //! spends entity per epoch. The signed transaction is stored before it is broadcast; it is then
 //! rebroadcast unchanged until a receipt appears (so at most one transaction with its nonce can
@@ -212,8 +214,7 @@ async fn written_on_ledger(
             };
             let info = WrittenInfo {
                 entity_key: e.key,
-                // The original transaction is not recorded on the entity.
-                tx_hash: B256::ZERO,
+                tx_hash: creation_tx(shared, e.key, block).await,
                 block,
                 batch_size,
             };
@@ -225,6 +226,20 @@ async fn written_on_ledger(
                 options.at_block = Some(page.block_number);
             }
             None => return Ok(None),
+        }
+    }
+}
+
+/// The transaction that created `key` in `block` (the entity does not carry it; the ledger's
+/// `EntityCreated` log does). The zero hash when the node cannot tell (no log found, logs not
+/// served, or an error): the record is on the ledger either way and must not be written again.
+async fn creation_tx(shared: &Shared, key: B256, block: u64) -> B256 {
+    match shared.ledger.creation_tx(key, block).await {
+        Ok(Some(tx)) => tx,
+        Ok(None) => B256::ZERO,
+        Err(_) => {
+            shared.metrics.ledger_error();
+            B256::ZERO
         }
     }
 }

@@ -718,9 +718,37 @@ async fn a_record_already_on_the_ledger_is_marked_written_not_written_again() {
     let st2 = wait_state(r2.url(), &id2, "written", T).await;
     assert_eq!(st2["entityKey"], st1["entityKey"]);
     assert_eq!(st2["block"], st1["block"]);
+    // The real creating transaction, read from the ledger's EntityCreated log (not 0x00..0).
+    let tx1: B256 = st1["txHash"].as_str().unwrap().parse().unwrap();
+    assert_ne!(tx1, B256::ZERO);
+    assert_eq!(st2["txHash"], st1["txHash"]);
     assert_eq!(owner_entities(&node, owner).await, 1);
     r1.shutdown().await;
     r2.shutdown().await;
+}
+
+#[tokio::test]
+async fn creation_tx_reads_the_entity_created_log_of_the_key() {
+    let node = devnet().await;
+    let dir = tempfile::tempdir().unwrap();
+    let relayer = start(&node, 0, config(dir.path())).await;
+    let id = submit(relayer.url(), &body()).await;
+    let st = wait_state(relayer.url(), &id, "written", T).await;
+    relayer.shutdown().await;
+    let key: B256 = st["entityKey"].as_str().unwrap().parse().unwrap();
+    let tx: B256 = st["txHash"].as_str().unwrap().parse().unwrap();
+    let block: u64 = st["block"].as_str().unwrap().parse().unwrap();
+    let ledger = reader(&node);
+    assert_eq!(ledger.creation_tx(key, block).await.unwrap(), Some(tx));
+    // Another block, or a key never created: the node cannot tell.
+    assert_eq!(ledger.creation_tx(key, block - 1).await.unwrap(), None);
+    assert_eq!(
+        ledger
+            .creation_tx(B256::repeat_byte(0x5a), block)
+            .await
+            .unwrap(),
+        None
+    );
 }
 
 #[tokio::test]
