@@ -6,16 +6,19 @@
 //! ```
 //!
 //! `POST /ohttp` (header `x-privsvc-target`) forwards to relayers verified from their heartbeats
-//! on the ledger; `GET /healthz` reports the number of verified targets. Peer addresses are never
-//! seen (the listener drops them) and never logged; the `ohttp` crate's key traces are always
-//! silenced, whatever `RUST_LOG` says.
+//! on the ledger; `GET /healthz` reports the number of verified targets. Each source address may
+//! send at most `RATE_LIMIT_PER_MIN` (default 120) `POST /ohttp` requests a minute (429 beyond):
+//! the relay is the only party that sees client addresses, so OHTTP traffic is limited here. The
+//! listener keeps a peer's IP only as an unprintable value for that in-memory count; it is never
+//! logged or stored. The `ohttp` crate's key traces are always silenced, whatever `RUST_LOG` says.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
 use privsvc_ledger::{LedgerReader, RpcLedger};
-use privsvc_ohttp::{AnonymousListener, OhttpRelay, RelayConfig, SILENCE_OHTTP_LOGS};
+use privsvc_ohttp::relay::{RelayListener, DEFAULT_RATE_LIMIT_PER_MIN};
+use privsvc_ohttp::{OhttpRelay, RelayConfig, SILENCE_OHTTP_LOGS};
 
 /// Command-line options (each also read from the environment).
 #[derive(Parser, Debug)]
@@ -39,6 +42,14 @@ struct Args {
     /// Accept http:// relayers (local development only).
     #[arg(long, env = "ALLOW_HTTP_TARGETS", default_value_t = false)]
     allow_http: bool,
+    /// `POST /ohttp` requests a minute per source address (1..=1000000; 429 beyond).
+    #[arg(
+        long,
+        env = "RATE_LIMIT_PER_MIN",
+        default_value_t = DEFAULT_RATE_LIMIT_PER_MIN,
+        value_parser = clap::value_parser!(u32).range(1..=1_000_000)
+    )]
+    rate_limit_per_min: u32,
 }
 
 #[tokio::main]
@@ -59,6 +70,7 @@ async fn main() -> anyhow::Result<()> {
             refresh_interval: Duration::from_secs(args.refresh_secs.max(1)),
             heartbeat_interval: Duration::from_millis(args.heartbeat_ms.max(1)),
             allow_http: args.allow_http,
+            rate_limit_per_min: args.rate_limit_per_min,
             ..RelayConfig::default()
         },
     )?;
@@ -69,9 +81,11 @@ async fn main() -> anyhow::Result<()> {
         listen = %tcp.local_addr()?,
         ledger = %args.rpc_url,
         chain_id,
+        rate_limit_per_min = args.rate_limit_per_min,
         "OHTTP relay listening"
     );
-    axum::serve(AnonymousListener::new(tcp), relay.router())
+    // RelayListener keeps each peer's IP (unprintable) for the per-address rate limit.
+    axum::serve(RelayListener::new(tcp), relay.into_make_service())
         .with_graceful_shutdown(async {
             let _ = tokio::signal::ctrl_c().await;
         })

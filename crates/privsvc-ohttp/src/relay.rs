@@ -7,20 +7,44 @@
 //! without waiting for the next period). The relay forwards only the body and the content type (no
 //! client header at all), logs no client address, never follows redirects and keeps one pooled
 //! HTTP client per target.
+//!
+//! Rate limit: relayers cannot limit OHTTP traffic per client (they see only the relay), so the
+//! relay does: at most [`RelayConfig::rate_limit_per_min`] `POST /ohttp` requests (default
+//! [`DEFAULT_RATE_LIMIT_PER_MIN`]) per source address in each one-minute window (fixed windows
+//! counted from the relay's start), answered 429 with a JSON `{ "error": ... }` body and a
+//! `Retry-After` header beyond that. An IPv6 source counts by its /64 prefix (an IPv4-mapped
+//! address as its IPv4 address). The counts live in memory only, are dropped when their window
+//! ends, and are never logged or persisted. The address comes from the listener: serve through
+//! [`RelayListener`] (its [`PeerIp`] prints as `<peer>`, so axum's connection traces show
+//! nothing), as [`OhttpRelay::serve`] does. A relay served by another listener (for instance
+//! [`AnonymousListener`](crate::AnonymousListener)) sees no address and cannot limit; it says
+//! so once, at WARN level.
+//!
+//! ```no_run
+//! # async fn run(relay: privsvc_ohttp::OhttpRelay) -> std::io::Result<()> {
+//! let tcp = tokio::net::TcpListener::bind("127.0.0.1:8090").await?;
+//! relay.serve(tcp).await
+//! # }
+//! ```
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, RwLock};
+use std::fmt;
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use alloy_primitives::Address;
-use axum::body::Body;
-use axum::extract::State;
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::extract::connect_info::{Connected, IntoMakeServiceWithConnectInfo};
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use axum::serve::IncomingStream;
 use axum::{Json, Router};
 use futures::StreamExt;
 use privsvc_ledger::LedgerReader;
+use tokio::net::{TcpListener, TcpStream};
 use tower_http::cors::CorsLayer;
 
 use crate::heartbeat::{live_heartbeats, DEFAULT_HEARTBEAT_INTERVAL};
@@ -36,6 +60,14 @@ use crate::{
 const MAX_INFO_BYTES: usize = 64 * 1024;
 /// Verification calls in flight at once during a refresh.
 const VERIFY_CONCURRENCY: usize = 16;
+/// Default of [`RelayConfig::rate_limit_per_min`]: 120 `POST /ohttp` requests a minute per
+/// source address. The relay cannot tell a submission from a status poll (both are encrypted);
+/// a client polling every 2 s sends 30 a minute, so this leaves room for a few records at once
+/// and for clients sharing an address, while a spammer gets at most 120 requests a minute,
+/// across all relayers, per address.
+pub const DEFAULT_RATE_LIMIT_PER_MIN: u32 = 120;
+/// Length of one rate-limit window.
+const RATE_WINDOW: Duration = Duration::from_secs(60);
 
 /// Settings of an [`OhttpRelay`].
 #[derive(Debug, Clone)]
@@ -52,6 +84,10 @@ pub struct RelayConfig {
     pub allow_http: bool,
     /// Shortest time between two refreshes triggered by requests for unknown targets.
     pub on_demand_refresh_gap: Duration,
+    /// `POST /ohttp` requests a minute per source address, at most (429 beyond; 0 counts as 1).
+    /// Default [`DEFAULT_RATE_LIMIT_PER_MIN`]. Applies only when the relay is served through
+    /// [`RelayListener`] (see the module docs).
+    pub rate_limit_per_min: u32,
 }
 
 impl Default for RelayConfig {
@@ -63,7 +99,135 @@ impl Default for RelayConfig {
             forward_timeout: Duration::from_secs(30),
             allow_http: false,
             on_demand_refresh_gap: Duration::from_secs(5),
+            rate_limit_per_min: DEFAULT_RATE_LIMIT_PER_MIN,
         }
+    }
+}
+
+/// A client's source address as [`RelayListener`] saw it. It prints as `<peer>` (`Debug` and
+/// `Display`) and offers no accessor: only the relay's in-memory rate limiter reads it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct PeerIp(Option<IpAddr>);
+
+impl fmt::Debug for PeerIp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<peer>")
+    }
+}
+
+impl fmt::Display for PeerIp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<peer>")
+    }
+}
+
+/// The relay's TCP listener for `axum::serve`: it keeps each connection's source IP (no port)
+/// as an unprintable [`PeerIp`] for the rate limit. Serve with
+/// [`OhttpRelay::into_make_service`] (or simply [`OhttpRelay::serve`]).
+#[derive(Debug)]
+pub struct RelayListener {
+    inner: TcpListener,
+}
+
+impl RelayListener {
+    /// Wrap a bound listener.
+    pub fn new(inner: TcpListener) -> Self {
+        Self { inner }
+    }
+
+    /// The local address (the port a test bound with `:0`, for instance).
+    pub fn local_socket_addr(&self) -> std::io::Result<std::net::SocketAddr> {
+        self.inner.local_addr()
+    }
+}
+
+impl axum::serve::Listener for RelayListener {
+    type Io = TcpStream;
+    type Addr = PeerIp;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        loop {
+            match self.inner.accept().await {
+                Ok((stream, peer)) => {
+                    // Nagle off: OHTTP messages are small request/response pairs.
+                    let _ = stream.set_nodelay(true);
+                    return (stream, PeerIp(Some(peer.ip())));
+                }
+                // Accept errors (e.g. too many open files): back off; the error names no peer.
+                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        self.inner.local_addr().map(|_| PeerIp(None))
+    }
+}
+
+impl Connected<IncomingStream<'_, RelayListener>> for PeerIp {
+    fn connect_info(stream: IncomingStream<'_, RelayListener>) -> Self {
+        *stream.remote_addr()
+    }
+}
+
+/// What a source is counted as: an IPv4 address, or the /64 prefix of an IPv6 address (one
+/// host usually holds a whole /64). IPv4-mapped IPv6 addresses count as their IPv4 address.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum Source {
+    V4(u32),
+    V6Prefix(u64),
+}
+
+impl Source {
+    fn of(ip: IpAddr) -> Self {
+        match ip {
+            IpAddr::V4(v4) => Source::V4(u32::from(v4)),
+            IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+                Some(v4) => Source::V4(u32::from(v4)),
+                None => Source::V6Prefix((u128::from(v6) >> 64) as u64),
+            },
+        }
+    }
+}
+
+/// Fixed one-minute windows, counted from the relay's start; a window's counts are dropped when
+/// it ends. In memory only, never logged.
+struct RateLimiter {
+    per_min: u32,
+    start: tokio::time::Instant,
+    /// (window number, requests per source in that window).
+    counts: Mutex<(u64, HashMap<Source, u32>)>,
+}
+
+impl RateLimiter {
+    fn new(per_min: u32) -> Self {
+        Self {
+            per_min: per_min.max(1),
+            start: tokio::time::Instant::now(),
+            counts: Mutex::new((0, HashMap::new())),
+        }
+    }
+
+    /// Count one request from `ip`; `Err(seconds until the window ends)` when over the limit.
+    fn allow(&self, ip: IpAddr) -> Result<(), u64> {
+        self.allow_at(ip, self.start.elapsed())
+    }
+
+    /// [`RateLimiter::allow`] at `elapsed` since the start.
+    fn allow_at(&self, ip: IpAddr, elapsed: Duration) -> Result<(), u64> {
+        let window = elapsed.as_secs() / RATE_WINDOW.as_secs();
+        let mut counts = self.counts.lock().unwrap_or_else(|p| p.into_inner());
+        if counts.0 != window {
+            counts.0 = window;
+            counts.1.clear();
+        }
+        let n = counts.1.entry(Source::of(ip)).or_insert(0);
+        if *n >= self.per_min {
+            let window_end = RATE_WINDOW.as_secs() * (window + 1);
+            return Err(window_end.saturating_sub(elapsed.as_secs()).max(1));
+        }
+        *n += 1;
+        Ok(())
     }
 }
 
@@ -76,6 +240,10 @@ struct RelayState {
     verifier: reqwest::Client,
     /// When the last refresh finished (also serialises refreshes).
     last_refresh: tokio::sync::Mutex<Option<tokio::time::Instant>>,
+    /// Per-source-address limit of `POST /ohttp`.
+    limiter: RateLimiter,
+    /// Whether the "no peer address, no rate limit" warning was given.
+    warned_no_peer: AtomicBool,
 }
 
 /// The OHTTP relay. Cheap to clone (shared state).
@@ -113,10 +281,12 @@ impl OhttpRelay {
         Ok(Self {
             state: Arc::new(RelayState {
                 reader,
-                config,
                 targets: RwLock::new(HashMap::new()),
                 verifier,
                 last_refresh: tokio::sync::Mutex::new(None),
+                limiter: RateLimiter::new(config.rate_limit_per_min),
+                warned_no_peer: AtomicBool::new(false),
+                config,
             }),
         })
     }
@@ -238,7 +408,24 @@ impl OhttpRelay {
         })
     }
 
-    /// The relay's HTTP interface: `POST /ohttp` and `GET /healthz` (CORS open).
+    /// Serve the relay on `tcp` through [`RelayListener`] (so that the rate limit applies),
+    /// until the task is dropped or an I/O error occurs.
+    pub async fn serve(&self, tcp: TcpListener) -> std::io::Result<()> {
+        axum::serve(RelayListener::new(tcp), self.into_make_service()).await
+    }
+
+    /// [`OhttpRelay::router`] as a service for `axum::serve` with a [`RelayListener`], carrying
+    /// each connection's [`PeerIp`] to the rate limit:
+    /// `axum::serve(RelayListener::new(tcp), relay.into_make_service())` (add
+    /// `.with_graceful_shutdown(..)` as needed). To add layers, build it yourself:
+    /// `relay.router().layer(..).into_make_service_with_connect_info::<PeerIp>()`.
+    pub fn into_make_service(&self) -> IntoMakeServiceWithConnectInfo<Router, PeerIp> {
+        self.router()
+            .into_make_service_with_connect_info::<PeerIp>()
+    }
+
+    /// The relay's HTTP interface: `POST /ohttp` and `GET /healthz` (CORS open). Served without
+    /// [`RelayListener`] it has no peer address and no rate limit (see the module docs).
     pub fn router(&self) -> Router {
         Router::new()
             .route("/ohttp", post(forward))
@@ -259,7 +446,43 @@ async fn healthz(State(relay): State<OhttpRelay>) -> Response {
         .into_response()
 }
 
-async fn forward(State(relay): State<OhttpRelay>, headers: HeaderMap, body: Body) -> Response {
+/// The per-address check of `POST /ohttp`: `Some(429)` over the limit. Without a peer address
+/// (not served through [`RelayListener`]) nothing can be counted: warn once, let it pass.
+fn over_limit(relay: &OhttpRelay, request: &Request) -> Option<Response> {
+    let peer = request
+        .extensions()
+        .get::<ConnectInfo<PeerIp>>()
+        .and_then(|ConnectInfo(PeerIp(ip))| *ip);
+    let Some(ip) = peer else {
+        if !relay.state.warned_no_peer.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                "relay served without RelayListener: no peer address, so no per-address rate limit"
+            );
+        }
+        return None;
+    };
+    let retry_after = relay.state.limiter.allow(ip).err()?;
+    let mut response = json_error(
+        StatusCode::TOO_MANY_REQUESTS,
+        &format!(
+            "more than {} requests a minute from this address; retry in {retry_after} s",
+            relay.state.limiter.per_min
+        ),
+    );
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
+    Some(response)
+}
+
+async fn forward(State(relay): State<OhttpRelay>, request: Request) -> Response {
+    // Counted first, whatever follows: refused requests (unknown targets, which may trigger a
+    // refresh) cost the relay work too.
+    if let Some(refused) = over_limit(&relay, &request) {
+        return refused;
+    }
+    let (parts, body) = request.into_parts();
+    let headers = parts.headers;
     let Some(raw_target) = headers.get(TARGET_HEADER).and_then(|v| v.to_str().ok()) else {
         return json_error(StatusCode::BAD_REQUEST, "missing x-privsvc-target header");
     };
@@ -326,4 +549,42 @@ fn too_large() -> Response {
 
 fn relayer_failed() -> Response {
     json_error(StatusCode::BAD_GATEWAY, "the relayer failed")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sources_are_ipv4_addresses_and_ipv6_slash_64_prefixes() {
+        // `Source` has no Debug on purpose (it holds an address): compare with `assert!`.
+        let same =
+            |a: &str, b: &str| Source::of(a.parse().unwrap()) == Source::of(b.parse().unwrap());
+        assert!(same("10.0.0.1", "::ffff:10.0.0.1"));
+        assert!(!same("10.0.0.1", "10.0.0.2"));
+        assert!(same("2001:db8:1:2::1", "2001:db8:1:2:ffff::9"));
+        assert!(!same("2001:db8:1:2::1", "2001:db8:1:3::1"));
+    }
+
+    #[test]
+    fn peer_ips_never_print() {
+        let peer = PeerIp(Some("192.0.2.7".parse().unwrap()));
+        assert_eq!(format!("{peer:?} {peer}"), "<peer> <peer>");
+    }
+
+    #[test]
+    fn limits_per_source_per_window() {
+        let limiter = RateLimiter::new(2);
+        let a: IpAddr = "10.0.0.1".parse().unwrap();
+        let b: IpAddr = "10.0.0.2".parse().unwrap();
+        let at = Duration::from_secs;
+        assert_eq!(limiter.allow_at(a, at(0)), Ok(()));
+        assert_eq!(limiter.allow_at(a, at(1)), Ok(()));
+        assert_eq!(limiter.allow_at(a, at(15)), Err(45));
+        assert_eq!(limiter.allow_at(b, at(15)), Ok(()));
+        // The next window forgets the counts.
+        assert_eq!(limiter.allow_at(a, at(60)), Ok(()));
+        assert_eq!(limiter.counts.lock().unwrap().1.len(), 1);
+        assert_eq!(RateLimiter::new(0).per_min, 1);
+    }
 }

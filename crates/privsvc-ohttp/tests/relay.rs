@@ -27,6 +27,7 @@ fn config() -> RelayConfig {
         forward_timeout: Duration::from_secs(5),
         allow_http: true,
         on_demand_refresh_gap: Duration::from_secs(3600),
+        rate_limit_per_min: privsvc_ohttp::relay::DEFAULT_RATE_LIMIT_PER_MIN,
     }
 }
 
@@ -449,4 +450,100 @@ async fn forwards_no_client_headers_and_pools_one_connection() {
     }
     // Three forwarded requests, one pooled connection.
     assert_eq!(peers.count() - connections_after_verification, 1);
+}
+
+/// A client whose connections leave from `ip` (any 127.0.0.0/8 address works on loopback).
+fn client_from(ip: &str) -> reqwest::Client {
+    reqwest::Client::builder()
+        .local_address(ip.parse::<std::net::IpAddr>().unwrap())
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn rate_limit_per_source_address_through_the_relay_listener() {
+    let chain = Chain::start().await;
+    let gateway = Arc::new(OhttpGateway::from_seed(b"relay rate limit seed, 32 bytes.").unwrap());
+    let (relayer_url, _relayer_task) = serve(relayer(addr(0), Some(gateway.clone()))).await;
+    chain
+        .heartbeat(0, &relayer_url, Some(&gateway.public_key()))
+        .await;
+    let relay = OhttpRelay::new(
+        chain.reader.clone(),
+        RelayConfig {
+            rate_limit_per_min: 3,
+            ..config()
+        },
+    )
+    .unwrap();
+    assert_eq!(relay.refresh().await.unwrap(), 1);
+    let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let relay_url = format!("http://{}", tcp.local_addr().unwrap());
+    let serving = relay.clone();
+    let _relay_task = tokio::spawn(async move { serving.serve(tcp).await.unwrap() });
+    let key = gateway.public_key();
+
+    // Three requests from 127.0.0.1 pass (one pooled connection).
+    let first = client_from("127.0.0.1");
+    for _ in 0..3 {
+        let info = ohttp_call(&relay_url, &relayer_url, &key, get("/v1/info"), &first)
+            .await
+            .unwrap();
+        assert_eq!(info.status, 200);
+    }
+    // The fourth is refused, whatever the connection.
+    match ohttp_call(&relay_url, &relayer_url, &key, get("/v1/info"), &first).await {
+        Err(OhttpError::Refused {
+            status: 429,
+            message,
+        }) => {
+            assert!(
+                message.contains("more than 3 requests a minute"),
+                "{message}"
+            )
+        }
+        other => panic!("expected 429, got {other:?}"),
+    }
+    let response = client_from("127.0.0.1")
+        .post(format!("{relay_url}/ohttp"))
+        .header("content-type", "message/ohttp-req")
+        .header("x-privsvc-target", &relayer_url)
+        .body(vec![0u8; 64])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 429);
+    let retry: u64 = response.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=60).contains(&retry), "{retry}");
+    assert_eq!(
+        response.headers()["content-type"].to_str().unwrap(),
+        "application/json"
+    );
+    let body: serde_json::Value = response.json().await.unwrap();
+    assert!(
+        body["error"].as_str().unwrap().contains("retry in"),
+        "{body}"
+    );
+
+    // Another source address still passes; /healthz is not limited.
+    let other = ohttp_call(
+        &relay_url,
+        &relayer_url,
+        &key,
+        get("/v1/info"),
+        &client_from("127.0.0.2"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(other.status, 200);
+    let health = first
+        .get(format!("{relay_url}/healthz"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status().as_u16(), 200);
 }

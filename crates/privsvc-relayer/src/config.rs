@@ -23,7 +23,7 @@
 //! | `ISSUER_CODES_FILE` | `--issuer-codes-file` | none | one-time attestation codes, one a line; when given, issuance needs one |
 //! | `OHTTP` | `--ohttp` | `off` | `on` serves `POST /v1/ohttp` |
 //! | `OHTTP_SEED` | none (env only) | none | 32-byte hex seed of the gateway key (required with `OHTTP=on`) |
-//! | `RATE_LIMIT_PER_MIN` | `--rate-limit-per-min` | 30 | submissions a minute per source address (tokens off) |
+//! | `RATE_LIMIT_PER_MIN` | `--rate-limit-per-min` | 30 | submissions a minute per source address (tokens off; OHTTP traffic is limited at the OHTTP relay) |
 //! | `QUEUE_CAPACITY` | `--queue-capacity` | 10000 | queued records, at most (503 beyond) |
 //! | `HEARTBEAT_MS` | `--heartbeat-ms` | 600000 | heartbeat interval |
 //! | `FLUSH_JITTER_MS` | `--flush-jitter-ms` | 1000 | each flush is delayed by a uniform random 0..=this many ms |

@@ -20,6 +20,18 @@
 //! allowlist ([`state::ledger_error_kind`]). Binaries should add
 //! `privsvc_ohttp::SILENCE_OHTTP_LOGS` to their log filter.
 //!
+//! Rate limit: with tokens off, submissions are limited per source address (`RATE_LIMIT_PER_MIN`,
+//! [`ratelimit`]). Requests arriving through `POST /v1/ohttp` are dispatched in-process without
+//! a client address (the relayer sees only the OHTTP relay), so the relayer cannot limit them:
+//! OHTTP traffic is rate limited per client address at the OHTTP relay
+//! (`privsvc_ohttp::RelayConfig::rate_limit_per_min`, served through
+//! `privsvc_ohttp::relay::RelayListener`).
+//!
+//! Reconciliation: a record found already on the ledger (its owner holds an entity with its
+//! envelope) is marked written with the hash of the transaction that created that entity, read
+//! with `LedgerReader::creation_tx` (`eth_getLogs`); the zero hash only when the node cannot
+//! tell.
+//!
 //! Module map: [`config`] (env and flags), [`store`] (SQLite, group commit), [`queue`] (the
 //! batching decision), [`batcher`] (scheduler and batch transactions), [`reconcile`] (restart),
 //! [`writer`] (the one serialized writer), [`health`] (heartbeats, retention, health record),
