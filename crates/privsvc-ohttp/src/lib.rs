@@ -31,7 +31,7 @@ pub use error::OhttpError;
 pub use gateway::{OhttpGateway, ResponseSealer};
 pub use http_util::normalize_relayer_url;
 pub use listener::{Anonymous, AnonymousListener};
-pub use relay::{OhttpRelay, RelayConfig};
+pub use relay::{OhttpRelay, PeerIp, RelayConfig, RelayListener, DEFAULT_RATE_LIMIT_PER_MIN};
 pub use transport::{
     HttpTransport, InProcessTransport, OhttpTransport, RelayerRequest, RelayerResponse, Transport,
 };
