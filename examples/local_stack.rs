@@ -37,7 +37,7 @@ use privsvc::client::{
 };
 use privsvc::devnet::{Address, BlockTime, Devnet, DevnetConfig, DevnetHandle, DEV_PRIVATE_KEYS};
 use privsvc::ledger::{LedgerReader, RpcLedger, RpcWriter};
-use privsvc::ohttp::{AnonymousListener, OhttpRelay, RelayConfig, SILENCE_OHTTP_LOGS};
+use privsvc::ohttp::{OhttpRelay, PeerIp, RelayConfig, RelayListener, SILENCE_OHTTP_LOGS};
 use privsvc::relayer::{OhttpSeed, Relayer, RelayerConfig, RelayerHandle, RelayerKey, TokenMode};
 use tempfile::TempDir;
 
@@ -162,6 +162,9 @@ async fn start_stack() -> Result<Stack> {
         RelayConfig {
             allow_http: true, // loopback targets are http://
             refresh_interval: Duration::from_secs(5),
+            // Every process here shares 127.0.0.1, so the per-address limit is set for the
+            // whole demo rather than for one user.
+            rate_limit_per_min: 6_000,
             ..RelayConfig::default()
         },
     )?;
@@ -184,7 +187,8 @@ async fn start_stack() -> Result<Stack> {
         },
     ));
     let relay_task = tokio::spawn(async move {
-        if let Err(e) = axum::serve(AnonymousListener::new(listener), router).await {
+        let service = router.into_make_service_with_connect_info::<PeerIp>();
+        if let Err(e) = axum::serve(RelayListener::new(listener), service).await {
             eprintln!("OHTTP relay stopped: {e}");
         }
     });

@@ -19,7 +19,7 @@ use privsvc::client::{
 };
 use privsvc::devnet::{Address, BlockTime, Devnet, DevnetConfig, DevnetHandle, DEV_PRIVATE_KEYS};
 use privsvc::ledger::{ArkivValue, LedgerReader, RpcLedger, RpcWriter};
-use privsvc::ohttp::{AnonymousListener, OhttpRelay, RelayConfig};
+use privsvc::ohttp::{OhttpRelay, PeerIp, RelayConfig, RelayListener};
 use privsvc::relayer::{OhttpSeed, Relayer, RelayerConfig, RelayerHandle, RelayerKey, TokenMode};
 use tempfile::TempDir;
 
@@ -98,6 +98,9 @@ impl Stack {
             RelayConfig {
                 allow_http: true,
                 refresh_interval: Duration::from_secs(1),
+                // All 20 load clients share 127.0.0.1: the per-address limit is real (served
+                // through RelayListener below) but sized for the whole test.
+                rate_limit_per_min: 1_000_000,
                 ..RelayConfig::default()
             },
         )
@@ -118,7 +121,8 @@ impl Stack {
             },
         ));
         let relay_task = tokio::spawn(async move {
-            axum::serve(AnonymousListener::new(listener), router)
+            let service = router.into_make_service_with_connect_info::<PeerIp>();
+            axum::serve(RelayListener::new(listener), service)
                 .await
                 .ok();
         });
