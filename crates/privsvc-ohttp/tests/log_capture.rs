@@ -5,70 +5,32 @@
 
 mod common;
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
-
-use common::{addr, relayer, serve_recording, Chain};
-use privsvc_ohttp::{
-    ohttp_call, OhttpGateway, OhttpRelay, RelayConfig, RelayerRequest, MAX_ENCAPSULATED_BYTES,
-    SILENCE_OHTTP_LOGS,
-};
-
-#[derive(Clone, Default)]
-struct Buffer(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Buffer {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Buffer {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
-}
+use common::{capture_logs, relayed, serve_recording, Relayed};
+use privsvc_ohttp::{ohttp_call, RelayConfig, RelayerRequest, MAX_ENCAPSULATED_BYTES};
 
 const BODY_MARKER: &str = "BODY-MARKER-5d1e";
 const FORGED_ADDRESS: &str = "198.51.100.77";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn relay_and_gateway_log_no_client_address_or_body() {
-    let logs = Buffer::default();
-    let writer = logs.clone();
-    // Everything at TRACE, except the `ohttp` crate's own key-schedule traces (see
-    // SILENCE_OHTTP_LOGS), as every privsvc binary configures it.
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::new(format!(
-            "trace,{SILENCE_OHTTP_LOGS}"
-        )))
-        .with_ansi(false)
-        .without_time()
-        .with_writer(move || writer.clone())
-        .try_init()
-        .expect("global subscriber");
+    let logs = capture_logs();
 
     // Relayer (addressed as localhost, so its URL holds no client-like IP) and relay.
-    let gateway = Arc::new(OhttpGateway::from_seed(b"log capture seed, 32 bytes long.").unwrap());
-    let (relayer_url, _, _t1) =
-        serve_recording(relayer(addr(0), Some(gateway.clone())), "localhost").await;
-    let chain = Chain::start().await;
-    chain
-        .heartbeat(0, &relayer_url, Some(&gateway.public_key()))
-        .await;
-    let relay = OhttpRelay::new(
-        chain.reader.clone(),
+    let Relayed {
+        gateway,
+        relayer_url,
+        relay,
+        relayer_task: _t1,
+        ..
+    } = relayed(
+        b"log capture seed, 32 bytes long.",
+        "localhost",
         RelayConfig {
             allow_http: true,
             ..RelayConfig::default()
         },
     )
-    .unwrap();
-    assert_eq!(relay.refresh().await.unwrap(), 1);
+    .await;
     let (relay_url, client_peers, _t2) = serve_recording(relay.router(), "127.0.0.1").await;
 
     // Successful calls carrying the marker in both directions.

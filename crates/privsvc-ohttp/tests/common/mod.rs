@@ -1,18 +1,22 @@
 //! Shared test harness: loopback servers, a small relayer API, and a ledger with heartbeats.
 #![allow(dead_code)]
 
+use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use alloy_primitives::Address;
 use axum::extract::Path;
 use axum::http::StatusCode;
-use axum::routing::{get, post};
+use axum::routing::{self, post};
 use axum::{Json, Router};
 use privsvc_devnet::{BlockTime, DevSigner, Devnet, DevnetConfig, DevnetHandle, DEV_PRIVATE_KEYS};
 use privsvc_ledger::system::Heartbeat;
 use privsvc_ledger::{LedgerReader, LedgerWriter, Operation, RpcLedger, RpcWriter};
-use privsvc_ohttp::{gateway_router, Anonymous, OhttpGateway};
+use privsvc_ohttp::{
+    gateway_router, Anonymous, OhttpGateway, OhttpRelay, RelayConfig, RelayerRequest,
+    SILENCE_OHTTP_LOGS,
+};
 use tokio::net::{TcpListener, TcpStream};
 
 /// Serve `router` on 127.0.0.1:0 without peer addresses; returns the base URL and the task.
@@ -84,7 +88,7 @@ pub fn relayer_api(address: Address, gateway: Option<Arc<OhttpGateway>>) -> Rout
     Router::new()
         .route(
             "/v1/info",
-            get(move || async move {
+            routing::get(move || async move {
                 Json(serde_json::json!({
                     "address": address.to_checksum(None),
                     "version": "privsvc-relayer/1",
@@ -114,7 +118,7 @@ pub fn relayer_api(address: Address, gateway: Option<Arc<OhttpGateway>>) -> Rout
         )
         .route(
             "/v1/records/{id}",
-            get(|Path(_id): Path<String>| async {
+            routing::get(|Path(_id): Path<String>| async {
                 (
                     StatusCode::NOT_FOUND,
                     Json(serde_json::json!({"error": "unknown id"})),
@@ -123,7 +127,7 @@ pub fn relayer_api(address: Address, gateway: Option<Arc<OhttpGateway>>) -> Rout
         )
         .route(
             "/boom",
-            get(|| async { (StatusCode::INTERNAL_SERVER_ERROR, "boom") }),
+            routing::get(|| async { (StatusCode::INTERNAL_SERVER_ERROR, "boom") }),
         )
 }
 
@@ -214,4 +218,93 @@ impl Chain {
     pub fn mine(&self, n: u64) {
         self.node.mine_blocks(n).expect("mine");
     }
+}
+
+/// A `GET path` request to a relayer.
+pub fn get(path: &str) -> RelayerRequest {
+    RelayerRequest {
+        method: "GET".into(),
+        path: path.into(),
+        body: None,
+    }
+}
+
+/// A relayer (dev account 0) with a live heartbeat on a fresh devnet, and a relay that has
+/// refreshed and verified it (not yet served).
+pub struct Relayed {
+    pub chain: Chain,
+    pub gateway: Arc<OhttpGateway>,
+    pub relayer_url: String,
+    pub relay: OhttpRelay,
+    pub relayer_task: tokio::task::JoinHandle<()>,
+}
+
+/// Start a [`Relayed`]: the gateway's key comes from `seed`, the relayer's URL names `host`
+/// (e.g. `localhost`), the relay runs with `config`.
+pub async fn relayed(seed: &[u8], host: &str, config: RelayConfig) -> Relayed {
+    let chain = Chain::start().await;
+    let gateway = Arc::new(OhttpGateway::from_seed(seed).unwrap());
+    let (relayer_url, _, relayer_task) =
+        serve_recording(relayer(addr(0), Some(gateway.clone())), host).await;
+    chain
+        .heartbeat(0, &relayer_url, Some(&gateway.public_key()))
+        .await;
+    let relay = OhttpRelay::new(chain.reader.clone(), config).unwrap();
+    assert_eq!(relay.refresh().await.unwrap(), 1);
+    Relayed {
+        chain,
+        gateway,
+        relayer_url,
+        relay,
+        relayer_task,
+    }
+}
+
+/// Serve `relay` through its own `RelayListener` (per-address rate limit) on 127.0.0.1:0;
+/// returns the relay's URL and the task.
+pub async fn serve_relay_listener(relay: &OhttpRelay) -> (String, tokio::task::JoinHandle<()>) {
+    let tcp = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let relay_url = format!("http://{}", tcp.local_addr().unwrap());
+    let serving = relay.clone();
+    let task = tokio::spawn(async move { serving.serve(tcp).await.unwrap() });
+    (relay_url, task)
+}
+
+/// Everything the global subscriber installed by [`capture_logs`] writes.
+#[derive(Clone, Default)]
+pub struct LogCapture(Arc<Mutex<Vec<u8>>>);
+
+impl Write for LogCapture {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl LogCapture {
+    /// The captured text so far.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+/// Install the global subscriber (once per process) capturing everything at TRACE, except the
+/// `ohttp` crate's own key-schedule traces (see SILENCE_OHTTP_LOGS), as every privsvc binary
+/// configures it.
+pub fn capture_logs() -> LogCapture {
+    let logs = LogCapture::default();
+    let writer = logs.clone();
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(format!(
+            "trace,{SILENCE_OHTTP_LOGS}"
+        )))
+        .with_ansi(false)
+        .without_time()
+        .with_writer(move || writer.clone())
+        .try_init()
+        .expect("global subscriber");
+    logs
 }
