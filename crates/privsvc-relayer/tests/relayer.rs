@@ -19,9 +19,7 @@ const T: Duration = Duration::from_secs(30);
 
 #[tokio::test]
 async fn status_202_then_written_owned_by_the_one_time_owner_and_created_by_the_relayer() {
-    let node = devnet().await;
-    let dir = tempfile::tempdir().unwrap();
-    let relayer = start(&node, 0, config(dir.path())).await;
+    let (node, _dir, relayer) = devnet_and_relayer(|_| {}).await;
     let (body, owner) = record_body(APP, 86_400, b"payload bytes");
     let id = submit(relayer.url(), &body).await;
     let st = wait_state(relayer.url(), &id, "written", T).await;
@@ -63,9 +61,7 @@ async fn status_202_then_written_owned_by_the_one_time_owner_and_created_by_the_
 
 #[tokio::test]
 async fn status_400_names_each_problem() {
-    let node = devnet().await;
-    let dir = tempfile::tempdir().unwrap();
-    let relayer = start(&node, 0, config(dir.path())).await;
+    let (_node, _dir, relayer) = devnet_and_relayer(|_| {}).await;
     let url = relayer.url().to_string();
     let base = body();
     let with = |f: &dyn Fn(&mut Value)| {
@@ -149,10 +145,7 @@ async fn status_400_names_each_problem() {
         ),
     ];
     for (b, needle) in cases {
-        let (status, v) = post(&url, "/v1/records", &b).await;
-        assert_eq!(status, 400, "{needle}: {v}");
-        let e = v["error"].as_str().unwrap();
-        assert!(e.contains(needle), "expected {needle:?} in {e:?}");
+        refused(&url, &b, 400, needle).await;
     }
     let r = http()
         .post(format!("{url}/v1/records"))
@@ -185,9 +178,7 @@ async fn status_402_without_a_token_when_tokens_are_required() {
     let node = devnet().await;
     let dir = tempfile::tempdir().unwrap();
     let relayer = start(&node, 0, token_config(dir.path(), dev_address(1))).await;
-    let (status, v) = post(relayer.url(), "/v1/records", &body()).await;
-    assert_eq!(status, 402, "{v}");
-    assert!(v["error"].as_str().unwrap().contains("requires a token"));
+    refused(relayer.url(), &body(), 402, "requires a token").await;
     let info = get(relayer.url(), "/v1/info").await.1;
     assert_eq!(info["tokensRequired"], true);
     assert_eq!(info["issuer"], dev_address(1).to_checksum(None));
@@ -205,17 +196,8 @@ async fn status_403_for_invalid_spent_old_or_keyless_tokens_and_tokens_are_writt
 
     // A good token is accepted once, and its spends entity lands with the batch.
     let token = issuer.token(APP, today());
-    let mut b = body();
-    b["token"] = serde_json::to_value(&token).unwrap();
-    let id = submit(&url, &b).await;
-    let mut again = body();
-    again["token"] = b["token"].clone();
-    let (status, v) = post(&url, "/v1/records", &again).await;
-    assert_eq!(status, 403, "{v}");
-    assert!(
-        v["error"].as_str().unwrap().contains("already spent"),
-        "{v}"
-    );
+    let id = submit(&url, &body_with_token(&token)).await;
+    refused(&url, &body_with_token(&token), 403, "already spent").await;
     let st = wait_state(&url, &id, "written", T).await;
     let block: u64 = st["block"].as_str().unwrap().parse().unwrap();
     let spends = reader(&node)
@@ -244,57 +226,33 @@ async fn status_403_for_invalid_spent_old_or_keyless_tokens_and_tokens_are_writt
     // Invalid signature.
     let mut bad = issuer.token(APP, today());
     bad.signature = issuer.token(APP, today()).signature;
-    let mut b = body();
-    b["token"] = serde_json::to_value(&bad).unwrap();
-    let (status, v) = post(&url, "/v1/records", &b).await;
-    assert_eq!(status, 403, "{v}");
-    assert!(
-        v["error"].as_str().unwrap().contains("token invalid"),
-        "{v}"
-    );
+    refused(&url, &body_with_token(&bad), 403, "token invalid").await;
 
     // An epoch no longer accepted.
-    let mut b = body();
-    b["token"] = serde_json::to_value(issuer.token(APP, today() - 2)).unwrap();
-    let (status, v) = post(&url, "/v1/records", &b).await;
-    assert_eq!(status, 403, "{v}");
-    assert!(
-        v["error"].as_str().unwrap().contains("no longer accepted"),
-        "{v}"
-    );
+    let old = body_with_token(&issuer.token(APP, today() - 2));
+    refused(&url, &old, 403, "no longer accepted").await;
 
     // Yesterday is accepted, but the issuer published no key for it.
-    let mut b = body();
-    b["token"] = serde_json::to_value(issuer.token(APP, today() - 1)).unwrap();
-    let (status, v) = post(&url, "/v1/records", &b).await;
-    assert_eq!(status, 403, "{v}");
-    assert!(
-        v["error"].as_str().unwrap().contains("no issuer key"),
-        "{v}"
-    );
+    let keyless = body_with_token(&issuer.token(APP, today() - 1));
+    refused(&url, &keyless, 403, "no issuer key").await;
     relayer.shutdown().await;
 }
 
 #[tokio::test]
 async fn status_413_over_64_kb() {
-    let node = devnet().await;
-    let dir = tempfile::tempdir().unwrap();
-    let relayer = start(&node, 0, config(dir.path())).await;
+    let (_node, _dir, relayer) = devnet_and_relayer(|_| {}).await;
     let mut b = body();
     b["padding"] = json!("x".repeat(70 * 1024));
-    let (status, v) = post(relayer.url(), "/v1/records", &b).await;
-    assert_eq!(status, 413, "{v}");
-    assert!(v["error"].as_str().unwrap().contains("64 KB"));
+    refused(relayer.url(), &b, 413, "64 KB").await;
     relayer.shutdown().await;
 }
 
 #[tokio::test]
 async fn status_429_per_address_only_when_tokens_are_off() {
-    let node = devnet().await;
-    let dir = tempfile::tempdir().unwrap();
-    let mut c = config(dir.path());
-    c.rate_limit_per_min = 2;
-    let relayer = start(&node, 0, c).await;
+    let (node, _dir, relayer) = devnet_and_relayer(|c| {
+        c.rate_limit_per_min = 2;
+    })
+    .await;
     submit(relayer.url(), &body()).await;
     submit(relayer.url(), &body()).await;
     let (status, v) = post(relayer.url(), "/v1/records", &body()).await;
@@ -314,29 +272,26 @@ async fn status_429_per_address_only_when_tokens_are_off() {
 
 #[tokio::test]
 async fn status_503_when_the_queue_is_full() {
-    let node = devnet().await;
-    let dir = tempfile::tempdir().unwrap();
-    let mut c = config(dir.path());
-    c.queue_capacity = 2;
-    c.min_batch = 10;
-    c.max_wait_ms = 600_000;
-    let relayer = start(&node, 0, c).await;
+    let (_node, _dir, relayer) = devnet_and_relayer(|c| {
+        c.queue_capacity = 2;
+        c.min_batch = 10;
+        c.max_wait_ms = 600_000;
+    })
+    .await;
     submit(relayer.url(), &body()).await;
     submit(relayer.url(), &body()).await;
-    let (status, v) = post(relayer.url(), "/v1/records", &body()).await;
-    assert_eq!(status, 503, "{v}");
-    assert_eq!(v["error"], "queue full");
+    let e = refused(relayer.url(), &body(), 503, "queue full").await;
+    assert_eq!(e, "queue full");
     relayer.shutdown().await;
 }
 
 #[tokio::test]
 async fn status_404_for_an_unknown_id_and_position_counts_records_ahead() {
-    let node = devnet().await;
-    let dir = tempfile::tempdir().unwrap();
-    let mut c = config(dir.path());
-    c.min_batch = 10;
-    c.max_wait_ms = 600_000;
-    let relayer = start(&node, 0, c).await;
+    let (_node, _dir, relayer) = devnet_and_relayer(|c| {
+        c.min_batch = 10;
+        c.max_wait_ms = 600_000;
+    })
+    .await;
     let (status, v) = get(
         relayer.url(),
         "/v1/records/00000000-0000-4000-8000-000000000000",
@@ -360,12 +315,11 @@ async fn status_404_for_an_unknown_id_and_position_counts_records_ahead() {
 
 #[tokio::test]
 async fn holds_that_form_and_holds_that_fail() {
-    let node = devnet().await;
-    let dir = tempfile::tempdir().unwrap();
-    let mut c = config(dir.path());
-    c.min_batch = 1;
-    c.max_wait_ms = 1500;
-    let relayer = start(&node, 0, c).await;
+    let (_node, _dir, relayer) = devnet_and_relayer(|c| {
+        c.min_batch = 1;
+        c.max_wait_ms = 1500;
+    })
+    .await;
     let url = relayer.url().to_string();
 
     // k = 3 holds the batch until three records are there.
@@ -375,10 +329,7 @@ async fn holds_that_form_and_holds_that_fail() {
     let a = submit(&url, &held).await;
     let b = submit(&url, &body()).await;
     let c2 = submit(&url, &body()).await;
-    for id in [&a, &b, &c2] {
-        let st = wait_state(&url, id, "written", T).await;
-        assert_eq!(st["batchSize"], 3, "{st}");
-    }
+    wait_written_in_batch(&url, &[&a, &b, &c2], 3, T).await;
 
     // k = 4 alone: other records flush without it at max wait, then it fails.
     let mut lonely = body();
@@ -399,11 +350,10 @@ async fn holds_that_form_and_holds_that_fail() {
 
 #[tokio::test]
 async fn statuses_are_pruned_after_retention() {
-    let node = devnet().await;
-    let dir = tempfile::tempdir().unwrap();
-    let mut c = config(dir.path());
-    c.status_retention_ms = 800;
-    let relayer = start(&node, 0, c).await;
+    let (_node, _dir, relayer) = devnet_and_relayer(|c| {
+        c.status_retention_ms = 800;
+    })
+    .await;
     let id = submit(relayer.url(), &body()).await;
     wait_state(relayer.url(), &id, "written", T).await;
     let path = format!("/v1/records/{id}");
@@ -432,8 +382,7 @@ async fn a_token_is_spent_once_under_200_concurrent_redemptions() {
     let token = serde_json::to_value(issuer.token(APP, today())).unwrap();
     let mut tasks = Vec::new();
     for _ in 0..200 {
-        let mut b = body();
-        b["token"] = token.clone();
+        let b = body_with_token(&token);
         let url = relayer.url().to_string();
         tasks.push(tokio::spawn(async move {
             post(&url, "/v1/records", &b).await.0
@@ -459,8 +408,7 @@ async fn a_double_spend_across_two_relayers_is_detected() {
     let honest = serde_json::to_value(issuer.token(APP, today())).unwrap();
     let mut ids = Vec::new();
     for (r, t) in [(&r1, &token), (&r2, &token), (&r1, &honest)] {
-        let mut b = body();
-        b["token"] = t.clone();
+        let b = body_with_token(t);
         ids.push((r.url().to_string(), submit(r.url(), &b).await));
     }
     for (url, id) in &ids {
@@ -476,12 +424,11 @@ async fn a_double_spend_across_two_relayers_is_detected() {
 
 #[tokio::test]
 async fn healthz_reports_every_field_and_heartbeats_are_published() {
-    let node = devnet().await;
-    let dir = tempfile::tempdir().unwrap();
-    let mut c = config(dir.path());
-    c.heartbeat_ms = 1000;
-    c.public_url = Some("http://relayer.test:1234".into());
-    let relayer = start(&node, 0, c).await;
+    let (node, _dir, relayer) = devnet_and_relayer(|c| {
+        c.heartbeat_ms = 1000;
+        c.public_url = Some("http://relayer.test:1234".into());
+    })
+    .await;
     let start_t = std::time::Instant::now();
     let h = loop {
         let h = get(&format!("http://{}", relayer.local_addr()), "/healthz")
@@ -522,13 +469,7 @@ async fn ohttp_on_serves_encapsulated_requests_and_off_answers_404() {
     let node = devnet().await;
     let dir = tempfile::tempdir().unwrap();
     let off = start(&node, 0, config(dir.path())).await;
-    let r = http()
-        .post(format!("{}/v1/ohttp", off.url()))
-        .header("content-type", "message/ohttp-req")
-        .body(vec![1u8, 2, 3])
-        .send()
-        .await
-        .unwrap();
+    let r = post_ohttp(off.url(), vec![1u8, 2, 3]).await;
     assert_eq!(r.status().as_u16(), 404);
     assert!(get(off.url(), "/v1/info").await.1.get("ohttpKey").is_none());
     off.shutdown().await;
@@ -539,13 +480,7 @@ async fn ohttp_on_serves_encapsulated_requests_and_off_answers_404() {
     let on = start(&node, 0, c).await;
     let info = get(on.url(), "/v1/info").await.1;
     let key = info["ohttpKey"].as_str().expect("ohttpKey").to_string();
-    let r = http()
-        .post(format!("{}/v1/ohttp", on.url()))
-        .header("content-type", "message/ohttp-req")
-        .body(vec![1u8, 2, 3])
-        .send()
-        .await
-        .unwrap();
+    let r = post_ohttp(on.url(), vec![1u8, 2, 3]).await;
     assert_eq!(r.status().as_u16(), 400);
     let request = privsvc_ohttp::BinaryRequest {
         method: "POST".into(),
@@ -555,13 +490,7 @@ async fn ohttp_on_serves_encapsulated_requests_and_off_answers_404() {
     };
     let authority = on.url().trim_start_matches("http://").to_string();
     let (msg, pending) = privsvc_ohttp::encapsulate(&key, &request, "http", &authority).unwrap();
-    let r = http()
-        .post(format!("{}/v1/ohttp", on.url()))
-        .header("content-type", "message/ohttp-req")
-        .body(msg)
-        .send()
-        .await
-        .unwrap();
+    let r = post_ohttp(on.url(), msg).await;
     assert_eq!(r.status().as_u16(), 200);
     let answer = pending.open(&r.bytes().await.unwrap()).unwrap();
     assert_eq!(answer.status, 202);
@@ -619,15 +548,6 @@ impl LedgerWriter for Faulty {
     }
 }
 
-async fn owner_entities(node: &privsvc_devnet::DevnetHandle, owner: Address) -> usize {
-    reader(node)
-        .query(&format!("$owner = addr({owner})"), &QueryOptions::default())
-        .await
-        .unwrap()
-        .entities
-        .len()
-}
-
 async fn crash_case(which: &str) {
     let node = devnet().await;
     let dir = tempfile::tempdir().unwrap();
@@ -640,9 +560,7 @@ async fn crash_case(which: &str) {
         "sent-not-mined" | "superseded" => faulty.drop_broadcast.store(true, Ordering::SeqCst),
         _ => faulty.hide_receipts.store(true, Ordering::SeqCst),
     }
-    let relayer = privsvc_relayer::Relayer::start(c.clone(), reader(&node), faulty.clone())
-        .await
-        .unwrap();
+    let relayer = start_with(&node, c.clone(), faulty.clone()).await;
     let url = relayer.url().to_string();
     let (body, owner) = record_body(APP, 3600, b"crash");
     let id = submit(&url, &body).await;
@@ -729,9 +647,7 @@ async fn a_record_already_on_the_ledger_is_marked_written_not_written_again() {
 
 #[tokio::test]
 async fn creation_tx_reads_the_entity_created_log_of_the_key() {
-    let node = devnet().await;
-    let dir = tempfile::tempdir().unwrap();
-    let relayer = start(&node, 0, config(dir.path())).await;
+    let (node, _dir, relayer) = devnet_and_relayer(|_| {}).await;
     let id = submit(relayer.url(), &body()).await;
     let st = wait_state(relayer.url(), &id, "written", T).await;
     relayer.shutdown().await;
@@ -753,9 +669,7 @@ async fn creation_tx_reads_the_entity_created_log_of_the_key() {
 
 #[tokio::test]
 async fn info_metrics_and_cors() {
-    let node = devnet().await;
-    let dir = tempfile::tempdir().unwrap();
-    let relayer = start(&node, 0, config(dir.path())).await;
+    let (node, _dir, relayer) = devnet_and_relayer(|_| {}).await;
     let info = get(relayer.url(), "/v1/info").await.1;
     assert_eq!(info["version"], "privsvc-relayer/1");
     assert_eq!(info["chainId"], node.chain_id());
@@ -811,12 +725,11 @@ async fn info_metrics_and_cors() {
 #[tokio::test]
 async fn issuer_on_issues_tokens_that_the_relayer_accepts_end_to_end() {
     use privsvc_tokens::{TokenWallet, TokenWalletOptions};
-    let node = devnet().await;
-    let dir = tempfile::tempdir().unwrap();
-    let mut c = config(dir.path());
-    c.tokens = TokenMode::Required;
-    c.issuer_on = true;
-    let relayer = start(&node, 0, c).await;
+    let (node, _dir, relayer) = devnet_and_relayer(|c| {
+        c.tokens = TokenMode::Required;
+        c.issuer_on = true;
+    })
+    .await;
     let info = get(relayer.url(), "/v1/info").await.1;
     assert_eq!(info["issuer"], relayer.address().to_checksum(None));
     assert_eq!(info["issuerUrl"], relayer.url());
@@ -834,12 +747,9 @@ async fn issuer_on_issues_tokens_that_the_relayer_accepts_end_to_end() {
     let mut ids = Vec::new();
     for _ in 0..2 {
         let token = source.take(APP).await.unwrap().expect("a token");
-        let mut b = body();
-        b["token"] = serde_json::to_value(&token).unwrap();
-        ids.push(submit(relayer.url(), &b).await);
+        ids.push(submit(relayer.url(), &body_with_token(&token)).await);
         // The same token again is refused.
-        let mut again = body();
-        again["token"] = serde_json::to_value(&token).unwrap();
+        let again = body_with_token(&token);
         assert_eq!(post(relayer.url(), "/v1/records", &again).await.0, 403);
     }
     for id in &ids {
@@ -867,10 +777,7 @@ async fn a_batch_over_the_block_gas_limit_is_split() {
     for _ in 0..4 {
         ids.push(submit(relayer.url(), &body()).await);
     }
-    for id in &ids {
-        let st = wait_state(relayer.url(), id, "written", T).await;
-        assert_eq!(st["batchSize"], 2, "{st}");
-    }
+    wait_written_in_batch(relayer.url(), &ids, 2, T).await;
     relayer.shutdown().await;
 }
 
@@ -920,24 +827,9 @@ async fn a_reverting_batch_fails_the_offender_with_the_reason_and_writes_the_res
         inner: writer(&node, 0),
         poisoned: bad_owner,
     });
-    let relayer = privsvc_relayer::Relayer::start(c, reader(&node), writer)
-        .await
-        .unwrap();
-    let url = relayer.url().to_string();
-    let good1 = submit(&url, &body()).await;
-    let bad_id = submit(&url, &bad).await;
-    let good2 = submit(&url, &body()).await;
-    let st = wait_state(&url, &bad_id, "failed", T).await;
-    let e = st["error"].as_str().unwrap();
-    assert!(
-        e.contains("the ledger refused this record") && e.contains("EntityNotFound"),
-        "{e}"
-    );
-    for id in [&good1, &good2] {
-        let st = wait_state(&url, id, "written", T).await;
-        assert_eq!(st["batchSize"], 2, "{st}");
-    }
-    assert_eq!(owner_entities(&node, bad_owner).await, 0);
+    let relayer = start_with(&node, c, writer).await;
+    let e = offender_fails_rest_written(&node, relayer.url(), &bad, bad_owner, T).await;
+    assert!(e.contains("EntityNotFound"), "{e}");
     relayer.shutdown().await;
 }
 
@@ -1045,35 +937,13 @@ async fn a_batch_reverted_on_the_ledger_fails_the_offender_and_retries_the_rest(
     c.min_batch = 3;
     c.max_wait_ms = 1500;
     let (bad, bad_owner) = record_body(APP, 3600, b"reverts");
-    let key = k256::ecdsa::SigningKey::from_slice(
-        &hex::decode(privsvc_devnet::DEV_PRIVATE_KEYS[0].trim_start_matches("0x")).unwrap(),
-    )
-    .unwrap();
-    let inner = privsvc_ledger::RpcWriter::new(
-        privsvc_ledger::RpcLedger::new(node.url()).unwrap(),
-        key,
-        node.chain_id(),
-    );
     let writer = Arc::new(Corrupting {
-        inner,
+        inner: rpc_writer(&node, 0),
         poisoned: bad_owner,
     });
-    let relayer = privsvc_relayer::Relayer::start(c, reader(&node), writer)
-        .await
-        .unwrap();
-    let url = relayer.url().to_string();
-    let good1 = submit(&url, &body()).await;
-    let bad_id = submit(&url, &bad).await;
-    let good2 = submit(&url, &body()).await;
-    let st = wait_state(&url, &bad_id, "failed", T).await;
-    let e = st["error"].as_str().unwrap();
-    assert!(e.contains("the ledger refused this record"), "{e}");
-    // The rest is retried, without the offender.
-    for id in [&good1, &good2] {
-        let st = wait_state(&url, id, "written", T).await;
-        assert_eq!(st["batchSize"], 2, "{st}");
-    }
-    assert_eq!(owner_entities(&node, bad_owner).await, 0);
+    let relayer = start_with(&node, c, writer).await;
+    // The offender fails; the rest is retried, without it.
+    offender_fails_rest_written(&node, relayer.url(), &bad, bad_owner, T).await;
     let m = relayer.metrics_text();
     assert!(m.contains("privsvc_records_failed_total 1"), "{m}");
     relayer.shutdown().await;

@@ -33,14 +33,19 @@ pub fn reader(node: &DevnetHandle) -> Arc<dyn LedgerReader> {
     Arc::new(privsvc_ledger::RpcLedger::new(node.url()).expect("rpc reader"))
 }
 
-/// A writer of the devnet with dev account `i`.
-pub fn writer(node: &DevnetHandle, i: usize) -> Arc<dyn LedgerWriter> {
+/// The concrete RPC writer of the devnet with dev account `i`.
+pub fn rpc_writer(node: &DevnetHandle, i: usize) -> privsvc_ledger::RpcWriter {
     let key = k256::ecdsa::SigningKey::from_slice(
         &hex::decode(DEV_PRIVATE_KEYS[i].trim_start_matches("0x")).unwrap(),
     )
     .unwrap();
     let ledger = privsvc_ledger::RpcLedger::new(node.url()).expect("rpc ledger");
-    Arc::new(privsvc_ledger::RpcWriter::new(ledger, key, node.chain_id()))
+    privsvc_ledger::RpcWriter::new(ledger, key, node.chain_id())
+}
+
+/// A writer of the devnet with dev account `i`.
+pub fn writer(node: &DevnetHandle, i: usize) -> Arc<dyn LedgerWriter> {
+    Arc::new(rpc_writer(node, i))
 }
 
 /// Dev account address `i`.
@@ -50,9 +55,31 @@ pub fn dev_address(i: usize) -> Address {
 
 /// Start a relayer with dev account `i` and the given config.
 pub async fn start(node: &DevnetHandle, i: usize, cfg: RelayerConfig) -> RelayerHandle {
-    Relayer::start(cfg, reader(node), writer(node, i))
+    start_with(node, cfg, writer(node, i)).await
+}
+
+/// Start a relayer that writes through `writer` (and reads the devnet).
+pub async fn start_with(
+    node: &DevnetHandle,
+    cfg: RelayerConfig,
+    writer: Arc<dyn LedgerWriter>,
+) -> RelayerHandle {
+    Relayer::start(cfg, reader(node), writer)
         .await
         .expect("relayer starts")
+}
+
+/// A fresh devnet and a relayer of dev account 0 on it, whose test [`config`] `tweak` adjusts.
+/// Keep the temp dir alive as long as the relayer.
+pub async fn devnet_and_relayer(
+    tweak: impl FnOnce(&mut RelayerConfig),
+) -> (DevnetHandle, tempfile::TempDir, RelayerHandle) {
+    let node = devnet().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path());
+    tweak(&mut c);
+    let relayer = start(&node, 0, c).await;
+    (node, dir, relayer)
 }
 
 /// A sealed record: (submit body, owner address).
@@ -88,6 +115,13 @@ pub fn body() -> Value {
     record_body(APP, 3600, b"hello").0
 }
 
+/// A fresh, valid submit body for [`APP`] that redeems `token`.
+pub fn body_with_token(token: &impl serde::Serialize) -> Value {
+    let mut b = body();
+    b["token"] = serde_json::to_value(token).unwrap();
+    b
+}
+
 /// HTTP client.
 pub fn http() -> reqwest::Client {
     reqwest::Client::new()
@@ -119,6 +153,26 @@ pub async fn submit(url: &str, body: &Value) -> String {
     v["id"].as_str().unwrap().to_string()
 }
 
+/// Submit and expect `status`; returns the error message, which must contain `needle`.
+pub async fn refused(url: &str, body: &Value, status: u16, needle: &str) -> String {
+    let (code, v) = post(url, "/v1/records", body).await;
+    assert_eq!(code, status, "{needle}: {v}");
+    let e = v["error"].as_str().unwrap().to_string();
+    assert!(e.contains(needle), "expected {needle:?} in {e:?}");
+    e
+}
+
+/// POST an OHTTP request body to the relayer's gateway.
+pub async fn post_ohttp(url: &str, body: Vec<u8>) -> reqwest::Response {
+    http()
+        .post(format!("{url}/v1/ohttp"))
+        .header("content-type", "message/ohttp-req")
+        .body(body)
+        .send()
+        .await
+        .unwrap()
+}
+
 /// Poll a record until its state is `state` (panics after `timeout`).
 pub async fn wait_state(url: &str, id: &str, state: &str, timeout: Duration) -> Value {
     let start = Instant::now();
@@ -132,6 +186,54 @@ pub async fn wait_state(url: &str, id: &str, state: &str, timeout: Duration) -> 
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// Wait for each record to be written and check that it went in a batch of `size` records.
+pub async fn wait_written_in_batch(
+    url: &str,
+    ids: &[impl AsRef<str>],
+    size: u64,
+    timeout: Duration,
+) {
+    for id in ids {
+        let st = wait_state(url, id.as_ref(), "written", timeout).await;
+        assert_eq!(st["batchSize"], size, "{st}");
+    }
+}
+
+/// How many entities `owner` holds on the devnet.
+pub async fn owner_entities(node: &DevnetHandle, owner: Address) -> usize {
+    reader(node)
+        .query(
+            &format!("$owner = addr({owner})"),
+            &privsvc_ledger::QueryOptions::default(),
+        )
+        .await
+        .unwrap()
+        .entities
+        .len()
+}
+
+/// Submit a good record, the offending `bad` one, and another good record; the offender fails
+/// with the ledger's refusal (returned), the other two are written together, and `bad_owner`
+/// owns nothing on the ledger.
+pub async fn offender_fails_rest_written(
+    node: &DevnetHandle,
+    url: &str,
+    bad: &Value,
+    bad_owner: Address,
+    timeout: Duration,
+) -> String {
+    let good1 = submit(url, &body()).await;
+    let bad_id = submit(url, bad).await;
+    let good2 = submit(url, &body()).await;
+    let st = wait_state(url, &bad_id, "failed", timeout).await;
+    let e = st["error"].as_str().unwrap().to_string();
+    assert!(e.contains("the ledger refused this record"), "{e}");
+    // The rest is written (or retried), without the offender.
+    wait_written_in_batch(url, &[&good1, &good2], 2, timeout).await;
+    assert_eq!(owner_entities(node, bad_owner).await, 0);
+    e
 }
 
 /// A test issuer: a real blind-RSA key published on the ledger by dev account `i`.
