@@ -10,7 +10,9 @@ use std::time::Duration;
 use axum::http::HeaderMap;
 use axum::routing::post;
 use axum::Router;
-use common::{addr, relayer, serve, serve_recording, Chain};
+use common::{
+    addr, get, relayed, relayer, serve, serve_recording, serve_relay_listener, Chain, Relayed,
+};
 use privsvc_ohttp::{
     ohttp_call, OhttpError, OhttpGateway, OhttpRelay, RelayConfig, RelayerRequest,
     MAX_ENCAPSULATED_BYTES,
@@ -31,14 +33,6 @@ fn config() -> RelayConfig {
     }
 }
 
-fn get(path: &str) -> RelayerRequest {
-    RelayerRequest {
-        method: "GET".into(),
-        path: path.into(),
-        body: None,
-    }
-}
-
 struct Stack {
     chain: Chain,
     gateway: Arc<OhttpGateway>,
@@ -51,14 +45,13 @@ struct Stack {
 /// One relayer (dev account 0) with a live heartbeat on a devnet, and a relay that has
 /// refreshed.
 async fn stack() -> Stack {
-    let chain = Chain::start().await;
-    let gateway = Arc::new(OhttpGateway::from_seed(b"relay test seed: 32 bytes long..").unwrap());
-    let (relayer_url, relayer_task) = serve(relayer(addr(0), Some(gateway.clone()))).await;
-    chain
-        .heartbeat(0, &relayer_url, Some(&gateway.public_key()))
-        .await;
-    let relay = OhttpRelay::new(chain.reader.clone(), config()).unwrap();
-    assert_eq!(relay.refresh().await.unwrap(), 1);
+    let Relayed {
+        chain,
+        gateway,
+        relayer_url,
+        relay,
+        relayer_task,
+    } = relayed(b"relay test seed: 32 bytes long..", "127.0.0.1", config()).await;
     let (relay_url, relay_task) = serve(relay.router()).await;
     Stack {
         chain,
@@ -462,25 +455,22 @@ fn client_from(ip: &str) -> reqwest::Client {
 
 #[tokio::test]
 async fn rate_limit_per_source_address_through_the_relay_listener() {
-    let chain = Chain::start().await;
-    let gateway = Arc::new(OhttpGateway::from_seed(b"relay rate limit seed, 32 bytes.").unwrap());
-    let (relayer_url, _relayer_task) = serve(relayer(addr(0), Some(gateway.clone()))).await;
-    chain
-        .heartbeat(0, &relayer_url, Some(&gateway.public_key()))
-        .await;
-    let relay = OhttpRelay::new(
-        chain.reader.clone(),
+    let Relayed {
+        gateway,
+        relayer_url,
+        relay,
+        relayer_task: _relayer_task,
+        ..
+    } = relayed(
+        b"relay rate limit seed, 32 bytes.",
+        "127.0.0.1",
         RelayConfig {
             rate_limit_per_min: 3,
             ..config()
         },
     )
-    .unwrap();
-    assert_eq!(relay.refresh().await.unwrap(), 1);
-    let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let relay_url = format!("http://{}", tcp.local_addr().unwrap());
-    let serving = relay.clone();
-    let _relay_task = tokio::spawn(async move { serving.serve(tcp).await.unwrap() });
+    .await;
+    let (relay_url, _relay_task) = serve_relay_listener(&relay).await;
     let key = gateway.public_key();
 
     // Three requests from 127.0.0.1 pass (one pooled connection).

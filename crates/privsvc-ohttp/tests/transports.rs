@@ -5,19 +5,11 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{addr, relayer, relayer_api, serve, Chain};
+use common::{addr, get, relayed, relayer_api, serve, Chain, Relayed};
 use privsvc_ohttp::{
-    HttpTransport, InProcessTransport, OhttpError, OhttpGateway, OhttpRelay, OhttpTransport,
-    RelayConfig, RelayerRequest, Transport,
+    HttpTransport, InProcessTransport, OhttpError, OhttpGateway, OhttpTransport, RelayConfig,
+    RelayerRequest, Transport,
 };
-
-fn get(path: &str) -> RelayerRequest {
-    RelayerRequest {
-        method: "GET".into(),
-        path: path.into(),
-        body: None,
-    }
-}
 
 fn submit(app: &str) -> RelayerRequest {
     RelayerRequest {
@@ -96,28 +88,28 @@ struct Stack {
 }
 
 async fn stack() -> Stack {
-    let gateway = Arc::new(OhttpGateway::from_seed(b"transport test seed, 32 bytes..").unwrap());
-    let (relayer_url, t1) = serve(relayer(addr(0), Some(gateway.clone()))).await;
-    let chain = Chain::start().await;
-    chain
-        .heartbeat(0, &relayer_url, Some(&gateway.public_key()))
-        .await;
-    let relay = OhttpRelay::new(
-        chain.reader.clone(),
+    let Relayed {
+        chain,
+        gateway,
+        relayer_url,
+        relay,
+        relayer_task,
+    } = relayed(
+        b"transport test seed, 32 bytes..",
+        "127.0.0.1",
         RelayConfig {
             allow_http: true,
             ..RelayConfig::default()
         },
     )
-    .unwrap();
-    relay.refresh().await.unwrap();
-    let (relay_url, t2) = serve(relay.router()).await;
+    .await;
+    let (relay_url, relay_task) = serve(relay.router()).await;
     Stack {
         chain,
         gateway,
         relayer_url,
         relay_url,
-        _tasks: vec![t1, t2],
+        _tasks: vec![relayer_task, relay_task],
     }
 }
 
