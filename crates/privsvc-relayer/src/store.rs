@@ -243,12 +243,23 @@ impl Store {
             .map_err(|_| StoreError::Closed)
     }
 
+    /// Send the command that `cmd` builds around a reply channel and wait for the writer
+    /// thread's answer.
+    async fn request<T>(
+        &self,
+        cmd: impl FnOnce(oneshot::Sender<Result<T, StoreError>>) -> Cmd,
+    ) -> Result<T, StoreError> {
+        let (reply, rx) = oneshot::channel();
+        self.send(cmd(reply))?;
+        rx.await.map_err(|_| StoreError::Closed)?
+    }
+
     /// Durably store an accepted record (and its token id), then hand it back. Fails with
     /// [`StoreError::TokenSpent`] when the token was spent before.
     pub async fn insert(&self, record: StoredRecord) -> Result<StoredRecord, StoreError> {
-        let (reply, rx) = oneshot::channel();
-        self.send(Cmd::Insert(Box::new(record), reply))?;
-        rx.await.map_err(|_| StoreError::Closed)?.map(|b| *b)
+        self.request(|reply| Cmd::Insert(Box::new(record), reply))
+            .await
+            .map(|b| *b)
     }
 
     /// Store a batch transaction (before broadcasting it) and mark its records as sending.
@@ -260,16 +271,15 @@ impl Store {
         members: Vec<BatchMember>,
         now_ms: u64,
     ) -> Result<i64, StoreError> {
-        let (reply, rx) = oneshot::channel();
-        self.send(Cmd::SaveBatch {
+        self.request(|reply| Cmd::SaveBatch {
             nonce,
             tx_hash,
             raw,
             members,
             now_ms,
             reply,
-        })?;
-        rx.await.map_err(|_| StoreError::Closed)?
+        })
+        .await
     }
 
     /// Mark a batch mined: every member record becomes written.
@@ -280,26 +290,24 @@ impl Store {
         block: u64,
         now_ms: u64,
     ) -> Result<(), StoreError> {
-        let (reply, rx) = oneshot::channel();
-        self.send(Cmd::BatchWritten {
+        self.request(|reply| Cmd::BatchWritten {
             batch_id,
             tx_hash,
             block,
             now_ms,
             reply,
-        })?;
-        rx.await.map_err(|_| StoreError::Closed)?
+        })
+        .await
     }
 
     /// Mark a batch as not landed; its records that are still sending go back to the queue.
     pub async fn batch_dropped(&self, batch_id: i64, now_ms: u64) -> Result<(), StoreError> {
-        let (reply, rx) = oneshot::channel();
-        self.send(Cmd::BatchDropped {
+        self.request(|reply| Cmd::BatchDropped {
             batch_id,
             now_ms,
             reply,
-        })?;
-        rx.await.map_err(|_| StoreError::Closed)?
+        })
+        .await
     }
 
     /// Set one record's state (written or failed stamps the finish time).
@@ -309,33 +317,30 @@ impl Store {
         state: StoredState,
         now_ms: u64,
     ) -> Result<(), StoreError> {
-        let (reply, rx) = oneshot::channel();
-        self.send(Cmd::SetRecord {
+        self.request(|reply| Cmd::SetRecord {
             id: id.to_string(),
             state,
             now_ms,
             reply,
-        })?;
-        rx.await.map_err(|_| StoreError::Closed)?
+        })
+        .await
     }
 
     /// Set a metadata value.
     pub async fn set_meta(&self, key: &str, value: &str) -> Result<(), StoreError> {
-        let (reply, rx) = oneshot::channel();
-        self.send(Cmd::SetMeta(key.into(), value.into(), reply))?;
-        rx.await.map_err(|_| StoreError::Closed)?
+        self.request(|reply| Cmd::SetMeta(key.into(), value.into(), reply))
+            .await
     }
 
     /// Delete statuses of records finished before `before_ms`, finished batches of that age and
     /// spent tokens of epochs before `min_epoch`. Returns the number of records deleted.
     pub async fn prune(&self, before_ms: u64, min_epoch: u64) -> Result<usize, StoreError> {
-        let (reply, rx) = oneshot::channel();
-        self.send(Cmd::Prune {
+        self.request(|reply| Cmd::Prune {
             before_ms,
             min_epoch,
             reply,
-        })?;
-        rx.await.map_err(|_| StoreError::Closed)?
+        })
+        .await
     }
 
     fn reader(&self) -> std::sync::MutexGuard<'_, Connection> {
