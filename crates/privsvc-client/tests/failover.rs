@@ -10,15 +10,10 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use common::*;
-use privsvc_client::{CreateParams, EntitiesQuery, Expires};
+use privsvc_client::EntitiesQuery;
 use privsvc_ledger::LedgerReader;
 use privsvc_ohttp::{HttpTransport, OhttpError, RelayerRequest, RelayerResponse, Transport};
 use privsvc_vault::LocalWallet;
-
-fn note(text: &str) -> CreateParams {
-    CreateParams::new(text.as_bytes().to_vec(), "text/plain", Expires::Hours(1))
-        .attribute("kind", "note")
-}
 
 /// Real HTTP, except that the answer to `POST /v1/records` sent to `target` is lost: the
 /// relayer receives the whole request and answers, and the client gets a transport error.
@@ -72,10 +67,8 @@ fn owner_lookups(reader: &CountingReader, owner: alloy_primitives::Address) -> u
 async fn lost_submit_answer_is_recovered_from_the_ledger_not_resubmitted() {
     // A accepts and writes, but a lone record only after 1.5 s: longer than two polls.
     let stack = Stack::start(StackOptions {
-        tokens: false,
-        ohttp: false,
-        a_holds: false,
         a_slow: true,
+        ..StackOptions::plain()
     })
     .await;
     let a_address = stack.a.as_ref().unwrap().address();
@@ -137,13 +130,7 @@ async fn lost_submit_answer_is_recovered_from_the_ledger_not_resubmitted() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refused_submit_looks_up_the_ledger_then_writes_through_the_live_relayer() {
-    let mut stack = Stack::start(StackOptions {
-        tokens: false,
-        ohttp: false,
-        a_holds: false,
-        a_slow: false,
-    })
-    .await;
+    let mut stack = Stack::start(StackOptions::plain()).await;
     let b_address = stack.b.as_ref().unwrap().address();
     let counting = Arc::new(CountingReader::new(stack.reader.clone()));
     let wallet = Arc::new(LocalWallet::random());

@@ -99,13 +99,7 @@ fn child() {
 }
 
 async fn parent() {
-    let stack = Stack::start(StackOptions {
-        tokens: false,
-        ohttp: false,
-        a_holds: false,
-        a_slow: false,
-    })
-    .await;
+    let stack = Stack::start(StackOptions::plain()).await;
     let key = k256::ecdsa::SigningKey::random(&mut rand::rngs::OsRng);
     let key_hex = hex::encode(key.to_bytes());
     let wallet = Arc::new(LocalWallet::from_hex(&key_hex).unwrap());

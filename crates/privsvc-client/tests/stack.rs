@@ -17,11 +17,6 @@ use privsvc_client::{
 use privsvc_ledger::{ArkivValue, Create, CreationFlags, Operation};
 use privsvc_vault::LocalWallet;
 
-fn note(text: &str) -> CreateParams {
-    CreateParams::new(text.as_bytes().to_vec(), "text/plain", Expires::Hours(1))
-        .attribute("kind", "note")
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn write_read_prove_everything_through_ohttp_with_tokens() {
     let stack = Stack::start(StackOptions::default()).await;
@@ -228,13 +223,7 @@ async fn write_read_prove_everything_through_ohttp_with_tokens() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scopes_discovery_cover_batches_checks_and_tampering() {
-    let stack = Stack::start(StackOptions {
-        tokens: false,
-        ohttp: false,
-        a_holds: false,
-        a_slow: false,
-    })
-    .await;
+    let stack = Stack::start(StackOptions::plain()).await;
 
     // Discovery from heartbeats finds both relayers.
     assert_eq!(
@@ -440,13 +429,7 @@ async fn scopes_discovery_cover_batches_checks_and_tampering() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn min_anonymity_three_clients_share_one_batch() {
-    let stack = Stack::start(StackOptions {
-        tokens: false,
-        ohttp: false,
-        a_holds: false,
-        a_slow: false,
-    })
-    .await;
+    let stack = Stack::start(StackOptions::plain()).await;
     let mut clients = Vec::new();
     for _ in 0..3 {
         let w = Arc::new(LocalWallet::random());
@@ -524,10 +507,8 @@ async fn futures_join(clients: &[PrivateClient]) -> Vec<privsvc_client::CreateRe
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn relayer_killed_while_holding_the_record_fails_over_once() {
     let mut stack = Stack::start(StackOptions {
-        tokens: false,
-        ohttp: false,
         a_holds: true,
-        a_slow: false,
+        ..StackOptions::plain()
     })
     .await;
     let wallet = Arc::new(LocalWallet::random());
@@ -569,13 +550,7 @@ async fn relayer_killed_while_holding_the_record_fails_over_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn relayer_killed_after_writing_is_recovered_from_the_ledger() {
-    let mut stack = Stack::start(StackOptions {
-        tokens: false,
-        ohttp: false,
-        a_holds: false,
-        a_slow: false,
-    })
-    .await;
+    let mut stack = Stack::start(StackOptions::plain()).await;
     let wallet = Arc::new(LocalWallet::random());
     let client = Arc::new(
         stack
@@ -615,10 +590,8 @@ async fn relayer_killed_after_writing_is_recovered_from_the_ledger() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_progress_fails_over_and_the_held_copy_is_never_written() {
     let mut stack = Stack::start(StackOptions {
-        tokens: false,
-        ohttp: false,
         a_holds: true,
-        a_slow: false,
+        ..StackOptions::plain()
     })
     .await;
     let wallet = Arc::new(LocalWallet::random());

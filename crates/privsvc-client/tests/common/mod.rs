@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use alloy_primitives::{Address, B256, U256};
 use async_trait::async_trait;
-use privsvc_client::{ClientBuilder, PrivateClient};
+use privsvc_client::{ClientBuilder, CreateParams, Expires, PrivateClient};
 use privsvc_devnet::{BlockTime, Devnet, DevnetConfig, DevnetHandle, DEV_PRIVATE_KEYS};
 use privsvc_ledger::{Entity, LedgerError, LedgerReader, LedgerWriter, QueryOptions, QueryPage};
 use privsvc_ohttp::{OhttpRelay, RelayConfig};
@@ -31,6 +31,17 @@ pub struct StackOptions {
     pub a_slow: bool,
 }
 
+impl StackOptions {
+    /// No tokens and no OHTTP relay: clients reach the relayers directly.
+    pub fn plain() -> Self {
+        Self {
+            tokens: false,
+            ohttp: false,
+            ..Self::default()
+        }
+    }
+}
+
 impl Default for StackOptions {
     fn default() -> Self {
         Self {
@@ -40,6 +51,12 @@ impl Default for StackOptions {
             a_slow: false,
         }
     }
+}
+
+/// A one-hour plain-text note with `kind = note`.
+pub fn note(text: &str) -> CreateParams {
+    CreateParams::new(text.as_bytes().to_vec(), "text/plain", Expires::Hours(1))
+        .attribute("kind", "note")
 }
 
 pub struct Stack {
