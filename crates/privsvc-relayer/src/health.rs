@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use alloy_primitives::U256;
-use privsvc_ledger::{LedgerError, LedgerWriter, Operation, QueryOptions, Select};
+use privsvc_ledger::{query_all, LedgerError, LedgerWriter, Operation, Select};
 use rand::Rng;
 use serde::Serialize;
 use tokio::sync::watch;
@@ -140,38 +140,24 @@ pub async fn double_spends(shared: &Shared) -> Result<u64, LedgerError> {
     if local.is_empty() {
         return Ok(0);
     }
+    let select = Select {
+        key: true,
+        creator: true,
+        payload: true,
+        ..Select::default()
+    };
     let mut seen: HashSet<[u8; 32]> = HashSet::new();
     for epoch in epochs {
         let expr = privsvc_ledger::system::spends_query(u64::from(epoch));
-        let mut options = QueryOptions {
-            select: Select {
-                key: true,
-                creator: true,
-                payload: true,
-                ..Select::default()
-            },
-            limit: Some(200),
-            ..QueryOptions::default()
-        };
-        loop {
-            let page = shared.ledger.query(&expr, &options).await?;
-            for e in page.entities {
-                if e.creator == Some(shared.address) {
-                    continue;
-                }
-                for chunk in e.payload.unwrap_or_default().chunks_exact(32) {
-                    let id: [u8; 32] = chunk.try_into().expect("32-byte chunk");
-                    if local.contains(&id) {
-                        seen.insert(id);
-                    }
-                }
+        for e in query_all(shared.ledger.as_ref(), &expr, &select, None).await? {
+            if e.creator == Some(shared.address) {
+                continue;
             }
-            match page.cursor {
-                Some(c) => {
-                    options.cursor = Some(c);
-                    options.at_block = Some(page.block_number);
+            for chunk in e.payload.unwrap_or_default().chunks_exact(32) {
+                let id: [u8; 32] = chunk.try_into().expect("32-byte chunk");
+                if local.contains(&id) {
+                    seen.insert(id);
                 }
-                None => break,
             }
         }
     }
