@@ -11,10 +11,11 @@ use alloy_primitives::B256;
 use common::*;
 use privsvc_client::{
     heartbeat_relayers, verify_ownership_proof, verify_record, AttrValue, CreateParams,
-    EntitiesQuery, Expires, PrivateClient, PrivsvcError, ProofExpectation, ProveParams,
-    RejectReason, VerifyOptions, WarningCode,
+    CreateResult, EntitiesQuery, Expires, PrivateClient, PrivsvcError, ProofExpectation,
+    ProveParams, RejectReason, VerifyOptions, WarningCode,
 };
 use privsvc_ledger::{ArkivValue, Create, CreationFlags, Operation};
+use privsvc_relayer::Health;
 use privsvc_vault::LocalWallet;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -504,6 +505,27 @@ async fn futures_join(clients: &[PrivateClient]) -> Vec<privsvc_client::CreateRe
     vec![a.unwrap(), b.unwrap(), c.unwrap()]
 }
 
+/// Steers `client`'s write of `text` to relayer A, waits (polling A's health every `every`,
+/// failing with `what`) until `reached` holds, then crashes A; returns what the write came to.
+async fn crash_a_during_write(
+    stack: &mut Stack,
+    client: &Arc<PrivateClient>,
+    text: &'static str,
+    every: Duration,
+    what: &str,
+    reached: impl Fn(&Health) -> bool,
+) -> Result<CreateResult, PrivsvcError> {
+    client.set_relayer_bad(&stack.b_url, true);
+    let task = {
+        let client = client.clone();
+        tokio::spawn(async move { client.create_entity(note(text)).await })
+    };
+    let a = stack.a.take().unwrap();
+    wait_for_health(&a, every, what, reached).await;
+    a.crash().await;
+    task.await.unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn relayer_killed_while_holding_the_record_fails_over_once() {
     let mut stack = Stack::start(StackOptions {
@@ -520,22 +542,17 @@ async fn relayer_killed_while_holding_the_record_fails_over_once() {
             .await
             .unwrap(),
     );
-    // Steer the first attempt to A, which holds the record in its queue.
-    client.set_relayer_bad(&stack.b_url, true);
-    let task = {
-        let client = client.clone();
-        tokio::spawn(async move { client.create_entity(note("stranded")).await })
-    };
-    let a = stack.a.take().unwrap();
-    wait_for_health(
-        &a,
+    // The first attempt goes to A, which holds the record in its queue.
+    let r = crash_a_during_write(
+        &mut stack,
+        &client,
+        "stranded",
         Duration::from_millis(20),
         "A never queued the record",
         |h| h.queue != 0,
     )
-    .await;
-    a.crash().await;
-    let r = task.await.unwrap().expect("written through B");
+    .await
+    .expect("written through B");
     assert_eq!(r.relayer, stack.b_url);
     assert!(!r.recovered);
     stack
@@ -560,21 +577,16 @@ async fn relayer_killed_after_writing_is_recovered_from_the_ledger() {
             .await
             .unwrap(),
     );
-    client.set_relayer_bad(&stack.b_url, true);
-    let task = {
-        let client = client.clone();
-        tokio::spawn(async move { client.create_entity(note("landed")).await })
-    };
-    let a = stack.a.take().unwrap();
-    wait_for_health(
-        &a,
+    let r = crash_a_during_write(
+        &mut stack,
+        &client,
+        "landed",
         Duration::from_millis(10),
         "A never wrote the batch",
         |h| h.batches != 0,
     )
-    .await;
-    a.crash().await;
-    let r = task.await.unwrap().expect("recovered");
+    .await
+    .expect("recovered");
     assert!(r.recovered);
     assert_eq!(r.relayer, "");
     stack
