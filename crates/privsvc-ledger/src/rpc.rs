@@ -231,17 +231,9 @@ impl RpcLedger {
         let mut created = Vec::new();
         let mut transfers = Vec::new();
         for log in r["logs"].as_array().map(Vec::as_slice).unwrap_or_default() {
-            let address = log["address"].as_str().and_then(parse_hex);
-            if address.as_deref() != Some(abi::ARKIV_ADDRESS.as_slice()) {
+            let Some(topics) = arkiv_log_topics(log)? else {
                 continue;
-            }
-            let topics = log["topics"]
-                .as_array()
-                .map(Vec::as_slice)
-                .unwrap_or_default()
-                .iter()
-                .map(|t| wire::parse_b256(t, "topic"))
-                .collect::<Result<Vec<_>, _>>()?;
+            };
             let data = parse_data(&log["data"], "log data")?;
             match decode_log(&topics, &data) {
                 Some(ArkivEvents::EntityCreated(e)) => created.push(CreatedEntity {
@@ -363,6 +355,22 @@ impl LedgerReader for RpcLedger {
     }
 }
 
+/// The topics of `log` when the Arkiv contract emitted it, `None` for another contract's log.
+fn arkiv_log_topics(log: &Value) -> Result<Option<Vec<B256>>, LedgerError> {
+    let address = log["address"].as_str().and_then(parse_hex);
+    if address.as_deref() != Some(abi::ARKIV_ADDRESS.as_slice()) {
+        return Ok(None);
+    }
+    log["topics"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .map(|t| wire::parse_b256(t, "topic"))
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
+}
+
 /// topic0 of the `EntityCreated` event.
 fn entity_created_topic() -> B256 {
     <abi::EntityCreated as alloy_sol_types::SolEvent>::SIGNATURE_HASH
@@ -372,17 +380,9 @@ fn entity_created_topic() -> B256 {
 /// of the filter is tolerated: address and topics are checked again here).
 fn creation_tx_of(logs: &[Value], key: B256) -> Result<Option<B256>, LedgerError> {
     for log in logs {
-        let address = log["address"].as_str().and_then(parse_hex);
-        if address.as_deref() != Some(abi::ARKIV_ADDRESS.as_slice()) {
+        let Some(topics) = arkiv_log_topics(log)? else {
             continue;
-        }
-        let topics = log["topics"]
-            .as_array()
-            .map(Vec::as_slice)
-            .unwrap_or_default()
-            .iter()
-            .map(|t| wire::parse_b256(t, "topic"))
-            .collect::<Result<Vec<_>, _>>()?;
+        };
         if topics.first() == Some(&entity_created_topic()) && topics.get(1) == Some(&key) {
             return wire::parse_b256(&log["transactionHash"], "transactionHash").map(Some);
         }
