@@ -15,11 +15,10 @@ mod common;
 
 use std::process::Command;
 use std::sync::Arc;
-use std::time::Duration;
 
 use alloy_primitives::B256;
 use common::*;
-use privsvc_client::{CreateParams, EntitiesQuery, Expires, PrivateClient};
+use privsvc_client::{CreateParams, EntitiesQuery, Expires};
 use privsvc_ledger::{LedgerReader, RpcLedger};
 use privsvc_vault::{DeriveOptions, KeyVault, LocalWallet};
 
@@ -69,14 +68,8 @@ fn child() {
         let reader: Arc<dyn LedgerReader> = Arc::new(RpcLedger::new(env(RPC)).unwrap());
         let wallet = Arc::new(LocalWallet::from_hex(&env(WALLET)).unwrap());
         let relayers: Vec<String> = env(RELAYERS).split(',').map(String::from).collect();
-        let client = PrivateClient::builder(APP)
-            .wallet(wallet)
-            .reader(reader)
-            .relayers(relayers)
+        let client = fast_builder(wallet, reader, relayers)
             .isolate_keys(true)
-            .delay_ms(0, 0)
-            .poll_interval(Duration::from_millis(100))
-            .inclusion_timeout(Duration::from_secs(5))
             .build()
             .await
             .expect("builds with the keys in-process");

@@ -189,15 +189,13 @@ impl Stack {
         }
     }
 
-    /// A client builder for a fresh wallet with fast test timings (both relayers, no delay).
+    /// A client builder for `wallet` with fast test timings (both relayers, no delay).
     pub fn builder(&self, wallet: &Arc<LocalWallet>) -> ClientBuilder {
-        let mut b = PrivateClient::builder(APP)
-            .wallet(wallet.clone())
-            .reader(self.reader.clone())
-            .relayers([self.a_url.clone(), self.b_url.clone()])
-            .delay_ms(0, 0)
-            .poll_interval(Duration::from_millis(100))
-            .inclusion_timeout(Duration::from_secs(5));
+        let mut b = fast_builder(
+            wallet.clone(),
+            self.reader.clone(),
+            [self.a_url.clone(), self.b_url.clone()],
+        );
         if let Some(relay) = &self.relay_url {
             b = b.ohttp_relay(relay.clone());
         }
@@ -264,6 +262,22 @@ impl Stack {
         }
         self.node.shutdown().await;
     }
+}
+
+/// A client builder for `wallet` on `reader` and `relayers` with fast test timings: no delay,
+/// polls every 100 ms, inclusion timeout 5 s.
+pub fn fast_builder(
+    wallet: Arc<LocalWallet>,
+    reader: Arc<dyn LedgerReader>,
+    relayers: impl IntoIterator<Item = String>,
+) -> ClientBuilder {
+    PrivateClient::builder(APP)
+        .wallet(wallet)
+        .reader(reader)
+        .relayers(relayers)
+        .delay_ms(0, 0)
+        .poll_interval(Duration::from_millis(100))
+        .inclusion_timeout(Duration::from_secs(5))
 }
 
 /// Polls `relayer`'s health every `every` until `done` holds; fails with `what` after 10 s.
