@@ -29,5 +29,5 @@ pub use error::LedgerError;
 pub use keys::{entity_key, predict_entity_keys};
 pub use ops::{Create, Operation};
 pub use reader::LedgerReader;
-pub use rpc::{query_all, RpcLedger, RpcWriter};
+pub use rpc::{query_all, query_all_pinned, RpcLedger, RpcWriter};
 pub use writer::{BatchReceipt, CreatedEntity, LedgerWriter, PreparedTx, TransferredEntity};

@@ -398,6 +398,18 @@ pub async fn query_all(
     select: &Select,
     at_block: Option<u64>,
 ) -> Result<Vec<Entity>, LedgerError> {
+    query_all_pinned(reader, expression, select, at_block)
+        .await
+        .map(|(_, entities)| entities)
+}
+
+/// Like [`query_all`], and also returns the block every page was evaluated at.
+pub async fn query_all_pinned(
+    reader: &dyn LedgerReader,
+    expression: &str,
+    select: &Select,
+    at_block: Option<u64>,
+) -> Result<(u64, Vec<Entity>), LedgerError> {
     let mut options = QueryOptions {
         at_block,
         select: select.clone(),
@@ -418,7 +430,7 @@ pub async fn query_all(
                 options.at_block = Some(options.at_block.unwrap_or(page.block_number));
                 options.cursor = Some(c);
             }
-            None => return Ok(out),
+            None => return Ok((options.at_block.unwrap_or(page.block_number), out)),
         }
     }
 }
@@ -767,6 +779,23 @@ mod tests {
         assert_eq!(seen[0].at_block, None);
         assert!(seen[1..].iter().all(|o| o.at_block == Some(77)));
         assert!(seen.iter().all(|o| o.limit == Some(MAX_PAGE_SIZE)));
+    }
+
+    #[tokio::test]
+    async fn query_all_pinned_returns_the_block_every_page_was_evaluated_at() {
+        let paged = |n| Paged {
+            n,
+            head: 77,
+            seen: Default::default(),
+        };
+        let (block, all) = query_all_pinned(&paged(450), "*", &Select::default(), None)
+            .await
+            .unwrap();
+        assert_eq!((block, all.len()), (77, 450));
+        let (block, all) = query_all_pinned(&paged(10), "*", &Select::default(), Some(5))
+            .await
+            .unwrap();
+        assert_eq!((block, all.len()), (5, 10));
     }
 
     #[test]
