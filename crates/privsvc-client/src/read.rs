@@ -4,12 +4,8 @@
 use std::collections::BTreeSet;
 
 use alloy_primitives::Address;
-use privsvc_ledger::{
-    AttributeSelect, Entity, LedgerError, LedgerReader, QueryOptions, QueryPage, Select,
-};
+use privsvc_ledger::{AttributeSelect, Entity, LedgerError, LedgerReader, Select};
 
-/// Page size used for every query (the node's maximum).
-const PAGE_LIMIT: u32 = 200;
 /// Batches combined into one query (3 predicates each stay well under the node's 64).
 const BATCHES_PER_QUERY: usize = 16;
 
@@ -80,35 +76,15 @@ fn select_all() -> Select {
 }
 
 /// Every page of `expression` at one block (the head when `at_block` is `None`, then pinned to
-/// the first page's block). Returns the block and the entities.
+/// the first page's block), 200 per page, through [`privsvc_ledger::query_all_pinned`].
+/// Returns the block and the entities.
 pub async fn query_pinned(
     reader: &dyn LedgerReader,
     expression: &str,
     select: Select,
     at_block: Option<u64>,
 ) -> Result<(u64, Vec<Entity>), LedgerError> {
-    let mut options = QueryOptions {
-        at_block,
-        select,
-        limit: Some(PAGE_LIMIT),
-        cursor: None,
-    };
-    let mut out = Vec::new();
-    loop {
-        let QueryPage {
-            entities,
-            block_number,
-            cursor,
-        } = reader.query(expression, &options).await?;
-        out.extend(entities);
-        if options.at_block.is_none() {
-            options.at_block = Some(block_number);
-        }
-        match cursor {
-            Some(c) => options.cursor = Some(c),
-            None => return Ok((options.at_block.unwrap_or(block_number), out)),
-        }
-    }
+    privsvc_ledger::query_all_pinned(reader, expression, &select, at_block).await
 }
 
 fn creators_clause(relayers: &[Address]) -> String {
