@@ -11,7 +11,8 @@ use axum::http::HeaderMap;
 use axum::routing::post;
 use axum::Router;
 use common::{
-    addr, get, relayed, relayer, serve, serve_recording, serve_relay_listener, Chain, Relayed,
+    addr, get, relayed, relayer, serve, serve_recording, serve_relay_listener, served_stack, Chain,
+    Relayed, Stack,
 };
 use privsvc_ohttp::{
     ohttp_call, OhttpError, OhttpGateway, OhttpRelay, RelayConfig, RelayerRequest,
@@ -33,34 +34,10 @@ fn config() -> RelayConfig {
     }
 }
 
-struct Stack {
-    chain: Chain,
-    gateway: Arc<OhttpGateway>,
-    relayer_url: String,
-    relay: OhttpRelay,
-    relay_url: String,
-    _tasks: Vec<tokio::task::JoinHandle<()>>,
-}
-
 /// One relayer (dev account 0) with a live heartbeat on a devnet, and a relay that has
 /// refreshed.
 async fn stack() -> Stack {
-    let Relayed {
-        chain,
-        gateway,
-        relayer_url,
-        relay,
-        relayer_task,
-    } = relayed(b"relay test seed: 32 bytes long..", "127.0.0.1", config()).await;
-    let (relay_url, relay_task) = serve(relay.router()).await;
-    Stack {
-        chain,
-        gateway,
-        relayer_url,
-        relay,
-        relay_url,
-        _tasks: vec![relayer_task, relay_task],
-    }
+    served_stack(b"relay test seed: 32 bytes long..", config()).await
 }
 
 async fn raw_post(

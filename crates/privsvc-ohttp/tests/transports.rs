@@ -2,10 +2,9 @@
 
 mod common;
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use common::{addr, get, relayed, relayer_api, serve, Chain, Relayed};
+use common::{addr, get, relayer_api, serve, served_stack, Stack};
 use privsvc_ohttp::{
     HttpTransport, InProcessTransport, OhttpError, OhttpGateway, OhttpTransport, RelayConfig,
     RelayerRequest, Transport,
@@ -79,38 +78,15 @@ async fn in_process_transport() {
     assert!(matches!(err, OhttpError::UnknownRelayer(_)), "{err:?}");
 }
 
-struct Stack {
-    chain: Chain,
-    gateway: Arc<OhttpGateway>,
-    relayer_url: String,
-    relay_url: String,
-    _tasks: Vec<tokio::task::JoinHandle<()>>,
-}
-
 async fn stack() -> Stack {
-    let Relayed {
-        chain,
-        gateway,
-        relayer_url,
-        relay,
-        relayer_task,
-    } = relayed(
+    served_stack(
         b"transport test seed, 32 bytes..",
-        "127.0.0.1",
         RelayConfig {
             allow_http: true,
             ..RelayConfig::default()
         },
     )
-    .await;
-    let (relay_url, relay_task) = serve(relay.router()).await;
-    Stack {
-        chain,
-        gateway,
-        relayer_url,
-        relay_url,
-        _tasks: vec![relayer_task, relay_task],
-    }
+    .await
 }
 
 #[tokio::test]

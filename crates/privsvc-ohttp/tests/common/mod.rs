@@ -260,6 +260,36 @@ pub async fn relayed(seed: &[u8], host: &str, config: RelayConfig) -> Relayed {
     }
 }
 
+/// A [`Relayed`] whose relay router is served on 127.0.0.1:0.
+pub struct Stack {
+    pub chain: Chain,
+    pub gateway: Arc<OhttpGateway>,
+    pub relayer_url: String,
+    pub relay: OhttpRelay,
+    pub relay_url: String,
+    _tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+/// Start a [`Stack`]: [`relayed`] on 127.0.0.1 with `seed` and `config`, the relay served.
+pub async fn served_stack(seed: &[u8], config: RelayConfig) -> Stack {
+    let Relayed {
+        chain,
+        gateway,
+        relayer_url,
+        relay,
+        relayer_task,
+    } = relayed(seed, "127.0.0.1", config).await;
+    let (relay_url, relay_task) = serve(relay.router()).await;
+    Stack {
+        chain,
+        gateway,
+        relayer_url,
+        relay,
+        relay_url,
+        _tasks: vec![relayer_task, relay_task],
+    }
+}
+
 /// Serve `relay` through its own `RelayListener` (per-address rate limit) on 127.0.0.1:0;
 /// returns the relay's URL and the task.
 pub async fn serve_relay_listener(relay: &OhttpRelay) -> (String, tokio::task::JoinHandle<()>) {
