@@ -11,8 +11,8 @@ use axum::http::HeaderMap;
 use axum::routing::post;
 use axum::Router;
 use common::{
-    addr, get, relayed, relayer, serve, serve_recording, serve_relay_listener, served_stack, Chain,
-    Relayed, Stack,
+    addr, client_from, get, relayed, relayer, serve, serve_recording, serve_relay_listener,
+    served_stack, Chain, Relayed, Stack,
 };
 use privsvc_ohttp::{
     ohttp_call, OhttpError, OhttpGateway, OhttpRelay, RelayConfig, RelayerRequest,
@@ -420,14 +420,6 @@ async fn forwards_no_client_headers_and_pools_one_connection() {
     }
     // Three forwarded requests, one pooled connection.
     assert_eq!(peers.count() - connections_after_verification, 1);
-}
-
-/// A client whose connections leave from `ip` (any 127.0.0.0/8 address works on loopback).
-fn client_from(ip: &str) -> reqwest::Client {
-    reqwest::Client::builder()
-        .local_address(ip.parse::<std::net::IpAddr>().unwrap())
-        .build()
-        .unwrap()
 }
 
 #[tokio::test]

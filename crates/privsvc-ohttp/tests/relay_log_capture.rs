@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{capture_logs, get, relayed, serve_relay_listener};
+use common::{capture_logs, client_from, get, relayed, serve_relay_listener};
 use privsvc_ohttp::{ohttp_call, OhttpError, RelayConfig};
 
 /// The client's source address: appears nowhere else in this test's setup.
@@ -29,10 +29,7 @@ async fn rate_limited_relay_logs_no_client_address() {
     let (relay_url, _t2) = serve_relay_listener(&s.relay).await;
     let relayer_url = &s.relayer_url;
 
-    let client = reqwest::Client::builder()
-        .local_address(CLIENT_IP.parse::<std::net::IpAddr>().unwrap())
-        .build()
-        .unwrap();
+    let client = client_from(CLIENT_IP);
     let info = get("/v1/info");
     let key = s.gateway.public_key();
     let ok = ohttp_call(&relay_url, relayer_url, &key, info.clone(), &client)

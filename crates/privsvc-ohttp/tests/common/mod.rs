@@ -290,6 +290,14 @@ pub async fn served_stack(seed: &[u8], config: RelayConfig) -> Stack {
     }
 }
 
+/// A client whose connections leave from `ip` (any 127.0.0.0/8 address works on loopback).
+pub fn client_from(ip: &str) -> reqwest::Client {
+    reqwest::Client::builder()
+        .local_address(ip.parse::<std::net::IpAddr>().unwrap())
+        .build()
+        .unwrap()
+}
+
 /// Serve `relay` through its own `RelayListener` (per-address rate limit) on 127.0.0.1:0;
 /// returns the relay's URL and the task.
 pub async fn serve_relay_listener(relay: &OhttpRelay) -> (String, tokio::task::JoinHandle<()>) {
