@@ -518,6 +518,17 @@ pub(crate) async fn finish_batch(
     }
 }
 
+/// Mark a record of a reverted batch failed with `error` (best effort: a store error leaves it
+/// to recovery) and count it.
+async fn fail_after_revert(shared: &Shared, id: &str, error: String) {
+    let _ = shared
+        .store
+        .set_record(id, StoredState::Failed(error), now_ms())
+        .await;
+    shared.metrics.failed(1);
+    shared.finished(1);
+}
+
 /// After a revert: fail the records that revert alone, retry the others.
 pub(crate) async fn isolate(
     shared: &Shared,
@@ -541,16 +552,8 @@ pub(crate) async fn isolate(
         match verdict {
             Some(why) => {
                 offenders += 1;
-                let _ = shared
-                    .store
-                    .set_record(
-                        &rec.id,
-                        StoredState::Failed(format!("the ledger refused this record: {why}")),
-                        now_ms(),
-                    )
-                    .await;
-                shared.metrics.failed(1);
-                shared.finished(1);
+                let error = format!("the ledger refused this record: {why}");
+                fail_after_revert(shared, &rec.id, error).await;
             }
             None => keep.push(rec),
         }
@@ -572,16 +575,8 @@ pub(crate) async fn isolate(
             }
         }
         for rec in give_up {
-            let _ = shared
-                .store
-                .set_record(
-                    &rec.id,
-                    StoredState::Failed(format!("the batch reverted repeatedly: {reason}")),
-                    now_ms(),
-                )
-                .await;
-            shared.metrics.failed(1);
-            shared.finished(1);
+            let error = format!("the batch reverted repeatedly: {reason}");
+            fail_after_revert(shared, &rec.id, error).await;
         }
     } else {
         retry = keep;
