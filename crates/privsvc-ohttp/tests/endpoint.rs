@@ -8,7 +8,7 @@ use axum::body::Body;
 use axum::http::{HeaderMap, Request};
 use axum::routing::post;
 use axum::{Extension, Router};
-use common::{addr, relayer, serve};
+use common::{addr, get, relayer, serve};
 use privsvc_ohttp::client::to_binary_request;
 use privsvc_ohttp::{
     encapsulate, gateway_router, BinaryRequest, OhttpGateway, RelayerRequest, ViaOhttp,
@@ -66,16 +66,7 @@ async fn dispatches_every_endpoint_in_process() {
     let gateway = gateway();
     let (url, _task) = serve(relayer(addr(0), Some(gateway.clone()))).await;
 
-    let info = call(
-        &url,
-        &gateway,
-        RelayerRequest {
-            method: "GET".into(),
-            path: "/v1/info".into(),
-            body: None,
-        },
-    )
-    .await;
+    let info = call(&url, &gateway, get("/v1/info")).await;
     assert_eq!(info.status, 200);
     assert_eq!(info.header("content-type"), Some("application/json"));
     let json: serde_json::Value = serde_json::from_slice(&info.body).unwrap();
@@ -96,27 +87,9 @@ async fn dispatches_every_endpoint_in_process() {
     assert_eq!(json["app"], "demo");
 
     // Inner errors travel sealed inside a 200.
-    let missing = call(
-        &url,
-        &gateway,
-        RelayerRequest {
-            method: "GET".into(),
-            path: "/v1/records/nope".into(),
-            body: None,
-        },
-    )
-    .await;
+    let missing = call(&url, &gateway, get("/v1/records/nope")).await;
     assert_eq!(missing.status, 404);
-    let boom = call(
-        &url,
-        &gateway,
-        RelayerRequest {
-            method: "GET".into(),
-            path: "/boom".into(),
-            body: None,
-        },
-    )
-    .await;
+    let boom = call(&url, &gateway, get("/boom")).await;
     assert_eq!(boom.status, 500);
     // No OHTTP inside OHTTP: the inner router has no /v1/ohttp.
     let nested = call(

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{capture_logs, relayed, serve_recording, Relayed};
+use common::{capture_logs, get, relayed, serve_recording, Relayed};
 use privsvc_ohttp::{ohttp_call, RelayConfig, RelayerRequest, MAX_ENCAPSULATED_BYTES};
 
 const BODY_MARKER: &str = "BODY-MARKER-5d1e";
@@ -55,11 +55,7 @@ async fn relay_and_gateway_log_no_client_address_or_body() {
         &relay_url,
         &relayer_url,
         &key,
-        RelayerRequest {
-            method: "GET".into(),
-            path: format!("/v1/records/{BODY_MARKER}"),
-            body: None,
-        },
+        get(&format!("/v1/records/{BODY_MARKER}")),
         &http,
     )
     .await

@@ -6,7 +6,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::Chain;
+use common::{get, Chain};
 use privsvc_ohttp::{
     OhttpGateway, OhttpRelay, OhttpTransport, RelayConfig, RelayerRequest, Transport,
 };
@@ -55,14 +55,7 @@ async fn client_relay_real_relayer() {
 
     let transport = OhttpTransport::new(&relay_url, chain.reader.clone()).unwrap();
     let info = transport
-        .send(
-            relayer.url(),
-            RelayerRequest {
-                method: "GET".into(),
-                path: "/v1/info".into(),
-                body: None,
-            },
-        )
+        .send(relayer.url(), get("/v1/info"))
         .await
         .unwrap();
     assert_eq!(info.status, 200);
@@ -99,11 +92,7 @@ async fn client_relay_real_relayer() {
     let unknown = transport
         .send(
             relayer.url(),
-            RelayerRequest {
-                method: "GET".into(),
-                path: "/v1/records/00000000-0000-4000-8000-000000000000".into(),
-                body: None,
-            },
+            get("/v1/records/00000000-0000-4000-8000-000000000000"),
         )
         .await
         .unwrap();
