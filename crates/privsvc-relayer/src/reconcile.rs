@@ -8,6 +8,7 @@ use privsvc_ledger::PreparedTx;
 
 use crate::batcher::{finish_batch, isolate, Outcome};
 use crate::state::Shared;
+use crate::store::{BatchMember, StoredRecord};
 
 /// Reconcile every stored, unfinished batch. Runs before the scheduler takes new batches.
 pub async fn reconcile(shared: &Shared, stop: &mut watch::Receiver<bool>) {
@@ -31,24 +32,24 @@ pub async fn reconcile(shared: &Shared, stop: &mut watch::Receiver<bool>) {
         };
         match finish_batch(shared, &turn, b.id, &tx, b.members.len(), stop).await {
             Outcome::Reverted(reason) => {
-                let records = b
-                    .members
-                    .iter()
-                    .filter_map(|m| shared.store.record(&m.record_id).ok().flatten())
-                    .collect();
+                let records = member_records(shared, &b.members);
                 isolate(shared, &turn, records, &reason).await;
             }
             Outcome::TooBig | Outcome::Superseded => {
                 // Dropped: its records are queued again in the store.
-                let records = b
-                    .members
-                    .iter()
-                    .filter_map(|m| shared.store.record(&m.record_id).ok().flatten())
-                    .collect();
+                let records = member_records(shared, &b.members);
                 shared.requeue(records);
             }
             Outcome::Shutdown => return,
             _ => {}
         }
     }
+}
+
+/// The records of a stored batch's members that the store still holds.
+fn member_records(shared: &Shared, members: &[BatchMember]) -> Vec<StoredRecord> {
+    members
+        .iter()
+        .filter_map(|m| shared.store.record(&m.record_id).ok().flatten())
+        .collect()
 }
