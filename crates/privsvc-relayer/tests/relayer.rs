@@ -549,11 +549,11 @@ impl LedgerWriter for Faulty {
 }
 
 async fn crash_case(which: &str) {
-    let node = devnet().await;
-    let dir = tempfile::tempdir().unwrap();
-    let mut c = config(dir.path());
-    c.receipt_timeout = Duration::from_millis(300);
-    c.heartbeat_ms = 3_600_000;
+    let (node, _dir, c) = devnet_and_config(|c| {
+        c.receipt_timeout = Duration::from_millis(300);
+        c.heartbeat_ms = 3_600_000;
+    })
+    .await;
     let faulty = Faulty::new(writer(&node, 0));
     match which {
         "before-send" => faulty.hang_prepare.store(true, Ordering::SeqCst),
@@ -817,11 +817,11 @@ impl LedgerWriter for Refusing {
 
 #[tokio::test]
 async fn a_reverting_batch_fails_the_offender_with_the_reason_and_writes_the_rest() {
-    let node = devnet().await;
-    let dir = tempfile::tempdir().unwrap();
-    let mut c = config(dir.path());
-    c.min_batch = 3;
-    c.max_wait_ms = 2000;
+    let (node, _dir, c) = devnet_and_config(|c| {
+        c.min_batch = 3;
+        c.max_wait_ms = 2000;
+    })
+    .await;
     let (bad, bad_owner) = record_body(APP, 3600, b"refused");
     let writer = Arc::new(Refusing {
         inner: writer(&node, 0),
@@ -931,11 +931,11 @@ impl LedgerWriter for Corrupting {
 
 #[tokio::test]
 async fn a_batch_reverted_on_the_ledger_fails_the_offender_and_retries_the_rest() {
-    let node = devnet().await;
-    let dir = tempfile::tempdir().unwrap();
-    let mut c = config(dir.path());
-    c.min_batch = 3;
-    c.max_wait_ms = 1500;
+    let (node, _dir, c) = devnet_and_config(|c| {
+        c.min_batch = 3;
+        c.max_wait_ms = 1500;
+    })
+    .await;
     let (bad, bad_owner) = record_body(APP, 3600, b"reverts");
     let writer = Arc::new(Corrupting {
         inner: rpc_writer(&node, 0),

@@ -74,12 +74,21 @@ pub async fn start_with(
 pub async fn devnet_and_relayer(
     tweak: impl FnOnce(&mut RelayerConfig),
 ) -> (DevnetHandle, tempfile::TempDir, RelayerHandle) {
+    let (node, dir, c) = devnet_and_config(tweak).await;
+    let relayer = start(&node, 0, c).await;
+    (node, dir, relayer)
+}
+
+/// A fresh devnet and a test [`config`] in a new temp dir, which `tweak` adjusts, for tests
+/// that start the relayer themselves. Keep the temp dir alive as long as the relayer.
+pub async fn devnet_and_config(
+    tweak: impl FnOnce(&mut RelayerConfig),
+) -> (DevnetHandle, tempfile::TempDir, RelayerConfig) {
     let node = devnet().await;
     let dir = tempfile::tempdir().unwrap();
     let mut c = config(dir.path());
     tweak(&mut c);
-    let relayer = start(&node, 0, c).await;
-    (node, dir, relayer)
+    (node, dir, c)
 }
 
 /// A sealed record: (submit body, owner address).
