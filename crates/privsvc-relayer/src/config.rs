@@ -287,6 +287,12 @@ fn on_off(name: &'static str, value: Option<String>) -> Result<bool, ConfigError
     }
 }
 
+/// The text of the file that setting `name` points at.
+fn read_file(name: &'static str, path: &std::path::Path) -> Result<String, ConfigError> {
+    std::fs::read_to_string(path)
+        .map_err(|e| invalid(name, format!("cannot read {}: {e}", path.display())))
+}
+
 fn http_url(name: &'static str, text: String) -> Result<String, ConfigError> {
     let parsed = url::Url::parse(text.trim())
         .map_err(|e| invalid(name, format!("not a URL ({e}): {text:?}")))?;
@@ -362,12 +368,7 @@ impl RelayerConfig {
         };
         c.key = match (cli.key_file, env_key) {
             (Some(path), _) => {
-                let text = Zeroizing::new(std::fs::read_to_string(&path).map_err(|e| {
-                    invalid(
-                        "RELAYER_KEY_FILE",
-                        format!("cannot read {}: {e}", path.display()),
-                    )
-                })?);
+                let text = Zeroizing::new(read_file("RELAYER_KEY_FILE", &path)?);
                 Some(RelayerKey::from_hex(&text).map_err(|_| {
                     invalid(
                         "RELAYER_KEY_FILE",
@@ -434,12 +435,7 @@ impl RelayerConfig {
         c.issuer_codes = match cli.issuer_codes_file {
             None => None,
             Some(path) => {
-                let text = std::fs::read_to_string(&path).map_err(|e| {
-                    invalid(
-                        "ISSUER_CODES_FILE",
-                        format!("cannot read {}: {e}", path.display()),
-                    )
-                })?;
+                let text = read_file("ISSUER_CODES_FILE", &path)?;
                 let codes: Vec<String> = text
                     .lines()
                     .map(str::trim)
