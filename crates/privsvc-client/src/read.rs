@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use alloy_primitives::Address;
-use privsvc_ledger::{AttributeSelect, Entity, LedgerError, LedgerReader, Select};
+use privsvc_ledger::{ArkivValue, AttributeSelect, Entity, LedgerError, LedgerReader, Select};
 
 /// Batches combined into one query (3 predicates each stay well under the node's 64).
 const BATCHES_PER_QUERY: usize = 16;
@@ -44,12 +44,12 @@ pub fn batch_of(entity: &Entity) -> Option<BatchId> {
 
 /// A typed-query string literal: `str('...')` with quotes doubled.
 pub fn str_literal(value: &str) -> String {
-    format!("str('{}')", value.replace('\'', "''"))
+    privsvc_ledger::query::str_literal(value)
 }
 
 /// An address literal `addr(0x…)` (checksummed, as the node requires a valid EIP-55 form).
 pub fn addr_literal(address: &Address) -> String {
-    format!("addr({})", address.to_checksum(None))
+    privsvc_ledger::query::literal(&ArkivValue::Addr(*address))
 }
 
 fn select_without_payload() -> Select {
