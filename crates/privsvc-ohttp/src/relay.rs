@@ -30,7 +30,7 @@
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -244,6 +244,8 @@ struct RelayState {
     limiter: RateLimiter,
     /// Whether the "no peer address, no rate limit" warning was given.
     warned_no_peer: AtomicBool,
+    /// Requests forwarded to a relayer and answered (an aggregate; nothing about clients).
+    forwarded: AtomicU64,
 }
 
 /// The OHTTP relay. Cheap to clone (shared state).
@@ -286,9 +288,16 @@ impl OhttpRelay {
                 last_refresh: tokio::sync::Mutex::new(None),
                 limiter: RateLimiter::new(config.rate_limit_per_min),
                 warned_no_peer: AtomicBool::new(false),
+                forwarded: AtomicU64::new(0),
                 config,
             }),
         })
+    }
+
+    /// How many requests the relay has forwarded to a relayer and returned the relayer's answer
+    /// for (refused requests and relayer failures are not counted). An aggregate count only.
+    pub fn forwarded(&self) -> u64 {
+        self.state.forwarded.load(Ordering::Relaxed)
     }
 
     /// The verified target URLs, sorted.
@@ -532,6 +541,7 @@ async fn forward(State(relay): State<OhttpRelay>, request: Request) -> Response 
     let Ok(body) = read_response(answer, MAX_RESPONSE_BYTES).await else {
         return relayer_failed();
     };
+    relay.state.forwarded.fetch_add(1, Ordering::Relaxed);
     tracing::trace!(status = status.as_u16(), "relay forwarded a request");
     let mut response = (status, body).into_response();
     if let Some(ct) = content_type {

@@ -116,6 +116,8 @@ async fn round_trip_info_and_records() {
     .await
     .unwrap();
     assert_eq!(again.status, 200);
+    // Every call above was forwarded and answered by the relayer, the 404 included.
+    assert_eq!(s.relay.forwarded(), 4);
 }
 
 #[tokio::test]
@@ -175,6 +177,7 @@ async fn only_verified_targets() {
     )
     .await;
     assert_eq!(status, 403);
+    assert_eq!(s.relay.forwarded(), 0, "refused requests are not counted");
 
     // Once account 2 publishes a heartbeat for that URL, it is verified on the next refresh.
     s.chain.heartbeat(2, &liar_url, Some(&key)).await;
@@ -183,6 +186,7 @@ async fn only_verified_targets() {
         .await
         .unwrap();
     assert_eq!(ok.status, 200);
+    assert_eq!(s.relay.forwarded(), 1);
 }
 
 #[tokio::test]
