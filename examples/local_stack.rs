@@ -25,7 +25,7 @@
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -37,7 +37,7 @@ use privsvc::client::{
 };
 use privsvc::devnet::{Address, BlockTime, Devnet, DevnetConfig, DevnetHandle, DEV_PRIVATE_KEYS};
 use privsvc::ledger::{LedgerReader, RpcLedger, RpcWriter};
-use privsvc::ohttp::{OhttpRelay, PeerIp, RelayConfig, RelayListener, SILENCE_OHTTP_LOGS};
+use privsvc::ohttp::{OhttpRelay, RelayConfig, SILENCE_OHTTP_LOGS};
 use privsvc::relayer::{OhttpSeed, Relayer, RelayerConfig, RelayerHandle, RelayerKey, TokenMode};
 use tempfile::TempDir;
 
@@ -65,7 +65,7 @@ struct Stack {
     b: RelayerHandle,
     relay_url: String,
     /// Requests the OHTTP relay received.
-    relay_requests: Arc<AtomicUsize>,
+    relay: OhttpRelay,
     relay_task: tokio::task::JoinHandle<()>,
     _dirs: [TempDir; 2],
 }
@@ -175,20 +175,10 @@ async fn start_stack() -> Result<Stack> {
     let _refresh = relay.spawn_refresh();
     let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await?;
     let relay_url = format!("http://{}", listener.local_addr()?);
-    let relay_requests = Arc::new(AtomicUsize::new(0));
-    let counter = relay_requests.clone();
-    let router = relay.router().layer(axum::middleware::from_fn(
-        move |req: axum::extract::Request, next: axum::middleware::Next| {
-            let counter = counter.clone();
-            async move {
-                counter.fetch_add(1, Ordering::SeqCst);
-                next.run(req).await
-            }
-        },
-    ));
+    let served = relay.clone();
     let relay_task = tokio::spawn(async move {
-        let service = router.into_make_service_with_connect_info::<PeerIp>();
-        if let Err(e) = axum::serve(RelayListener::new(listener), service).await {
+        // Served through the relay's own listener, so its per-address rate limit applies.
+        if let Err(e) = served.serve(listener).await {
             eprintln!("OHTTP relay stopped: {e}");
         }
     });
@@ -198,7 +188,7 @@ async fn start_stack() -> Result<Stack> {
         a,
         b,
         relay_url,
-        relay_requests,
+        relay,
         relay_task,
         _dirs: dirs,
     })
@@ -655,10 +645,10 @@ async fn scenario(stack: &Stack, checks: &mut Checks, started: Instant) -> Resul
         "Relayers: A wrote {} batch transaction(s), B wrote {}; the OHTTP relay forwarded {} requests",
         ha.batches,
         hb.batches,
-        stack.relay_requests.load(Ordering::SeqCst)
+        stack.relay.forwarded()
     );
     checks.check(
-        stack.relay_requests.load(Ordering::SeqCst) >= 2 * PLAN.len(),
+        stack.relay.forwarded() >= 2 * PLAN.len() as u64,
         "the user's relayer calls went through the OHTTP relay",
     );
     println!();

@@ -9,7 +9,7 @@
 //!   relayers; each is on the ledger exactly once and each client finds exactly its own.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -19,7 +19,7 @@ use privsvc::client::{
 };
 use privsvc::devnet::{Address, BlockTime, Devnet, DevnetConfig, DevnetHandle, DEV_PRIVATE_KEYS};
 use privsvc::ledger::{ArkivValue, LedgerReader, RpcLedger, RpcWriter};
-use privsvc::ohttp::{OhttpRelay, PeerIp, RelayConfig, RelayListener};
+use privsvc::ohttp::{OhttpRelay, RelayConfig};
 use privsvc::relayer::{OhttpSeed, Relayer, RelayerConfig, RelayerHandle, RelayerKey, TokenMode};
 use tempfile::TempDir;
 
@@ -37,7 +37,7 @@ struct Stack {
     a: RelayerHandle,
     b: RelayerHandle,
     relay_url: String,
-    relay_requests: Arc<AtomicUsize>,
+    relay: OhttpRelay,
     relay_task: tokio::task::JoinHandle<()>,
     _dirs: [TempDir; 2],
 }
@@ -99,7 +99,7 @@ impl Stack {
                 allow_http: true,
                 refresh_interval: Duration::from_secs(1),
                 // All 20 load clients share 127.0.0.1: the per-address limit is real (served
-                // through RelayListener below) but sized for the whole test.
+                // through OhttpRelay::serve below) but sized for the whole test.
                 rate_limit_per_min: 1_000_000,
                 ..RelayConfig::default()
             },
@@ -109,22 +109,9 @@ impl Stack {
         let _refresh = relay.spawn_refresh();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let relay_url = format!("http://{}", listener.local_addr().unwrap());
-        let relay_requests = Arc::new(AtomicUsize::new(0));
-        let counter = relay_requests.clone();
-        let router = relay.router().layer(axum::middleware::from_fn(
-            move |req: axum::extract::Request, next: axum::middleware::Next| {
-                let counter = counter.clone();
-                async move {
-                    counter.fetch_add(1, Ordering::SeqCst);
-                    next.run(req).await
-                }
-            },
-        ));
+        let served = relay.clone();
         let relay_task = tokio::spawn(async move {
-            let service = router.into_make_service_with_connect_info::<PeerIp>();
-            axum::serve(RelayListener::new(listener), service)
-                .await
-                .ok();
+            served.serve(listener).await.ok();
         });
         Stack {
             node,
@@ -132,7 +119,7 @@ impl Stack {
             a,
             b,
             relay_url,
-            relay_requests,
+            relay,
             relay_task,
             _dirs: dirs,
         }
@@ -293,7 +280,7 @@ async fn main_job_scenario() {
         }));
     }
 
-    let relayed_before = stack.relay_requests.load(Ordering::SeqCst);
+    let relayed_before = stack.relay.forwarded();
     let writes = PLAN.iter().map(|p| {
         let c = if p.min_anonymity > 1 { &user_k2 } else { &user };
         let mut params = note(p.text.into())
@@ -325,7 +312,7 @@ async fn main_job_scenario() {
     assert_eq!(owners.len(), 4, "one-time owners");
     assert_eq!(written[2].owner, user.scope_address("diary").await.unwrap());
     assert!(
-        stack.relay_requests.load(Ordering::SeqCst) >= relayed_before + 8,
+        stack.relay.forwarded() >= relayed_before + 8,
         "submissions and polls went through the OHTTP relay"
     );
     // The encrypted payload is not readable on the ledger.
@@ -434,7 +421,7 @@ async fn main_job_scenario() {
     eprintln!(
         "main job scenario: {} crowd records, {} relay requests, {:.1} s",
         crowd_written.len(),
-        stack.relay_requests.load(Ordering::SeqCst),
+        stack.relay.forwarded(),
         started.elapsed().as_secs_f64()
     );
     stack.shutdown().await;
@@ -533,7 +520,7 @@ async fn load_1000_records_from_20_clients() {
     let batches: BTreeSet<_> = all.iter().map(|r| r.tx_hash).collect();
     let recovered = all.iter().filter(|r| r.recovered).count();
     assert!(
-        stack.relay_requests.load(Ordering::SeqCst) >= CLIENTS * PER_CLIENT,
+        stack.relay.forwarded() >= (CLIENTS * PER_CLIENT) as u64,
         "every submission went through the OHTTP relay"
     );
     eprintln!(
@@ -548,7 +535,7 @@ async fn load_1000_records_from_20_clients() {
         per_creator[&stack.b.address()],
         counted.as_secs_f64(),
         listed.as_secs_f64(),
-        stack.relay_requests.load(Ordering::SeqCst)
+        stack.relay.forwarded()
     );
     stack.shutdown().await;
 }

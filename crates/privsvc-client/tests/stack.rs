@@ -3,7 +3,6 @@
 
 mod common;
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -28,7 +27,7 @@ async fn write_read_prove_everything_through_ohttp_with_tokens() {
         .relayers()
         .iter()
         .all(|r| r.info.tokens_required && !r.bad));
-    let before = stack.relay_requests.load(Ordering::SeqCst);
+    let before = stack.relayed();
 
     let r1 = alice.create_entity(note("first")).await.expect("write 1");
     let r2 = alice
@@ -43,7 +42,7 @@ async fn write_read_prove_everything_through_ohttp_with_tokens() {
         assert_ne!(r.tx_hash, B256::ZERO);
     }
     // Submissions and polls went through the relay (at least a submit and a poll per write).
-    assert!(stack.relay_requests.load(Ordering::SeqCst) >= before + 6);
+    assert!(stack.relayed() >= before + 6);
 
     // Alice sees her two records, newest first, decrypted; never Bob's.
     let mine = alice.my_entities(&EntitiesQuery::new()).await.unwrap();
@@ -117,9 +116,9 @@ async fn write_read_prove_everything_through_ohttp_with_tokens() {
         .await
         .expect("discovery through OHTTP");
     assert_eq!(carol.relayers().len(), 2);
-    let before = stack.relay_requests.load(Ordering::SeqCst);
+    let before = stack.relayed();
     let rc = carol.create_entity(note("carol")).await.unwrap();
-    assert!(stack.relay_requests.load(Ordering::SeqCst) >= before + 2);
+    assert!(stack.relayed() >= before + 2);
     let carols = carol.my_entities(&EntitiesQuery::new()).await.unwrap();
     assert_eq!(carols.len(), 1);
     assert_eq!(carols[0].entity_key, rc.entity_key);

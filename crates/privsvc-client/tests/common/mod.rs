@@ -2,7 +2,6 @@
 //! tokens and serve OHTTP), and an OHTTP relay. Real HTTP, real SQLite, real signatures.
 #![allow(dead_code)]
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -67,8 +66,8 @@ pub struct Stack {
     pub a_url: String,
     pub b_url: String,
     pub relay_url: Option<String>,
-    /// Requests the OHTTP relay received.
-    pub relay_requests: Arc<AtomicUsize>,
+    /// The OHTTP relay, when the stack has one.
+    pub relay: Option<OhttpRelay>,
     relay_task: Option<tokio::task::JoinHandle<()>>,
     dirs: Vec<TempDir>,
 }
@@ -142,13 +141,14 @@ impl Stack {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
 
-        let relay_requests = Arc::new(AtomicUsize::new(0));
-        let (relay_url, relay_task) = if opts.ohttp {
+        let (relay, relay_url, relay_task) = if opts.ohttp {
             let relay = OhttpRelay::new(
                 reader.clone(),
                 RelayConfig {
                     allow_http: true,
                     refresh_interval: Duration::from_millis(500),
+                    // Every test client shares 127.0.0.1.
+                    rate_limit_per_min: 1_000_000,
                     ..RelayConfig::default()
                 },
             )
@@ -157,22 +157,13 @@ impl Stack {
             let _refresh = relay.spawn_refresh();
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             let url = format!("http://{}", listener.local_addr().unwrap());
-            let counter = relay_requests.clone();
-            let router = relay.router().layer(axum::middleware::from_fn(
-                move |req: axum::extract::Request, next: axum::middleware::Next| {
-                    let counter = counter.clone();
-                    async move {
-                        counter.fetch_add(1, Ordering::SeqCst);
-                        next.run(req).await
-                    }
-                },
-            ));
+            let served = relay.clone();
             let task = tokio::spawn(async move {
-                axum::serve(listener, router).await.ok();
+                served.serve(listener).await.ok();
             });
-            (Some(url), Some(task))
+            (Some(relay), Some(url), Some(task))
         } else {
-            (None, None)
+            (None, None, None)
         };
 
         Stack {
@@ -183,10 +174,15 @@ impl Stack {
             a: Some(a),
             b: Some(b),
             relay_url,
-            relay_requests,
+            relay,
             relay_task,
             dirs: vec![da, db],
         }
+    }
+
+    /// Requests the OHTTP relay forwarded to a relayer (0 without a relay).
+    pub fn relayed(&self) -> u64 {
+        self.relay.as_ref().map_or(0, OhttpRelay::forwarded)
     }
 
     /// A client builder for `wallet` with fast test timings (both relayers, no delay).
