@@ -48,6 +48,9 @@ impl LedgerReader for OneEntity {
             ..Entity::default()
         }))
     }
+    async fn block_timestamp(&self, _: u64) -> Result<Option<u64>, LedgerError> {
+        Ok(Some(0))
+    }
     async fn code_at(&self, _: Address) -> Result<Vec<u8>, LedgerError> {
         Ok(Vec::new())
     }

@@ -28,6 +28,10 @@ pub trait LedgerReader: Send + Sync {
     async fn entity_nonce(&self, address: Address) -> Result<u64, LedgerError>;
     /// The native-currency balance of an account, in wei.
     async fn balance(&self, address: Address) -> Result<U256, LedgerError>;
+    /// The timestamp (unix seconds) of block `number`, or `None` when the ledger has no such
+    /// block yet. Verifiers use it to check when an entity was created (`$createdAt` is a block
+    /// number).
+    async fn block_timestamp(&self, number: u64) -> Result<Option<u64>, LedgerError>;
     /// The hash of the transaction that created entity `key` in block `created_at` (the
     /// entity's `$createdAt`), or `None` when the ledger cannot tell (no such creation in that
     /// block, or logs no longer served). Entities do not carry their creating transaction;

@@ -316,6 +316,22 @@ impl LedgerReader for RpcLedger {
         Ok(page.entities.into_iter().next())
     }
 
+    async fn block_timestamp(&self, number: u64) -> Result<Option<u64>, LedgerError> {
+        let block = self
+            .call(
+                "eth_getBlockByNumber",
+                json!([format!("{number:#x}"), false]),
+            )
+            .await?;
+        if block.is_null() {
+            return Ok(None);
+        }
+        let ts = block
+            .get("timestamp")
+            .ok_or_else(|| LedgerError::Decode("block without timestamp".into()))?;
+        parse_quantity(ts).map(Some)
+    }
+
     async fn code_at(&self, address: Address) -> Result<Vec<u8>, LedgerError> {
         let r = self
             .call("eth_getCode", json!([addr_json(&address), "latest"]))
@@ -753,6 +769,9 @@ mod tests {
         }
         async fn entity(&self, _: B256, _: Option<u64>) -> Result<Option<Entity>, LedgerError> {
             Ok(None)
+        }
+        async fn block_timestamp(&self, _: u64) -> Result<Option<u64>, LedgerError> {
+            Ok(Some(0))
         }
         async fn code_at(&self, _: Address) -> Result<Vec<u8>, LedgerError> {
             Ok(vec![])

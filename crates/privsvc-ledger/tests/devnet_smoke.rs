@@ -205,3 +205,29 @@ async fn writer_and_reader_against_the_devnet() {
     );
     node.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn block_timestamps_come_from_the_node() {
+    let node = Devnet::start(DevnetConfig {
+        block_time: BlockTime::OnDemand,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let reader = RpcLedger::new(node.url()).unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let head = reader.block_number().await.unwrap();
+    let ts = reader
+        .block_timestamp(head)
+        .await
+        .unwrap()
+        .expect("head block");
+    assert!(
+        ts <= now + 1 && ts + 3600 > now,
+        "head timestamp {ts}, now {now}"
+    );
+    assert_eq!(reader.block_timestamp(head + 1_000).await.unwrap(), None);
+}

@@ -337,6 +337,9 @@ impl LedgerReader for CountingReader {
     async fn entity(&self, k: B256, b: Option<u64>) -> Result<Option<Entity>, LedgerError> {
         self.inner.entity(k, b).await
     }
+    async fn block_timestamp(&self, n: u64) -> Result<Option<u64>, LedgerError> {
+        self.inner.block_timestamp(n).await
+    }
     async fn code_at(&self, a: Address) -> Result<Vec<u8>, LedgerError> {
         self.inner.code_at(a).await
     }
