@@ -83,6 +83,7 @@ async fn sealed(
     let body = EnvelopeBody {
         app: APP.into(),
         exp: EXP,
+        hour: privsvc::envelope::hour_of(privsvc::client::proof::unix_now()),
         ct: "text/plain".into(),
         enc: false,
         types: attrs.types(),

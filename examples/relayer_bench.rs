@@ -298,6 +298,7 @@ async fn main() -> anyhow::Result<()> {
                 let body = EnvelopeBody {
                     app: APP.into(),
                     exp: 3600,
+                    hour: privsvc::envelope::hour_of(now_ms() / 1000),
                     ct: "application/json".into(),
                     enc: false,
                     types: attrs.types(),

@@ -1,6 +1,7 @@
-# Independent review of conformance/core/envelope.json: pure-Python keccak256, JCS via
-# json.dumps, secp256k1 public-key recovery; nothing shared with the Rust code.
-# Usage: python3 conformance/core/independent_check.py conformance/core/envelope.json
+# Independent review of conformance/core/envelope.json (envelope v2) and window.json: pure-Python
+# keccak256, JCS via json.dumps, secp256k1 public-key recovery and the time rules written out
+# again; nothing shared with the Rust code.
+# Usage: python3 conformance/core/independent_check.py conformance/core/envelope.json [conformance/core/window.json]
 import json, base64, sys
 
 RC = [0x0000000000000001,0x0000000000008082,0x800000000000808A,0x8000000080008000,0x000000000000808B,0x0000000080000001,0x8000000080008081,0x8000000000008009,0x000000000000008A,0x0000000000000088,0x0000000080008009,0x000000008000000A,0x000000008000808B,0x800000000000008B,0x8000000000008089,0x8000000000008003,0x8000000000008002,0x8000000000000080,0x000000000000800A,0x800000008000000A,0x8000000080008081,0x8000000000008080,0x0000000080000001,0x8000000080008008]
@@ -70,11 +71,15 @@ assert owner==d['owner'].lower()
 for c in d['cases']:
     b=c['body']; a=c['attributes']
     types={k:v['type'] for k,v in a.items()}
-    body={'v':1,'app':b['app'],'exp':b['exp'],'ct':b['ct'],'enc':b['enc'],'types':types,'data':b['data']}
+    assert isinstance(b['hour'],int) and 0<=b['hour']<2**53
+    assert b['exp'] in (3600,86400,604800,2592000,7776000)
+    assert a['project']['type']=='str'
+    if 'tag' in a: assert len(a['tag']['value'])==60 and len(base64.b64decode(a['tag']['value']))==44
+    body={'v':2,'app':b['app'],'exp':b['exp'],'hour':b['hour'],'ct':b['ct'],'enc':b['enc'],'types':types,'data':b['data']}
     cb=jcs(body); ca=jcs(a)
     assert cb==c['canonicalBody'], (cb,c['canonicalBody'])
     assert ca==c['canonicalAttributes'], (ca,c['canonicalAttributes'])
-    pre=b'privsvc envelope v1'+b'\x00'+cb.encode()+b'\x00'+ca.encode()
+    pre=b'privsvc envelope v2'+b'\x00'+cb.encode()+b'\x00'+ca.encode()
     if 'digestPreimageHex' in c: assert pre.hex()==c['digestPreimageHex']
     h=keccak256(pre)
     assert '0x'+h.hex()==c['digest'], c['name']
@@ -88,3 +93,19 @@ for c in d['cases']:
     assert c['sealed']==st+' '*(size-n) and c['paddedLength']==size==len(c['sealed'].encode())
     print('ok', c['name'], 'content', n, 'padded', size, 'data bytes', len(base64.b64decode(b['data'])))
 print('rejects:', [r['name'] for r in d['reject']])
+for r in d['reject']:
+    t=r['envelope']
+    # Every rejection differs from an accepted envelope; the v1 ones name version 1.
+    assert t not in [c['sealed'] for c in d['cases']], r['name']
+    if r['name'].startswith('version 1'): assert '"v":1' in t and '"v":2' not in t
+
+if len(sys.argv)>2:
+    w=json.load(open(sys.argv[2]))
+    for c in w['hourOf']: assert c['unixSeconds']//3600==c['hour'], c
+    for c in w['window']:
+        nh=c['nowSeconds']//3600
+        assert (max(nh-2,0)<=c['hour']<=nh+1)==c['accepted'], c
+    for c in w['republish']:
+        dl=(c['hour']+4)*3600
+        assert c['deadline']==dl and (c['createdSeconds']<dl)==c['accepted'], c
+    print('window ok:', len(w['window']), 'window cases,', len(w['republish']), 'republish cases')

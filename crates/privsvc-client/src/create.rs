@@ -149,6 +149,7 @@ impl PrivateClient {
         let body = EnvelopeBody {
             app: self.app().to_string(),
             exp,
+            hour: privsvc_envelope::hour_of(crate::proof::unix_now()),
             ct: params.content_type.clone(),
             enc: params.encrypt,
             types: attrs.types(),

@@ -14,7 +14,7 @@ use crate::error::PrivsvcError;
 use crate::proof::{sign_ownership_proof, OwnershipProof, ProofParams};
 use crate::read::{batch_of, fetch_batches, list_app_tags, BatchId};
 use crate::record::MyRecord;
-use crate::verify::{verify_record, VerifyOptions};
+use crate::verify::{block_timestamps, verify_record, VerifyOptions};
 
 /// Options of [`PrivateClient::my_entities`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -78,7 +78,7 @@ impl PrivateClient {
     /// Lists the project's records at one pinned block without payloads, opens the tags of the
     /// records not seen before, fetches the matching batches plus `cover_batches` random other
     /// batches, verifies each of the user's records (owner = the vault's address for the ref,
-    /// signature, app, attributes, lifetime; with `trusted_relayers_only`, a known creator),
+    /// signature, app, attributes, lifetime, creation before (hour + 4) x 3600; with `trusted_relayers_only`, a known creator),
     /// decrypts encrypted payloads and filters `where_` locally. Results are cached; a call
     /// scans again only after a write in this session or with `refresh`.
     pub async fn my_entities(&self, query: &EntitiesQuery) -> Result<Vec<MyRecord>, PrivsvcError> {
@@ -196,12 +196,19 @@ impl PrivateClient {
             fetch_batches(self.reader.as_ref(), &project, &wanted, Some(listing.block)).await?
         };
 
+        // Creation times for the republish rule, one read per block.
+        let mine_blocks = full
+            .iter()
+            .filter(|e| matched.contains_key(&e.key))
+            .filter_map(|e| e.created_at);
+        let times = block_timestamps(self.reader.as_ref(), mine_blocks).await?;
         for entity in full {
             let Some(record_ref) = matched.remove(&entity.key) else {
                 continue;
             };
+            let created = entity.created_at.and_then(|b| times.get(&b).copied());
             match self
-                .open_record(&entity, record_ref, trusted.as_deref())
+                .open_record(&entity, record_ref, trusted.as_deref(), created)
                 .await
             {
                 Ok(record) => {
@@ -230,6 +237,7 @@ impl PrivateClient {
         entity: &Entity,
         record_ref: RecordRef,
         trusted: Option<&[alloy_primitives::Address]>,
+        created_timestamp: Option<u64>,
     ) -> Result<MyRecord, String> {
         let owner = self
             .vault
@@ -242,6 +250,7 @@ impl PrivateClient {
                 app: Some(self.app()),
                 relayers: trusted,
                 owner: Some(owner),
+                created_timestamp,
             },
         )
         .map_err(|e| e.to_string())?;

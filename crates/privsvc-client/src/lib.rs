@@ -94,4 +94,7 @@ pub use read::{fetch_batches, list_app, BatchId, Listing};
 pub use record::{CreateParams, CreateResult, MyRecord};
 pub use relayer_api::RelayerStatus;
 pub use transport::default_transport;
-pub use verify::{verify_record, RejectReason, VerifiedRecord, VerifyOptions};
+pub use verify::{
+    block_timestamps, creation_timestamp, verify_record, RejectReason, VerifiedRecord,
+    VerifyOptions,
+};

@@ -12,6 +12,7 @@ pub use privsvc_vault::{proof_signing_hash, proof_typed_data, OwnershipProofBody
 
 use crate::error::PrivsvcError;
 use crate::options::DEFAULT_PROOF_TTL_SECONDS;
+use crate::verify::{creation_timestamp, verify_record, RejectReason, VerifyOptions};
 
 /// A signed ownership proof, as handed to a verifier (JSON with camelCase fields).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -167,10 +168,15 @@ pub enum ProofRejection {
     /// The ledger could not be read.
     #[error("cannot read the ledger to check the owner: {0}")]
     Ledger(String),
+    /// The entity is not a valid privsvc record of the signer: bad envelope, or created at
+    /// or after `(hour + 4) x 3600` (a copied envelope republished after its window).
+    #[error("the entity is not a valid record of the signer: {0}")]
+    InvalidRecord(RejectReason),
 }
 
-/// Checks a proof: time window, challenge, verifier, chain, signature, and that the entity's current
-/// owner on the ledger is the signer.
+/// Checks a proof: time window, challenge, verifier, chain, signature, that the entity's current
+/// owner on the ledger is the signer, and that the entity is a record that passes
+/// [`verify_record`] for that owner (its creation block timestamp included).
 pub async fn verify_ownership_proof(
     proof: &OwnershipProof,
     expect: &ProofExpectation<'_>,
@@ -224,5 +230,17 @@ pub async fn verify_ownership_proof(
     if owner != signer {
         return Err(ProofRejection::NotOwner { owner, signer });
     }
+    let created_timestamp = creation_timestamp(expect.reader, &entity)
+        .await
+        .map_err(|e| ProofRejection::Ledger(e.to_string()))?;
+    verify_record(
+        &entity,
+        &VerifyOptions {
+            owner: Some(signer),
+            created_timestamp,
+            ..VerifyOptions::default()
+        },
+    )
+    .map_err(ProofRejection::InvalidRecord)?;
     Ok(())
 }

@@ -1,19 +1,22 @@
 //! `verify_record`: is a ledger entity a well-formed privsvc record of this app, signed by the
-//! expected owner?
+//! expected owner, and created within its envelope's hour window?
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use alloy_primitives::{Address, B256};
 use privsvc_attributes::{AttrType, AttrValue, Attributes};
-use privsvc_envelope::{envelope_signer, parse_envelope, EnvelopeBody};
-use privsvc_ledger::{ArkivValue, Entity};
+use privsvc_envelope::{
+    check_created_in_time, envelope_signer, parse_envelope, republish_deadline, EnvelopeBody,
+};
+use privsvc_ledger::{ArkivValue, Entity, LedgerError, LedgerReader};
 
 use crate::options::BLOCK_TIME_SECONDS;
 
 /// The content type of every record entity.
 pub const RECORD_CONTENT_TYPE: &str = "application/json";
 
-/// What a record must match (every field optional).
+/// What a record must match. Every field is optional except `created_timestamp`: without it
+/// [`verify_record`] refuses every entity ([`RejectReason::CreationTimeUnknown`]).
 #[derive(Debug, Clone, Default)]
 pub struct VerifyOptions<'a> {
     /// The app the envelope must name.
@@ -22,6 +25,11 @@ pub struct VerifyOptions<'a> {
     pub relayers: Option<&'a [Address]>,
     /// When set, the entity's owner must be this address (the vault's address for the ref).
     pub owner: Option<Address>,
+    /// The timestamp (Unix seconds) of the entity's creation block, its `$createdAt`: read it
+    /// with [`creation_timestamp`] (or [`block_timestamps`] for many entities). Required: an
+    /// entity created at or after `(hour + 4) x 3600` is a copied envelope republished after
+    /// its window and is refused ([`RejectReason::Republished`]).
+    pub created_timestamp: Option<u64>,
 }
 
 /// A record that passed [`verify_record`].
@@ -101,6 +109,21 @@ pub enum RejectReason {
     /// The creator is not one of the trusted relayers.
     #[error("the entity was created by {0}, which is not a known relayer")]
     UntrustedCreator(Address),
+    /// The timestamp of the entity's creation block was not given (or the ledger has no such
+    /// block), so the republish rule cannot be checked.
+    #[error("the timestamp of the entity's creation block is unknown; read it with LedgerReader::block_timestamp($createdAt) and pass it as VerifyOptions::created_timestamp")]
+    CreationTimeUnknown,
+    /// The entity was created at or after `(hour + 4) x 3600`: someone republished a copy of
+    /// the envelope after its window (the owner's record had expired or was never written).
+    #[error("the entity was created at {created} (unix seconds), at or after {deadline} = (envelope hour {hour} + 4) x 3600: a copied envelope republished after its window")]
+    Republished {
+        /// The envelope's hour.
+        hour: u64,
+        /// Timestamp of the creation block.
+        created: u64,
+        /// The first refused timestamp.
+        deadline: u64,
+    },
 }
 
 /// Converts ledger attributes into privsvc attributes (only str, i32, u64 and u256).
@@ -143,10 +166,39 @@ fn compare_types(declared: &BTreeMap<String, AttrType>, actual: &Attributes) -> 
     Err("types differ".into())
 }
 
-/// Verifies one entity: envelope well-formed, app, attribute names/types equal the envelope's
-/// `types`, signature recovers to the entity's owner over the entity's attributes, optional
-/// expected owner, lifetime consistent with the expiry bucket (when createdAt and expiresAt are
-/// present), and optional trusted creators.
+/// The timestamp (Unix seconds) of the block that created `entity` (its `$createdAt`), or
+/// `None` when the entity has no `created_at` or the ledger has no such block.
+pub async fn creation_timestamp(
+    reader: &dyn LedgerReader,
+    entity: &Entity,
+) -> Result<Option<u64>, LedgerError> {
+    match entity.created_at {
+        Some(block) => reader.block_timestamp(block).await,
+        None => Ok(None),
+    }
+}
+
+/// The timestamps of `blocks`, each block read once (a scan's records share few blocks).
+/// Blocks the ledger does not have are absent from the map.
+pub async fn block_timestamps(
+    reader: &dyn LedgerReader,
+    blocks: impl IntoIterator<Item = u64>,
+) -> Result<HashMap<u64, u64>, LedgerError> {
+    let mut out = HashMap::new();
+    let wanted: std::collections::BTreeSet<u64> = blocks.into_iter().collect();
+    for block in wanted {
+        if let Some(t) = reader.block_timestamp(block).await? {
+            out.insert(block, t);
+        }
+    }
+    Ok(out)
+}
+
+/// Verifies one entity: envelope well-formed (version 2), app, attribute names/types equal the
+/// envelope's `types`, signature recovers to the entity's owner over the entity's attributes,
+/// optional expected owner, creation block timestamp before `(hour + 4) x 3600` (required),
+/// lifetime consistent with the expiry bucket (when createdAt and expiresAt are present), and
+/// optional trusted creators.
 pub fn verify_record(
     entity: &Entity,
     options: &VerifyOptions<'_>,
@@ -198,6 +250,14 @@ pub fn verify_record(
     if signer != owner {
         return Err(RejectReason::SignatureMismatch { signer, owner });
     }
+    let created = options
+        .created_timestamp
+        .ok_or(RejectReason::CreationTimeUnknown)?;
+    check_created_in_time(body.hour, created).map_err(|_| RejectReason::Republished {
+        hour: body.hour,
+        created,
+        deadline: republish_deadline(body.hour),
+    })?;
     if let (Some(created), Some(expires)) = (entity.created_at, entity.expires_at) {
         let blocks = expires.saturating_sub(created);
         let expected = body.exp / BLOCK_TIME_SECONDS;

@@ -6,11 +6,16 @@ use std::sync::Mutex;
 use alloy_primitives::{Address, B256, U256};
 use alloy_sol_types::{eip712_domain, sol, SolStruct};
 use async_trait::async_trait;
+use privsvc_attributes::Attributes;
+use privsvc_client::RejectReason;
 use privsvc_client::{
     proof_typed_data, sign_ownership_proof, verify_ownership_proof, ProofExpectation, ProofParams,
     ProofRejection,
 };
-use privsvc_ledger::{Entity, LedgerError, LedgerReader, QueryOptions, QueryPage};
+use privsvc_envelope::{hour_of, EnvelopeBody};
+use privsvc_ledger::{
+    ArkivValue, Attribute, Entity, LedgerError, LedgerReader, QueryOptions, QueryPage,
+};
 use privsvc_vault::{KeyVault, Vault, NETWORK_CHAIN_ID};
 
 sol! {
@@ -23,10 +28,16 @@ sol! {
     }
 }
 
-/// A ledger holding one entity with a settable owner (only what the verifier reads).
+/// A ledger holding one record entity with a settable owner and creation block timestamp (only
+/// what the verifier reads).
 struct OneEntity {
     key: B256,
     owner: Mutex<Option<Address>>,
+    /// The sealed envelope and its attributes.
+    payload: Vec<u8>,
+    attributes: Vec<Attribute>,
+    /// Timestamp of the creation block (block 10).
+    created: Mutex<u64>,
 }
 
 #[async_trait]
@@ -45,11 +56,15 @@ impl LedgerReader for OneEntity {
         Ok((key == self.key).then_some(()).and(owner).map(|o| Entity {
             key,
             owner: Some(o),
+            creator: Some(Address::repeat_byte(0x42)),
+            created_at: Some(10),
+            payload: Some(self.payload.clone()),
+            attributes: Some(self.attributes.clone()),
             ..Entity::default()
         }))
     }
-    async fn block_timestamp(&self, _: u64) -> Result<Option<u64>, LedgerError> {
-        Ok(Some(0))
+    async fn block_timestamp(&self, block: u64) -> Result<Option<u64>, LedgerError> {
+        Ok((block == 10).then(|| *self.created.lock().unwrap()))
     }
     async fn code_at(&self, _: Address) -> Result<Vec<u8>, LedgerError> {
         Ok(Vec::new())
@@ -84,9 +99,29 @@ async fn signed() -> (KeyVault, privsvc_client::OwnershipProof, OneEntity) {
     .unwrap();
     let owner = Vault::address_of(&vault, &record).await.unwrap();
     assert_eq!(proof.owner, owner);
+    let mut attrs = Attributes::new();
+    attrs.insert("project", "notes").unwrap();
+    let body = EnvelopeBody {
+        app: "notes".into(),
+        exp: 3600,
+        hour: hour_of(NOW),
+        ct: "text/plain".into(),
+        enc: false,
+        types: attrs.types(),
+        data: b"hello".to_vec(),
+    };
+    let sealed = Vault::sign_envelope(&vault, &record, &body, &attrs)
+        .await
+        .unwrap();
     let ledger = OneEntity {
         key,
         owner: Mutex::new(Some(owner)),
+        payload: sealed.into_bytes(),
+        attributes: vec![Attribute {
+            name: "project".into(),
+            value: ArkivValue::Str("notes".into()),
+        }],
+        created: Mutex::new(NOW),
     };
     (vault, proof, ledger)
 }
@@ -140,6 +175,23 @@ async fn proof_round_trip_and_window() {
         verify_ownership_proof(&forged, &expect(NOW)).await,
         Err(ProofRejection::BadSignature)
     );
+
+    // The same envelope republished (by a rogue relayer) after its window: the entity's
+    // creation block is at (hour + 4) x 3600, so the proof is refused although every
+    // signature is genuine.
+    let deadline = (hour_of(NOW) + 4) * 3600;
+    *ledger.created.lock().unwrap() = deadline - 1;
+    verify_ownership_proof(&proof, &expect(NOW)).await.unwrap();
+    *ledger.created.lock().unwrap() = deadline;
+    assert_eq!(
+        verify_ownership_proof(&proof, &expect(NOW)).await,
+        Err(ProofRejection::InvalidRecord(RejectReason::Republished {
+            hour: hour_of(NOW),
+            created: deadline,
+            deadline
+        }))
+    );
+    *ledger.created.lock().unwrap() = NOW;
 
     // Ownership moved on the ledger: the proof no longer holds.
     let new_owner = Address::repeat_byte(5);

@@ -361,6 +361,9 @@ async fn scopes_discovery_cover_batches_checks_and_tampering() {
         app: Some(APP),
         relayers: Some(&trusted),
         owner: Some(free.owner),
+        created_timestamp: privsvc_client::creation_timestamp(stack.reader.as_ref(), &entity)
+            .await
+            .unwrap(),
     };
     verify_record(&entity, &expect).expect("genuine record verifies");
     let mut changed = entity.clone();

@@ -9,6 +9,10 @@ use privsvc_envelope::{seal_envelope, EnvelopeBody};
 use privsvc_ledger::{ArkivValue, Attribute, Entity};
 
 const APP: &str = "notes";
+/// The hour the test envelopes are sealed in.
+const HOUR: u64 = 494_000;
+/// The timestamp of the test entities' creation block: ten minutes into that hour.
+const CREATED: u64 = HOUR * 3600 + 600;
 
 fn ledger_attrs(attrs: &Attributes) -> Vec<Attribute> {
     attrs
@@ -43,6 +47,7 @@ fn record(app: &str) -> Fixture {
     let body = EnvelopeBody {
         app: app.into(),
         exp: 3600,
+        hour: HOUR,
         ct: "text/plain".into(),
         enc: false,
         types: attrs.types(),
@@ -73,6 +78,15 @@ fn opts(f: &Fixture) -> VerifyOptions<'static> {
         app: Some(APP),
         relayers: None,
         owner: Some(f.owner),
+        created_timestamp: Some(CREATED),
+    }
+}
+
+/// No expectation but the (required) creation time.
+fn no_expectation() -> VerifyOptions<'static> {
+    VerifyOptions {
+        created_timestamp: Some(CREATED),
+        ..VerifyOptions::default()
     }
 }
 
@@ -97,7 +111,7 @@ fn genuine_record_verifies() {
     );
     assert!(v.envelope.starts_with('{') && v.envelope.ends_with('}'));
     // Without any expectation it verifies as well (signature vs. the entity's owner).
-    verify_record(&f.entity, &VerifyOptions::default()).unwrap();
+    verify_record(&f.entity, &no_expectation()).unwrap();
 }
 
 #[test]
@@ -153,7 +167,7 @@ fn wrong_owner_is_refused() {
     );
     // No expectation: the envelope was not signed by the entity's owner.
     assert!(matches!(
-        verify_record(&f.entity, &VerifyOptions::default()).unwrap_err(),
+        verify_record(&f.entity, &no_expectation()).unwrap_err(),
         RejectReason::SignatureMismatch { signer, owner } if signer == f.owner && owner == stranger
     ));
 }
@@ -222,4 +236,68 @@ fn tampered_or_missing_payload_is_refused() {
         verify_record(&f.entity, &opts(&f)).unwrap_err(),
         RejectReason::WrongContentType(_)
     ));
+}
+
+#[test]
+fn copy_republished_after_its_window_is_refused() {
+    // The same genuine envelope, written (by a rogue relayer) at different times: accepted
+    // while the creation block is before (hour + 4) x 3600, refused from then on.
+    let f = record(APP);
+    let deadline = (HOUR + 4) * 3600;
+    for created in [HOUR * 3600, CREATED, deadline - 1] {
+        let o = VerifyOptions {
+            created_timestamp: Some(created),
+            ..opts(&f)
+        };
+        verify_record(&f.entity, &o).unwrap_or_else(|e| panic!("{created}: {e}"));
+    }
+    for created in [deadline, deadline + 1, deadline + 90 * 86_400] {
+        let o = VerifyOptions {
+            created_timestamp: Some(created),
+            ..opts(&f)
+        };
+        let e = verify_record(&f.entity, &o).unwrap_err();
+        assert_eq!(
+            e,
+            RejectReason::Republished {
+                hour: HOUR,
+                created,
+                deadline
+            }
+        );
+        assert!(e.to_string().contains("republished"), "{e}");
+    }
+}
+
+#[test]
+fn creation_time_is_required() {
+    let f = record(APP);
+    for o in [
+        VerifyOptions::default(),
+        VerifyOptions {
+            created_timestamp: None,
+            ..opts(&f)
+        },
+    ] {
+        assert_eq!(
+            verify_record(&f.entity, &o).unwrap_err(),
+            RejectReason::CreationTimeUnknown
+        );
+    }
+}
+
+#[test]
+fn version_1_envelopes_are_refused() {
+    let mut f = record(APP);
+    let text = String::from_utf8(f.entity.payload.take().unwrap()).unwrap();
+    let v1 = text
+        .trim_end_matches(' ')
+        .replacen(&format!(",\"hour\":{HOUR}"), "", 1)
+        .replacen("\"v\":2", "\"v\":1", 1);
+    f.entity.payload = Some(privsvc_envelope::pad_envelope(&v1).unwrap().into_bytes());
+    let e = verify_record(&f.entity, &opts(&f)).unwrap_err();
+    assert!(
+        matches!(&e, RejectReason::BadEnvelope(m) if m.contains("unsupported envelope version 1")),
+        "{e}"
+    );
 }

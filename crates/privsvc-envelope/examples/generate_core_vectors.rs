@@ -1,8 +1,11 @@
 //! GENERATOR for conformance/core/*.json. Run once, review the output by hand, commit it:
 //!
 //! ```sh
-//! cargo run -p privsvc-envelope --example generate_core_vectors -- conformance/core
+//! cargo run -p privsvc-envelope --example generate_core_vectors -- conformance/core fuzz/seeds/parse_envelope
 //! ```
+//!
+//! The optional second directory receives the envelope seeds of the `parse_envelope` fuzz
+//! target (`accept-*` and `reject-*` files derived from the same vectors).
 //!
 //! The conformance test (tests/conformance.rs) never runs this; it compares the library with
 //! the committed files, so regenerating is a deliberate act that shows up in review.
@@ -18,9 +21,134 @@ fn main() {
     let dir = std::env::args()
         .nth(1)
         .expect("usage: generate_core_vectors <dir>");
-    write(&dir, "envelope.json", envelope_vectors());
+    let envelopes = envelope_vectors();
+    if let Some(seeds) = std::env::args().nth(2) {
+        write_seeds(&seeds, &envelopes);
+    }
+    write(&dir, "envelope.json", envelopes);
     write(&dir, "attributes.json", attribute_vectors());
     write(&dir, "expiry.json", expiry_vectors());
+    write(&dir, "window.json", window_vectors());
+}
+
+/// Fuzz seeds: the accepted cases and every rejection, plus high-s, v = 29 and 16385 bytes.
+fn write_seeds(dir: &str, v: &Value) {
+    let slug = |name: &str| -> String {
+        name.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_lowercase()
+                } else {
+                    '-'
+                }
+            })
+            .collect::<String>()
+            .split('-')
+            .filter(|p| !p.is_empty())
+            .collect::<Vec<_>>()
+            .join("-")
+    };
+    let put = |name: String, bytes: &[u8]| {
+        std::fs::write(format!("{dir}/{name}"), bytes).unwrap();
+    };
+    let cases = v["cases"].as_array().unwrap();
+    for (c, name) in cases
+        .iter()
+        .zip(["minimal-512", "every-type-1024", "payload-4096"])
+    {
+        put(
+            format!("accept-{name}.txt"),
+            c["sealed"].as_str().unwrap().as_bytes(),
+        );
+    }
+    for r in v["reject"].as_array().unwrap() {
+        let name = slug(r["name"].as_str().unwrap());
+        put(
+            format!("reject-{name}.txt"),
+            r["envelope"].as_str().unwrap().as_bytes(),
+        );
+    }
+    let first = cases[0]["sealed"].as_str().unwrap();
+    let content = first.trim_end_matches(' ');
+    let sig_at = content.find("\"sig\":\"0x").unwrap() + 9;
+    let sig = hex::decode(&content[sig_at..sig_at + 130]).unwrap();
+    // s' = n - s with the other recovery byte: the same signer, but high-s.
+    let n = alloy_primitives::U256::from_str_radix(
+        "fffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141",
+        16,
+    )
+    .unwrap();
+    let s = alloy_primitives::U256::from_be_slice(&sig[32..64]);
+    let mut high = sig.clone();
+    high[32..64].copy_from_slice(&(n - s).to_be_bytes::<32>());
+    high[64] = if sig[64] == 27 { 28 } else { 27 };
+    let mut v29 = sig.clone();
+    v29[64] = 29;
+    for (name, bytes) in [("high-s", high), ("v-29", v29)] {
+        let mut t = content.to_owned();
+        t.replace_range(sig_at..sig_at + 130, &hex::encode(bytes));
+        put(
+            format!("reject-{name}.txt"),
+            pad_envelope(&t).unwrap().as_bytes(),
+        );
+    }
+    let mut over = cases[3]["sealed"].as_str().unwrap().to_owned();
+    over.push(' ');
+    put("reject-oversize-16385.txt".into(), over.as_bytes());
+}
+
+/// The hour of sealing used by every envelope vector (2026-05-10T08:00Z).
+const HOUR: u64 = 494_000;
+
+fn window_vectors() -> Value {
+    let hours: Vec<Value> = [
+        0u64,
+        3_599,
+        3_600,
+        1_778_400_000,
+        1_778_403_599,
+        1_778_403_600,
+    ]
+    .into_iter()
+    .map(|t| json!({"unixSeconds": t, "hour": hour_of(t)}))
+    .collect();
+    let now_hour = HOUR;
+    let mut window = Vec::new();
+    for now in [now_hour * 3_600, now_hour * 3_600 + 3_599] {
+        for hour in [
+            now_hour - 5,
+            now_hour - 3,
+            now_hour - 2,
+            now_hour - 1,
+            now_hour,
+            now_hour + 1,
+            now_hour + 2,
+        ] {
+            let accepted = check_hour_window(hour, now).is_ok();
+            window.push(json!({"hour": hour, "nowSeconds": now, "accepted": accepted}));
+        }
+    }
+    let deadline = republish_deadline(HOUR);
+    let republish: Vec<Value> = [
+        (HOUR - 1) * 3_600,
+        HOUR * 3_600,
+        deadline - 1,
+        deadline,
+        deadline + 1,
+        deadline + 86_400,
+    ]
+    .into_iter()
+    .map(|created| {
+        let accepted = check_created_in_time(HOUR, created).is_ok();
+        json!({"hour": HOUR, "createdSeconds": created, "deadline": deadline, "accepted": accepted})
+    })
+    .collect();
+    json!({
+        "description": "envelope v2 time rules (DESIGN 9). hour = floor(unixSeconds / 3600). A relayer accepts an envelope at time nowSeconds only when hour is in [floor(nowSeconds / 3600) - 2, floor(nowSeconds / 3600) + 1]. A verifier refuses an entity whose creation block timestamp createdSeconds is at or after deadline = (hour + 4) x 3600.",
+        "hourOf": hours,
+        "window": window,
+        "republish": republish,
+    })
 }
 
 fn write(dir: &str, file: &str, v: Value) {
@@ -32,7 +160,8 @@ fn attrs(wire: Value) -> Attributes {
     Attributes::from_wire(&wire).unwrap()
 }
 
-const TAG: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKiss";
+/// A tag as the ledger stores it: 44 bytes (0, 1, ..., 43) in 60 base64 characters.
+const TAG: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKis=";
 
 fn envelope_vectors() -> Value {
     let key_bytes = [0x11u8; 32];
@@ -90,6 +219,7 @@ fn envelope_vectors() -> Value {
         let body = EnvelopeBody {
             app: app.into(),
             exp,
+            hour: HOUR,
             ct: ct.into(),
             enc,
             types: a.types(),
@@ -100,7 +230,7 @@ fn envelope_vectors() -> Value {
         let parsed = parse_envelope(sealed.as_bytes()).unwrap();
         let mut case = json!({
             "name": name,
-            "body": {"app": app, "exp": exp, "ct": ct, "enc": enc, "data": to_base64(&body.data)},
+            "body": {"app": app, "exp": exp, "hour": HOUR, "ct": ct, "enc": enc, "data": to_base64(&body.data)},
             "attributes": wire,
             "canonicalBody": body.canonical_json(),
             "canonicalAttributes": a.canonical_json(),
@@ -138,14 +268,53 @@ fn envelope_vectors() -> Value {
             "duplicate key \"app\"",
         ),
         (
-            "version 2",
-            edit("\"v\":1", "\"v\":2"),
-            "unsupported envelope version 2",
+            "version 1",
+            edit("\"v\":2", "\"v\":1"),
+            "unsupported envelope version 1",
+        ),
+        (
+            "version 1 without hour",
+            repad(
+                content
+                    .replacen(&format!(",\"hour\":{HOUR}"), "", 1)
+                    .replacen("\"v\":2", "\"v\":1", 1),
+            ),
+            "unsupported envelope version 1",
+        ),
+        (
+            "version 3",
+            edit("\"v\":2", "\"v\":3"),
+            "unsupported envelope version 3",
         ),
         (
             "unknown member",
-            edit("\"v\":1", "\"v\":1,\"w\":0"),
+            edit("\"v\":2", "\"v\":2,\"w\":0"),
             "unknown envelope member \"w\"",
+        ),
+        (
+            "missing hour",
+            edit(&format!(",\"hour\":{HOUR}"), ""),
+            "envelope member \"hour\" is missing",
+        ),
+        (
+            "hour as a string",
+            edit(&format!("\"hour\":{HOUR}"), &format!("\"hour\":\"{HOUR}\"")),
+            "envelope member \"hour\": must be a non-negative integer",
+        ),
+        (
+            "negative hour",
+            edit(&format!("\"hour\":{HOUR}"), &format!("\"hour\":-{HOUR}")),
+            "envelope member \"hour\": must be a non-negative integer",
+        ),
+        (
+            "zero lifetime",
+            edit("\"exp\":3600", "\"exp\":0"),
+            "exp 0 is not an expiry bucket",
+        ),
+        (
+            "project attribute not a str",
+            project_not_str(&key),
+            "attribute \"project\" must have type str",
         ),
         (
             "missing member",
@@ -190,12 +359,30 @@ fn envelope_vectors() -> Value {
         })
         .collect();
     json!({
-        "description": "privsvc envelopes (DESIGN 3). digest = keccak256(\"privsvc envelope v1\" || 0x00 || canonicalBody || 0x00 || canonicalAttributes); signature = r || s || v (low-s, v in {27, 28}) by the key, RFC 6979 deterministic; sealed = RFC 8785 JSON of body + sig, space-padded to 512/1024/4096/16384. `data` in body is standard base64. Rejections must fail to parse with an error containing errorContains.",
+        "description": "privsvc envelopes v2 (DESIGN 3 and 9). Body {v: 2, app, exp, hour, ct, enc, types, data}; hour = floor(unix seconds / 3600) at sealing. digest = keccak256(\"privsvc envelope v2\" || 0x00 || canonicalBody || 0x00 || canonicalAttributes); signature = r || s || v (low-s, v in {27, 28}) by the key, RFC 6979 deterministic; sealed = RFC 8785 JSON of body + sig, space-padded to 512/1024/4096/16384. `data` in body is standard base64. Rejections must fail to parse with an error containing errorContains.",
         "privateKey": format!("0x{}", hex::encode(key_bytes)),
         "owner": owner.to_string(),
         "cases": out,
         "reject": rejects,
     })
+}
+
+/// A correctly signed envelope whose `project` attribute is an i32: parsers must refuse it.
+fn project_not_str(key: &SigningKey) -> String {
+    let a = attrs(
+        json!({"project": {"type": "i32", "value": 7}, "tag": {"type": "str", "value": TAG}}),
+    );
+    let body = EnvelopeBody {
+        app: "demo".into(),
+        exp: 3600,
+        hour: HOUR,
+        ct: "text/plain".into(),
+        enc: false,
+        types: a.types(),
+        data: b"hello".to_vec(),
+    };
+    let sig = sign_digest(&envelope_digest(&body, &a), key).unwrap();
+    pad_envelope(&body.canonical_sealed_json(&sig)).unwrap()
 }
 
 fn attribute_vectors() -> Value {

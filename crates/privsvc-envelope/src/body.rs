@@ -5,15 +5,19 @@ use std::collections::BTreeMap;
 use privsvc_attributes::{json, name_problem, AttrType, AttributeError, MAX_ATTRIBUTES};
 use serde_json::{Map, Value};
 
-use crate::{expiry, to_base64, EnvelopeError, ENVELOPE_VERSION};
+use crate::{expiry, to_base64, EnvelopeError, ENVELOPE_VERSION, MAX_HOUR};
 
 /// The signed content of an envelope (`v` is always [`ENVELOPE_VERSION`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EnvelopeBody {
     /// The application name (also the `project` attribute's value).
     pub app: String,
-    /// Lifetime in seconds; one of [`crate::EXPIRY_BUCKETS`].
+    /// Lifetime in seconds; one of [`crate::EXPIRY_BUCKETS`] (0 is refused).
     pub exp: u64,
+    /// The hour of sealing, `floor(unix seconds / 3600)` ([`crate::hour_of`]); relayers and
+    /// verifiers bound when the record may be published with it ([`crate::check_hour_window`],
+    /// [`crate::check_created_in_time`]).
+    pub hour: u64,
     /// Content type of the payload.
     pub ct: String,
     /// Whether `data` is encrypted for the owner.
@@ -25,8 +29,9 @@ pub struct EnvelopeBody {
 }
 
 impl EnvelopeBody {
-    /// Checks the rules every sealed body meets: non-empty `app` and `ct`, `exp` a bucket,
-    /// valid attribute names, at most 30 of them.
+    /// Checks the rules every sealed body meets: non-empty `app` and `ct`, `exp` a bucket (so
+    /// never 0), `hour` at most [`MAX_HOUR`], valid attribute names, at most 30 of them, and a
+    /// `project` attribute (when listed) of type `str`.
     pub fn validate(&self) -> Result<(), EnvelopeError> {
         if self.app.is_empty() {
             return Err(EnvelopeError::InvalidMember {
@@ -42,6 +47,20 @@ impl EnvelopeBody {
         }
         if !expiry::is_bucket(self.exp) {
             return Err(EnvelopeError::NotABucket(self.exp));
+        }
+        if self.hour > MAX_HOUR {
+            return Err(EnvelopeError::InvalidMember {
+                member: "hour",
+                reason: format!(
+                    "{} is above the largest exact JSON integer {MAX_HOUR}",
+                    self.hour
+                ),
+            });
+        }
+        if let Some(t) = self.types.get("project") {
+            if *t != AttrType::Str {
+                return Err(EnvelopeError::ProjectNotStr(*t));
+            }
         }
         if self.types.len() > MAX_ATTRIBUTES {
             return Err(AttributeError::TooMany {
@@ -72,6 +91,7 @@ impl EnvelopeBody {
         m.insert("v".into(), Value::from(ENVELOPE_VERSION));
         m.insert("app".into(), Value::String(self.app.clone()));
         m.insert("exp".into(), Value::from(self.exp));
+        m.insert("hour".into(), Value::from(self.hour));
         m.insert("ct".into(), Value::String(self.ct.clone()));
         m.insert("enc".into(), Value::Bool(self.enc));
         m.insert("types".into(), Value::Object(types));

@@ -1,7 +1,7 @@
 //! The envelope error type.
 
 use privsvc_attributes::json::StrictJsonError;
-use privsvc_attributes::AttributeError;
+use privsvc_attributes::{AttrType, AttributeError};
 
 /// Why an envelope could not be sealed, parsed or verified.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -44,12 +44,12 @@ pub enum EnvelopeError {
     /// The JSON value is not an object.
     #[error("envelope must be a JSON object")]
     NotAnObject,
-    /// The envelope's version is not 1.
-    #[error("unsupported envelope version {0} (this library reads version 1)")]
+    /// The envelope's version is not 2 (version 1 envelopes, without `hour`, are refused).
+    #[error("unsupported envelope version {0}: only version 2 is accepted (version 1 envelopes have no hour and are refused; seal the record again)")]
     UnsupportedVersion(String),
-    /// The envelope has a member that version 1 does not define.
+    /// The envelope has a member that version 2 does not define.
     #[error(
-        "unknown envelope member {0:?} (version 1 has v, app, exp, ct, enc, types, data, sig)"
+        "unknown envelope member {0:?} (version 2 has v, app, exp, hour, ct, enc, types, data, sig)"
     )]
     UnknownMember(String),
     /// A required member is absent.
@@ -96,6 +96,32 @@ pub enum EnvelopeError {
     /// Signing failed.
     #[error("signing failed: {0}")]
     Signing(String),
+    /// The `project` attribute is listed with a type other than `str`.
+    #[error("attribute \"project\" must have type str, the envelope says {0}")]
+    ProjectNotStr(AttrType),
+    /// A relayer's clock puts the envelope's `hour` outside the accepted submission window.
+    #[error("envelope hour {hour} is outside the accepted window {earliest}..={latest} (the current hour is {now_hour}); seal the record again with the current hour")]
+    HourOutsideWindow {
+        /// The envelope's hour.
+        hour: u64,
+        /// The current hour.
+        now_hour: u64,
+        /// The earliest accepted hour (`now_hour - 2`).
+        earliest: u64,
+        /// The latest accepted hour (`now_hour + 1`).
+        latest: u64,
+    },
+    /// The entity was created too long after its envelope was sealed: a copied envelope
+    /// republished after the window.
+    #[error("entity created at {created} (unix seconds), at or after {deadline} = (hour {hour} + 4) x 3600: the envelope was republished after its window")]
+    CreatedTooLate {
+        /// The envelope's hour.
+        hour: u64,
+        /// Timestamp of the entity's creation block, unix seconds.
+        created: u64,
+        /// The first refused timestamp, `(hour + 4) x 3600`.
+        deadline: u64,
+    },
     /// A base64 text is not standard base64 with padding.
     #[error("invalid base64 (standard alphabet with padding expected): {0}")]
     Base64(String),

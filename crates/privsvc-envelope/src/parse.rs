@@ -6,7 +6,7 @@ use privsvc_attributes::{json, AttrType, AttributeError};
 use serde_json::{Map, Value};
 
 use crate::seal::{check_signature_bytes, padded_size, MAX_ENVELOPE_BYTES, PADDED_SIZES};
-use crate::{from_base64, EnvelopeBody, EnvelopeError};
+use crate::{from_base64, EnvelopeBody, EnvelopeError, ENVELOPE_VERSION};
 
 /// A parsed envelope: its body and its 65-byte signature `r || s || v`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -17,11 +17,14 @@ pub struct SealedEnvelope {
     pub signature: [u8; 65],
 }
 
-const MEMBERS: [&str; 8] = ["v", "app", "exp", "ct", "enc", "types", "data", "sig"];
+const MEMBERS: [&str; 9] = [
+    "v", "app", "exp", "hour", "ct", "enc", "types", "data", "sig",
+];
 
 /// Parses a sealed, padded envelope. Refuses: inputs over 16384 bytes or of a length other
 /// than 512/1024/4096/16384; padding other than trailing spaces; padding beyond the smallest
-/// size that fits; invalid JSON, duplicate keys, trailing bytes; a version other than 1;
+/// size that fits; invalid JSON, duplicate keys, trailing bytes; a version other than 2 (so
+/// every version 1 envelope);
 /// unknown or missing members; wrong member types; `exp` outside the buckets; invalid type
 /// names; non-canonical base64; a malformed or high-s signature; and any text that is not the
 /// RFC 8785 form.
@@ -70,7 +73,7 @@ pub fn parse_envelope(bytes: &[u8]) -> Result<SealedEnvelope, EnvelopeError> {
 fn from_object(obj: &Map<String, Value>) -> Result<SealedEnvelope, EnvelopeError> {
     match obj.get("v") {
         None => return Err(EnvelopeError::MissingMember("v")),
-        Some(v) if v.as_u64() == Some(1) => {}
+        Some(v) if v.as_u64() == Some(ENVELOPE_VERSION) => {}
         Some(other) => return Err(EnvelopeError::UnsupportedVersion(other.to_string())),
     }
     if let Some(unknown) = obj.keys().find(|k| !MEMBERS.contains(&k.as_str())) {
@@ -82,6 +85,12 @@ fn from_object(obj: &Map<String, Value>) -> Result<SealedEnvelope, EnvelopeError
         .ok_or(EnvelopeError::InvalidMember {
             member: "exp",
             reason: "must be a non-negative integer number of seconds".into(),
+        })?;
+    let hour = member(obj, "hour")?
+        .as_u64()
+        .ok_or(EnvelopeError::InvalidMember {
+            member: "hour",
+            reason: "must be a non-negative integer (unix seconds / 3600, rounded down)".into(),
         })?;
     let ct = string_member(obj, "ct")?;
     let enc = member(obj, "enc")?
@@ -100,6 +109,7 @@ fn from_object(obj: &Map<String, Value>) -> Result<SealedEnvelope, EnvelopeError
     let body = EnvelopeBody {
         app,
         exp,
+        hour,
         ct,
         enc,
         types,

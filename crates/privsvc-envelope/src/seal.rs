@@ -7,7 +7,7 @@ use privsvc_attributes::Attributes;
 use crate::{EnvelopeBody, EnvelopeError, SealedEnvelope};
 
 /// Domain separation prefix of the envelope digest.
-pub const DIGEST_DOMAIN: &[u8] = b"privsvc envelope v1";
+pub const DIGEST_DOMAIN: &[u8] = b"privsvc envelope v2";
 
 /// The padded sizes, smallest first.
 pub const PADDED_SIZES: [usize; 4] = [512, 1024, 4096, 16384];
@@ -15,7 +15,7 @@ pub const PADDED_SIZES: [usize; 4] = [512, 1024, 4096, 16384];
 /// The largest padded size.
 pub const MAX_ENVELOPE_BYTES: usize = 16384;
 
-/// The digest preimage: `"privsvc envelope v1" || 0x00 || canonical(body without sig) || 0x00
+/// The digest preimage: `"privsvc envelope v2" || 0x00 || canonical(body without sig) || 0x00
 /// || canonical(attributes)`.
 pub fn envelope_digest_preimage(body: &EnvelopeBody, attributes: &Attributes) -> Vec<u8> {
     let body_json = body.canonical_json();

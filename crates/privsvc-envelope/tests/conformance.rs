@@ -44,6 +44,7 @@ fn envelope_vectors() {
         let body = EnvelopeBody {
             app: s(&b["app"]).into(),
             exp: b["exp"].as_u64().unwrap(),
+            hour: b["hour"].as_u64().unwrap(),
             ct: s(&b["ct"]).into(),
             enc: b["enc"].as_bool().unwrap(),
             types: attrs.types(),
@@ -92,7 +93,7 @@ fn envelope_vectors() {
         );
     }
     let rejects = d["reject"].as_array().unwrap();
-    assert!(rejects.len() >= 10);
+    assert!(rejects.len() >= 18);
     for r in rejects {
         let name = s(&r["name"]);
         let err = parse_envelope(s(&r["envelope"]).as_bytes())
@@ -183,6 +184,49 @@ fn expiry_vectors() {
             expiry_bucket(expiry_seconds(e)).unwrap(),
             c["bucket"].as_u64().unwrap(),
             "{c}"
+        );
+    }
+}
+
+#[test]
+fn window_vectors() {
+    let d = load("window.json");
+    for c in d["hourOf"].as_array().unwrap() {
+        assert_eq!(
+            hour_of(c["unixSeconds"].as_u64().unwrap()),
+            c["hour"].as_u64().unwrap(),
+            "{c}"
+        );
+    }
+    let window = d["window"].as_array().unwrap();
+    assert!(window.iter().any(|c| c["accepted"] == true));
+    assert!(window.iter().any(|c| c["accepted"] == false));
+    for c in window {
+        let got = check_hour_window(
+            c["hour"].as_u64().unwrap(),
+            c["nowSeconds"].as_u64().unwrap(),
+        );
+        assert_eq!(
+            got.is_ok(),
+            c["accepted"].as_bool().unwrap(),
+            "{c}: {got:?}"
+        );
+    }
+    let republish = d["republish"].as_array().unwrap();
+    assert!(republish.iter().any(|c| c["accepted"] == true));
+    assert!(republish.iter().any(|c| c["accepted"] == false));
+    for c in republish {
+        let hour = c["hour"].as_u64().unwrap();
+        assert_eq!(
+            republish_deadline(hour),
+            c["deadline"].as_u64().unwrap(),
+            "{c}"
+        );
+        let got = check_created_in_time(hour, c["createdSeconds"].as_u64().unwrap());
+        assert_eq!(
+            got.is_ok(),
+            c["accepted"].as_bool().unwrap(),
+            "{c}: {got:?}"
         );
     }
 }

@@ -19,10 +19,14 @@ fn attrs() -> Attributes {
     a
 }
 
+/// The hour every test body is sealed in (2026-03-28).
+const HOUR: u64 = 494_000;
+
 fn body(a: &Attributes, data: &[u8]) -> EnvelopeBody {
     EnvelopeBody {
         app: "demo".into(),
         exp: 86_400,
+        hour: HOUR,
         ct: "application/json".into(),
         enc: false,
         types: a.types(),
@@ -38,6 +42,12 @@ fn sealed() -> (String, Attributes, SigningKey) {
         a,
         k,
     )
+}
+
+/// Replaces the first occurrence of `from`, without padding.
+fn edit_str(text: &str, from: &str, to: &str) -> String {
+    assert!(text.contains(from), "{from} not in {text}");
+    text.trim_end_matches(' ').replacen(from, to, 1)
 }
 
 /// Replaces the first occurrence of `from` and re-pads, so only the change under test differs.
@@ -223,24 +233,71 @@ fn strict_parsing_rejects_with_precise_errors() {
         "\"level\":\"i32\",\"level\":\"i32\"",
     ));
     assert!(e.to_string().contains("duplicate key \"level\""), "{e}");
-    // Version.
+    // Version: only 2; a version 1 envelope (with or without hour) is refused by name.
+    let v1 = err(&edit(&text, "\"v\":2", "\"v\":1"));
+    assert_eq!(v1, EnvelopeError::UnsupportedVersion("1".into()));
+    assert!(
+        v1.to_string().contains("only version 2 is accepted"),
+        "{v1}"
+    );
+    let v1_body = edit(
+        &edit_str(&text, &format!(",\"hour\":{HOUR}"), ""),
+        "\"v\":2",
+        "\"v\":1",
+    );
+    assert_eq!(err(&v1_body), EnvelopeError::UnsupportedVersion("1".into()));
     assert_eq!(
-        err(&edit(&text, "\"v\":1", "\"v\":2")),
-        EnvelopeError::UnsupportedVersion("2".into())
+        err(&edit(&text, "\"v\":2", "\"v\":3")),
+        EnvelopeError::UnsupportedVersion("3".into())
     );
     assert_eq!(
-        err(&edit(&text, "\"v\":1", "\"v\":\"1\"")),
-        EnvelopeError::UnsupportedVersion("\"1\"".into())
+        err(&edit(&text, "\"v\":2", "\"v\":\"2\"")),
+        EnvelopeError::UnsupportedVersion("\"2\"".into())
     );
     assert_eq!(
-        err(&edit(&text, ",\"v\":1", "")),
+        err(&edit(&text, ",\"v\":2", "")),
         EnvelopeError::MissingMember("v")
     );
     // Unknown and missing members.
     assert_eq!(
-        err(&edit(&text, "\"v\":1", "\"v\":1,\"x\":0")),
+        err(&edit(&text, "\"v\":2", "\"v\":2,\"x\":0")),
         EnvelopeError::UnknownMember("x".into())
     );
+    assert_eq!(
+        err(&edit(&text, &format!(",\"hour\":{HOUR}"), "")),
+        EnvelopeError::MissingMember("hour")
+    );
+    // hour: a non-negative integer in canonical form.
+    for bad in [
+        format!("\"hour\":\"{HOUR}\""),
+        format!("\"hour\":-{HOUR}"),
+        format!("\"hour\":{HOUR}.5"),
+        "\"hour\":null".to_string(),
+    ] {
+        assert!(
+            matches!(
+                err(&edit(&text, &format!("\"hour\":{HOUR}"), &bad)),
+                EnvelopeError::InvalidMember { member: "hour", .. }
+            ),
+            "{bad}"
+        );
+    }
+    assert_eq!(
+        err(&edit(&text, &format!("\"hour\":{HOUR}"), "\"hour\":4.94e5")),
+        EnvelopeError::InvalidMember {
+            member: "hour",
+            reason: "must be a non-negative integer (unix seconds / 3600, rounded down)".into()
+        }
+    );
+    // A leading zero is not JSON at all.
+    assert!(matches!(
+        err(&edit(
+            &text,
+            &format!("\"hour\":{HOUR}"),
+            &format!("\"hour\":0{HOUR}")
+        )),
+        EnvelopeError::Json(privsvc_attributes::json::StrictJsonError::Syntax(_))
+    ));
     assert_eq!(
         err(&edit(&text, "\"enc\":false,", "")),
         EnvelopeError::MissingMember("enc")
@@ -408,6 +465,154 @@ fn seal_validates_the_body() {
         .contains("attribute \"Bad\""));
 }
 
+#[test]
+fn hour_is_signed_and_bounded() {
+    let (text, a, k) = sealed();
+    let parsed = parse_envelope(text.as_bytes()).unwrap();
+    assert_eq!(parsed.body.hour, HOUR);
+    // An onlooker who rewrites hour (to move the copy into a later window) breaks the
+    // signature: the envelope still parses but no longer recovers to the owner.
+    let moved = edit(
+        &text,
+        &format!("\"hour\":{HOUR}"),
+        &format!("\"hour\":{}", HOUR + 5),
+    );
+    let moved = parse_envelope(&moved).unwrap();
+    assert_eq!(moved.body.hour, HOUR + 5);
+    assert_ne!(
+        envelope_signer(&moved, &a).unwrap(),
+        Address::from_private_key(&k)
+    );
+    // The digest covers hour and the v2 domain.
+    let mut later = body(&a, b"{\"x\":1}");
+    later.hour += 1;
+    assert_ne!(
+        envelope_digest(&later, &a),
+        envelope_digest(&parsed.body, &a)
+    );
+    assert!(envelope_digest_preimage(&parsed.body, &a).starts_with(b"privsvc envelope v2\0"));
+    assert!(parsed
+        .body
+        .canonical_json()
+        .contains(&format!("\"hour\":{HOUR}")));
+    // hour beyond the exact JSON integers cannot be sealed (it would not parse back).
+    let mut huge = body(&a, b"");
+    huge.hour = MAX_HOUR + 1;
+    assert!(matches!(
+        seal_envelope(&huge, &a, &k),
+        Err(EnvelopeError::InvalidMember { member: "hour", .. })
+    ));
+    huge.hour = MAX_HOUR;
+    let text = seal_envelope(&huge, &a, &k).unwrap();
+    assert_eq!(parse_envelope(text.as_bytes()).unwrap().body.hour, MAX_HOUR);
+}
+
+#[test]
+fn project_must_be_a_string() {
+    let mut a = Attributes::new();
+    a.insert("project", 7i32).unwrap();
+    let b = body(&a, b"");
+    assert_eq!(
+        seal_envelope(&b, &a, &key(1)),
+        Err(EnvelopeError::ProjectNotStr(AttrType::I32))
+    );
+    // A parser refuses it too, even with a valid signature over those types.
+    let sig = sign_digest(&envelope_digest(&b, &a), &key(1)).unwrap();
+    let text = pad_envelope(&b.canonical_sealed_json(&sig)).unwrap();
+    let e = parse_envelope(text.as_bytes()).unwrap_err();
+    assert_eq!(e, EnvelopeError::ProjectNotStr(AttrType::I32));
+    assert!(
+        e.to_string().contains("\"project\" must have type str"),
+        "{e}"
+    );
+    let mut a = Attributes::new();
+    a.insert("project", 7u64).unwrap();
+    assert_eq!(
+        seal_envelope(&body(&a, b""), &a, &key(1)),
+        Err(EnvelopeError::ProjectNotStr(AttrType::U64))
+    );
+}
+
+#[test]
+fn zero_lifetime_is_refused() {
+    let a = attrs();
+    let mut b = body(&a, b"");
+    b.exp = 0;
+    assert_eq!(
+        seal_envelope(&b, &a, &key(1)),
+        Err(EnvelopeError::NotABucket(0))
+    );
+    let (text, _, _) = sealed();
+    assert_eq!(
+        parse_envelope(&edit(&text, "\"exp\":86400", "\"exp\":0")).unwrap_err(),
+        EnvelopeError::NotABucket(0)
+    );
+}
+
+#[test]
+fn submission_window_is_two_hours_back_one_ahead() {
+    assert_eq!(hour_of(0), 0);
+    assert_eq!(hour_of(3_599), 0);
+    assert_eq!(hour_of(3_600), 1);
+    assert_eq!(hour_of(HOUR * 3_600 + 1_800), HOUR);
+    for offset in [0, 1, 1_800, 3_599] {
+        let now = HOUR * 3_600 + offset;
+        for ok in [HOUR - 2, HOUR - 1, HOUR, HOUR + 1] {
+            assert_eq!(check_hour_window(ok, now), Ok(()), "{ok} at {now}");
+        }
+        for bad in [0, HOUR - 3, HOUR + 2, HOUR + 100, u64::MAX] {
+            assert_eq!(
+                check_hour_window(bad, now),
+                Err(EnvelopeError::HourOutsideWindow {
+                    hour: bad,
+                    now_hour: HOUR,
+                    earliest: HOUR - 2,
+                    latest: HOUR + 1,
+                }),
+                "{bad} at {now}"
+            );
+        }
+    }
+    // Near the epoch the window saturates instead of wrapping.
+    assert_eq!(check_hour_window(0, 0), Ok(()));
+    assert_eq!(check_hour_window(1, 0), Ok(()));
+    assert!(check_hour_window(2, 0).is_err());
+    assert!(check_hour_window(hour_of(u64::MAX), u64::MAX).is_ok());
+    let e = check_hour_window(HOUR - 3, HOUR * 3_600)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("outside the accepted window"), "{e}");
+}
+
+#[test]
+fn republished_copies_are_refused_from_hour_plus_four() {
+    let deadline = (HOUR + 4) * 3_600;
+    assert_eq!(republish_deadline(HOUR), deadline);
+    assert_eq!(check_created_in_time(HOUR, HOUR * 3_600), Ok(()));
+    assert_eq!(check_created_in_time(HOUR, deadline - 1), Ok(()));
+    // A record created before its hour (clock skew, at most one hour) is not refused.
+    assert_eq!(check_created_in_time(HOUR, (HOUR - 1) * 3_600), Ok(()));
+    for created in [deadline, deadline + 1, deadline + 90 * 86_400, u64::MAX] {
+        assert_eq!(
+            check_created_in_time(HOUR, created),
+            Err(EnvelopeError::CreatedTooLate {
+                hour: HOUR,
+                created,
+                deadline
+            })
+        );
+    }
+    // The largest hour saturates (never wraps to a small deadline).
+    assert_eq!(republish_deadline(u64::MAX), u64::MAX);
+    assert!(check_created_in_time(MAX_HOUR, 0).is_ok());
+    // Every envelope a relayer accepts (hour >= now_hour - 2) leaves the relayer at least
+    // one hour to write it before verifiers refuse it.
+    let now = HOUR * 3_600 + 3_599;
+    assert!(check_hour_window(HOUR - 2, now).is_ok());
+    assert!(check_created_in_time(HOUR - 2, now + 1).is_ok());
+    assert!(republish_deadline(HOUR - 2) - now >= 3_600);
+}
+
 fn arb_attrs() -> impl Strategy<Value = Attributes> {
     let value = prop_oneof![
         "[^\\p{Cc}]{0,30}".prop_map(privsvc_attributes::AttrValue::Str),
@@ -417,7 +622,8 @@ fn arb_attrs() -> impl Strategy<Value = Attributes> {
     ];
     proptest::collection::btree_map("[a-z][a-z0-9_]{0,31}", value, 0..=30).prop_map(|m| {
         let mut a = Attributes::new();
-        for (k, v) in m {
+        // `project` must be a str (seal refuses another type; tested separately).
+        for (k, v) in m.into_iter().filter(|(k, _)| k != "project") {
             a.insert(k, v).unwrap();
         }
         a
@@ -434,10 +640,11 @@ proptest! {
         ct in "[a-z]{1,10}/[a-z+.-]{1,10}",
         enc in any::<bool>(),
         exp in proptest::sample::select(EXPIRY_BUCKETS.to_vec()),
+        hour in 0..=MAX_HOUR,
         data in proptest::collection::vec(any::<u8>(), 0..3000),
         k in 1u8..=254, // [0xff; 32] is not below the curve order
     ) {
-        let body = EnvelopeBody { app, exp, ct, enc, types: a.types(), data };
+        let body = EnvelopeBody { app, exp, hour, ct, enc, types: a.types(), data };
         let text = seal_envelope(&body, &a, &key(k)).unwrap();
         prop_assert!(PADDED_SIZES.contains(&text.len()));
         prop_assert_eq!(padded_size(text.trim_end_matches(' ').len()).unwrap(), text.len());

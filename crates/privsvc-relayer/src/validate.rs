@@ -60,8 +60,15 @@ fn integer(obj: &Map<String, Value>, name: &str) -> Result<Option<u64>, String> 
     }
 }
 
-/// Check a request body. `Err` is the 400 reason.
+/// Check a request body at the current time. `Err` is the 400 reason.
 pub fn validate(body: &[u8], limits: &Limits) -> Result<Submission, String> {
+    validate_at(body, limits, crate::state::now_ms() / 1000)
+}
+
+/// Check a request body as if the time were `now_secs` (Unix seconds): only envelopes v2 whose
+/// `hour` is in `[now_hour - 2, now_hour + 1]` pass, so a copied envelope cannot be submitted
+/// again after its window. `Err` is the 400 reason.
+pub fn validate_at(body: &[u8], limits: &Limits, now_secs: u64) -> Result<Submission, String> {
     let value: Value =
         serde_json::from_slice(body).map_err(|e| format!("body is not JSON: {e}"))?;
     let Value::Object(mut obj) = value else {
@@ -112,11 +119,19 @@ pub fn validate(body: &[u8], limits: &Limits) -> Result<Submission, String> {
             sealed.body.exp
         ));
     }
+    privsvc_envelope::check_hour_window(sealed.body.hour, now_secs).map_err(|e| e.to_string())?;
 
     let attributes = Attributes::from_wire(field(&obj, "attributes")?)
         .map_err(|e| format!("invalid attributes: {e}"))?;
-    if !attributes.contains("project") {
-        return Err("attribute project is missing (it is mandatory)".into());
+    match attributes.get("project") {
+        None => return Err("attribute project is missing (it is mandatory)".into()),
+        Some(AttrValue::Str(_)) => {}
+        Some(other) => {
+            return Err(format!(
+                "attribute project must have type str, not {}",
+                other.attr_type()
+            ))
+        }
     }
     // System entities (heartbeats, issuer keys, spends) are recognised by these; a record
     // carrying them would be created by the relayer and could impersonate one.

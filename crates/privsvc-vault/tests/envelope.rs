@@ -15,6 +15,7 @@ fn record_fixture(payload: Vec<u8>) -> (EnvelopeBody, Attributes) {
     let body = EnvelopeBody {
         app: APP.into(),
         exp: 86_400,
+        hour: 494_000,
         ct: "text/plain".into(),
         enc: false,
         types: attributes.types(),

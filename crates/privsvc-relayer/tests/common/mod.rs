@@ -101,6 +101,7 @@ pub fn record_body(app: &str, exp: u64, data: &[u8]) -> (Value, Address) {
     let body = EnvelopeBody {
         app: app.into(),
         exp,
+        hour: privsvc_envelope::hour_of(privsvc_relayer::state::now_ms() / 1000),
         ct: "text/plain".into(),
         enc: false,
         types: attrs.types(),
