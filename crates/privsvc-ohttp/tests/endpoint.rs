@@ -133,7 +133,7 @@ async fn error_statuses() {
     assert_eq!(status, 415);
     assert!(error_of(&body).contains("message/ohttp-req"));
 
-    // 413: over 128 KB (declared length).
+    // 413: over the largest request class plus the OHTTP overhead (declared length).
     let (status, _, body) = post_raw(
         &url,
         "message/ohttp-req",
@@ -141,7 +141,12 @@ async fn error_statuses() {
     )
     .await;
     assert_eq!(status, 413);
-    assert!(error_of(&body).contains("128 KB"));
+    assert_eq!(MAX_ENCAPSULATED_BYTES, 131_072 + 55);
+    assert_eq!(
+        error_of(&body),
+        "encapsulated request over 131127 bytes",
+        "the limit fits the largest request class exactly"
+    );
 
     // 400: cannot be opened (garbage exactly at the limit is 400, not 413).
     let (status, _, body) =
