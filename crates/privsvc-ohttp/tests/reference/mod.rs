@@ -176,7 +176,22 @@ pub fn aes_seal(key: &[u8], nonce: &[u8], pt: &[u8]) -> Vec<u8> {
 /// RFC 9458 section 4.4: seal `plain` as the response to the request whose sender context is
 /// `ctx` and whose `enc` is `enc`, with the response nonce `nonce` (16 bytes).
 pub fn seal_response(ctx: &CtxS, enc: &[u8], nonce: &[u8], plain: &[u8]) -> Vec<u8> {
-    let (_, key, iv) = response_keys(|label, out| ctx.export(label, out).unwrap(), enc, nonce);
+    seal_response_with(
+        |label, out| ctx.export(label, out).unwrap(),
+        enc,
+        nonce,
+        plain,
+    )
+}
+
+/// [`seal_response`] with any HPKE context's `export` (the gateway's, for instance).
+pub fn seal_response_with(
+    export: impl Fn(&[u8], &mut [u8]),
+    enc: &[u8],
+    nonce: &[u8],
+    plain: &[u8],
+) -> Vec<u8> {
+    let (_, key, iv) = response_keys(export, enc, nonce);
     let mut sealed = nonce.to_vec();
     sealed.extend(aes_seal(&key, &iv, plain));
     sealed
