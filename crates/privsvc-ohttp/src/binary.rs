@@ -1,11 +1,18 @@
 //! Binary HTTP (RFC 9292) messages as privsvc carries them inside OHTTP: thin wrappers around the
 //! `bhttp` crate. privsvc always *writes* known-length messages; it reads both known-length and
 //! indeterminate-length messages.
+//!
+//! Padding (RFC 9292 section 3.8): the decoders accept any number of zero bytes after the
+//! message and refuse a non-zero byte there. The `*_padded_*` functions are what OHTTP carries:
+//! the message padded to its size class ([`crate::padding`]), and on reading, a plaintext whose
+//! length is not exactly a class is refused.
 
 use std::io::Cursor;
 
 use bhttp::{Message, Mode, StatusCode};
+use zeroize::Zeroizing;
 
+use crate::padding::{is_class, pad, REQUEST_CLASSES, RESPONSE_CLASSES};
 use crate::OhttpError;
 
 /// A decapsulated request: what the client asked the relayer for.
@@ -96,10 +103,27 @@ pub fn encode_request(
     write(&message)
 }
 
-/// Decode a Binary HTTP request (either framing). Fails on a response, on non-UTF-8 control
-/// data or fields, and on a path that does not start with `/`.
+/// Read one Binary HTTP message followed only by zero padding. The `bhttp` crate stops at the
+/// end of the message and ignores what follows; RFC 9292 section 3.8 makes a message with
+/// non-zero padding invalid, so that is checked here.
+fn read_message(bytes: &[u8]) -> Result<Message, OhttpError> {
+    let mut cursor = Cursor::new(bytes);
+    let message = Message::read_bhttp(&mut cursor).map_err(bhttp_err)?;
+    let end = usize::try_from(cursor.position()).unwrap_or(usize::MAX);
+    let padding = bytes.get(end..).unwrap_or_default();
+    if padding.iter().fold(0u8, |acc, &b| acc | b) != 0 {
+        return Err(OhttpError::BinaryHttp(
+            "non-zero bytes after the message (padding must be zero)".into(),
+        ));
+    }
+    Ok(message)
+}
+
+/// Decode a Binary HTTP request (either framing, optionally zero padded). Fails on a
+/// response, on non-UTF-8 control data or fields, on a path that does not start with `/`, and
+/// on non-zero padding.
 pub fn decode_request(bytes: &[u8]) -> Result<BinaryRequest, OhttpError> {
-    let message = Message::read_bhttp(&mut Cursor::new(bytes)).map_err(bhttp_err)?;
+    let message = read_message(bytes)?;
     let control = message.control();
     let (Some(method), Some(path)) = (control.method(), control.path()) else {
         return Err(OhttpError::BinaryHttp("not a request".into()));
@@ -139,10 +163,10 @@ pub fn encode_response(
     write(&message)
 }
 
-/// Decode a Binary HTTP response (either framing); informational responses and trailers are
-/// dropped.
+/// Decode a Binary HTTP response (either framing, optionally zero padded); informational
+/// responses and trailers are dropped. Fails on non-zero padding.
 pub fn decode_response(bytes: &[u8]) -> Result<OhttpResponse, OhttpError> {
-    let message = Message::read_bhttp(&mut Cursor::new(bytes)).map_err(bhttp_err)?;
+    let message = read_message(bytes)?;
     let Some(status) = message.control().status() else {
         return Err(OhttpError::BinaryHttp("not a response".into()));
     };
@@ -151,6 +175,52 @@ pub fn decode_response(bytes: &[u8]) -> Result<OhttpResponse, OhttpError> {
         headers: fields(message.header())?,
         body: message.content().to_vec(),
     })
+}
+
+/// [`encode_request`], zero padded to the smallest of [`REQUEST_CLASSES`]: the plaintext of
+/// an OHTTP request. [`OhttpError::TooLarge`] over the largest class.
+pub fn encode_padded_request(
+    request: &BinaryRequest,
+    scheme: &str,
+    authority: &str,
+) -> Result<Zeroizing<Vec<u8>>, OhttpError> {
+    let plain = Zeroizing::new(encode_request(request, scheme, authority)?);
+    pad(&plain, &REQUEST_CLASSES)
+}
+
+/// [`decode_request`] of an OHTTP request plaintext, which must measure exactly one of
+/// [`REQUEST_CLASSES`].
+pub fn decode_padded_request(bytes: &[u8]) -> Result<BinaryRequest, OhttpError> {
+    if !is_class(bytes.len(), &REQUEST_CLASSES) {
+        return Err(OhttpError::BinaryHttp(format!(
+            "a request of {} bytes is not padded to a size class {REQUEST_CLASSES:?}",
+            bytes.len()
+        )));
+    }
+    decode_request(bytes)
+}
+
+/// [`encode_response`], zero padded to the smallest of [`RESPONSE_CLASSES`]: the plaintext of
+/// an OHTTP response. [`OhttpError::TooLarge`] over the largest class.
+pub fn encode_padded_response(
+    status: u16,
+    headers: &[(String, String)],
+    body: &[u8],
+) -> Result<Zeroizing<Vec<u8>>, OhttpError> {
+    let plain = Zeroizing::new(encode_response(status, headers, body)?);
+    pad(&plain, &RESPONSE_CLASSES)
+}
+
+/// [`decode_response`] of an OHTTP response plaintext, which must measure exactly one of
+/// [`RESPONSE_CLASSES`].
+pub fn decode_padded_response(bytes: &[u8]) -> Result<OhttpResponse, OhttpError> {
+    if !is_class(bytes.len(), &RESPONSE_CLASSES) {
+        return Err(OhttpError::BinaryHttp(format!(
+            "a response of {} bytes is not padded to a size class {RESPONSE_CLASSES:?}",
+            bytes.len()
+        )));
+    }
+    decode_response(bytes)
 }
 
 #[cfg(test)]
@@ -202,5 +272,67 @@ mod tests {
         let mut bad = request();
         bad.path = "v1/records".into();
         assert!(encode_request(&bad, "https", "").is_err());
+    }
+
+    /// [`request`] as it decodes (header names lower case).
+    fn decoded() -> BinaryRequest {
+        let mut r = request();
+        r.headers[0].0 = "content-type".into();
+        r
+    }
+
+    #[test]
+    fn zero_padding_is_accepted_and_non_zero_padding_refused() {
+        let req = encode_request(&request(), "https", "relayer.test").unwrap();
+        let mut padded = req.clone();
+        padded.resize(req.len() + 100, 0);
+        assert_eq!(decode_request(&padded).unwrap(), decoded());
+        for at in [req.len(), req.len() + 50, req.len() + 99] {
+            let mut bad = padded.clone();
+            bad[at] = 1;
+            let err = decode_request(&bad).unwrap_err();
+            assert!(err.to_string().contains("padding must be zero"), "{err}");
+        }
+        let resp = encode_response(200, &[], b"ok").unwrap();
+        let mut bad = resp.clone();
+        bad.extend_from_slice(&[0, 0, 0x80]);
+        assert!(decode_response(&bad).is_err());
+        bad.pop();
+        assert_eq!(decode_response(&bad).unwrap().body, b"ok");
+    }
+
+    #[test]
+    fn padded_messages_measure_a_class_exactly() {
+        let small = encode_padded_request(&request(), "https", "r.test").unwrap();
+        assert_eq!(small.len(), 4_096);
+        assert_eq!(decode_padded_request(&small).unwrap(), decoded());
+        // One byte short of a class, or one byte over: refused although the zeros are valid.
+        assert!(decode_padded_request(&small[..4_095]).is_err());
+        let mut longer = small.to_vec();
+        longer.push(0);
+        assert!(decode_padded_request(&longer).is_err());
+        // An unpadded message is refused by the padded decoder.
+        let plain = encode_request(&request(), "https", "r.test").unwrap();
+        assert!(decode_padded_request(&plain).is_err());
+
+        let mut big = request();
+        big.body = vec![b'x'; 5_000];
+        assert_eq!(
+            encode_padded_request(&big, "https", "r.test")
+                .unwrap()
+                .len(),
+            32_768
+        );
+        big.body = vec![b'x'; 131_072];
+        assert!(matches!(
+            encode_padded_request(&big, "https", "r.test"),
+            Err(OhttpError::TooLarge { limit: 131_072, .. })
+        ));
+
+        let resp = encode_padded_response(404, &[], b"{}").unwrap();
+        assert_eq!(resp.len(), 1_024);
+        assert_eq!(decode_padded_response(&resp).unwrap().status, 404);
+        assert!(decode_padded_response(&resp[..1_000]).is_err());
+        assert!(encode_padded_response(200, &[], &vec![0u8; 65_536]).is_err());
     }
 }

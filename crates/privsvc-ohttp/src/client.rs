@@ -4,7 +4,7 @@
 use ohttp::{ClientRequest, ClientResponse, KeyConfig};
 use zeroize::Zeroizing;
 
-use crate::binary::{decode_response, encode_request, BinaryRequest, OhttpResponse};
+use crate::binary::{decode_padded_response, encode_padded_request, BinaryRequest, OhttpResponse};
 use crate::http_util::{error_text, normalize_relayer_url, read_response};
 use crate::transport::RelayerRequest;
 use crate::{
@@ -32,20 +32,22 @@ impl std::fmt::Debug for PendingResponse {
 }
 
 impl PendingResponse {
-    /// Open a `message/ohttp-res` body and decode the Binary HTTP response in it.
+    /// Open a `message/ohttp-res` body and decode the Binary HTTP response in it, which must
+    /// be padded to a response class ([`crate::padding::RESPONSE_CLASSES`]) with zeros.
     pub fn open(self, encapsulated: &[u8]) -> Result<OhttpResponse, OhttpError> {
         let plain = Zeroizing::new(
             self.inner
                 .decapsulate(encapsulated)
                 .map_err(|e| OhttpError::BadResponse(e.to_string()))?,
         );
-        decode_response(&plain).map_err(|e| OhttpError::BadResponse(e.to_string()))
+        decode_padded_response(&plain).map_err(|e| OhttpError::BadResponse(e.to_string()))
     }
 }
 
-/// Encapsulate `request` (Binary HTTP with `scheme` and `authority`) to the gateway key
-/// configuration `gateway_key_hex`. Returns the `message/ohttp-req` body and the handle that
-/// opens the response.
+/// Encapsulate `request` (Binary HTTP with `scheme` and `authority`, padded to its request
+/// class, [`crate::padding::REQUEST_CLASSES`]) to the gateway key configuration
+/// `gateway_key_hex`. Returns the `message/ohttp-req` body and the handle that opens the
+/// response. A request over the largest class is [`OhttpError::TooLarge`].
 pub fn encapsulate(
     gateway_key_hex: &str,
     request: &BinaryRequest,
@@ -53,7 +55,7 @@ pub fn encapsulate(
     authority: &str,
 ) -> Result<(Vec<u8>, PendingResponse), OhttpError> {
     let config = decode_gateway_key(gateway_key_hex)?;
-    let plain = Zeroizing::new(encode_request(request, scheme, authority)?);
+    let plain = encode_padded_request(request, scheme, authority)?;
     let client = ClientRequest::from_encoded_config(&config)
         .map_err(|e| OhttpError::InvalidKey(e.to_string()))?;
     let (message, inner) = client

@@ -27,9 +27,10 @@ use axum::routing::post;
 use axum::Router;
 use tower::ServiceExt;
 
-use crate::binary::BinaryRequest;
+use crate::binary::{encode_padded_response, BinaryRequest};
 use crate::gateway::OhttpGateway;
 use crate::http_util::{declared_too_large, has_content_type, json_error, read_body, BodyError};
+use crate::padding::RESPONSE_CLASSES;
 use crate::{
     CONTENT_TYPE_OHTTP_REQ, CONTENT_TYPE_OHTTP_RES, MAX_ENCAPSULATED_BYTES, MAX_RESPONSE_BYTES,
 };
@@ -65,8 +66,11 @@ async fn handle(State(state): State<GatewayState>, headers: HeaderMap, body: Bod
 /// The `POST /v1/ohttp` handler as a function, for relayers that route it themselves.
 ///
 /// Answers 404 when `gateway` is `None`, 415 for a content type other than
-/// `message/ohttp-req`, 413 over 128 KB, 400 when the request cannot be opened; otherwise 200
-/// with the sealed answer of `inner` as `message/ohttp-res`.
+/// `message/ohttp-req`, 413 over [`MAX_ENCAPSULATED_BYTES`], 400 when the request cannot be
+/// opened (which includes a plaintext not padded to a request class); otherwise 200 with the
+/// answer of `inner`, padded to its response class and sealed, as `message/ohttp-res`. An
+/// answer of `inner` too large for the largest response class is replaced by a sealed 502
+/// `{"error": ...}`.
 pub async fn serve_ohttp(
     gateway: Option<&OhttpGateway>,
     inner: &Router,
@@ -101,7 +105,17 @@ pub async fn serve_ohttp(
     };
     let (status, headers, body) = dispatch(inner, request, true).await;
     tracing::trace!(status, "ohttp request served");
-    match sealer.seal(status, &headers, &body) {
+    let plain = encode_padded_response(status, &headers, &body).or_else(|_| {
+        let (status, headers, body) = inner_error(
+            502,
+            &format!(
+                "the relayer's answer is over {} bytes, too large for OHTTP",
+                RESPONSE_CLASSES[RESPONSE_CLASSES.len() - 1]
+            ),
+        );
+        encode_padded_response(status, &headers, &body)
+    });
+    match plain.and_then(|plain| sealer.seal_padded(&plain)) {
         Ok(sealed) => (
             StatusCode::OK,
             [
@@ -121,7 +135,7 @@ pub async fn serve_ohttp(
 fn too_large() -> Response {
     json_error(
         StatusCode::PAYLOAD_TOO_LARGE,
-        "encapsulated request over 128 KB",
+        &format!("encapsulated request over {MAX_ENCAPSULATED_BYTES} bytes"),
     )
 }
 

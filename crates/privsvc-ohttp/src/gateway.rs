@@ -9,7 +9,7 @@ use ohttp::{KeyConfig, Server, ServerResponse, SymmetricSuite};
 use sha2::Sha256;
 use zeroize::Zeroizing;
 
-use crate::binary::{decode_request, encode_response, BinaryRequest};
+use crate::binary::{decode_padded_request, encode_padded_response, BinaryRequest};
 use crate::OhttpError;
 
 /// The key id of the configuration that [`OhttpGateway::from_seed`] derives.
@@ -144,7 +144,8 @@ impl OhttpGateway {
 
     /// Open an encapsulated request (`message/ohttp-req`). Returns the Binary HTTP request and
     /// the sealer for its response. Every failure (unknown key id, bad ciphertext, bad Binary
-    /// HTTP) is the same [`OhttpError::Open`].
+    /// HTTP, a plaintext not padded to a request class, non-zero padding) is the same
+    /// [`OhttpError::Open`].
     pub fn open(&self, message: &[u8]) -> Result<(BinaryRequest, ResponseSealer), OhttpError> {
         let key_id = *message.first().ok_or(OhttpError::Open)?;
         let (plain, response) = {
@@ -159,7 +160,7 @@ impl OhttpGateway {
                 .map_err(|_| OhttpError::Open)?
         };
         let plain = Zeroizing::new(plain);
-        let request = decode_request(&plain).map_err(|_| OhttpError::Open)?;
+        let request = decode_padded_request(&plain).map_err(|_| OhttpError::Open)?;
         Ok((request, ResponseSealer { response }))
     }
 }
@@ -176,17 +177,24 @@ impl std::fmt::Debug for ResponseSealer {
 }
 
 impl ResponseSealer {
-    /// Encode the response as known-length Binary HTTP and encapsulate it
-    /// (`message/ohttp-res`). `status` must be 200 to 599.
+    /// Encode the response as known-length Binary HTTP padded to its response class, and
+    /// encapsulate it (`message/ohttp-res`). `status` must be 200 to 599; a response over the
+    /// largest class is [`OhttpError::TooLarge`].
     pub fn seal(
         self,
         status: u16,
         headers: &[(String, String)],
         body: &[u8],
     ) -> Result<Vec<u8>, OhttpError> {
-        let plain = Zeroizing::new(encode_response(status, headers, body)?);
+        let plain = encode_padded_response(status, headers, body)?;
+        self.seal_padded(&plain)
+    }
+
+    /// Encapsulate an already padded plaintext (from
+    /// [`crate::binary::encode_padded_response`]).
+    pub(crate) fn seal_padded(self, plain: &[u8]) -> Result<Vec<u8>, OhttpError> {
         self.response
-            .encapsulate(&plain)
+            .encapsulate(plain)
             .map_err(|e| OhttpError::Encapsulation(e.to_string()))
     }
 }

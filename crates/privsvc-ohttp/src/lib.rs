@@ -9,6 +9,8 @@
 //!   [`InProcessTransport`].
 //! - [`AnonymousListener`]: serve axum without ever seeing peer addresses.
 //!
+//! - [`padding`]: every request and response plaintext is padded to a size class.
+//!
 //! Suite: key id 1, DHKEM(X25519, HKDF-SHA256), HKDF-SHA256, AES-128-GCM; the `ohttpKey` is the
 //! hex of the encoded key configuration.
 #![forbid(unsafe_code)]
@@ -21,6 +23,7 @@ pub mod gateway;
 pub mod heartbeat;
 mod http_util;
 pub mod listener;
+pub mod padding;
 pub mod relay;
 pub mod transport;
 
@@ -36,8 +39,10 @@ pub use transport::{
     HttpTransport, InProcessTransport, OhttpTransport, RelayerRequest, RelayerResponse, Transport,
 };
 
-/// Largest encapsulated request accepted by `POST /v1/ohttp` and `POST /ohttp` (128 KB).
-pub const MAX_ENCAPSULATED_BYTES: usize = 128 * 1024;
+/// Largest encapsulated request accepted by `POST /v1/ohttp` and `POST /ohttp`: the largest
+/// request class (131 072 bytes) plus the OHTTP overhead (55 bytes), 131 127 bytes.
+pub const MAX_ENCAPSULATED_BYTES: usize =
+    padding::REQUEST_CLASSES[padding::REQUEST_CLASSES.len() - 1] + padding::REQUEST_OVERHEAD;
 /// Largest response body read from a relayer (gateway answers, direct calls): 1 MiB.
 pub const MAX_RESPONSE_BYTES: usize = 1024 * 1024;
 /// Content type of an encapsulated request.

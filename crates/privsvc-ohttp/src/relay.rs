@@ -553,7 +553,7 @@ async fn forward(State(relay): State<OhttpRelay>, request: Request) -> Response 
 fn too_large() -> Response {
     json_error(
         StatusCode::PAYLOAD_TOO_LARGE,
-        "encapsulated request over 128 KB",
+        &format!("encapsulated request over {MAX_ENCAPSULATED_BYTES} bytes"),
     )
 }
 

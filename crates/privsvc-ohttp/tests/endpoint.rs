@@ -133,7 +133,7 @@ async fn error_statuses() {
     assert_eq!(status, 415);
     assert!(error_of(&body).contains("message/ohttp-req"));
 
-    // 413: over 128 KB (declared length).
+    // 413: over the largest request class plus the OHTTP overhead (declared length).
     let (status, _, body) = post_raw(
         &url,
         "message/ohttp-req",
@@ -141,7 +141,12 @@ async fn error_statuses() {
     )
     .await;
     assert_eq!(status, 413);
-    assert!(error_of(&body).contains("128 KB"));
+    assert_eq!(MAX_ENCAPSULATED_BYTES, 131_072 + 55);
+    assert_eq!(
+        error_of(&body),
+        "encapsulated request over 131127 bytes",
+        "the limit fits the largest request class exactly"
+    );
 
     // 400: cannot be opened (garbage exactly at the limit is 400, not 413).
     let (status, _, body) =
@@ -218,4 +223,78 @@ async fn inner_requests_are_marked_and_carry_only_safe_headers() {
     assert_eq!(json["via"], true);
     assert_eq!(json["headers"], serde_json::json!(["content-type"]));
     assert_eq!(json["body"], "\"hi\"");
+}
+
+/// Answers padded to response classes over HTTP: the sealed body is class + 32 bytes, one byte
+/// more moves it one class up, and an answer too large for the largest class arrives as a
+/// sealed 502 of the smallest class instead of leaking its size.
+#[tokio::test]
+async fn answers_are_padded_to_response_classes() {
+    use privsvc_ohttp::binary::encode_response;
+    use privsvc_ohttp::padding::{RESPONSE_CLASSES, RESPONSE_OVERHEAD};
+
+    let gateway = gateway();
+    let api = Router::new().route(
+        "/sized/{n}",
+        axum::routing::get(
+            |axum::extract::Path(n): axum::extract::Path<usize>| async move {
+                ([("content-type", "application/json")], vec![b'x'; n])
+            },
+        ),
+    );
+    let app = api
+        .clone()
+        .merge(gateway_router(Some(gateway.clone()), api));
+    let (url, _task) = serve(app).await;
+    let headers = [("content-type".to_string(), "application/json".to_string())];
+    // The body length whose Binary HTTP answer is exactly `target` bytes.
+    let body_for = |target: usize| {
+        let len = |n: usize| {
+            encode_response(200, &headers, &vec![b'x'; n])
+                .unwrap()
+                .len()
+        };
+        let mut n = target - len(0);
+        while len(n) > target {
+            n -= 1;
+        }
+        assert_eq!(len(n), target);
+        n
+    };
+    let cases = [
+        (0, RESPONSE_CLASSES[0]),
+        (body_for(RESPONSE_CLASSES[0]), RESPONSE_CLASSES[0]),
+        (body_for(RESPONSE_CLASSES[0] + 1), RESPONSE_CLASSES[1]),
+        (body_for(RESPONSE_CLASSES[1] + 1), RESPONSE_CLASSES[2]),
+        (body_for(RESPONSE_CLASSES[2]), RESPONSE_CLASSES[2]),
+    ];
+    for (n, class) in cases {
+        let (message, pending) = encapsulate(
+            &gateway.public_key(),
+            &to_binary_request(&get(&format!("/sized/{n}"))),
+            "http",
+            "relayer.test",
+        )
+        .unwrap();
+        let (status, _, sealed) = post_raw(&url, "message/ohttp-req", message).await;
+        assert_eq!(status, 200);
+        assert_eq!(sealed.len(), class + RESPONSE_OVERHEAD, "body {n}");
+        let answer = pending.open(&sealed).unwrap();
+        assert_eq!((answer.status, answer.body.len()), (200, n));
+    }
+    // One byte over the largest class: a sealed 502 with a JSON error, smallest class.
+    let n = body_for(RESPONSE_CLASSES[2] + 1);
+    let (message, pending) = encapsulate(
+        &gateway.public_key(),
+        &to_binary_request(&get(&format!("/sized/{n}"))),
+        "http",
+        "relayer.test",
+    )
+    .unwrap();
+    let (status, _, sealed) = post_raw(&url, "message/ohttp-req", message).await;
+    assert_eq!(status, 200);
+    assert_eq!(sealed.len(), RESPONSE_CLASSES[0] + RESPONSE_OVERHEAD);
+    let answer = pending.open(&sealed).unwrap();
+    assert_eq!(answer.status, 502);
+    assert!(error_of(&answer.body).contains("too large for OHTTP"));
 }

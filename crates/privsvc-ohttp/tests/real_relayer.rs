@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use common::{get, Chain};
 use privsvc_ohttp::{
     OhttpGateway, OhttpRelay, OhttpTransport, RelayConfig, RelayerRequest, Transport,
+    MAX_ENCAPSULATED_BYTES,
 };
 use privsvc_relayer::{OhttpSeed, Relayer, RelayerConfig, RelayerHandle};
 
@@ -123,7 +124,7 @@ async fn real_relayer_gateway_statuses() {
         .unwrap()
         .status();
     assert_eq!(status, 400);
-    let status = post(on.url().to_string(), vec![1; 128 * 1024 + 1])
+    let status = post(on.url().to_string(), vec![1; MAX_ENCAPSULATED_BYTES + 1])
         .await
         .unwrap()
         .status();

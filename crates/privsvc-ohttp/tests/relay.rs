@@ -275,7 +275,7 @@ async fn error_statuses() {
     // 415: wrong content type.
     let (status, _) = raw_post(&s.relay_url, target, "application/json", vec![1]).await;
     assert_eq!(status, 415);
-    // 413: over 128 KB.
+    // 413: over the largest request class plus the OHTTP overhead.
     let (status, error) = raw_post(
         &s.relay_url,
         target,
@@ -285,7 +285,7 @@ async fn error_statuses() {
     .await;
     assert_eq!(
         (status, error.as_str()),
-        (413, "encapsulated request over 128 KB")
+        (413, "encapsulated request over 131127 bytes")
     );
     // The gateway's 400 (cannot open) passes through the relay.
     let (status, error) = raw_post(&s.relay_url, target, "message/ohttp-req", vec![1; 64]).await;

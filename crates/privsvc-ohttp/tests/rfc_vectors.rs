@@ -9,17 +9,18 @@
 //! opens it and seals a response that the reference opens. Binary HTTP always goes through our
 //! wrappers (`privsvc_ohttp::binary`).
 
-use aes_gcm::aead::{Aead as _, KeyInit as _};
-use aes_gcm::Aes128Gcm;
-use hkdf::Hkdf;
-use hpke::aead::AesGcm128;
-use hpke::kdf::HkdfSha256;
+mod reference;
+
 use hpke::kem::X25519HkdfSha256;
-use hpke::{Deserializable, Kem as _, OpModeR, OpModeS, Serializable};
-use privsvc_ohttp::binary::{decode_request, decode_response, encode_request, encode_response};
+use hpke::{Deserializable, Kem as _, Serializable};
+use privsvc_ohttp::binary::{
+    decode_padded_request, decode_request, decode_response, encode_padded_response, encode_request,
+    encode_response,
+};
 use privsvc_ohttp::client::decode_gateway_key;
-use privsvc_ohttp::{encapsulate, BinaryRequest, OhttpGateway};
-use sha2::Sha256;
+use privsvc_ohttp::padding::{pad, REQUEST_CLASSES};
+use privsvc_ohttp::{encapsulate, BinaryRequest, OhttpError, OhttpGateway};
+use reference::{aes_open, aes_seal, open as reference_open, response_keys};
 
 // RFC 9458 Appendix A, verbatim.
 const SKR: &str = "3c168975674b2fa8e465970b79c8dcf09f1c741626480bd4c6162fc5b6a98e1a";
@@ -41,68 +42,8 @@ const RFC9292_FIG8: &str = "0003474554056874747073000a2f68656c6c6f2e747874406c0a
 const RFC9292_FIG9: &str = "0203474554056874747073000a2f68656c6c6f2e7478740a757365722d6167656e74346375726c2f372e31362e33206c69626375726c2f372e31362e33204f70656e53534c2f302e392e376c207a6c69622f312e322e3304686f73740f7777772e6578616d706c652e636f6d0f6163636570742d6c616e677561676506656e2c206d6900000000000000000000000000";
 const RFC9292_FIG13: &str = "0140c8001d5468697320636f6e74656e7420636f6e7461696e732043524c462e0d0a0d07747261696c65720474657874";
 
-type Ctx = hpke::aead::AeadCtxR<AesGcm128, HkdfSha256, X25519HkdfSha256>;
-
 fn h(s: &str) -> Vec<u8> {
     hex::decode(s).unwrap()
-}
-
-const REQUEST_LABEL: &[u8] = b"message/bhttp request";
-const RESPONSE_LABEL: &[u8] = b"message/bhttp response";
-
-/// Reference RFC 9458 section 4.3 decapsulation (X25519 / HKDF-SHA256 / AES-128-GCM only).
-fn reference_open(sk: &[u8], message: &[u8]) -> (Vec<u8>, Ctx, Vec<u8>) {
-    let (header, rest) = message.split_at(7);
-    assert_eq!(&header[1..], &[0x00, 0x20, 0x00, 0x01, 0x00, 0x01]);
-    let (enc, ct) = rest.split_at(32);
-    let mut info = REQUEST_LABEL.to_vec();
-    info.push(0);
-    info.extend_from_slice(header);
-    let sk = <X25519HkdfSha256 as hpke::Kem>::PrivateKey::from_bytes(sk).unwrap();
-    let encapped = <X25519HkdfSha256 as hpke::Kem>::EncappedKey::from_bytes(enc).unwrap();
-    let mut ctx = hpke::setup_receiver::<AesGcm128, HkdfSha256, X25519HkdfSha256>(
-        &OpModeR::Base,
-        &sk,
-        &encapped,
-        &info,
-    )
-    .unwrap();
-    let plain = ctx.open(ct, b"").unwrap();
-    (plain, ctx, enc.to_vec())
-}
-
-/// Reference RFC 9458 section 4.4 response key schedule: (secret, aead key, aead nonce).
-fn response_keys(
-    export: impl Fn(&[u8], &mut [u8]),
-    enc: &[u8],
-    nonce: &[u8],
-) -> ([u8; 16], [u8; 16], [u8; 12]) {
-    let mut secret = [0u8; 16];
-    export(RESPONSE_LABEL, &mut secret);
-    let mut salt = enc.to_vec();
-    salt.extend_from_slice(nonce);
-    let prk = Hkdf::<Sha256>::new(Some(&salt), &secret);
-    let mut key = [0u8; 16];
-    let mut iv = [0u8; 12];
-    prk.expand(b"key", &mut key).unwrap();
-    prk.expand(b"nonce", &mut iv).unwrap();
-    (secret, key, iv)
-}
-
-fn aes_open(key: &[u8], nonce: &[u8], ct: &[u8]) -> Vec<u8> {
-    let nonce: aes_gcm::Nonce<aes_gcm::aead::consts::U12> = nonce.try_into().unwrap();
-    Aes128Gcm::new_from_slice(key)
-        .unwrap()
-        .decrypt(&nonce, ct)
-        .unwrap()
-}
-
-fn aes_seal(key: &[u8], nonce: &[u8], pt: &[u8]) -> Vec<u8> {
-    let nonce: aes_gcm::Nonce<aes_gcm::aead::consts::U12> = nonce.try_into().unwrap();
-    Aes128Gcm::new_from_slice(key)
-        .unwrap()
-        .encrypt(&nonce, pt)
-        .unwrap()
 }
 
 #[test]
@@ -179,17 +120,37 @@ fn our_client_encapsulates_to_the_published_key() {
     let (message, pending) = encapsulate(KEY_CONFIG, &request, "https", "relayer.test").unwrap();
     assert_eq!(&message[..7], &[1, 0x00, 0x20, 0x00, 0x01, 0x00, 0x01]);
     let (plain, ctx, enc) = reference_open(&h(SKR), &message);
-    assert_eq!(decode_request(&plain).unwrap(), request);
+    // The plaintext is padded to the smallest request class with zeros (RFC 9292 3.8).
+    assert_eq!(plain.len(), REQUEST_CLASSES[0]);
+    assert_eq!(message.len(), REQUEST_CLASSES[0] + 55);
+    let unpadded = encode_request(&request, "https", "relayer.test").unwrap();
+    assert_eq!(&plain[..unpadded.len()], unpadded.as_slice());
+    assert!(plain[unpadded.len()..].iter().all(|&b| b == 0));
+    assert_eq!(decode_padded_request(&plain).unwrap(), request);
 
-    // The reference seals a response with a fresh nonce; our client opens it.
+    // The reference seals a padded response with a fresh nonce; our client opens it.
     let nonce = [0x42u8; 16];
     let (_, key, iv) = response_keys(|label, out| ctx.export(label, out).unwrap(), &enc, &nonce);
-    let bhttp = encode_response(
+    let bhttp = encode_padded_response(
         202,
         &[("content-type".into(), "application/json".into())],
         b"{\"id\":\"x\"}",
     )
     .unwrap();
+    // The same response unpadded is refused by our client (a relayer that does not pad would
+    // let an onlooker read the answer's length).
+    let unpadded = encode_response(202, &[], b"{\"id\":\"x\"}").unwrap();
+    let (message2, pending2) = encapsulate(KEY_CONFIG, &request, "https", "relayer.test").unwrap();
+    let (_, ctx2, enc2) = reference_open(&h(SKR), &message2);
+    let (_, key2, iv2) =
+        response_keys(|label, out| ctx2.export(label, out).unwrap(), &enc2, &nonce);
+    let mut sealed2 = nonce.to_vec();
+    sealed2.extend(aes_seal(&key2, &iv2, &unpadded));
+    assert!(matches!(
+        pending2.open(&sealed2),
+        Err(OhttpError::BadResponse(_))
+    ));
+
     let mut sealed = nonce.to_vec();
     sealed.extend(aes_seal(&key, &iv, &bhttp));
     let response = pending.open(&sealed).unwrap();
@@ -202,20 +163,14 @@ fn our_client_encapsulates_to_the_published_key() {
 fn our_gateway_opens_a_reference_encapsulation_and_its_seal_opens() {
     let gateway = OhttpGateway::from_seed(b"rfc 9458 interop seed, 32 bytes!").unwrap();
     let config = h(&gateway.public_key());
-    let pk = <X25519HkdfSha256 as hpke::Kem>::PublicKey::from_bytes(&config[3..35]).unwrap();
     let header = [1u8, 0x00, 0x20, 0x00, 0x01, 0x00, 0x01];
-    let mut info = REQUEST_LABEL.to_vec();
-    info.push(0);
-    info.extend_from_slice(&header);
-    let (encapped, mut sender) =
-        hpke::setup_sender::<AesGcm128, HkdfSha256, X25519HkdfSha256>(&OpModeS::Base, &pk, &info)
-            .unwrap();
-    let bhttp = h(BHTTP_REQUEST);
-    let enc = encapped.to_bytes().to_vec();
-    let mut message = header.to_vec();
-    message.extend_from_slice(&enc);
-    message.extend(sender.seal(&bhttp, b"").unwrap());
+    // The published request as is (unpadded) is refused: our gateway takes only padded ones.
+    let (unpadded, _, _) = reference::encapsulate(&config, None, &h(BHTTP_REQUEST));
+    assert!(matches!(gateway.open(&unpadded), Err(OhttpError::Open)));
+    assert_eq!(&unpadded[..7], &header);
 
+    let bhttp = pad(&h(BHTTP_REQUEST), &REQUEST_CLASSES).unwrap();
+    let (message, sender, enc) = reference::encapsulate(&config, None, &bhttp);
     let (request, sealer) = gateway.open(&message).unwrap();
     assert_eq!(
         (request.method.as_str(), request.path.as_str()),
@@ -231,7 +186,9 @@ fn our_gateway_opens_a_reference_encapsulation_and_its_seal_opens() {
 
     let (nonce, ct) = sealed.split_at(16);
     let (_, key, iv) = response_keys(|label, out| sender.export(label, out).unwrap(), &enc, nonce);
-    let response = decode_response(&aes_open(&key, &iv, ct)).unwrap();
+    let plain = aes_open(&key, &iv, ct);
+    assert_eq!(plain.len(), 1_024, "padded to the smallest response class");
+    let response = decode_response(&plain).unwrap();
     assert_eq!(response.status, 200);
     assert_eq!(response.body, b"hello");
 }
