@@ -165,6 +165,7 @@ fn submission(note_len: usize, data_len: usize) -> Vec<u8> {
     let body = EnvelopeBody {
         app: APP.into(),
         exp: 3600,
+        hour: privsvc_envelope::hour_of(privsvc_relayer::state::now_ms() / 1000),
         ct: "text/plain".into(),
         enc: false,
         types: attrs.types(),
