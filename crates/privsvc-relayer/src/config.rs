@@ -304,6 +304,25 @@ fn read_file(name: &'static str, path: &std::path::Path) -> Result<String, Confi
         .map_err(|e| invalid(name, format!("cannot read {}: {e}", path.display())))
 }
 
+/// Warn when the secret file that setting `name` points at is readable by other users than
+/// its owner (it should be 0600). The path is the operator's own setting, not client data.
+fn warn_if_shared(name: &'static str, path: &std::path::Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if let Ok(meta) = std::fs::metadata(path) {
+            if meta.permissions().mode() & 0o077 != 0 {
+                tracing::warn!(
+                    setting = name,
+                    "the key file is readable by other users; make it 0600 (chmod 600)"
+                );
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (name, path);
+}
+
 /// A comma-separated list of IP addresses (empty entries ignored).
 fn ip_list(name: &'static str, value: Option<String>) -> Result<Vec<IpAddr>, ConfigError> {
     value
@@ -395,6 +414,7 @@ impl RelayerConfig {
         };
         c.key = match (cli.key_file, env_key) {
             (Some(path), _) => {
+                warn_if_shared("RELAYER_KEY_FILE", &path);
                 let text = Zeroizing::new(read_file("RELAYER_KEY_FILE", &path)?);
                 Some(RelayerKey::from_hex(&text).map_err(|_| {
                     invalid(

@@ -86,3 +86,53 @@ pub fn heartbeat_create(
     .to_create(salt)
     .map_err(|e| e.to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::SpentToken;
+
+    fn rec(i: u8) -> StoredRecord {
+        StoredRecord {
+            id: format!("r{i}"),
+            seq: u64::from(i),
+            app: "a".into(),
+            project: String::new(),
+            envelope_digest: [i; 32],
+            owner: Address::ZERO,
+            envelope: vec![],
+            attributes: "{}".into(),
+            exp_seconds: 3600,
+            min_anonymity: 1,
+            max_hold_ms: 0,
+            token: Some(SpentToken {
+                id: [i; 32],
+                epoch: 20_000,
+            }),
+            accepted_ms: 0,
+        }
+    }
+
+    #[test]
+    fn spends_list_token_ids_in_a_random_order_not_the_records_order() {
+        const RUNS: usize = 300;
+        let records: Vec<StoredRecord> = (0..8).map(rec).collect();
+        let mut same_position = 0;
+        for _ in 0..RUNS {
+            let creates = spends_creates(&records, || 1).unwrap();
+            assert_eq!(creates.len(), 1);
+            let ids: Vec<u8> = creates[0].payload.chunks_exact(32).map(|c| c[0]).collect();
+            let mut sorted = ids.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, (0..8).collect::<Vec<u8>>(), "every token id once");
+            same_position += ids
+                .iter()
+                .enumerate()
+                .filter(|(i, id)| **id as usize == *i)
+                .count();
+        }
+        // By chance 1 in 8 (300 expected of 2400, standard deviation about 16); the records'
+        // order would put all 2400 in place.
+        assert!(same_position < 2 * RUNS, "{same_position}");
+    }
+}

@@ -15,36 +15,6 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-/// Records of `batch` whose project holds enough of them in `batch`: per project, the largest
-/// m such that m of its records have k <= m; records with k <= m stay. Only allocates when
-/// some record has k > 1.
-fn keep_met_peers(batch: &mut Vec<&StoredRecord>) {
-    if batch.iter().all(|r| r.min_anonymity <= 1) {
-        return;
-    }
-    let mut ks: HashMap<&str, Vec<u32>> = HashMap::new();
-    for r in batch.iter() {
-        ks.entry(r.project.as_str())
-            .or_default()
-            .push(r.min_anonymity.max(1));
-    }
-    let met: HashMap<&str, u32> = ks
-        .into_iter()
-        .map(|(project, mut k)| {
-            k.sort_unstable();
-            let m = k
-                .iter()
-                .enumerate()
-                .filter(|(i, k)| **k as usize <= i + 1)
-                .map(|(i, _)| i as u32 + 1)
-                .last()
-                .unwrap_or(0);
-            (project, m)
-        })
-        .collect();
-    batch.retain(|r| r.min_anonymity.max(1) <= met.get(r.project.as_str()).copied().unwrap_or(0));
-}
-
 use crate::store::StoredRecord;
 
 /// The queue (ordered by arrival sequence), with indexes that keep [`Queue::plan`] cheap:
@@ -82,6 +52,35 @@ pub struct Plan {
 
 fn deadline(rec: &StoredRecord) -> u64 {
     rec.accepted_ms.saturating_add(rec.max_hold_ms)
+}
+
+/// Records of `batch` whose project holds enough of them in `batch`: per project, the largest
+/// m such that m of its records have k <= m; records with k <= m stay. Only allocates when
+/// some record has k > 1.
+fn keep_met_peers(batch: &mut Vec<&StoredRecord>) {
+    if batch.iter().all(|r| r.min_anonymity <= 1) {
+        return;
+    }
+    let mut ks: HashMap<&str, Vec<u32>> = HashMap::new();
+    for r in batch.iter() {
+        ks.entry(r.project.as_str())
+            .or_default()
+            .push(r.min_anonymity.max(1));
+    }
+    let met: HashMap<&str, u32> = ks
+        .into_iter()
+        .map(|(project, mut k)| {
+            k.sort_unstable();
+            let m = k
+                .iter()
+                .enumerate()
+                .rev()
+                .find(|(i, k)| **k as usize <= i + 1)
+                .map_or(0, |(i, _)| i as u32 + 1);
+            (project, m)
+        })
+        .collect();
+    batch.retain(|r| r.min_anonymity.max(1) <= met.get(r.project.as_str()).copied().unwrap_or(0));
 }
 
 impl Queue {

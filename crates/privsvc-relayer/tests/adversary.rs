@@ -228,7 +228,12 @@ async fn the_order_of_a_batch_on_the_ledger_tells_nothing_about_arrival_order() 
         }
         let ledger_pos: Vec<usize> = keys
             .iter()
-            .map(|k| ledger_order.iter().position(|l| l == k).expect("key created"))
+            .map(|k| {
+                ledger_order
+                    .iter()
+                    .position(|l| l == k)
+                    .expect("key created")
+            })
             .collect();
         let arrival_pos: Vec<usize> = (0..SIZE).collect();
         same_position += ledger_pos
@@ -293,7 +298,10 @@ async fn encapsulating_submissions_does_not_escape_the_per_address_limit() {
 async fn check_batch_sizes_count_peers(url: &str, records: &[(String, String)]) {
     let mut statuses = Vec::new();
     for (id, project) in records {
-        statuses.push((project.clone(), get(url, &format!("/v1/records/{id}")).await.1));
+        statuses.push((
+            project.clone(),
+            get(url, &format!("/v1/records/{id}")).await.1,
+        ));
     }
     let mut peers: HashMap<(String, String), u64> = HashMap::new();
     for (project, st) in &statuses {

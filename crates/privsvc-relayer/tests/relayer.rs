@@ -709,7 +709,10 @@ async fn info_metrics_and_cors() {
     );
     let id = submit(relayer.url(), &body()).await;
     wait_state(relayer.url(), &id, "written", T).await;
-    let metrics_url = format!("http://{}", relayer.metrics_addr().expect("METRICS_BIND on"));
+    let metrics_url = format!(
+        "http://{}",
+        relayer.metrics_addr().expect("METRICS_BIND on")
+    );
     let m = http()
         .get(format!("{metrics_url}/metrics"))
         .send()
