@@ -14,12 +14,11 @@
 //! from an address not in `OHTTP_RELAY_IPS` carries that address ([`OhttpSource`]) to the
 //! limiter, so encapsulating a submission does not escape the per-address limit.
 
+use std::net::IpAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use axum::body::Body;
-use std::net::IpAddr;
-
 use axum::extract::{ConnectInfo, Path, Request, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
