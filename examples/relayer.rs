@@ -6,7 +6,8 @@
 //!   cargo run --example relayer -- --bind 127.0.0.1:8787
 //! ```
 //!
-//! Every variable and its default is listed in `privsvc_relayer::config`. With `DEVNET=on` the
+//! Every variable and its default is listed in `privsvc_relayer::config`. Pass the key in a
+//! 0600 file (`RELAYER_KEY_FILE`), not in the environment. With `DEVNET=on` the
 //! example starts an in-process devnet (one block per transaction) and, when no key is given,
 //! uses the devnet's first dev account: handy for trying the API locally.
 //! Log level: `RUST_LOG` (default `info`); logs never hold client addresses or bodies.
@@ -61,6 +62,9 @@ async fn main() -> anyhow::Result<()> {
         relayer.address(),
         relayer.url()
     );
+    if let Some(addr) = relayer.metrics_addr() {
+        println!("metrics on http://{addr}/metrics (METRICS_BIND; not on the public listener)");
+    }
     tokio::signal::ctrl_c().await?;
     relayer.shutdown().await;
     if let Some(node) = devnet {

@@ -1,9 +1,20 @@
 //! The relayer's HTTP API (SPEC "Endpoints"): `GET /v1/info`, `POST /v1/records`,
-//! `GET /v1/records/{id}`, `GET /healthz`, `GET /metrics`. Errors are `{ "error": reason }`.
+//! `GET /v1/records/{id}`, `GET /healthz`, and `POST /v1/ohttp` ([`ohttp_router`]). `GET
+//! /metrics` is served only on its own listener (`METRICS_BIND`, [`metrics_router`]), never on
+//! the public one: its counters would tell anyone when each submission was accepted. Errors are
+//! `{ "error": reason }`.
+//!
+//! Idempotence (DESIGN 9): a valid submission whose sealed envelope is already stored (queued,
+//! in flight, written or failed) is answered 202 with the existing id, before any token check:
+//! nothing is stored, no token is spent, and the answer is the one the first submission got.
+//! The first submission's token, minAnonymity and maxHoldMs stand.
 //!
 //! Privacy: no handler logs the peer address or any part of a body; the peer address is used
-//! only by the in-memory rate limiter when tokens are off.
+//! only by the in-memory rate limiter when tokens are off. A request inside `POST /v1/ohttp`
+//! from an address not in `OHTTP_RELAY_IPS` carries that address ([`OhttpSource`]) to the
+//! limiter, so encapsulating a submission does not escape the per-address limit.
 
+use std::net::IpAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -12,6 +23,7 @@ use axum::extract::{ConnectInfo, Path, Request, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use axum::Extension;
 use axum::{Json, Router};
 use serde_json::{json, Value};
 
@@ -19,7 +31,7 @@ use crate::config::TokenMode;
 use crate::entities::API_VERSION;
 use crate::listener::PeerAddr;
 use crate::state::{now_ms, Shared};
-use crate::store::{SpentToken, StoreError, StoredRecord, StoredState};
+use crate::store::{envelope_sha256, SpentToken, StoreError, StoredRecord, StoredState};
 use crate::tokencheck::{check_token, TokenRefusal};
 use crate::validate::{validate, Limits};
 
@@ -37,8 +49,57 @@ pub fn api_router(shared: Arc<Shared>) -> Router {
         .route("/v1/records", post(submit))
         .route("/v1/records/{id}", get(status))
         .route("/healthz", get(healthz))
+        .with_state(shared)
+}
+
+/// `GET /metrics` alone, for the `METRICS_BIND` listener.
+pub fn metrics_router(shared: Arc<Shared>) -> Router {
+    Router::new()
         .route("/metrics", get(metrics))
         .with_state(shared)
+}
+
+/// The source address of an OHTTP request that did not come from a configured OHTTP relay
+/// (tokens off), attached to the encapsulated request so that a submission inside it counts
+/// against that address's limit like a direct one.
+#[derive(Clone, Copy)]
+pub struct OhttpSource(IpAddr);
+
+#[derive(Clone)]
+struct OhttpState {
+    shared: Arc<Shared>,
+    gateway: Option<Arc<privsvc_ohttp::OhttpGateway>>,
+    inner: Router,
+}
+
+/// `POST /v1/ohttp`: opens the request with `gateway` (404 when `None`) and serves it with
+/// `inner`; a request from an address outside `OHTTP_RELAY_IPS` carries [`OhttpSource`].
+pub fn ohttp_router(
+    shared: Arc<Shared>,
+    gateway: Option<Arc<privsvc_ohttp::OhttpGateway>>,
+    inner: Router,
+) -> Router {
+    Router::new()
+        .route("/v1/ohttp", post(ohttp))
+        .with_state(OhttpState {
+            shared,
+            gateway,
+            inner,
+        })
+}
+
+async fn ohttp(State(o): State<OhttpState>, req: Request) -> Response {
+    let source = req
+        .extensions()
+        .get::<ConnectInfo<PeerAddr>>()
+        .and_then(|c| c.0.ip())
+        .filter(|ip| !o.shared.cfg.ohttp_relay_ips.contains(ip));
+    let (parts, body) = req.into_parts();
+    let inner = match source {
+        Some(ip) => o.inner.clone().layer(Extension(OhttpSource(ip))),
+        None => o.inner.clone(),
+    };
+    privsvc_ohttp::serve_ohttp(o.gateway.as_deref(), &inner, &parts.headers, body).await
 }
 
 /// The relayer info document.
@@ -76,7 +137,8 @@ async fn submit(State(s): State<Arc<Shared>>, req: Request) -> Response {
     let peer = req
         .extensions()
         .get::<ConnectInfo<PeerAddr>>()
-        .and_then(|c| c.0.ip());
+        .and_then(|c| c.0.ip())
+        .or_else(|| req.extensions().get::<OhttpSource>().map(|s| s.0));
     let (status, response) = match accept(&s, peer, req.into_body()).await {
         Ok(id) => (
             StatusCode::ACCEPTED,
@@ -115,6 +177,20 @@ async fn accept(s: &Shared, peer: Option<std::net::IpAddr>, body: Body) -> Resul
         max_hold_ms: s.cfg.max_hold_ms,
     };
     let sub = validate(&bytes, &limits).map_err(|r| (StatusCode::BAD_REQUEST, r))?;
+    // The same sealed envelope again: the first answer, nothing stored, no token checked.
+    let envelope_digest = envelope_sha256(&sub.envelope);
+    match s.store.id_of_envelope(&envelope_digest) {
+        Ok(Some(id)) => return Ok(id),
+        Ok(None) => {}
+        Err(e) => {
+            tracing::error!(error = %e, "cannot read the store");
+            return Err((
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the queue cannot store the record right now".into(),
+            ));
+        }
+    }
+    let project = crate::entities::project_key(&sub.attributes);
     let token = match (s.cfg.tokens, &sub.token) {
         (TokenMode::Off, _) => None,
         (TokenMode::Required, None) => {
@@ -150,6 +226,8 @@ async fn accept(s: &Shared, peer: Option<std::net::IpAddr>, body: Body) -> Resul
         id: uuid::Uuid::new_v4().to_string(),
         seq: s.seq.fetch_add(1, Ordering::SeqCst),
         app: sub.app,
+        project,
+        envelope_digest,
         owner: sub.owner,
         envelope: sub.envelope,
         attributes: sub.attributes.canonical_json(),
@@ -162,6 +240,11 @@ async fn accept(s: &Shared, peer: Option<std::net::IpAddr>, body: Body) -> Resul
     let id = record.id.clone();
     let record = match s.store.insert(record).await {
         Ok(r) => r,
+        Err(StoreError::AlreadyStored(id)) => {
+            // An identical submission was stored meanwhile (e.g. in the same group commit).
+            s.finished(1);
+            return Ok(id);
+        }
         Err(StoreError::TokenSpent) => {
             s.finished(1);
             return Err((StatusCode::FORBIDDEN, "token already spent".into()));

@@ -9,24 +9,34 @@
 //! [`LedgerReader::creation_tx`](privsvc_ledger::LedgerReader::creation_tx); the zero hash
 //! only when the node cannot tell); the rest get a create (random 128-bit salt) and a transfer to
 //! their owner, addressed by keys predicted from the relayer's entity nonce; tokens add one
-//! spends entity per epoch. The signed transaction is stored before it is broadcast; it is then
+//! spends entity per epoch.
+//!
+//! Order (DESIGN 9): every transaction puts its records (creates with their transfers) in a
+//! uniformly random order drawn from the OS RNG, and each spends entity lists its token ids in
+//! another random order, so that whoever saw the submissions arrive (an OHTTP relay, an
+//! onlooker) cannot map arrival order to ledger order. Keys are predicted in that order. A batch
+//! never holds two records with the same envelope: a second copy (only possible with a database
+//! from before envelope digests were unique) waits for the next batch, which finds it written. The signed transaction is stored before it is broadcast; it is then
 //! rebroadcast unchanged until a receipt appears (so at most one transaction with its nonce can
 //! land). A revert fails the records that revert on their own and retries the rest.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
 use alloy_primitives::B256;
 use privsvc_ledger::{
-    predict_entity_keys, BatchReceipt, LedgerError, Operation, PreparedTx, QueryOptions, Select,
+    predict_entity_keys, ArkivValue, AttributeSelect, BatchReceipt, LedgerError, Operation,
+    PreparedTx, QueryOptions, Select,
 };
+use rand::rngs::OsRng;
+use rand::seq::SliceRandom;
 use rand::Rng;
 use tokio::sync::watch;
 
 use crate::entities::{record_create, spends_creates};
 use crate::state::{now_ms, Shared};
-use crate::store::{BatchMember, StoredRecord, StoredState, WrittenInfo};
+use crate::store::{envelope_sha256, BatchMember, StoredRecord, StoredState, WrittenInfo};
 use crate::writer::WriterTurn;
 
 /// Give up on a record after this many reverted batches without an identified offender.
@@ -209,7 +219,7 @@ async fn written_on_ledger(
         {
             let block = e.created_at.unwrap_or(0);
             let batch_size = match e.creator {
-                Some(c) => batch_size(shared, c, block).await,
+                Some(c) => batch_size(shared, c, block, rec).await,
                 None => 1,
             };
             let info = WrittenInfo {
@@ -244,18 +254,53 @@ async fn creation_tx(shared: &Shared, key: B256, block: u64) -> B256 {
     }
 }
 
-/// Records in the batch `{block, creator}` (system entities excluded); 1 when unknown.
-async fn batch_size(shared: &Shared, creator: alloy_primitives::Address, block: u64) -> u64 {
+/// The `project` value of a record as the ledger stores it.
+fn ledger_project(rec: &StoredRecord) -> Option<ArkivValue> {
+    record_create(rec, 0)
+        .ok()?
+        .attributes
+        .into_iter()
+        .find(|a| a.name == privsvc_ledger::system::PROJECT_ATTRIBUTE)
+        .map(|a| a.value)
+}
+
+/// Records of `rec`'s project in the batch `{block, creator}` (DESIGN 9: batchSize counts the
+/// record's peers); 1 when unknown.
+async fn batch_size(
+    shared: &Shared,
+    creator: alloy_primitives::Address,
+    block: u64,
+    rec: &StoredRecord,
+) -> u64 {
     let expr = format!(
         "$creator = addr({creator}) AND $createdAt = u64({block}) AND NOT project = str('{}')",
         crate::entities::SYSTEM_PROJECT
     );
     let options = QueryOptions {
+        select: Select {
+            key: true,
+            attributes: AttributeSelect::Named(vec![
+                privsvc_ledger::system::PROJECT_ATTRIBUTE.into()
+            ]),
+            ..Select::default()
+        },
         limit: Some(200),
         ..QueryOptions::default()
     };
+    let Some(project) = ledger_project(rec) else {
+        return 1;
+    };
     match shared.ledger.query(&expr, &options).await {
-        Ok(p) => p.entities.len().max(1) as u64,
+        Ok(p) => p
+            .entities
+            .iter()
+            .filter(|e| {
+                e.attributes.as_deref().unwrap_or_default().iter().any(|a| {
+                    a.name == privsvc_ledger::system::PROJECT_ATTRIBUTE && a.value == project
+                })
+            })
+            .count()
+            .max(1) as u64,
         Err(_) => 1,
     }
 }
@@ -293,6 +338,23 @@ async fn send_batch(
             None => batch.push(rec),
         }
     }
+    // One copy of an envelope per batch; a second copy waits for the next batch, whose
+    // already-written check finds the first on the ledger.
+    let mut seen = HashSet::with_capacity(batch.len());
+    let (batch, twins): (Vec<_>, Vec<_>) = batch
+        .into_iter()
+        .partition(|rec| seen.insert(envelope_sha256(&rec.envelope)));
+    let outcome = send_unique(shared, batch, stop).await;
+    shared.requeue(twins);
+    outcome
+}
+
+/// Send a batch whose records all have distinct envelopes.
+async fn send_unique(
+    shared: &Shared,
+    mut batch: Vec<StoredRecord>,
+    stop: &mut watch::Receiver<bool>,
+) -> Outcome {
     if batch.is_empty() {
         return Outcome::Written;
     }
@@ -338,17 +400,21 @@ fn random_salt() -> u128 {
     rand::thread_rng().gen()
 }
 
-/// The operations of a batch starting at entity nonce `nonce`, with the members' keys.
+/// The operations of a batch starting at entity nonce `nonce`, with the members' keys. The
+/// records go in a uniformly random order (OS RNG), never the order of `batch`; the members
+/// (and their predicted keys) follow the order of the creates.
 fn batch_ops(
     shared: &Shared,
     batch: &[StoredRecord],
     nonce: u64,
 ) -> Result<(Vec<Operation>, Vec<BatchMember>), (usize, String)> {
-    let salts: Vec<u128> = batch.iter().map(|_| random_salt()).collect();
+    let mut order: Vec<&StoredRecord> = batch.iter().collect();
+    order.shuffle(&mut OsRng);
+    let salts: Vec<u128> = order.iter().map(|_| random_salt()).collect();
     let keys = predict_entity_keys(shared.chain_id, shared.address, nonce, &salts);
     let mut ops = Vec::with_capacity(batch.len() * 2 + 2);
     let mut members = Vec::with_capacity(batch.len());
-    for (i, rec) in batch.iter().enumerate() {
+    for (i, rec) in order.into_iter().enumerate() {
         let create = record_create(rec, salts[i]).map_err(|e| (i, e))?;
         ops.push(Operation::Create(create));
         ops.push(Operation::Transfer {

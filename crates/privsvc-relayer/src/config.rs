@@ -4,8 +4,8 @@
 //! |-|-|-|-|
 //! | `LEDGER_RPC_URL` | `--rpc-url` | `http://127.0.0.1:8545` | ledger JSON-RPC endpoint |
 //! | `CHAIN_ID` | `--chain-id` | read from the ledger | ledger network id (checked against the ledger) |
-//! | `RELAYER_KEY_FILE` | `--key-file` | none | file holding the relayer's secp256k1 key (hex) |
-//! | `RELAYER_KEY` | none (env only) | none | the key itself, hex (used when no key file is given) |
+//! | `RELAYER_KEY_FILE` | `--key-file` | none | file holding the relayer's secp256k1 key (hex): THE way to pass the key (keep the file 0600) |
+//! | `RELAYER_KEY` | none (env only) | none | the key itself, hex (used when no key file is given; discouraged: a process's environment is readable by its user's other processes and often ends up in logs) |
 //! | `PUBLIC_URL` | `--public-url` | `http://<BIND>` | URL published in heartbeats |
 //! | `BIND` | `--bind` | `127.0.0.1:8787` | listen address |
 //! | `DATA_DIR` | `--data-dir` | `./privsvc-relayer-data` | directory of the SQLite queue |
@@ -23,7 +23,9 @@
 //! | `ISSUER_CODES_FILE` | `--issuer-codes-file` | none | one-time attestation codes, one a line; when given, issuance needs one |
 //! | `OHTTP` | `--ohttp` | `off` | `on` serves `POST /v1/ohttp` |
 //! | `OHTTP_SEED` | none (env only) | none | 32-byte hex seed of the gateway key (required with `OHTTP=on`) |
-//! | `RATE_LIMIT_PER_MIN` | `--rate-limit-per-min` | 30 | submissions a minute per source address (tokens off; OHTTP traffic is limited at the OHTTP relay) |
+//! | `RATE_LIMIT_PER_MIN` | `--rate-limit-per-min` | 30 | submissions a minute per source address (tokens off), whether posted to `/v1/records` or inside `POST /v1/ohttp` from an address not in `OHTTP_RELAY_IPS` |
+//! | `OHTTP_RELAY_IPS` | `--ohttp-relay-ips` | empty | comma-separated IPs of the OHTTP relays this relayer trusts to limit their clients: their `POST /v1/ohttp` is not counted per address |
+//! | `METRICS_BIND` | `--metrics-bind` | off | `host:port` of a separate listener serving `GET /metrics` (never served on `BIND`); `off` or empty: no metrics endpoint |
 //! | `QUEUE_CAPACITY` | `--queue-capacity` | 10000 | queued records, at most (503 beyond) |
 //! | `HEARTBEAT_MS` | `--heartbeat-ms` | 600000 | heartbeat interval |
 //! | `FLUSH_JITTER_MS` | `--flush-jitter-ms` | 1000 | each flush is delayed by a uniform random 0..=this many ms |
@@ -33,7 +35,7 @@
 //! variable. The key is never logged (its `Debug` is redacted) and is zeroized on drop.
 
 use std::fmt;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -182,8 +184,13 @@ pub struct RelayerConfig {
     pub issuer_codes: Option<AttestationCodes>,
     /// OHTTP gateway seed; `Some` = `OHTTP=on`.
     pub ohttp_seed: Option<OhttpSeed>,
-    /// Submissions per minute per source address when tokens are off.
+    /// Submissions per minute per source address when tokens are off (direct, or inside
+    /// `POST /v1/ohttp` from an address not in `ohttp_relay_ips`).
     pub rate_limit_per_min: u32,
+    /// OHTTP relays whose `POST /v1/ohttp` is not counted per address (`OHTTP_RELAY_IPS`).
+    pub ohttp_relay_ips: Vec<IpAddr>,
+    /// Listen address of the `GET /metrics` listener; `None` = no metrics endpoint.
+    pub metrics_bind: Option<SocketAddr>,
     /// Queue capacity.
     pub queue_capacity: usize,
     /// Heartbeat interval (ms).
@@ -243,6 +250,10 @@ struct Cli {
     ohttp: Option<String>,
     #[arg(long, env = "RATE_LIMIT_PER_MIN")]
     rate_limit_per_min: Option<String>,
+    #[arg(long, env = "OHTTP_RELAY_IPS")]
+    ohttp_relay_ips: Option<String>,
+    #[arg(long, env = "METRICS_BIND")]
+    metrics_bind: Option<String>,
     #[arg(long, env = "QUEUE_CAPACITY")]
     queue_capacity: Option<String>,
     #[arg(long, env = "HEARTBEAT_MS")]
@@ -293,6 +304,39 @@ fn read_file(name: &'static str, path: &std::path::Path) -> Result<String, Confi
         .map_err(|e| invalid(name, format!("cannot read {}: {e}", path.display())))
 }
 
+/// Warn when the secret file that setting `name` points at is readable by other users than
+/// its owner (it should be 0600). The path is the operator's own setting, not client data.
+fn warn_if_shared(name: &'static str, path: &std::path::Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if let Ok(meta) = std::fs::metadata(path) {
+            if meta.permissions().mode() & 0o077 != 0 {
+                tracing::warn!(
+                    setting = name,
+                    "the key file is readable by other users; make it 0600 (chmod 600)"
+                );
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (name, path);
+}
+
+/// A comma-separated list of IP addresses (empty entries ignored).
+fn ip_list(name: &'static str, value: Option<String>) -> Result<Vec<IpAddr>, ConfigError> {
+    value
+        .unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(|t| {
+            t.parse()
+                .map_err(|_| invalid(name, format!("not an IP address: {t:?}")))
+        })
+        .collect()
+}
+
 fn http_url(name: &'static str, text: String) -> Result<String, ConfigError> {
     let parsed = url::Url::parse(text.trim())
         .map_err(|e| invalid(name, format!("not a URL ({e}): {text:?}")))?;
@@ -326,6 +370,8 @@ impl RelayerConfig {
             issuer_codes: None,
             ohttp_seed: None,
             rate_limit_per_min: 1_000_000,
+            ohttp_relay_ips: Vec::new(),
+            metrics_bind: None,
             queue_capacity: 10_000,
             heartbeat_ms: 600_000,
             flush_jitter_ms: 0,
@@ -368,6 +414,7 @@ impl RelayerConfig {
         };
         c.key = match (cli.key_file, env_key) {
             (Some(path), _) => {
+                warn_if_shared("RELAYER_KEY_FILE", &path);
                 let text = Zeroizing::new(read_file("RELAYER_KEY_FILE", &path)?);
                 Some(RelayerKey::from_hex(&text).map_err(|_| {
                     invalid(
@@ -468,6 +515,16 @@ impl RelayerConfig {
             1,
             1_000_000,
         )?;
+        c.ohttp_relay_ips = ip_list("OHTTP_RELAY_IPS", cli.ohttp_relay_ips)?;
+        c.metrics_bind = match cli.metrics_bind.as_deref().map(str::trim) {
+            None | Some("") | Some("off") => None,
+            Some(t) => Some(t.parse().map_err(|_| {
+                invalid(
+                    "METRICS_BIND",
+                    format!("expected host:port or off, got {t:?}"),
+                )
+            })?),
+        };
         c.queue_capacity = num(
             "QUEUE_CAPACITY",
             cli.queue_capacity,
@@ -547,6 +604,17 @@ mod tests {
         assert_eq!(c.min_batch, 8);
         assert_eq!(c.max_batch, 100);
         assert_eq!(c.rate_limit_per_min, 30);
+        assert!(c.ohttp_relay_ips.is_empty());
+        assert_eq!(c.metrics_bind, None);
+        let c = parse(&[
+            "--ohttp-relay-ips",
+            "10.0.0.1, ::1",
+            "--metrics-bind",
+            "127.0.0.1:9100",
+        ])
+        .unwrap();
+        assert_eq!(c.ohttp_relay_ips.len(), 2);
+        assert_eq!(c.metrics_bind, Some("127.0.0.1:9100".parse().unwrap()));
         assert_eq!(c.tokens, TokenMode::Off);
         assert!(c.ohttp_seed.is_none());
     }
@@ -567,6 +635,14 @@ mod tests {
         assert!(e.contains("ISSUER_ADDRESS"), "{e}");
         let e = parse(&["--ohttp", "on"]).unwrap_err().to_string();
         assert!(e.contains("OHTTP_SEED"), "{e}");
+        let e = parse(&["--ohttp-relay-ips", "10.0.0.1,relay"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("OHTTP_RELAY_IPS"), "{e}");
+        let e = parse(&["--metrics-bind", "everywhere"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("METRICS_BIND"), "{e}");
         let e = parse(&["--rpc-url", "ftp://x"]).unwrap_err().to_string();
         assert!(e.contains("LEDGER_RPC_URL"), "{e}");
     }

@@ -7,6 +7,8 @@ use alloy_primitives::Address;
 use privsvc_attributes::Attributes;
 use privsvc_ledger::system::{self, Heartbeat, SpendsEntity};
 use privsvc_ledger::Create;
+use rand::rngs::OsRng;
+use rand::seq::SliceRandom;
 
 use crate::store::StoredRecord;
 
@@ -23,7 +25,27 @@ pub fn record_create(rec: &StoredRecord, salt: u128) -> Result<Create, String> {
     system::record_create(&attrs, &rec.envelope, rec.exp_seconds, salt).map_err(|e| e.to_string())
 }
 
-/// The spends entities of a batch: one per epoch, payload = the token ids (32 bytes each).
+/// The grouping key of a record's `project` attribute: its wire JSON
+/// (`{"type":"str","value":"notes"}`), so values of different types never collide. Records
+/// with equal keys count toward each other's minAnonymity (DESIGN 9). Empty when absent
+/// (validation refuses such records).
+pub fn project_key(attributes: &Attributes) -> String {
+    attributes
+        .get(system::PROJECT_ATTRIBUTE)
+        .map(|v| v.to_wire().to_string())
+        .unwrap_or_default()
+}
+
+/// [`project_key`] of attributes in stored wire form (`{name: {type, value}}` JSON text);
+/// empty when unreadable.
+pub fn project_key_of_wire(attributes: &str) -> String {
+    Attributes::from_wire_json(attributes.as_bytes())
+        .map(|a| project_key(&a))
+        .unwrap_or_default()
+}
+
+/// The spends entities of a batch: one per epoch, payload = the token ids (32 bytes each) in
+/// a uniformly random order (OS RNG), unrelated to the order of the batch's records.
 pub fn spends_creates(
     records: &[StoredRecord],
     salt: impl Fn() -> u128,
@@ -36,7 +58,8 @@ pub fn spends_creates(
     }
     by_epoch
         .into_iter()
-        .map(|(epoch, token_ids)| {
+        .map(|(epoch, mut token_ids)| {
+            token_ids.shuffle(&mut OsRng);
             SpendsEntity { epoch, token_ids }
                 .to_create(salt())
                 .map_err(|e| e.to_string())
@@ -62,4 +85,54 @@ pub fn heartbeat_create(
     }
     .to_create(salt)
     .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::SpentToken;
+
+    fn rec(i: u8) -> StoredRecord {
+        StoredRecord {
+            id: format!("r{i}"),
+            seq: u64::from(i),
+            app: "a".into(),
+            project: String::new(),
+            envelope_digest: [i; 32],
+            owner: Address::ZERO,
+            envelope: vec![],
+            attributes: "{}".into(),
+            exp_seconds: 3600,
+            min_anonymity: 1,
+            max_hold_ms: 0,
+            token: Some(SpentToken {
+                id: [i; 32],
+                epoch: 20_000,
+            }),
+            accepted_ms: 0,
+        }
+    }
+
+    #[test]
+    fn spends_list_token_ids_in_a_random_order_not_the_records_order() {
+        const RUNS: usize = 300;
+        let records: Vec<StoredRecord> = (0..8).map(rec).collect();
+        let mut same_position = 0;
+        for _ in 0..RUNS {
+            let creates = spends_creates(&records, || 1).unwrap();
+            assert_eq!(creates.len(), 1);
+            let ids: Vec<u8> = creates[0].payload.chunks_exact(32).map(|c| c[0]).collect();
+            let mut sorted = ids.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, (0..8).collect::<Vec<u8>>(), "every token id once");
+            same_position += ids
+                .iter()
+                .enumerate()
+                .filter(|(i, id)| **id as usize == *i)
+                .count();
+        }
+        // By chance 1 in 8 (300 expected of 2400, standard deviation about 16); the records'
+        // order would put all 2400 in place.
+        assert!(same_position < 2 * RUNS, "{same_position}");
+    }
 }

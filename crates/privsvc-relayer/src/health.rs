@@ -1,4 +1,8 @@
 //! Heartbeats (DESIGN 4), status retention, and the health record (SPEC "Health record").
+//!
+//! The double-spend count of the health record is refreshed by a background task at most once
+//! a minute ([`DOUBLE_SPEND_REFRESH`]), never per `/healthz` request: a request costs no
+//! ledger queries beyond the balance, and the queries the ledger sees do not follow requests.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -98,6 +102,36 @@ pub async fn run_pruning(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
     }
 }
 
+/// How often the background task recounts double spends.
+pub const DOUBLE_SPEND_REFRESH: Duration = Duration::from_secs(60);
+
+/// Count double spends now and keep the result for `/healthz`.
+pub async fn refresh_double_spends(shared: &Shared) {
+    let result = double_spends(shared).await;
+    if result.is_err() {
+        shared.metrics.ledger_error();
+    }
+    let mut live = shared.live.lock().expect("live lock");
+    match result {
+        Ok(n) => {
+            live.double_spends = n;
+            live.double_spends_failed = false;
+        }
+        Err(_) => live.double_spends_failed = true,
+    }
+}
+
+/// Recount double spends at start and every [`DOUBLE_SPEND_REFRESH`] until stopped.
+pub async fn run_double_spends(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+    loop {
+        refresh_double_spends(&shared).await;
+        tokio::select! {
+            _ = tokio::time::sleep(DOUBLE_SPEND_REFRESH) => {}
+            _ = stop.changed() => return,
+        }
+    }
+}
+
 /// The health record of SPEC.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -118,7 +152,8 @@ pub struct Health {
     pub last_beat: u64,
     /// Balance in the native currency (ether units).
     pub balance_native: f64,
-    /// Tokens spent here that other relayers' spends entities also list.
+    /// Tokens spent here that other relayers' spends entities also list (as of the last
+    /// background count, at most a minute old).
     pub double_spends_detected: u64,
 }
 
@@ -164,16 +199,15 @@ pub async fn double_spends(shared: &Shared) -> Result<u64, LedgerError> {
     Ok(seen.len() as u64)
 }
 
-/// Build the health record.
+/// Build the health record (the double-spend count is the background task's last one).
 pub async fn health(shared: &Shared) -> Health {
     let balance = shared.ledger.balance(shared.address).await;
-    let doubles = double_spends(shared).await;
-    if balance.is_err() || doubles.is_err() {
+    if balance.is_err() {
         shared.metrics.ledger_error();
     }
     let live = shared.live.lock().expect("live lock").clone();
     Health {
-        ok: balance.is_ok() && doubles.is_ok(),
+        ok: balance.is_ok() && !live.double_spends_failed,
         address: shared.address.to_checksum(None),
         queue: shared.occupancy.load(std::sync::atomic::Ordering::SeqCst) as u64,
         batches: live.batches,
@@ -181,6 +215,6 @@ pub async fn health(shared: &Shared) -> Health {
         heartbeat: live.heartbeat.map(|k| k.to_string()).unwrap_or_default(),
         last_beat: live.last_beat_ms,
         balance_native: balance.map(wei_to_native).unwrap_or(0.0),
-        double_spends_detected: doubles.unwrap_or(0),
+        double_spends_detected: live.double_spends,
     }
 }

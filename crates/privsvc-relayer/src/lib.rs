@@ -21,11 +21,18 @@
 //! `privsvc_ohttp::SILENCE_OHTTP_LOGS` to their log filter.
 //!
 //! Rate limit: with tokens off, submissions are limited per source address (`RATE_LIMIT_PER_MIN`,
-//! [`ratelimit`]). Requests arriving through `POST /v1/ohttp` are dispatched in-process without
-//! a client address (the relayer sees only the OHTTP relay), so the relayer cannot limit them:
-//! OHTTP traffic is rate limited per client address at the OHTTP relay
-//! (`privsvc_ohttp::RelayConfig::rate_limit_per_min`, served through
-//! `privsvc_ohttp::relay::RelayListener`).
+//! [`ratelimit`]), whether posted to `/v1/records` or encapsulated in `POST /v1/ohttp` by an
+//! address that is not a configured OHTTP relay (`OHTTP_RELAY_IPS`). The configured relays are
+//! not counted here (their clients are limited per client address at the OHTTP relay,
+//! `privsvc_ohttp::RelayConfig::rate_limit_per_min`).
+//!
+//! Revision 2 (DESIGN 9): the records of a batch, their transfers and the spends token ids are
+//! in a random order (OS RNG), never arrival order ([`batcher`]); the same sealed envelope
+//! submitted again gets the existing id and is never stored or written twice (UNIQUE envelope
+//! digest, [`store`]); minAnonymity k counts records of the record's own `project` ([`queue`]),
+//! and so does `batchSize`; `/metrics` is served only on `METRICS_BIND`; the double-spend count
+//! of `/healthz` is refreshed in the background once a minute ([`health`]); `DATA_DIR` is 0700,
+//! the queue database 0600, with `secure_delete` on.
 //!
 //! Reconciliation: a record found already on the ledger (its owner holds an entity with its
 //! envelope) is marked written with the hash of the transaction that created that entity, read
@@ -36,7 +43,7 @@
 //! batching decision), [`batcher`] (scheduler and batch transactions), [`reconcile`] (restart),
 //! [`writer`] (the one serialized writer), [`health`] (heartbeats, retention, health record),
 //! [`api`] (HTTP), [`validate`] (400 checks), [`tokencheck`] (402/403), [`ratelimit`] (429),
-//! [`metrics`] (Prometheus).
+//! [`metrics`] (Prometheus, on `METRICS_BIND` only).
 #![forbid(unsafe_code)]
 
 pub mod api;
@@ -108,6 +115,7 @@ pub struct Relayer;
 pub struct RelayerHandle {
     url: String,
     local_addr: SocketAddr,
+    metrics_addr: Option<SocketAddr>,
     router: Router,
     shared: Arc<Shared>,
     stop: watch::Sender<bool>,
@@ -160,6 +168,7 @@ impl Relayer {
                 .meta("last_beat")?
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(0),
+            ..Live::default()
         };
 
         let listener = tokio::net::TcpListener::bind(config.bind)
@@ -227,7 +236,7 @@ impl Relayer {
         let api = api::api_router(shared.clone());
         let mut app = api
             .clone()
-            .merge(privsvc_ohttp::gateway_router(gateway, api));
+            .merge(api::ohttp_router(shared.clone(), gateway, api));
         if shared.cfg.issuer_on {
             let mut issuer_config =
                 privsvc_tokens::IssuerConfig::new(shared.cfg.data_dir.join("issuer"));
@@ -248,6 +257,28 @@ impl Relayer {
 
         let (stop, stop_rx) = watch::channel(false);
         let mut tasks = Vec::new();
+        let mut metrics_addr = None;
+        if let Some(bind) = shared.cfg.metrics_bind {
+            let listener = tokio::net::TcpListener::bind(bind)
+                .await
+                .map_err(|e| RelayerError::Bind(bind, e))?;
+            metrics_addr = Some(
+                listener
+                    .local_addr()
+                    .map_err(|e| RelayerError::Bind(bind, e))?,
+            );
+            let service = api::metrics_router(shared.clone())
+                .into_make_service_with_connect_info::<listener::PeerAddr>();
+            let listener = listener::PeerListener::new(listener, false);
+            let mut rx = stop_rx.clone();
+            tasks.push(tokio::spawn(async move {
+                let _ = axum::serve(listener, service)
+                    .with_graceful_shutdown(async move {
+                        let _ = rx.changed().await;
+                    })
+                    .await;
+            }));
+        }
         {
             let mut rx = stop_rx.clone();
             let keep_peer = shared.cfg.tokens == TokenMode::Off;
@@ -268,11 +299,16 @@ impl Relayer {
             shared.clone(),
             stop_rx.clone(),
         )));
+        tasks.push(tokio::spawn(health::run_double_spends(
+            shared.clone(),
+            stop_rx.clone(),
+        )));
         tasks.push(tokio::spawn(health::run_pruning(shared.clone(), stop_rx)));
         tracing::info!(url = %public_url, "relayer started");
         Ok(RelayerHandle {
             url: public_url,
             local_addr,
+            metrics_addr,
             router,
             shared,
             stop,
@@ -292,12 +328,29 @@ impl RelayerHandle {
         self.local_addr
     }
 
+    /// The bound address of the `GET /metrics` listener (`METRICS_BIND`), when on.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_addr
+    }
+
+    /// The database file of the queue.
+    pub fn store_path(&self) -> &std::path::Path {
+        self.shared.store.path()
+    }
+
+    /// Recount double spends now instead of waiting for the background task (which counts
+    /// once a minute); for operators' tools and tests, not reachable over HTTP.
+    pub async fn refresh_double_spends(&self) {
+        health::refresh_double_spends(&self.shared).await;
+    }
+
     /// The relayer's address.
     pub fn address(&self) -> alloy_primitives::Address {
         self.shared.address
     }
 
-    /// The full router (API, OHTTP gateway, extra routes, CORS) for in-process use.
+    /// The full router (API, OHTTP gateway, extra routes, CORS) for in-process use. It does not
+    /// serve `/metrics` (see [`RelayerHandle::metrics_text`]).
     pub fn router(&self) -> Router {
         self.router.clone()
     }

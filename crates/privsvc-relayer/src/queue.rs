@@ -3,7 +3,10 @@
 //! Policy, evaluated whenever something changes:
 //! 1. A held record (minAnonymity k > 1) whose maxHoldMs has passed fails: no batch of k formed.
 //! 2. The candidate batch takes queued records oldest first, at most MAX_BATCH, then drops every
-//!    record whose k exceeds the batch size until the size is stable.
+//!    record whose k exceeds the number of records of ITS project (`project` attribute) in the
+//!    batch, until that is stable (DESIGN 9: k counts the record's peers, not records of other
+//!    projects). Per project this keeps the records with k <= m, m the largest count such that
+//!    m of the project's records have k <= m: one sort, no repeated passes.
 //! 3. The target size is max(minBatch, the largest k among queued records), at most MAX_BATCH,
 //!    so that a held record gets its chance: batches wait for it, but never longer than
 //!    maxWaitMs for their oldest member.
@@ -40,7 +43,8 @@ pub struct PlanParams {
 pub struct Plan {
     /// Held records past their maxHoldMs: fail them (id, k).
     pub expired: Vec<(String, u32)>,
-    /// Records to flush now, oldest first (empty: nothing to flush).
+    /// Records to flush now, oldest first (empty: nothing to flush). The batcher puts them in a
+    /// random order on the ledger.
     pub batch: Vec<String>,
     /// When to look again if nothing arrives (epoch ms).
     pub wake_at_ms: Option<u64>,
@@ -48,6 +52,35 @@ pub struct Plan {
 
 fn deadline(rec: &StoredRecord) -> u64 {
     rec.accepted_ms.saturating_add(rec.max_hold_ms)
+}
+
+/// Records of `batch` whose project holds enough of them in `batch`: per project, the largest
+/// m such that m of its records have k <= m; records with k <= m stay. Only allocates when
+/// some record has k > 1.
+fn keep_met_peers(batch: &mut Vec<&StoredRecord>) {
+    if batch.iter().all(|r| r.min_anonymity <= 1) {
+        return;
+    }
+    let mut ks: HashMap<&str, Vec<u32>> = HashMap::new();
+    for r in batch.iter() {
+        ks.entry(r.project.as_str())
+            .or_default()
+            .push(r.min_anonymity.max(1));
+    }
+    let met: HashMap<&str, u32> = ks
+        .into_iter()
+        .map(|(project, mut k)| {
+            k.sort_unstable();
+            let m = k
+                .iter()
+                .enumerate()
+                .rev()
+                .find(|(i, k)| **k as usize <= i + 1)
+                .map_or(0, |(i, _)| i as u32 + 1);
+            (project, m)
+        })
+        .collect();
+    batch.retain(|r| r.min_anonymity.max(1) <= met.get(r.project.as_str()).copied().unwrap_or(0));
 }
 
 impl Queue {
@@ -123,12 +156,8 @@ impl Queue {
             return plan;
         }
         let mut batch: Vec<&StoredRecord> = self.by_seq.values().take(max_batch).collect();
-        loop {
-            let n = batch.len();
-            batch.retain(|r| (r.min_anonymity.max(1) as usize) <= n);
-            if batch.len() == n {
-                break;
-            }
+        if !self.held_k.is_empty() {
+            keep_met_peers(&mut batch);
         }
         if let Some(oldest_in) = batch.iter().map(|r| r.accepted_ms).min() {
             let due = oldest_in.saturating_add(p.max_wait_ms);
@@ -153,10 +182,16 @@ mod tests {
     use alloy_primitives::Address;
 
     fn rec(seq: u64, accepted_ms: u64, k: u32, hold: u64) -> StoredRecord {
+        rec_in("p", seq, accepted_ms, k, hold)
+    }
+
+    fn rec_in(project: &str, seq: u64, accepted_ms: u64, k: u32, hold: u64) -> StoredRecord {
         StoredRecord {
             id: format!("r{seq}"),
             seq,
             app: "a".into(),
+            project: project.into(),
+            envelope_digest: [seq as u8; 32],
             owner: Address::ZERO,
             envelope: vec![],
             attributes: "{}".into(),
@@ -209,5 +244,68 @@ mod tests {
         let plan = q.plan(5100, &P);
         assert_eq!(plan.expired, vec![("r1".to_string(), 4)]);
         assert!(plan.batch.is_empty());
+    }
+
+    #[test]
+    fn k_counts_only_records_of_the_same_project() {
+        let mut q = Queue::default();
+        // A P-record with k = 3 among many records of other projects.
+        q.push(rec_in("P", 1, 100, 3, 60_000));
+        for s in 2..=10 {
+            q.push(rec_in(&format!("other{}", s % 3), s, 100, 1, 0));
+        }
+        // The oldest four are taken; the P-record has no peer among them and stays.
+        assert_eq!(q.plan(200, &P).batch, vec!["r2", "r3", "r4"]);
+        for s in 2..=10 {
+            q.remove(&format!("r{s}"));
+        }
+        // Alone, it is never flushed, even past maxWaitMs.
+        let plan = q.plan(5000, &P);
+        assert!(plan.batch.is_empty(), "{plan:?}");
+        assert_eq!(plan.wake_at_ms, Some(60_100));
+        // Two more P-records: now the P-record has two peers plus itself.
+        q.push(rec_in("P", 11, 150, 1, 0));
+        assert!(!q.plan(5000, &P).batch.contains(&"r1".to_string()));
+        q.push(rec_in("P", 12, 150, 2, 60_000));
+        let plan = q.plan(5000, &P);
+        for id in ["r1", "r11", "r12"] {
+            assert!(plan.batch.contains(&id.to_string()), "{plan:?}");
+        }
+    }
+
+    #[test]
+    fn keep_met_peers_is_the_fixpoint_of_dropping_unmet_records() {
+        // Compare with the obvious quadratic rule on many random queues.
+        use rand::Rng;
+        let mut rng = rand::thread_rng();
+        for _ in 0..2000 {
+            let n = rng.gen_range(1..40);
+            let recs: Vec<StoredRecord> = (0..n)
+                .map(|i| {
+                    let project = ["A", "B", "C"][rng.gen_range(0..3)];
+                    rec_in(project, i, 0, rng.gen_range(1..12), 1000)
+                })
+                .collect();
+            let mut fast: Vec<&StoredRecord> = recs.iter().collect();
+            keep_met_peers(&mut fast);
+            let mut slow: Vec<&StoredRecord> = recs.iter().collect();
+            loop {
+                let before = slow.len();
+                let counts: Vec<usize> = slow
+                    .iter()
+                    .map(|r| slow.iter().filter(|o| o.project == r.project).count())
+                    .collect();
+                let mut i = 0;
+                slow.retain(|r| {
+                    i += 1;
+                    r.min_anonymity as usize <= counts[i - 1]
+                });
+                if slow.len() == before {
+                    break;
+                }
+            }
+            let ids = |v: &[&StoredRecord]| v.iter().map(|r| r.seq).collect::<Vec<_>>();
+            assert_eq!(ids(&fast), ids(&slow));
+        }
     }
 }

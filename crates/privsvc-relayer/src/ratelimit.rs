@@ -1,9 +1,9 @@
 //! Per-source-address rate limit for submissions when tokens are off. In memory only: the
 //! addresses are never persisted or logged, and a window's entries are dropped when it ends.
 //!
-//! Requests through `POST /v1/ohttp` have no address here (the relayer sees only the OHTTP
-//! relay): they are limited per client address at the OHTTP relay
-//! (`privsvc_ohttp::RelayConfig::rate_limit_per_min`), not by this limiter.
+//! A submission inside `POST /v1/ohttp` is counted against the address that posted it, unless
+//! that address is a configured OHTTP relay (`OHTTP_RELAY_IPS`), which limits its own clients
+//! per client address (`privsvc_ohttp::RelayConfig::rate_limit_per_min`).
 
 use std::collections::HashMap;
 use std::net::IpAddr;

@@ -27,6 +27,10 @@ pub struct Live {
     pub heartbeat: Option<B256>,
     /// Time of the latest heartbeat, epoch ms.
     pub last_beat_ms: u64,
+    /// Double spends found by the last background count ([`crate::health::run_double_spends`]).
+    pub double_spends: u64,
+    /// The last background count failed (the ledger or the store did not answer).
+    pub double_spends_failed: bool,
 }
 
 /// Everything the relayer's tasks share.

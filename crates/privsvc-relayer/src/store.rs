@@ -5,6 +5,15 @@
 //! caller gets its answer on a oneshot channel only after the commit. Each command runs in its own
 //! savepoint, so one failing command does not undo the others. Token ids have a PRIMARY KEY, so a
 //! token is accepted once even under concurrency. Reads use a second connection.
+//!
+//! Idempotence (DESIGN 9): every record carries the SHA-256 of its sealed envelope in a UNIQUE
+//! column. An insert whose envelope is already stored stores nothing, spends no token and returns
+//! [`StoreError::AlreadyStored`] with the existing id; the writer thread checks this before the
+//! token, so two identical submissions in one group commit also yield one record.
+//!
+//! Files: the data directory is created 0700 and the database (which holds spent token ids)
+//! 0600 before SQLite opens it (SQLite gives its `-wal` and `-shm` files the database's mode);
+//! `secure_delete` is on, so pruned rows are overwritten with zeros.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -32,6 +41,9 @@ pub enum StoreError {
     /// The data directory could not be created.
     #[error("cannot create data directory {0}: {1}")]
     DataDir(PathBuf, std::io::Error),
+    /// The same sealed envelope is already stored, as the record with this id.
+    #[error("this envelope was already accepted as record {0}")]
+    AlreadyStored(String),
 }
 
 /// A token spent by a record.
@@ -52,6 +64,11 @@ pub struct StoredRecord {
     pub seq: u64,
     /// The app.
     pub app: String,
+    /// The record's `project` attribute as its wire JSON (`{"type":..,"value":..}`): the
+    /// records that count toward its minAnonymity (see [`crate::entities::project_key`]).
+    pub project: String,
+    /// SHA-256 of the sealed envelope (UNIQUE in the store).
+    pub envelope_digest: [u8; 32],
     /// The one-time owner.
     pub owner: Address,
     /// The sealed envelope text (padded).
@@ -79,7 +96,7 @@ pub struct WrittenInfo {
     pub tx_hash: B256,
     /// The including block.
     pub block: u64,
-    /// Records in the batch.
+    /// Records of the same project in the batch.
     pub batch_size: u64,
 }
 
@@ -176,7 +193,7 @@ CREATE TABLE IF NOT EXISTS records(
   min_anonymity INTEGER NOT NULL, max_hold_ms INTEGER NOT NULL,
   token_id BLOB, token_epoch INTEGER, accepted_ms INTEGER NOT NULL,
   state TEXT NOT NULL, batch_id INTEGER, entity_key TEXT, tx_hash TEXT, block INTEGER,
-  batch_size INTEGER, error TEXT, finished_ms INTEGER);
+  batch_size INTEGER, error TEXT, finished_ms INTEGER, project TEXT, envelope_digest BLOB);
 CREATE INDEX IF NOT EXISTS records_batch ON records(batch_id) WHERE batch_id IS NOT NULL;
 CREATE INDEX IF NOT EXISTS records_finished ON records(finished_ms) WHERE finished_ms IS NOT NULL;
 CREATE TABLE IF NOT EXISTS spent_tokens(
@@ -192,23 +209,161 @@ CREATE INDEX IF NOT EXISTS batch_members_record ON batch_members(batch_id, recor
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 ";
 
+/// Schema version written to `meta` once [`migrate`] has run.
+const SCHEMA_VERSION: &str = "2";
+
 fn open(path: &Path) -> Result<Connection, StoreError> {
     let conn = Connection::open(path)?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(None, "synchronous", "FULL")?;
     conn.pragma_update(None, "cache_size", -16_000)?;
+    conn.pragma_update(None, "secure_delete", "ON")?;
     conn.busy_timeout(std::time::Duration::from_secs(10))?;
     Ok(conn)
 }
 
+/// SHA-256 of a sealed envelope's bytes: the record's identity for idempotence. Envelopes are
+/// canonical and minimally padded, so one signed envelope has exactly one byte string.
+pub fn envelope_sha256(envelope: &[u8]) -> [u8; 32] {
+    use sha2::Digest;
+    sha2::Sha256::digest(envelope).into()
+}
+
+/// Create `dir` (and missing parents) with mode 0700, and tighten it to 0700 if it exists.
+fn private_dir(dir: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+    }
+    #[cfg(not(unix))]
+    {
+        std::fs::create_dir_all(dir)
+    }
+}
+
+/// Create `path` with mode 0600 if missing, and tighten it (and its SQLite `-wal`/`-shm`
+/// companions, when present) to 0600.
+fn private_file(path: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(path)?;
+        let mut companions = vec![path.to_path_buf()];
+        for suffix in ["-wal", "-shm"] {
+            let mut name = path.as_os_str().to_owned();
+            name.push(suffix);
+            companions.push(PathBuf::from(name));
+        }
+        for p in companions {
+            match std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        Ok(())
+    }
+}
+
+/// Bring a database of an earlier version to [`SCHEMA_VERSION`]: add the `project` and
+/// `envelope_digest` columns, fill them from the stored attributes and envelopes, and create the
+/// UNIQUE index. A queued copy of an envelope stored earlier (possible before version 2) is
+/// failed with a message naming the record that holds it, so it is never written twice.
+fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
+    let version: Option<String> = conn
+        .query_row(
+            "SELECT value FROM meta WHERE key = 'schema_version'",
+            [],
+            |r| r.get(0),
+        )
+        .optional()?;
+    if version.as_deref() == Some(SCHEMA_VERSION) {
+        return Ok(());
+    }
+    let tx = conn.transaction()?;
+    let columns: Vec<String> = tx
+        .prepare("PRAGMA table_info(records)")?
+        .query_map([], |r| r.get::<_, String>(1))?
+        .collect::<Result<_, _>>()?;
+    for (name, kind) in [("project", "TEXT"), ("envelope_digest", "BLOB")] {
+        if !columns.iter().any(|c| c == name) {
+            tx.execute_batch(&format!("ALTER TABLE records ADD COLUMN {name} {kind}"))?;
+        }
+    }
+    let rows: Vec<(String, Vec<u8>, String, String)> = tx
+        .prepare(
+            "SELECT id, envelope, attributes, state FROM records
+             WHERE envelope_digest IS NULL ORDER BY seq",
+        )?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+        .collect::<Result<_, _>>()?;
+    let now = crate::state::now_ms() as i64;
+    for (id, envelope, attributes, state) in rows {
+        let digest = envelope_sha256(&envelope);
+        let project = crate::entities::project_key_of_wire(&attributes);
+        let first: Option<String> = tx
+            .query_row(
+                "SELECT id FROM records WHERE envelope_digest = ?1",
+                [digest.as_slice()],
+                |r| r.get(0),
+            )
+            .optional()?;
+        match first {
+            None => tx.execute(
+                "UPDATE records SET project = ?2, envelope_digest = ?3 WHERE id = ?1",
+                params![id, project, digest.as_slice()],
+            )?,
+            Some(first) if state == "queued" => tx.execute(
+                "UPDATE records SET project = ?2, state = 'failed', error = ?3, finished_ms = ?4
+                 WHERE id = ?1",
+                params![
+                    id,
+                    project,
+                    format!("the same envelope was accepted earlier as record {first}"),
+                    now
+                ],
+            )?,
+            Some(_) => tx.execute(
+                "UPDATE records SET project = ?2 WHERE id = ?1",
+                params![id, project],
+            )?,
+        };
+    }
+    tx.execute_batch(
+        "CREATE UNIQUE INDEX IF NOT EXISTS records_digest ON records(envelope_digest)",
+    )?;
+    tx.execute(
+        "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?1)",
+        [SCHEMA_VERSION],
+    )?;
+    tx.commit()?;
+    Ok(())
+}
+
 impl Store {
-    /// Open (or create) `relayer.sqlite` in `data_dir` and start the writer thread.
+    /// Open (or create) `relayer.sqlite` in `data_dir` (created 0700; the database 0600) and
+    /// start the writer thread. A database of an earlier version is migrated.
     pub fn open(data_dir: &Path) -> Result<Self, StoreError> {
-        std::fs::create_dir_all(data_dir)
-            .map_err(|e| StoreError::DataDir(data_dir.to_path_buf(), e))?;
+        private_dir(data_dir).map_err(|e| StoreError::DataDir(data_dir.to_path_buf(), e))?;
         let path = data_dir.join("relayer.sqlite");
-        let writer = open(&path)?;
+        private_file(&path).map_err(|e| StoreError::DataDir(path.clone(), e))?;
+        let mut writer = open(&path)?;
         writer.execute_batch(SCHEMA)?;
+        migrate(&mut writer)?;
         let read = open(&path)?;
         let (tx, rx) = mpsc::channel();
         let commits = Arc::new(AtomicU64::new(0));
@@ -255,7 +410,8 @@ impl Store {
     }
 
     /// Durably store an accepted record (and its token id), then hand it back. Fails with
-    /// [`StoreError::TokenSpent`] when the token was spent before.
+    /// [`StoreError::AlreadyStored`] (nothing stored, no token spent) when its envelope is
+    /// stored already, and with [`StoreError::TokenSpent`] when the token was spent before.
     pub async fn insert(&self, record: StoredRecord) -> Result<StoredRecord, StoreError> {
         self.request(|reply| Cmd::Insert(Box::new(record), reply))
             .await
@@ -352,7 +508,7 @@ impl Store {
         let conn = self.reader();
         let mut stmt = conn.prepare(
             "SELECT id, seq, app, owner, envelope, attributes, exp_seconds, min_anonymity,
-                    max_hold_ms, token_id, token_epoch, accepted_ms
+                    max_hold_ms, token_id, token_epoch, accepted_ms, project, envelope_digest
              FROM records WHERE state = 'queued' ORDER BY seq",
         )?;
         let rows = stmt.query_map([], row_to_record)?;
@@ -365,11 +521,20 @@ impl Store {
         Ok(conn
             .query_row(
                 "SELECT id, seq, app, owner, envelope, attributes, exp_seconds, min_anonymity,
-                        max_hold_ms, token_id, token_epoch, accepted_ms
+                        max_hold_ms, token_id, token_epoch, accepted_ms, project, envelope_digest
                  FROM records WHERE id = ?1",
                 [id],
                 row_to_record,
             )
+            .optional()?)
+    }
+
+    /// The id of the record whose sealed envelope has this SHA-256, if one is stored.
+    pub fn id_of_envelope(&self, digest: &[u8; 32]) -> Result<Option<String>, StoreError> {
+        let conn = self.reader();
+        let mut stmt = conn.prepare_cached("SELECT id FROM records WHERE envelope_digest = ?1")?;
+        Ok(stmt
+            .query_row([digest.as_slice()], |r| r.get(0))
             .optional()?)
     }
 
@@ -515,6 +680,11 @@ fn row_to_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredRecord> {
         id: r.get(0)?,
         seq: r.get::<_, i64>(1)? as u64,
         app: r.get(2)?,
+        project: r.get::<_, Option<String>>(12)?.unwrap_or_default(),
+        envelope_digest: r
+            .get::<_, Option<Vec<u8>>>(13)?
+            .and_then(|d| <[u8; 32]>::try_from(d.as_slice()).ok())
+            .unwrap_or_default(),
         owner: owner.parse().unwrap_or_default(),
         envelope: r.get(4)?,
         attributes: r.get(5)?,
@@ -648,24 +818,17 @@ fn apply(tx: &mut rusqlite::Transaction<'_>, cmd: Cmd) -> Reply {
             reply,
         } => {
             let r = in_savepoint(tx, |sp| {
-                let size: i64 = sp.query_row(
-                    "SELECT COUNT(*) FROM batch_members WHERE batch_id = ?1",
-                    [batch_id],
-                    |r| r.get(0),
-                )?;
+                // batchSize counts the records of the record's own project (DESIGN 9).
                 sp.execute(
                     "UPDATE records SET state = 'written', tx_hash = ?2, block = ?3,
-                       batch_size = ?4, finished_ms = ?5,
+                       finished_ms = ?4,
+                       batch_size = (SELECT COUNT(*) FROM records peer
+                                     WHERE peer.batch_id = ?1
+                                       AND peer.project IS records.project),
                        entity_key = (SELECT entity_key FROM batch_members m
                                      WHERE m.batch_id = ?1 AND m.record_id = records.id)
                      WHERE batch_id = ?1 AND state = 'sending'",
-                    params![
-                        batch_id,
-                        tx_hash.to_string(),
-                        block as i64,
-                        size,
-                        now_ms as i64
-                    ],
+                    params![batch_id, tx_hash.to_string(), block as i64, now_ms as i64],
                 )?;
                 sp.execute(
                     "UPDATE batches SET state = 'mined', block = ?2, finished_ms = ?3
@@ -786,8 +949,16 @@ fn apply(tx: &mut rusqlite::Transaction<'_>, cmd: Cmd) -> Reply {
 }
 
 /// Insert a record and its token id with cached statements. On failure nothing of it stays:
-/// a spent token inserts nothing, and a failed record insert removes the token row it added.
+/// an envelope stored before inserts nothing (checked first, so its token is not spent), a
+/// spent token inserts nothing, and a failed record insert removes the token row it added.
 fn insert_record(tx: &rusqlite::Transaction<'_>, rec: &StoredRecord) -> Result<(), StoreError> {
+    let existing: Option<String> = tx
+        .prepare_cached("SELECT id FROM records WHERE envelope_digest = ?1")?
+        .query_row([rec.envelope_digest.as_slice()], |r| r.get(0))
+        .optional()?;
+    if let Some(id) = existing {
+        return Err(StoreError::AlreadyStored(id));
+    }
     if let Some(t) = &rec.token {
         let n = tx
             .prepare_cached(
@@ -801,8 +972,9 @@ fn insert_record(tx: &rusqlite::Transaction<'_>, rec: &StoredRecord) -> Result<(
     let inserted = tx
         .prepare_cached(
             "INSERT INTO records(id, seq, app, owner, envelope, attributes, exp_seconds,
-               min_anonymity, max_hold_ms, token_id, token_epoch, accepted_ms, state)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, 'queued')",
+               min_anonymity, max_hold_ms, token_id, token_epoch, accepted_ms, state, project,
+               envelope_digest)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, 'queued', ?13, ?14)",
         )?
         .execute(params![
             rec.id,
@@ -818,6 +990,8 @@ fn insert_record(tx: &rusqlite::Transaction<'_>, rec: &StoredRecord) -> Result<(
             rec.token.as_ref().map(|t| t.id.to_vec()),
             rec.token.as_ref().map(|t| t.epoch as i64),
             rec.accepted_ms as i64,
+            rec.project,
+            rec.envelope_digest.as_slice(),
         ]);
     if let Err(e) = inserted {
         if let Some(t) = &rec.token {
@@ -838,6 +1012,8 @@ mod tests {
             id: id.into(),
             seq,
             app: "app".into(),
+            project: "{\"type\":\"str\",\"value\":\"app\"}".into(),
+            envelope_digest: envelope_sha256(format!("{id}/{seq}").as_bytes()),
             owner: Address::repeat_byte(7),
             envelope: vec![b' '; 512],
             attributes: "{}".into(),
@@ -932,5 +1108,138 @@ mod tests {
         assert_eq!(store.prune(15, 0).await.unwrap(), 0);
         assert_eq!(store.prune(21, 0).await.unwrap(), 2);
         assert_eq!(store.state("a").unwrap(), None);
+    }
+
+    #[tokio::test]
+    async fn one_envelope_is_stored_once_and_spends_one_token_even_in_one_group_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = std::sync::Arc::new(Store::open(dir.path()).unwrap());
+        let same = envelope_sha256(b"the same sealed envelope");
+        let mut tasks = Vec::new();
+        for i in 0..40u64 {
+            let s = store.clone();
+            let mut r = rec(&format!("copy{i}"), i, Some([i as u8; 32]));
+            r.envelope_digest = same;
+            tasks.push(tokio::spawn(async move { s.insert(r).await }));
+        }
+        let mut stored = Vec::new();
+        let mut existing = Vec::new();
+        for t in tasks {
+            match t.await.unwrap() {
+                Ok(r) => stored.push(r.id),
+                Err(StoreError::AlreadyStored(id)) => existing.push(id),
+                Err(e) => panic!("{e}"),
+            }
+        }
+        assert_eq!(stored.len(), 1, "{stored:?}");
+        assert_eq!(existing.len(), 39);
+        assert!(existing.iter().all(|id| *id == stored[0]), "{existing:?}");
+        assert_eq!(
+            store.id_of_envelope(&same).unwrap(),
+            Some(stored[0].clone())
+        );
+        assert_eq!(store.load_queued().unwrap().len(), 1);
+        // Only the stored copy's token is spent.
+        let spent = (0..40u8)
+            .filter(|i| store.token_spent(&[*i; 32]).unwrap())
+            .count();
+        assert_eq!(spent, 1);
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn data_dir_is_0700_database_0600_and_secure_delete_is_on() {
+        use std::os::unix::fs::PermissionsExt;
+        let parent = tempfile::tempdir().unwrap();
+        let dir = parent.path().join("data");
+        let store = Store::open(&dir).unwrap();
+        store.insert(rec("a", 1, Some([9u8; 32]))).await.unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&dir), 0o700);
+        for f in ["relayer.sqlite", "relayer.sqlite-wal", "relayer.sqlite-shm"] {
+            assert_eq!(mode(&dir.join(f)), 0o600, "{f}");
+        }
+        let on: i64 = store
+            .reader()
+            .query_row("PRAGMA secure_delete", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(on, 1);
+        drop(store);
+        // An existing, too open directory and database are tightened.
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::set_permissions(
+            dir.join("relayer.sqlite"),
+            std::fs::Permissions::from_mode(0o644),
+        )
+        .unwrap();
+        let _store = Store::open(&dir).unwrap();
+        assert_eq!(mode(&dir), 0o700);
+        assert_eq!(mode(&dir.join("relayer.sqlite")), 0o600);
+    }
+
+    #[tokio::test]
+    async fn a_version_1_database_is_migrated_and_its_queued_duplicate_failed() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let conn = Connection::open(dir.path().join("relayer.sqlite")).unwrap();
+            conn.execute_batch(
+                "CREATE TABLE records(
+                  id TEXT PRIMARY KEY, seq INTEGER NOT NULL, app TEXT NOT NULL,
+                  owner TEXT NOT NULL, envelope BLOB NOT NULL, attributes TEXT NOT NULL,
+                  exp_seconds INTEGER NOT NULL, min_anonymity INTEGER NOT NULL,
+                  max_hold_ms INTEGER NOT NULL, token_id BLOB, token_epoch INTEGER,
+                  accepted_ms INTEGER NOT NULL, state TEXT NOT NULL, batch_id INTEGER,
+                  entity_key TEXT, tx_hash TEXT, block INTEGER, batch_size INTEGER,
+                  error TEXT, finished_ms INTEGER);
+                 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);",
+            )
+            .unwrap();
+            let attrs = r#"{"project":{"type":"str","value":"notes"}}"#;
+            for (id, seq, env) in [("first", 1, "E1"), ("copy", 2, "E1"), ("other", 3, "E2")] {
+                conn.execute(
+                    "INSERT INTO records(id, seq, app, owner, envelope, attributes, exp_seconds,
+                       min_anonymity, max_hold_ms, accepted_ms, state)
+                     VALUES (?1, ?2, 'app', ?3, ?4, ?5, 3600, 1, 0, 1, 'queued')",
+                    params![
+                        id,
+                        seq,
+                        format!("{:#x}", Address::repeat_byte(7)),
+                        env.as_bytes(),
+                        attrs
+                    ],
+                )
+                .unwrap();
+            }
+        }
+        let store = Store::open(dir.path()).unwrap();
+        let queued: Vec<String> = store
+            .load_queued()
+            .unwrap()
+            .into_iter()
+            .map(|r| r.id)
+            .collect();
+        assert_eq!(queued, vec!["first", "other"]);
+        match store.state("copy").unwrap() {
+            Some(StoredState::Failed(e)) => assert!(e.contains("record first"), "{e}"),
+            other => panic!("{other:?}"),
+        }
+        let first = store.record("first").unwrap().unwrap();
+        assert_eq!(first.project, r#"{"type":"str","value":"notes"}"#);
+        assert_eq!(first.envelope_digest, envelope_sha256(b"E1"));
+        assert_eq!(
+            store.id_of_envelope(&envelope_sha256(b"E2")).unwrap(),
+            Some("other".to_string())
+        );
+        // The UNIQUE index holds from now on.
+        let mut again = rec("again", 9, None);
+        again.envelope_digest = envelope_sha256(b"E2");
+        assert!(matches!(
+            store.insert(again).await,
+            Err(StoreError::AlreadyStored(id)) if id == "other"
+        ));
+        drop(store);
+        // Opening again is a no-op.
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(store.load_queued().unwrap().len(), 2);
     }
 }

@@ -414,6 +414,9 @@ async fn a_double_spend_across_two_relayers_is_detected() {
     for (url, id) in &ids {
         wait_state(url, id, "written", T).await;
     }
+    // The count is refreshed in the background (once a minute); recount now.
+    r1.refresh_double_spends().await;
+    r2.refresh_double_spends().await;
     let h1 = get(r1.url(), "/healthz").await.1;
     let h2 = get(r2.url(), "/healthz").await.1;
     assert_eq!(h1["doubleSpendsDetected"], 1, "{h1}");
@@ -669,7 +672,10 @@ async fn creation_tx_reads_the_entity_created_log_of_the_key() {
 
 #[tokio::test]
 async fn info_metrics_and_cors() {
-    let (node, _dir, relayer) = devnet_and_relayer(|_| {}).await;
+    let (node, _dir, relayer) = devnet_and_relayer(|c| {
+        c.metrics_bind = Some("127.0.0.1:0".parse().unwrap());
+    })
+    .await;
     let info = get(relayer.url(), "/v1/info").await.1;
     assert_eq!(info["version"], "privsvc-relayer/1");
     assert_eq!(info["chainId"], node.chain_id());
@@ -703,8 +709,12 @@ async fn info_metrics_and_cors() {
     );
     let id = submit(relayer.url(), &body()).await;
     wait_state(relayer.url(), &id, "written", T).await;
+    let metrics_url = format!(
+        "http://{}",
+        relayer.metrics_addr().expect("METRICS_BIND on")
+    );
     let m = http()
-        .get(format!("{}/metrics", relayer.url()))
+        .get(format!("{metrics_url}/metrics"))
         .send()
         .await
         .unwrap()

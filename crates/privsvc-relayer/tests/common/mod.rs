@@ -93,21 +93,17 @@ pub async fn devnet_and_config(
 
 /// A sealed record: (submit body, owner address).
 pub fn record_body(app: &str, exp: u64, data: &[u8]) -> (Value, Address) {
+    record_body_in(app, app, exp, data)
+}
+
+/// A sealed record of `app` whose `project` attribute is `project`: (submit body, owner).
+pub fn record_body_in(app: &str, project: &str, exp: u64, data: &[u8]) -> (Value, Address) {
     let key = SigningKey::random(&mut rand::thread_rng());
     let owner = Address::from_public_key(key.verifying_key());
     let mut attrs = Attributes::new();
-    attrs.insert("project", app).unwrap();
+    attrs.insert("project", project).unwrap();
     attrs.insert("level", 3i32).unwrap();
-    let body = EnvelopeBody {
-        app: app.into(),
-        exp,
-        hour: privsvc_envelope::hour_of(privsvc_relayer::state::now_ms() / 1000),
-        ct: "text/plain".into(),
-        enc: false,
-        types: attrs.types(),
-        data: data.to_vec(),
-    };
-    let sealed = seal_envelope(&body, &attrs, &key).unwrap();
+    let sealed = sealed_envelope(&key, app, exp, &attrs, data);
     (
         json!({
             "app": app,
@@ -118,6 +114,27 @@ pub fn record_body(app: &str, exp: u64, data: &[u8]) -> (Value, Address) {
         }),
         owner,
     )
+}
+
+/// THE one place these tests build a sealed envelope (signed by `key`, over `attrs`), so a
+/// change of the envelope format is a one-place fix.
+pub fn sealed_envelope(
+    key: &SigningKey,
+    app: &str,
+    exp: u64,
+    attrs: &Attributes,
+    data: &[u8],
+) -> String {
+    let body = EnvelopeBody {
+        app: app.into(),
+        exp,
+        hour: privsvc_envelope::hour_of(privsvc_relayer::state::now_ms() / 1000),
+        ct: "text/plain".into(),
+        enc: false,
+        types: attrs.types(),
+        data: data.to_vec(),
+    };
+    seal_envelope(&body, attrs, key).unwrap()
 }
 
 /// A fresh, valid submit body for [`APP`].
