@@ -1,7 +1,7 @@
 //! What a client remembers between scans: the project's listing (kept up to date by incremental
 //! listings), the user's verified records and the refs of records written in this session.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 
 use alloy_primitives::{Address, B256};
 use privsvc_attributes::{AttrValue, Attributes};
@@ -65,6 +65,12 @@ pub(crate) struct EntityCache {
     pub(crate) batches: BTreeMap<BatchId, u32>,
     /// Interned `(name, value)` pairs of the listed attributes.
     interned: HashMap<(String, AttrValue), u32>,
+    /// Listed keys by expiry block (so that dropping the expired costs what expired).
+    expiry: BTreeMap<u64, Vec<B256>>,
+    /// Keys listed since the last tag opening.
+    pending: Vec<B256>,
+    /// The user's records (tag opened) not verified yet.
+    pub(crate) unverified: HashMap<B256, RecordRef>,
     /// Something was written since the last scan.
     pub(crate) stale: bool,
     /// A full scan (listing, tags, fetch) has run.
@@ -127,6 +133,8 @@ impl EntityCache {
                 class: Class::Unopened,
             };
             *self.batches.entry(entry.batch()).or_default() += 1;
+            self.expiry.entry(entry.expires_at).or_default().push(e.key);
+            self.pending.push(e.key);
             self.entries.insert(e.key, entry);
             added += 1;
         }
@@ -137,13 +145,9 @@ impl EntityCache {
 
     /// Drops the records no longer live at `block`.
     fn drop_expired(&mut self, block: u64) {
-        let gone: Vec<B256> = self
-            .entries
-            .iter()
-            .filter(|(_, e)| e.expires_at <= block)
-            .map(|(k, _)| *k)
-            .collect();
-        for key in gone {
+        let live = self.expiry.split_off(&block.saturating_add(1));
+        let gone = std::mem::replace(&mut self.expiry, live);
+        for key in gone.into_values().flatten() {
             if let Some(e) = self.entries.remove(&key) {
                 let batch = e.batch();
                 if let Some(n) = self.batches.get_mut(&batch) {
@@ -154,6 +158,7 @@ impl EntityCache {
                 }
             }
             self.mine.remove(&key);
+            self.unverified.remove(&key);
         }
     }
 
@@ -209,28 +214,22 @@ impl EntityCache {
         *entry.attrs == *ids
     }
 
-    /// Keys of listed records whose tag was not opened yet.
-    pub(crate) fn unopened(&self) -> Vec<(B256, Tag)> {
-        self.entries
-            .iter()
-            .filter(|(_, e)| e.class == Class::Unopened)
-            .filter_map(|(k, e)| e.tag.map(|t| (*k, t)))
-            .collect()
-    }
-
-    /// Marks the listed records without a tag as not the user's.
-    pub(crate) fn classify_untagged(&mut self) {
-        for e in self.entries.values_mut() {
-            if e.class == Class::Unopened && e.tag.is_none() {
-                e.class = Class::Other;
+    /// The listed records whose tag was not opened yet, with their tags; those without a
+    /// tag are marked as not the user's.
+    pub(crate) fn take_unopened(&mut self) -> Vec<(B256, Tag)> {
+        let mut out = Vec::new();
+        for key in std::mem::take(&mut self.pending) {
+            if let Some(e) = self.entries.get_mut(&key) {
+                if e.class != Class::Unopened {
+                    continue;
+                }
+                match e.tag {
+                    Some(t) => out.push((key, t)),
+                    None => e.class = Class::Other,
+                }
             }
         }
-    }
-
-    /// The set of keys in `mine` or written in this session (for tests of the cache itself).
-    #[allow(dead_code)]
-    pub(crate) fn known_mine(&self) -> HashSet<B256> {
-        self.mine.keys().copied().collect()
+        out
     }
 }
 

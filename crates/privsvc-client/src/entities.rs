@@ -167,8 +167,7 @@ impl PrivateClient {
         stats.known = cache.entries.len();
 
         // Open the tags of records not classified yet.
-        cache.classify_untagged();
-        let fresh = cache.unopened();
+        let fresh = cache.take_unopened();
         stats.tags_opened = fresh.len();
         let tags: Vec<Tag> = fresh.iter().map(|(_, t)| *t).collect();
         let refs = if tags.is_empty() {
@@ -180,6 +179,7 @@ impl PrivateClient {
             if let Some(e) = cache.entries.get_mut(key) {
                 e.class = match r {
                     Some(r) if trusted.as_ref().is_none_or(|t| t.contains(&e.creator)) => {
+                        cache.unverified.insert(*key, r);
                         Class::Mine(r)
                     }
                     _ => Class::Other,
@@ -188,14 +188,7 @@ impl PrivateClient {
         }
 
         // The user's records not verified yet, and their batches.
-        let mut matched: HashMap<B256, RecordRef> = HashMap::new();
-        for (key, e) in &cache.entries {
-            if let Class::Mine(r) = e.class {
-                if !cache.mine.contains_key(key) {
-                    matched.insert(*key, r);
-                }
-            }
-        }
+        let mut matched: HashMap<B256, RecordRef> = cache.unverified.clone();
         stats.matched = matched.len();
         let mine: BTreeSet<BatchId> = matched
             .keys()
@@ -228,6 +221,7 @@ impl PrivateClient {
             let Some(record_ref) = matched.remove(&entity.key) else {
                 continue;
             };
+            cache.unverified.remove(&entity.key);
             match self
                 .open_record(&entity, record_ref, trusted.as_deref())
                 .await
