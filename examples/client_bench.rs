@@ -1,29 +1,22 @@
 //! Client benchmark: `my_entities` over an app with many records on the devnet, and tag opens/s.
 //!
 //! ```text
-//! cargo run --release --example client_bench [-- --records 10000,100000 --mine 20]
+//! cargo run --release --example client_bench [-- --records 10000,100000 --mine 20 --new 100]
 //! ```
 //!
 //! For each size N the devnet is seeded at genesis with N records of one app in batches of 50
 //! (four relayer addresses, one batch per block): `--mine` of them are the user's (real sealed
 //! envelopes signed by the user's one-time keys, tags by the user's vault), the others carry
 //! another user's tags. A real relayer runs against the devnet so the client builds as usual.
-//! Printed per size: time of the first `my_entities` (list at one pinned block without payloads,
-//! open every tag, fetch the user's batches plus two cover batches, verify, decrypt) and of a
-//! `refresh`, the scan statistics, and the vault's tag opens per second (KeyVault in process
-//! and IsolatedVault on its key thread).
+//! Printed per size: the first scan (building the client, which lists the project once, plus
+//! the first `my_entities`: open every tag, fetch the user's batches with their cover batches,
+//! verify, decrypt), the resident memory before and after it and the process peak, a
+//! `refresh` after `--new` records of another user landed in one batch (an incremental
+//! listing), a scan with nothing new, the scan statistics, a full `list_app` and the vault's tag
+//! opens per second (KeyVault in process and IsolatedVault on its key thread).
 //!
-//! Recorded figures (release build, 2 shared cores under a load average of about 4 from other
-//! builds, in-process devnet over loopback JSON-RPC, 20 own records):
-//!
-//! | records | my_entities (first) | refresh | list_app, all fields | tag opens/s (KeyVault) |
-//! |-|-|-|-|-|
-//! | 10 000 | 0.18 s | 0.19 s | 0.28 s | about 2.5 million |
-//! | 100 000 | 2.4 s (1.8 to 3.1 s over runs) | 2.5 s | 3.7 s | 1.6 to 2.5 million |
-//!
-//! The time is spent listing (500 pages of 200 at one pinned block); opening 100 000 tags
-//! takes about 50 ms. Listing by creation-block ranges in parallel was tried and was slower on
-//! two busy cores, so the listing stays sequential.
+//! Recorded figures are in docs/BENCHMARKS.md. About 10 minutes for `--records
+//! 100000,300000,1000000` on two cores; 100 000 alone takes under a minute.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
