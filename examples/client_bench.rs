@@ -1,29 +1,22 @@
 //! Client benchmark: `my_entities` over an app with many records on the devnet, and tag opens/s.
 //!
 //! ```text
-//! cargo run --release --example client_bench [-- --records 10000,100000 --mine 20]
+//! cargo run --release --example client_bench [-- --records 10000,100000 --mine 20 --new 100]
 //! ```
 //!
 //! For each size N the devnet is seeded at genesis with N records of one app in batches of 50
 //! (four relayer addresses, one batch per block): `--mine` of them are the user's (real sealed
 //! envelopes signed by the user's one-time keys, tags by the user's vault), the others carry
 //! another user's tags. A real relayer runs against the devnet so the client builds as usual.
-//! Printed per size: time of the first `my_entities` (list at one pinned block without payloads,
-//! open every tag, fetch the user's batches plus two cover batches, verify, decrypt) and of a
-//! `refresh`, the scan statistics, and the vault's tag opens per second (KeyVault in process
-//! and IsolatedVault on its key thread).
+//! Printed per size: the first scan (building the client, which lists the project once, plus
+//! the first `my_entities`: open every tag, fetch the user's batches with their cover batches,
+//! verify, decrypt), the resident memory before and after it and the process peak, a
+//! `refresh` after `--new` records of another user landed in one batch (an incremental
+//! listing), a scan with nothing new, the scan statistics, a full `list_app` and the vault's tag
+//! opens per second (KeyVault in process and IsolatedVault on its key thread).
 //!
-//! Recorded figures (release build, 2 shared cores under a load average of about 4 from other
-//! builds, in-process devnet over loopback JSON-RPC, 20 own records):
-//!
-//! | records | my_entities (first) | refresh | list_app, all fields | tag opens/s (KeyVault) |
-//! |-|-|-|-|-|
-//! | 10 000 | 0.18 s | 0.19 s | 0.28 s | about 2.5 million |
-//! | 100 000 | 2.4 s (1.8 to 3.1 s over runs) | 2.5 s | 3.7 s | 1.6 to 2.5 million |
-//!
-//! The time is spent listing (500 pages of 200 at one pinned block); opening 100 000 tags
-//! takes about 50 ms. Listing by creation-block ranges in parallel was tried and was slower on
-//! two busy cores, so the listing stays sequential.
+//! Recorded figures are in docs/BENCHMARKS.md. About 10 minutes for `--records
+//! 100000,300000,1000000` on two cores; 100 000 alone takes under a minute.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -36,7 +29,10 @@ use privsvc::devnet::{
     BlockTime, Bytes, Devnet, DevnetConfig, EntityData, StoredAttr, DEV_PRIVATE_KEYS,
 };
 use privsvc::envelope::EnvelopeBody;
-use privsvc::ledger::{LedgerReader, RpcLedger, RpcWriter};
+use privsvc::ledger::{
+    ArkivValue, Attribute, Create, CreationFlags, LedgerReader, LedgerWriter, Operation, RpcLedger,
+    RpcWriter,
+};
 use privsvc::relayer::{Relayer, RelayerConfig};
 use privsvc::vault::{tag_to_text, IsolatedVault, KeyVault, Tag, Vault};
 
@@ -52,6 +48,9 @@ struct Args {
     /// How many of the records are the user's.
     #[arg(long, default_value_t = 20)]
     mine: u64,
+    /// Records of another user written after the first scan, before the timed refresh.
+    #[arg(long, default_value_t = 100)]
+    new: u64,
 }
 
 fn stored(attrs: &Attributes) -> Vec<StoredAttr> {
@@ -148,7 +147,19 @@ async fn seed(n: u64, mine: u64, me: &KeyVault) -> Result<(Vec<EntityData>, u64)
     Ok((out, head))
 }
 
-async fn run(n: u64, mine: u64) -> Result<()> {
+/// A `/proc/self/status` figure in KiB (0 where there is none).
+fn proc_status_kb(field: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with(field))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+async fn run(n: u64, mine: u64, new: u64) -> Result<()> {
     let (me, _code) = KeyVault::random(APP);
     let t = Instant::now();
     let (entities, head) = seed(n, mine, &me).await?;
@@ -170,15 +181,22 @@ async fn run(n: u64, mine: u64) -> Result<()> {
         Relayer::start(RelayerConfig::for_tests(dir.path()), reader.clone(), writer).await?;
 
     let vault: Arc<dyn Vault> = Arc::new(me);
+    let rss_before = proc_status_kb("VmRSS");
+    let t = Instant::now();
+    // Building lists the project once (the listing the rarity check of writes uses).
     let client = PrivateClient::builder(APP)
         .vault(vault.clone())
         .reader(reader.clone())
         .relayers([relayer.url().to_string()])
         .build()
         .await?;
+    let build = t.elapsed();
     let t = Instant::now();
     let records = client.my_entities(&EntitiesQuery::new()).await?;
-    let first = t.elapsed();
+    let first_scan = t.elapsed();
+    let first = build + first_scan;
+    let rss_after = proc_status_kb("VmRSS");
+    let peak = proc_status_kb("VmHWM");
     let stats = client.last_scan().await.context("scan statistics")?;
     anyhow::ensure!(
         records.len() as u64 == mine.min(n),
@@ -186,10 +204,49 @@ async fn run(n: u64, mine: u64) -> Result<()> {
         records.len(),
         mine
     );
+
+    // `new` records of another user land in one batch; then a refresh lists only them.
+    let (stranger, _) = KeyVault::random(APP);
+    let mut secret = [0u8; 32];
+    hex::decode_to_slice(&DEV_PRIVATE_KEYS[1][2..], &mut secret)?;
+    let other_writer = RpcWriter::connect(RpcLedger::new(node.url())?, &secret).await?;
+    let ops: Vec<Operation> = (0..new)
+        .map(|i| {
+            let r = stranger.new_record();
+            let tag = tag_to_text(&stranger.make_tag(&r));
+            let attr = |name: &str, value: String| Attribute {
+                name: name.into(),
+                value: ArkivValue::Str(value),
+            };
+            Operation::Create(Create {
+                salt: u128::from(i),
+                expires_at: 0,
+                min_lifetime: EXP / 2,
+                flags: CreationFlags::default(),
+                content_type: "application/json".into(),
+                payload: b"{}".to_vec(),
+                attributes: vec![
+                    attr("project", APP.into()),
+                    attr("tag", tag),
+                    attr("kind", "a".into()),
+                ],
+            })
+        })
+        .collect();
+    if !ops.is_empty() {
+        let receipt = other_writer.execute(&ops).await?;
+        anyhow::ensure!(receipt.success, "the batch of new records reverted");
+    }
     let t = Instant::now();
     let again = client.my_entities(&EntitiesQuery::new().refresh()).await?;
     let refresh = t.elapsed();
+    let refresh_stats = client.last_scan().await.context("scan statistics")?;
     anyhow::ensure!(again.len() == records.len());
+    anyhow::ensure!(
+        refresh_stats.listed as u64 == new,
+        "the refresh listed {} records, {new} are new",
+        refresh_stats.listed
+    );
     let t = Instant::now();
     client.scan_new().await?;
     let incremental = t.elapsed();
@@ -223,10 +280,16 @@ async fn run(n: u64, mine: u64) -> Result<()> {
     let iso_rate = tags.len() as f64 / t.elapsed().as_secs_f64();
 
     println!(
-        "records {n:>7}: seed {:>6.2} s | my_entities first {:>6.3} s, refresh {:>6.3} s, incremental {:>6.3} s | listed {} opened {} matched {} batches fetched {} (cover {}) | list_app (all fields) {:>6.3} s | tag opens/s KeyVault {:>9.0}, IsolatedVault {:>9.0}",
+        "records {n:>7}: seed {:>6.2} s | first scan {:>6.3} s (build listing {:>6.3} s + my_entities {:>6.3} s), RSS {} MiB -> {} MiB, peak {} MiB | refresh after {new} new {:>6.3} s (listed {}), nothing new {:>6.3} s | listed {} opened {} matched {} batches fetched {} (cover {}) | list_app (all fields) {:>6.3} s | tag opens/s KeyVault {:>9.0}, IsolatedVault {:>9.0}",
         seed_time.as_secs_f64(),
         first.as_secs_f64(),
+        build.as_secs_f64(),
+        first_scan.as_secs_f64(),
+        rss_before / 1024,
+        rss_after / 1024,
+        peak / 1024,
         refresh.as_secs_f64(),
+        refresh_stats.listed,
         incremental.as_secs_f64(),
         stats.listed,
         stats.tags_opened,
@@ -247,7 +310,7 @@ async fn run(n: u64, mine: u64) -> Result<()> {
 async fn main() -> Result<()> {
     let args = Args::parse();
     for n in args.records {
-        run(n, args.mine).await?;
+        run(n, args.mine, args.new).await?;
     }
     Ok(())
 }

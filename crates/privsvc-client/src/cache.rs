@@ -1,23 +1,82 @@
-//! What a client remembers between `my_entities` calls.
+//! What a client remembers between scans: the project's listing (kept up to date by incremental
+//! listings), the user's verified records and the refs of records written in this session.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 
-use alloy_primitives::B256;
-use privsvc_vault::RecordRef;
+use alloy_primitives::{Address, B256};
+use privsvc_attributes::{AttrValue, Attributes};
+use privsvc_ledger::{ArkivValue, Entity};
+use privsvc_vault::{tag_from_text, RecordRef, Tag};
 
+use crate::read::BatchId;
 use crate::record::MyRecord;
 
-/// Records seen so far: the user's verified records and the keys known not to be theirs.
+/// What the client knows of a listed record's tag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Class {
+    /// Not opened yet.
+    Unopened,
+    /// Not the user's (no tag, a tag that does not open, or a record that failed verification).
+    Other,
+    /// The tag opened to this ref.
+    Mine(RecordRef),
+}
+
+/// One listed record, in compact form (a million of them must fit comfortably in memory).
+#[derive(Debug, Clone)]
+pub(crate) struct Listed {
+    /// Current owner.
+    pub(crate) owner: Address,
+    /// Creator (the relayer).
+    pub(crate) creator: Address,
+    /// Creation block.
+    pub(crate) created_at: u64,
+    /// First block at which it is gone.
+    pub(crate) expires_at: u64,
+    /// Its tag, when it has a well-formed one.
+    pub(crate) tag: Option<Tag>,
+    /// Interned `(name, value)` ids of its other attributes (`project` and `tag` left out).
+    pub(crate) attrs: Box<[u32]>,
+    /// What the tag says.
+    pub(crate) class: Class,
+}
+
+impl Listed {
+    /// The batch it belongs to.
+    pub(crate) fn batch(&self) -> BatchId {
+        BatchId {
+            block: self.created_at,
+            creator: self.creator,
+        }
+    }
+}
+
+/// Records seen so far and the listing they come from.
 #[derive(Debug, Default)]
 pub(crate) struct EntityCache {
-    /// A full scan has run.
-    pub(crate) scanned: bool,
+    /// The block of the last listing (`None`: never listed).
+    pub(crate) block: Option<u64>,
+    /// Whether the listing carries every attribute (needed by the rarity check) or only tags.
+    pub(crate) with_attributes: bool,
+    /// The project's live records at `block`.
+    pub(crate) entries: HashMap<B256, Listed>,
+    /// Records per batch among `entries` (the project's records that relayer created in that
+    /// block): the batch sizes the client reports.
+    pub(crate) batches: BTreeMap<BatchId, u32>,
+    /// Interned `(name, value)` pairs of the listed attributes.
+    interned: HashMap<(String, AttrValue), u32>,
+    /// Listed keys by expiry block (so that dropping the expired costs what expired).
+    expiry: BTreeMap<u64, Vec<B256>>,
+    /// Keys listed since the last tag opening.
+    pending: Vec<B256>,
+    /// The user's records (tag opened) not verified yet.
+    pub(crate) unverified: HashMap<B256, RecordRef>,
     /// Something was written since the last scan.
     pub(crate) stale: bool,
+    /// A full scan (listing, tags, fetch) has run.
+    pub(crate) scanned: bool,
     /// The user's verified records.
     pub(crate) mine: HashMap<B256, MyRecord>,
-    /// Keys whose tag did not open, or that failed verification.
-    pub(crate) others: HashSet<B256>,
     /// Records written in this session (entity key to ref), usable before a scan.
     pub(crate) written: HashMap<B256, RecordRef>,
     /// What the latest scan did.
@@ -39,8 +98,203 @@ impl EntityCache {
         };
     }
 
-    /// Whether `key` was already classified.
-    pub(crate) fn knows(&self, key: &B256) -> bool {
-        self.mine.contains_key(key) || self.others.contains(key)
+    /// Merges a listing made at `block` of the records created after the previous listing, and
+    /// drops every record expired at `block`. Returns how many records were added.
+    pub(crate) fn merge(&mut self, block: u64, listed: Vec<Entity>) -> usize {
+        let mut added = 0;
+        for e in listed {
+            let (Some(creator), Some(created_at)) = (e.creator, e.created_at) else {
+                continue;
+            };
+            if self.entries.contains_key(&e.key) {
+                continue;
+            }
+            let mut tag = None;
+            let mut attrs = Vec::new();
+            for a in e.attributes.iter().flatten() {
+                match (a.name.as_str(), &a.value) {
+                    ("tag", ArkivValue::Str(s)) => tag = tag_from_text(s),
+                    ("tag" | "project", _) => {}
+                    (name, value) => {
+                        if let Some(v) = attr_value(value) {
+                            attrs.push(self.intern(name, v));
+                        }
+                    }
+                }
+            }
+            attrs.sort_unstable();
+            let entry = Listed {
+                owner: e.owner.unwrap_or_default(),
+                creator,
+                created_at,
+                expires_at: e.expires_at.unwrap_or(u64::MAX),
+                tag,
+                attrs: attrs.into_boxed_slice(),
+                class: Class::Unopened,
+            };
+            *self.batches.entry(entry.batch()).or_default() += 1;
+            self.expiry.entry(entry.expires_at).or_default().push(e.key);
+            self.pending.push(e.key);
+            self.entries.insert(e.key, entry);
+            added += 1;
+        }
+        self.drop_expired(block);
+        self.block = Some(self.block.map_or(block, |b| b.max(block)));
+        added
+    }
+
+    /// Drops the records no longer live at `block`.
+    fn drop_expired(&mut self, block: u64) {
+        let live = self.expiry.split_off(&block.saturating_add(1));
+        let gone = std::mem::replace(&mut self.expiry, live);
+        for key in gone.into_values().flatten() {
+            if let Some(e) = self.entries.remove(&key) {
+                let batch = e.batch();
+                if let Some(n) = self.batches.get_mut(&batch) {
+                    *n = n.saturating_sub(1);
+                    if *n == 0 {
+                        self.batches.remove(&batch);
+                    }
+                }
+            }
+            self.mine.remove(&key);
+            self.unverified.remove(&key);
+        }
+    }
+
+    fn intern(&mut self, name: &str, value: AttrValue) -> u32 {
+        let next = self.interned.len() as u32;
+        *self
+            .interned
+            .entry((name.to_string(), value))
+            .or_insert(next)
+    }
+
+    /// For each `(name, value)` of `attributes` (`project` and `tag` left out), how many listed
+    /// records carry it; and how many carry all of them. `None` before the first listing.
+    pub(crate) fn rarity_counts(&self, attributes: &Attributes) -> Option<(Vec<usize>, usize)> {
+        self.block?;
+        let ids: Vec<Option<u32>> = attributes
+            .iter()
+            .filter(|(n, _)| n.as_str() != "project" && n.as_str() != "tag")
+            .map(|(n, v)| self.interned.get(&(n.clone(), v.clone())).copied())
+            .collect();
+        let mut each = vec![0usize; ids.len()];
+        let mut all = 0usize;
+        for e in self.entries.values() {
+            let mut every = true;
+            for (i, id) in ids.iter().enumerate() {
+                if id.is_some_and(|id| e.attrs.binary_search(&id).is_ok()) {
+                    each[i] += 1;
+                } else {
+                    every = false;
+                }
+            }
+            if every {
+                all += 1;
+            }
+        }
+        Some((each, all))
+    }
+
+    /// Whether a listed record's attributes (other than `project` and `tag`) are exactly
+    /// `attributes`.
+    pub(crate) fn same_attributes(&self, entry: &Listed, attributes: &Attributes) -> bool {
+        let mut ids = Vec::new();
+        for (n, v) in attributes.iter() {
+            if n == "project" || n == "tag" {
+                continue;
+            }
+            match self.interned.get(&(n.clone(), v.clone())) {
+                Some(id) => ids.push(*id),
+                None => return false,
+            }
+        }
+        ids.sort_unstable();
+        *entry.attrs == *ids
+    }
+
+    /// The listed records whose tag was not opened yet, with their tags; those without a
+    /// tag are marked as not the user's.
+    pub(crate) fn take_unopened(&mut self) -> Vec<(B256, Tag)> {
+        let mut out = Vec::new();
+        for key in std::mem::take(&mut self.pending) {
+            if let Some(e) = self.entries.get_mut(&key) {
+                if e.class != Class::Unopened {
+                    continue;
+                }
+                match e.tag {
+                    Some(t) => out.push((key, t)),
+                    None => e.class = Class::Other,
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The attribute value of a ledger value of a user type.
+fn attr_value(v: &ArkivValue) -> Option<AttrValue> {
+    match v {
+        ArkivValue::Str(s) => Some(AttrValue::Str(s.clone())),
+        ArkivValue::I32(x) => Some(AttrValue::I32(*x)),
+        ArkivValue::U64(x) => Some(AttrValue::U64(*x)),
+        ArkivValue::U256(x) => Some(AttrValue::U256(*x)),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use privsvc_ledger::Attribute;
+
+    fn entity(k: u8, block: u64, exp: u64, kind: &str) -> Entity {
+        Entity {
+            key: B256::repeat_byte(k),
+            owner: Some(Address::repeat_byte(k)),
+            creator: Some(Address::repeat_byte(1)),
+            created_at: Some(block),
+            expires_at: Some(exp),
+            attributes: Some(vec![
+                Attribute {
+                    name: "kind".into(),
+                    value: ArkivValue::Str(kind.into()),
+                },
+                Attribute {
+                    name: "project".into(),
+                    value: ArkivValue::Str("p".into()),
+                },
+            ]),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn merge_counts_batches_drops_expired_and_counts_rarity() {
+        let mut c = EntityCache::default();
+        assert!(c.rarity_counts(&Attributes::new()).is_none());
+        let added = c.merge(
+            10,
+            vec![
+                entity(1, 5, 100, "a"),
+                entity(2, 5, 100, "a"),
+                entity(3, 7, 12, "b"),
+            ],
+        );
+        assert_eq!(added, 3);
+        assert_eq!(c.batches.len(), 2);
+        // A second listing repeating a record does not count it twice.
+        assert_eq!(c.merge(11, vec![entity(1, 5, 100, "a")]), 0);
+        let mut want = Attributes::new();
+        want.insert("kind", "a").unwrap();
+        assert_eq!(c.rarity_counts(&want), Some((vec![2], 2)));
+        let e = &c.entries[&B256::repeat_byte(1)];
+        assert!(c.same_attributes(e, &want));
+        // Block 12: record 3 expired, its batch is gone.
+        c.merge(12, Vec::new());
+        assert_eq!(c.entries.len(), 2);
+        assert_eq!(c.batches.len(), 1);
+        assert_eq!(c.block, Some(12));
     }
 }

@@ -2,12 +2,9 @@
 
 use privsvc_attributes::{AttrValue, Attributes};
 use privsvc_envelope::{expiry_seconds, Expires};
-use privsvc_fingerprint::{check_rarity, check_record, CheckWarning, RecordCheck};
-use privsvc_ledger::LedgerReader;
+use privsvc_fingerprint::{check_record, CheckWarning, RecordCheck, WarningCode};
 
-use crate::error::PrivsvcError;
-use crate::read::list_app;
-use crate::verify::attributes_from_ledger;
+use crate::cache::EntityCache;
 
 /// `check()`: warnings for the attributes (invalid ones are skipped here; the write refuses
 /// them), the lifetime and the payload.
@@ -27,23 +24,38 @@ pub(crate) fn check_input(
     })
 }
 
-/// `check_rarity()`: compares `attributes` with the project's existing records on the ledger.
-pub(crate) async fn rarity(
-    reader: &dyn LedgerReader,
-    project: &str,
+/// `check_rarity()` on the client's cached listing of the project (the last scan's): warnings
+/// for each attribute value, and for the combination, that fewer than `k` listed records share.
+/// `None` when the client has not listed the project yet.
+pub(crate) fn rarity(
+    cache: &EntityCache,
     attributes: &Attributes,
     k: usize,
-) -> Result<Vec<CheckWarning>, PrivsvcError> {
+) -> Option<Vec<CheckWarning>> {
     if k == 0 {
-        return Ok(Vec::new());
+        return Some(Vec::new());
     }
-    let listing = list_app(reader, project, None, None).await?;
-    let existing: Vec<Attributes> = listing
-        .entities
+    let (each, all) = cache.rarity_counts(attributes)?;
+    let total = cache.entries.len();
+    let mut out = Vec::new();
+    let named = attributes
         .iter()
-        .filter_map(|e| attributes_from_ledger(e.attributes.as_deref()?).ok())
-        .collect();
-    let mut with_project = attributes.clone();
-    let _ = with_project.insert("project", project);
-    Ok(check_rarity(&with_project, &existing, k))
+        .filter(|(n, _)| n.as_str() != "project" && n.as_str() != "tag");
+    for ((name, value), count) in named.zip(each) {
+        if count < k {
+            out.push(CheckWarning {
+                code: WarningCode::RareCombination,
+                attribute: Some(name.clone()),
+                message: format!("only {count} of {total} existing records have {name} = {value}; fewer than {k} makes this record easy to single out"),
+            });
+        }
+    }
+    if all < k {
+        out.push(CheckWarning {
+            code: WarningCode::RareCombination,
+            attribute: None,
+            message: format!("only {all} of {total} existing records share this combination of attribute values; fewer than {k} makes this record easy to single out"),
+        });
+    }
+    Some(out)
 }

@@ -86,7 +86,7 @@ impl PrivateClient {
             contact_relayers(&options, reader.as_ref(), transport.as_ref(), chain_id).await?;
         let tokens = Arc::new(TokenManager::new(&options, reader.clone()));
         tokens.start(&options.app, &relayers);
-        Ok(Self {
+        let client = Self {
             options,
             vault,
             reader,
@@ -96,7 +96,14 @@ impl PrivateClient {
             cache: tokio::sync::Mutex::new(EntityCache::default()),
             chain_id,
             keys_isolated,
-        })
+        };
+        if client.options.rarity_k > 0 {
+            // The first listing, at session start: writes check rarity on the last scan's
+            // listing and never list the project just before they submit.
+            let mut cache = client.cache.lock().await;
+            client.update_listing(&mut cache).await?;
+        }
+        Ok(client)
     }
 
     /// The app (key-derivation namespace).
@@ -204,15 +211,40 @@ impl PrivateClient {
         checks::check_input(attributes, expires, payload)
     }
 
-    /// Rarity warnings: fewer than `k` (default `rarity_k`) of the app's existing records share
-    /// these attribute values.
+    /// Rarity warnings: fewer than `k` (default `rarity_k`) of the project's records share these
+    /// attribute values. Counted on the client's cached listing of the project, brought up to
+    /// date by an incremental listing first (a write never lists: it uses the last scan's).
     pub async fn check_rarity(
         &self,
         attributes: &Attributes,
         k: Option<usize>,
     ) -> Result<Vec<CheckWarning>, PrivsvcError> {
         let k = k.unwrap_or(self.options.rarity_k);
-        checks::rarity(self.reader.as_ref(), self.project(), attributes, k).await
+        let mut cache = self.cache.lock().await;
+        if k > 0 && !cache.with_attributes {
+            // The cached listing has only tags: list every attribute once.
+            cache.reset();
+            cache.with_attributes = true;
+        }
+        let listing = crate::read::list_since(
+            self.reader.as_ref(),
+            self.project(),
+            cache.block,
+            cache.with_attributes,
+        )
+        .await?;
+        cache.merge(listing.block, listing.entities);
+        Ok(checks::rarity(&cache, attributes, k).unwrap_or_default())
+    }
+
+    /// Rarity warnings for a write, from the last scan's listing only; `None` when the session
+    /// has not listed the project yet.
+    pub(crate) async fn cached_rarity(&self, attributes: &Attributes) -> Option<Vec<CheckWarning>> {
+        let cache = self.cache.lock().await;
+        if !cache.with_attributes {
+            return None;
+        }
+        checks::rarity(&cache, attributes, self.options.rarity_k)
     }
 }
 

@@ -6,26 +6,32 @@ use std::time::Duration;
 use alloy_primitives::{Address, B256};
 use privsvc_attributes::{AttrValue, Attributes};
 use privsvc_envelope::{expiry_bucket, expiry_seconds, EnvelopeBody};
-use privsvc_ledger::Select;
-use privsvc_vault::RecordRef;
+use privsvc_vault::{RecordRef, Tag};
 use rand::Rng;
+use subtle::ConstantTimeEq;
 use tokio::time::Instant;
 
+use crate::cache::EntityCache;
 use crate::client::PrivateClient;
 use crate::error::PrivsvcError;
 use crate::protocol::{RecordState, StatusResponse, SubmitRequest};
-use crate::read::{addr_literal, query_pinned};
+use crate::read::BatchId;
 use crate::record::{CreateParams, CreateResult};
 use crate::relayer_api::{fetch_status, submit, RelayerStatus, SubmitOutcome};
-use crate::verify::RECORD_CONTENT_TYPE;
 
 /// Consecutive unanswered status polls after which a relayer counts as gone.
 const MAX_UNANSWERED_POLLS: u32 = 3;
+/// The shortest time a "written" answer may run ahead of the listing (a few blocks).
+const CONFIRM_MIN_WINDOW: Duration = Duration::from_secs(10);
 
 /// A record sealed and ready to submit (the same text goes to every relayer tried).
 pub(crate) struct SealedRecord {
     pub(crate) record_ref: RecordRef,
     pub(crate) owner: Address,
+    /// The record's tag: with the owner, how the client recognises the record in a listing.
+    pub(crate) tag: Tag,
+    /// Every attribute, `project` and `tag` included.
+    pub(crate) attributes: Attributes,
     pub(crate) request: SubmitRequest,
 }
 
@@ -89,17 +95,28 @@ impl PrivateClient {
     /// bucket, seals the envelope under a fresh one-time owner (or the scope's owner), waits a
     /// random delay, submits through a random live relayer with a token when needed, and polls.
     ///
-    /// When a relayer stops answering or its queue position does not improve within the
-    /// inclusion timeout, the owner is first looked up on the ledger (found: `recovered: true`)
-    /// and only then is the same sealed envelope submitted to another relayer. When the
-    /// submission itself gets no answer (connection refused or reset), the relayer may still have
-    /// accepted the record, so the ledger is watched for one batching round of that relayer
-    /// (its `maxWaitMs` plus its minimum gap between batches) before another relayer is tried.
+    /// The client never names itself to the ledger: whether the record landed is learnt only
+    /// from incremental listings of the project (records created since the last listed block,
+    /// no payloads), matched locally by owner, tag and attributes; the batch size reported is
+    /// counted in that listing, not taken from the relayer. When a relayer says "written", the
+    /// listing must show the record within a few polls, or the relayer is not believed. When a
+    /// relayer stops answering or its queue position does not improve within the inclusion
+    /// timeout, the listing is consulted first (found: `recovered: true`) and only then is the
+    /// same sealed envelope submitted to another relayer. When the submission itself gets no
+    /// answer, the relayer may still have accepted the record, so the listing is watched for one
+    /// batching round of that relayer (its clamped `maxWaitMs` plus its minimum gap between
+    /// batches, at most the inclusion timeout) before another relayer is tried.
+    ///
+    /// The rarity check uses the last scan's listing (the session lists the project when it
+    /// starts); a write never lists the project just before it submits.
     pub async fn create_entity(&self, params: CreateParams) -> Result<CreateResult, PrivsvcError> {
         let user = user_attributes(&params.attributes)?;
         let mut warnings = self.check(&params.attributes, params.expires, &params.payload);
         if self.options.rarity_k > 0 && !user.is_empty() {
-            warnings.extend(self.check_rarity(&user, None).await?);
+            match self.cached_rarity(&user).await {
+                Some(w) => warnings.extend(w),
+                None => tracing::debug!("no listing cached yet: the rarity check is skipped"),
+            }
         }
         if self.options.strict && !warnings.is_empty() {
             return Err(PrivsvcError::StrictRefusal { warnings });
@@ -173,6 +190,8 @@ impl PrivateClient {
         Ok(SealedRecord {
             record_ref,
             owner,
+            tag,
+            attributes: attrs,
             request,
         })
     }
@@ -204,7 +223,17 @@ impl PrivateClient {
             }
             match self.try_relayer(&relayer, &request).await {
                 Attempt::Written(st) => {
-                    return written_result(&relayer, st, sealed, warnings);
+                    // Believe the ledger, not the relayer: the record must be in the listing.
+                    if let Some(found) = self.watch_ledger(sealed, self.confirm_window()).await? {
+                        return written_result(&relayer, st, found, sealed, warnings);
+                    }
+                    tracing::warn!(relayer = %relayer.url, "the relayer says written, the ledger does not show the record");
+                    attempts.push(format!(
+                        "{}: said the record was written, the ledger does not show it",
+                        relayer.url
+                    ));
+                    submitted_somewhere = true;
+                    self.mark_bad(&relayer.url);
                 }
                 Attempt::Rejected { status, message } => {
                     return Err(PrivsvcError::Rejected {
@@ -218,16 +247,17 @@ impl PrivateClient {
                     attempts.push(format!("{}: {reason}", relayer.url));
                     let window = match landing {
                         Landing::No => continue,
-                        // Watch for as long as the relayer takes to write what it accepted.
-                        Landing::Unanswered => {
-                            relayer_round(&relayer.info) + self.options.poll_interval
-                        }
+                        // Watch for as long as the relayer takes to write what it accepted,
+                        // never longer than the inclusion timeout.
+                        Landing::Unanswered => relayer_round(&relayer.info)
+                            .saturating_add(self.options.poll_interval)
+                            .min(self.options.inclusion_timeout_for(&relayer.info)),
                         // It already had the inclusion timeout: one more poll.
                         Landing::Accepted => self.options.poll_interval,
                     };
                     submitted_somewhere = true;
                     self.mark_bad(&relayer.url);
-                    if let Some(found) = self.find_on_ledger(sealed, window).await? {
+                    if let Some(found) = self.watch_ledger(sealed, window).await? {
                         return Ok(recovered_result(found, sealed, warnings));
                     }
                 }
@@ -235,7 +265,7 @@ impl PrivateClient {
         }
         if submitted_somewhere {
             let window = self.options.poll_interval;
-            if let Some(found) = self.find_on_ledger(sealed, window).await? {
+            if let Some(found) = self.watch_ledger(sealed, window).await? {
                 return Ok(recovered_result(found, sealed, warnings));
             }
         }
@@ -270,7 +300,7 @@ impl PrivateClient {
         let mut timeout = self.options.inclusion_timeout_for(&relayer.info);
         if let Some(hold) = self.options.effective_max_hold_ms() {
             if self.options.min_anonymity > 1 {
-                timeout += Duration::from_millis(hold);
+                timeout = timeout.saturating_add(Duration::from_millis(hold));
             }
         }
         let mut best: Option<u64> = None;
@@ -321,18 +351,28 @@ impl PrivateClient {
         }
     }
 
-    /// Looks the sealed record up on the ledger by owner and envelope, every poll interval until
-    /// `window` has passed (at least twice, so that a batch mined meanwhile is found).
-    async fn find_on_ledger(
+    /// How long a "written" answer may run ahead of the listing: a few polls and blocks.
+    fn confirm_window(&self) -> Duration {
+        self.options
+            .poll_interval
+            .saturating_mul(3)
+            .max(CONFIRM_MIN_WINDOW)
+    }
+
+    /// Watches incremental listings of the project for the sealed record, every poll interval
+    /// until `window` has passed (at least twice, so that a batch mined meanwhile is found).
+    /// The listings name the project and a block, never the record's owner, key or tag; the
+    /// record is recognised locally by owner, tag and attributes.
+    async fn watch_ledger(
         &self,
         sealed: &SealedRecord,
         window: Duration,
     ) -> Result<Option<Found>, PrivsvcError> {
-        let deadline = Instant::now() + window;
+        let start = Instant::now();
         let mut looks = 0u32;
         loop {
             if looks > 0 {
-                let left = deadline.saturating_duration_since(Instant::now());
+                let left = window.saturating_sub(start.elapsed());
                 if looks >= 2 && left.is_zero() {
                     return Ok(None);
                 }
@@ -344,51 +384,42 @@ impl PrivateClient {
                 tokio::time::sleep(wait).await;
             }
             looks += 1;
-            let expression = format!("$owner = {}", addr_literal(&sealed.owner));
-            let select = Select {
-                key: true,
-                creator: true,
-                created_at: true,
-                content_type: true,
-                payload: true,
-                ..Select::default()
-            };
-            let (_, entities) =
-                query_pinned(self.reader.as_ref(), &expression, select, None).await?;
-            let envelope = sealed.request.envelope.as_bytes();
-            let hit = entities.into_iter().find(|e| {
-                e.content_type.as_deref() == Some(RECORD_CONTENT_TYPE)
-                    && e.payload.as_deref() == Some(envelope)
-            });
-            if let Some(e) = hit {
-                let batch_size = match (e.creator, e.created_at) {
-                    (Some(c), Some(b)) => crate::read::fetch_batches(
-                        self.reader.as_ref(),
-                        self.project(),
-                        &[crate::read::BatchId {
-                            block: b,
-                            creator: c,
-                        }],
-                        None,
-                    )
-                    .await
-                    .map(|v| v.len() as u64)
-                    .unwrap_or(1),
-                    _ => 1,
-                };
-                return Ok(Some(Found {
-                    key: e.key,
-                    batch_size,
-                }));
+            let mut cache = self.cache.lock().await;
+            self.update_listing(&mut cache).await?;
+            if let Some(found) = find_listed(&cache, sealed) {
+                return Ok(Some(found));
             }
         }
     }
 }
 
+/// The sealed record in the cached listing: same owner, same tag and (when the listing has
+/// attributes) the same attributes; the earliest if a relayer wrote it more than once. Its batch
+/// size is the number of the project's listed records its creator made in its block.
+fn find_listed(cache: &EntityCache, sealed: &SealedRecord) -> Option<Found> {
+    let (key, e) = cache
+        .entries
+        .iter()
+        .filter(|(_, e)| e.owner == sealed.owner)
+        .filter(|(_, e)| {
+            e.tag
+                .is_some_and(|t| bool::from(t.as_slice().ct_eq(sealed.tag.as_slice())))
+        })
+        .filter(|(_, e)| !cache.with_attributes || cache.same_attributes(e, &sealed.attributes))
+        .min_by_key(|(k, e)| (e.created_at, **k))?;
+    let batch: BatchId = e.batch();
+    Some(Found {
+        key: *key,
+        batch_size: u64::from(cache.batches.get(&batch).copied().unwrap_or(1)),
+        block: e.created_at,
+    })
+}
+
 /// How long a relayer may take to write a record it accepted, when its queue is short: its
 /// longest wait for a batch plus the smallest gap between its batches.
 fn relayer_round(info: &crate::protocol::InfoResponse) -> Duration {
-    let gap_ms = crate::options::BLOCK_TIME_SECONDS * 1000 * info.min_interval_blocks;
+    let gap_ms =
+        (crate::options::BLOCK_TIME_SECONDS * 1000).saturating_mul(info.min_interval_blocks);
     Duration::from_millis(info.max_wait_ms.saturating_add(gap_ms))
 }
 
@@ -413,9 +444,11 @@ fn unacceptable(relayer: &RelayerStatus, request: &SubmitRequest) -> Option<Stri
     None
 }
 
+/// The record as the listing shows it.
 struct Found {
     key: B256,
     batch_size: u64,
+    block: u64,
 }
 
 fn recovered_result(
@@ -435,32 +468,36 @@ fn recovered_result(
     }
 }
 
+/// The result of a write the relayer reported and the listing confirmed: entity key, block and
+/// batch size from the ledger; the transaction hash is the relayer's word.
 fn written_result(
     relayer: &RelayerStatus,
     st: StatusResponse,
+    found: Found,
     sealed: &SealedRecord,
     warnings: Vec<crate::CheckWarning>,
 ) -> Result<CreateResult, PrivsvcError> {
-    let bad = |what: &str| PrivsvcError::Protocol {
-        relayer: relayer.url.clone(),
-        message: format!("written status without a valid {what}"),
-    };
-    let entity_key: B256 = st
-        .entity_key
-        .as_deref()
-        .and_then(|k| k.parse().ok())
-        .ok_or_else(|| bad("entityKey"))?;
+    let claimed: Option<B256> = st.entity_key.as_deref().and_then(|k| k.parse().ok());
+    if claimed != Some(found.key) || st.batch_size != Some(found.batch_size) {
+        tracing::warn!(
+            relayer = %relayer.url,
+            claimed_batch = ?st.batch_size,
+            ledger_batch = found.batch_size,
+            block = found.block,
+            "the relayer's status differs from the ledger; reporting the ledger"
+        );
+    }
     let tx_hash: B256 = st
         .tx_hash
         .as_deref()
         .and_then(|k| k.parse().ok())
-        .ok_or_else(|| bad("txHash"))?;
+        .unwrap_or(B256::ZERO);
     Ok(CreateResult {
-        entity_key,
+        entity_key: found.key,
         owner: sealed.owner,
         tx_hash,
         relayer: relayer.url.clone(),
-        batch_size: st.batch_size.unwrap_or(1),
+        batch_size: found.batch_size,
         recovered: false,
         warnings,
         record_ref: sealed.record_ref,

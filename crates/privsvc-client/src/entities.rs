@@ -5,21 +5,22 @@ use std::collections::{BTreeSet, HashMap};
 use alloy_primitives::B256;
 use privsvc_attributes::AttrValue;
 use privsvc_ledger::Entity;
-use privsvc_vault::{tag_from_text, RecordRef, Tag};
+use privsvc_vault::{RecordRef, Tag};
 use rand::seq::SliceRandom;
 
-use crate::cache::EntityCache;
+use crate::cache::{Class, EntityCache};
 use crate::client::PrivateClient;
+use crate::covers::{covers_of, newest_window};
 use crate::error::PrivsvcError;
 use crate::proof::{sign_ownership_proof, OwnershipProof, ProofParams};
-use crate::read::{batch_of, fetch_batches, list_app_tags, BatchId};
+use crate::read::{fetch_batches, list_since, BatchId};
 use crate::record::MyRecord;
 use crate::verify::{block_timestamps, verify_record, VerifyOptions};
 
 /// Options of [`PrivateClient::my_entities`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EntitiesQuery {
-    /// Forget the cache and rescan every record.
+    /// Scan for records created since the last scan (an incremental listing) before answering.
     pub refresh: bool,
     /// Keep only records whose attributes have these values (filtered locally).
     pub where_: Vec<(String, AttrValue)>,
@@ -31,7 +32,8 @@ impl EntitiesQuery {
         Self::default()
     }
 
-    /// Rescan everything.
+    /// Scan for new records first (incrementally: only records created since the last listed
+    /// block are listed).
     pub fn refresh(mut self) -> Self {
         self.refresh = true;
         self
@@ -58,8 +60,11 @@ pub struct ProveParams {
 /// What one scan fetched (exposed for tests and benchmarks).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ScanStats {
-    /// Records listed at the pinned block.
+    /// Records listed by this scan at its pinned block: every live record of the project the
+    /// first time, then only those created since the previous listing.
     pub listed: usize,
+    /// Live records of the project the client knows after this scan.
+    pub known: usize,
     /// Tags opened (records not seen before).
     pub tags_opened: usize,
     /// Records whose tag opened.
@@ -75,21 +80,22 @@ pub struct ScanStats {
 impl PrivateClient {
     /// The user's verified records of this project, newest first.
     ///
-    /// Lists the project's records at one pinned block without payloads, opens the tags of the
-    /// records not seen before, fetches the matching batches plus `cover_batches` random other
-    /// batches, verifies each of the user's records (owner = the vault's address for the ref,
-    /// signature, app, attributes, lifetime, creation before (hour + 4) x 3600; with `trusted_relayers_only`, a known creator),
+    /// Lists the project's records at one pinned block without payloads (only those created
+    /// since the last listing, once a first listing is cached; expired ones are dropped), opens
+    /// the tags of the records not seen before, fetches the batches holding the user's new
+    /// records, each with its `cover_batches` deterministic covers from the same creation window
+    /// (or `cover_batches` batches of the newest window when there is none), in one shuffled
+    /// order, verifies each of the user's records (owner = the vault's address for the ref,
+    /// signature, app, attributes, lifetime, creation before (hour + 4) x 3600; with
+    /// `trusted_relayers_only`, a known creator),
     /// decrypts encrypted payloads and filters `where_` locally. Results are cached; a call
     /// scans again only after a write in this session or with `refresh`.
     pub async fn my_entities(&self, query: &EntitiesQuery) -> Result<Vec<MyRecord>, PrivsvcError> {
         let mut cache = self.cache.lock().await;
-        if query.refresh {
-            cache.reset();
-        }
-        if !cache.scanned || cache.stale {
+        if query.refresh || !cache.scanned || cache.stale {
             self.scan(&mut cache).await?;
         }
-        let head = self.reader.block_number().await?;
+        let head = cache.block.unwrap_or_default();
         let mut out: Vec<MyRecord> = cache
             .mine
             .values()
@@ -122,78 +128,94 @@ impl PrivateClient {
         self.scan(&mut cache).await
     }
 
+    /// Brings the cached listing up to date: lists only the records created after the last
+    /// listed block (everything the first time), at one pinned block, and drops what expired.
+    /// Returns how many records it listed.
+    pub(crate) async fn update_listing(
+        &self,
+        cache: &mut EntityCache,
+    ) -> Result<usize, PrivsvcError> {
+        let with_attributes = self.options.rarity_k > 0 || cache.with_attributes;
+        if cache.block.is_some() && !cache.with_attributes && with_attributes {
+            cache.reset();
+        }
+        cache.with_attributes = with_attributes;
+        let listing = list_since(
+            self.reader.as_ref(),
+            self.project(),
+            cache.block,
+            with_attributes,
+        )
+        .await?;
+        let listed = listing.entities.len();
+        cache.merge(listing.block, listing.entities);
+        Ok(listed)
+    }
+
     async fn scan(&self, cache: &mut EntityCache) -> Result<ScanStats, PrivsvcError> {
         let project = self.project().to_string();
         let trusted = self
             .options
             .trusted_relayers_only
             .then(|| self.known_relayer_addresses());
-        let listing = list_app_tags(self.reader.as_ref(), &project, trusted.as_deref()).await?;
         let mut stats = ScanStats {
-            listed: listing.entities.len(),
+            listed: self.update_listing(cache).await?,
             ..ScanStats::default()
         };
+        let Some(block) = cache.block else {
+            return Ok(stats);
+        };
+        stats.known = cache.entries.len();
 
         // Open the tags of records not classified yet.
-        let mut tags: Vec<Tag> = Vec::new();
-        let mut tagged: Vec<&Entity> = Vec::new();
-        let fresh: Vec<&Entity> = listing
-            .entities
-            .iter()
-            .filter(|e| !cache.knows(&e.key))
-            .collect();
-        for e in fresh {
-            match tag_of(e) {
-                Some(t) => {
-                    tags.push(t);
-                    tagged.push(e);
-                }
-                None => {
-                    cache.others.insert(e.key);
-                }
-            }
-        }
-        stats.tags_opened = tags.len();
+        let fresh = cache.take_unopened();
+        stats.tags_opened = fresh.len();
+        let tags: Vec<Tag> = fresh.iter().map(|(_, t)| *t).collect();
         let refs = if tags.is_empty() {
             Vec::new()
         } else {
             self.vault.open_tags(&tags).await?
         };
-        let mut matched: HashMap<B256, RecordRef> = HashMap::new();
-        for (e, r) in tagged.iter().zip(refs) {
-            match r {
-                Some(r) => {
-                    matched.insert(e.key, r);
-                }
-                None => {
-                    cache.others.insert(e.key);
-                }
+        for ((key, _), r) in fresh.iter().zip(refs) {
+            if let Some(e) = cache.entries.get_mut(key) {
+                e.class = match r {
+                    Some(r) if trusted.as_ref().is_none_or(|t| t.contains(&e.creator)) => {
+                        cache.unverified.insert(*key, r);
+                        Class::Mine(r)
+                    }
+                    _ => Class::Other,
+                };
             }
         }
-        stats.matched = matched.len();
 
-        // The batches holding the user's new records, plus random cover batches.
-        let mine: BTreeSet<BatchId> = tagged
-            .iter()
-            .filter(|e| matched.contains_key(&e.key))
-            .filter_map(|e| batch_of(e))
+        // The user's records not verified yet, and their batches.
+        let mut matched: HashMap<B256, RecordRef> = cache.unverified.clone();
+        stats.matched = matched.len();
+        let mine: BTreeSet<BatchId> = matched
+            .keys()
+            .filter_map(|k| cache.entries.get(k).map(|e| e.batch()))
             .collect();
-        let mut others: Vec<BatchId> = listing
-            .batches()
-            .into_iter()
-            .filter(|b| !mine.contains(b))
-            .collect();
-        let mut rng = rand::thread_rng();
-        others.shuffle(&mut rng);
-        others.truncate(self.options.cover_batches);
-        stats.cover_batches = others.len();
-        let mut wanted: Vec<BatchId> = mine.into_iter().chain(others).collect();
-        wanted.shuffle(&mut rng);
+
+        // Covers: the same ones for a batch in every session; from the newest window when
+        // there is no batch of the user's to fetch.
+        let k = self.options.cover_batches;
+        let mut covers: BTreeSet<BatchId> = BTreeSet::new();
+        if mine.is_empty() {
+            covers.extend(newest_window(&cache.batches, k));
+        } else {
+            for b in &mine {
+                let chosen = covers_of(self.vault.as_ref(), &cache.batches, *b, &mine, k).await?;
+                covers.extend(chosen);
+            }
+        }
+        stats.cover_batches = covers.len();
+        let mut wanted: Vec<BatchId> = mine.into_iter().chain(covers).collect();
+        wanted.shuffle(&mut rand::thread_rng());
         stats.batches_fetched = wanted.len();
         let full = if wanted.is_empty() {
             Vec::new()
         } else {
-            fetch_batches(self.reader.as_ref(), &project, &wanted, Some(listing.block)).await?
+            fetch_batches(self.reader.as_ref(), &project, &wanted, Some(block)).await?
         };
 
         // Creation times for the republish rule, one read per block.
@@ -206,6 +228,7 @@ impl PrivateClient {
             let Some(record_ref) = matched.remove(&entity.key) else {
                 continue;
             };
+            cache.unverified.remove(&entity.key);
             let created = entity.created_at.and_then(|b| times.get(&b).copied());
             match self
                 .open_record(&entity, record_ref, trusted.as_deref(), created)
@@ -217,14 +240,12 @@ impl PrivateClient {
                 Err(reason) => {
                     stats.rejected += 1;
                     tracing::warn!(entity = %entity.key, %reason, "ignoring a record whose tag opened but which does not verify");
-                    cache.others.insert(entity.key);
+                    if let Some(e) = cache.entries.get_mut(&entity.key) {
+                        e.class = Class::Other;
+                    }
                 }
             }
         }
-        // Drop cached records that are no longer listed (expired).
-        let listed: std::collections::HashSet<B256> =
-            listing.entities.iter().map(|e| e.key).collect();
-        cache.mine.retain(|k, _| listed.contains(k));
         cache.scanned = true;
         cache.stale = false;
         cache.last_scan = Some(stats.clone());
@@ -325,15 +346,4 @@ impl PrivateClient {
             .map(|r| r.record_ref)
             .or_else(|| cache.written.get(&key).copied())
     }
-}
-
-/// The `tag` attribute of a listed entity, decoded.
-fn tag_of(e: &Entity) -> Option<Tag> {
-    e.attributes
-        .as_ref()?
-        .iter()
-        .find_map(|a| match (&a.name[..], &a.value) {
-            ("tag", privsvc_ledger::ArkivValue::Str(s)) => tag_from_text(s),
-            _ => None,
-        })
 }

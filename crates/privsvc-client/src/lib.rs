@@ -58,6 +58,7 @@
 mod cache;
 mod checks;
 mod client;
+mod covers;
 mod create;
 pub mod discover;
 mod entities;
@@ -73,6 +74,7 @@ mod transport;
 pub mod verify;
 
 pub use client::{PrivateClient, DEFAULT_RPC_URL};
+pub use covers::COVER_WINDOW_BLOCKS;
 pub use discover::{discover_relayers, heartbeat_relayers, LiveHeartbeat};
 pub use entities::{EntitiesQuery, ProveParams, ScanStats};
 pub use error::PrivsvcError;

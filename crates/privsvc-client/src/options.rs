@@ -176,7 +176,7 @@ impl ClientOptions {
 pub fn default_inclusion_timeout(info: &InfoResponse) -> Duration {
     let per_round = info
         .max_wait_ms
-        .saturating_add(BLOCK_TIME_SECONDS * 1000 * info.min_interval_blocks);
+        .saturating_add((BLOCK_TIME_SECONDS * 1000).saturating_mul(info.min_interval_blocks));
     Duration::from_millis(per_round.saturating_mul(3).saturating_add(30_000))
 }
 

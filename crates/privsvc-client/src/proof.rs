@@ -63,19 +63,17 @@ pub fn signature_hex(sig: &Signature) -> String {
     format!("0x{}", hex::encode(bytes))
 }
 
-/// Decodes `0x` + 130 hex (v 27/28 or 0/1).
+/// The longest validity window of an ownership proof (`notAfter - notBefore`), seconds.
+pub const MAX_PROOF_WINDOW_SECONDS: u64 = 3_600;
+
+/// Decodes `0x` + 130 lowercase hex into a signature, as envelopes are: r and s valid, s low
+/// (at most n/2), v 27 or 28. Anything else (v 0/1, high s, upper case) is `None`.
 pub fn parse_signature(text: &str) -> Option<Signature> {
-    let digits = text.strip_prefix("0x")?;
-    let bytes = hex::decode(digits).ok()?;
-    if bytes.len() != 65 {
-        return None;
-    }
-    let parity = match bytes[64] {
-        27 | 0 => false,
-        28 | 1 => true,
-        _ => return None,
-    };
-    Some(Signature::from_bytes_and_parity(&bytes[..64], parity))
+    let bytes = privsvc_envelope::parse_signature(text).ok()?;
+    Some(Signature::from_bytes_and_parity(
+        &bytes[..64],
+        bytes[64] == 28,
+    ))
 }
 
 /// Low-level proof signing with the owner key of `record` in `vault`.
@@ -86,6 +84,12 @@ pub async fn sign_ownership_proof(
 ) -> Result<OwnershipProof, PrivsvcError> {
     let now = params.now.unwrap_or_else(unix_now);
     let ttl = params.ttl_seconds.unwrap_or(DEFAULT_PROOF_TTL_SECONDS);
+    if ttl > MAX_PROOF_WINDOW_SECONDS {
+        return Err(PrivsvcError::Config(format!(
+            "an ownership proof is valid at most {MAX_PROOF_WINDOW_SECONDS} s, {ttl} s asked; \
+             ask the verifier for a fresh challenge instead of a long-lived proof"
+        )));
+    }
     let chain_id = params.chain_id.unwrap_or(privsvc_vault::NETWORK_CHAIN_ID);
     let body = OwnershipProofBody {
         entity_key: params.entity_key,
@@ -98,11 +102,18 @@ pub async fn sign_ownership_proof(
         .sign_proof_on_chain(record, &body, Some(chain_id))
         .await?;
     let owner = vault.address_of(record).await?;
+    let signature = signature_hex(&signature);
+    // Refuse to hand out what a verifier must refuse (a high-s signature from a faulty vault).
+    if parse_signature(&signature).is_none() {
+        return Err(PrivsvcError::Envelope(
+            "the vault produced a high-s or malformed proof signature; use a low-s signer".into(),
+        ));
+    }
     Ok(OwnershipProof {
         body,
         chain_id,
         owner,
-        signature: signature_hex(&signature),
+        signature,
     })
 }
 
@@ -128,6 +139,12 @@ pub enum ProofRejection {
         not_before: u64,
         /// The time checked.
         now: u64,
+    },
+    /// The window is longer than [`MAX_PROOF_WINDOW_SECONDS`]: a proof meant to be replayed.
+    #[error("the proof is valid for {seconds} s, at most {max} s is accepted; ask for a fresh proof", max = MAX_PROOF_WINDOW_SECONDS)]
+    WindowTooLong {
+        /// `notAfter - notBefore` (saturating).
+        seconds: u64,
     },
     /// The window has ended.
     #[error("the proof expired at {not_after} (now {now}); ask for a fresh one")]
@@ -183,6 +200,10 @@ pub async fn verify_ownership_proof(
 ) -> Result<(), ProofRejection> {
     let now = expect.now.unwrap_or_else(unix_now);
     let b = &proof.body;
+    let window = b.not_after.saturating_sub(b.not_before);
+    if window > MAX_PROOF_WINDOW_SECONDS {
+        return Err(ProofRejection::WindowTooLong { seconds: window });
+    }
     if now < b.not_before {
         return Err(ProofRejection::NotYetValid {
             not_before: b.not_before,

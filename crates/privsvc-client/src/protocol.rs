@@ -42,6 +42,28 @@ pub struct InfoResponse {
     pub ohttp_key: Option<String>,
 }
 
+/// Largest `maxWaitMs` the client believes from a relayer's info (10 minutes).
+pub const MAX_WAIT_MS_LIMIT: u64 = 600_000;
+/// Largest `minIntervalBlocks` the client believes.
+pub const MIN_INTERVAL_BLOCKS_LIMIT: u64 = 1_000;
+/// Largest queue figure (`minBatch`, `maxMinAnonymity`, `position`, `batchSize`) believed.
+pub const QUEUE_FIGURE_LIMIT: u64 = 1_000_000;
+/// Largest `maxHoldMs` believed (one day).
+pub const MAX_HOLD_MS_LIMIT: u64 = 86_400_000;
+
+impl InfoResponse {
+    /// The info with every number clamped to what the client believes: a relayer that
+    /// announces absurd waits cannot make the client wait forever or overflow its arithmetic.
+    pub fn clamped(mut self) -> Self {
+        self.max_wait_ms = self.max_wait_ms.min(MAX_WAIT_MS_LIMIT);
+        self.min_interval_blocks = self.min_interval_blocks.min(MIN_INTERVAL_BLOCKS_LIMIT);
+        self.min_batch = self.min_batch.min(QUEUE_FIGURE_LIMIT);
+        self.max_min_anonymity = self.max_min_anonymity.min(QUEUE_FIGURE_LIMIT);
+        self.max_hold_ms = self.max_hold_ms.min(MAX_HOLD_MS_LIMIT);
+        self
+    }
+}
+
 /// The body of `POST /v1/records`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -114,9 +136,51 @@ pub struct StatusResponse {
     pub error: Option<String>,
 }
 
+impl StatusResponse {
+    /// The status with its queue figures clamped to [`QUEUE_FIGURE_LIMIT`].
+    pub fn clamped(mut self) -> Self {
+        self.position = self.position.map(|p| p.min(QUEUE_FIGURE_LIMIT));
+        self.batch_size = self.batch_size.map(|b| b.min(QUEUE_FIGURE_LIMIT));
+        self
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn absurd_info_numbers_are_clamped() {
+        let text = format!(
+            r#"{{"address":"0x0000000000000000000000000000000000000001","version":"privsvc-relayer/1",
+            "chainId":1,"minBatch":{m},"maxWaitMs":{m},"minIntervalBlocks":{m},"tokensRequired":false,
+            "maxMinAnonymity":{m},"maxHoldMs":{m}}}"#,
+            m = u64::MAX
+        );
+        let info: InfoResponse = serde_json::from_str::<InfoResponse>(&text)
+            .unwrap()
+            .clamped();
+        assert_eq!(info.max_wait_ms, 600_000);
+        assert_eq!(info.min_interval_blocks, 1_000);
+        assert_eq!(info.min_batch, 1_000_000);
+        assert_eq!(info.max_min_anonymity, 1_000_000);
+        assert_eq!(info.max_hold_ms, 86_400_000);
+        let st = StatusResponse {
+            id: "a".into(),
+            state: RecordState::Queued,
+            position: Some(u64::MAX),
+            entity_key: None,
+            tx_hash: None,
+            block: None,
+            batch_size: Some(u64::MAX),
+            error: None,
+        }
+        .clamped();
+        assert_eq!(
+            (st.position, st.batch_size),
+            (Some(1_000_000), Some(1_000_000))
+        );
+    }
 
     #[test]
     fn info_uses_spec_field_names() {

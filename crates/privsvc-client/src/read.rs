@@ -113,21 +113,35 @@ pub async fn list_app(
     .await
 }
 
-/// Like [`list_app`] but with only what finding one's records needs: key, creator, creation
-/// block and the `tag` attribute.
-pub(crate) async fn list_app_tags(
+/// The project's records created after block `after` (all of them for `None`), read at one
+/// pinned block, without payloads: key, owner, creator, creation and expiry blocks, and every
+/// attribute (`with_attributes`) or only `tag`. The expression names the project and a block,
+/// never an owner, key or tag: every client's incremental scan sends the same kind of query.
+pub(crate) async fn list_since(
     reader: &dyn LedgerReader,
     project: &str,
-    relayers: Option<&[Address]>,
+    after: Option<u64>,
+    with_attributes: bool,
 ) -> Result<Listing, LedgerError> {
     let select = Select {
         key: true,
+        owner: true,
         creator: true,
         created_at: true,
-        attributes: AttributeSelect::Named(vec!["tag".into()]),
+        expires_at: true,
+        attributes: if with_attributes {
+            AttributeSelect::All
+        } else {
+            AttributeSelect::Named(vec!["tag".into()])
+        },
         ..Select::default()
     };
-    list_app_select(reader, project, relayers, None, select).await
+    let mut expression = format!("project = {}", str_literal(project));
+    if let Some(b) = after {
+        expression.push_str(&format!(" AND $createdAt > u64({b})"));
+    }
+    let (block, entities) = query_pinned(reader, &expression, select, None).await?;
+    Ok(Listing { block, entities })
 }
 
 fn app_expression(project: &str, relayers: Option<&[Address]>) -> String {

@@ -67,12 +67,12 @@ pub struct CreateResult {
     pub entity_key: B256,
     /// The one-time owner (or the scope's owner).
     pub owner: Address,
-    /// The batch transaction (zero when recovered from the ledger).
+    /// The batch transaction as the relayer reported it (zero when recovered from the ledger).
     pub tx_hash: B256,
     /// Relayer URL that wrote it; empty when the record was recovered.
     pub relayer: String,
-    /// Records in the batch, including this one (for a recovered record: the records of its batch
-    /// found on the ledger).
+    /// Records of the project in the batch, this one included, counted in the client's listing
+    /// of the ledger (never the relayer's word).
     pub batch_size: u64,
     /// The relayer did not answer but the record had landed; nothing was written twice.
     pub recovered: bool,

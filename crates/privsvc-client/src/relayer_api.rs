@@ -38,7 +38,8 @@ fn body_text(body: &[u8]) -> String {
     text.chars().take(300).collect()
 }
 
-/// `GET /v1/info`; fails unless it answers 200 with a well-formed info of API version 1.
+/// `GET /v1/info`; fails unless it answers 200 with a well-formed info of API version 1. The
+/// numbers are clamped ([`InfoResponse::clamped`]).
 pub async fn fetch_info(
     transport: &dyn Transport,
     url: &str,
@@ -76,7 +77,7 @@ pub async fn fetch_info(
         .address
         .parse()
         .map_err(|e| protocol(format!("info address {:?}: {e}", info.address)))?;
-    Ok((address, info))
+    Ok((address, info.clamped()))
 }
 
 /// `POST /v1/records`. `Err` only when the relayer could not be reached.
@@ -130,5 +131,7 @@ pub async fn fetch_status(
     if res.status != 200 {
         return Ok(None);
     }
-    Ok(serde_json::from_slice(&res.body).ok())
+    Ok(serde_json::from_slice::<StatusResponse>(&res.body)
+        .ok()
+        .map(StatusResponse::clamped))
 }

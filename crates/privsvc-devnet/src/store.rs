@@ -55,12 +55,17 @@ pub struct EntityStore {
     eq_index: HashMap<IndexKey, BTreeSet<(u64, u64)>>,
     owner_index: HashMap<Address, BTreeSet<(u64, u64)>>,
     creator_index: HashMap<Address, BTreeSet<(u64, u64)>>,
+    /// `$createdAt` to the versions of the entities created in that block (range queries on the
+    /// creation block, such as a client's incremental listing, visit only those).
+    created_index: BTreeMap<u64, BTreeSet<(u64, u64)>>,
     next_eid: u64,
     next_vid: u64,
 }
 
 enum Candidates<'a> {
     Set(&'a BTreeSet<(u64, u64)>),
+    /// Sorted, distinct `(eid, vid)` pairs gathered from several index entries.
+    Many(Vec<(u64, u64)>),
     One(u64),
     Empty,
     All,
@@ -117,6 +122,37 @@ impl EntityStore {
             .entry(v.data.creator)
             .or_default()
             .insert(e);
+        self.created_index
+            .entry(v.data.created_at)
+            .or_default()
+            .insert(e);
+    }
+
+    /// Candidates of `$createdAt <op> n` from the creation-block index, when the range holds
+    /// at most `limit` blocks' worth of index entries (else `None`: a full scan is as good).
+    fn created_candidates(&self, op: CmpOp, n: u64) -> Option<Candidates<'_>> {
+        use std::ops::Bound::{Excluded, Included, Unbounded};
+        let range = match op {
+            CmpOp::Eq => {
+                return Some(
+                    self.created_index
+                        .get(&n)
+                        .map_or(Candidates::Empty, Candidates::Set),
+                )
+            }
+            CmpOp::Gt => (Excluded(n), Unbounded),
+            CmpOp::Gte => (Included(n), Unbounded),
+            _ => return None,
+        };
+        let mut out: Vec<(u64, u64)> = Vec::new();
+        for set in self.created_index.range(range).map(|(_, s)| s) {
+            out.extend(set.iter().copied());
+            if out.len() > CREATED_RANGE_LIMIT {
+                return None;
+            }
+        }
+        out.sort_unstable();
+        Some(Candidates::Many(out))
     }
 
     /// Write the new state of `key` as of `block` (None = deleted). Returns the rows to persist:
@@ -205,14 +241,42 @@ impl EntityStore {
                     .by_key
                     .get(&B256::from_slice(&p.value.bytes))
                     .map_or(Candidates::Empty, |e| Candidates::One(*e)),
+                AttrRef::CreatedAt => created_value(p)
+                    .and_then(|n| self.created_candidates(p.op, n))
+                    .unwrap_or(Candidates::All),
                 _ => Candidates::All,
             },
+            Expr::Pred(p) if p.attr == AttrRef::CreatedAt => created_value(p)
+                .and_then(|n| self.created_candidates(p.op, n))
+                .unwrap_or(Candidates::All),
+            Expr::Or(a, b) => {
+                // A union of two index lookups (a client's fetch of several batches).
+                let (ca, cb) = (self.candidates(a), self.candidates(b));
+                let list = |c: Candidates<'_>| -> Option<Vec<(u64, u64)>> {
+                    match c {
+                        Candidates::Empty => Some(Vec::new()),
+                        Candidates::Set(s) => Some(s.iter().copied().collect()),
+                        Candidates::Many(v) => Some(v),
+                        Candidates::One(_) | Candidates::All => None,
+                    }
+                };
+                match (list(ca), list(cb)) {
+                    (Some(mut x), Some(y)) if x.len() + y.len() <= CREATED_RANGE_LIMIT => {
+                        x.extend(y);
+                        x.sort_unstable();
+                        x.dedup();
+                        Candidates::Many(x)
+                    }
+                    _ => Candidates::All,
+                }
+            }
             Expr::And(a, b) => {
                 let (ca, cb) = (self.candidates(a), self.candidates(b));
                 let size = |c: &Candidates<'_>| match c {
                     Candidates::Empty => 0,
                     Candidates::One(_) => 1,
                     Candidates::Set(s) => s.len(),
+                    Candidates::Many(v) => v.len(),
                     Candidates::All => usize::MAX,
                 };
                 if size(&ca) <= size(&cb) {
@@ -266,6 +330,21 @@ impl EntityStore {
                     }
                 }
             }
+            Candidates::Many(v) => {
+                let first = v.partition_point(|&(eid, _)| eid < start);
+                let mut last = None;
+                for &(eid, vid) in &v[first..] {
+                    if last == Some(eid) {
+                        continue;
+                    }
+                    if self.version_at(eid, block).is_some_and(|v| v.vid == vid) {
+                        last = Some(eid);
+                        if !check(eid) {
+                            return;
+                        }
+                    }
+                }
+            }
             Candidates::All => {
                 for &eid in self.records.range(start..).map(|(k, _)| k) {
                     if !check(eid) {
@@ -275,6 +354,15 @@ impl EntityStore {
             }
         }
     }
+}
+
+/// Largest candidate list gathered from the creation-block index (beyond it, a full scan).
+const CREATED_RANGE_LIMIT: usize = 50_000;
+
+/// The block of a `$createdAt` predicate with a u64 literal.
+fn created_value(p: &Predicate) -> Option<u64> {
+    (p.value.type_id == type_id::U64 && p.value.bytes.len() == 32)
+        .then(|| u64::from_be_bytes(p.value.bytes[24..].try_into().unwrap_or([0; 8])))
 }
 
 /// Evaluate an expression on one (live) entity.
@@ -330,5 +418,61 @@ fn eval_pred(p: &Predicate, d: &EntityData) -> bool {
         AttrRef::ExpiresAt => compare(p.op, t, &word_u64(d.expires_at), want),
         AttrRef::CreatedAt => compare(p.op, t, &word_u64(d.created_at), want),
         AttrRef::ContentType => compare(p.op, t, d.content_type.as_bytes(), want),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::query::parse;
+
+    fn entity(i: u8, block: u64, creator: u8) -> EntityData {
+        EntityData {
+            key: B256::repeat_byte(i),
+            owner: Address::repeat_byte(i),
+            creator: Address::repeat_byte(creator),
+            created_at: block,
+            updated_at: block,
+            expires_at: 1_000,
+            flags: 0,
+            content_type: "application/json".into(),
+            payload: Default::default(),
+            attrs: Vec::new(),
+        }
+    }
+
+    fn keys(store: &EntityStore, q: &str, after: Option<u64>) -> Vec<u64> {
+        let mut out = Vec::new();
+        store.scan(&parse(q).unwrap(), 100, after, |eid, _| {
+            out.push(eid);
+            true
+        });
+        out
+    }
+
+    #[test]
+    fn created_at_ranges_and_unions_use_the_index_and_match_a_full_scan() {
+        let mut store = EntityStore::default();
+        // Genesis-like order: keys not in block order.
+        for (i, block) in [(1u8, 7u64), (2, 3), (3, 9), (4, 3), (5, 12)] {
+            store.apply(block, B256::repeat_byte(i), Some(entity(i, block, i % 2)));
+        }
+        // Entity 2 updated later: only its current version counts, once.
+        store.apply(20, B256::repeat_byte(2), Some(entity(2, 3, 0)));
+        assert_eq!(keys(&store, "$createdAt > u64(5)", None), vec![0, 2, 4]);
+        assert_eq!(keys(&store, "$createdAt >= u64(9)", None), vec![2, 4]);
+        assert_eq!(keys(&store, "$createdAt = u64(3)", None), vec![1, 3]);
+        assert_eq!(keys(&store, "$createdAt > u64(5)", Some(0)), vec![2, 4]);
+        let union = format!(
+            "($creator = addr({c1}) AND $createdAt = u64(7)) OR ($creator = addr({c0}) AND $createdAt = u64(3))",
+            c1 = Address::repeat_byte(1).to_checksum(None),
+            c0 = Address::repeat_byte(0).to_checksum(None),
+        );
+        assert_eq!(keys(&store, &union, None), vec![0, 1, 3]);
+        // The same answers as the full scan of an expression the index cannot serve.
+        assert_eq!(
+            keys(&store, "$createdAt > u64(5) AND $expiresAt > u64(0)", None),
+            keys(&store, "NOT ($createdAt <= u64(5))", None)
+        );
     }
 }

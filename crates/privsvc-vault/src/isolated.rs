@@ -194,6 +194,16 @@ impl Vault for IsolatedVault {
         self.call(move |v| v.address_of(&record)).await?
     }
 
+    async fn cover_scores(
+        &self,
+        anchor: &crate::kdf::BatchBytes,
+        candidates: &[crate::kdf::BatchBytes],
+    ) -> Result<Vec<[u8; 32]>, VaultError> {
+        let (anchor, candidates) = (*anchor, candidates.to_vec());
+        self.call(move |v| v.cover_scores(&anchor, &candidates))
+            .await
+    }
+
     async fn sign_envelope(
         &self,
         record: &RecordRef,

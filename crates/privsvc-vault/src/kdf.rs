@@ -21,6 +21,11 @@ pub const LABEL_OWNER: &str = "privsvc owner v1";
 pub const LABEL_TAG: &str = "privsvc tag v1";
 /// HKDF info label of per-record payload encryption keys.
 pub const LABEL_ENC: &str = "privsvc enc v1";
+/// HKDF info label of the cover key, and HMAC message prefix of cover scores.
+pub const LABEL_COVER: &str = "privsvc cover v1";
+
+/// A batch as cover scores name it: u64 big-endian block || 20-byte creator address.
+pub type BatchBytes = [u8; 28];
 
 /// A 32-byte secret that is wiped from memory when dropped.
 pub type Secret32 = Zeroizing<[u8; 32]>;
@@ -33,6 +38,22 @@ pub fn kdf(ikm: &[u8], label: &str, extra: &[u8]) -> Secret32 {
     hk.expand_multi_info(&[label.as_bytes(), extra], out.as_mut())
         .expect("32 bytes is a valid HKDF-SHA256 output length");
     out
+}
+
+/// The cover key: `kdf(root, "privsvc cover v1", empty)`. It only ranks cover batches.
+pub fn cover_key(root: &[u8; 32]) -> Secret32 {
+    kdf(root, LABEL_COVER, &[])
+}
+
+/// Cover score of `candidate` for the user's batch `anchor`:
+/// `HMAC-SHA256(key = cover_key, "privsvc cover v1" || anchor || candidate)`.
+pub fn cover_score(cover_key: &[u8; 32], anchor: &BatchBytes, candidate: &BatchBytes) -> [u8; 32] {
+    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(cover_key)
+        .expect("HMAC-SHA256 accepts keys of any length");
+    mac.update(LABEL_COVER.as_bytes());
+    mac.update(anchor);
+    mac.update(candidate);
+    mac.finalize().into_bytes().into()
 }
 
 /// Root from a derivation signature: `kdf(r || s || v (65 bytes, v = 27/28), "privsvc root v1", app)`.

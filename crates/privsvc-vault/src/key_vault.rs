@@ -33,6 +33,7 @@ pub struct KeyVault {
     app: String,
     root: Secret32,
     tag_key: Secret32,
+    cover_key: Secret32,
 }
 
 impl KeyVault {
@@ -107,10 +108,12 @@ impl KeyVault {
 
     fn from_root(root: Secret32, app: &str) -> Self {
         let tag_key = kdf::tag_key(&root);
+        let cover_key = kdf::cover_key(&root);
         Self {
             app: app.to_owned(),
             root,
             tag_key,
+            cover_key,
         }
     }
 
@@ -144,6 +147,20 @@ impl KeyVault {
     /// Opens tags: the reference for each tag made by this vault, `None` for every other tag.
     pub fn open_tags(&self, tags: &[Tag]) -> Vec<Option<RecordRef>> {
         tag::open_tags(&self.tag_key, tags)
+    }
+
+    /// Cover scores of `candidates` for the user's batch `anchor` ([`kdf::cover_score`]): the
+    /// client fetches the best-scored neighbours of each of its batches with it, the same ones in
+    /// every session.
+    pub fn cover_scores(
+        &self,
+        anchor: &kdf::BatchBytes,
+        candidates: &[kdf::BatchBytes],
+    ) -> Vec<[u8; 32]> {
+        candidates
+            .iter()
+            .map(|c| kdf::cover_score(&self.cover_key, anchor, c))
+            .collect()
     }
 
     /// The one-time owner address of `record`.

@@ -6,6 +6,7 @@ use privsvc_attributes::Attributes;
 use privsvc_envelope::EnvelopeBody;
 
 use crate::error::VaultError;
+use crate::kdf::BatchBytes;
 use crate::key_vault::KeyVault;
 use crate::record_ref::RecordRef;
 use crate::tag::Tag;
@@ -34,6 +35,14 @@ pub trait Vault: Send + Sync {
 
     /// The one-time owner address of `record`.
     async fn address_of(&self, record: &RecordRef) -> Result<Address, VaultError>;
+
+    /// Cover scores of `candidates` for the user's batch `anchor` (see
+    /// [`crate::kdf::cover_score`]); the cover key never leaves the vault.
+    async fn cover_scores(
+        &self,
+        anchor: &BatchBytes,
+        candidates: &[BatchBytes],
+    ) -> Result<Vec<[u8; 32]>, VaultError>;
 
     /// Seals an envelope with the owner key of `record`: the sealed, padded text (DESIGN 3).
     async fn sign_envelope(
@@ -88,6 +97,14 @@ impl Vault for KeyVault {
 
     async fn address_of(&self, record: &RecordRef) -> Result<Address, VaultError> {
         KeyVault::address_of(self, record)
+    }
+
+    async fn cover_scores(
+        &self,
+        anchor: &BatchBytes,
+        candidates: &[BatchBytes],
+    ) -> Result<Vec<[u8; 32]>, VaultError> {
+        Ok(KeyVault::cover_scores(self, anchor, candidates))
     }
 
     async fn sign_envelope(
