@@ -44,6 +44,7 @@ pub mod batcher;
 pub mod config;
 pub mod entities;
 pub mod health;
+pub mod issuer_mount;
 pub mod listener;
 pub mod metrics;
 pub mod queue;
@@ -217,30 +218,28 @@ impl Relayer {
             writer: serialized.clone(),
             seq: AtomicU64::new(next_seq),
             occupancy: AtomicUsize::new(occupancy),
-            issuer_keys: tokencheck::IssuerKeys::default(),
+            issuer_keys: tokencheck::IssuerKeys::open(&config.data_dir)
+                .map_err(|e| RelayerError::Issuer(e.to_string()))?,
             live: Mutex::new(live),
             attempts: Mutex::new(Default::default()),
             reconciled,
             cfg: config,
         });
 
-        let api = api::api_router(shared.clone());
+        // With ISSUER=on the issuer routes are served directly and through the OHTTP gateway.
+        let (issuer_routes, issuer_handle) = if shared.cfg.issuer_on {
+            let (routes, issuer) = issuer_mount::mount(&shared, &serialized)?;
+            (Some(routes), Some(issuer))
+        } else {
+            (None, None)
+        };
+        let mut api = api::api_router(shared.clone());
+        if let Some(routes) = issuer_routes {
+            api = api.merge(routes);
+        }
         let mut app = api
             .clone()
             .merge(privsvc_ohttp::gateway_router(gateway, api));
-        if shared.cfg.issuer_on {
-            let mut issuer_config =
-                privsvc_tokens::IssuerConfig::new(shared.cfg.data_dir.join("issuer"));
-            issuer_config.quota_per_wallet = shared.cfg.issuer_quota;
-            issuer_config.attestation_codes = shared.cfg.issuer_codes.as_ref().map(|c| c.0.clone());
-            let issuer = privsvc_tokens::Issuer::open(
-                issuer_config,
-                Arc::new(serialized.clone()),
-                shared.ledger.clone(),
-            )
-            .map_err(|e| RelayerError::Issuer(e.to_string()))?;
-            app = app.merge(privsvc_tokens::issuer_router(Arc::new(issuer)));
-        }
         if let Some(extra) = extra(&serialized) {
             app = app.merge(extra);
         }
@@ -250,7 +249,8 @@ impl Relayer {
         let mut tasks = Vec::new();
         {
             let mut rx = stop_rx.clone();
-            let keep_peer = shared.cfg.tokens == TokenMode::Off;
+            // Kept for the submission limit (tokens off) and the issuer routes' limit.
+            let keep_peer = shared.cfg.tokens == TokenMode::Off || shared.cfg.issuer_on;
             let service = router
                 .clone()
                 .into_make_service_with_connect_info::<listener::PeerAddr>();
@@ -268,6 +268,13 @@ impl Relayer {
             shared.clone(),
             stop_rx.clone(),
         )));
+        if let Some(issuer) = issuer_handle {
+            tasks.push(tokio::spawn(issuer_mount::run_schedule(
+                issuer,
+                shared.cfg.issuer_schedule_period,
+                stop_rx.clone(),
+            )));
+        }
         tasks.push(tokio::spawn(health::run_pruning(shared.clone(), stop_rx)));
         tracing::info!(url = %public_url, "relayer started");
         Ok(RelayerHandle {
