@@ -40,8 +40,8 @@ pub fn mount(
         limiter: RateLimiter::new(cfg.issuer_rate_limit_per_min),
         per_min: cfg.issuer_rate_limit_per_min,
     });
-    let routes = issuer_router(issuer.clone())
-        .layer(axum::middleware::from_fn_with_state(limiter, limit));
+    let routes =
+        issuer_router(issuer.clone()).layer(axum::middleware::from_fn_with_state(limiter, limit));
     Ok((routes, issuer))
 }
 

@@ -28,10 +28,13 @@ pub const KEY_RECHECK: Duration = Duration::from_secs(30);
 /// After a token fails to verify, the key is read again if its last read is older than this.
 pub const FAILED_RECHECK: Duration = Duration::from_secs(1);
 
+/// An accepted key and when it was last read from the ledger.
+type CachedKey = (Arc<IssuerKey>, Instant);
+
 /// Issuer keys accepted from the ledger, by (app, epoch), with the pins behind them.
 pub struct IssuerKeys {
     pins: Arc<dyn KeyPins>,
-    cache: Mutex<HashMap<(String, u32), (Arc<IssuerKey>, Instant)>>,
+    cache: Mutex<HashMap<(String, u32), CachedKey>>,
 }
 
 impl Default for IssuerKeys {
@@ -67,7 +70,7 @@ impl IssuerKeys {
         Ok(Self::with_pins(Arc::new(pins)))
     }
 
-    fn cached(&self, app: &str, epoch: u32) -> Option<(Arc<IssuerKey>, Instant)> {
+    fn cached(&self, app: &str, epoch: u32) -> Option<CachedKey> {
         self.cache
             .lock()
             .unwrap_or_else(|p| p.into_inner())

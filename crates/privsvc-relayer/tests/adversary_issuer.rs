@@ -67,10 +67,7 @@ async fn nonce(node: &privsvc_devnet::DevnetHandle, a: Address) -> u64 {
 async fn invented_key_requests(url: &str, n: usize, tag: &str) {
     let mut tasks = Vec::new();
     for i in 0..n {
-        let path = format!(
-            "/v1/issuer/key?app=invented-{tag}-{i}&epoch={}",
-            today()
-        );
+        let path = format!("/v1/issuer/key?app=invented-{tag}-{i}&epoch={}", today());
         let url = url.to_string();
         tasks.push(tokio::spawn(async move { get(&url, &path).await }));
     }
@@ -86,12 +83,7 @@ fn wallet_for(
     issuer: Address,
     url: &str,
 ) -> TokenWalletOptions {
-    let mut o = TokenWalletOptions::new(
-        Arc::new(LocalWallet::random()),
-        reader(node),
-        issuer,
-        url,
-    );
+    let mut o = TokenWalletOptions::new(Arc::new(LocalWallet::random()), reader(node), issuer, url);
     o.min_age_ms = 0;
     o
 }
@@ -115,7 +107,11 @@ async fn anonymous_key_requests_cost_the_issuer_nothing_and_batches_flow() {
     let batches0 = relayer.health().await.batches;
 
     invented_key_requests(&url, 100, "a").await;
-    assert_eq!(nonce(&node, me).await, n0, "the relayer account sent a transaction");
+    assert_eq!(
+        nonce(&node, me).await,
+        n0,
+        "the relayer account sent a transaction"
+    );
     assert_eq!(key_entities(&node, me).await, 0);
 
     // While a record waits, another burst: the record is still written promptly.
@@ -161,19 +157,37 @@ async fn requests_for_another_issuer_or_chain_are_refused() {
     let w = LocalWallet::random();
 
     let req = signed_request(&w, Address::repeat_byte(0x11), chain).await;
-    let (s, b) = post(url, "/v1/tokens/issue", &serde_json::to_value(&req).unwrap()).await;
+    let (s, b) = post(
+        url,
+        "/v1/tokens/issue",
+        &serde_json::to_value(&req).unwrap(),
+    )
+    .await;
     assert_eq!(s, 403, "{b}");
     assert!(b["error"].as_str().unwrap().contains("for issuer"), "{b}");
     let req = signed_request(&w, me, chain + 1).await;
-    let (s, b) = post(url, "/v1/tokens/issue", &serde_json::to_value(&req).unwrap()).await;
+    let (s, b) = post(
+        url,
+        "/v1/tokens/issue",
+        &serde_json::to_value(&req).unwrap(),
+    )
+    .await;
     assert_eq!(s, 403, "{b}");
     assert!(b["error"].as_str().unwrap().contains("for chain"), "{b}");
     // Rewriting the named issuer without re-signing breaks the signature.
     let mut req = signed_request(&w, Address::repeat_byte(0x11), chain).await;
     req.issuer = me;
-    let (s, b) = post(url, "/v1/tokens/issue", &serde_json::to_value(&req).unwrap()).await;
+    let (s, b) = post(
+        url,
+        "/v1/tokens/issue",
+        &serde_json::to_value(&req).unwrap(),
+    )
+    .await;
     assert_eq!(s, 403, "{b}");
-    assert!(b["error"].as_str().unwrap().contains("walletSignature"), "{b}");
+    assert!(
+        b["error"].as_str().unwrap().contains("walletSignature"),
+        "{b}"
+    );
     // A token wallet configured for another chain is refused by name, and nothing is written.
     let mut o = wallet_for(&node, me, url);
     o.chain_id = Some(chain + 7);

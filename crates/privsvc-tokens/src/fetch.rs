@@ -23,7 +23,9 @@ pub async fn fetch_issuer_key(
     app: &str,
     epoch: u32,
 ) -> Result<IssuerKey, TokenError> {
-    Ok(fetch_issuer_key_entity(reader, issuer, app, epoch).await?.key)
+    Ok(fetch_issuer_key_entity(reader, issuer, app, epoch)
+        .await?
+        .key)
 }
 
 /// The issuer's key for (`app`, `epoch`) as on the ledger, with when it was created.

@@ -723,7 +723,10 @@ mod tests {
         // Spread over the window, not a constant (10 000 draws: the extremes are within an
         // hour of the window's ends with overwhelming probability).
         assert!(earliest < start + DAY_MS / 2 + 3_600_000, "{earliest}");
-        assert!(latest > start + DAY_MS - PUBLISH_MARGIN_MS - 3_600_000, "{latest}");
+        assert!(
+            latest > start + DAY_MS - PUBLISH_MARGIN_MS - 3_600_000,
+            "{latest}"
+        );
     }
 
     #[test]

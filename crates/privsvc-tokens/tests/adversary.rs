@@ -219,7 +219,10 @@ async fn new_apps_are_capped_per_day_and_the_count_survives_a_restart() {
     let req = signed(me, chain, &w, "app-c", e, now_ms(), &[placeholder()]).await;
     let (s, b) = post_issue(&url, &req).await;
     assert_eq!(s, 403, "{b}");
-    assert!(b["error"].as_str().unwrap().contains("at most 2 new apps"), "{b}");
+    assert!(
+        b["error"].as_str().unwrap().contains("at most 2 new apps"),
+        "{b}"
+    );
     assert_eq!(key_entities(&env, me).await, before);
 
     // The count is durable: after a restart the cap still holds.
@@ -265,7 +268,11 @@ async fn the_schedule_publishes_next_day_keys_at_its_moment_and_lapsed_apps_wait
     // tomorrow's does not (the moment is in the second half of the day).
     clock.store(day_start + 3_600_000, Ordering::SeqCst);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let task = tokio::spawn(issuer.clone().run_key_schedule(Duration::from_millis(20), stop_rx));
+    let task = tokio::spawn(
+        issuer
+            .clone()
+            .run_key_schedule(Duration::from_millis(20), stop_rx),
+    );
     wait_key(&env, me, "configured", e).await;
     // An app created today and issued tokens, and one created today and left idle.
     let t = clock.load(Ordering::SeqCst);
@@ -399,13 +406,19 @@ async fn acceptance_refuses_late_keys_of_established_apps_and_swapped_keys() {
     let err = accept_issuer_key(env.reader.as_ref(), &pins, me, "fresh", e)
         .await
         .unwrap_err();
-    assert!(matches!(err, TokenError::IssuerEquivocation { .. }), "{err}");
+    assert!(
+        matches!(err, TokenError::IssuerEquivocation { .. }),
+        "{err}"
+    );
     drop(pins);
     let reopened = SqliteKeyPins::open(&pins_path, e).unwrap();
     let err = accept_issuer_key(env.reader.as_ref(), &reopened, me, "fresh", e)
         .await
         .unwrap_err();
-    assert!(matches!(err, TokenError::IssuerEquivocation { .. }), "{err}");
+    assert!(
+        matches!(err, TokenError::IssuerEquivocation { .. }),
+        "{err}"
+    );
 
     // Deleting yesterday's key does not make a late key acceptable to whoever pinned it.
     let k_old = fresh_key();
@@ -413,11 +426,13 @@ async fn acceptance_refuses_late_keys_of_established_apps_and_swapped_keys() {
     accept_issuer_key(env.reader.as_ref(), &reopened, me, "hiding", e - 1)
         .await
         .unwrap();
-    assert!(issuer
-        .execute(&[Operation::Delete { key: old }])
-        .await
-        .unwrap()
-        .success);
+    assert!(
+        issuer
+            .execute(&[Operation::Delete { key: old }])
+            .await
+            .unwrap()
+            .success
+    );
     publish(issuer.as_ref(), "hiding", e, fresh_key().spki()).await;
     let err = accept_issuer_key(env.reader.as_ref(), &reopened, me, "hiding", e)
         .await

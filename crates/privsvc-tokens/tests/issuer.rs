@@ -396,7 +396,15 @@ async fn every_refusal_is_a_403_with_a_reason() {
     let (s, b) = post_issue(&url, &json(&req)).await;
     assert_refused(s, &b, "quota exceeded");
     // Another wallet has its own quota.
-    let req = request(&to, &mallory, e, &[&again[0].2], now_ms(), Some("code-three")).await;
+    let req = request(
+        &to,
+        &mallory,
+        e,
+        &[&again[0].2],
+        now_ms(),
+        Some("code-three"),
+    )
+    .await;
     let (s, b) = post_issue(&url, &json(&req)).await;
     assert_eq!(s, 200, "{b}");
     assert_eq!(b["remaining"], 4);

@@ -34,8 +34,9 @@ fn epochs_are_utc_days() {
 #[test]
 fn issuance_message_text() {
     let b64 = base64::engine::general_purpose::STANDARD;
-    let issuer: alloy_primitives::Address =
-        "0x5aaeb6053f3e94c9b9a09f33669435e7ef1beaed".parse().unwrap();
+    let issuer: alloy_primitives::Address = "0x5aaeb6053f3e94c9b9a09f33669435e7ef1beaed"
+        .parse()
+        .unwrap();
     let req = IssueRequest {
         issuer,
         chain_id: 60_138_453_025,
