@@ -16,8 +16,9 @@
 //!
 //! Privacy: no log line, at any level, holds a client address or any part of a request body.
 //! The listener ([`listener`]) gives axum an unprintable peer address (used only by the
-//! in-memory rate limiter, and dropped at accept when tokens are required); log fields are an
-//! allowlist ([`state::ledger_error_kind`]). Binaries should add
+//! in-memory rate limiters of submissions and of the issuer routes, and dropped at accept when
+//! tokens are required and `ISSUER` is off); log fields are an allowlist
+//! ([`state::ledger_error_kind`]). Binaries should add
 //! `privsvc_ohttp::SILENCE_OHTTP_LOGS` to their log filter.
 //!
 //! Rate limit: with tokens off, submissions are limited per source address (`RATE_LIMIT_PER_MIN`,
