@@ -21,6 +21,9 @@
 //! | `ISSUER_URL` | `--issuer-url` | `PUBLIC_URL` when `ISSUER=on` | the issuer's base URL |
 //! | `ISSUER_QUOTA` | `--issuer-quota` | 100 | tokens one wallet may obtain per app and day (`ISSUER=on`) |
 //! | `ISSUER_CODES_FILE` | `--issuer-codes-file` | none | one-time attestation codes, one a line; when given, issuance needs one |
+//! | `ISSUER_APPS` | `--issuer-apps` | none | comma-separated apps whose keys the issuer creates unasked: today's at start, each next day's during the day before (`ISSUER=on`) |
+//! | `ISSUER_MAX_NEW_APPS` | `--issuer-max-new-apps` | 20 | apps a UTC day for which a first signed issue request may create a key (`ISSUER=on`; 0 = only `ISSUER_APPS`) |
+//! | `ISSUER_RATE_LIMIT_PER_MIN` | `--issuer-rate-limit-per-min` | 60 | requests a minute per source address to `/v1/issuer/*` and `/v1/tokens/issue` (`ISSUER=on`) |
 //! | `OHTTP` | `--ohttp` | `off` | `on` serves `POST /v1/ohttp` |
 //! | `OHTTP_SEED` | none (env only) | none | 32-byte hex seed of the gateway key (required with `OHTTP=on`) |
 //! | `RATE_LIMIT_PER_MIN` | `--rate-limit-per-min` | 30 | submissions a minute per source address (tokens off), whether posted to `/v1/records` or inside `POST /v1/ohttp` from an address not in `OHTTP_RELAY_IPS` |
@@ -182,6 +185,14 @@ pub struct RelayerConfig {
     pub issuer_quota: u32,
     /// One-time attestation codes the issuer requires (`None`: no codes needed).
     pub issuer_codes: Option<AttestationCodes>,
+    /// Apps whose keys the issuer creates without being asked (`ISSUER_APPS`).
+    pub issuer_apps: Vec<String>,
+    /// New apps a UTC day that issue requests may create a key for (`ISSUER_MAX_NEW_APPS`).
+    pub issuer_max_new_apps: u32,
+    /// Requests a minute per source address to the issuer routes (`ISSUER_RATE_LIMIT_PER_MIN`).
+    pub issuer_rate_limit_per_min: u32,
+    /// How often the issuer checks whether a key is due (not a setting; tests shorten it).
+    pub issuer_schedule_period: Duration,
     /// OHTTP gateway seed; `Some` = `OHTTP=on`.
     pub ohttp_seed: Option<OhttpSeed>,
     /// Submissions per minute per source address when tokens are off (direct, or inside
@@ -246,6 +257,12 @@ struct Cli {
     issuer_quota: Option<String>,
     #[arg(long, env = "ISSUER_CODES_FILE")]
     issuer_codes_file: Option<PathBuf>,
+    #[arg(long, env = "ISSUER_APPS")]
+    issuer_apps: Option<String>,
+    #[arg(long, env = "ISSUER_MAX_NEW_APPS")]
+    issuer_max_new_apps: Option<String>,
+    #[arg(long, env = "ISSUER_RATE_LIMIT_PER_MIN")]
+    issuer_rate_limit_per_min: Option<String>,
     #[arg(long, env = "OHTTP")]
     ohttp: Option<String>,
     #[arg(long, env = "RATE_LIMIT_PER_MIN")]
@@ -337,6 +354,26 @@ fn ip_list(name: &'static str, value: Option<String>) -> Result<Vec<IpAddr>, Con
         .collect()
 }
 
+/// `ISSUER_APPS`: comma-separated app names, each 1 to 128 bytes, no duplicates.
+fn issuer_apps(text: &str) -> Result<Vec<String>, ConfigError> {
+    let mut apps: Vec<String> = Vec::new();
+    for app in text.split(',').map(str::trim).filter(|a| !a.is_empty()) {
+        if app.len() > privsvc_tokens::issuer::MAX_APP_BYTES {
+            return Err(invalid(
+                "ISSUER_APPS",
+                format!(
+                    "app {app:?} is longer than {} bytes",
+                    privsvc_tokens::issuer::MAX_APP_BYTES
+                ),
+            ));
+        }
+        if !apps.iter().any(|a| a == app) {
+            apps.push(app.to_string());
+        }
+    }
+    Ok(apps)
+}
+
 fn http_url(name: &'static str, text: String) -> Result<String, ConfigError> {
     let parsed = url::Url::parse(text.trim())
         .map_err(|e| invalid(name, format!("not a URL ({e}): {text:?}")))?;
@@ -368,6 +405,10 @@ impl RelayerConfig {
             issuer_url: None,
             issuer_quota: 100,
             issuer_codes: None,
+            issuer_apps: Vec::new(),
+            issuer_max_new_apps: 20,
+            issuer_rate_limit_per_min: 1_000_000,
+            issuer_schedule_period: Duration::from_secs(60),
             ohttp_seed: None,
             rate_limit_per_min: 1_000_000,
             ohttp_relay_ips: Vec::new(),
@@ -495,6 +536,24 @@ impl RelayerConfig {
                 Some(AttestationCodes(codes))
             }
         };
+        c.issuer_apps = match cli.issuer_apps {
+            None => Vec::new(),
+            Some(text) => issuer_apps(&text)?,
+        };
+        c.issuer_max_new_apps = num(
+            "ISSUER_MAX_NEW_APPS",
+            cli.issuer_max_new_apps,
+            20u32,
+            0,
+            10_000,
+        )?;
+        c.issuer_rate_limit_per_min = num(
+            "ISSUER_RATE_LIMIT_PER_MIN",
+            cli.issuer_rate_limit_per_min,
+            60u32,
+            1,
+            1_000_000,
+        )?;
         let ohttp_on = on_off("OHTTP", cli.ohttp)?;
         c.ohttp_seed = if ohttp_on {
             let text = env_seed
@@ -617,6 +676,11 @@ mod tests {
         assert_eq!(c.metrics_bind, Some("127.0.0.1:9100".parse().unwrap()));
         assert_eq!(c.tokens, TokenMode::Off);
         assert!(c.ohttp_seed.is_none());
+        assert_eq!(c.issuer_max_new_apps, 20);
+        assert_eq!(c.issuer_rate_limit_per_min, 60);
+        assert!(c.issuer_apps.is_empty());
+        let c = parse(&["--issuer-apps", " notes, chat ,,notes"]).unwrap();
+        assert_eq!(c.issuer_apps, vec!["notes".to_string(), "chat".to_string()]);
     }
 
     #[test]
@@ -645,6 +709,17 @@ mod tests {
         assert!(e.contains("METRICS_BIND"), "{e}");
         let e = parse(&["--rpc-url", "ftp://x"]).unwrap_err().to_string();
         assert!(e.contains("LEDGER_RPC_URL"), "{e}");
+        let e = parse(&["--issuer-max-new-apps", "many"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("ISSUER_MAX_NEW_APPS"), "{e}");
+        let e = parse(&["--issuer-rate-limit-per-min", "0"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("ISSUER_RATE_LIMIT_PER_MIN"), "{e}");
+        let long = "x".repeat(129);
+        let e = parse(&["--issuer-apps", &long]).unwrap_err().to_string();
+        assert!(e.contains("ISSUER_APPS"), "{e}");
     }
 
     #[test]

@@ -16,8 +16,9 @@
 //!
 //! Privacy: no log line, at any level, holds a client address or any part of a request body.
 //! The listener ([`listener`]) gives axum an unprintable peer address (used only by the
-//! in-memory rate limiter, and dropped at accept when tokens are required); log fields are an
-//! allowlist ([`state::ledger_error_kind`]). Binaries should add
+//! in-memory rate limiters of submissions and of the issuer routes, and dropped at accept when
+//! tokens are required and `ISSUER` is off); log fields are an allowlist
+//! ([`state::ledger_error_kind`]). Binaries should add
 //! `privsvc_ohttp::SILENCE_OHTTP_LOGS` to their log filter.
 //!
 //! Rate limit: with tokens off, submissions are limited per source address (`RATE_LIMIT_PER_MIN`,
@@ -51,6 +52,7 @@ pub mod batcher;
 pub mod config;
 pub mod entities;
 pub mod health;
+pub mod issuer_mount;
 pub mod listener;
 pub mod metrics;
 pub mod queue;
@@ -226,30 +228,28 @@ impl Relayer {
             writer: serialized.clone(),
             seq: AtomicU64::new(next_seq),
             occupancy: AtomicUsize::new(occupancy),
-            issuer_keys: tokencheck::IssuerKeys::default(),
+            issuer_keys: tokencheck::IssuerKeys::open(&config.data_dir)
+                .map_err(|e| RelayerError::Issuer(e.to_string()))?,
             live: Mutex::new(live),
             attempts: Mutex::new(Default::default()),
             reconciled,
             cfg: config,
         });
 
-        let api = api::api_router(shared.clone());
+        // With ISSUER=on the issuer routes are served directly and through the OHTTP gateway.
+        let (issuer_routes, issuer_handle) = if shared.cfg.issuer_on {
+            let (routes, issuer) = issuer_mount::mount(&shared, &serialized)?;
+            (Some(routes), Some(issuer))
+        } else {
+            (None, None)
+        };
+        let mut api = api::api_router(shared.clone());
+        if let Some(routes) = issuer_routes {
+            api = api.merge(routes);
+        }
         let mut app = api
             .clone()
             .merge(api::ohttp_router(shared.clone(), gateway, api));
-        if shared.cfg.issuer_on {
-            let mut issuer_config =
-                privsvc_tokens::IssuerConfig::new(shared.cfg.data_dir.join("issuer"));
-            issuer_config.quota_per_wallet = shared.cfg.issuer_quota;
-            issuer_config.attestation_codes = shared.cfg.issuer_codes.as_ref().map(|c| c.0.clone());
-            let issuer = privsvc_tokens::Issuer::open(
-                issuer_config,
-                Arc::new(serialized.clone()),
-                shared.ledger.clone(),
-            )
-            .map_err(|e| RelayerError::Issuer(e.to_string()))?;
-            app = app.merge(privsvc_tokens::issuer_router(Arc::new(issuer)));
-        }
         if let Some(extra) = extra(&serialized) {
             app = app.merge(extra);
         }
@@ -281,7 +281,8 @@ impl Relayer {
         }
         {
             let mut rx = stop_rx.clone();
-            let keep_peer = shared.cfg.tokens == TokenMode::Off;
+            // Kept for the submission limit (tokens off) and the issuer routes' limit.
+            let keep_peer = shared.cfg.tokens == TokenMode::Off || shared.cfg.issuer_on;
             let service = router
                 .clone()
                 .into_make_service_with_connect_info::<listener::PeerAddr>();
@@ -303,6 +304,13 @@ impl Relayer {
             shared.clone(),
             stop_rx.clone(),
         )));
+        if let Some(issuer) = issuer_handle {
+            tasks.push(tokio::spawn(issuer_mount::run_schedule(
+                issuer,
+                shared.cfg.issuer_schedule_period,
+                stop_rx.clone(),
+            )));
+        }
         tasks.push(tokio::spawn(health::run_pruning(shared.clone(), stop_rx)));
         tracing::info!(url = %public_url, "relayer started");
         Ok(RelayerHandle {

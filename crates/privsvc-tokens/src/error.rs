@@ -43,6 +43,20 @@ pub enum TokenError {
         /// How many distinct keys were found.
         keys: usize,
     },
+    /// The issuer's key for an epoch was created after that day began although the app had a
+    /// key the day before: an honest issuer publishes it the day before; a late key may have
+    /// been made for a few users only (to tag them).
+    #[error("issuer {issuer} created its key for app {app:?}, epoch {epoch} {late_by_s} s after that day began although the app already had a key the day before; refusing it (a late key can tag its users)")]
+    KeyTooLate {
+        /// The issuer address (0x-hex).
+        issuer: String,
+        /// The app.
+        app: String,
+        /// The UTC day number.
+        epoch: u32,
+        /// Seconds between the start of the day and the key's creation block.
+        late_by_s: u64,
+    },
     /// The issuer refused an issuance (HTTP 403) with this reason.
     #[error("the issuer refused to issue tokens: {0}")]
     Refused(String),

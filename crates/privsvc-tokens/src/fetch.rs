@@ -15,16 +15,39 @@ const MAX_PAGES: usize = 10;
 ///
 /// Fails with [`TokenError::NoIssuerKey`] when there is none and with
 /// [`TokenError::IssuerEquivocation`] when the issuer published two distinct keys (a payload
-/// that is not a valid key counts as a distinct key).
+/// that is not a valid key counts as a distinct key). It applies no timing rule and no pin:
+/// relayers and clients use [`crate::accept_issuer_key`].
 pub async fn fetch_issuer_key(
     reader: &dyn LedgerReader,
     issuer: Address,
     app: &str,
     epoch: u32,
 ) -> Result<IssuerKey, TokenError> {
+    Ok(fetch_issuer_key_entity(reader, issuer, app, epoch)
+        .await?
+        .key)
+}
+
+/// The issuer's key for (`app`, `epoch`) as on the ledger, with when it was created.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublishedKey {
+    /// The key.
+    pub key: IssuerKey,
+    /// The earliest creation block (`$createdAt`) among the issuer's entities holding it.
+    pub created_at: u64,
+}
+
+/// Like [`fetch_issuer_key`], also returning the creation block of the key's entity (the
+/// earliest, when the issuer published the same key more than once).
+pub async fn fetch_issuer_key_entity(
+    reader: &dyn LedgerReader,
+    issuer: Address,
+    app: &str,
+    epoch: u32,
+) -> Result<PublishedKey, TokenError> {
     let expression = issuer_key_query(issuer, app, epoch)?;
     let mut options = issuer_key_options();
-    let mut distinct: Vec<Result<IssuerKey, TokenError>> = Vec::new();
+    let mut distinct: Vec<(Result<IssuerKey, TokenError>, u64)> = Vec::new();
     for _ in 0..MAX_PAGES {
         let page = reader.query(&expression, &options).await?;
         // Pin later pages to the block of the first one.
@@ -33,13 +56,15 @@ pub async fn fetch_issuer_key(
             let Some(spki) = issuer_key_payload(entity, issuer, app, epoch) else {
                 continue;
             };
+            let created = entity.created_at.unwrap_or(page.block_number);
             let key = import_issuer_key(&spki);
-            let seen = distinct.iter().any(|k| match (k, &key) {
+            let seen = distinct.iter_mut().find(|(k, _)| match (k, &key) {
                 (Ok(a), Ok(b)) => a == b,
                 _ => false,
             });
-            if !seen {
-                distinct.push(key);
+            match seen {
+                Some((_, at)) => *at = (*at).min(created),
+                None => distinct.push((key, created)),
             }
         }
         match page.cursor {
@@ -53,7 +78,13 @@ pub async fn fetch_issuer_key(
             app: app.to_string(),
             epoch,
         }),
-        1 => distinct.pop().expect("one key"),
+        1 => {
+            let (key, created_at) = distinct.pop().expect("one key");
+            Ok(PublishedKey {
+                key: key?,
+                created_at,
+            })
+        }
         keys => Err(TokenError::IssuerEquivocation {
             issuer: issuer.to_string(),
             app: app.to_string(),

@@ -1,9 +1,17 @@
 //! The token issuer: per-(app, epoch) keys kept durably and published on the ledger, and
 //! issuance with every check of SPEC's 403 list.
+//!
+//! Revision 2 (DESIGN 9): `GET /v1/issuer/key` never creates a key. Keys exist for the
+//! configured apps (`ISSUER_APPS`), or after a first valid, wallet-signed issue request within
+//! quota, at most `max_new_apps` new apps a UTC day. Day D+1's key of every configured or
+//! active app is published during day D at a random moment of its second half
+//! ([`next_day_moment`], [`next_day_due`], [`Issuer::run_key_schedule`]), so relayers and
+//! clients can refuse a key created after its day began (see [`crate::acceptance`]).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use alloy_primitives::{Address, Signature};
 use base64::Engine as _;
@@ -14,7 +22,7 @@ use crate::issuer_store::{IssuerStore, StoreError};
 use crate::key_entity::{
     issuer_key_create, issuer_key_options, issuer_key_payload, issuer_key_query,
 };
-use crate::message::{epoch_of, issuance_message, now_ms};
+use crate::message::{epoch_of, issuance_message, now_ms, DAY_MS};
 use crate::protocol::{IssueRequest, IssueResponse, IssuerKeyResponse};
 use crate::signer::BlindSigner;
 use crate::suite::{import_issuer_key, token_suite, IssuerKey, IssuerSecretKey, MODULUS_BYTES};
@@ -27,33 +35,68 @@ pub const MAX_CLOCK_SKEW_MS: u64 = 5 * 60 * 1000;
 pub const DEFAULT_QUOTA: u32 = 100;
 /// Longest accepted app name in bytes (an Arkiv string attribute).
 pub const MAX_APP_BYTES: usize = 128;
+/// Default of [`IssuerConfig::max_new_apps`] (`ISSUER_MAX_NEW_APPS`).
+pub const DEFAULT_MAX_NEW_APPS: u32 = 20;
+/// Next-day keys are published no later than this long before midnight UTC.
+pub const PUBLISH_MARGIN_MS: u64 = 15 * 60 * 1000;
+
+/// The issuer's clock: epoch milliseconds. Injected in tests; [`now_ms`] otherwise.
+pub type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
 
 /// Issuer settings. `Debug` leaves the attestation codes out.
 #[derive(Clone)]
 pub struct IssuerConfig {
     /// Directory of the issuer database (keys, counters, used codes).
     pub data_dir: PathBuf,
+    /// Chain id of the ledger the keys are published on (named in the issuance message).
+    pub chain_id: u64,
     /// Tokens one wallet may obtain per (app, epoch).
     pub quota_per_wallet: u32,
     /// When `Some`, every issue request needs one of these one-time codes.
     pub attestation_codes: Option<Vec<String>>,
+    /// Apps whose keys the issuer creates without being asked (`ISSUER_APPS`): today's at
+    /// start, each next day's during the day before.
+    pub apps: Vec<String>,
+    /// Apps that issue requests may create a key for, per UTC day (`ISSUER_MAX_NEW_APPS`).
+    pub max_new_apps: u32,
+    /// The clock (default [`now_ms`]).
+    pub clock: Clock,
 }
 
 impl IssuerConfig {
-    /// Defaults: quota [`DEFAULT_QUOTA`], no attestation codes.
-    pub fn new(data_dir: impl Into<PathBuf>) -> Self {
+    /// Defaults: quota [`DEFAULT_QUOTA`], no attestation codes, no configured apps,
+    /// [`DEFAULT_MAX_NEW_APPS`] new apps a day, the system clock.
+    pub fn new(data_dir: impl Into<PathBuf>, chain_id: u64) -> Self {
         IssuerConfig {
             data_dir: data_dir.into(),
+            chain_id,
             quota_per_wallet: DEFAULT_QUOTA,
             attestation_codes: None,
+            apps: Vec::new(),
+            max_new_apps: DEFAULT_MAX_NEW_APPS,
+            clock: Arc::new(now_ms),
         }
     }
+}
+
+/// The moment of day `epoch` at which its next-day keys are published: uniformly random in the
+/// second half of the day, at least [`PUBLISH_MARGIN_MS`] before its end.
+pub fn next_day_moment(epoch: u32, rng: &mut impl rand::Rng) -> u64 {
+    let half = u64::from(epoch) * DAY_MS + DAY_MS / 2;
+    half + rng.gen_range(0..DAY_MS / 2 - PUBLISH_MARGIN_MS)
+}
+
+/// Whether next-day keys are due at `now_ms`, given the day's stored `moment_ms`: the moment
+/// has passed and it is still the moment's day (the next day has its own moment).
+pub fn next_day_due(now_ms: u64, moment_ms: u64) -> bool {
+    now_ms >= moment_ms && epoch_of(now_ms) == epoch_of(moment_ms)
 }
 
 impl std::fmt::Debug for IssuerConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("IssuerConfig")
             .field("data_dir", &self.data_dir)
+            .field("chain_id", &self.chain_id)
             .field("quota_per_wallet", &self.quota_per_wallet)
             .field(
                 "attestation_codes",
@@ -62,6 +105,8 @@ impl std::fmt::Debug for IssuerConfig {
                     .as_ref()
                     .map(|c| format!("<{} codes>", c.len())),
             )
+            .field("apps", &self.apps)
+            .field("max_new_apps", &self.max_new_apps)
             .finish()
     }
 }
@@ -90,6 +135,36 @@ pub enum IssueRefusal {
     /// The code is unknown or was already used.
     #[error("attestation code unknown or already used")]
     AttestationUsed,
+    /// The request names another issuer (a request signed for one issuer is not replayable to
+    /// another).
+    #[error("this request is for issuer {requested}, but this issuer is {actual}")]
+    WrongIssuer {
+        /// The issuer named in the request (EIP-55).
+        requested: String,
+        /// This issuer's address (EIP-55).
+        actual: String,
+    },
+    /// The request names another chain.
+    #[error("this request is for chain {requested}, but this issuer publishes on chain {actual}")]
+    WrongChain {
+        /// The chain id named in the request.
+        requested: u64,
+        /// The chain id of this issuer's ledger.
+        actual: u64,
+    },
+    /// The day's limit of new apps is reached.
+    #[error("this issuer creates keys for at most {max} new apps a UTC day and today's are taken; ask again tomorrow or ask the operator to add the app to ISSUER_APPS")]
+    NewAppLimit {
+        /// `ISSUER_MAX_NEW_APPS`.
+        max: u32,
+    },
+    /// The app had a key yesterday but none was published for today before today began, so
+    /// relayers would refuse a key created now.
+    #[error("app {app:?} had a key yesterday but no tokens were issued for it, so no key was published for today in time; a key created now would be refused by relayers: ask again tomorrow")]
+    AppLapsed {
+        /// The app.
+        app: String,
+    },
     /// The wallet's quota for this app and day would be exceeded.
     #[error("quota exceeded: {remaining} tokens left for this wallet today")]
     QuotaExceeded {
@@ -104,6 +179,24 @@ pub enum IssuerError {
     /// Malformed request (400).
     #[error("{0}")]
     BadRequest(String),
+    /// The issuer has no published key for this app and epoch (404). `GET /v1/issuer/key`
+    /// never creates one.
+    #[error("no key for app {app:?}, epoch {epoch}: keys exist for the issuer's configured apps and after a first valid, wallet-signed POST /v1/tokens/issue")]
+    NoKey {
+        /// The app.
+        app: String,
+        /// The UTC day number.
+        epoch: u32,
+    },
+    /// The request created the day's first key for the app (409): its blinded values cannot be
+    /// under that key; read the key from the ledger and ask again.
+    #[error("no key for app {app:?}, epoch {epoch} existed: this request created and published one; read it from the ledger and send a new request with values blinded under it")]
+    KeyCreated {
+        /// The app.
+        app: String,
+        /// The UTC day number.
+        epoch: u32,
+    },
     /// Refused issuance (403).
     #[error(transparent)]
     Refused(#[from] IssueRefusal),
@@ -160,7 +253,7 @@ impl Issuer {
         reader: Arc<dyn LedgerReader>,
     ) -> Result<Self, IssuerError> {
         let store = Arc::new(IssuerStore::open(&config.data_dir)?);
-        store.prune(epoch_of(now_ms()).saturating_sub(1))?;
+        store.prune(epoch_of((config.clock)()).saturating_sub(1))?;
         let codes = config
             .attestation_codes
             .as_ref()
@@ -185,27 +278,116 @@ impl Issuer {
         &self.config
     }
 
-    /// `GET /v1/issuer/key`: today's key entity for `app`, generating and publishing the key
-    /// on first use. `epoch` must be today.
+    fn now(&self) -> u64 {
+        (self.config.clock)()
+    }
+
+    /// `GET /v1/issuer/key`: the published key entity of (`app`, `epoch`), where `epoch` is
+    /// today or tomorrow. Reads the issuer's database only: it never generates a key nor
+    /// sends a transaction ([`IssuerError::NoKey`] when there is none).
     pub async fn issuer_key(
         &self,
         app: &str,
         epoch: u32,
     ) -> Result<IssuerKeyResponse, IssuerError> {
         check_app(app)?;
-        let today = epoch_of(now_ms());
-        if epoch != today {
+        let today = epoch_of(self.now());
+        if epoch != today && epoch != today.saturating_add(1) {
             return Err(IssuerError::BadRequest(format!(
-                "epoch {epoch} is not today's UTC day ({today})"
+                "epoch {epoch} is not today's UTC day ({today}) nor tomorrow's"
             )));
         }
-        let (_, _, entity_key) = self.day_key(app, epoch).await?;
+        let entity_key = self
+            .store
+            .key(app, epoch)?
+            .and_then(|k| k.entity_key)
+            .ok_or_else(|| IssuerError::NoKey {
+                app: app.to_string(),
+                epoch,
+            })?;
         Ok(IssuerKeyResponse {
             issuer: self.address(),
             app: app.to_string(),
             epoch,
             entity_key,
         })
+    }
+
+    /// New apps created by issue requests today (the count `max_new_apps` limits).
+    pub fn new_apps_today(&self) -> Result<u32, IssuerError> {
+        Ok(self.store.new_app_count(epoch_of(self.now()))?)
+    }
+
+    /// One step of the key schedule at the issuer's clock: today's key of every configured
+    /// app when missing, any stored key not yet published (today's or tomorrow's), and, once
+    /// the day's random moment ([`next_day_moment`]) has passed, tomorrow's key of every
+    /// configured app and of every app that was issued tokens today. Failures are logged and
+    /// retried at the next step; returns how many keys failed.
+    pub async fn publish_due_keys(&self) -> usize {
+        let now = self.now();
+        let today = epoch_of(now);
+        let mut wanted: Vec<(String, u32)> = self
+            .config
+            .apps
+            .iter()
+            .map(|a| (a.clone(), today))
+            .collect();
+        match self.store.unpublished(today) {
+            Ok(rows) => wanted.extend(rows),
+            Err(e) => tracing::error!(error = %e, "issuer key schedule: cannot read the store"),
+        }
+        let moment = self
+            .store
+            .publish_moment(today, next_day_moment(today, &mut rand::rngs::OsRng));
+        match moment {
+            Ok(moment) if next_day_due(now, moment) => {
+                let mut apps: BTreeSet<String> = self.config.apps.iter().cloned().collect();
+                match self.store.active_apps(today) {
+                    Ok(active) => apps.extend(active),
+                    Err(e) => {
+                        tracing::error!(error = %e, "issuer key schedule: cannot read the store")
+                    }
+                }
+                wanted.extend(apps.into_iter().map(|a| (a, today + 1)));
+            }
+            Ok(_) => {}
+            Err(e) => tracing::error!(error = %e, "issuer key schedule: cannot read the store"),
+        }
+        let mut failed = 0;
+        let mut done = HashSet::new();
+        for (app, epoch) in wanted {
+            if !done.insert((app.clone(), epoch)) {
+                continue;
+            }
+            if let Err(e) = self.day_key(&app, epoch).await {
+                failed += 1;
+                tracing::error!(epoch, error = %e, "issuer key schedule: key not published");
+            }
+        }
+        failed
+    }
+
+    /// Run [`Issuer::publish_due_keys`] now and then every `period` until `stop` turns true
+    /// (or its sender is dropped).
+    pub async fn run_key_schedule(
+        self: Arc<Self>,
+        period: Duration,
+        mut stop: tokio::sync::watch::Receiver<bool>,
+    ) {
+        loop {
+            if *stop.borrow() {
+                return;
+            }
+            self.publish_due_keys().await;
+            tokio::select! {
+                _ = tokio::time::sleep(period) => {}
+                changed = stop.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                }
+            }
+        }
     }
 
     /// The public key of (`app`, `epoch`) if the issuer holds one (for tests and operators).
@@ -229,7 +411,7 @@ impl Issuer {
 
     /// `POST /v1/tokens/issue`.
     pub async fn issue(&self, req: &IssueRequest) -> Result<IssueResponse, IssuerError> {
-        let now = now_ms();
+        let now = self.now();
         let today = epoch_of(now);
         if req.epoch != today {
             return Err(IssueRefusal::EpochNotToday { today }.into());
@@ -242,6 +424,20 @@ impl Issuer {
             return Err(IssueRefusal::StaleTimestamp.into());
         }
         check_app(&req.app)?;
+        if req.issuer != self.address() {
+            return Err(IssueRefusal::WrongIssuer {
+                requested: req.issuer.to_checksum(None),
+                actual: self.address().to_checksum(None),
+            }
+            .into());
+        }
+        if req.chain_id != self.config.chain_id {
+            return Err(IssueRefusal::WrongChain {
+                requested: req.chain_id,
+                actual: self.config.chain_id,
+            }
+            .into());
+        }
         let mut blinded = Vec::with_capacity(n);
         for (i, b) in req.blinded.iter().enumerate() {
             let raw = base64::engine::general_purpose::STANDARD
@@ -288,6 +484,9 @@ impl Issuer {
             .into());
         }
 
+        if self.store.key(&req.app, req.epoch)?.is_none() {
+            return Err(self.create_for_request(&req.app, req.epoch).await);
+        }
         let (signer, _, _) = self.day_key(&req.app, req.epoch).await?;
         // Each signature is checked (s^e = m) inside `BlindSigner::sign` before it is returned.
         let signatures = tokio::task::spawn_blocking(move || {
@@ -329,6 +528,47 @@ impl Issuer {
         })
     }
 
+    /// A valid, signed request within quota for an app without a key today: create and publish
+    /// the key if the app may have one (always [`IssuerError`]: `KeyCreated` or why not).
+    async fn create_for_request(&self, app: &str, epoch: u32) -> IssuerError {
+        let configured = self.config.apps.iter().any(|a| a == app);
+        if !configured {
+            match self.store.key(app, epoch.saturating_sub(1)) {
+                Ok(Some(_)) => {
+                    return IssueRefusal::AppLapsed {
+                        app: app.to_string(),
+                    }
+                    .into()
+                }
+                Ok(None) => {}
+                Err(e) => return e.into(),
+            }
+            match self
+                .store
+                .reserve_new_app(app, epoch, self.config.max_new_apps)
+            {
+                Ok(true) => {}
+                Ok(false) => {
+                    return IssueRefusal::NewAppLimit {
+                        max: self.config.max_new_apps,
+                    }
+                    .into()
+                }
+                Err(e) => return e.into(),
+            }
+        }
+        match self.day_key(app, epoch).await {
+            Ok(_) => {
+                tracing::info!(epoch, "created a key for a new app");
+                IssuerError::KeyCreated {
+                    app: app.to_string(),
+                    epoch,
+                }
+            }
+            Err(e) => e,
+        }
+    }
+
     /// The loaded key of (`app`, `epoch`): generated once, stored, then published once.
     async fn day_key(
         &self,
@@ -358,8 +598,9 @@ impl Issuer {
         let stored = match self.store.key(app, epoch)? {
             Some(k) => k,
             None => {
-                // A new day's first key: forget keys and counters no relayer needs any more.
-                self.store.prune(epoch.saturating_sub(1))?;
+                // A new key: forget keys and counters no one needs any more (yesterday's stay:
+                // they decide whether an app is new; a next-day key is made the day before).
+                self.store.prune(epoch.saturating_sub(2))?;
                 let store = self.store.clone();
                 let app_owned = app.to_string();
                 tokio::task::spawn_blocking(move || {
@@ -458,4 +699,45 @@ fn recover_wallet(sig_hex: &str, message: &str) -> Option<Address> {
     let raw = hex::decode(sig_hex.strip_prefix("0x").unwrap_or(sig_hex)).ok()?;
     let sig = Signature::try_from(raw.as_slice()).ok()?;
     sig.recover_address_from_msg(message.as_bytes()).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng as _;
+
+    #[test]
+    fn next_day_moments_fall_in_the_second_half_before_the_margin() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        let epoch = 20_000u32;
+        let start = u64::from(epoch) * DAY_MS;
+        let mut earliest = u64::MAX;
+        let mut latest = 0;
+        for _ in 0..10_000 {
+            let m = next_day_moment(epoch, &mut rng);
+            assert!(m >= start + DAY_MS / 2, "{m} is in the first half");
+            assert!(m < start + DAY_MS - PUBLISH_MARGIN_MS, "{m} is too late");
+            earliest = earliest.min(m);
+            latest = latest.max(m);
+        }
+        // Spread over the window, not a constant (10 000 draws: the extremes are within an
+        // hour of the window's ends with overwhelming probability).
+        assert!(earliest < start + DAY_MS / 2 + 3_600_000, "{earliest}");
+        assert!(
+            latest > start + DAY_MS - PUBLISH_MARGIN_MS - 3_600_000,
+            "{latest}"
+        );
+    }
+
+    #[test]
+    fn next_day_keys_are_due_from_the_moment_to_the_end_of_its_day() {
+        let day = 20_000u64 * DAY_MS;
+        let moment = day + DAY_MS / 2 + 1_000;
+        assert!(!next_day_due(day, moment));
+        assert!(!next_day_due(moment - 1, moment));
+        assert!(next_day_due(moment, moment));
+        assert!(next_day_due(day + DAY_MS - 1, moment));
+        // The next day has its own moment.
+        assert!(!next_day_due(day + DAY_MS, moment));
+    }
 }

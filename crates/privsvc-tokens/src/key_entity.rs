@@ -32,6 +32,7 @@ pub(crate) fn issuer_key_options() -> QueryOptions {
         select: Select {
             key: true,
             creator: true,
+            created_at: true,
             payload: true,
             attributes: AttributeSelect::All,
             ..Select::default()

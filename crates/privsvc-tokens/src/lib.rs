@@ -36,6 +36,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod acceptance;
 pub mod error;
 pub mod message;
 pub mod protocol;
@@ -58,8 +59,12 @@ pub mod key_entity;
 pub mod router;
 pub mod signer;
 
-pub use fetch::fetch_issuer_key;
-pub use issuer::{IssueRefusal, Issuer, IssuerConfig, IssuerError};
+pub use acceptance::{accept_issuer_key, KeyPins, MemoryKeyPins, SqliteKeyPins};
+pub use fetch::{fetch_issuer_key, fetch_issuer_key_entity, PublishedKey};
+pub use issuer::{
+    next_day_due, next_day_moment, Clock, IssueRefusal, Issuer, IssuerConfig, IssuerError,
+    DEFAULT_MAX_NEW_APPS,
+};
 pub use router::issuer_router;
 pub use signer::BlindSigner;
 pub mod source;

@@ -12,8 +12,8 @@ pub const TOKEN_DOMAIN: &[u8] = b"privsvc token v1";
 pub const NONCE_BYTES: usize = 32;
 /// Milliseconds in a UTC day.
 pub const DAY_MS: u64 = 86_400_000;
-/// First line of the issuance message.
-pub const ISSUANCE_DOMAIN: &str = "privsvc token issuance v1";
+/// First line of the issuance message (revision 2: the message names the issuer and chain).
+pub const ISSUANCE_DOMAIN: &str = "privsvc token issuance v2";
 
 /// The message a token signs:
 /// `"privsvc token v1" || u16be(len app) || app || u32be(epoch) || nonce(32)`.
@@ -68,15 +68,18 @@ pub fn now_ms() -> u64 {
 /// trailing newline):
 ///
 /// ```text
-/// privsvc token issuance v1
+/// privsvc token issuance v2
+/// issuer: {EIP-55 address of the issuer}
+/// chain: {chain id}
 /// app: {app}
 /// epoch: {epoch}
 /// ts: {ts}
 /// blinded: {hex SHA-256 of the concatenated decoded blinded values}
 /// ```
 ///
-/// Uses `req.app`, `req.epoch` and `req.blinded`; `ts` is given separately. Fails when a blinded
-/// value is not standard base64.
+/// Uses `req.issuer`, `req.chain_id`, `req.app`, `req.epoch` and `req.blinded`; `ts` is given
+/// separately. Naming the issuer and chain means a signed request cannot be replayed to another
+/// issuer or on another network. Fails when a blinded value is not standard base64.
 pub fn issuance_message(req: &IssueRequest, ts: u64) -> Result<String, TokenError> {
     let mut h = Sha256::new();
     for (i, b) in req.blinded.iter().enumerate() {
@@ -87,7 +90,10 @@ pub fn issuance_message(req: &IssueRequest, ts: u64) -> Result<String, TokenErro
     }
     let digest = hex::encode(h.finalize());
     Ok(format!(
-        "{ISSUANCE_DOMAIN}\napp: {}\nepoch: {}\nts: {ts}\nblinded: {digest}",
-        req.app, req.epoch
+        "{ISSUANCE_DOMAIN}\nissuer: {}\nchain: {}\napp: {}\nepoch: {}\nts: {ts}\nblinded: {digest}",
+        req.issuer.to_checksum(None),
+        req.chain_id,
+        req.app,
+        req.epoch
     ))
 }

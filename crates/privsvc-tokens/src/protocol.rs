@@ -61,6 +61,10 @@ impl TokenRedemption {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct IssueRequest {
+    /// The issuer the request is for (its address, the creator of its key entities).
+    pub issuer: Address,
+    /// The chain id of the ledger the issuer publishes its keys on.
+    pub chain_id: u64,
     /// The app the tokens are for.
     pub app: String,
     /// Today's UTC day number.

@@ -19,7 +19,11 @@ pub const MAX_ISSUE_BODY: usize = 64 * 1024;
 /// `GET /v1/issuer/key?app=&epoch=` and `POST /v1/tokens/issue` over `issuer`.
 ///
 /// Every error answers `{ "error": "<reason>" }`: 400 for malformed requests (and an epoch that
-/// is not today on the key endpoint), 403 for refused issuance, 500/502 for server faults.
+/// is neither today nor tomorrow on the key endpoint), 404 for an app without a published key
+/// (the key endpoint never creates one), 403 for refused issuance (including a request for
+/// another issuer or chain, or beyond the day's new-app limit), 409 when an issue request has
+/// just created the app's first key (read it from the ledger, then ask again), 500/502 for
+/// server faults.
 pub fn issuer_router(issuer: Arc<Issuer>) -> Router {
     Router::new()
         .route("/v1/issuer/key", get(get_key))
@@ -48,6 +52,8 @@ impl IntoResponse for IssuerError {
     fn into_response(self) -> Response {
         let status = match &self {
             IssuerError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            IssuerError::NoKey { .. } => StatusCode::NOT_FOUND,
+            IssuerError::KeyCreated { .. } => StatusCode::CONFLICT,
             IssuerError::Refused(_) => StatusCode::FORBIDDEN,
             IssuerError::Ledger(_) => StatusCode::BAD_GATEWAY,
             IssuerError::KeyConflict { .. } | IssuerError::Store(_) | IssuerError::Internal(_) => {

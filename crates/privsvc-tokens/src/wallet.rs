@@ -10,8 +10,8 @@ use privsvc_ledger::LedgerReader;
 use privsvc_vault::Wallet;
 use rand::{Rng as _, RngCore as _};
 
+use crate::acceptance::{accept_issuer_key, KeyPins, MemoryKeyPins};
 use crate::error::TokenError;
-use crate::fetch::fetch_issuer_key;
 use crate::issuer::MAX_TOKENS_PER_REQUEST;
 use crate::message::{
     acceptable_epochs, epoch_of, issuance_message, now_ms, token_message, NONCE_BYTES,
@@ -47,6 +47,10 @@ pub struct TokenWalletOptions {
     pub attestation: Option<String>,
     /// Minimum age of a token before it is spent (default 60000 ms).
     pub min_age_ms: u64,
+    /// Chain id named in issuance messages; `None` (default) = the reader's chain id.
+    pub chain_id: Option<u64>,
+    /// First key accepted per (issuer, app, epoch) (default: in memory, [`MemoryKeyPins`]).
+    pub pins: Arc<dyn KeyPins>,
 }
 
 impl TokenWalletOptions {
@@ -67,6 +71,8 @@ impl TokenWalletOptions {
             allow_on_demand: false,
             attestation: None,
             min_age_ms: DEFAULT_MIN_AGE_MS,
+            chain_id: None,
+            pins: Arc::new(MemoryKeyPins::default()),
         }
     }
 }
@@ -85,6 +91,7 @@ pub struct Acquired {
 pub struct TokenWallet {
     inner: Arc<TokenWalletOptions>,
     http: reqwest::Client,
+    chain_id: Arc<tokio::sync::OnceCell<u64>>,
 }
 
 impl TokenWallet {
@@ -94,8 +101,10 @@ impl TokenWallet {
             inner: Arc::new(options),
             http: reqwest::Client::builder()
                 .timeout(HTTP_TIMEOUT)
+                .redirect(reqwest::redirect::Policy::none())
                 .build()
                 .unwrap_or_default(),
+            chain_id: Arc::new(tokio::sync::OnceCell::new()),
         }
     }
 
@@ -186,7 +195,7 @@ impl TokenWallet {
             )));
         }
         let epoch = epoch_of(now_ms());
-        let key = self.issuer_key(app, epoch).await?;
+        let key = self.issuer_key(app, epoch, attestation.clone()).await?;
         let mut all = Vec::with_capacity(count);
         let mut remaining = 0;
         let mut left = count;
@@ -203,8 +212,34 @@ impl TokenWallet {
         Ok((all, remaining))
     }
 
-    /// Ask the issuer to publish the day's key, then read it from the ledger (only there).
-    async fn issuer_key(&self, app: &str, epoch: u32) -> Result<IssuerKey, TokenError> {
+    /// The chain id named in issuance messages.
+    async fn chain_id(&self) -> Result<u64, TokenError> {
+        if let Some(id) = self.inner.chain_id {
+            return Ok(id);
+        }
+        let reader = self.inner.reader.clone();
+        Ok(*self
+            .chain_id
+            .get_or_try_init(|| async move { reader.chain_id().await })
+            .await?)
+    }
+
+    /// The day's key, read from the ledger only and accepted by the rules of
+    /// [`accept_issuer_key`]. When the ledger has none yet: ask the issuer whether it has one
+    /// (`GET /v1/issuer/key`, which never creates a key); if not, send a signed issue request,
+    /// which creates the app's key if the issuer allows it (HTTP 409), then wait for the key
+    /// to be visible on the ledger.
+    async fn issuer_key(
+        &self,
+        app: &str,
+        epoch: u32,
+        attestation: Option<String>,
+    ) -> Result<IssuerKey, TokenError> {
+        let o = &self.inner;
+        match accept_issuer_key(o.reader.as_ref(), o.pins.as_ref(), o.issuer, app, epoch).await {
+            Err(TokenError::NoIssuerKey { .. }) => {}
+            other => return other,
+        }
         let resp = self
             .http
             .get(self.issuer_endpoint("/v1/issuer/key"))
@@ -213,24 +248,27 @@ impl TokenWallet {
             .await
             .map_err(http_error)?;
         let status = resp.status();
-        if !status.is_success() {
+        if status == reqwest::StatusCode::NOT_FOUND {
+            self.create_key(app, epoch, attestation).await?;
+        } else if !status.is_success() {
             let reason = error_reason(resp).await.unwrap_or_default();
             return Err(TokenError::Issuer(format!(
                 "GET /v1/issuer/key answered {status}: {reason}"
             )));
-        }
-        let info: IssuerKeyResponse = resp
-            .json()
-            .await
-            .map_err(|e| TokenError::Issuer(format!("bad issuer key response: {e}")))?;
-        if info.issuer != self.inner.issuer || info.app != app || info.epoch != epoch {
-            return Err(TokenError::Issuer(
-                "the issuer key response names another issuer, app or epoch".into(),
-            ));
+        } else {
+            let info: IssuerKeyResponse = resp
+                .json()
+                .await
+                .map_err(|e| TokenError::Issuer(format!("bad issuer key response: {e}")))?;
+            if info.issuer != o.issuer || info.app != app || info.epoch != epoch {
+                return Err(TokenError::Issuer(
+                    "the issuer key response names another issuer, app or epoch".into(),
+                ));
+            }
         }
         let deadline = tokio::time::Instant::now() + KEY_VISIBLE_TIMEOUT;
         loop {
-            match fetch_issuer_key(self.inner.reader.as_ref(), self.inner.issuer, app, epoch).await
+            match accept_issuer_key(o.reader.as_ref(), o.pins.as_ref(), o.issuer, app, epoch).await
             {
                 Err(TokenError::NoIssuerKey { .. }) if tokio::time::Instant::now() < deadline => {
                     tokio::time::sleep(Duration::from_millis(250)).await;
@@ -238,6 +276,66 @@ impl TokenWallet {
                 other => return other,
             }
         }
+    }
+
+    /// Ask the issuer to create the app's first key: a signed issue request for one token whose
+    /// blinded value is random (no key exists to blind under). 409 = created; 200 = a key
+    /// appeared meanwhile (the placeholder is discarded).
+    async fn create_key(
+        &self,
+        app: &str,
+        epoch: u32,
+        attestation: Option<String>,
+    ) -> Result<(), TokenError> {
+        let mut placeholder = [0u8; crate::suite::MODULUS_BYTES];
+        rand::rngs::OsRng.fill_bytes(&mut placeholder[1..]);
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let resp = self
+            .post_issue(app, epoch, vec![b64.encode(placeholder)], attestation)
+            .await?;
+        let status = resp.status();
+        if status == reqwest::StatusCode::CONFLICT || status.is_success() {
+            return Ok(());
+        }
+        let reason = error_reason(resp)
+            .await
+            .unwrap_or_else(|| "no reason given".into());
+        if status == reqwest::StatusCode::FORBIDDEN {
+            return Err(TokenError::Refused(reason));
+        }
+        Err(TokenError::Issuer(format!(
+            "POST /v1/tokens/issue answered {status}: {reason}"
+        )))
+    }
+
+    /// Sign and send an issue request (issuance message v2) for `blinded`.
+    async fn post_issue(
+        &self,
+        app: &str,
+        epoch: u32,
+        blinded: Vec<String>,
+        attestation: Option<String>,
+    ) -> Result<reqwest::Response, TokenError> {
+        let mut req = IssueRequest {
+            issuer: self.inner.issuer,
+            chain_id: self.chain_id().await?,
+            app: app.to_string(),
+            epoch,
+            wallet: self.inner.wallet.address(),
+            blinded,
+            ts: now_ms(),
+            wallet_signature: String::new(),
+            attestation,
+        };
+        let text = issuance_message(&req, req.ts)?;
+        let sig = self.inner.wallet.personal_sign(text.as_bytes()).await?;
+        req.wallet_signature = format!("0x{}", hex::encode(sig.as_bytes()));
+        self.http
+            .post(self.issuer_endpoint("/v1/tokens/issue"))
+            .json(&req)
+            .send()
+            .await
+            .map_err(http_error)
     }
 
     async fn issue_batch(
@@ -258,29 +356,11 @@ impl TokenWallet {
             pending.push((nonce, msg, blinded));
         }
         let b64 = base64::engine::general_purpose::STANDARD;
-        let mut req = IssueRequest {
-            app: app.to_string(),
-            epoch,
-            wallet: self.inner.wallet.address(),
-            blinded: pending
-                .iter()
-                .map(|(_, _, b)| b64.encode(b.blinded_message()))
-                .collect(),
-            ts: now_ms(),
-            wallet_signature: String::new(),
-            attestation,
-        };
-        let text = issuance_message(&req, req.ts)?;
-        let sig = self.inner.wallet.personal_sign(text.as_bytes()).await?;
-        req.wallet_signature = format!("0x{}", hex::encode(sig.as_bytes()));
-
-        let resp = self
-            .http
-            .post(self.issuer_endpoint("/v1/tokens/issue"))
-            .json(&req)
-            .send()
-            .await
-            .map_err(http_error)?;
+        let blinded = pending
+            .iter()
+            .map(|(_, _, b)| b64.encode(b.blinded_message()))
+            .collect();
+        let resp = self.post_issue(app, epoch, blinded, attestation).await?;
         let status = resp.status();
         if status == reqwest::StatusCode::FORBIDDEN {
             let reason = error_reason(resp)

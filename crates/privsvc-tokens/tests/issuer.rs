@@ -99,8 +99,24 @@ fn blind_n(key: &IssuerKey, epoch: u32, n: usize) -> Vec<([u8; 32], Vec<u8>, Bli
         .collect()
 }
 
+/// The issuer settings of these tests: data in `dir`, the devnet's chain, [`APP`] configured
+/// (`ISSUER_APPS`), so its key exists once [`Issuer::publish_due_keys`] ran.
+fn config(env: &Env, dir: &std::path::Path) -> IssuerConfig {
+    let mut c = IssuerConfig::new(dir, env.devnet.chain_id());
+    c.apps = vec![APP.into()];
+    c
+}
+
+/// Who a request is for: (issuer address, chain id).
+type Target = (Address, u64);
+
+fn target(env: &Env, issuer: &Issuer) -> Target {
+    (issuer.address(), env.devnet.chain_id())
+}
+
 /// A signed issue request body.
 async fn request(
+    to: &Target,
     wallet: &LocalWallet,
     epoch: u32,
     blinded: &[&Blinded],
@@ -109,6 +125,8 @@ async fn request(
 ) -> IssueRequest {
     let b64 = base64::engine::general_purpose::STANDARD;
     let mut req = IssueRequest {
+        issuer: to.0,
+        chain_id: to.1,
         app: APP.into(),
         epoch,
         wallet: wallet.address(),
@@ -138,11 +156,12 @@ fn assert_refused(status: u16, body: &Value, needle: &str) {
     assert!(msg.contains(needle), "{msg:?} does not mention {needle:?}");
 }
 
-/// Publish the key (GET) and read it back from the ledger.
-async fn ledger_key(env: &Env, url: &str, issuer: Address) -> IssuerKey {
+/// Publish the configured app's key (one schedule step) and read it back from the ledger.
+async fn ledger_key(env: &Env, url: &str, issuer: &Issuer) -> IssuerKey {
+    assert_eq!(issuer.publish_due_keys().await, 0);
     let (status, body) = get_key(url, APP, today()).await;
     assert_eq!(status, 200, "{body}");
-    fetch_today(env, issuer).await.unwrap()
+    fetch_today(env, issuer.address()).await.unwrap()
 }
 
 /// The key `issuer` published on the ledger for `APP` today, as readers see it.
@@ -172,7 +191,7 @@ fn wallet_options(
 async fn full_issue_redeem_verify_cycle() {
     let env = env().await;
     let dir = tempfile::tempdir().unwrap();
-    let (issuer, url, _server) = serve(&env, IssuerConfig::new(dir.path())).await;
+    let (issuer, url, _server) = serve(&env, config(&env, dir.path())).await;
 
     let mut opts = wallet_options(&env, issuer.address(), &url, LocalWallet::random());
     opts.min_age_ms = 0;
@@ -214,21 +233,30 @@ async fn full_issue_redeem_verify_cycle() {
 const DEFAULT_QUOTA_FOR_TEST: u32 = privsvc_tokens::issuer::DEFAULT_QUOTA;
 
 #[tokio::test]
-async fn key_endpoint_publishes_once_and_checks_the_epoch() {
+async fn key_endpoint_never_creates_a_key_and_checks_the_epoch() {
     let env = env().await;
     let dir = tempfile::tempdir().unwrap();
-    let (issuer, url, _server) = serve(&env, IssuerConfig::new(dir.path())).await;
+    let (issuer, url, _server) = serve(&env, config(&env, dir.path())).await;
+    let block = env.reader.block_number().await.unwrap();
 
     let (status, body) = get_key(&url, APP, today() - 1).await;
     assert_eq!(status, 400, "{body}");
     assert!(body["error"].as_str().unwrap().contains("not today"));
-    let (status, body) = get_key(&url, APP, today() + 1).await;
-    assert_eq!(status, 400, "{body}");
     let r = reqwest::get(format!("{url}/v1/issuer/key?app={APP}"))
         .await
         .unwrap();
     assert_eq!(r.status().as_u16(), 400);
+    // Before the schedule ran: 404 for today and tomorrow, even for the configured app, and
+    // nothing was written.
+    for epoch in [today(), today() + 1] {
+        let (status, body) = get_key(&url, APP, epoch).await;
+        assert_eq!(status, 404, "{body}");
+        assert!(body["error"].as_str().unwrap().contains("no key"), "{body}");
+    }
+    assert_eq!(env.reader.block_number().await.unwrap(), block);
+    assert_eq!(issuer.public_key(APP, today()).await.unwrap(), None);
 
+    assert_eq!(issuer.publish_due_keys().await, 0);
     let (status, first) = get_key(&url, APP, today()).await;
     assert_eq!(status, 200, "{first}");
     assert_eq!(
@@ -240,11 +268,12 @@ async fn key_endpoint_publishes_once_and_checks_the_epoch() {
     let block = env.reader.block_number().await.unwrap();
     let (_, second) = get_key(&url, APP, today()).await;
     assert_eq!(first["entityKey"], second["entityKey"]);
-    assert_eq!(
-        env.reader.block_number().await.unwrap(),
-        block,
-        "a second key transaction was sent"
-    );
+    // A second schedule step publishes nothing new for today.
+    assert_eq!(issuer.publish_due_keys().await, 0);
+    let (_, third) = get_key(&url, APP, today()).await;
+    assert_eq!(first["entityKey"], third["entityKey"]);
+    let published_today = env.reader.block_number().await.unwrap() - block;
+    assert!(published_today <= 1, "{published_today} key transactions");
 
     // The entity holds the issuer's SPKI.
     let key: alloy_primitives::B256 = first["entityKey"].as_str().unwrap().parse().unwrap();
@@ -262,7 +291,7 @@ async fn key_endpoint_publishes_once_and_checks_the_epoch() {
 async fn every_refusal_is_a_403_with_a_reason() {
     let env = env().await;
     let dir = tempfile::tempdir().unwrap();
-    let mut config = IssuerConfig::new(dir.path());
+    let mut config = config(&env, dir.path());
     config.quota_per_wallet = 5;
     config.attestation_codes = Some(vec![
         "code-one".into(),
@@ -270,7 +299,8 @@ async fn every_refusal_is_a_403_with_a_reason() {
         "code-three".into(),
     ]);
     let (issuer, url, _server) = serve(&env, config).await;
-    let key = ledger_key(&env, &url, issuer.address()).await;
+    let key = ledger_key(&env, &url, &issuer).await;
+    let to = target(&env, &issuer);
     let alice = LocalWallet::random();
     let mallory = LocalWallet::random();
     let now = now_ms();
@@ -278,50 +308,65 @@ async fn every_refusal_is_a_403_with_a_reason() {
     let three = blind_n(&key, e, 3);
     let three_refs: Vec<&Blinded> = three.iter().map(|x| &x.2).collect();
 
+    // Properly signed, but for another issuer or another chain: refused by name.
+    let elsewhere = (Address::repeat_byte(0x11), to.1);
+    let req = request(&elsewhere, &alice, e, &three_refs, now, Some("code-one")).await;
+    let (s, b) = post_issue(&url, &json(&req)).await;
+    assert_refused(s, &b, "for issuer");
+    let other_chain = (to.0, to.1 + 1);
+    let req = request(&other_chain, &alice, e, &three_refs, now, Some("code-one")).await;
+    let (s, b) = post_issue(&url, &json(&req)).await;
+    assert_refused(s, &b, "for chain");
+    // Fields rewritten to this issuer without a new signature: the signature fails.
+    let mut req = request(&elsewhere, &alice, e, &three_refs, now, Some("code-one")).await;
+    req.issuer = to.0;
+    let (s, b) = post_issue(&url, &json(&req)).await;
+    assert_refused(s, &b, "walletSignature");
+
     // Epoch not today.
-    let req = request(&alice, e - 1, &three_refs, now, Some("code-one")).await;
+    let req = request(&to, &alice, e - 1, &three_refs, now, Some("code-one")).await;
     let (s, b) = post_issue(&url, &json(&req)).await;
     assert_refused(s, &b, "epoch");
 
     // Zero and 21 blinded values.
-    let req = request(&alice, e, &[], now, Some("code-one")).await;
+    let req = request(&to, &alice, e, &[], now, Some("code-one")).await;
     let (s, b) = post_issue(&url, &json(&req)).await;
     assert_refused(s, &b, "between 1 and 20");
     let many = blind_n(&key, e, 21);
     let many_refs: Vec<&Blinded> = many.iter().map(|x| &x.2).collect();
-    let req = request(&alice, e, &many_refs, now, Some("code-one")).await;
+    let req = request(&to, &alice, e, &many_refs, now, Some("code-one")).await;
     let (s, b) = post_issue(&url, &json(&req)).await;
     assert_refused(s, &b, "between 1 and 20");
 
     // ts more than 5 minutes off, either way.
     for ts in [now - 301_000, now + 301_000] {
-        let req = request(&alice, e, &three_refs, ts, Some("code-one")).await;
+        let req = request(&to, &alice, e, &three_refs, ts, Some("code-one")).await;
         let (s, b) = post_issue(&url, &json(&req)).await;
         assert_refused(s, &b, "5 minutes");
     }
 
     // Signature by another wallet, garbage signature, signature over other blinded values.
-    let mut req = request(&mallory, e, &three_refs, now, Some("code-one")).await;
+    let mut req = request(&to, &mallory, e, &three_refs, now, Some("code-one")).await;
     req.wallet = alice.address();
     let (s, b) = post_issue(&url, &json(&req)).await;
     assert_refused(s, &b, "walletSignature");
-    let mut req = request(&alice, e, &three_refs, now, Some("code-one")).await;
+    let mut req = request(&to, &alice, e, &three_refs, now, Some("code-one")).await;
     req.wallet_signature = "0x1234".into();
     let (s, b) = post_issue(&url, &json(&req)).await;
     assert_refused(s, &b, "walletSignature");
-    let mut req = request(&alice, e, &three_refs, now, Some("code-one")).await;
+    let mut req = request(&to, &alice, e, &three_refs, now, Some("code-one")).await;
     req.blinded.swap(0, 1);
     let (s, b) = post_issue(&url, &json(&req)).await;
     assert_refused(s, &b, "walletSignature");
 
     // Attestation code missing, unknown, then used once and refused on reuse.
-    let req = request(&alice, e, &three_refs, now, None).await;
+    let req = request(&to, &alice, e, &three_refs, now, None).await;
     let (s, b) = post_issue(&url, &json(&req)).await;
     assert_refused(s, &b, "attestation code missing");
-    let req = request(&alice, e, &three_refs, now, Some("code-nine")).await;
+    let req = request(&to, &alice, e, &three_refs, now, Some("code-nine")).await;
     let (s, b) = post_issue(&url, &json(&req)).await;
     assert_refused(s, &b, "attestation code");
-    let req = request(&alice, e, &three_refs, now, Some("code-one")).await;
+    let req = request(&to, &alice, e, &three_refs, now, Some("code-one")).await;
     let (s, b) = post_issue(&url, &json(&req)).await;
     assert_eq!(s, 200, "{b}");
     assert_eq!(b["remaining"], 2);
@@ -334,30 +379,38 @@ async fn every_refusal_is_a_403_with_a_reason() {
         verify_token(&key, APP, &TokenRedemption::new(e, nonce, &sig)).unwrap();
     }
     let again = blind_n(&key, e, 1);
-    let req = request(&alice, e, &[&again[0].2], now, Some("code-one")).await;
+    let req = request(&to, &alice, e, &[&again[0].2], now, Some("code-one")).await;
     let (s, b) = post_issue(&url, &json(&req)).await;
     assert_refused(s, &b, "already used");
 
     // Quota: 2 left; 3 more is refused (and does not burn the code), 2 is fine, then nothing.
-    let req = request(&alice, e, &three_refs, now_ms(), Some("code-two")).await;
+    let req = request(&to, &alice, e, &three_refs, now_ms(), Some("code-two")).await;
     let (s, b) = post_issue(&url, &json(&req)).await;
     assert_refused(s, &b, "quota exceeded");
     let two: Vec<&Blinded> = three_refs[..2].to_vec();
-    let req = request(&alice, e, &two, now_ms(), Some("code-two")).await;
+    let req = request(&to, &alice, e, &two, now_ms(), Some("code-two")).await;
     let (s, b) = post_issue(&url, &json(&req)).await;
     assert_eq!(s, 200, "{b}");
     assert_eq!(b["remaining"], 0);
-    let req = request(&alice, e, &[&again[0].2], now_ms(), Some("code-three")).await;
+    let req = request(&to, &alice, e, &[&again[0].2], now_ms(), Some("code-three")).await;
     let (s, b) = post_issue(&url, &json(&req)).await;
     assert_refused(s, &b, "quota exceeded");
     // Another wallet has its own quota.
-    let req = request(&mallory, e, &[&again[0].2], now_ms(), Some("code-three")).await;
+    let req = request(
+        &to,
+        &mallory,
+        e,
+        &[&again[0].2],
+        now_ms(),
+        Some("code-three"),
+    )
+    .await;
     let (s, b) = post_issue(&url, &json(&req)).await;
     assert_eq!(s, 200, "{b}");
     assert_eq!(b["remaining"], 4);
 
     // Malformed requests are 400 with the same body shape.
-    let mut bad = json(&request(&alice, e, &[&again[0].2], now_ms(), None).await);
+    let mut bad = json(&request(&to, &alice, e, &[&again[0].2], now_ms(), None).await);
     bad["blinded"] = serde_json::json!(["%%%"]);
     let (s, b) = post_issue(&url, &bad).await;
     assert_eq!(s, 400, "{b}");
@@ -372,7 +425,7 @@ async fn every_refusal_is_a_403_with_a_reason() {
 async fn wallet_reports_quota_exhaustion() {
     let env = env().await;
     let dir = tempfile::tempdir().unwrap();
-    let mut config = IssuerConfig::new(dir.path());
+    let mut config = config(&env, dir.path());
     config.quota_per_wallet = 30;
     let (issuer, url, _server) = serve(&env, config).await;
     let wallet = TokenWallet::new(wallet_options(
@@ -405,10 +458,11 @@ async fn wallet_reports_quota_exhaustion() {
     assert_eq!(wallet.source().take(APP).await.unwrap(), None);
 
     // A blinded value not below the modulus, properly signed for: 400, nothing counted.
+    let to = target(&env, &issuer);
     let other = LocalWallet::random();
     let key = fetch_today(&env, issuer.address()).await.unwrap();
     let one = blind_n(&key, today(), 1);
-    let mut req = request(&other, today(), &[&one[0].2], now_ms(), None).await;
+    let mut req = request(&to, &other, today(), &[&one[0].2], now_ms(), None).await;
     req.blinded = vec![base64::engine::general_purpose::STANDARD.encode([0xffu8; 256])];
     let text = issuance_message(&req, req.ts).unwrap();
     let sig = other.personal_sign(text.as_bytes()).await.unwrap();
@@ -416,7 +470,7 @@ async fn wallet_reports_quota_exhaustion() {
     let (s, b) = post_issue(&url, &json(&req)).await;
     assert_eq!(s, 400, "{b}");
     assert!(b["error"].as_str().unwrap().contains("modulus"), "{b}");
-    let req = request(&other, today(), &[&one[0].2], now_ms(), None).await;
+    let req = request(&to, &other, today(), &[&one[0].2], now_ms(), None).await;
     let (s, b) = post_issue(&url, &json(&req)).await;
     assert_eq!(s, 200, "{b}");
     assert_eq!(b["remaining"], 29);
@@ -427,7 +481,7 @@ async fn wallet_reports_quota_exhaustion() {
 async fn a_restarted_issuer_keeps_the_days_key_and_counters() {
     let env = env().await;
     let dir = tempfile::tempdir().unwrap();
-    let mut config = IssuerConfig::new(dir.path());
+    let mut config = config(&env, dir.path());
     config.quota_per_wallet = 10;
     // The same account before and after the restart.
     let user = LocalWallet::from_hex(DEV_PRIVATE_KEYS[2]).unwrap();
@@ -435,10 +489,10 @@ async fn a_restarted_issuer_keeps_the_days_key_and_counters() {
 
     let (issuer, url, server) = serve(&env, config.clone()).await;
     let issuer_address = issuer.address();
-    let (_, first) = get_key(&url, APP, today()).await;
-    let key_before = issuer.public_key(APP, today()).await.unwrap().unwrap();
     let wallet = TokenWallet::new(wallet_options(&env, issuer_address, &url, user));
     assert_eq!(wallet.acquire(APP, 4, None).await.unwrap().remaining, 6);
+    let (_, first) = get_key(&url, APP, today()).await;
+    let key_before = issuer.public_key(APP, today()).await.unwrap().unwrap();
     server.abort();
     let _ = server.await;
     drop(issuer);
@@ -447,6 +501,7 @@ async fn a_restarted_issuer_keeps_the_days_key_and_counters() {
     let block = env.reader.block_number().await.unwrap();
     let (status, second) = get_key(&url, APP, today()).await;
     assert_eq!(status, 200);
+    assert_eq!(issuer.publish_due_keys().await, 0);
     assert_eq!(first["entityKey"], second["entityKey"]);
     assert_eq!(
         env.reader.block_number().await.unwrap(),
@@ -472,8 +527,8 @@ async fn a_restarted_issuer_keeps_the_days_key_and_counters() {
 async fn equivocation_is_detected_and_never_caused() {
     let env = env().await;
     let dir = tempfile::tempdir().unwrap();
-    let (issuer, url, _server) = serve(&env, IssuerConfig::new(dir.path())).await;
-    let key = ledger_key(&env, &url, issuer.address()).await;
+    let (issuer, url, _server) = serve(&env, config(&env, dir.path())).await;
+    let key = ledger_key(&env, &url, &issuer).await;
 
     // A key for the same (app, epoch) by someone else is not the issuer's: ignored.
     let other: Arc<dyn LedgerWriter> = Arc::new(
@@ -520,16 +575,26 @@ async fn equivocation_is_detected_and_never_caused() {
 async fn an_issuer_that_lost_its_state_refuses_to_publish_a_second_key() {
     let env = env().await;
     let dir = tempfile::tempdir().unwrap();
-    let (issuer, url, _server) = serve(&env, IssuerConfig::new(dir.path())).await;
-    ledger_key(&env, &url, issuer.address()).await;
+    let (issuer, url, _server) = serve(&env, config(&env, dir.path())).await;
+    ledger_key(&env, &url, &issuer).await;
 
     let empty = tempfile::tempdir().unwrap();
-    let (_issuer2, url2, _server2) = serve(&env, IssuerConfig::new(empty.path())).await;
+    let (issuer2, url2, _server2) = serve(&env, config(&env, empty.path())).await;
+    // The schedule step fails for the one configured app; the key endpoint knows no key.
+    assert_eq!(issuer2.publish_due_keys().await, 1);
     let (status, body) = get_key(&url2, APP, today()).await;
-    assert_eq!(status, 500, "{body}");
+    assert_eq!(status, 404, "{body}");
+    // A signed issue request finds the ledger's key, and the issuer refuses to make another.
+    let wallet = TokenWallet::new(wallet_options(
+        &env,
+        issuer2.address(),
+        &url2,
+        LocalWallet::random(),
+    ));
+    let err = wallet.acquire(APP, 1, None).await.unwrap_err();
     assert!(
-        body["error"].as_str().unwrap().contains("refusing"),
-        "{body}"
+        matches!(&err, TokenError::Issuer(m) if m.contains("500") && m.contains("refusing")),
+        "{err}"
     );
     // Still exactly one key on the ledger.
     fetch_today(&env, issuer.address()).await.unwrap();
@@ -540,7 +605,7 @@ async fn an_issuer_that_lost_its_state_refuses_to_publish_a_second_key() {
 async fn on_demand_prefetch_and_file_store() {
     let env = env().await;
     let dir = tempfile::tempdir().unwrap();
-    let (issuer, url, _server) = serve(&env, IssuerConfig::new(dir.path())).await;
+    let (issuer, url, _server) = serve(&env, config(&env, dir.path())).await;
     let store_path = dir.path().join("client").join("tokens.json");
 
     let mut opts = wallet_options(&env, issuer.address(), &url, LocalWallet::random());

@@ -34,7 +34,12 @@ fn epochs_are_utc_days() {
 #[test]
 fn issuance_message_text() {
     let b64 = base64::engine::general_purpose::STANDARD;
+    let issuer: alloy_primitives::Address = "0x5aaeb6053f3e94c9b9a09f33669435e7ef1beaed"
+        .parse()
+        .unwrap();
     let req = IssueRequest {
+        issuer,
+        chain_id: 60_138_453_025,
         app: "notes".into(),
         epoch: 20_000,
         wallet: alloy_primitives::Address::ZERO,
@@ -46,7 +51,20 @@ fn issuance_message_text() {
     let digest = hex::encode(Sha256::digest([1u8, 2, 3]));
     assert_eq!(
         issuance_message(&req, 1_728_000_000_123).unwrap(),
-        format!("privsvc token issuance v1\napp: notes\nepoch: 20000\nts: 1728000000123\nblinded: {digest}")
+        format!("privsvc token issuance v2\nissuer: 0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed\nchain: 60138453025\napp: notes\nepoch: 20000\nts: 1728000000123\nblinded: {digest}")
+    );
+    // Another issuer or chain is another message (a signature does not carry over).
+    let mut other = req.clone();
+    other.issuer = alloy_primitives::Address::ZERO;
+    assert_ne!(
+        issuance_message(&other, 1).unwrap(),
+        issuance_message(&req, 1).unwrap()
+    );
+    other = req.clone();
+    other.chain_id = 1;
+    assert_ne!(
+        issuance_message(&other, 1).unwrap(),
+        issuance_message(&req, 1).unwrap()
     );
     let mut bad = req.clone();
     bad.blinded.push("***".into());
@@ -63,11 +81,17 @@ fn wire_forms() {
     );
     let back: TokenRedemption = serde_json::from_value(v).unwrap();
     assert_eq!(back, t);
-    let req: IssueRequest = serde_json::from_value(serde_json::json!({
+    let v1 = serde_json::json!({
         "app": "a", "epoch": 1, "wallet": "0x0000000000000000000000000000000000000001",
         "blinded": ["AA=="], "ts": 5, "walletSignature": "0x00"
-    }))
-    .unwrap();
+    });
+    // A v1 request (no issuer, no chain) does not parse.
+    assert!(serde_json::from_value::<IssueRequest>(v1.clone()).is_err());
+    let mut v2 = v1;
+    v2["issuer"] = "0x0000000000000000000000000000000000000002".into();
+    v2["chainId"] = 7.into();
+    let req: IssueRequest = serde_json::from_value(v2).unwrap();
+    assert_eq!(req.chain_id, 7);
     assert_eq!(req.attestation, None);
     assert_eq!(req.wallet_signature, "0x00");
     let resp = IssueResponse {

@@ -1,0 +1,91 @@
+//! The token issuer mounted on a relayer with `ISSUER=on`: its routes behind a per-address
+//! rate limit (`ISSUER_RATE_LIMIT_PER_MIN`), and its key schedule as a background task.
+//!
+//! The issuer publishes keys through the relayer's one serialized writer. Only the schedule
+//! (a bounded number of keys a day) and signed issue requests within the new-app limit can make
+//! it write; `GET /v1/issuer/key` never does.
+
+use std::sync::Arc;
+
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::{Json, Router};
+use privsvc_tokens::{issuer_router, now_ms, Issuer, IssuerConfig};
+
+use crate::listener::PeerAddr;
+use crate::ratelimit::RateLimiter;
+use crate::state::Shared;
+use crate::writer::SerializedWriter;
+use crate::RelayerError;
+
+/// Open the issuer (data in `<DATA_DIR>/issuer`) on the relayer's `writer`; returns its
+/// rate-limited routes and the issuer (for [`run_schedule`]).
+pub fn mount(
+    shared: &Shared,
+    writer: &SerializedWriter,
+) -> Result<(Router, Arc<Issuer>), RelayerError> {
+    let cfg = &shared.cfg;
+    let mut config = IssuerConfig::new(cfg.data_dir.join("issuer"), shared.chain_id);
+    config.quota_per_wallet = cfg.issuer_quota;
+    config.attestation_codes = cfg.issuer_codes.as_ref().map(|c| c.0.clone());
+    config.apps = cfg.issuer_apps.clone();
+    config.max_new_apps = cfg.issuer_max_new_apps;
+    let issuer = Arc::new(
+        Issuer::open(config, Arc::new(writer.clone()), shared.ledger.clone())
+            .map_err(|e| RelayerError::Issuer(e.to_string()))?,
+    );
+    let limiter = Arc::new(IssuerLimit {
+        limiter: RateLimiter::new(cfg.issuer_rate_limit_per_min),
+        per_min: cfg.issuer_rate_limit_per_min,
+    });
+    let routes =
+        issuer_router(issuer.clone()).layer(axum::middleware::from_fn_with_state(limiter, limit));
+    Ok((routes, issuer))
+}
+
+/// The issuer's key schedule until `stop` (see `Issuer::run_key_schedule`).
+pub async fn run_schedule(
+    issuer: Arc<Issuer>,
+    period: std::time::Duration,
+    stop: tokio::sync::watch::Receiver<bool>,
+) {
+    issuer.run_key_schedule(period, stop).await;
+}
+
+/// The issuer routes' own limiter (separate from the submissions' one).
+struct IssuerLimit {
+    limiter: RateLimiter,
+    per_min: u32,
+}
+
+/// 429 with `Retry-After` (seconds to the next one-minute window) and a JSON reason when the
+/// source address is over its limit. Requests without an address (through the OHTTP gateway,
+/// in-process) are limited at the OHTTP relay instead.
+async fn limit(State(l): State<Arc<IssuerLimit>>, req: Request, next: Next) -> Response {
+    let peer = req
+        .extensions()
+        .get::<ConnectInfo<PeerAddr>>()
+        .and_then(|c| c.0.ip());
+    if let Some(ip) = peer {
+        let now = now_ms();
+        if !l.limiter.allow(ip, now) {
+            let retry = 60 - (now / 1000) % 60;
+            let mut resp = (
+                StatusCode::TOO_MANY_REQUESTS,
+                Json(serde_json::json!({
+                    "error": format!(
+                        "more than {} issuer requests a minute from this address; retry in {retry} s",
+                        l.per_min
+                    )
+                })),
+            )
+                .into_response();
+            resp.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(retry));
+            return resp;
+        }
+    }
+    next.run(req).await
+}

@@ -1,0 +1,227 @@
+//! Which issuer key a relayer or client accepts for (app, epoch) (DESIGN 9, "Issuer keys"),
+//! shared by both:
+//!
+//! 1. The key is read from the ledger only ([`fetch_issuer_key_entity`]); two distinct keys of
+//!    the issuer for one (app, epoch) are [`TokenError::IssuerEquivocation`].
+//! 2. A key for epoch D whose entity was created (the timestamp of its `$createdAt` block) at
+//!    or after the start of D is refused ([`TokenError::KeyTooLate`]), unless the issuer
+//!    published no key for that app for D-1 (a new app). An honest issuer publishes D's key
+//!    during D-1; a key made during D could be made for a few users (tagging them).
+//! 3. The first key accepted for (issuer, app, epoch) is pinned ([`KeyPins`]); any other key
+//!    later (a second one, or one re-created after deleting the first) is
+//!    [`TokenError::IssuerEquivocation`]. A pin for D-1 also makes the app established, so
+//!    deleting yesterday's key does not make a late key acceptable to anyone who saw it.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Mutex;
+
+use alloy_primitives::Address;
+use privsvc_ledger::{LedgerError, LedgerReader};
+use rusqlite::{params, Connection, OptionalExtension};
+
+use crate::error::TokenError;
+use crate::fetch::fetch_issuer_key_entity;
+use crate::issuer_store::{create_private_dir, create_private_file};
+use crate::message::DAY_MS;
+use crate::suite::IssuerKey;
+
+/// Pins stay this many days after their epoch (issuer keys live 7 days on the ledger).
+pub const PIN_RETENTION_DAYS: u32 = 8;
+
+/// The first key accepted per (issuer, app, epoch). Object safe: `Arc<dyn KeyPins>`.
+pub trait KeyPins: Send + Sync {
+    /// The pinned SPKI of (`issuer`, `app`, `epoch`), if any.
+    fn get(&self, issuer: Address, app: &str, epoch: u32) -> Result<Option<Vec<u8>>, TokenError>;
+    /// Pin `spki` unless a pin exists; returns the SPKI pinned afterwards (the first one wins).
+    fn pin(
+        &self,
+        issuer: Address,
+        app: &str,
+        epoch: u32,
+        spki: &[u8],
+    ) -> Result<Vec<u8>, TokenError>;
+}
+
+/// Pins in memory (forgotten on exit; for clients without a data directory, and tests).
+#[derive(Debug, Default)]
+pub struct MemoryKeyPins {
+    pins: Mutex<HashMap<(Address, String, u32), Vec<u8>>>,
+}
+
+impl KeyPins for MemoryKeyPins {
+    fn get(&self, issuer: Address, app: &str, epoch: u32) -> Result<Option<Vec<u8>>, TokenError> {
+        let pins = self.pins.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(pins.get(&(issuer, app.to_string(), epoch)).cloned())
+    }
+
+    fn pin(
+        &self,
+        issuer: Address,
+        app: &str,
+        epoch: u32,
+        spki: &[u8],
+    ) -> Result<Vec<u8>, TokenError> {
+        let mut pins = self.pins.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(pins
+            .entry((issuer, app.to_string(), epoch))
+            .or_insert_with(|| spki.to_vec())
+            .clone())
+    }
+}
+
+/// Pins in an SQLite file (created 0600), so a restart does not forget them.
+pub struct SqliteKeyPins {
+    conn: Mutex<Connection>,
+}
+
+fn store_error(e: rusqlite::Error) -> TokenError {
+    TokenError::Store(format!("issuer key pins: {e}"))
+}
+
+impl SqliteKeyPins {
+    /// Open (or create) the pin file at `path`, dropping pins older than
+    /// [`PIN_RETENTION_DAYS`] before `today`.
+    pub fn open(path: &Path, today: u32) -> Result<Self, TokenError> {
+        let io = |e: std::io::Error| {
+            TokenError::Store(format!("issuer key pins {}: {e}", path.display()))
+        };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            create_private_dir(dir).map_err(io)?;
+        }
+        create_private_file(path).map_err(io)?;
+        let conn = Connection::open(path).map_err(store_error)?;
+        conn.pragma_update(None, "synchronous", "FULL")
+            .map_err(store_error)?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))
+            .map_err(store_error)?;
+        conn.execute_batch(
+            "CREATE TABLE IF NOT EXISTS issuer_key_pins (
+                 issuer TEXT NOT NULL, app TEXT NOT NULL, epoch INTEGER NOT NULL,
+                 spki BLOB NOT NULL, PRIMARY KEY (issuer, app, epoch));",
+        )
+        .map_err(store_error)?;
+        conn.execute(
+            "DELETE FROM issuer_key_pins WHERE epoch < ?1",
+            params![today.saturating_sub(PIN_RETENTION_DAYS)],
+        )
+        .map_err(store_error)?;
+        Ok(SqliteKeyPins {
+            conn: Mutex::new(conn),
+        })
+    }
+
+    fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
+        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl KeyPins for SqliteKeyPins {
+    fn get(&self, issuer: Address, app: &str, epoch: u32) -> Result<Option<Vec<u8>>, TokenError> {
+        self.conn()
+            .query_row(
+                "SELECT spki FROM issuer_key_pins WHERE issuer = ?1 AND app = ?2 AND epoch = ?3",
+                params![issuer.to_string(), app, epoch],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(store_error)
+    }
+
+    fn pin(
+        &self,
+        issuer: Address,
+        app: &str,
+        epoch: u32,
+        spki: &[u8],
+    ) -> Result<Vec<u8>, TokenError> {
+        {
+            let conn = self.conn();
+            conn.execute(
+                "INSERT OR IGNORE INTO issuer_key_pins (issuer, app, epoch, spki)
+                 VALUES (?1, ?2, ?3, ?4)",
+                params![issuer.to_string(), app, epoch, spki],
+            )
+            .map_err(store_error)?;
+        }
+        self.get(issuer, app, epoch)?
+            .ok_or_else(|| TokenError::Store("issuer key pin vanished".into()))
+    }
+}
+
+fn equivocation(issuer: Address, app: &str, epoch: u32) -> TokenError {
+    TokenError::IssuerEquivocation {
+        issuer: issuer.to_string(),
+        app: app.to_string(),
+        epoch,
+        keys: 2,
+    }
+}
+
+/// The issuer's key for (`app`, `epoch`) if the rules above accept it; pins it.
+///
+/// Errors: [`TokenError::NoIssuerKey`], [`TokenError::IssuerEquivocation`] (two keys on the
+/// ledger, or a key other than the pinned one), [`TokenError::KeyTooLate`], or the ledger's or
+/// the pin store's failure.
+pub async fn accept_issuer_key(
+    reader: &dyn LedgerReader,
+    pins: &dyn KeyPins,
+    issuer: Address,
+    app: &str,
+    epoch: u32,
+) -> Result<IssuerKey, TokenError> {
+    let published = fetch_issuer_key_entity(reader, issuer, app, epoch).await?;
+    let spki = published.key.spki();
+    if let Some(pinned) = pins.get(issuer, app, epoch)? {
+        return if pinned.as_slice() == spki {
+            Ok(published.key)
+        } else {
+            Err(equivocation(issuer, app, epoch))
+        };
+    }
+    let created_s = reader
+        .block_timestamp(published.created_at)
+        .await?
+        .ok_or_else(|| {
+            TokenError::Ledger(LedgerError::Decode(format!(
+                "the ledger does not know block {}, where the issuer key was created",
+                published.created_at
+            )))
+        })?;
+    let day_start_s = u64::from(epoch) * (DAY_MS / 1000);
+    if created_s >= day_start_s && is_established(reader, pins, issuer, app, epoch).await? {
+        return Err(TokenError::KeyTooLate {
+            issuer: issuer.to_string(),
+            app: app.to_string(),
+            epoch,
+            late_by_s: created_s - day_start_s,
+        });
+    }
+    if pins.pin(issuer, app, epoch, spki)?.as_slice() != spki {
+        return Err(equivocation(issuer, app, epoch));
+    }
+    Ok(published.key)
+}
+
+/// Whether the issuer had a key for `app` on the day before `epoch` (pinned, or on the ledger).
+async fn is_established(
+    reader: &dyn LedgerReader,
+    pins: &dyn KeyPins,
+    issuer: Address,
+    app: &str,
+    epoch: u32,
+) -> Result<bool, TokenError> {
+    let Some(previous) = epoch.checked_sub(1) else {
+        return Ok(false);
+    };
+    if pins.get(issuer, app, previous)?.is_some() {
+        return Ok(true);
+    }
+    match fetch_issuer_key_entity(reader, issuer, app, previous).await {
+        Ok(_) | Err(TokenError::IssuerEquivocation { .. }) | Err(TokenError::InvalidKey(_)) => {
+            Ok(true)
+        }
+        Err(TokenError::NoIssuerKey { .. }) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
