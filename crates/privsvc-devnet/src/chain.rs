@@ -101,6 +101,71 @@ impl StateView for View<'_> {
     }
 }
 
+/// Decode a raw signed transaction (`eth_sendRawTransaction`): EIP-2718 envelope without
+/// trailing bytes, signer recovered, EIP-1559 or legacy only. No state is checked.
+pub(crate) fn decode_raw(raw: &[u8]) -> Result<TxRecord, TxRejected> {
+    let mut buf = raw;
+    let env = TxEnvelope::decode_2718(&mut buf)
+        .map_err(|e| TxRejected(format!("invalid transaction encoding: {e}")))?;
+    if !buf.is_empty() {
+        return Err(TxRejected(
+            "invalid transaction encoding: trailing bytes".into(),
+        ));
+    }
+    let from = env
+        .recover_signer()
+        .map_err(|e| TxRejected(format!("invalid transaction signature: {e}")))?;
+    let (tx_type, v, r, s) = match &env {
+        TxEnvelope::Legacy(t) => {
+            let sig = t.signature();
+            let parity = sig.v() as u64;
+            let v = match t.tx().chain_id {
+                Some(id) => 35 + 2 * id + parity,
+                None => 27 + parity,
+            };
+            (0u8, v, sig.r(), sig.s())
+        }
+        TxEnvelope::Eip1559(t) => {
+            let sig = t.signature();
+            (2u8, sig.v() as u64, sig.r(), sig.s())
+        }
+        TxEnvelope::Eip2930(_) => {
+            return Err(TxRejected(
+                "EIP-2930 transactions are not supported; use EIP-1559 or legacy".into(),
+            ))
+        }
+        _ => {
+            return Err(TxRejected(
+                "transaction type not supported; use EIP-1559 or legacy".into(),
+            ))
+        }
+    };
+    let to = match env.kind() {
+        TxKind::Call(a) => Some(a),
+        TxKind::Create => None,
+    };
+    let rec = TxRecord {
+        hash: *env.tx_hash(),
+        from,
+        to,
+        nonce: env.nonce(),
+        gas_limit: env.gas_limit(),
+        tx_type,
+        chain_id: env.chain_id(),
+        gas_price: env.gas_price(),
+        max_fee: env.max_fee_per_gas(),
+        max_priority: env.max_priority_fee_per_gas().filter(|_| tx_type == 2),
+        value: env.value(),
+        input: env.input().clone(),
+        v,
+        r,
+        s,
+        location: None,
+        receipt: None,
+    };
+    Ok(rec)
+}
+
 /// Genesis content.
 #[derive(Debug, Clone, Default)]
 pub struct Genesis {
@@ -242,66 +307,7 @@ impl Chain {
 
     /// Decode, verify and pool a signed transaction. Returns its hash.
     pub fn submit_raw(&mut self, raw: &[u8]) -> Result<B256, TxRejected> {
-        let mut buf = raw;
-        let env = TxEnvelope::decode_2718(&mut buf)
-            .map_err(|e| TxRejected(format!("invalid transaction encoding: {e}")))?;
-        if !buf.is_empty() {
-            return Err(TxRejected(
-                "invalid transaction encoding: trailing bytes".into(),
-            ));
-        }
-        let from = env
-            .recover_signer()
-            .map_err(|e| TxRejected(format!("invalid transaction signature: {e}")))?;
-        let (tx_type, v, r, s) = match &env {
-            TxEnvelope::Legacy(t) => {
-                let sig = t.signature();
-                let parity = sig.v() as u64;
-                let v = match t.tx().chain_id {
-                    Some(id) => 35 + 2 * id + parity,
-                    None => 27 + parity,
-                };
-                (0u8, v, sig.r(), sig.s())
-            }
-            TxEnvelope::Eip1559(t) => {
-                let sig = t.signature();
-                (2u8, sig.v() as u64, sig.r(), sig.s())
-            }
-            TxEnvelope::Eip2930(_) => {
-                return Err(TxRejected(
-                    "EIP-2930 transactions are not supported; use EIP-1559 or legacy".into(),
-                ))
-            }
-            _ => {
-                return Err(TxRejected(
-                    "transaction type not supported; use EIP-1559 or legacy".into(),
-                ))
-            }
-        };
-        let to = match env.kind() {
-            TxKind::Call(a) => Some(a),
-            TxKind::Create => None,
-        };
-        let rec = TxRecord {
-            hash: *env.tx_hash(),
-            from,
-            to,
-            nonce: env.nonce(),
-            gas_limit: env.gas_limit(),
-            tx_type,
-            chain_id: env.chain_id(),
-            gas_price: env.gas_price(),
-            max_fee: env.max_fee_per_gas(),
-            max_priority: env.max_priority_fee_per_gas().filter(|_| tx_type == 2),
-            value: env.value(),
-            input: env.input().clone(),
-            v,
-            r,
-            s,
-            location: None,
-            receipt: None,
-        };
-        self.submit(rec)
+        self.submit(decode_raw(raw)?)
     }
 
     /// Pool an unsigned transaction from `from` (impersonation, dev/test helper).

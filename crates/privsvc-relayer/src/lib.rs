@@ -43,6 +43,7 @@ pub mod api;
 pub mod batcher;
 pub mod config;
 pub mod entities;
+pub mod fuzz_entry;
 pub mod health;
 pub mod listener;
 pub mod metrics;
