@@ -12,7 +12,9 @@ use std::task::{Context, Poll, Waker};
 use alloy_primitives::Address;
 use privsvc_ledger::system::Heartbeat;
 use privsvc_ledger::wire::entity_from_json;
-use privsvc_ohttp::{normalize_relayer_url, OhttpError, RelayerRequest, RelayerResponse, Transport};
+use privsvc_ohttp::{
+    normalize_relayer_url, OhttpError, RelayerRequest, RelayerResponse, Transport,
+};
 
 use crate::protocol::{InfoResponse, API_VERSION};
 use crate::relayer_api::fetch_info;

@@ -121,7 +121,9 @@ fn write_generated_seeds() {
     edit("reject-address-not-hex.json", &|v| {
         v["address"] = json!("0xzz00000000000000000000000000000000000001")
     });
-    edit("reject-chain-id-negative.json", &|v| v["chainId"] = json!(-1));
+    edit("reject-chain-id-negative.json", &|v| {
+        v["chainId"] = json!(-1)
+    });
     edit("reject-chain-id-string.json", &|v| {
         v["chainId"] = json!("7738577")
     });

@@ -53,12 +53,15 @@ pub fn raw_transaction(data: &[u8]) -> bool {
     let Ok(rec) = decode_raw(data) else {
         return false;
     };
-    assert_eq!(rec.hash, keccak256(data), "hash is not keccak256 of the raw bytes");
+    assert_eq!(
+        rec.hash,
+        keccak256(data),
+        "hash is not keccak256 of the raw bytes"
+    );
     let mut buf = data;
-    let env = <alloy_consensus::TxEnvelope as alloy_eips::eip2718::Decodable2718>::decode_2718(
-        &mut buf,
-    )
-    .expect("decoded once already");
+    let env =
+        <alloy_consensus::TxEnvelope as alloy_eips::eip2718::Decodable2718>::decode_2718(&mut buf)
+            .expect("decoded once already");
     assert_eq!(
         env.encoded_2718(),
         data,
@@ -91,7 +94,9 @@ pub fn calldata(data: &[u8]) -> bool {
                     ..
                 } => {
                     assert!(set.len() + unset.len() <= MAX_CELLS);
-                    assert!(payload.as_ref().is_none_or(|p| p.len() <= MAX_PAYLOAD_BYTES));
+                    assert!(payload
+                        .as_ref()
+                        .is_none_or(|p| p.len() <= MAX_PAYLOAD_BYTES));
                 }
                 _ => {}
             }

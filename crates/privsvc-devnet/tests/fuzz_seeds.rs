@@ -129,7 +129,11 @@ fn write_generated_seeds() {
             input: Bytes::new(),
         })
         .unwrap();
-    write("devnet_raw_tx", "accept-legacy-eip155-transfer.bin", &legacy);
+    write(
+        "devnet_raw_tx",
+        "accept-legacy-eip155-transfer.bin",
+        &legacy,
+    );
     let pre155 = signer
         .sign_legacy(TxLegacy {
             chain_id: None,
@@ -141,7 +145,11 @@ fn write_generated_seeds() {
             input: Bytes::from_static(b"\x60\x00"),
         })
         .unwrap();
-    write("devnet_raw_tx", "accept-legacy-pre-eip155-create.bin", &pre155);
+    write(
+        "devnet_raw_tx",
+        "accept-legacy-pre-eip155-create.bin",
+        &pre155,
+    );
     let mut trailing = tx.to_vec();
     trailing.push(0);
     write("devnet_raw_tx", "reject-trailing-byte.bin", &trailing);
@@ -151,7 +159,11 @@ fn write_generated_seeds() {
     let mut bad_sig = tx.to_vec();
     let n = bad_sig.len();
     bad_sig[n - 33..n - 1].fill(0xff);
-    write("devnet_raw_tx", "reject-signature-out-of-range.bin", &bad_sig);
+    write(
+        "devnet_raw_tx",
+        "reject-signature-out-of-range.bin",
+        &bad_sig,
+    );
     write("devnet_raw_tx", "reject-empty.bin", b"");
     write("devnet_raw_tx", "reject-unknown-type-5.bin", &[5, 0xc0]);
     // An EIP-2930 transaction: decodes, but the node refuses its type.

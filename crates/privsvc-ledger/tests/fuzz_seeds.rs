@@ -284,7 +284,11 @@ fn write_generated_seeds() {
         "reject-block-beyond-u64.json",
         &answer(big_block),
     );
-    write_json("ledger_receipt", "reject-null-result.json", &answer(Value::Null));
+    write_json(
+        "ledger_receipt",
+        "reject-null-result.json",
+        &answer(Value::Null),
+    );
     let not_found = abi::EntityNotFound { entityKey: key }.abi_encode();
     write_json(
         "ledger_receipt",
@@ -303,7 +307,9 @@ fn write_generated_seeds() {
     write_json(
         "ledger_query_page",
         "accept-full-entity-with-cursor.json",
-        &answer(json!({"data": [entity_to_json(&entity, true)], "blockNumber": "0x20", "cursor": "b64:abc"})),
+        &answer(
+            json!({"data": [entity_to_json(&entity, true)], "blockNumber": "0x20", "cursor": "b64:abc"}),
+        ),
     );
     write_json(
         "ledger_query_page",
@@ -318,7 +324,11 @@ fn write_generated_seeds() {
     );
     let variants: [(&str, &str, Value); 7] = [
         ("reject-entity-without-key.json", "key", Value::Null),
-        ("reject-owner-19-bytes.json", "owner", json!(hex(&[1u8; 19]))),
+        (
+            "reject-owner-19-bytes.json",
+            "owner",
+            json!(hex(&[1u8; 19])),
+        ),
         ("reject-flags-not-a-byte.json", "creationFlags", json!(256)),
         ("reject-payload-odd-hex.json", "payload", json!("0x123")),
         (
@@ -385,10 +395,18 @@ fn write_generated_seeds() {
         .abi_encode(),
     );
     write("ledger_revert", "reject-empty.bin", b"");
-    write("ledger_revert", "reject-unknown-selector.bin", &[0xde, 0xad, 0xbe, 0xef, 0]);
+    write(
+        "ledger_revert",
+        "reject-unknown-selector.bin",
+        &[0xde, 0xad, 0xbe, 0xef, 0],
+    );
     let mut truncated = abi::error_string_revert("not allowed").to_vec();
     truncated.truncate(40);
-    write("ledger_revert", "reject-truncated-error-string.bin", &truncated);
+    write(
+        "ledger_revert",
+        "reject-truncated-error-string.bin",
+        &truncated,
+    );
 
     // ledger_execute
     write(
@@ -434,11 +452,19 @@ fn write_generated_seeds() {
         "accept-create-without-system-cells.bin",
         &raw_execute(vec![raw_op(1, bare.abi_encode())]),
     );
-    write("ledger_execute", "reject-empty-batch.bin", &raw_execute(vec![]));
+    write(
+        "ledger_execute",
+        "reject-empty-batch.bin",
+        &raw_execute(vec![]),
+    );
     write("ledger_execute", "reject-too-short.bin", &[0x49, 0x65]);
     let mut wrong_selector = encode_operations(&[create_op()]).to_vec();
     wrong_selector[0] ^= 1;
-    write("ledger_execute", "reject-unknown-selector.bin", &wrong_selector);
+    write(
+        "ledger_execute",
+        "reject-unknown-selector.bin",
+        &wrong_selector,
+    );
     write(
         "ledger_execute",
         "reject-unknown-tag.bin",

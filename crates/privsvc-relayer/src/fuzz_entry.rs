@@ -33,12 +33,21 @@ pub fn submit_body(data: &[u8]) -> bool {
             return false;
         }
     };
-    assert!(PADDED_SIZES.contains(&s.envelope.len()), "unpadded envelope");
-    assert!(EXPIRY_BUCKETS.contains(&s.exp_seconds), "expiry not a bucket");
+    assert!(
+        PADDED_SIZES.contains(&s.envelope.len()),
+        "unpadded envelope"
+    );
+    assert!(
+        EXPIRY_BUCKETS.contains(&s.exp_seconds),
+        "expiry not a bucket"
+    );
     assert_ne!(s.owner, limits.relayer, "owner equal to the relayer");
     let sealed = privsvc_envelope::parse_envelope(&s.envelope).expect("accepted envelope parses");
     assert_eq!(sealed.body.app, s.app, "app differs from the envelope's");
-    assert_eq!(sealed.body.exp, s.exp_seconds, "expiry differs from the envelope's");
+    assert_eq!(
+        sealed.body.exp, s.exp_seconds,
+        "expiry differs from the envelope's"
+    );
     assert_eq!(
         privsvc_envelope::envelope_signer(&sealed, &s.attributes).ok(),
         Some(s.owner),

@@ -125,7 +125,9 @@ fn write_generated_seeds() {
     edit("reject-exp-not-a-bucket.json", &|v| {
         v["expSeconds"] = json!(3601)
     });
-    edit("reject-exp-differs.json", &|v| v["expSeconds"] = json!(86400));
+    edit("reject-exp-differs.json", &|v| {
+        v["expSeconds"] = json!(86400)
+    });
     edit("reject-envelope-unpadded.json", &|v| {
         let s = v["envelope"].as_str().unwrap().trim_end().to_string();
         v["envelope"] = json!(s)
@@ -157,7 +159,9 @@ fn write_generated_seeds() {
     edit("reject-max-hold-negative.json", &|v| {
         v["maxHoldMs"] = json!(-1)
     });
-    edit("reject-token-malformed.json", &|v| v["token"] = json!("abc"));
+    edit("reject-token-malformed.json", &|v| {
+        v["token"] = json!("abc")
+    });
     edit("reject-app-missing.json", &|v| {
         v.as_object_mut().unwrap().remove("app");
     });
