@@ -119,8 +119,16 @@ pub(crate) fn decode_raw(raw: &[u8]) -> Result<TxRecord, TxRejected> {
         TxEnvelope::Legacy(t) => {
             let sig = t.signature();
             let parity = sig.v() as u64;
+            // EIP-155: v = 35 + 2 × chainId + parity, which must fit the 64-bit v we keep.
             let v = match t.tx().chain_id {
-                Some(id) => 35 + 2 * id + parity,
+                Some(id) => id
+                    .checked_mul(2)
+                    .and_then(|x| x.checked_add(35 + parity))
+                    .ok_or_else(|| {
+                        TxRejected(format!(
+                            "invalid chain id: {id} is too large for an EIP-155 signature"
+                        ))
+                    })?,
                 None => 27 + parity,
             };
             (0u8, v, sig.r(), sig.s())

@@ -13,6 +13,7 @@ use alloy_primitives::{Address, Bytes, TxKind, B256, U256};
 use privsvc_devnet::fuzz_entry::{calldata, query, raw_transaction};
 use privsvc_devnet::{DevSigner, ARKIV_ADDRESS};
 use privsvc_ledger::{encode_operations, ArkivValue, Attribute, Create, CreationFlags, Operation};
+use serde_json::{json, Value};
 
 fn seeds_dir(target: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -69,6 +70,50 @@ fn devnet_calldata_seeds() {
         accepted >= 3 && rejected >= 3,
         "{accepted} accepted, {rejected} rejected"
     );
+}
+
+/// Over real HTTP: a legacy transaction whose EIP-155 `v` cannot fit 64 bits (a huge chain id)
+/// is refused with a JSON-RPC error naming the chain id, and the node keeps serving. Before the
+/// fix, decoding it overflowed and the handler panicked, so the sender got no answer at all.
+#[tokio::test]
+async fn a_legacy_transaction_with_an_oversized_chain_id_is_refused_over_rpc() {
+    let node = privsvc_devnet::Devnet::start(privsvc_devnet::DevnetConfig::default())
+        .await
+        .unwrap();
+    let raw =
+        std::fs::read(seeds_dir("devnet_raw_tx").join("reject-legacy-chain-id-overflows-v.bin"))
+            .unwrap();
+    let call = |method: &str, params: Value| {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let url = node.url();
+        async move {
+            reqwest::Client::new()
+                .post(url)
+                .json(&body)
+                .send()
+                .await
+                .expect("the node answers")
+                .json::<Value>()
+                .await
+                .expect("a JSON-RPC answer")
+        }
+    };
+    let answer = call(
+        "eth_sendRawTransaction",
+        json!([format!("0x{}", alloy_primitives::hex::encode(&raw))]),
+    )
+    .await;
+    assert_eq!(answer["error"]["code"], -32000, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("chain id"),
+        "{answer}"
+    );
+    let head = call("eth_blockNumber", json!([])).await;
+    assert!(head["result"].is_string(), "{head}");
+    node.shutdown().await;
 }
 
 // ----- seed generation -----
@@ -149,6 +194,24 @@ fn write_generated_seeds() {
         "devnet_raw_tx",
         "accept-legacy-pre-eip155-create.bin",
         &pre155,
+    );
+    // EIP-155 v = 35 + 2 × chainId + parity does not fit in 64 bits for this chain id: the
+    // node once panicked (overflow) on it while holding the chain lock; now it is refused.
+    let huge_chain = signer
+        .sign_legacy(TxLegacy {
+            chain_id: Some(u64::MAX - 1),
+            nonce: 0,
+            gas_price: 1,
+            gas_limit: 21_000,
+            to: TxKind::Call(Address::repeat_byte(7)),
+            value: U256::ZERO,
+            input: Bytes::new(),
+        })
+        .unwrap();
+    write(
+        "devnet_raw_tx",
+        "reject-legacy-chain-id-overflows-v.bin",
+        &huge_chain,
     );
     let mut trailing = tx.to_vec();
     trailing.push(0);
