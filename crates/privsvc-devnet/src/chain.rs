@@ -405,10 +405,15 @@ impl Chain {
                 "max priority fee per gas higher than max fee per gas".into(),
             ));
         }
-        let cost = U256::from(rec.gas_limit) * U256::from(rec.max_fee) + rec.value;
-        if acct.balance < cost {
+        // Checked: gas × price + value can exceed 2^256 (a value near 2^256), which must not
+        // wrap around to a small cost.
+        let cost = U256::from(rec.gas_limit)
+            .checked_mul(U256::from(rec.max_fee))
+            .and_then(|c| c.checked_add(rec.value));
+        if cost.is_none_or(|cost| acct.balance < cost) {
+            let want = cost.map_or_else(|| "more than 2^256".to_string(), |c| c.to_string());
             return Err(TxRejected(format!(
-                "insufficient funds for gas * price + value: address {} have {} want {cost}",
+                "insufficient funds for gas * price + value: address {} have {} want {want}",
                 rec.from, acct.balance
             )));
         }
@@ -423,9 +428,9 @@ impl Chain {
             .position(|p| p.tx.from == rec.from && p.tx.nonce == rec.nonce)
         {
             let old = &self.pool[i].tx;
-            if rec.max_fee < old.max_fee + old.max_fee / 10
-                || rec.max_priority.unwrap_or(0)
-                    < old.max_priority.unwrap_or(0) + old.max_priority.unwrap_or(0) / 10
+            let bumped = |fee: u128| fee.saturating_add(fee / 10);
+            if rec.max_fee < bumped(old.max_fee)
+                || rec.max_priority.unwrap_or(0) < bumped(old.max_priority.unwrap_or(0))
             {
                 return Err(TxRejected("replacement transaction underpriced".into()));
             }

@@ -5,12 +5,13 @@
 //! and panics only when an invariant of an accepted input is broken.
 
 use alloy_eips::eip2718::Encodable2718;
-use alloy_primitives::keccak256;
+use alloy_primitives::{keccak256, U256};
 
-use crate::chain::decode_raw;
+use crate::chain::{decode_raw, Chain, Genesis, Params};
 use crate::decode::{decode_call, Call, NodeOp, MAX_CELLS, MAX_PAYLOAD_BYTES};
 use crate::query::parser::{MAX_PREDICATES, MAX_QUERY_BYTES};
 use crate::query::{lexer::tokenize, parse};
+use crate::types::Account;
 
 /// A query text (`arkiv_query`'s first parameter; non-UTF-8 is refused as serde would).
 /// Invariants: every error position lies within the text; an accepted query has at most
@@ -45,10 +46,16 @@ pub fn query(data: &[u8]) -> bool {
     true
 }
 
-/// A raw signed transaction (`eth_sendRawTransaction`), decoded as the node does before any
-/// state check. Invariants of an accepted transaction: its hash is keccak256 of exactly the
-/// bytes received (so the hash the node reports is the one the sender computed), and they are
-/// the canonical EIP-2718 encoding of what was decoded.
+/// Balance given to the sender of a fuzzed transaction (10^21 wei).
+const FUZZ_BALANCE: u128 = 1_000_000_000_000_000_000_000;
+
+/// A raw signed transaction (`eth_sendRawTransaction`), decoded as the node does, then
+/// submitted to a fresh in-memory chain (chain id 1337) on which its sender, whoever the
+/// signature recovers to, holds 10^21 wei, and mined. Invariants of an accepted (decoded)
+/// transaction: its hash is keccak256 of exactly the bytes received (so the hash the node
+/// reports is the one the sender computed), and they are the canonical EIP-2718 encoding of what
+/// was decoded; submitting and mining never panic; a transaction the pool took with the
+/// sender's next nonce is mined with a receipt, and the sender never ends up richer.
 pub fn raw_transaction(data: &[u8]) -> bool {
     let Ok(rec) = decode_raw(data) else {
         return false;
@@ -68,6 +75,39 @@ pub fn raw_transaction(data: &[u8]) -> bool {
         "accepted transaction bytes are not canonical"
     );
     assert!(matches!(rec.tx_type, 0 | 2));
+
+    let funded = Account {
+        balance: U256::from(FUZZ_BALANCE),
+        ..Account::default()
+    };
+    let genesis = Genesis {
+        number: 0,
+        timestamp: 1_700_000_000,
+        accounts: vec![(rec.from, funded)],
+        entities: Vec::new(),
+    };
+    let params = Params {
+        chain_id: 1337,
+        gas_limit: 30_000_000,
+        base_fee: 7,
+    };
+    let mut chain = Chain::open(params, genesis, None).expect("an in-memory chain opens");
+    if chain.submit_raw(data).is_ok() {
+        chain
+            .mine(1_700_000_012)
+            .expect("mining an in-memory chain works");
+        if rec.nonce == 0 {
+            let mined = chain.tx(&rec.hash).expect("a pooled transaction is known");
+            assert!(
+                mined.receipt.is_some(),
+                "the next-nonce transaction was not mined"
+            );
+        }
+        assert!(
+            chain.account(&rec.from).balance <= U256::from(FUZZ_BALANCE),
+            "the sender ended up richer"
+        );
+    }
     true
 }
 

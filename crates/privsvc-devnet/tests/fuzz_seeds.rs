@@ -73,10 +73,11 @@ fn devnet_calldata_seeds() {
 }
 
 /// Over real HTTP: a legacy transaction whose EIP-155 `v` cannot fit 64 bits (a huge chain id)
-/// is refused with a JSON-RPC error naming the chain id, and the node keeps serving. Before the
-/// fix, decoding it overflowed and the handler panicked, so the sender got no answer at all.
+/// is refused with a JSON-RPC error naming the chain id (before the fix, decoding it overflowed
+/// and the handler panicked, so the sender got no answer at all); a transaction whose cost
+/// exceeds 2^256 is refused for insufficient funds; the node keeps serving.
 #[tokio::test]
-async fn a_legacy_transaction_with_an_oversized_chain_id_is_refused_over_rpc() {
+async fn oversized_chain_id_and_overflowing_cost_are_refused_over_rpc() {
     let node = privsvc_devnet::Devnet::start(privsvc_devnet::DevnetConfig::default())
         .await
         .unwrap();
@@ -111,6 +112,28 @@ async fn a_legacy_transaction_with_an_oversized_chain_id_is_refused_over_rpc() {
             .contains("chain id"),
         "{answer}"
     );
+    // A value so large that gas × price + value exceeds 2^256 is refused for insufficient
+    // funds (the cost once wrapped around to a tiny amount and passed the balance check).
+    let overflow = DevSigner::dev(0)
+        .sign_eip1559(TxEip1559 {
+            chain_id: privsvc_devnet::DevnetConfig::default().chain_id,
+            to: TxKind::Call(Address::repeat_byte(7)),
+            value: U256::MAX,
+            gas_limit: 21_000,
+            ..eip1559(Bytes::new())
+        })
+        .unwrap();
+    let answer = call(
+        "eth_sendRawTransaction",
+        json!([format!("0x{}", alloy_primitives::hex::encode(&overflow))]),
+    )
+    .await;
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("insufficient funds")),
+        "{answer}"
+    );
     let head = call("eth_blockNumber", json!([])).await;
     assert!(head["result"].is_string(), "{head}");
     node.shutdown().await;
@@ -142,7 +165,7 @@ fn create_op() -> Operation {
 fn eip1559(input: Bytes) -> TxEip1559 {
     TxEip1559 {
         chain_id: 1337,
-        nonce: 3,
+        nonce: 0,
         gas_limit: 200_000,
         max_fee_per_gas: 2_000_000_000,
         max_priority_fee_per_gas: 1_000_000_000,
@@ -212,6 +235,21 @@ fn write_generated_seeds() {
         "devnet_raw_tx",
         "reject-legacy-chain-id-overflows-v.bin",
         &huge_chain,
+    );
+    // gas × price + value beyond 2^256: the balance check once computed the cost with
+    // wrapping arithmetic, so it could wrap to a tiny cost; now refused as insufficient funds.
+    let overflow = signer
+        .sign_eip1559(TxEip1559 {
+            to: TxKind::Call(Address::repeat_byte(7)),
+            value: U256::MAX,
+            gas_limit: 21_000,
+            ..eip1559(Bytes::new())
+        })
+        .unwrap();
+    write(
+        "devnet_raw_tx",
+        "accept-value-overflowing-the-cost.bin",
+        &overflow,
     );
     let mut trailing = tx.to_vec();
     trailing.push(0);
