@@ -15,7 +15,8 @@
 # keeps debug assertions and overflow checks on, so an arithmetic overflow is a crash.
 #
 # New inputs go to fuzz/corpus/<target>/, crashes to fuzz/artifacts/<target>/ (neither is
-# committed). The table is printed and written to fuzz/last-run.md. Exit status 1 when a target
+# committed). The table is printed and written to fuzz/last-run.md (not committed either).
+# Exit status 1 when a target
 # crashed.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
