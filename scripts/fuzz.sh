@@ -16,8 +16,7 @@
 #
 # New inputs go to fuzz/corpus/<target>/, crashes to fuzz/artifacts/<target>/ (neither is
 # committed). The table is printed and written to fuzz/last-run.md (not committed either).
-# Exit status 1 when a target
-# crashed.
+# Exit status 1 when a target crashed.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root/fuzz"
