@@ -63,6 +63,7 @@ mod create;
 pub mod discover;
 mod entities;
 mod error;
+pub mod fuzz_entry;
 pub mod options;
 pub mod proof;
 pub mod protocol;

@@ -101,6 +101,79 @@ impl StateView for View<'_> {
     }
 }
 
+/// Decode a raw signed transaction (`eth_sendRawTransaction`): EIP-2718 envelope without
+/// trailing bytes, signer recovered, EIP-1559 or legacy only. No state is checked.
+pub(crate) fn decode_raw(raw: &[u8]) -> Result<TxRecord, TxRejected> {
+    let mut buf = raw;
+    let env = TxEnvelope::decode_2718(&mut buf)
+        .map_err(|e| TxRejected(format!("invalid transaction encoding: {e}")))?;
+    if !buf.is_empty() {
+        return Err(TxRejected(
+            "invalid transaction encoding: trailing bytes".into(),
+        ));
+    }
+    let from = env
+        .recover_signer()
+        .map_err(|e| TxRejected(format!("invalid transaction signature: {e}")))?;
+    let (tx_type, v, r, s) = match &env {
+        TxEnvelope::Legacy(t) => {
+            let sig = t.signature();
+            let parity = sig.v() as u64;
+            // EIP-155: v = 35 + 2 × chainId + parity, which must fit the 64-bit v we keep.
+            let v = match t.tx().chain_id {
+                Some(id) => id
+                    .checked_mul(2)
+                    .and_then(|x| x.checked_add(35 + parity))
+                    .ok_or_else(|| {
+                        TxRejected(format!(
+                            "invalid chain id: {id} is too large for an EIP-155 signature"
+                        ))
+                    })?,
+                None => 27 + parity,
+            };
+            (0u8, v, sig.r(), sig.s())
+        }
+        TxEnvelope::Eip1559(t) => {
+            let sig = t.signature();
+            (2u8, sig.v() as u64, sig.r(), sig.s())
+        }
+        TxEnvelope::Eip2930(_) => {
+            return Err(TxRejected(
+                "EIP-2930 transactions are not supported; use EIP-1559 or legacy".into(),
+            ))
+        }
+        _ => {
+            return Err(TxRejected(
+                "transaction type not supported; use EIP-1559 or legacy".into(),
+            ))
+        }
+    };
+    let to = match env.kind() {
+        TxKind::Call(a) => Some(a),
+        TxKind::Create => None,
+    };
+    let rec = TxRecord {
+        hash: *env.tx_hash(),
+        from,
+        to,
+        nonce: env.nonce(),
+        gas_limit: env.gas_limit(),
+        tx_type,
+        chain_id: env.chain_id(),
+        gas_price: env.gas_price(),
+        max_fee: env.max_fee_per_gas(),
+        max_priority: env.max_priority_fee_per_gas().filter(|_| tx_type == 2),
+        value: env.value(),
+        input: env.input().clone(),
+        v,
+        r,
+        s,
+        location: None,
+        receipt: None,
+    };
+    Ok(rec)
+}
+
 /// Genesis content.
 #[derive(Debug, Clone, Default)]
 pub struct Genesis {
@@ -242,66 +315,7 @@ impl Chain {
 
     /// Decode, verify and pool a signed transaction. Returns its hash.
     pub fn submit_raw(&mut self, raw: &[u8]) -> Result<B256, TxRejected> {
-        let mut buf = raw;
-        let env = TxEnvelope::decode_2718(&mut buf)
-            .map_err(|e| TxRejected(format!("invalid transaction encoding: {e}")))?;
-        if !buf.is_empty() {
-            return Err(TxRejected(
-                "invalid transaction encoding: trailing bytes".into(),
-            ));
-        }
-        let from = env
-            .recover_signer()
-            .map_err(|e| TxRejected(format!("invalid transaction signature: {e}")))?;
-        let (tx_type, v, r, s) = match &env {
-            TxEnvelope::Legacy(t) => {
-                let sig = t.signature();
-                let parity = sig.v() as u64;
-                let v = match t.tx().chain_id {
-                    Some(id) => 35 + 2 * id + parity,
-                    None => 27 + parity,
-                };
-                (0u8, v, sig.r(), sig.s())
-            }
-            TxEnvelope::Eip1559(t) => {
-                let sig = t.signature();
-                (2u8, sig.v() as u64, sig.r(), sig.s())
-            }
-            TxEnvelope::Eip2930(_) => {
-                return Err(TxRejected(
-                    "EIP-2930 transactions are not supported; use EIP-1559 or legacy".into(),
-                ))
-            }
-            _ => {
-                return Err(TxRejected(
-                    "transaction type not supported; use EIP-1559 or legacy".into(),
-                ))
-            }
-        };
-        let to = match env.kind() {
-            TxKind::Call(a) => Some(a),
-            TxKind::Create => None,
-        };
-        let rec = TxRecord {
-            hash: *env.tx_hash(),
-            from,
-            to,
-            nonce: env.nonce(),
-            gas_limit: env.gas_limit(),
-            tx_type,
-            chain_id: env.chain_id(),
-            gas_price: env.gas_price(),
-            max_fee: env.max_fee_per_gas(),
-            max_priority: env.max_priority_fee_per_gas().filter(|_| tx_type == 2),
-            value: env.value(),
-            input: env.input().clone(),
-            v,
-            r,
-            s,
-            location: None,
-            receipt: None,
-        };
-        self.submit(rec)
+        self.submit(decode_raw(raw)?)
     }
 
     /// Pool an unsigned transaction from `from` (impersonation, dev/test helper).
@@ -391,10 +405,15 @@ impl Chain {
                 "max priority fee per gas higher than max fee per gas".into(),
             ));
         }
-        let cost = U256::from(rec.gas_limit) * U256::from(rec.max_fee) + rec.value;
-        if acct.balance < cost {
+        // Checked: gas × price + value can exceed 2^256 (a value near 2^256), which must not
+        // wrap around to a small cost.
+        let cost = U256::from(rec.gas_limit)
+            .checked_mul(U256::from(rec.max_fee))
+            .and_then(|c| c.checked_add(rec.value));
+        if cost.is_none_or(|cost| acct.balance < cost) {
+            let want = cost.map_or_else(|| "more than 2^256".to_string(), |c| c.to_string());
             return Err(TxRejected(format!(
-                "insufficient funds for gas * price + value: address {} have {} want {cost}",
+                "insufficient funds for gas * price + value: address {} have {} want {want}",
                 rec.from, acct.balance
             )));
         }
@@ -409,9 +428,9 @@ impl Chain {
             .position(|p| p.tx.from == rec.from && p.tx.nonce == rec.nonce)
         {
             let old = &self.pool[i].tx;
-            if rec.max_fee < old.max_fee + old.max_fee / 10
-                || rec.max_priority.unwrap_or(0)
-                    < old.max_priority.unwrap_or(0) + old.max_priority.unwrap_or(0) / 10
+            let bumped = |fee: u128| fee.saturating_add(fee / 10);
+            if rec.max_fee < bumped(old.max_fee)
+                || rec.max_priority.unwrap_or(0) < bumped(old.max_priority.unwrap_or(0))
             {
                 return Err(TxRejected("replacement transaction underpriced".into()));
             }

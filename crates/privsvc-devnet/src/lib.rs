@@ -56,6 +56,7 @@ pub mod decode;
 pub mod entity;
 pub mod error;
 pub mod exec;
+pub mod fuzz_entry;
 pub mod query;
 pub mod revert;
 mod rpc;

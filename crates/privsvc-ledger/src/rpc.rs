@@ -125,23 +125,7 @@ impl RpcLedger {
             .text()
             .await
             .map_err(|e| LedgerError::Transport(format!("{method}: {e}")))?;
-        let v: Value = serde_json::from_str(&text).map_err(|_| {
-            LedgerError::Transport(format!("{method}: HTTP {status}, answer is not JSON-RPC"))
-        })?;
-        if let Some(err) = v.get("error").filter(|e| !e.is_null()) {
-            return Err(LedgerError::Rpc {
-                code: err.get("code").and_then(Value::as_i64).unwrap_or(0),
-                message: err
-                    .get("message")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_owned(),
-                data: err.get("data").cloned(),
-            });
-        }
-        v.get("result")
-            .cloned()
-            .ok_or_else(|| LedgerError::Decode(format!("{method}: answer without result")))
+        rpc_answer(method, status, &text)
     }
 
     async fn quantity_call(&self, method: &str, params: Value) -> Result<u64, LedgerError> {
@@ -285,19 +269,7 @@ impl LedgerReader for RpcLedger {
                 json!([expression, wire::query_options_to_json(&options)]),
             )
             .await?;
-        let entities = r["data"]
-            .as_array()
-            .ok_or_else(|| LedgerError::Decode("arkiv_query result without data".into()))?
-            .iter()
-            .map(wire::entity_from_json)
-            .collect::<Result<Vec<_>, _>>()?;
-        let block_number = parse_quantity(&r["blockNumber"])?;
-        let cursor = r.get("cursor").and_then(Value::as_str).map(str::to_owned);
-        Ok(QueryPage {
-            entities,
-            block_number,
-            cursor,
-        })
+        query_page_from_json(&r)
     }
 
     async fn entity(
@@ -371,6 +343,49 @@ impl LedgerReader for RpcLedger {
     }
 }
 
+/// The `result` of a JSON-RPC answer `text` to `method` (HTTP `status`); a JSON-RPC error
+/// becomes [`LedgerError::Rpc`].
+pub(crate) fn rpc_answer(
+    method: &str,
+    status: reqwest::StatusCode,
+    text: &str,
+) -> Result<Value, LedgerError> {
+    let v: Value = serde_json::from_str(text).map_err(|_| {
+        LedgerError::Transport(format!("{method}: HTTP {status}, answer is not JSON-RPC"))
+    })?;
+    if let Some(err) = v.get("error").filter(|e| !e.is_null()) {
+        return Err(LedgerError::Rpc {
+            code: err.get("code").and_then(Value::as_i64).unwrap_or(0),
+            message: err
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned(),
+            data: err.get("data").cloned(),
+        });
+    }
+    v.get("result")
+        .cloned()
+        .ok_or_else(|| LedgerError::Decode(format!("{method}: answer without result")))
+}
+
+/// Decode the `result` of `arkiv_query` (`{data: [RpcEntity], blockNumber, cursor?}`).
+pub(crate) fn query_page_from_json(r: &Value) -> Result<QueryPage, LedgerError> {
+    let entities = r["data"]
+        .as_array()
+        .ok_or_else(|| LedgerError::Decode("arkiv_query result without data".into()))?
+        .iter()
+        .map(wire::entity_from_json)
+        .collect::<Result<Vec<_>, _>>()?;
+    let block_number = parse_quantity(&r["blockNumber"])?;
+    let cursor = r.get("cursor").and_then(Value::as_str).map(str::to_owned);
+    Ok(QueryPage {
+        entities,
+        block_number,
+        cursor,
+    })
+}
+
 /// The topics of `log` when the Arkiv contract emitted it, `None` for another contract's log.
 fn arkiv_log_topics(log: &Value) -> Result<Option<Vec<B256>>, LedgerError> {
     let address = log["address"].as_str().and_then(parse_hex);
@@ -394,7 +409,7 @@ fn entity_created_topic() -> B256 {
 
 /// The transaction hash of the `EntityCreated` log of `key` among `logs` (a node ignoring part
 /// of the filter is tolerated: address and topics are checked again here).
-fn creation_tx_of(logs: &[Value], key: B256) -> Result<Option<B256>, LedgerError> {
+pub(crate) fn creation_tx_of(logs: &[Value], key: B256) -> Result<Option<B256>, LedgerError> {
     for log in logs {
         let Some(topics) = arkiv_log_topics(log)? else {
             continue;

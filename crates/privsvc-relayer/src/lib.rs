@@ -51,6 +51,7 @@ pub mod api;
 pub mod batcher;
 pub mod config;
 pub mod entities;
+pub mod fuzz_entry;
 pub mod health;
 pub mod issuer_mount;
 pub mod listener;
