@@ -473,6 +473,7 @@ async fn record_of(vault: &KeyVault, block: u64, i: u64) -> EntityData {
     let body = EnvelopeBody {
         app: SEED_APP.into(),
         exp: 86_400,
+        hour: privsvc_envelope::hour_of(privsvc_client::proof::unix_now()),
         ct: "text/plain".into(),
         enc: false,
         types: attrs.types(),

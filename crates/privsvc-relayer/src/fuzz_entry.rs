@@ -1,13 +1,18 @@
 //! Entry point shared by the `relayer_submit` fuzz target and its stable seed replay
-//! (`tests/fuzz_seeds.rs`): the body of `POST /v1/records` through [`crate::validate::validate`].
+//! (`tests/fuzz_seeds.rs`): the body of `POST /v1/records` through [`crate::validate::validate_at`]
+//! at the fixed clock [`FUZZ_NOW_SECS`].
 
 use alloy_primitives::Address;
 
 use crate::entities::SYSTEM_PROJECT;
-use crate::validate::{validate, Limits, EXPIRY_BUCKETS, PADDED_SIZES};
+use crate::validate::{validate_at, Limits, EXPIRY_BUCKETS, PADDED_SIZES};
 
 /// The relayer address the fuzz limits use (an owner equal to it must be refused).
 pub const FUZZ_RELAYER: Address = Address::repeat_byte(0x11);
+
+/// The clock the fuzz target validates at (2026-11-17 21:33:20 UTC), so that stored seeds
+/// stay inside the envelope hour window whenever they are replayed.
+pub const FUZZ_NOW_SECS: u64 = 1_795_000_000;
 
 /// The limits the fuzz target validates against: relayer [`FUZZ_RELAYER`], `minAnonymity` up
 /// to 10, `maxHoldMs` up to 10 minutes.
@@ -26,7 +31,7 @@ pub fn fuzz_limits() -> Limits {
 /// sentence. Returns whether the body was accepted.
 pub fn submit_body(data: &[u8]) -> bool {
     let limits = fuzz_limits();
-    let s = match validate(data, &limits) {
+    let s = match validate_at(data, &limits, FUZZ_NOW_SECS) {
         Ok(s) => s,
         Err(reason) => {
             assert!(!reason.is_empty(), "empty refusal");

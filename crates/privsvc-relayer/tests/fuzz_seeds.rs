@@ -13,7 +13,7 @@ use alloy_primitives::Address;
 use k256::ecdsa::SigningKey;
 use privsvc_attributes::Attributes;
 use privsvc_envelope::{seal_envelope, EnvelopeBody};
-use privsvc_relayer::fuzz_entry::{submit_body, FUZZ_RELAYER};
+use privsvc_relayer::fuzz_entry::{submit_body, FUZZ_NOW_SECS, FUZZ_RELAYER};
 use serde_json::{json, Value};
 
 fn seeds_dir() -> PathBuf {
@@ -53,8 +53,13 @@ fn relayer_submit_seeds() {
     );
 }
 
-/// A body sealed with `key` (deterministic for a given key).
+/// A body sealed with `key` (deterministic for a given key) at the fuzz clock's hour.
 fn body(key: &SigningKey, app: &str, exp: u64, data: &[u8]) -> Value {
+    body_at(key, app, exp, data, privsvc_envelope::hour_of(FUZZ_NOW_SECS))
+}
+
+/// A body sealed with `key` whose envelope carries `hour`.
+fn body_at(key: &SigningKey, app: &str, exp: u64, data: &[u8], hour: u64) -> Value {
     let owner = Address::from_public_key(key.verifying_key());
     let mut attrs = Attributes::new();
     attrs.insert("project", app).unwrap();
@@ -62,6 +67,7 @@ fn body(key: &SigningKey, app: &str, exp: u64, data: &[u8]) -> Value {
     let envelope = EnvelopeBody {
         app: app.into(),
         exp,
+        hour,
         ct: "text/plain".into(),
         enc: false,
         types: attrs.types(),
@@ -165,6 +171,15 @@ fn write_generated_seeds() {
     edit("reject-app-missing.json", &|v| {
         v.as_object_mut().unwrap().remove("app");
     });
+    let hour = privsvc_envelope::hour_of(FUZZ_NOW_SECS);
+    write(
+        "reject-hour-before-the-window.json",
+        &body_at(&key(7), "notes", 3600, b"old copy", hour - 3),
+    );
+    write(
+        "reject-hour-after-the-window.json",
+        &body_at(&key(8), "notes", 3600, b"future", hour + 2),
+    );
     write("reject-not-an-object.json", &json!([1, 2]));
     std::fs::write(seeds_dir().join("reject-not-json.txt"), b"app=notes").unwrap();
 }
