@@ -273,6 +273,26 @@ impl Chain {
         self.blocks.get(usize::try_from(i).ok()?)
     }
 
+    /// A header for a block below the genesis of a chain started at `start_block` > 0 (a seeded
+    /// dataset whose entities were created in earlier blocks): an empty block, 2 s
+    /// (`BLOCK_TIME_SECONDS`) before its successor, so that verifiers can read the creation
+    /// time of seeded entities. `None` for a number at or above the first retained block.
+    pub fn history_block(&self, number: u64) -> Option<Block> {
+        let first = self.blocks.first()?;
+        let behind = first.number.checked_sub(number).filter(|d| *d > 0)?;
+        let timestamp = first.timestamp.saturating_sub(behind.saturating_mul(2));
+        Some(Block {
+            number,
+            hash: block_hash(number, &B256::ZERO, timestamp, &[]),
+            parent_hash: B256::ZERO,
+            timestamp,
+            base_fee: first.base_fee,
+            gas_limit: first.gas_limit,
+            gas_used: 0,
+            txs: Vec::new(),
+        })
+    }
+
     /// A block by hash.
     pub fn block_by_hash(&self, hash: &B256) -> Option<&Block> {
         self.blocks.iter().rev().find(|b| &b.hash == hash)

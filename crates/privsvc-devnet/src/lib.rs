@@ -34,7 +34,9 @@
 //! ordering, so clients must not rely on it. Pending transactions are not persisted.
 //!
 //! Test helpers beyond the RPC surface: [`DevnetConfig::start_block`] and
-//! [`DevnetConfig::genesis_entities`] (seeded datasets), [`DevnetHandle::set_account`] (balance,
+//! [`DevnetConfig::genesis_entities`] (seeded datasets; the blocks below the genesis answer
+//! `eth_getBlockByNumber` as empty blocks 2 s apart, so seeded entities have a creation time),
+//! [`DevnetHandle::set_account`] (balance,
 //! nonce, entity nonce), [`DevnetHandle::send_impersonated`] (replay calldata from any sender),
 //! [`DevnetHandle::mine_blocks`], the dev keys [`DEV_PRIVATE_KEYS`] and [`DevSigner`].
 //!

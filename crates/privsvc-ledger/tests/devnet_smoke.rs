@@ -231,3 +231,26 @@ async fn block_timestamps_come_from_the_node() {
     );
     assert_eq!(reader.block_timestamp(head + 1_000).await.unwrap(), None);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_seeded_devnet_answers_timestamps_of_blocks_below_its_genesis() {
+    let node = Devnet::start(DevnetConfig {
+        block_time: BlockTime::OnDemand,
+        start_block: 1_000,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let reader = RpcLedger::new(node.url()).unwrap();
+    let genesis = reader.block_timestamp(1_000).await.unwrap().unwrap();
+    // Seeded entities were created in earlier blocks, 2 s apart, so verifiers can date them.
+    assert_eq!(
+        reader.block_timestamp(999).await.unwrap(),
+        Some(genesis - 2)
+    );
+    assert_eq!(
+        reader.block_timestamp(400).await.unwrap(),
+        Some(genesis - 1_200)
+    );
+    assert_eq!(reader.block_timestamp(1_001).await.unwrap(), None);
+}

@@ -55,7 +55,13 @@ fn relayer_submit_seeds() {
 
 /// A body sealed with `key` (deterministic for a given key) at the fuzz clock's hour.
 fn body(key: &SigningKey, app: &str, exp: u64, data: &[u8]) -> Value {
-    body_at(key, app, exp, data, privsvc_envelope::hour_of(FUZZ_NOW_SECS))
+    body_at(
+        key,
+        app,
+        exp,
+        data,
+        privsvc_envelope::hour_of(FUZZ_NOW_SECS),
+    )
 }
 
 /// A body sealed with `key` whose envelope carries `hour`.

@@ -269,9 +269,12 @@ fn dispatch(node: &Node, method: &str, p: &[Json]) -> RpcResult {
             let chain = node.lock();
             let n = block_number(&chain, p.first())?;
             let full = p.get(1).and_then(|v| v.as_bool()).unwrap_or(false);
-            Ok(chain
-                .block(n)
-                .map_or(Json::Null, |b| json::block(&chain, b, full)))
+            match chain.block(n) {
+                Some(b) => Ok(json::block(&chain, b, full)),
+                None => Ok(chain
+                    .history_block(n)
+                    .map_or(Json::Null, |b| json::block(&chain, &b, full))),
+            }
         }
         "eth_getBlockByHash" => {
             let chain = node.lock();
