@@ -28,3 +28,36 @@ pub fn attributes_from_wire(data: &[u8]) -> bool {
     );
     true
 }
+
+/// Replays the seed corpus of one fuzz target (`fuzz/seeds/<target>/*` in the repository)
+/// through its entry function, as the stable `fuzz_seeds` tests of every crate do: files named
+/// `accept-*` must be accepted, `reject-*` refused, any other file (a minimised crash kept as a
+/// regression seed) must only not panic. Returns `(accepted, rejected)`; panics, naming the
+/// file, on the first seed that breaks its expectation.
+pub fn replay_seed_corpus(dir: &std::path::Path, entry: fn(&[u8]) -> bool) -> (usize, usize) {
+    let target = dir
+        .file_name()
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.expect("seed directory entry").path())
+        .collect();
+    entries.sort();
+    let (mut accepted, mut rejected) = (0, 0);
+    for path in entries {
+        let name = path
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        let data = std::fs::read(&path).unwrap_or_else(|e| panic!("{target}/{name}: {e}"));
+        let ok = std::panic::catch_unwind(|| entry(&data))
+            .unwrap_or_else(|_| panic!("{target}/{name}: panicked"));
+        if name.starts_with("accept-") {
+            assert!(ok, "{target}/{name}: refused, expected accepted");
+            accepted += 1;
+        } else if name.starts_with("reject-") {
+            assert!(!ok, "{target}/{name}: accepted, expected refused");
+            rejected += 1;
+        }
+    }
+    (accepted, rejected)
+}

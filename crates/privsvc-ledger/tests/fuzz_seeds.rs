@@ -25,27 +25,7 @@ fn seeds_dir(target: &str) -> PathBuf {
 }
 
 fn replay(target: &str, entry: fn(&[u8]) -> bool) -> (usize, usize) {
-    let dir = seeds_dir(target);
-    let mut entries: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.unwrap().path())
-        .collect();
-    entries.sort();
-    let (mut accepted, mut rejected) = (0, 0);
-    for path in entries {
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        let data = std::fs::read(&path).unwrap();
-        let ok = std::panic::catch_unwind(|| entry(&data))
-            .unwrap_or_else(|_| panic!("{target}/{name}: panicked"));
-        if name.starts_with("accept-") {
-            assert!(ok, "{target}/{name}: refused, expected accepted");
-            accepted += 1;
-        } else if name.starts_with("reject-") {
-            assert!(!ok, "{target}/{name}: accepted, expected refused");
-            rejected += 1;
-        }
-    }
-    (accepted, rejected)
+    privsvc_attributes::fuzz_entry::replay_seed_corpus(&seeds_dir(target), entry)
 }
 
 #[test]

@@ -21,27 +21,7 @@ fn seeds_dir() -> PathBuf {
 }
 
 fn replay(entry: fn(&[u8]) -> bool) -> (usize, usize) {
-    let dir = seeds_dir();
-    let mut entries: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.unwrap().path())
-        .collect();
-    entries.sort();
-    let (mut accepted, mut rejected) = (0, 0);
-    for path in entries {
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        let data = std::fs::read(&path).unwrap();
-        let ok = std::panic::catch_unwind(|| entry(&data))
-            .unwrap_or_else(|_| panic!("relayer_submit/{name}: panicked"));
-        if name.starts_with("accept-") {
-            assert!(ok, "relayer_submit/{name}: refused, expected accepted");
-            accepted += 1;
-        } else if name.starts_with("reject-") {
-            assert!(!ok, "relayer_submit/{name}: accepted, expected refused");
-            rejected += 1;
-        }
-    }
-    (accepted, rejected)
+    privsvc_attributes::fuzz_entry::replay_seed_corpus(&seeds_dir(), entry)
 }
 
 #[test]
