@@ -19,6 +19,7 @@ pub mod binary;
 pub mod client;
 pub mod endpoint;
 mod error;
+pub mod fuzz_entry;
 pub mod gateway;
 pub mod heartbeat;
 mod http_util;
