@@ -44,6 +44,8 @@ use tempfile::TempDir;
 /// The app (key namespace and `project` attribute) of the scenario.
 const APP: &str = "notes";
 /// Block interval of the devnet (Arkiv's block time).
+/// Minimum token age of the demo clients (short, to keep the demo fast; the default is 60 s).
+const TOKEN_MIN_AGE_MS: u64 = 2_000;
 const BLOCK_TIME: Duration = Duration::from_secs(2);
 /// The whole scenario must finish within this time.
 const SCENARIO_LIMIT: Duration = Duration::from_secs(90);
@@ -199,6 +201,7 @@ impl Stack {
     /// call through the OHTTP relay, a short random delay before each submission.
     async fn client(&self, wallet: &Arc<LocalWallet>, min_anonymity: u64) -> Result<PrivateClient> {
         Ok(PrivateClient::builder(APP)
+            .token_min_age_ms(TOKEN_MIN_AGE_MS)
             .wallet(wallet.clone())
             .reader(self.reader.clone())
             .ohttp_relay(self.relay_url.clone())
@@ -212,6 +215,7 @@ impl Stack {
     /// A client pinned to one relayer (the crowd).
     async fn pinned(&self, wallet: &Arc<LocalWallet>, url: &str) -> Result<PrivateClient> {
         Ok(PrivateClient::builder(APP)
+            .token_min_age_ms(TOKEN_MIN_AGE_MS)
             .wallet(wallet.clone())
             .reader(self.reader.clone())
             .relayers([url.to_string()])
@@ -717,6 +721,9 @@ async fn run(args: &Args) -> Result<bool> {
     println!(
         "  batching: MIN_BATCH=2, MAX_WAIT_MS=1500, MAX_BATCH=100; stack ready in {}",
         secs(started.elapsed())
+    );
+    println!(
+        "  tokens ripen for {TOKEN_MIN_AGE_MS} ms in this demo; the default is 60 s (a token is spent only that long after it was obtained)"
     );
 
     let mut checks = Checks::default();

@@ -232,6 +232,7 @@ async fn main_job_scenario() {
     const APP: &str = "notes";
     let client = |wallet: &Arc<LocalWallet>, k: u64| {
         PrivateClient::builder(APP)
+            .token_min_age_ms(TOKEN_MIN_AGE_MS)
             .wallet(wallet.clone())
             .reader(stack.reader.clone())
             .ohttp_relay(stack.relay_url.clone())
@@ -261,6 +262,7 @@ async fn main_job_scenario() {
     let mut crowd = Vec::new();
     for url in stack.urls() {
         let c = PrivateClient::builder(APP)
+            .token_min_age_ms(TOKEN_MIN_AGE_MS)
             .wallet(crowd_wallet.clone())
             .reader(stack.reader.clone())
             .relayers([url])
@@ -388,6 +390,7 @@ async fn main_job_scenario() {
         crowd_written.extend(t.await.unwrap());
     }
     let crowd_client = PrivateClient::builder(APP)
+        .token_min_age_ms(TOKEN_MIN_AGE_MS)
         .wallet(crowd_wallet)
         .reader(stack.reader.clone())
         .relayers(stack.urls())
@@ -427,6 +430,8 @@ async fn main_job_scenario() {
     stack.shutdown().await;
 }
 
+/// Minimum token age of the clients (short, to keep the test fast; the default is 60 s).
+const TOKEN_MIN_AGE_MS: u64 = 1_000;
 const CLIENTS: usize = 20;
 const PER_CLIENT: usize = 50;
 /// Status polling interval of the load clients. Every client goes through the OHTTP relay, so
@@ -448,6 +453,7 @@ async fn load_1000_records_from_20_clients() {
     let mut clients = Vec::new();
     for _ in 0..CLIENTS {
         let builder = PrivateClient::builder(APP)
+            .token_min_age_ms(TOKEN_MIN_AGE_MS)
             .wallet(Arc::new(LocalWallet::random()))
             .reader(stack.reader.clone())
             .relayers(stack.urls())

@@ -54,7 +54,7 @@ impl PrivateClient {
     }
 
     /// Builds from options: derives the keys (asking the wallet twice), contacts or discovers the
-    /// relayers and, when one requires tokens, starts fetching the day's tokens.
+    /// relayers. Tokens are fetched later, only for the issuer of a relayer a write uses.
     ///
     /// With `isolate_keys`, the keys go to an isolated key thread; when that thread cannot start,
     /// the client logs a warning and keeps the keys in-process (see
@@ -85,7 +85,6 @@ impl PrivateClient {
         let relayers =
             contact_relayers(&options, reader.as_ref(), transport.as_ref(), chain_id).await?;
         let tokens = Arc::new(TokenManager::new(&options, reader.clone()));
-        tokens.start(&options.app, &relayers);
         let client = Self {
             options,
             vault,

@@ -205,6 +205,7 @@ impl PrivateClient {
         let mut tried = HashSet::new();
         let mut attempts = Vec::new();
         let mut submitted_somewhere = false;
+        let mut token_failures = Vec::new();
         while let Some(relayer) = self.pick_relayer(&tried) {
             tried.insert(relayer.url.clone());
             if let Some(reason) = unacceptable(&relayer, &sealed.request) {
@@ -217,6 +218,7 @@ impl PrivateClient {
                     Ok(token) => request.token = Some(token),
                     Err(e) => {
                         attempts.push(format!("{}: no token: {e}", relayer.url));
+                        token_failures.push(e);
                         continue;
                     }
                 }
@@ -267,6 +269,22 @@ impl PrivateClient {
             let window = self.options.poll_interval;
             if let Some(found) = self.watch_ledger(sealed, window).await? {
                 return Ok(recovered_result(found, sealed, warnings));
+            }
+        }
+        if !submitted_somewhere && !token_failures.is_empty() {
+            // An equivocating issuer is named as such; with no ripe token anywhere, say so.
+            if let Some(pos) = token_failures
+                .iter()
+                .position(|e| matches!(e, PrivsvcError::IssuerEquivocation { .. }))
+            {
+                return Err(token_failures.swap_remove(pos));
+            }
+            if token_failures.len() == attempts.len()
+                && token_failures
+                    .iter()
+                    .all(|e| matches!(e, PrivsvcError::NoTokenReady { .. }))
+            {
+                return Err(token_failures.swap_remove(0));
             }
         }
         if attempts.is_empty() {

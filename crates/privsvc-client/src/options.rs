@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use privsvc_ledger::LedgerReader;
 use privsvc_ohttp::Transport;
-use privsvc_tokens::{TokenSource, TokenStore};
+use privsvc_tokens::{KeyPins, TokenSource, TokenStore};
 use privsvc_vault::{Vault, Wallet};
 
 use crate::protocol::InfoResponse;
@@ -89,6 +89,16 @@ pub struct ClientOptions {
     pub token_store: Option<Arc<dyn TokenStore>>,
     /// One-time attestation code for issuers that need one.
     pub token_attestation: Option<String>,
+    /// Minimum age of a token before auto mode spends it, counted from when it was obtained
+    /// (default 60000 ms, [`privsvc_tokens::DEFAULT_MIN_AGE_MS`]; the random delay does not
+    /// count).
+    pub token_min_age_ms: u64,
+    /// Longest wait of a write for a token to ripen before it tries another relayer (default
+    /// 90000 ms, [`privsvc_tokens::DEFAULT_RIPE_WAIT_MS`]).
+    pub token_ripe_wait_ms: u64,
+    /// Where auto mode pins the first issuer key per (issuer, app, epoch) (default: in memory
+    /// for the session; pass a [`privsvc_tokens::SqliteKeyPins`] to keep pins across sessions).
+    pub token_pins: Option<Arc<dyn KeyPins>>,
     /// Count a record as the app's only if a known relayer created it.
     pub trusted_relayers_only: bool,
     /// The transport to relayers (default: plain HTTP, or OHTTP when `ohttp_relay` is set).
@@ -146,6 +156,9 @@ impl ClientOptions {
             tokens: Tokens::Auto,
             token_store: None,
             token_attestation: None,
+            token_min_age_ms: privsvc_tokens::DEFAULT_MIN_AGE_MS,
+            token_ripe_wait_ms: privsvc_tokens::DEFAULT_RIPE_WAIT_MS,
+            token_pins: None,
             trusted_relayers_only: false,
             transport: None,
         }
@@ -291,6 +304,21 @@ impl ClientBuilder {
     /// One-time attestation code for issuers that need one.
     pub fn token_attestation(mut self, code: impl Into<String>) -> Self {
         self.options.token_attestation = Some(code.into());
+        self
+    }
+    /// Minimum age (ms) of a token before auto mode spends it (default 60000).
+    pub fn token_min_age_ms(mut self, ms: u64) -> Self {
+        self.options.token_min_age_ms = ms;
+        self
+    }
+    /// Longest wait (ms) of a write for a token to ripen (default 90000).
+    pub fn token_ripe_wait_ms(mut self, ms: u64) -> Self {
+        self.options.token_ripe_wait_ms = ms;
+        self
+    }
+    /// Where auto mode pins issuer keys (default: in memory for the session).
+    pub fn token_pins(mut self, pins: Arc<dyn KeyPins>) -> Self {
+        self.options.token_pins = Some(pins);
         self
     }
     /// Count a record as the app's only if a known relayer created it.

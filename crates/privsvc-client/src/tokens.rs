@@ -1,5 +1,6 @@
 //! Token handling for a client: a caller-given `TokenSource`, or auto mode (one `TokenWallet`
-//! per issuer, fetching the day's tokens at session start).
+//! per verified issuer, fetching tokens only when a write needs them and spending them only
+//! once ripe).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -7,17 +8,15 @@ use std::sync::{Arc, Mutex};
 use alloy_primitives::Address;
 use privsvc_ledger::LedgerReader;
 use privsvc_tokens::{
-    memory_store, TokenRedemption, TokenSource, TokenStore, TokenWallet, TokenWalletOptions,
+    memory_store, KeyPins, MemoryKeyPins, TokenRedemption, TokenSource, TokenStore, TokenWallet,
+    TokenWalletOptions,
 };
 use privsvc_vault::Wallet;
 
+use crate::discover::heartbeat_relayers;
 use crate::error::PrivsvcError;
 use crate::options::{ClientOptions, Tokens};
 use crate::protocol::InfoResponse;
-use crate::relayer_api::RelayerStatus;
-
-/// Tokens fetched per issuer at session start in auto mode.
-pub const AUTO_TOKENS_PER_SESSION: usize = 10;
 
 /// Where the client's tokens come from.
 pub(crate) struct TokenManager {
@@ -25,8 +24,12 @@ pub(crate) struct TokenManager {
     wallet: Option<Arc<dyn Wallet>>,
     reader: Arc<dyn LedgerReader>,
     store: Arc<dyn TokenStore>,
+    pins: Arc<dyn KeyPins>,
     attestation: Option<String>,
-    wallets: Mutex<HashMap<Address, TokenWallet>>,
+    min_age_ms: u64,
+    ripe_wait_ms: u64,
+    /// Wallets of verified issuers, by (issuer, issuer URL).
+    wallets: Mutex<HashMap<(Address, String), TokenWallet>>,
 }
 
 impl TokenManager {
@@ -36,13 +39,21 @@ impl TokenManager {
             wallet: options.wallet.clone(),
             reader,
             store: options.token_store.clone().unwrap_or_else(memory_store),
+            pins: options
+                .token_pins
+                .clone()
+                .unwrap_or_else(|| Arc::new(MemoryKeyPins::default())),
             attestation: options.token_attestation.clone(),
+            min_age_ms: options.token_min_age_ms,
+            ripe_wait_ms: options.token_ripe_wait_ms,
             wallets: Mutex::new(HashMap::new()),
         }
     }
 
-    /// The token wallet of the issuer named in `info` (auto mode with a wallet only).
-    fn wallet_for(&self, info: &InfoResponse) -> Result<TokenWallet, PrivsvcError> {
+    /// The token wallet of the issuer named in `info` (auto mode with a wallet only), once the
+    /// issuer is verified: its `issuerUrl` must be the URL of the issuer's own live heartbeat.
+    /// Nothing is sent to the issuer before that.
+    async fn wallet_for(&self, info: &InfoResponse) -> Result<TokenWallet, PrivsvcError> {
         let user_wallet = self.wallet.clone().ok_or_else(|| {
             PrivsvcError::Config(
                 "a relayer requires tokens but the client has no wallet to fetch them: pass `tokens(Tokens::Source(..))`".into(),
@@ -56,39 +67,39 @@ impl TokenManager {
         let issuer: Address = issuer
             .parse()
             .map_err(|e| PrivsvcError::Tokens(format!("issuer address {issuer:?}: {e}")))?;
-        let mut wallets = self.wallets.lock().unwrap_or_else(|p| p.into_inner());
-        let w = wallets.entry(issuer).or_insert_with(|| {
-            let mut o =
-                TokenWalletOptions::new(user_wallet, self.reader.clone(), issuer, url.clone());
-            o.store = self.store.clone();
-            o.allow_on_demand = true;
-            o.attestation = self.attestation.clone();
-            TokenWallet::new(o)
-        });
-        Ok(w.clone())
+        let url = privsvc_ohttp::normalize_relayer_url(url).map_err(|e| {
+            PrivsvcError::Tokens(format!("the relayer's issuerUrl is not usable: {e}"))
+        })?;
+        let key = (issuer, url.clone());
+        if let Some(w) = self.lock().get(&key) {
+            return Ok(w.clone());
+        }
+        let verified = heartbeat_relayers(self.reader.as_ref())
+            .await?
+            .iter()
+            .any(|hb| hb.creator == issuer && hb.url == url);
+        if !verified {
+            return Err(PrivsvcError::Tokens(format!(
+                "issuer {issuer} has no live heartbeat naming the relayer's issuerUrl {url}; no token is requested from it"
+            )));
+        }
+        let mut o = TokenWalletOptions::new(user_wallet, self.reader.clone(), issuer, url);
+        o.store = self.store.clone();
+        o.pins = self.pins.clone();
+        o.allow_on_demand = true;
+        o.attestation = self.attestation.clone();
+        o.min_age_ms = self.min_age_ms;
+        o.ripe_wait_ms = self.ripe_wait_ms;
+        let w = TokenWallet::new(o);
+        Ok(self.lock().entry(key).or_insert(w).clone())
     }
 
-    /// Auto mode: starts fetching the day's tokens for every issuer a relayer requires.
-    pub(crate) fn start(&self, app: &str, relayers: &[RelayerStatus]) {
-        if !matches!(self.mode, Tokens::Auto) || self.wallet.is_none() {
-            return;
-        }
-        for r in relayers.iter().filter(|r| r.info.tokens_required) {
-            match self.wallet_for(&r.info) {
-                Ok(w) => {
-                    let app = app.to_string();
-                    tokio::spawn(async move {
-                        if let Err(e) = w.acquire(&app, AUTO_TOKENS_PER_SESSION, None).await {
-                            tracing::warn!(error = %e, "fetching the day's tokens failed");
-                        }
-                    });
-                }
-                Err(e) => tracing::warn!(error = %e, "cannot fetch tokens"),
-            }
-        }
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(Address, String), TokenWallet>> {
+        self.wallets.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// One token for a submission to a relayer with `info`.
+    /// One ripe token for a submission to a relayer with `info`: `NoTokenReady` when none
+    /// ripens within the wait bound.
     pub(crate) async fn take(
         &self,
         app: &str,
@@ -96,11 +107,13 @@ impl TokenManager {
     ) -> Result<TokenRedemption, PrivsvcError> {
         let source: Arc<dyn TokenSource> = match &self.mode {
             Tokens::Source(s) => s.clone(),
-            Tokens::Auto => self.wallet_for(info)?.source(),
+            Tokens::Auto => self.wallet_for(info).await?.source(),
         };
         source
             .take(app)
             .await?
-            .ok_or_else(|| PrivsvcError::Tokens("no token available for this app today".into()))
+            .ok_or_else(|| PrivsvcError::NoTokenReady {
+                app: app.to_string(),
+            })
     }
 }

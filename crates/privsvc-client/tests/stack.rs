@@ -107,6 +107,7 @@ async fn write_read_prove_everything_through_ohttp_with_tokens() {
 
     // A client that discovers the relayers from heartbeats, through the relay.
     let carol = PrivateClient::builder(APP)
+        .token_min_age_ms(TOKEN_MIN_AGE_MS)
         .wallet(Arc::new(LocalWallet::random()))
         .reader(stack.reader.clone())
         .ohttp_relay(stack.relay_url.clone().unwrap())
@@ -132,6 +133,7 @@ async fn write_read_prove_everything_through_ohttp_with_tokens() {
     // Random-root vault without a wallet: auto mode cannot fetch tokens, the write says why.
     let (vault, _code) = privsvc_vault::KeyVault::random(APP);
     let walletless = PrivateClient::builder(APP)
+        .token_min_age_ms(TOKEN_MIN_AGE_MS)
         .vault(Arc::new(vault))
         .reader(stack.reader.clone())
         .relayers([stack.a_url.clone(), stack.b_url.clone()])
@@ -162,9 +164,11 @@ async fn write_read_prove_everything_through_ohttp_with_tokens() {
         stack.a_url.clone(),
     );
     o.allow_on_demand = true;
+    o.min_age_ms = TOKEN_MIN_AGE_MS;
     let source = privsvc_tokens::TokenWallet::new(o).source();
     let (vault, _code) = privsvc_vault::KeyVault::random(APP);
     let sourced = PrivateClient::builder(APP)
+        .token_min_age_ms(TOKEN_MIN_AGE_MS)
         .vault(Arc::new(vault))
         .reader(stack.reader.clone())
         .relayers([stack.a_url.clone(), stack.b_url.clone()])
@@ -236,6 +240,7 @@ async fn scopes_discovery_cover_batches_checks_and_tampering() {
     let wallet = Arc::new(LocalWallet::random());
     let counting = Arc::new(CountingReader::new(stack.reader.clone()));
     let alice = PrivateClient::builder(APP)
+        .token_min_age_ms(TOKEN_MIN_AGE_MS)
         .wallet(wallet.clone())
         .reader(counting.clone())
         .delay_ms(0, 0)
@@ -448,6 +453,7 @@ async fn min_anonymity_three_clients_share_one_batch() {
         let w = Arc::new(LocalWallet::random());
         clients.push(
             PrivateClient::builder(APP)
+                .token_min_age_ms(TOKEN_MIN_AGE_MS)
                 .wallet(w)
                 .reader(stack.reader.clone())
                 .relayers([stack.a_url.clone()])
@@ -468,6 +474,7 @@ async fn min_anonymity_three_clients_share_one_batch() {
 
     // Alone, a record with minAnonymity 3 fails once the relayer stops holding it.
     let lone = PrivateClient::builder(APP)
+        .token_min_age_ms(TOKEN_MIN_AGE_MS)
         .wallet(Arc::new(LocalWallet::random()))
         .reader(stack.reader.clone())
         .relayers([stack.a_url.clone()])
@@ -488,6 +495,7 @@ async fn min_anonymity_three_clients_share_one_batch() {
 
     // No relayer accepts that much anonymity: refused before anything is sent.
     let greedy = PrivateClient::builder(APP)
+        .token_min_age_ms(TOKEN_MIN_AGE_MS)
         .wallet(Arc::new(LocalWallet::random()))
         .reader(stack.reader.clone())
         .relayers([stack.a_url.clone(), stack.b_url.clone()])

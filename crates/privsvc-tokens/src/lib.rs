@@ -71,6 +71,8 @@ pub mod source;
 pub mod store;
 pub mod wallet;
 
-pub use source::{StoreTokenSource, TokenSource, DEFAULT_MIN_AGE_MS};
+pub use source::{
+    StoreTokenSource, TokenSource, DEFAULT_MIN_AGE_MS, DEFAULT_RIPE_WAIT_MS, ON_DEMAND_TOKENS,
+};
 pub use store::{memory_store, FileTokenStore, MemoryTokenStore, StoredToken, TokenStore};
 pub use wallet::{Acquired, TokenWallet, TokenWalletOptions, DEFAULT_PREFETCH_WITHIN};

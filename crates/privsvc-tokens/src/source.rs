@@ -25,14 +25,25 @@ pub trait TokenSource: Send + Sync {
     async fn put_back(&self, app: &str, token: TokenRedemption) -> Result<(), TokenError>;
 }
 
+/// Default longest wait of [`TokenSource::take`] for a token to ripen (90 s: the default
+/// minimum age and some margin).
+pub const DEFAULT_RIPE_WAIT_MS: u64 = 90_000;
+
+/// Tokens fetched when the supply of an app is empty and on-demand issuance is allowed.
+pub const ON_DEMAND_TOKENS: usize = 5;
+
 /// A [`TokenSource`] over a [`TokenStore`]: hands out tokens of an accepted epoch that are at
-/// least `min_age_ms` old, in random order, each once. With a wallet and on-demand allowed, an
-/// empty supply is refilled from the issuer right away (the fresh token is then used without
-/// waiting, which lets the issuer correlate issuance and submission by time).
+/// least `min_age_ms` old (their own age since they were obtained), in random order, each once.
+/// With no ripe token it waits, at most `max_wait`, for the youngest-but-one to ripen; with a
+/// wallet and on-demand allowed, an empty supply is refilled from the issuer first, and the
+/// fresh tokens are spent only once ripe too: a write never spends a token issued for it.
 pub struct StoreTokenSource {
     store: Arc<dyn TokenStore>,
     min_age_ms: u64,
+    max_wait_ms: u64,
     on_demand: Option<TokenWallet>,
+    /// Serialises on-demand refills, so concurrent writes start one issuance, not many.
+    refill: tokio::sync::Mutex<()>,
 }
 
 impl StoreTokenSource {
@@ -41,7 +52,9 @@ impl StoreTokenSource {
         StoreTokenSource {
             store,
             min_age_ms,
+            max_wait_ms: DEFAULT_RIPE_WAIT_MS,
             on_demand: None,
+            refill: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -54,8 +67,43 @@ impl StoreTokenSource {
         StoreTokenSource {
             store,
             min_age_ms,
+            max_wait_ms: DEFAULT_RIPE_WAIT_MS,
             on_demand: Some(wallet),
+            refill: tokio::sync::Mutex::new(()),
         }
+    }
+
+    /// The longest [`TokenSource::take`] waits for a token to ripen (default 90 s; 0 = never
+    /// wait).
+    pub fn with_max_wait_ms(mut self, max_wait_ms: u64) -> Self {
+        self.max_wait_ms = max_wait_ms;
+        self
+    }
+
+    /// Tokens of `app` for an accepted epoch at `now`.
+    fn usable(&self, app: &str, now: u64) -> Result<Vec<StoredToken>, TokenError> {
+        let epochs = acceptable_epochs(now);
+        self.store.prune(epochs[1])?;
+        Ok(self
+            .store
+            .list(app)?
+            .into_iter()
+            .filter(|t| epochs.contains(&t.epoch))
+            .collect())
+    }
+
+    /// When the supply of `app` is empty, fetch [`ON_DEMAND_TOKENS`] from the issuer into the
+    /// store (never handed out before they ripen).
+    async fn refill_if_empty(&self, app: &str) -> Result<(), TokenError> {
+        let Some(wallet) = &self.on_demand else {
+            return Ok(());
+        };
+        let _guard = self.refill.lock().await;
+        if !self.usable(app, now_ms())?.is_empty() {
+            return Ok(());
+        }
+        wallet.acquire_tokens(app, ON_DEMAND_TOKENS, None).await?;
+        Ok(())
     }
 
     /// Take a random token among `candidates` (retrying if a concurrent taker wins one).
@@ -76,25 +124,37 @@ impl StoreTokenSource {
 #[async_trait]
 impl TokenSource for StoreTokenSource {
     async fn take(&self, app: &str) -> Result<Option<TokenRedemption>, TokenError> {
-        let now = now_ms();
-        let epochs = acceptable_epochs(now);
-        self.store.prune(epochs[1])?;
-        let ready: Vec<StoredToken> = self
-            .store
-            .list(app)?
-            .into_iter()
-            .filter(|t| {
-                epochs.contains(&t.epoch) && now.saturating_sub(t.obtained_ms) >= self.min_age_ms
-            })
-            .collect();
-        if let Some(t) = self.take_from(ready)? {
-            return Ok(Some(t));
+        let deadline = now_ms().saturating_add(self.max_wait_ms);
+        loop {
+            let now = now_ms();
+            let (ready, unripe): (Vec<StoredToken>, Vec<StoredToken>) = self
+                .usable(app, now)?
+                .into_iter()
+                .partition(|t| now.saturating_sub(t.obtained_ms) >= self.min_age_ms);
+            if let Some(t) = self.take_from(ready)? {
+                return Ok(Some(t));
+            }
+            if unripe.is_empty() {
+                if self.on_demand.is_none() {
+                    return Ok(None);
+                }
+                self.refill_if_empty(app).await?;
+                if self.usable(app, now_ms())?.is_empty() {
+                    return Ok(None);
+                }
+                continue;
+            }
+            let ripe_at = unripe
+                .iter()
+                .map(|t| t.obtained_ms.saturating_add(self.min_age_ms))
+                .min()
+                .unwrap_or(u64::MAX);
+            if ripe_at > deadline {
+                return Ok(None);
+            }
+            let wait = ripe_at.saturating_sub(now_ms()).max(1);
+            tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
         }
-        let Some(wallet) = &self.on_demand else {
-            return Ok(None);
-        };
-        let (fresh, _) = wallet.acquire_tokens(app, 1, None).await?;
-        self.take_from(fresh)
     }
 
     async fn put_back(&self, app: &str, token: TokenRedemption) -> Result<(), TokenError> {

@@ -17,7 +17,7 @@ use crate::message::{
     acceptable_epochs, epoch_of, issuance_message, now_ms, token_message, NONCE_BYTES,
 };
 use crate::protocol::{ErrorBody, IssueRequest, IssueResponse, IssuerKeyResponse, TokenRedemption};
-use crate::source::{StoreTokenSource, TokenSource, DEFAULT_MIN_AGE_MS};
+use crate::source::{StoreTokenSource, TokenSource, DEFAULT_MIN_AGE_MS, DEFAULT_RIPE_WAIT_MS};
 use crate::store::{memory_store, StoredToken, TokenStore};
 use crate::suite::{token_suite, IssuerKey};
 
@@ -41,12 +41,16 @@ pub struct TokenWalletOptions {
     pub issuer_url: String,
     /// Where tokens wait; default [`memory_store`].
     pub store: Arc<dyn TokenStore>,
-    /// Fetch a token right away when none is ready (default false).
+    /// Fetch tokens from the issuer when the store has none for the app (default false). They
+    /// are spent only once `min_age_ms` old, never by the write that caused the fetch.
     pub allow_on_demand: bool,
     /// Attestation code sent when [`TokenWallet::acquire`] is given none.
     pub attestation: Option<String>,
-    /// Minimum age of a token before it is spent (default 60000 ms).
+    /// Minimum age of a token before it is spent (default 60000 ms), counted from when it was
+    /// obtained.
     pub min_age_ms: u64,
+    /// Longest wait of the source for a token to ripen (default 90000 ms; 0 = never wait).
+    pub ripe_wait_ms: u64,
     /// Chain id named in issuance messages; `None` (default) = the reader's chain id.
     pub chain_id: Option<u64>,
     /// First key accepted per (issuer, app, epoch) (default: in memory, [`MemoryKeyPins`]).
@@ -71,6 +75,7 @@ impl TokenWalletOptions {
             allow_on_demand: false,
             attestation: None,
             min_age_ms: DEFAULT_MIN_AGE_MS,
+            ripe_wait_ms: DEFAULT_RIPE_WAIT_MS,
             chain_id: None,
             pins: Arc::new(MemoryKeyPins::default()),
         }
@@ -161,19 +166,16 @@ impl TokenWallet {
             .count())
     }
 
-    /// The [`TokenSource`] a client draws from (random order, minimum age, on-demand if
-    /// allowed).
+    /// The [`TokenSource`] a client draws from (random order, minimum age, bounded wait for a
+    /// ripe token, on-demand refill if allowed).
     pub fn source(&self) -> Arc<dyn TokenSource> {
         let o = &self.inner;
-        if o.allow_on_demand {
-            Arc::new(StoreTokenSource::with_on_demand(
-                o.store.clone(),
-                o.min_age_ms,
-                self.clone(),
-            ))
+        let source = if o.allow_on_demand {
+            StoreTokenSource::with_on_demand(o.store.clone(), o.min_age_ms, self.clone())
         } else {
-            Arc::new(StoreTokenSource::new(o.store.clone(), o.min_age_ms))
-        }
+            StoreTokenSource::new(o.store.clone(), o.min_age_ms)
+        };
+        Arc::new(source.with_max_wait_ms(o.ripe_wait_ms))
     }
 
     /// Acquire and store tokens; returns the stored tokens and the issuer's `remaining`.

@@ -455,7 +455,9 @@ async fn wallet_reports_quota_exhaustion() {
     );
     assert_eq!(wallet.available(APP).unwrap(), 30);
     // Fresh tokens are younger than the default minimum age of 60 s: nothing to spend yet.
-    assert_eq!(wallet.source().take(APP).await.unwrap(), None);
+    let source = StoreTokenSource::new(wallet.options().store.clone(), DEFAULT_MIN_AGE_MS)
+        .with_max_wait_ms(0);
+    assert_eq!(source.take(APP).await.unwrap(), None);
 
     // A blinded value not below the modulus, properly signed for: 400, nothing counted.
     let to = target(&env, &issuer);
@@ -611,11 +613,26 @@ async fn on_demand_prefetch_and_file_store() {
     let mut opts = wallet_options(&env, issuer.address(), &url, LocalWallet::random());
     opts.store = Arc::new(FileTokenStore::open(&store_path).unwrap());
     opts.allow_on_demand = true;
+    opts.min_age_ms = 1_500;
+    opts.ripe_wait_ms = 0;
+    let before = now_ms();
+    {
+        let wallet = TokenWallet::new(opts.clone());
+        // Nothing stored: the on-demand source fetches a few but never hands out a fresh one.
+        assert_eq!(wallet.source().take(APP).await.unwrap(), None);
+        assert_eq!(wallet.available(APP).unwrap(), ON_DEMAND_TOKENS);
+    }
+    // With a bounded wait, the take waits until they are 1.5 s old.
+    opts.ripe_wait_ms = 10_000;
     let wallet = TokenWallet::new(opts);
-    // Nothing stored: the on-demand source fetches one and hands it out at once.
     let token = wallet.source().take(APP).await.unwrap().unwrap();
+    assert!(now_ms() >= before + 1_500, "a fresh token was spent");
     let key = fetch_today(&env, issuer.address()).await.unwrap();
     verify_token(&key, APP, &token).unwrap();
+    // Empty the store, so that the prefetch below is all it holds.
+    while wallet.available(APP).unwrap() > 0 {
+        wallet.source().take(APP).await.unwrap().unwrap();
+    }
 
     let handle = wallet.prefetch_later(APP, 3, Some(Duration::from_millis(50)));
     assert_eq!(handle.await.unwrap().unwrap().count, 3);

@@ -85,7 +85,7 @@ async fn child_takes_two_tokens() {
         return;
     };
     let store: Arc<dyn TokenStore> = Arc::new(FileTokenStore::open(&path).unwrap());
-    let source = StoreTokenSource::new(store, DEFAULT_MIN_AGE_MS);
+    let source = StoreTokenSource::new(store, DEFAULT_MIN_AGE_MS).with_max_wait_ms(0);
     for _ in 0..2 {
         let t = source.take("app").await.unwrap().unwrap();
         println!("TAKEN {}", t.nonce);
@@ -149,8 +149,11 @@ async fn source_respects_min_age_and_epochs() {
             token("other", today, 3, now - 500_000),   // other app
         ])
         .unwrap();
-    let source = StoreTokenSource::new(store.clone(), DEFAULT_MIN_AGE_MS);
+    let source = StoreTokenSource::new(store.clone(), DEFAULT_MIN_AGE_MS).with_max_wait_ms(0);
     assert_eq!(source.take("app").await.unwrap(), None);
+    // The young token ripens in 59 s: a wait bounded below that gives nothing either.
+    let patient = StoreTokenSource::new(store.clone(), DEFAULT_MIN_AGE_MS).with_max_wait_ms(58_000);
+    assert_eq!(patient.take("app").await.unwrap(), None);
     // The stale epoch was pruned, the young token kept.
     assert_eq!(store.list("app").unwrap().len(), 1);
 
@@ -179,7 +182,7 @@ async fn source_hands_out_in_random_order() {
     for _ in 0..4 {
         let store = memory_store();
         store.add(&aged_tokens("app", 10)).unwrap();
-        let source = StoreTokenSource::new(store, DEFAULT_MIN_AGE_MS);
+        let source = StoreTokenSource::new(store, DEFAULT_MIN_AGE_MS).with_max_wait_ms(0);
         let mut order = Vec::new();
         while let Some(t) = source.take("app").await.unwrap() {
             order.push(t.nonce);
@@ -199,7 +202,7 @@ async fn concurrent_takers_never_share_a_token() {
     store.add(&aged_tokens("app", 30)).unwrap();
     let mut tasks = Vec::new();
     for _ in 0..6 {
-        let source = StoreTokenSource::new(store.clone(), DEFAULT_MIN_AGE_MS);
+        let source = StoreTokenSource::new(store.clone(), DEFAULT_MIN_AGE_MS).with_max_wait_ms(0);
         tasks.push(tokio::spawn(async move {
             let mut got = Vec::new();
             while let Some(t) = source.take("app").await.unwrap() {
@@ -215,4 +218,18 @@ async fn concurrent_takers_never_share_a_token() {
     let unique: HashSet<_> = all.iter().collect();
     assert_eq!(all.len(), 30);
     assert_eq!(unique.len(), 30);
+}
+
+#[tokio::test]
+async fn source_waits_for_a_token_to_ripen_within_its_bound() {
+    let store = memory_store();
+    let now = now_ms();
+    store.add(&[token("app", epoch_of(now), 7, now)]).unwrap();
+    let source = StoreTokenSource::new(store, 1_500).with_max_wait_ms(5_000);
+    let started = std::time::Instant::now();
+    let t = source.take("app").await.unwrap().unwrap();
+    assert_eq!(t.nonce, hex::encode([7u8; 32]));
+    // Handed out only once 1.5 s old (its own age), not before.
+    assert!(now_ms() >= now + 1_500);
+    assert!(started.elapsed() >= std::time::Duration::from_millis(1_400));
 }

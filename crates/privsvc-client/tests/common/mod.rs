@@ -16,6 +16,8 @@ use privsvc_vault::LocalWallet;
 use tempfile::TempDir;
 
 pub const APP: &str = "notes";
+/// Minimum token age of the test clients (the default is 60 s).
+pub const TOKEN_MIN_AGE_MS: u64 = 1_000;
 /// Relayer A's maxWaitMs with `a_slow`.
 pub const A_SLOW_WAIT_MS: u64 = 1500;
 
@@ -268,6 +270,7 @@ pub fn fast_builder(
     relayers: impl IntoIterator<Item = String>,
 ) -> ClientBuilder {
     PrivateClient::builder(APP)
+        .token_min_age_ms(TOKEN_MIN_AGE_MS)
         .wallet(wallet)
         .reader(reader)
         .relayers(relayers)

@@ -1,0 +1,354 @@
+//! The token rules of the client, tried by the parties who would abuse them (DESIGN 9, "Tokens
+//! in the client" and "Issuer keys"). Real devnet, a real relayer with the issuer on (`ISSUER=on`)
+//! over loopback HTTP, real RSA blind signatures; the clients use a short minimum token age.
+//!
+//! - a recording issuer (a proxy in front of the relayer that runs it, named by its heartbeat)
+//!   never sees an issue request within `minAgeMs` before a submission that carries a token;
+//! - a fake relayer whose `/v1/info` names an `issuerUrl` other than the issuer's heartbeat URL
+//!   makes the client send nothing to that URL;
+//! - an issuer that replaces its key for an (app, epoch) the client pinned is refused with
+//!   `IssuerEquivocation`, also in a later session (persistent pins).
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use alloy_primitives::Address;
+use axum::extract::State;
+use common::*;
+use privsvc_client::PrivsvcError;
+use privsvc_devnet::{BlockTime, Devnet, DevnetConfig, DevnetHandle};
+use privsvc_ledger::{LedgerReader, Operation, QueryOptions};
+use privsvc_relayer::{Relayer, RelayerConfig, RelayerHandle, TokenMode};
+use privsvc_tokens::key_entity::{issuer_key_create, issuer_key_query};
+use privsvc_tokens::{epoch_of, now_ms, token_suite, IssuerKey, SqliteKeyPins};
+use privsvc_vault::LocalWallet;
+use tempfile::TempDir;
+
+/// Minimum token age of the clients here.
+const MIN_AGE_MS: u64 = 1_500;
+
+/// One request seen by a proxy.
+#[derive(Debug, Clone)]
+struct Seen {
+    method: String,
+    path: String,
+    /// Milliseconds since the epoch when the proxy received it.
+    at_ms: u64,
+    body: Vec<u8>,
+}
+
+#[derive(Clone)]
+struct ProxyState {
+    /// Where requests go; `None` = answer 503 (a fake issuer that only records).
+    target: Option<String>,
+    /// `issuerUrl` written into `/v1/info` answers, when set.
+    fake_issuer_url: Option<String>,
+    seen: Arc<Mutex<Vec<Seen>>>,
+    http: reqwest::Client,
+}
+
+/// A recording HTTP proxy on loopback.
+struct Proxy {
+    seen: Arc<Mutex<Vec<Seen>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+async fn forward(
+    State(s): State<ProxyState>,
+    method: axum::http::Method,
+    uri: axum::http::Uri,
+    body: bytes::Bytes,
+) -> axum::response::Response {
+    let path = uri
+        .path_and_query()
+        .map_or_else(|| uri.path().to_string(), |p| p.as_str().to_string());
+    s.seen.lock().unwrap().push(Seen {
+        method: method.to_string(),
+        path: uri.path().to_string(),
+        at_ms: now_ms(),
+        body: body.to_vec(),
+    });
+    let reply = |status: u16, ct: String, bytes: Vec<u8>| {
+        axum::response::Response::builder()
+            .status(status)
+            .header("content-type", ct)
+            .body(axum::body::Body::from(bytes))
+            .unwrap()
+    };
+    let Some(target) = &s.target else {
+        return reply(
+            503,
+            "application/json".into(),
+            br#"{"error":"fake"}"#.to_vec(),
+        );
+    };
+    let res = s
+        .http
+        .request(method, format!("{target}{path}"))
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    let status = res.status().as_u16();
+    let ct = res
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json")
+        .to_string();
+    let mut bytes = res.bytes().await.unwrap().to_vec();
+    if let (Some(fake), "/v1/info") = (&s.fake_issuer_url, uri.path()) {
+        let mut v: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        v["issuerUrl"] = serde_json::Value::String(fake.clone());
+        bytes = serde_json::to_vec(&v).unwrap();
+    }
+    reply(status, ct, bytes)
+}
+
+impl Proxy {
+    /// Binds a proxy; `serve` starts it in front of `target`.
+    async fn bind() -> (tokio::net::TcpListener, String) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        (listener, url)
+    }
+
+    fn serve(
+        listener: tokio::net::TcpListener,
+        target: Option<String>,
+        fake_issuer_url: Option<String>,
+    ) -> Proxy {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let state = ProxyState {
+            target,
+            fake_issuer_url,
+            seen: seen.clone(),
+            http: reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .unwrap(),
+        };
+        let app = axum::Router::new().fallback(forward).with_state(state);
+        let task = tokio::spawn(async move {
+            axum::serve(listener, app).await.ok();
+        });
+        Proxy { seen, task }
+    }
+
+    fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn devnet() -> DevnetHandle {
+    Devnet::start(DevnetConfig {
+        block_time: BlockTime::OnDemand,
+        ..Default::default()
+    })
+    .await
+    .expect("devnet starts")
+}
+
+/// Relayer A (dev account 0): tokens required, issuer on, heartbeat naming `public_url`.
+async fn issuer_relayer(
+    node: &DevnetHandle,
+    reader: Arc<dyn LedgerReader>,
+    dir: &TempDir,
+    public_url: Option<String>,
+) -> RelayerHandle {
+    let mut c = RelayerConfig::for_tests(dir.path());
+    c.block_time = Duration::from_millis(100);
+    c.max_wait_ms = 100;
+    c.tokens = TokenMode::Required;
+    c.issuer_on = true;
+    c.public_url = public_url;
+    let a = Relayer::start(c, reader, writer(node, 0))
+        .await
+        .expect("relayer starts");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while a.health().await.heartbeat.is_empty() {
+        assert!(Instant::now() < deadline, "heartbeat not published");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    a
+}
+
+fn client_builder(reader: Arc<dyn LedgerReader>, relayer: &str) -> privsvc_client::ClientBuilder {
+    fast_builder(
+        Arc::new(LocalWallet::random()),
+        reader,
+        [relayer.to_string()],
+    )
+    .token_min_age_ms(MIN_AGE_MS)
+    .token_ripe_wait_ms(10_000)
+}
+
+/// Whether a submission body carries a token.
+fn carries_token(body: &[u8]) -> bool {
+    serde_json::from_slice::<serde_json::Value>(body)
+        .ok()
+        .is_some_and(|v| v.get("token").is_some_and(|t| !t.is_null()))
+}
+
+#[tokio::test]
+async fn the_issuer_never_sees_an_issue_request_shortly_before_a_token_is_spent() {
+    let node = devnet().await;
+    let reader = reader(&node);
+    let dir = TempDir::new().unwrap();
+    // The relayer's heartbeat (and so its issuerUrl) names the proxy: every call of the client,
+    // issuer routes included, passes through it.
+    let (listener, proxy_url) = Proxy::bind().await;
+    let a = issuer_relayer(&node, reader.clone(), &dir, Some(proxy_url.clone())).await;
+    let proxy = Proxy::serve(listener, Some(format!("http://{}", a.local_addr())), None);
+    let client = client_builder(reader.clone(), &proxy_url)
+        .build()
+        .await
+        .unwrap();
+    // Seven writes: the first finds the store empty, the sixth empties it again.
+    for i in 0..7 {
+        client
+            .create_entity(note(&format!("ripe {i}")))
+            .await
+            .unwrap_or_else(|e| panic!("write {i}: {e}"));
+    }
+    let seen = proxy.seen();
+    let issues: Vec<u64> = seen
+        .iter()
+        .filter(|s| s.method == "POST" && s.path == "/v1/tokens/issue")
+        .map(|s| s.at_ms)
+        .collect();
+    let spends: Vec<u64> = seen
+        .iter()
+        .filter(|s| s.method == "POST" && s.path == "/v1/records" && carries_token(&s.body))
+        .map(|s| s.at_ms)
+        .collect();
+    assert_eq!(spends.len(), 7, "every write carried a token");
+    assert!(issues.len() >= 2, "the store was refilled: {issues:?}");
+    for s in &spends {
+        for i in &issues {
+            assert!(
+                !(*i <= *s && s - i < MIN_AGE_MS),
+                "an issue request at {i} came {} ms before a token was spent at {s}",
+                s - i
+            );
+        }
+    }
+    drop(proxy);
+    a.shutdown().await;
+    node.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_fake_issuer_url_in_relayer_info_receives_nothing() {
+    let node = devnet().await;
+    let reader = reader(&node);
+    let dir = TempDir::new().unwrap();
+    let a = issuer_relayer(&node, reader.clone(), &dir, None).await;
+    // The fake issuer only records; the fake relayer is the real one behind a proxy that names
+    // the fake issuer as `issuerUrl`.
+    let (fl, fake_url) = Proxy::bind().await;
+    let fake_issuer = Proxy::serve(fl, None, None);
+    let (rl, relayer_url) = Proxy::bind().await;
+    let fake_relayer = Proxy::serve(rl, Some(a.url().to_string()), Some(fake_url.clone()));
+    let client = client_builder(reader.clone(), &relayer_url)
+        .build()
+        .await
+        .unwrap();
+    let err = client.create_entity(note("phished")).await.unwrap_err();
+    match &err {
+        PrivsvcError::AllRelayersFailed { attempts } => assert!(
+            attempts.iter().any(|a| a.contains("heartbeat")),
+            "{attempts:?}"
+        ),
+        other => panic!("expected AllRelayersFailed, got {other}"),
+    }
+    assert!(
+        fake_issuer.seen().is_empty(),
+        "the fake issuer received {:?}",
+        fake_issuer
+            .seen()
+            .iter()
+            .map(|s| s.path.clone())
+            .collect::<Vec<_>>()
+    );
+    // Nothing was submitted either, and the real issuer saw no issue request.
+    assert!(fake_relayer
+        .seen()
+        .iter()
+        .all(|s| s.path != "/v1/records" && !s.path.starts_with("/v1/tokens")));
+    drop((fake_issuer, fake_relayer));
+    a.shutdown().await;
+    node.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_issuer_that_replaces_a_pinned_key_is_refused_in_later_sessions() {
+    let node = devnet().await;
+    let reader = reader(&node);
+    let dir = TempDir::new().unwrap();
+    let a = issuer_relayer(&node, reader.clone(), &dir, None).await;
+    let issuer: Address = a.address();
+    let today = epoch_of(now_ms());
+    let pins_path = dir.path().join("client").join("pins.sqlite");
+
+    // Session 1 writes with a token: the issuer's key for (notes, today) is pinned on disk.
+    {
+        let pins = Arc::new(SqliteKeyPins::open(&pins_path, today).unwrap());
+        let client = client_builder(reader.clone(), a.url())
+            .token_pins(pins)
+            .build()
+            .await
+            .unwrap();
+        client.create_entity(note("pinned")).await.unwrap();
+    }
+
+    // The issuer deletes its key entity and publishes another key for the same day (for
+    // example, one per user to tag them): the ledger alone shows a single key.
+    let query = issuer_key_query(issuer, APP, today).unwrap();
+    let page = reader
+        .query(&query, &QueryOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(page.entities.len(), 1);
+    let other = IssuerKey::from_secret(&token_suite().generate_key().unwrap()).unwrap();
+    let w = writer(&node, 0);
+    let r = w
+        .execute(&[
+            Operation::Delete {
+                key: page.entities[0].key,
+            },
+            issuer_key_create(APP, today, other.spki(), 7).unwrap(),
+        ])
+        .await
+        .unwrap();
+    assert!(r.success);
+    let page = reader
+        .query(&query, &QueryOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(page.entities.len(), 1, "one key on the ledger, a new one");
+
+    // Session 2, same pins file, empty token store: the replaced key is refused.
+    let pins = Arc::new(SqliteKeyPins::open(&pins_path, today).unwrap());
+    let client = client_builder(reader.clone(), a.url())
+        .token_pins(pins)
+        .build()
+        .await
+        .unwrap();
+    let err = client.create_entity(note("tagged")).await.unwrap_err();
+    assert!(
+        matches!(&err, PrivsvcError::IssuerEquivocation { epoch, .. } if *epoch == today),
+        "{err}"
+    );
+    a.shutdown().await;
+    node.shutdown().await;
+}
