@@ -84,7 +84,11 @@ impl PrivateClient {
         };
         let relayers =
             contact_relayers(&options, reader.as_ref(), transport.as_ref(), chain_id).await?;
-        let tokens = Arc::new(TokenManager::new(&options, reader.clone()));
+        let tokens = Arc::new(TokenManager::new(
+            &options,
+            reader.clone(),
+            transport.clone(),
+        ));
         let client = Self {
             options,
             vault,

@@ -7,9 +7,10 @@ use std::sync::{Arc, Mutex};
 
 use alloy_primitives::Address;
 use privsvc_ledger::LedgerReader;
+use privsvc_ohttp::{RelayerRequest, Transport};
 use privsvc_tokens::{
-    memory_store, KeyPins, MemoryKeyPins, TokenRedemption, TokenSource, TokenStore, TokenWallet,
-    TokenWalletOptions,
+    memory_store, IssuerReply, IssuerTransport, KeyPins, MemoryKeyPins, TokenError,
+    TokenRedemption, TokenSource, TokenStore, TokenWallet, TokenWalletOptions,
 };
 use privsvc_vault::Wallet;
 
@@ -28,12 +29,20 @@ pub(crate) struct TokenManager {
     attestation: Option<String>,
     min_age_ms: u64,
     ripe_wait_ms: u64,
+    /// The client's OHTTP transport, when it has a relay: issuer calls go through it too.
+    via_relay: Option<Arc<dyn IssuerTransport>>,
     /// Wallets of verified issuers, by (issuer, issuer URL).
     wallets: Mutex<HashMap<(Address, String), TokenWallet>>,
 }
 
 impl TokenManager {
-    pub(crate) fn new(options: &ClientOptions, reader: Arc<dyn LedgerReader>) -> Self {
+    /// `transport` is the client's transport to relayers; issuer calls use it when the client
+    /// has an OHTTP relay (the issuer's relayer serves its issuer routes through `/v1/ohttp`).
+    pub(crate) fn new(
+        options: &ClientOptions,
+        reader: Arc<dyn LedgerReader>,
+        transport: Arc<dyn Transport>,
+    ) -> Self {
         Self {
             mode: options.tokens.clone(),
             wallet: options.wallet.clone(),
@@ -46,6 +55,10 @@ impl TokenManager {
             attestation: options.token_attestation.clone(),
             min_age_ms: options.token_min_age_ms,
             ripe_wait_ms: options.token_ripe_wait_ms,
+            via_relay: options
+                .ohttp_relay
+                .as_ref()
+                .map(|_| Arc::new(ThroughTransport(transport)) as Arc<dyn IssuerTransport>),
             wallets: Mutex::new(HashMap::new()),
         }
     }
@@ -90,6 +103,9 @@ impl TokenManager {
         o.attestation = self.attestation.clone();
         o.min_age_ms = self.min_age_ms;
         o.ripe_wait_ms = self.ripe_wait_ms;
+        if let Some(t) = &self.via_relay {
+            o.transport = t.clone();
+        }
         let w = TokenWallet::new(o);
         Ok(self.lock().entry(key).or_insert(w).clone())
     }
@@ -115,5 +131,36 @@ impl TokenManager {
             .ok_or_else(|| PrivsvcError::NoTokenReady {
                 app: app.to_string(),
             })
+    }
+}
+
+/// Issuer calls carried by the client's relayer transport (OHTTP through the relay).
+struct ThroughTransport(Arc<dyn Transport>);
+
+#[async_trait::async_trait]
+impl IssuerTransport for ThroughTransport {
+    async fn send(
+        &self,
+        issuer_url: &str,
+        method: &str,
+        path: &str,
+        body: Option<Vec<u8>>,
+    ) -> Result<IssuerReply, TokenError> {
+        let res = self
+            .0
+            .send(
+                issuer_url,
+                RelayerRequest {
+                    method: method.to_string(),
+                    path: path.to_string(),
+                    body,
+                },
+            )
+            .await
+            .map_err(|e| TokenError::Http(format!("through the OHTTP relay: {e}")))?;
+        Ok(IssuerReply {
+            status: res.status,
+            body: res.body,
+        })
     }
 }

@@ -6,6 +6,8 @@
 //!   never sees an issue request within `minAgeMs` before a submission that carries a token;
 //! - a fake relayer whose `/v1/info` names an `issuerUrl` other than the issuer's heartbeat URL
 //!   makes the client send nothing to that URL;
+//! - with an OHTTP relay configured, the issuer's relayer sees the client's issuer calls only as
+//!   encapsulated `/v1/ohttp` requests from the relay, never a direct issue request;
 //! - an issuer that replaces its key for an (app, epoch) the client pinned is refused with
 //!   `IssuerEquivocation`, also in a later session (persistent pins).
 
@@ -20,7 +22,8 @@ use common::*;
 use privsvc_client::PrivsvcError;
 use privsvc_devnet::{BlockTime, Devnet, DevnetConfig, DevnetHandle};
 use privsvc_ledger::{LedgerReader, Operation, QueryOptions};
-use privsvc_relayer::{Relayer, RelayerConfig, RelayerHandle, TokenMode};
+use privsvc_ohttp::{OhttpRelay, RelayConfig};
+use privsvc_relayer::{OhttpSeed, Relayer, RelayerConfig, RelayerHandle, TokenMode};
 use privsvc_tokens::key_entity::{issuer_key_create, issuer_key_query};
 use privsvc_tokens::{epoch_of, now_ms, token_suite, IssuerKey, SqliteKeyPins};
 use privsvc_vault::LocalWallet;
@@ -59,6 +62,7 @@ async fn forward(
     State(s): State<ProxyState>,
     method: axum::http::Method,
     uri: axum::http::Uri,
+    headers: axum::http::HeaderMap,
     body: bytes::Bytes,
 ) -> axum::response::Response {
     let path = uri
@@ -87,7 +91,13 @@ async fn forward(
     let res = s
         .http
         .request(method, format!("{target}{path}"))
-        .header("content-type", "application/json")
+        .header(
+            "content-type",
+            headers
+                .get("content-type")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("application/json"),
+        )
         .body(body)
         .send()
         .await
@@ -171,6 +181,7 @@ async fn issuer_relayer(
     c.tokens = TokenMode::Required;
     c.issuer_on = true;
     c.public_url = public_url;
+    c.ohttp_seed = Some(OhttpSeed::new([1u8; 32]));
     let a = Relayer::start(c, reader, writer(node, 0))
         .await
         .expect("relayer starts");
@@ -349,6 +360,60 @@ async fn an_issuer_that_replaces_a_pinned_key_is_refused_in_later_sessions() {
         matches!(&err, PrivsvcError::IssuerEquivocation { epoch, .. } if *epoch == today),
         "{err}"
     );
+    a.shutdown().await;
+    node.shutdown().await;
+}
+
+#[tokio::test]
+async fn with_an_ohttp_relay_the_issuer_never_sees_a_direct_issuer_call() {
+    let node = devnet().await;
+    let reader = reader(&node);
+    let dir = TempDir::new().unwrap();
+    let (listener, proxy_url) = Proxy::bind().await;
+    let a = issuer_relayer(&node, reader.clone(), &dir, Some(proxy_url.clone())).await;
+    let proxy = Proxy::serve(listener, Some(format!("http://{}", a.local_addr())), None);
+    let relay = OhttpRelay::new(
+        reader.clone(),
+        RelayConfig {
+            allow_http: true,
+            rate_limit_per_min: 1_000_000,
+            ..RelayConfig::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        relay.refresh().await.unwrap(),
+        1,
+        "the relay verifies the relayer"
+    );
+    let relay_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let relay_url = format!("http://{}", relay_listener.local_addr().unwrap());
+    let served = relay.clone();
+    let relay_task = tokio::spawn(async move {
+        served.serve(relay_listener).await.ok();
+    });
+    let client = client_builder(reader.clone(), &proxy_url)
+        .ohttp_relay(relay_url)
+        .build()
+        .await
+        .unwrap();
+    client
+        .create_entity(note("through the relay"))
+        .await
+        .unwrap();
+    let seen = proxy.seen();
+    // (The relay itself reads `/v1/info` directly to verify the relayer.)
+    assert!(
+        seen.iter()
+            .all(|s| s.path == "/v1/ohttp" || (s.method == "GET" && s.path == "/v1/info")),
+        "the issuer's relayer saw {:?}",
+        seen.iter().map(|s| s.path.clone()).collect::<Vec<_>>()
+    );
+    // Key look-up, key creation, issuance, submission and polls: all of them encapsulated.
+    let encapsulated = seen.iter().filter(|s| s.path == "/v1/ohttp").count();
+    assert!(encapsulated >= 4, "{encapsulated} encapsulated requests");
+    relay_task.abort();
+    drop(proxy);
     a.shutdown().await;
     node.shutdown().await;
 }

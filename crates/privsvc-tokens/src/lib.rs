@@ -54,6 +54,7 @@ pub use suite::{
 };
 pub mod fetch;
 pub mod issuer;
+pub mod issuer_http;
 pub mod issuer_store;
 pub mod key_entity;
 pub mod router;
@@ -65,6 +66,7 @@ pub use issuer::{
     next_day_due, next_day_moment, Clock, IssueRefusal, Issuer, IssuerConfig, IssuerError,
     DEFAULT_MAX_NEW_APPS,
 };
+pub use issuer_http::{DirectIssuerTransport, IssuerReply, IssuerTransport};
 pub use router::issuer_router;
 pub use signer::BlindSigner;
 pub mod source;

@@ -13,6 +13,7 @@ use rand::{Rng as _, RngCore as _};
 use crate::acceptance::{accept_issuer_key, KeyPins, MemoryKeyPins};
 use crate::error::TokenError;
 use crate::issuer::MAX_TOKENS_PER_REQUEST;
+use crate::issuer_http::{DirectIssuerTransport, IssuerReply, IssuerTransport};
 use crate::message::{
     acceptable_epochs, epoch_of, issuance_message, now_ms, token_message, NONCE_BYTES,
 };
@@ -23,8 +24,6 @@ use crate::suite::{token_suite, IssuerKey};
 
 /// Default window of [`TokenWallet::prefetch_later`]: 6 hours.
 pub const DEFAULT_PREFETCH_WITHIN: Duration = Duration::from_secs(6 * 3600);
-/// Time limit of one HTTP exchange with the issuer.
-const HTTP_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long to wait for the issuer's key entity to become visible through the reader.
 const KEY_VISIBLE_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -55,6 +54,9 @@ pub struct TokenWalletOptions {
     pub chain_id: Option<u64>,
     /// First key accepted per (issuer, app, epoch) (default: in memory, [`MemoryKeyPins`]).
     pub pins: Arc<dyn KeyPins>,
+    /// Carries the calls to the issuer (default: [`DirectIssuerTransport`], direct HTTP that
+    /// never follows redirects; a client with an OHTTP relay passes its relay).
+    pub transport: Arc<dyn IssuerTransport>,
 }
 
 impl TokenWalletOptions {
@@ -78,6 +80,7 @@ impl TokenWalletOptions {
             ripe_wait_ms: DEFAULT_RIPE_WAIT_MS,
             chain_id: None,
             pins: Arc::new(MemoryKeyPins::default()),
+            transport: Arc::new(DirectIssuerTransport::default()),
         }
     }
 }
@@ -95,7 +98,6 @@ pub struct Acquired {
 #[derive(Clone)]
 pub struct TokenWallet {
     inner: Arc<TokenWalletOptions>,
-    http: reqwest::Client,
     chain_id: Arc<tokio::sync::OnceCell<u64>>,
 }
 
@@ -104,11 +106,6 @@ impl TokenWallet {
     pub fn new(options: TokenWalletOptions) -> Self {
         TokenWallet {
             inner: Arc::new(options),
-            http: reqwest::Client::builder()
-                .timeout(HTTP_TIMEOUT)
-                .redirect(reqwest::redirect::Policy::none())
-                .build()
-                .unwrap_or_default(),
             chain_id: Arc::new(tokio::sync::OnceCell::new()),
         }
     }
@@ -242,25 +239,23 @@ impl TokenWallet {
             Err(TokenError::NoIssuerKey { .. }) => {}
             other => return other,
         }
-        let resp = self
-            .http
-            .get(self.issuer_endpoint("/v1/issuer/key"))
-            .query(&[("app", app.to_string()), ("epoch", epoch.to_string())])
-            .send()
-            .await
-            .map_err(http_error)?;
-        let status = resp.status();
-        if status == reqwest::StatusCode::NOT_FOUND {
+        let query = reqwest::Url::parse_with_params(
+            "http://issuer/v1/issuer/key",
+            &[("app", app.to_string()), ("epoch", epoch.to_string())],
+        )
+        .map_err(|e| TokenError::Issuer(format!("issuer key query: {e}")))?;
+        let path = format!("/v1/issuer/key?{}", query.query().unwrap_or_default());
+        let resp = self.send("GET", &path, None).await?;
+        let status = resp.status;
+        if status == 404 {
             self.create_key(app, epoch, attestation).await?;
-        } else if !status.is_success() {
-            let reason = error_reason(resp).await.unwrap_or_default();
+        } else if !(200..300).contains(&status) {
+            let reason = error_reason(&resp).unwrap_or_default();
             return Err(TokenError::Issuer(format!(
                 "GET /v1/issuer/key answered {status}: {reason}"
             )));
         } else {
-            let info: IssuerKeyResponse = resp
-                .json()
-                .await
+            let info: IssuerKeyResponse = serde_json::from_slice(&resp.body)
                 .map_err(|e| TokenError::Issuer(format!("bad issuer key response: {e}")))?;
             if info.issuer != o.issuer || info.app != app || info.epoch != epoch {
                 return Err(TokenError::Issuer(
@@ -295,14 +290,12 @@ impl TokenWallet {
         let resp = self
             .post_issue(app, epoch, vec![b64.encode(placeholder)], attestation)
             .await?;
-        let status = resp.status();
-        if status == reqwest::StatusCode::CONFLICT || status.is_success() {
+        let status = resp.status;
+        if status == 409 || (200..300).contains(&status) {
             return Ok(());
         }
-        let reason = error_reason(resp)
-            .await
-            .unwrap_or_else(|| "no reason given".into());
-        if status == reqwest::StatusCode::FORBIDDEN {
+        let reason = error_reason(&resp).unwrap_or_else(|| "no reason given".into());
+        if status == 403 {
             return Err(TokenError::Refused(reason));
         }
         Err(TokenError::Issuer(format!(
@@ -317,7 +310,7 @@ impl TokenWallet {
         epoch: u32,
         blinded: Vec<String>,
         attestation: Option<String>,
-    ) -> Result<reqwest::Response, TokenError> {
+    ) -> Result<IssuerReply, TokenError> {
         let mut req = IssueRequest {
             issuer: self.inner.issuer,
             chain_id: self.chain_id().await?,
@@ -332,12 +325,22 @@ impl TokenWallet {
         let text = issuance_message(&req, req.ts)?;
         let sig = self.inner.wallet.personal_sign(text.as_bytes()).await?;
         req.wallet_signature = format!("0x{}", hex::encode(sig.as_bytes()));
-        self.http
-            .post(self.issuer_endpoint("/v1/tokens/issue"))
-            .json(&req)
-            .send()
+        let body = serde_json::to_vec(&req)
+            .map_err(|e| TokenError::Issuer(format!("issue request: {e}")))?;
+        self.send("POST", "/v1/tokens/issue", Some(body)).await
+    }
+
+    /// One call to the issuer through the configured transport.
+    async fn send(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Vec<u8>>,
+    ) -> Result<IssuerReply, TokenError> {
+        self.inner
+            .transport
+            .send(&self.inner.issuer_url, method, path, body)
             .await
-            .map_err(http_error)
     }
 
     async fn issue_batch(
@@ -363,22 +366,18 @@ impl TokenWallet {
             .map(|(_, _, b)| b64.encode(b.blinded_message()))
             .collect();
         let resp = self.post_issue(app, epoch, blinded, attestation).await?;
-        let status = resp.status();
-        if status == reqwest::StatusCode::FORBIDDEN {
-            let reason = error_reason(resp)
-                .await
-                .unwrap_or_else(|| "no reason given".into());
+        let status = resp.status;
+        if status == 403 {
+            let reason = error_reason(&resp).unwrap_or_else(|| "no reason given".into());
             return Err(TokenError::Refused(reason));
         }
-        if !status.is_success() {
-            let reason = error_reason(resp).await.unwrap_or_default();
+        if !(200..300).contains(&status) {
+            let reason = error_reason(&resp).unwrap_or_default();
             return Err(TokenError::Issuer(format!(
                 "POST /v1/tokens/issue answered {status}: {reason}"
             )));
         }
-        let body: IssueResponse = resp
-            .json()
-            .await
+        let body: IssueResponse = serde_json::from_slice(&resp.body)
             .map_err(|e| TokenError::Issuer(format!("bad issue response: {e}")))?;
         if body.blind_signatures.len() != n {
             return Err(TokenError::Issuer(format!(
@@ -396,19 +395,11 @@ impl TokenWallet {
         }
         Ok((tokens, body.remaining))
     }
-
-    /// The issuer's URL for `path` (which starts with `/`).
-    fn issuer_endpoint(&self, path: &str) -> String {
-        format!("{}{path}", self.inner.issuer_url.trim_end_matches('/'))
-    }
-}
-
-/// A transport error as `TokenError::Http`, with the URL left out.
-fn http_error(e: reqwest::Error) -> TokenError {
-    TokenError::Http(e.without_url().to_string())
 }
 
 /// The reason in an issuer's error answer (`{"error": ...}`), if it has one.
-async fn error_reason(resp: reqwest::Response) -> Option<String> {
-    resp.json::<ErrorBody>().await.ok().map(|b| b.error)
+fn error_reason(resp: &IssuerReply) -> Option<String> {
+    serde_json::from_slice::<ErrorBody>(&resp.body)
+        .ok()
+        .map(|b| b.error)
 }
