@@ -96,8 +96,9 @@ pub struct ClientOptions {
     /// Longest wait of a write for a token to ripen before it tries another relayer (default
     /// 90000 ms, [`privsvc_tokens::DEFAULT_RIPE_WAIT_MS`]).
     pub token_ripe_wait_ms: u64,
-    /// Where auto mode pins the first issuer key per (issuer, app, epoch) (default: in memory
-    /// for the session; pass a [`privsvc_tokens::SqliteKeyPins`] to keep pins across sessions).
+    /// Where auto mode pins the first issuer key per (issuer, app, epoch) (default: the token
+    /// store's pins, [`TokenStore::key_pins`]: on disk next to a `FileTokenStore`, in memory
+    /// with the memory store).
     pub token_pins: Option<Arc<dyn KeyPins>>,
     /// Count a record as the app's only if a known relayer created it.
     pub trusted_relayers_only: bool,

@@ -43,15 +43,17 @@ impl TokenManager {
         reader: Arc<dyn LedgerReader>,
         transport: Arc<dyn Transport>,
     ) -> Self {
+        let store = options.token_store.clone().unwrap_or_else(memory_store);
         Self {
             mode: options.tokens.clone(),
             wallet: options.wallet.clone(),
             reader,
-            store: options.token_store.clone().unwrap_or_else(memory_store),
             pins: options
                 .token_pins
                 .clone()
+                .or_else(|| store.key_pins())
                 .unwrap_or_else(|| Arc::new(MemoryKeyPins::default())),
+            store,
             attestation: options.token_attestation.clone(),
             min_age_ms: options.token_min_age_ms,
             ripe_wait_ms: options.token_ripe_wait_ms,

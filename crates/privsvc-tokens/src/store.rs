@@ -8,7 +8,9 @@ use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
+use crate::acceptance::{KeyPins, MemoryKeyPins, SqliteKeyPins};
 use crate::error::TokenError;
+use crate::message::{epoch_of, now_ms};
 use crate::protocol::TokenRedemption;
 
 /// An unspent token as a store keeps it.
@@ -61,6 +63,11 @@ pub trait TokenStore: Send + Sync {
     fn remove(&self, app: &str, nonce: &str) -> Result<bool, TokenError>;
     /// Drop every token of an epoch before `min_epoch` (no relayer accepts them any more).
     fn prune(&self, min_epoch: u32) -> Result<(), TokenError>;
+    /// The issuer key pins that go with this store (as persistent as the store), if it has
+    /// any; a client uses them unless it is given others.
+    fn key_pins(&self) -> Option<Arc<dyn KeyPins>> {
+        None
+    }
 }
 
 fn merge(into: &mut Vec<StoredToken>, tokens: &[StoredToken]) {
@@ -87,6 +94,7 @@ fn remove_token(all: &mut Vec<StoredToken>, app: &str, nonce: &str) -> bool {
 #[derive(Default)]
 pub struct MemoryTokenStore {
     tokens: Mutex<Vec<StoredToken>>,
+    pins: Arc<MemoryKeyPins>,
 }
 
 impl std::fmt::Debug for MemoryTokenStore {
@@ -126,6 +134,11 @@ impl TokenStore for MemoryTokenStore {
         self.lock().retain(|t| t.epoch >= min_epoch);
         Ok(())
     }
+
+    /// In memory, like the tokens: shared by every client given this store.
+    fn key_pins(&self) -> Option<Arc<dyn KeyPins>> {
+        Some(self.pins.clone())
+    }
 }
 
 /// File format of [`FileTokenStore`].
@@ -146,6 +159,7 @@ const FILE_VERSION: u32 = 1;
 pub struct FileTokenStore {
     path: PathBuf,
     tokens: Mutex<Vec<StoredToken>>,
+    pins: Arc<SqliteKeyPins>,
     _lock: Mutex<rusqlite::Connection>,
 }
 
@@ -187,9 +201,14 @@ impl FileTokenStore {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
             Err(e) => return Err(store_err("cannot read", &path, e)),
         };
+        let pins = Arc::new(SqliteKeyPins::open(
+            &Self::pins_path(&path),
+            epoch_of(now_ms()),
+        )?);
         Ok(FileTokenStore {
             path,
             tokens: Mutex::new(tokens),
+            pins,
             _lock: Mutex::new(lock),
         })
     }
@@ -197,6 +216,13 @@ impl FileTokenStore {
     /// The store file.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The file of the store's issuer key pins: `<store file>.pins.sqlite`.
+    pub fn pins_path(path: &Path) -> PathBuf {
+        let mut name = path.as_os_str().to_os_string();
+        name.push(".pins.sqlite");
+        PathBuf::from(name)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<StoredToken>> {
@@ -283,5 +309,10 @@ impl TokenStore for FileTokenStore {
 
     fn prune(&self, min_epoch: u32) -> Result<(), TokenError> {
         self.update(|all| all.retain(|t| t.epoch >= min_epoch))
+    }
+
+    /// In `<store file>.pins.sqlite`: they survive restarts like the tokens.
+    fn key_pins(&self) -> Option<Arc<dyn KeyPins>> {
+        Some(self.pins.clone())
     }
 }

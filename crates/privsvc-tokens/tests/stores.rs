@@ -233,3 +233,39 @@ async fn source_waits_for_a_token_to_ripen_within_its_bound() {
     assert!(now_ms() >= now + 1_500);
     assert!(started.elapsed() >= std::time::Duration::from_millis(1_400));
 }
+
+#[test]
+fn file_store_pins_survive_a_reopen_and_memory_pins_are_the_stores() {
+    use alloy_primitives::Address;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tokens.json");
+    let issuer = Address::repeat_byte(7);
+    let day = epoch_of(now_ms());
+    {
+        let store = FileTokenStore::open(&path).unwrap();
+        let pins = store.key_pins().unwrap();
+        assert_eq!(pins.pin(issuer, "app", day, b"first").unwrap(), b"first");
+    }
+    assert!(FileTokenStore::pins_path(&path).exists());
+    let store = FileTokenStore::open(&path).unwrap();
+    let pins = store.key_pins().unwrap();
+    // The first key stays pinned after a restart; a second one does not replace it.
+    assert_eq!(pins.get(issuer, "app", day).unwrap().unwrap(), b"first");
+    assert_eq!(pins.pin(issuer, "app", day, b"second").unwrap(), b"first");
+
+    let memory = MemoryTokenStore::default();
+    memory
+        .key_pins()
+        .unwrap()
+        .pin(issuer, "app", day, b"one")
+        .unwrap();
+    assert_eq!(
+        memory
+            .key_pins()
+            .unwrap()
+            .get(issuer, "app", day)
+            .unwrap()
+            .unwrap(),
+        b"one"
+    );
+}
