@@ -125,6 +125,8 @@ impl StoreTokenSource {
 impl TokenSource for StoreTokenSource {
     async fn take(&self, app: &str) -> Result<Option<TokenRedemption>, TokenError> {
         let deadline = now_ms().saturating_add(self.max_wait_ms);
+        // Refills per take, at most 2 (concurrent takers may empty the store in between).
+        let mut refills = 0;
         loop {
             let now = now_ms();
             let (ready, unripe): (Vec<StoredToken>, Vec<StoredToken>) = self
@@ -135,9 +137,10 @@ impl TokenSource for StoreTokenSource {
                 return Ok(Some(t));
             }
             if unripe.is_empty() {
-                if self.on_demand.is_none() {
+                if self.on_demand.is_none() || refills == 2 {
                     return Ok(None);
                 }
+                refills += 1;
                 self.refill_if_empty(app).await?;
                 if self.usable(app, now_ms())?.is_empty() {
                     return Ok(None);
