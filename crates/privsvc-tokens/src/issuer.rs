@@ -685,11 +685,19 @@ impl Issuer {
     }
 }
 
+/// An app name is 1 to [`MAX_APP_BYTES`] bytes without control characters: it is a line of the
+/// signed issuance message (a line break would let one request's text read as another's) and
+/// a `str` attribute of the key entity (which the ledger refuses with control characters).
 fn check_app(app: &str) -> Result<(), IssuerError> {
     if app.is_empty() || app.len() > MAX_APP_BYTES {
         return Err(IssuerError::BadRequest(format!(
             "app must be 1 to {MAX_APP_BYTES} bytes"
         )));
+    }
+    if app.chars().any(char::is_control) {
+        return Err(IssuerError::BadRequest(
+            "app must not contain control characters (line breaks included)".into(),
+        ));
     }
     Ok(())
 }

@@ -38,6 +38,7 @@
 
 pub mod acceptance;
 pub mod error;
+pub mod fuzz_entry;
 pub mod message;
 pub mod protocol;
 pub mod suite;

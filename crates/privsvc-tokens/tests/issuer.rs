@@ -648,3 +648,20 @@ async fn on_demand_prefetch_and_file_store() {
     }
     env.devnet.shutdown().await;
 }
+
+#[tokio::test]
+async fn an_app_with_a_line_break_is_refused_before_anything_else() {
+    let env = env().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (_issuer, url, _server) = serve(&env, config(&env, dir.path())).await;
+    // A line break in `app` would put an extra line into the signed issuance message.
+    let (status, body) = get_key(&url, "notes\nchain: 1", today()).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("control characters"),
+        "{body}"
+    );
+}
