@@ -87,8 +87,15 @@ fn as_revert(err: LedgerError) -> LedgerError {
 impl RpcLedger {
     /// A client of the node at `url` (HTTP), with a 30 s request timeout.
     pub fn new(url: impl Into<String>) -> Result<Self, LedgerError> {
+        Self::with_timeout(url, Duration::from_secs(30))
+    }
+
+    /// A client of the node at `url` (HTTP) whose requests give up after `timeout` (connecting
+    /// included).
+    pub fn with_timeout(url: impl Into<String>, timeout: Duration) -> Result<Self, LedgerError> {
         let client = reqwest::Client::builder()
-            .timeout(Duration::from_secs(30))
+            .timeout(timeout)
+            .connect_timeout(timeout)
             .build()
             .map_err(|e| LedgerError::Transport(e.to_string()))?;
         Ok(Self::with_client(client, url))
@@ -638,6 +645,12 @@ impl LedgerWriter for RpcWriter {
             receipt.revert_reason = Some(self.revert_reason(tx_hash, receipt.block_number).await);
         }
         Ok(Some(receipt))
+    }
+
+    async fn mined_nonce(&self) -> Result<Option<u64>, LedgerError> {
+        Ok(Some(
+            self.ledger.transaction_count(self.address, false).await?,
+        ))
     }
 }
 

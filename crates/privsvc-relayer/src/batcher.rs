@@ -211,7 +211,7 @@ async fn written_on_ledger(
         ..QueryOptions::default()
     };
     loop {
-        let page = shared.ledger.query(&expr, &options).await?;
+        let page = query_patiently(shared, &expr, &options).await?;
         if let Some(e) = page
             .entities
             .iter()
@@ -236,6 +236,29 @@ async fn written_on_ledger(
                 options.at_block = Some(page.block_number);
             }
             None => return Ok(None),
+        }
+    }
+}
+
+/// Rounds of (already retried) calls an "already written?" lookup makes before the batch is
+/// put back: one failed call is retried, it does not send the whole batch back to the queue.
+const LOOKUP_ROUNDS: u32 = 3;
+
+/// One query page, retried up to [`LOOKUP_ROUNDS`] times (each a retried call).
+async fn query_patiently(
+    shared: &Shared,
+    expr: &str,
+    options: &QueryOptions,
+) -> Result<privsvc_ledger::QueryPage, LedgerError> {
+    let mut round = 0;
+    loop {
+        match shared.ledger.query(expr, options).await {
+            Err(e) if crate::retry::transient(&e) && round + 1 < LOOKUP_ROUNDS => {
+                round += 1;
+                shared.metrics.ledger_error();
+                tokio::time::sleep(crate::retry::backoff(round + 1)).await;
+            }
+            other => return other,
         }
     }
 }
@@ -358,8 +381,8 @@ async fn send_unique(
     if batch.is_empty() {
         return Outcome::Written;
     }
-    let turn = shared.writer.turn().await;
-    let mut outcome = build_and_send(shared, &turn, &batch, stop).await;
+    let mut turn = shared.writer.batch_turn().await;
+    let mut outcome = build_and_send(shared, &mut turn, &batch, stop).await;
     // DESIGN 7: a batch too large for a block is split; the rest goes back to the queue.
     while matches!(outcome, Outcome::TooBig) && batch.len() > 1 {
         let rest = batch.split_off(batch.len() / 2);
@@ -368,7 +391,7 @@ async fn send_unique(
             "batch split to fit the block gas limit"
         );
         shared.requeue(rest);
-        outcome = build_and_send(shared, &turn, &batch, stop).await;
+        outcome = build_and_send(shared, &mut turn, &batch, stop).await;
     }
     match outcome {
         Outcome::TooBig => {
@@ -435,10 +458,23 @@ fn batch_ops(
 
 async fn build_and_send(
     shared: &Shared,
-    turn: &WriterTurn<'_>,
+    turn: &mut WriterTurn<'_>,
     batch: &[StoredRecord],
     stop: &mut watch::Receiver<bool>,
 ) -> Outcome {
+    // Resolve any transaction of unknown fate first: nothing is signed over a gap, and the
+    // entity nonce read below then counts every create the account can still land.
+    let tx_nonce = match turn.settle(Some(stop)).await {
+        Ok(n) => n,
+        Err(_) => {
+            shared.metrics.ledger_error();
+            return if *stop.borrow() {
+                Outcome::Shutdown
+            } else {
+                Outcome::NotSent
+            };
+        }
+    };
     let nonce = match shared.ledger.entity_nonce(shared.address).await {
         Ok(n) => n,
         Err(_) => {
@@ -450,7 +486,7 @@ async fn build_and_send(
         Ok(v) => v,
         Err((_, reason)) => return Outcome::Reverted(reason),
     };
-    let tx = match turn.writer.prepare(&ops, None).await {
+    let tx = match turn.writer.prepare(&ops, tx_nonce).await {
         Ok(tx) => tx,
         Err(LedgerError::Reverted(reason)) => return Outcome::Reverted(reason),
         Err(e) if exceeds_gas_limit(&e) => return Outcome::TooBig,
@@ -496,6 +532,24 @@ pub(crate) async fn finish_batch(
             Ok(None) => {}
             Err(_) => shared.metrics.ledger_error(),
         }
+        match turn.writer.mined_nonce().await {
+            // A taken nonce (m > tx.nonce) is handled by the broadcast below: "nonce too low"
+            // for a transaction the node does not know.
+            Ok(Some(m)) if m < tx.nonce => {
+                // A predecessor vanished (a gap below: only a database from before the writer
+                // settled every transaction): re-plan, do not wait. This transaction can land
+                // only once every nonce below it is used; the next one the writer signs is the
+                // lowest free nonce and creates entities, which moves the entity nonce this
+                // batch's keys were predicted from, so it would revert: nothing twice.
+                if let Err(e) = shared.store.batch_dropped(batch_id, now_ms()).await {
+                    tracing::error!(error = %e, "cannot record a dropped batch");
+                }
+                tracing::warn!(batch_size = size, "batch above a nonce gap re-planned");
+                return Outcome::Superseded;
+            }
+            Ok(_) => {}
+            Err(_) => shared.metrics.ledger_error(),
+        }
         if let Err(e) = turn.writer.broadcast(tx).await {
             shared.metrics.ledger_error();
             if exceeds_gas_limit(&e) {
@@ -528,7 +582,7 @@ pub(crate) async fn finish_batch(
             );
         }
         let wait = tokio::select! {
-            r = turn.writer.wait_receipt(tx.hash, shared.writer.receipt_timeout()) => r,
+            r = turn.writer.wait_receipt(tx.hash, shared.writer.round()) => r,
             _ = stop.changed() => return Outcome::Shutdown,
         };
         match wait {
@@ -536,8 +590,7 @@ pub(crate) async fn finish_batch(
             Err(_) => {
                 shared.metrics.ledger_error();
                 attempt += 1;
-                let backoff = Duration::from_millis(200 * u64::from(attempt.min(25)));
-                if sleep_or_stop(backoff, stop).await {
+                if sleep_or_stop(crate::retry::backoff(attempt.min(4)), stop).await {
                     return Outcome::Shutdown;
                 }
             }
@@ -595,6 +648,12 @@ async fn fail_after_revert(shared: &Shared, id: &str, error: String) {
     shared.finished(1);
 }
 
+/// Whether a revert reason is the ledger not finding an entity the batch transfers: when no
+/// record reverts alone, the batch's keys (predicted from the entity nonce) were stale.
+pub(crate) fn stale_prediction(reason: &str) -> bool {
+    reason.contains("EntityNotFound")
+}
+
 /// After a revert: fail the records that revert alone, retry the others.
 pub(crate) async fn isolate(
     shared: &Shared,
@@ -625,7 +684,16 @@ pub(crate) async fn isolate(
         }
     }
     let mut retry = Vec::new();
-    if offenders == 0 {
+    if offenders == 0 && stale_prediction(reason) {
+        // No record reverts alone, and the ledger did not find an entity the batch transfers:
+        // our own key prediction was stale (a create of the account landed first). Nothing is
+        // wrong with the records; the try does not count against them.
+        tracing::warn!(
+            batch_size = keep.len(),
+            "batch reverted on stale keys; requeued"
+        );
+        retry = keep;
+    } else if offenders == 0 {
         let mut give_up = Vec::new();
         {
             let mut attempts = shared.attempts.lock().expect("attempts lock");

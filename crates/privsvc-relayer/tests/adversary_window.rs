@@ -70,7 +70,9 @@ async fn copies_outside_the_hour_window_are_refused() {
         let (body, owner) = sealed_at(hour);
         let e = refused(&url, &body, 400, "hour").await;
         assert!(
-            e.contains(&format!("envelope hour {hour} is outside the accepted window")),
+            e.contains(&format!(
+                "envelope hour {hour} is outside the accepted window"
+            )),
             "{e}"
         );
         assert_eq!(owner_entities(&node, owner).await, 0);
