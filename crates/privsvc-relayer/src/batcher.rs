@@ -171,23 +171,27 @@ async fn interval_wait(shared: &Shared) -> Option<Duration> {
 }
 
 /// Owner lookups in flight at once.
-const OWNER_LOOKUPS: usize = 16;
+const OWNER_LOOKUPS: usize = 64;
 
 /// The records already on the ledger (their owner holds an entity with their envelope), by id.
 /// One `$owner = addr(..)` query per record (an indexed equality on the node; an OR of many
-/// owners would not be), 16 at a time.
+/// owners would not be), [`OWNER_LOOKUPS`] at a time.
 pub async fn already_written(
     shared: &Shared,
     records: &[StoredRecord],
 ) -> Result<HashMap<String, WrittenInfo>, LedgerError> {
+    use futures::stream::{FuturesUnordered, StreamExt};
+    // A sliding window, not chunks: one slow lookup does not hold up the others.
+    let mut rest = records.iter();
+    let mut inflight = FuturesUnordered::new();
+    for rec in rest.by_ref().take(OWNER_LOOKUPS) {
+        inflight.push(written_on_ledger(shared, rec));
+    }
     let mut found = HashMap::new();
-    for chunk in records.chunks(OWNER_LOOKUPS) {
-        let mut lookups = Vec::with_capacity(chunk.len());
-        for rec in chunk {
-            lookups.push(written_on_ledger(shared, rec));
-        }
-        for hit in futures::future::try_join_all(lookups).await? {
-            found.extend(hit);
+    while let Some(hit) = inflight.next().await {
+        found.extend(hit?);
+        if let Some(rec) = rest.next() {
+            inflight.push(written_on_ledger(shared, rec));
         }
     }
     Ok(found)
@@ -333,6 +337,8 @@ async fn send_batch(
     records: Vec<StoredRecord>,
     stop: &mut watch::Receiver<bool>,
 ) -> Outcome {
+    // From here to its receipt, heartbeats give way to this batch.
+    let _in_progress = shared.writer.batch_in_progress();
     let written = match already_written(shared, &records).await {
         Ok(w) => w,
         Err(_) => {
@@ -381,7 +387,7 @@ async fn send_unique(
     if batch.is_empty() {
         return Outcome::Written;
     }
-    let mut turn = shared.writer.batch_turn().await;
+    let mut turn = shared.writer.turn().await;
     let mut outcome = build_and_send(shared, &mut turn, &batch, stop).await;
     // DESIGN 7: a batch too large for a block is split; the rest goes back to the queue.
     while matches!(outcome, Outcome::TooBig) && batch.len() > 1 {

@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use alloy_primitives::{Address, B256, U256};
 use async_trait::async_trait;
+use futures::stream::{FuturesUnordered, StreamExt};
 use privsvc_ledger::{
     BatchReceipt, Entity, LedgerError, LedgerReader, LedgerWriter, Operation, PreparedTx,
     QueryOptions, QueryPage,
@@ -27,6 +28,8 @@ use rand::Rng;
 pub const ATTEMPTS: u32 = 4;
 /// Backoff before the first retry; doubled for each further one, then jittered by ×0.5..1.5.
 pub const BASE_BACKOFF: Duration = Duration::from_millis(100);
+/// A call without an answer after this long gets a concurrent twin (see [`with_retries`]).
+pub const HEDGE_AFTER: Duration = Duration::from_millis(250);
 /// Consecutive failed calls from which the ledger counts as failing.
 pub const FAILING_AFTER: u64 = 3;
 
@@ -81,32 +84,54 @@ pub fn backoff(retry: u32) -> Duration {
     Duration::from_millis((base * jitter) as u64)
 }
 
-/// Run `call` up to [`ATTEMPTS`] times while it fails transiently.
+/// Run `call` up to [`ATTEMPTS`] times while it fails transiently. A call without an answer
+/// after [`HEDGE_AFTER`] gets one concurrent twin (a hedge) and the first answer wins, so a
+/// slow or stuck answer costs [`HEDGE_AFTER`], not the request timeout. Hedging is safe for
+/// every ledger call: reads have no effect, `prepare` only signs, `broadcast` sends the same
+/// bytes (the node answers "already known").
 pub async fn with_retries<T, F, Fut>(health: &LedgerHealth, mut call: F) -> Result<T, LedgerError>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, LedgerError>>,
 {
-    let mut retry = 0;
+    let mut inflight = FuturesUnordered::new();
+    inflight.push(call());
+    let mut launched = 1u32;
+    let mut failures = 0u32;
     loop {
-        match call().await {
-            Ok(v) => {
-                health.record(true);
-                return Ok(v);
-            }
-            Err(e) if transient(&e) => {
-                health.record(false);
-                retry += 1;
-                if retry >= ATTEMPTS {
+        // At most two copies in flight: a hedge only when one call is pending.
+        let may_hedge = launched < ATTEMPTS && inflight.len() < 2;
+        tokio::select! {
+            r = inflight.next() => match r {
+                Some(Ok(v)) => {
+                    health.record(true);
+                    return Ok(v);
+                }
+                Some(Err(e)) if transient(&e) => {
+                    health.record(false);
+                    failures += 1;
+                    if !inflight.is_empty() {
+                        continue;
+                    }
+                    if launched >= ATTEMPTS {
+                        return Err(e);
+                    }
+                    health.retries.fetch_add(1, Ordering::Relaxed);
+                    tokio::time::sleep(backoff(failures)).await;
+                    inflight.push(call());
+                    launched += 1;
+                }
+                Some(Err(e)) => {
+                    // The node answered (an RPC error, a revert): it is reachable.
+                    health.record(true);
                     return Err(e);
                 }
+                None => unreachable!("a call is always in flight here"),
+            },
+            _ = tokio::time::sleep(HEDGE_AFTER), if may_hedge => {
                 health.retries.fetch_add(1, Ordering::Relaxed);
-                tokio::time::sleep(backoff(retry)).await;
-            }
-            Err(e) => {
-                // The node answered (an RPC error, a revert): it is reachable.
-                health.record(true);
-                return Err(e);
+                inflight.push(call());
+                launched += 1;
             }
         }
     }

@@ -48,6 +48,15 @@ pub struct SerializedWriter {
     batches_waiting: Arc<AtomicUsize>,
 }
 
+/// A batch in preparation (see [`SerializedWriter::batch_in_progress`]).
+pub struct BatchInProgress(Arc<AtomicUsize>);
+
+impl Drop for BatchInProgress {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 /// Proof of holding the writer lock; every create from the account happens under one.
 pub struct WriterTurn<'a> {
     state: MutexGuard<'a, WriterState>,
@@ -92,16 +101,14 @@ impl SerializedWriter {
         }
     }
 
-    /// Wait for the writer's turn for a batch; while waiting, [`Self::batches_waiting`] counts
-    /// it (heartbeats give way to waiting batches).
-    pub async fn batch_turn(&self) -> WriterTurn<'_> {
+    /// Mark a batch in preparation until the guard is dropped: [`Self::batches_waiting`] counts
+    /// it, and heartbeats give way to it.
+    pub fn batch_in_progress(&self) -> BatchInProgress {
         self.batches_waiting.fetch_add(1, Ordering::SeqCst);
-        let turn = self.turn().await;
-        self.batches_waiting.fetch_sub(1, Ordering::SeqCst);
-        turn
+        BatchInProgress(self.batches_waiting.clone())
     }
 
-    /// Batches waiting for the writer now.
+    /// Batches in preparation or waiting for the writer now.
     pub fn batches_waiting(&self) -> usize {
         self.batches_waiting.load(Ordering::SeqCst)
     }

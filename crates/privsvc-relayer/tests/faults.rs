@@ -222,13 +222,14 @@ async fn with_20_percent_of_ledger_calls_failing_every_record_is_written_once() 
     .await
     .unwrap();
     let proxy = FaultProxy::start(&node.url(), 0, CALL_TIMEOUT * 3 / 2).await;
-    proxy.state.set_rate(0.2);
     let dir = tempfile::tempdir().unwrap();
     let mut c = config(dir.path());
     c.heartbeat_ms = 2_000;
     c.block_time = Duration::from_millis(500);
     c.receipt_timeout = Duration::from_secs(10);
     let relayer = relayer_via(&proxy, node.chain_id(), c).await;
+    // Faults start once the relayer runs.
+    proxy.state.set_rate(0.2);
     let url = relayer.url().to_string();
     let mut records = Vec::new();
     for wave in 0..5 {
