@@ -516,45 +516,52 @@ async fn build_and_send(
             return Outcome::NotSent;
         }
     };
-    finish_batch(shared, turn, batch_id, &tx, batch.len(), stop).await
+    finish_batch(shared, turn, batch_id, &tx, batch.len(), true, stop).await
 }
 
 /// Broadcast a stored batch transaction until its receipt appears, then record the result.
+/// `fresh`: signed just now at the settled nonce (not from the store).
 pub(crate) async fn finish_batch(
     shared: &Shared,
     turn: &WriterTurn<'_>,
     batch_id: i64,
     tx: &PreparedTx,
     size: usize,
+    fresh: bool,
     stop: &mut watch::Receiver<bool>,
 ) -> Outcome {
     let mut attempt = 0u32;
+    // A transaction just signed at the settled nonce has no receipt and no gap below it yet:
+    // its first round goes straight to the broadcast.
+    let mut fresh = fresh;
     let receipt: BatchReceipt = loop {
         if *stop.borrow() {
             return Outcome::Shutdown;
         }
-        match turn.writer.receipt(tx.hash).await {
-            Ok(Some(r)) => break r,
-            Ok(None) => {}
-            Err(_) => shared.metrics.ledger_error(),
-        }
-        match turn.writer.mined_nonce().await {
-            // A taken nonce (m > tx.nonce) is handled by the broadcast below: "nonce too low"
-            // for a transaction the node does not know.
-            Ok(Some(m)) if m < tx.nonce => {
-                // A predecessor vanished (a gap below: only a database from before the writer
-                // settled every transaction): re-plan, do not wait. This transaction can land
-                // only once every nonce below it is used; the next one the writer signs is the
-                // lowest free nonce and creates entities, which moves the entity nonce this
-                // batch's keys were predicted from, so it would revert: nothing twice.
-                if let Err(e) = shared.store.batch_dropped(batch_id, now_ms()).await {
-                    tracing::error!(error = %e, "cannot record a dropped batch");
-                }
-                tracing::warn!(batch_size = size, "batch above a nonce gap re-planned");
-                return Outcome::Superseded;
+        if !std::mem::take(&mut fresh) {
+            match turn.writer.receipt(tx.hash).await {
+                Ok(Some(r)) => break r,
+                Ok(None) => {}
+                Err(_) => shared.metrics.ledger_error(),
             }
-            Ok(_) => {}
-            Err(_) => shared.metrics.ledger_error(),
+            match turn.writer.mined_nonce().await {
+                // A taken nonce (m > tx.nonce) is handled by the broadcast below: "nonce too low"
+                // for a transaction the node does not know.
+                Ok(Some(m)) if m < tx.nonce => {
+                    // A predecessor vanished (a gap below: only a database from before the writer
+                    // settled every transaction): re-plan, do not wait. This transaction can land
+                    // only once every nonce below it is used; the next one the writer signs is the
+                    // lowest free nonce and creates entities, which moves the entity nonce this
+                    // batch's keys were predicted from, so it would revert: nothing twice.
+                    if let Err(e) = shared.store.batch_dropped(batch_id, now_ms()).await {
+                        tracing::error!(error = %e, "cannot record a dropped batch");
+                    }
+                    tracing::warn!(batch_size = size, "batch above a nonce gap re-planned");
+                    return Outcome::Superseded;
+                }
+                Ok(_) => {}
+                Err(_) => shared.metrics.ledger_error(),
+            }
         }
         if let Err(e) = turn.writer.broadcast(tx).await {
             shared.metrics.ledger_error();

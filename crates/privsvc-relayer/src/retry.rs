@@ -99,8 +99,9 @@ where
     let mut launched = 1u32;
     let mut failures = 0u32;
     loop {
-        // At most two copies in flight: a hedge only when one call is pending.
-        let may_hedge = launched < ATTEMPTS && inflight.len() < 2;
+        // At most two copies in flight, at most 2 × ATTEMPTS in all; a hedge only while no
+        // more than one call is pending.
+        let may_launch = failures < ATTEMPTS && launched < 2 * ATTEMPTS && inflight.len() < 2;
         tokio::select! {
             r = inflight.next() => match r {
                 Some(Ok(v)) => {
@@ -110,14 +111,16 @@ where
                 Some(Err(e)) if transient(&e) => {
                     health.record(false);
                     failures += 1;
-                    if !inflight.is_empty() {
+                    if failures >= ATTEMPTS || launched >= 2 * ATTEMPTS {
+                        if inflight.is_empty() {
+                            return Err(e);
+                        }
                         continue;
                     }
-                    if launched >= ATTEMPTS {
-                        return Err(e);
-                    }
                     health.retries.fetch_add(1, Ordering::Relaxed);
-                    tokio::time::sleep(backoff(failures)).await;
+                    if inflight.is_empty() {
+                        tokio::time::sleep(backoff(failures)).await;
+                    }
                     inflight.push(call());
                     launched += 1;
                 }
@@ -128,7 +131,7 @@ where
                 }
                 None => unreachable!("a call is always in flight here"),
             },
-            _ = tokio::time::sleep(HEDGE_AFTER), if may_hedge => {
+            _ = tokio::time::sleep(HEDGE_AFTER), if may_launch => {
                 health.retries.fetch_add(1, Ordering::Relaxed);
                 inflight.push(call());
                 launched += 1;
