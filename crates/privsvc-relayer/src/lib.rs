@@ -41,7 +41,8 @@
 //!
 //! Module map: [`config`] (env and flags), [`store`] (SQLite, group commit), [`queue`] (the
 //! batching decision), [`batcher`] (scheduler and batch transactions), [`reconcile`] (restart),
-//! [`writer`] (the one serialized writer), [`health`] (heartbeats, retention, health record),
+//! [`writer`] (the one serialized writer; settles transactions of unknown fate), [`retry`]
+//! (per-call retries and hedges, ledger health), [`health`] (heartbeats, retention, health record),
 //! [`api`] (HTTP), [`validate`] (400 checks), [`tokencheck`] (402/403), [`ratelimit`] (429),
 //! [`metrics`] (Prometheus, on `METRICS_BIND` only).
 #![forbid(unsafe_code)]
