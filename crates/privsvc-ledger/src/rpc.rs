@@ -206,15 +206,18 @@ impl RpcLedger {
     /// base fee and `eth_maxPriorityFeePerGas` (falling back to `eth_gasPrice − baseFee`).
     /// `max_fee = 2 × baseFee + priority`.
     pub async fn fees(&self) -> Result<(u128, u128), LedgerError> {
-        let block = self
-            .call("eth_getBlockByNumber", json!(["latest", false]))
-            .await?;
+        // Both asked at once: one round trip, not two.
+        let (block, priority) = tokio::join!(
+            self.call("eth_getBlockByNumber", json!(["latest", false])),
+            self.call("eth_maxPriorityFeePerGas", json!([]))
+        );
+        let block = block?;
         let base = match block.get("baseFeePerGas") {
             Some(v) if !v.is_null() => u128::try_from(parse_u256(v, "baseFeePerGas")?)
                 .map_err(|_| LedgerError::Decode("baseFeePerGas out of range".into()))?,
             _ => 0,
         };
-        let priority = match self.call("eth_maxPriorityFeePerGas", json!([])).await {
+        let priority = match priority {
             Ok(v) => u128::try_from(parse_u256(&v, "maxPriorityFeePerGas")?)
                 .map_err(|_| LedgerError::Decode("maxPriorityFeePerGas out of range".into()))?,
             Err(LedgerError::Rpc { .. }) => {
@@ -590,9 +593,14 @@ impl LedgerWriter for RpcWriter {
             Some(n) => n,
             None => self.ledger.transaction_count(self.address, true).await?,
         };
-        let estimate = self.ledger.estimate_gas(self.address, &data).await?;
+        // Gas and fees asked at once: one round trip, not two.
+        let (estimate, fees) = tokio::join!(
+            self.ledger.estimate_gas(self.address, &data),
+            self.ledger.fees()
+        );
+        let estimate = estimate?;
         let gas_limit = estimate.saturating_add(estimate * GAS_MARGIN_PERCENT / 100);
-        let (max_fee_per_gas, max_priority_fee_per_gas) = self.ledger.fees().await?;
+        let (max_fee_per_gas, max_priority_fee_per_gas) = fees?;
         self.sign(TxEip1559 {
             chain_id: self.chain_id,
             nonce,

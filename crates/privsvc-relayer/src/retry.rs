@@ -27,9 +27,9 @@ use rand::Rng;
 /// Tries per ledger call (the first one included).
 pub const ATTEMPTS: u32 = 4;
 /// Backoff before the first retry; doubled for each further one, then jittered by ×0.5..1.5.
-pub const BASE_BACKOFF: Duration = Duration::from_millis(100);
+pub const BASE_BACKOFF: Duration = Duration::from_millis(50);
 /// A call without an answer after this long gets a concurrent twin (see [`with_retries`]).
-pub const HEDGE_AFTER: Duration = Duration::from_millis(250);
+pub const HEDGE_AFTER: Duration = Duration::from_millis(200);
 /// Consecutive failed calls from which the ledger counts as failing.
 pub const FAILING_AFTER: u64 = 3;
 
