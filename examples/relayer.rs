@@ -49,11 +49,17 @@ async fn main() -> anyhow::Result<()> {
         .key
         .clone()
         .context("RELAYER_KEY_FILE (or RELAYER_KEY) is required: the relayer signs its batches")?;
-    let reader = Arc::new(RpcLedger::new(config.rpc_url.clone())?);
+    let reader = Arc::new(RpcLedger::with_timeout(
+        config.rpc_url.clone(),
+        config.ledger_timeout,
+    )?);
     let writer = Arc::new(
-        RpcWriter::connect(RpcLedger::new(config.rpc_url.clone())?, key.bytes())
-            .await
-            .context("connecting the relayer's writer to the ledger")?,
+        RpcWriter::connect(
+            RpcLedger::with_timeout(config.rpc_url.clone(), config.ledger_timeout)?,
+            key.bytes(),
+        )
+        .await
+        .context("connecting the relayer's writer to the ledger")?,
     );
     drop(key);
     let relayer = Relayer::start(config, reader, writer).await?;

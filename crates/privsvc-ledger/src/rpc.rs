@@ -87,8 +87,15 @@ fn as_revert(err: LedgerError) -> LedgerError {
 impl RpcLedger {
     /// A client of the node at `url` (HTTP), with a 30 s request timeout.
     pub fn new(url: impl Into<String>) -> Result<Self, LedgerError> {
+        Self::with_timeout(url, Duration::from_secs(30))
+    }
+
+    /// A client of the node at `url` (HTTP) whose requests give up after `timeout` (connecting
+    /// included).
+    pub fn with_timeout(url: impl Into<String>, timeout: Duration) -> Result<Self, LedgerError> {
         let client = reqwest::Client::builder()
-            .timeout(Duration::from_secs(30))
+            .timeout(timeout)
+            .connect_timeout(timeout)
             .build()
             .map_err(|e| LedgerError::Transport(e.to_string()))?;
         Ok(Self::with_client(client, url))
@@ -183,15 +190,18 @@ impl RpcLedger {
     /// base fee and `eth_maxPriorityFeePerGas` (falling back to `eth_gasPrice − baseFee`).
     /// `max_fee = 2 × baseFee + priority`.
     pub async fn fees(&self) -> Result<(u128, u128), LedgerError> {
-        let block = self
-            .call("eth_getBlockByNumber", json!(["latest", false]))
-            .await?;
+        // Both asked at once: one round trip, not two.
+        let (block, priority) = tokio::join!(
+            self.call("eth_getBlockByNumber", json!(["latest", false])),
+            self.call("eth_maxPriorityFeePerGas", json!([]))
+        );
+        let block = block?;
         let base = match block.get("baseFeePerGas") {
             Some(v) if !v.is_null() => u128::try_from(parse_u256(v, "baseFeePerGas")?)
                 .map_err(|_| LedgerError::Decode("baseFeePerGas out of range".into()))?,
             _ => 0,
         };
-        let priority = match self.call("eth_maxPriorityFeePerGas", json!([])).await {
+        let priority = match priority {
             Ok(v) => u128::try_from(parse_u256(&v, "maxPriorityFeePerGas")?)
                 .map_err(|_| LedgerError::Decode("maxPriorityFeePerGas out of range".into()))?,
             Err(LedgerError::Rpc { .. }) => {
@@ -598,9 +608,14 @@ impl LedgerWriter for RpcWriter {
             Some(n) => n,
             None => self.ledger.transaction_count(self.address, true).await?,
         };
-        let estimate = self.ledger.estimate_gas(self.address, &data).await?;
+        // Gas and fees asked at once: one round trip, not two.
+        let (estimate, fees) = tokio::join!(
+            self.ledger.estimate_gas(self.address, &data),
+            self.ledger.fees()
+        );
+        let estimate = estimate?;
         let gas_limit = estimate.saturating_add(estimate * GAS_MARGIN_PERCENT / 100);
-        let (max_fee_per_gas, max_priority_fee_per_gas) = self.ledger.fees().await?;
+        let (max_fee_per_gas, max_priority_fee_per_gas) = fees?;
         self.sign(TxEip1559 {
             chain_id: self.chain_id,
             nonce,
@@ -653,6 +668,12 @@ impl LedgerWriter for RpcWriter {
             receipt.revert_reason = Some(self.revert_reason(tx_hash, receipt.block_number).await);
         }
         Ok(Some(receipt))
+    }
+
+    async fn mined_nonce(&self) -> Result<Option<u64>, LedgerError> {
+        Ok(Some(
+            self.ledger.transaction_count(self.address, false).await?,
+        ))
     }
 }
 

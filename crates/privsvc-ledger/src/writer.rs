@@ -81,6 +81,13 @@ pub trait LedgerWriter: Send + Sync {
     /// The receipt of a transaction, or `None` while it is not mined.
     async fn receipt(&self, tx_hash: B256) -> Result<Option<BatchReceipt>, LedgerError>;
 
+    /// The account's nonce as of the head block (transactions mined so far), or `None` when
+    /// this writer cannot tell (then callers sign with the pending nonce). A transaction signed
+    /// with this nonce never waits behind a gap.
+    async fn mined_nonce(&self) -> Result<Option<u64>, LedgerError> {
+        Ok(None)
+    }
+
     /// Poll for the receipt until `timeout`.
     async fn wait_receipt(
         &self,

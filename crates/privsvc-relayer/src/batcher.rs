@@ -171,23 +171,27 @@ async fn interval_wait(shared: &Shared) -> Option<Duration> {
 }
 
 /// Owner lookups in flight at once.
-const OWNER_LOOKUPS: usize = 16;
+const OWNER_LOOKUPS: usize = 64;
 
 /// The records already on the ledger (their owner holds an entity with their envelope), by id.
 /// One `$owner = addr(..)` query per record (an indexed equality on the node; an OR of many
-/// owners would not be), 16 at a time.
+/// owners would not be), [`OWNER_LOOKUPS`] at a time.
 pub async fn already_written(
     shared: &Shared,
     records: &[StoredRecord],
 ) -> Result<HashMap<String, WrittenInfo>, LedgerError> {
+    use futures::stream::{FuturesUnordered, StreamExt};
+    // A sliding window, not chunks: one slow lookup does not hold up the others.
+    let mut rest = records.iter();
+    let mut inflight = FuturesUnordered::new();
+    for rec in rest.by_ref().take(OWNER_LOOKUPS) {
+        inflight.push(written_on_ledger(shared, rec));
+    }
     let mut found = HashMap::new();
-    for chunk in records.chunks(OWNER_LOOKUPS) {
-        let mut lookups = Vec::with_capacity(chunk.len());
-        for rec in chunk {
-            lookups.push(written_on_ledger(shared, rec));
-        }
-        for hit in futures::future::try_join_all(lookups).await? {
-            found.extend(hit);
+    while let Some(hit) = inflight.next().await {
+        found.extend(hit?);
+        if let Some(rec) = rest.next() {
+            inflight.push(written_on_ledger(shared, rec));
         }
     }
     Ok(found)
@@ -211,7 +215,7 @@ async fn written_on_ledger(
         ..QueryOptions::default()
     };
     loop {
-        let page = shared.ledger.query(&expr, &options).await?;
+        let page = query_patiently(shared, &expr, &options).await?;
         if let Some(e) = page
             .entities
             .iter()
@@ -236,6 +240,29 @@ async fn written_on_ledger(
                 options.at_block = Some(page.block_number);
             }
             None => return Ok(None),
+        }
+    }
+}
+
+/// Rounds of (already retried) calls an "already written?" lookup makes before the batch is
+/// put back: one failed call is retried, it does not send the whole batch back to the queue.
+const LOOKUP_ROUNDS: u32 = 3;
+
+/// One query page, retried up to [`LOOKUP_ROUNDS`] times (each a retried call).
+async fn query_patiently(
+    shared: &Shared,
+    expr: &str,
+    options: &QueryOptions,
+) -> Result<privsvc_ledger::QueryPage, LedgerError> {
+    let mut round = 0;
+    loop {
+        match shared.ledger.query(expr, options).await {
+            Err(e) if crate::retry::transient(&e) && round + 1 < LOOKUP_ROUNDS => {
+                round += 1;
+                shared.metrics.ledger_error();
+                tokio::time::sleep(crate::retry::backoff(round + 1)).await;
+            }
+            other => return other,
         }
     }
 }
@@ -310,6 +337,8 @@ async fn send_batch(
     records: Vec<StoredRecord>,
     stop: &mut watch::Receiver<bool>,
 ) -> Outcome {
+    // From here to its receipt, heartbeats give way to this batch.
+    let _in_progress = shared.writer.batch_in_progress();
     let written = match already_written(shared, &records).await {
         Ok(w) => w,
         Err(_) => {
@@ -358,8 +387,8 @@ async fn send_unique(
     if batch.is_empty() {
         return Outcome::Written;
     }
-    let turn = shared.writer.turn().await;
-    let mut outcome = build_and_send(shared, &turn, &batch, stop).await;
+    let mut turn = shared.writer.turn().await;
+    let mut outcome = build_and_send(shared, &mut turn, &batch, stop).await;
     // DESIGN 7: a batch too large for a block is split; the rest goes back to the queue.
     while matches!(outcome, Outcome::TooBig) && batch.len() > 1 {
         let rest = batch.split_off(batch.len() / 2);
@@ -368,7 +397,7 @@ async fn send_unique(
             "batch split to fit the block gas limit"
         );
         shared.requeue(rest);
-        outcome = build_and_send(shared, &turn, &batch, stop).await;
+        outcome = build_and_send(shared, &mut turn, &batch, stop).await;
     }
     match outcome {
         Outcome::TooBig => {
@@ -435,10 +464,23 @@ fn batch_ops(
 
 async fn build_and_send(
     shared: &Shared,
-    turn: &WriterTurn<'_>,
+    turn: &mut WriterTurn<'_>,
     batch: &[StoredRecord],
     stop: &mut watch::Receiver<bool>,
 ) -> Outcome {
+    // Resolve any transaction of unknown fate first: nothing is signed over a gap, and the
+    // entity nonce read below then counts every create the account can still land.
+    let tx_nonce = match turn.settle(Some(stop)).await {
+        Ok(n) => n,
+        Err(_) => {
+            shared.metrics.ledger_error();
+            return if *stop.borrow() {
+                Outcome::Shutdown
+            } else {
+                Outcome::NotSent
+            };
+        }
+    };
     let nonce = match shared.ledger.entity_nonce(shared.address).await {
         Ok(n) => n,
         Err(_) => {
@@ -450,7 +492,7 @@ async fn build_and_send(
         Ok(v) => v,
         Err((_, reason)) => return Outcome::Reverted(reason),
     };
-    let tx = match turn.writer.prepare(&ops, None).await {
+    let tx = match turn.writer.prepare(&ops, tx_nonce).await {
         Ok(tx) => tx,
         Err(LedgerError::Reverted(reason)) => return Outcome::Reverted(reason),
         Err(e) if exceeds_gas_limit(&e) => return Outcome::TooBig,
@@ -474,27 +516,52 @@ async fn build_and_send(
             return Outcome::NotSent;
         }
     };
-    finish_batch(shared, turn, batch_id, &tx, batch.len(), stop).await
+    finish_batch(shared, turn, batch_id, &tx, batch.len(), true, stop).await
 }
 
 /// Broadcast a stored batch transaction until its receipt appears, then record the result.
+/// `fresh`: signed just now at the settled nonce (not from the store).
 pub(crate) async fn finish_batch(
     shared: &Shared,
     turn: &WriterTurn<'_>,
     batch_id: i64,
     tx: &PreparedTx,
     size: usize,
+    fresh: bool,
     stop: &mut watch::Receiver<bool>,
 ) -> Outcome {
     let mut attempt = 0u32;
+    // A transaction just signed at the settled nonce has no receipt and no gap below it yet:
+    // its first round goes straight to the broadcast.
+    let mut fresh = fresh;
     let receipt: BatchReceipt = loop {
         if *stop.borrow() {
             return Outcome::Shutdown;
         }
-        match turn.writer.receipt(tx.hash).await {
-            Ok(Some(r)) => break r,
-            Ok(None) => {}
-            Err(_) => shared.metrics.ledger_error(),
+        if !std::mem::take(&mut fresh) {
+            match turn.writer.receipt(tx.hash).await {
+                Ok(Some(r)) => break r,
+                Ok(None) => {}
+                Err(_) => shared.metrics.ledger_error(),
+            }
+            match turn.writer.mined_nonce().await {
+                // A taken nonce (m > tx.nonce) is handled by the broadcast below: "nonce too low"
+                // for a transaction the node does not know.
+                Ok(Some(m)) if m < tx.nonce => {
+                    // A predecessor vanished (a gap below: only a database from before the writer
+                    // settled every transaction): re-plan, do not wait. This transaction can land
+                    // only once every nonce below it is used; the next one the writer signs is the
+                    // lowest free nonce and creates entities, which moves the entity nonce this
+                    // batch's keys were predicted from, so it would revert: nothing twice.
+                    if let Err(e) = shared.store.batch_dropped(batch_id, now_ms()).await {
+                        tracing::error!(error = %e, "cannot record a dropped batch");
+                    }
+                    tracing::warn!(batch_size = size, "batch above a nonce gap re-planned");
+                    return Outcome::Superseded;
+                }
+                Ok(_) => {}
+                Err(_) => shared.metrics.ledger_error(),
+            }
         }
         if let Err(e) = turn.writer.broadcast(tx).await {
             shared.metrics.ledger_error();
@@ -528,7 +595,7 @@ pub(crate) async fn finish_batch(
             );
         }
         let wait = tokio::select! {
-            r = turn.writer.wait_receipt(tx.hash, shared.writer.receipt_timeout()) => r,
+            r = turn.writer.wait_receipt(tx.hash, shared.writer.round()) => r,
             _ = stop.changed() => return Outcome::Shutdown,
         };
         match wait {
@@ -536,8 +603,7 @@ pub(crate) async fn finish_batch(
             Err(_) => {
                 shared.metrics.ledger_error();
                 attempt += 1;
-                let backoff = Duration::from_millis(200 * u64::from(attempt.min(25)));
-                if sleep_or_stop(backoff, stop).await {
+                if sleep_or_stop(crate::retry::backoff(attempt.min(4)), stop).await {
                     return Outcome::Shutdown;
                 }
             }
@@ -595,6 +661,12 @@ async fn fail_after_revert(shared: &Shared, id: &str, error: String) {
     shared.finished(1);
 }
 
+/// Whether a revert reason is the ledger not finding an entity the batch transfers: when no
+/// record reverts alone, the batch's keys (predicted from the entity nonce) were stale.
+pub(crate) fn stale_prediction(reason: &str) -> bool {
+    reason.contains("EntityNotFound")
+}
+
 /// After a revert: fail the records that revert alone, retry the others.
 pub(crate) async fn isolate(
     shared: &Shared,
@@ -625,7 +697,16 @@ pub(crate) async fn isolate(
         }
     }
     let mut retry = Vec::new();
-    if offenders == 0 {
+    if offenders == 0 && stale_prediction(reason) {
+        // No record reverts alone, and the ledger did not find an entity the batch transfers:
+        // our own key prediction was stale (a create of the account landed first). Nothing is
+        // wrong with the records; the try does not count against them.
+        tracing::warn!(
+            batch_size = keep.len(),
+            "batch reverted on stale keys; requeued"
+        );
+        retry = keep;
+    } else if offenders == 0 {
         let mut give_up = Vec::new();
         {
             let mut attempts = shared.attempts.lock().expect("attempts lock");

@@ -33,6 +33,7 @@
 //! | `HEARTBEAT_MS` | `--heartbeat-ms` | 600000 | heartbeat interval |
 //! | `FLUSH_JITTER_MS` | `--flush-jitter-ms` | 1000 | each flush is delayed by a uniform random 0..=this many ms |
 //! | `STATUS_RETENTION_MS` | `--status-retention-ms` | 3600000 | how long a finished status is kept |
+//! | `LEDGER_TIMEOUT_MS` | `--ledger-timeout-ms` | 5000 | one ledger request gives up after this long (then it is retried with jittered backoff) |
 //!
 //! Bad values are refused by [`RelayerConfig::from_env_and_args`] with a message naming the
 //! variable. The key is never logged (its `Debug` is redacted) and is zeroized on drop.
@@ -210,6 +211,8 @@ pub struct RelayerConfig {
     pub flush_jitter_ms: u64,
     /// How long a finished status is kept (ms).
     pub status_retention_ms: u64,
+    /// Timeout of one ledger request (used by the example main to build the RPC client).
+    pub ledger_timeout: Duration,
     /// How long to wait for a batch receipt before treating the batch as in doubt.
     pub receipt_timeout: Duration,
     /// Block time assumed when waiting for `min_interval_blocks`.
@@ -279,6 +282,8 @@ struct Cli {
     flush_jitter_ms: Option<String>,
     #[arg(long, env = "STATUS_RETENTION_MS")]
     status_retention_ms: Option<String>,
+    #[arg(long, env = "LEDGER_TIMEOUT_MS")]
+    ledger_timeout_ms: Option<String>,
 }
 
 fn num<T>(
@@ -417,6 +422,7 @@ impl RelayerConfig {
             heartbeat_ms: 600_000,
             flush_jitter_ms: 0,
             status_retention_ms: 3_600_000,
+            ledger_timeout: Duration::from_secs(5),
             receipt_timeout: Duration::from_secs(30),
             block_time: Duration::from_secs(2),
         }
@@ -606,6 +612,13 @@ impl RelayerConfig {
             1_000,
             86_400_000 * 7,
         )?;
+        c.ledger_timeout = Duration::from_millis(num(
+            "LEDGER_TIMEOUT_MS",
+            cli.ledger_timeout_ms,
+            5_000u64,
+            100,
+            600_000,
+        )?);
         c.validate()?;
         Ok(c)
     }

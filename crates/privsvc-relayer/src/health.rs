@@ -57,6 +57,15 @@ pub async fn beat(shared: &Shared) -> Result<(), LedgerError> {
 pub async fn run_heartbeats(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
     let every = Duration::from_millis(shared.cfg.heartbeat_ms);
     loop {
+        // Heartbeats never starve batches: a beat gives way while a batch waits for the
+        // writer, for at most one interval.
+        let deadline = tokio::time::Instant::now() + every;
+        while shared.writer.batches_waiting() > 0 && tokio::time::Instant::now() < deadline {
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(100)) => {}
+                _ = stop.changed() => return,
+            }
+        }
         let next = match beat(&shared).await {
             Ok(()) => every,
             Err(e) => {
@@ -155,6 +164,10 @@ pub struct Health {
     /// Tokens spent here that other relayers' spends entities also list (as of the last
     /// background count, at most a minute old).
     pub double_spends_detected: u64,
+    /// The last calls to the ledger all failed (at least [`crate::retry::FAILING_AFTER`]).
+    pub ledger_failing: bool,
+    /// Failed ledger calls in a row (0 after any success).
+    pub ledger_consecutive_failures: u64,
 }
 
 fn wei_to_native(wei: U256) -> f64 {
@@ -206,8 +219,11 @@ pub async fn health(shared: &Shared) -> Health {
         shared.metrics.ledger_error();
     }
     let live = shared.live.lock().expect("live lock").clone();
+    let ledger = &shared.metrics.ledger;
     Health {
-        ok: balance.is_ok() && !live.double_spends_failed,
+        ok: balance.is_ok() && !live.double_spends_failed && !ledger.failing(),
+        ledger_failing: ledger.failing(),
+        ledger_consecutive_failures: ledger.consecutive_failures(),
         address: shared.address.to_checksum(None),
         queue: shared.occupancy.load(std::sync::atomic::Ordering::SeqCst) as u64,
         batches: live.batches,

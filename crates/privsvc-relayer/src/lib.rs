@@ -42,7 +42,8 @@
 //!
 //! Module map: [`config`] (env and flags), [`store`] (SQLite, group commit), [`queue`] (the
 //! batching decision), [`batcher`] (scheduler and batch transactions), [`reconcile`] (restart),
-//! [`writer`] (the one serialized writer), [`health`] (heartbeats, retention, health record),
+//! [`writer`] (the one serialized writer; settles transactions of unknown fate), [`retry`]
+//! (per-call retries and hedges, ledger health), [`health`] (heartbeats, retention, health record),
 //! [`api`] (HTTP), [`validate`] (400 checks), [`tokencheck`] (402/403), [`ratelimit`] (429),
 //! [`metrics`] (Prometheus, on `METRICS_BIND` only).
 #![forbid(unsafe_code)]
@@ -59,6 +60,7 @@ pub mod metrics;
 pub mod queue;
 pub mod ratelimit;
 pub mod reconcile;
+pub mod retry;
 pub mod state;
 pub mod store;
 pub mod tokencheck;
@@ -147,6 +149,12 @@ impl Relayer {
         extra: impl FnOnce(&SerializedWriter) -> Option<Router>,
     ) -> Result<RelayerHandle, RelayerError> {
         config.validate()?;
+        // Every ledger call is retried on its own (jittered backoff) and counted for health.
+        let ledger_health = Arc::new(retry::LedgerHealth::default());
+        let ledger: Arc<dyn LedgerReader> =
+            Arc::new(retry::RetryingReader::new(ledger, ledger_health.clone()));
+        let writer: Arc<dyn LedgerWriter> =
+            Arc::new(retry::RetryingWriter::new(writer, ledger_health.clone()));
         let chain_id = ledger.chain_id().await?;
         if let Some(expected) = config.chain_id {
             if expected != chain_id {
@@ -212,7 +220,8 @@ impl Relayer {
             q.push(r);
         }
         let (reconciled, ready) = watch::channel(false);
-        let serialized = SerializedWriter::new(writer, config.receipt_timeout, ready);
+        let serialized = SerializedWriter::new(writer, config.receipt_timeout, ready)
+            .with_round((config.block_time * 3).max(std::time::Duration::from_secs(1)));
         let shared = Arc::new(Shared {
             address,
             chain_id,
@@ -223,7 +232,7 @@ impl Relayer {
             store,
             queue: Mutex::new(q),
             notify: Notify::new(),
-            metrics: metrics::Metrics::default(),
+            metrics: metrics::Metrics::with_ledger(ledger_health),
             limiter: ratelimit::RateLimiter::new(config.rate_limit_per_min),
             ledger,
             writer: serialized.clone(),

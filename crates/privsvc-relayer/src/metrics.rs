@@ -2,6 +2,9 @@
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use crate::retry::LedgerHealth;
 
 /// Batch size histogram bucket bounds.
 const SIZE_BUCKETS: [u64; 8] = [1, 2, 5, 10, 20, 50, 100, 200];
@@ -19,9 +22,18 @@ pub struct Metrics {
     written: AtomicU64,
     failed: AtomicU64,
     heartbeats: AtomicU64,
+    /// The ledger's health as the relayer's calls see it (shared with the retrying wrappers).
+    pub ledger: Arc<LedgerHealth>,
 }
 
 impl Metrics {
+    /// Counters at zero, reporting `ledger` as the ledger's health.
+    pub fn with_ledger(ledger: Arc<LedgerHealth>) -> Self {
+        Self {
+            ledger,
+            ..Self::default()
+        }
+    }
     /// Count one answer to `POST /v1/records`.
     pub fn submission(&self, status: u16) {
         if let Some(i) = STATUSES.iter().position(|s| *s == status) {
@@ -126,6 +138,46 @@ impl Metrics {
             out,
             "privsvc_ledger_errors_total {}",
             l(&self.ledger_errors)
+        );
+        let _ = writeln!(
+            out,
+            "# HELP privsvc_ledger_consecutive_failures Failed ledger calls in a row (0 after any success)."
+        );
+        let _ = writeln!(out, "# TYPE privsvc_ledger_consecutive_failures gauge");
+        let _ = writeln!(
+            out,
+            "privsvc_ledger_consecutive_failures {}",
+            self.ledger.consecutive_failures()
+        );
+        let _ = writeln!(
+            out,
+            "# HELP privsvc_ledger_failing 1 while the last calls to the ledger all failed."
+        );
+        let _ = writeln!(out, "# TYPE privsvc_ledger_failing gauge");
+        let _ = writeln!(
+            out,
+            "privsvc_ledger_failing {}",
+            u8::from(self.ledger.failing())
+        );
+        let _ = writeln!(
+            out,
+            "# HELP privsvc_ledger_call_failures_total Ledger calls that failed (each try)."
+        );
+        let _ = writeln!(out, "# TYPE privsvc_ledger_call_failures_total counter");
+        let _ = writeln!(
+            out,
+            "privsvc_ledger_call_failures_total {}",
+            self.ledger.failed_calls()
+        );
+        let _ = writeln!(
+            out,
+            "# HELP privsvc_ledger_retries_total Ledger calls retried after a transient failure."
+        );
+        let _ = writeln!(out, "# TYPE privsvc_ledger_retries_total counter");
+        let _ = writeln!(
+            out,
+            "privsvc_ledger_retries_total {}",
+            self.ledger.retries()
         );
         let _ = writeln!(out, "# HELP privsvc_heartbeats_total Heartbeats published.");
         let _ = writeln!(out, "# TYPE privsvc_heartbeats_total counter");

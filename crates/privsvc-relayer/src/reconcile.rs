@@ -30,7 +30,7 @@ pub async fn reconcile(shared: &Shared, stop: &mut watch::Receiver<bool>) {
             nonce: b.nonce,
             raw: b.raw.clone().into(),
         };
-        match finish_batch(shared, &turn, b.id, &tx, b.members.len(), stop).await {
+        match finish_batch(shared, &turn, b.id, &tx, b.members.len(), false, stop).await {
             Outcome::Reverted(reason) => {
                 let records = member_records(shared, &b.members);
                 isolate(shared, &turn, records, &reason).await;

@@ -549,6 +549,9 @@ impl LedgerWriter for Faulty {
         }
         self.inner.receipt(h).await
     }
+    async fn mined_nonce(&self) -> Result<Option<u64>, LedgerError> {
+        self.inner.mined_nonce().await
+    }
 }
 
 async fn crash_case(which: &str) {

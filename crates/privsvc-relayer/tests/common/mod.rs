@@ -340,3 +340,4 @@ pub fn config(dir: &std::path::Path) -> RelayerConfig {
     c.receipt_timeout = Duration::from_secs(10);
     c
 }
+pub mod faultproxy;
