@@ -175,7 +175,7 @@ const OWNER_LOOKUPS: usize = 64;
 
 /// The records already on the ledger (their owner holds an entity with their envelope), by id.
 /// One `$owner = addr(..)` query per record (an indexed equality on the node; an OR of many
-/// owners would not be), [`OWNER_LOOKUPS`] at a time.
+/// owners would not be), 64 (`OWNER_LOOKUPS`) at a time.
 pub async fn already_written(
     shared: &Shared,
     records: &[StoredRecord],
