@@ -5,8 +5,10 @@
 //! `{ "error": reason }`.
 //!
 //! Idempotence (DESIGN 9): a valid submission whose sealed envelope is already stored (queued,
-//! in flight, written or failed) is answered 202 with the existing id, before any token check:
+//! in flight, written or failed) is answered 202 with the existing id, whatever its token:
 //! nothing is stored, no token is spent, and the answer is the one the first submission got.
+//! The store finds the digest before it spends a token; a refusal (no, invalid or spent token,
+//! full queue) is answered only after the digest was looked up.
 //! The first submission's token, minAnonymity and maxHoldMs stand.
 //!
 //! Privacy: no handler logs the peer address or any part of a body; the peer address is used
@@ -153,6 +155,56 @@ async fn submit(State(s): State<Arc<Shared>>, req: Request) -> Response {
 
 type Refusal = (StatusCode, String);
 
+/// The id of the stored record with this envelope digest when there is one (a resubmission
+/// gets the first answer), else `refusal`.
+fn existing_or(
+    s: &Shared,
+    digest: &[u8; 32],
+    refusal: (StatusCode, String),
+) -> Result<String, (StatusCode, String)> {
+    match s.store.id_of_envelope(digest) {
+        Ok(Some(id)) => Ok(id),
+        Ok(None) => Err(refusal),
+        Err(e) => {
+            tracing::error!(error = %e, "cannot read the store");
+            Err(refusal)
+        }
+    }
+}
+
+/// The token a submission spends (`None` with tokens off), or the 402/403 refusal.
+async fn token_of(
+    s: &Shared,
+    sub: &crate::validate::Submission,
+    now: u64,
+) -> Result<Option<SpentToken>, (StatusCode, String)> {
+    Ok(match (s.cfg.tokens, &sub.token) {
+        (TokenMode::Off, _) => None,
+        (TokenMode::Required, None) => {
+            return Err((
+                StatusCode::PAYMENT_REQUIRED,
+                "this relayer requires a token and none was sent".into(),
+            ))
+        }
+        (TokenMode::Required, Some(t)) => {
+            let issuer = s
+                .issuer
+                .ok_or((StatusCode::FORBIDDEN, "no issuer is configured".to_string()))?;
+            match check_token(&s.issuer_keys, s.ledger.as_ref(), issuer, &sub.app, t, now).await {
+                Ok((id, epoch)) => Some(SpentToken {
+                    id,
+                    epoch: u64::from(epoch),
+                }),
+                Err(TokenRefusal::Refused(r)) => return Err((StatusCode::FORBIDDEN, r)),
+                Err(e @ TokenRefusal::Ledger(_)) => {
+                    s.metrics.ledger_error();
+                    return Err((StatusCode::FORBIDDEN, e.to_string()));
+                }
+            }
+        }
+    })
+}
+
 async fn accept(s: &Shared, peer: Option<std::net::IpAddr>, body: Body) -> Result<String, Refusal> {
     let bytes = axum::body::to_bytes(body, MAX_SUBMIT_BYTES)
         .await
@@ -177,50 +229,26 @@ async fn accept(s: &Shared, peer: Option<std::net::IpAddr>, body: Body) -> Resul
         max_hold_ms: s.cfg.max_hold_ms,
     };
     let sub = validate(&bytes, &limits).map_err(|r| (StatusCode::BAD_REQUEST, r))?;
-    // The same sealed envelope again: the first answer, nothing stored, no token checked.
+    // The same sealed envelope again gets the first answer, nothing stored, no token spent:
+    // the store's writer finds the digest before it looks at the token, and every refusal
+    // below first looks the digest up ([`existing_or`]), so a copy without a token, with a
+    // spent or invalid one, or arriving while the queue is full still gets its id. A new
+    // envelope (the common case) costs no extra read.
     let envelope_digest = envelope_sha256(&sub.envelope);
-    match s.store.id_of_envelope(&envelope_digest) {
-        Ok(Some(id)) => return Ok(id),
-        Ok(None) => {}
-        Err(e) => {
-            tracing::error!(error = %e, "cannot read the store");
-            return Err((
-                StatusCode::SERVICE_UNAVAILABLE,
-                "the queue cannot store the record right now".into(),
-            ));
-        }
-    }
     let project = crate::entities::project_key(&sub.attributes);
-    let token = match (s.cfg.tokens, &sub.token) {
-        (TokenMode::Off, _) => None,
-        (TokenMode::Required, None) => {
-            return Err((
-                StatusCode::PAYMENT_REQUIRED,
-                "this relayer requires a token and none was sent".into(),
-            ))
-        }
-        (TokenMode::Required, Some(t)) => {
-            let issuer = s
-                .issuer
-                .ok_or((StatusCode::FORBIDDEN, "no issuer is configured".to_string()))?;
-            match check_token(&s.issuer_keys, s.ledger.as_ref(), issuer, &sub.app, t, now).await {
-                Ok((id, epoch)) => Some(SpentToken {
-                    id,
-                    epoch: u64::from(epoch),
-                }),
-                Err(TokenRefusal::Refused(r)) => return Err((StatusCode::FORBIDDEN, r)),
-                Err(e @ TokenRefusal::Ledger(_)) => {
-                    s.metrics.ledger_error();
-                    return Err((StatusCode::FORBIDDEN, e.to_string()));
-                }
-            }
-        }
+    let token = match token_of(s, &sub, now).await {
+        Ok(token) => token,
+        Err(refusal) => return existing_or(s, &envelope_digest, refusal),
     };
     // Reserve a queue slot.
     let before = s.occupancy.fetch_add(1, Ordering::SeqCst);
     if before >= s.cfg.queue_capacity {
         s.finished(1);
-        return Err((StatusCode::SERVICE_UNAVAILABLE, "queue full".into()));
+        return existing_or(
+            s,
+            &envelope_digest,
+            (StatusCode::SERVICE_UNAVAILABLE, "queue full".into()),
+        );
     }
     let record = StoredRecord {
         id: uuid::Uuid::new_v4().to_string(),
@@ -247,7 +275,11 @@ async fn accept(s: &Shared, peer: Option<std::net::IpAddr>, body: Body) -> Resul
         }
         Err(StoreError::TokenSpent) => {
             s.finished(1);
-            return Err((StatusCode::FORBIDDEN, "token already spent".into()));
+            return existing_or(
+                s,
+                &envelope_digest,
+                (StatusCode::FORBIDDEN, "token already spent".into()),
+            );
         }
         Err(e) => {
             s.finished(1);
