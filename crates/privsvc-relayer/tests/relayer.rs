@@ -651,6 +651,60 @@ async fn a_record_already_on_the_ledger_is_marked_written_not_written_again() {
     r2.shutdown().await;
 }
 
+/// A batch mixing many records already on the ledger (more than one owner lookup's worth)
+/// with fresh ones: every copy gets the existing entity, every fresh record is written once.
+#[tokio::test]
+async fn a_batch_of_resubmissions_and_fresh_records_writes_only_the_fresh_ones() {
+    const OLD: usize = 70;
+    const NEW: usize = 5;
+    let node = devnet().await;
+    let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let r1 = start(&node, 0, config(d1.path())).await;
+    let old: Vec<(Value, Address)> = (0..OLD)
+        .map(|i| record_body(APP, 3600, format!("old {i}").as_bytes()))
+        .collect();
+    let mut first = Vec::new();
+    for (b, _) in &old {
+        first.push(submit(r1.url(), b).await);
+    }
+    let mut st1 = Vec::new();
+    for id in &first {
+        st1.push(wait_state(r1.url(), id, "written", T).await);
+    }
+    r1.shutdown().await;
+    // r2 holds everything for one batch: the 70 copies and 5 fresh records, interleaved.
+    let mut cfg = config(d2.path());
+    cfg.min_batch = OLD + NEW;
+    cfg.max_wait_ms = 60_000;
+    let r2 = start(&node, 2, cfg).await;
+    let fresh: Vec<(Value, Address)> = (0..NEW)
+        .map(|i| record_body(APP, 3600, format!("new {i}").as_bytes()))
+        .collect();
+    let (mut copies, mut fresh_ids) = (Vec::new(), Vec::new());
+    for (i, (b, _)) in old.iter().enumerate() {
+        copies.push(submit(r2.url(), b).await);
+        if i % 14 == 0 && fresh_ids.len() < NEW {
+            fresh_ids.push(submit(r2.url(), &fresh[fresh_ids.len()].0).await);
+        }
+    }
+    assert_eq!(fresh_ids.len(), NEW);
+    for (id, before) in copies.iter().zip(&st1) {
+        let st = wait_state(r2.url(), id, "written", T).await;
+        assert_eq!(st["entityKey"], before["entityKey"], "{st}");
+        assert_eq!(st["txHash"], before["txHash"], "{st}");
+    }
+    for id in &fresh_ids {
+        let st = wait_state(r2.url(), id, "written", T).await;
+        let key: B256 = st["entityKey"].as_str().unwrap().parse().unwrap();
+        let entity = reader(&node).entity(key, None).await.unwrap().unwrap();
+        assert_eq!(entity.creator, Some(r2.address()));
+    }
+    for (_, owner) in old.iter().chain(&fresh) {
+        assert_eq!(owner_entities(&node, *owner).await, 1);
+    }
+    r2.shutdown().await;
+}
+
 #[tokio::test]
 async fn creation_tx_reads_the_entity_created_log_of_the_key() {
     let (node, _dir, relayer) = devnet_and_relayer(|_| {}).await;
