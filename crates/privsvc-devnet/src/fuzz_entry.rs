@@ -144,3 +144,131 @@ pub fn calldata(data: &[u8]) -> bool {
     }
     true
 }
+
+/// Entities of the node that [`rpc_request`] answers from (three, so a page of one has a cursor).
+fn fuzz_entities() -> Vec<crate::entity::EntityData> {
+    (1u8..=3)
+        .map(|i| crate::entity::EntityData {
+            key: alloy_primitives::B256::repeat_byte(i),
+            owner: alloy_primitives::Address::repeat_byte(i),
+            creator: alloy_primitives::Address::repeat_byte(0xcc),
+            created_at: 0,
+            updated_at: 0,
+            expires_at: 1_000_000,
+            flags: 0,
+            content_type: "text/plain".into(),
+            payload: vec![i; 4].into(),
+            attrs: vec![crate::entity::StoredAttr {
+                name: "project".into(),
+                type_id: crate::value::type_id::STR,
+                value: b"p".to_vec().into(),
+            }],
+        })
+        .collect()
+}
+
+/// A JSON-RPC request body (one request or a batch) answered by a fresh in-memory node (chain
+/// id 1337, mining on demand) holding three entities, through the same function as the HTTP
+/// handler. Invariants for every input: the answer is a JSON-RPC 2.0 object (an array of as
+/// many for a non-empty batch), each with exactly one of `result` and `error`, the request's
+/// `id` echoed, and an error with an integer code and a message; a body that is not JSON gets
+/// -32700. For an `arkiv_query` answered with a result: a cursor it was given decodes, under the
+/// query's binding, to an entity id that encodes back to the same text (cursors are canonical),
+/// and the cursor it returns decodes under the same binding.
+pub fn rpc_request(data: &[u8]) -> bool {
+    let genesis = Genesis {
+        number: 0,
+        timestamp: 1_700_000_000,
+        accounts: Vec::new(),
+        entities: fuzz_entities(),
+    };
+    let params = Params {
+        chain_id: 1337,
+        gas_limit: 30_000_000,
+        base_fee: 7,
+    };
+    let chain = Chain::open(params, genesis, None).expect("an in-memory chain opens");
+    let node = crate::rpc::Node {
+        chain: std::sync::Mutex::new(chain),
+        on_demand: true,
+        filters: std::sync::Mutex::new(Default::default()),
+    };
+    let reply = crate::rpc::reply(&node, data);
+    let request: serde_json::Value = match serde_json::from_slice(data) {
+        Ok(v) => v,
+        Err(_) => {
+            assert_eq!(reply["error"]["code"], -32700, "not JSON: {reply}");
+            assert!(reply["id"].is_null());
+            return false;
+        }
+    };
+    match (&request, &reply) {
+        (serde_json::Value::Array(reqs), serde_json::Value::Array(answers)) => {
+            assert!(
+                !reqs.is_empty(),
+                "an empty batch was answered with an array"
+            );
+            assert_eq!(reqs.len(), answers.len(), "one answer per request");
+            let mut ok = false;
+            for (req, answer) in reqs.iter().zip(answers) {
+                ok |= check_answer(req, answer);
+            }
+            ok
+        }
+        (serde_json::Value::Array(reqs), answer) => {
+            assert!(reqs.is_empty(), "a batch got a single answer");
+            assert_eq!(answer["error"]["code"], -32600);
+            false
+        }
+        (req, answer) => check_answer(req, answer),
+    }
+}
+
+/// The invariants of one answer to one request; true when it carries a result.
+fn check_answer(req: &serde_json::Value, answer: &serde_json::Value) -> bool {
+    assert_eq!(answer["jsonrpc"], "2.0", "{answer}");
+    let id = req.get("id").cloned().unwrap_or(serde_json::Value::Null);
+    assert_eq!(answer["id"], id, "id not echoed");
+    let (result, error) = (answer.get("result"), answer.get("error"));
+    assert!(
+        result.is_some() != error.is_some(),
+        "exactly one of result and error: {answer}"
+    );
+    if let Some(e) = error {
+        assert!(e["code"].is_i64(), "error code: {e}");
+        assert!(
+            e["message"].as_str().is_some_and(|m| !m.is_empty()),
+            "error message: {e}"
+        );
+        return false;
+    }
+    if req["method"] == "arkiv_query" {
+        check_cursors(req, answer);
+    }
+    true
+}
+
+/// Cursor invariants of an answered `arkiv_query`.
+fn check_cursors(req: &serde_json::Value, answer: &serde_json::Value) {
+    use crate::query::cursor;
+    let text = req["params"][0]
+        .as_str()
+        .expect("answered queries have a text");
+    let opts = &req["params"][1];
+    let block = crate::rpc::parse_u64(&answer["result"]["blockNumber"]).expect("blockNumber");
+    let fp = crate::select::Projection::from_json(opts.get("select"))
+        .expect("answered queries have a valid selection")
+        .fingerprint();
+    if let Some(given) = opts.get("cursor").and_then(|c| c.as_str()) {
+        let id = cursor::decode(given, text, block, &fp).expect("an accepted cursor decodes");
+        assert_eq!(
+            cursor::encode(text, block, &fp, id),
+            given,
+            "an accepted cursor is not canonical"
+        );
+    }
+    if let Some(next) = answer["result"].get("cursor") {
+        let next = next.as_str().expect("cursors are strings");
+        cursor::decode(next, text, block, &fp).expect("a returned cursor decodes");
+    }
+}

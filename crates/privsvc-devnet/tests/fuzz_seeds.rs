@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use alloy_consensus::{TxEip1559, TxEip2930, TxLegacy};
 use alloy_primitives::{Address, Bytes, TxKind, B256, U256};
-use privsvc_devnet::fuzz_entry::{calldata, query, raw_transaction};
+use privsvc_devnet::fuzz_entry::{calldata, query, raw_transaction, rpc_request};
 use privsvc_devnet::{DevSigner, ARKIV_ADDRESS};
 use privsvc_ledger::{encode_operations, ArkivValue, Attribute, Create, CreationFlags, Operation};
 use serde_json::{json, Value};
@@ -39,6 +39,15 @@ fn devnet_raw_tx_seeds() {
     let (accepted, rejected) = replay("devnet_raw_tx", raw_transaction);
     assert!(
         accepted >= 3 && rejected >= 4,
+        "{accepted} accepted, {rejected} rejected"
+    );
+}
+
+#[test]
+fn devnet_rpc_request_seeds() {
+    let (accepted, rejected) = replay("devnet_rpc_request", rpc_request);
+    assert!(
+        accepted >= 4 && rejected >= 5,
         "{accepted} accepted, {rejected} rejected"
     );
 }
@@ -162,6 +171,28 @@ fn write_generated_seeds() {
     let signer = DevSigner::dev(0);
     let execute = encode_operations(&[create_op()]);
     let key = B256::repeat_byte(9);
+
+    // devnet_rpc_request: a page of one of the three entities, and the page after it.
+    let fp = privsvc_devnet::select::Projection::from_json(None)
+        .unwrap()
+        .fingerprint();
+    let cursor = privsvc_devnet::query::cursor::encode("*", 0, &fp, 1);
+    let page = |c: &str| {
+        json!({"jsonrpc": "2.0", "id": 7, "method": "arkiv_query",
+               "params": ["*", {"limit": 1, "cursor": c}]})
+        .to_string()
+    };
+    write(
+        "devnet_rpc_request",
+        "accept-query-cursor.json",
+        page(&cursor).as_bytes(),
+    );
+    let other_block = privsvc_devnet::query::cursor::encode("*", 5, &fp, 1);
+    write(
+        "devnet_rpc_request",
+        "reject-cursor-of-another-block.json",
+        page(&other_block).as_bytes(),
+    );
 
     // devnet_raw_tx
     let tx = signer.sign_eip1559(eip1559(execute.clone())).unwrap();

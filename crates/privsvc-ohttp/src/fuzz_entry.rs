@@ -71,3 +71,54 @@ pub fn gateway_open(data: &[u8]) -> bool {
         Err(other) => panic!("gateway refused with a telling error: {other}"),
     }
 }
+
+/// An encapsulated response (`message/ohttp-res`) opened by a client
+/// ([`crate::client::PendingResponse::open`]) that sent one request to a gateway with
+/// [`FUZZ_GATEWAY_SEED`]. The first byte picks the form of the rest: even, it is the plaintext
+/// the gateway seals (so decapsulation succeeds and the padded Binary HTTP decoder runs behind
+/// it); odd, it is the `message/ohttp-res` body itself (so the AEAD must refuse it). Invariants:
+/// a sealed plaintext is accepted exactly when it decodes on its own, to the same response; a
+/// body not sealed by the gateway is never accepted; every refusal is
+/// [`crate::OhttpError::BadResponse`].
+pub fn client_response(data: &[u8]) -> bool {
+    let Some((&mode, rest)) = data.split_first() else {
+        return false;
+    };
+    let gateway = OhttpGateway::from_seed(&FUZZ_GATEWAY_SEED).expect("fixed seed");
+    let request = crate::binary::BinaryRequest {
+        method: "GET".into(),
+        path: "/v1/info".into(),
+        headers: vec![],
+        body: vec![],
+    };
+    let (message, pending) =
+        crate::client::encapsulate(&gateway.public_key(), &request, "https", "r")
+            .expect("a small request encapsulates");
+    let (_, sealer) = gateway
+        .open(&message)
+        .expect("the gateway opens its own request");
+    let (body, alone) = if mode % 2 == 0 {
+        let sealed = sealer.seal_padded(rest).expect("any plaintext seals");
+        (sealed, decode_padded_response(rest).ok())
+    } else {
+        (rest.to_vec(), None)
+    };
+    match pending.open(&body) {
+        Ok(response) => {
+            assert_eq!(
+                Some(&response),
+                alone.as_ref(),
+                "the client accepted what the decoder alone refuses, or read it differently"
+            );
+            true
+        }
+        Err(crate::OhttpError::BadResponse(_)) => {
+            assert!(
+                alone.is_none(),
+                "the client refused a valid sealed response"
+            );
+            false
+        }
+        Err(other) => panic!("the client refused with another error: {other}"),
+    }
+}

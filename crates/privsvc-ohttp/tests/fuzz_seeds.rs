@@ -7,7 +7,9 @@ use std::path::PathBuf;
 
 use privsvc_attributes::fuzz_entry::replay_seed_corpus;
 use privsvc_ohttp::binary::{encode_padded_request, encode_padded_response, encode_request};
-use privsvc_ohttp::fuzz_entry::{gateway_open, padded_request, padded_response, FUZZ_GATEWAY_SEED};
+use privsvc_ohttp::fuzz_entry::{
+    client_response, gateway_open, padded_request, padded_response, FUZZ_GATEWAY_SEED,
+};
 use privsvc_ohttp::{encapsulate, BinaryRequest, OhttpGateway};
 
 fn seeds_dir(target: &str) -> PathBuf {
@@ -34,6 +36,15 @@ fn ohttp_padded_response_seeds() {
     let (accepted, rejected) = replay("ohttp_padded_response", padded_response);
     assert!(
         accepted >= 2 && rejected >= 3,
+        "{accepted} accepted, {rejected} rejected"
+    );
+}
+
+#[test]
+fn ohttp_client_response_seeds() {
+    let (accepted, rejected) = replay("ohttp_client_response", client_response);
+    assert!(
+        accepted >= 2 && rejected >= 4,
         "{accepted} accepted, {rejected} rejected"
     );
 }
@@ -106,6 +117,38 @@ fn write_generated_seeds() {
     *nonzero.last_mut().unwrap() = 7;
     write(t, "reject-non-zero-padding.bin", &nonzero);
     write(t, "reject-zeros.bin", &vec![0u8; 1024]);
+
+    // Client side: 0x00 + a plaintext the gateway seals, 0x01 + a body sent as is.
+    let t = "ohttp_client_response";
+    let sealed = |plain: &[u8]| [&[0u8][..], plain].concat();
+    write(t, "accept-sealed-status.bin", &sealed(&ok));
+    write(
+        t,
+        "accept-sealed-404.bin",
+        &sealed(&encode_padded_response(404, &[], b"{\"error\":\"unknown\"}").unwrap()),
+    );
+    write(
+        t,
+        "reject-sealed-truncated.bin",
+        &sealed(&ok[..ok.len() - 1]),
+    );
+    write(t, "reject-sealed-non-zero-padding.bin", &sealed(&nonzero));
+    write(t, "reject-sealed-empty.bin", &[0u8]);
+    let gateway = OhttpGateway::from_seed(&FUZZ_GATEWAY_SEED).unwrap();
+    let (message, _) = encapsulate(&gateway.public_key(), &request(b"{}"), "https", "r").unwrap();
+    let (_, sealer) = gateway.open(&message).unwrap();
+    let foreign = sealer.seal(200, &[], b"{}").unwrap();
+    write(
+        t,
+        "reject-foreign-response.bin",
+        &[&[1u8][..], &foreign].concat(),
+    );
+    write(
+        t,
+        "reject-raw-nonce-only.bin",
+        &[&[1u8][..], &foreign[..32]].concat(),
+    );
+    write(t, "reject-empty.bin", b"");
 
     let t = "ohttp_gateway_open";
     let gateway = OhttpGateway::from_seed(&FUZZ_GATEWAY_SEED).unwrap();

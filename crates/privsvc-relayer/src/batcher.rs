@@ -1,8 +1,7 @@
-//! The scheduler: decides when to flush (see [`crate::queue`]), waits for minIntervalBlocks and
-//! a random jitter, then sends each batch as ONE `execute()` through the serialized writer.
-//!
-//! Flush jitter: every flush is delayed by a uniform random 0..=FLUSH_JITTER_MS ms (default
-//! 1000), so that batch times do not mirror arrival times.
+//! Batch transactions, the effects of the batcher: the driver ([`crate::driver`]) decides when
+//! to flush (with [`crate::planner`]); this module sends each batch as ONE `execute()` through
+//! the serialized writer, follows it to its receipt (each step decided by
+//! [`planner::on_tx`]) and applies a revert's verdict ([`planner::after_revert`]).
 //!
 //! A batch: records already on the ledger (owner holds an entity with the same envelope) are
 //! marked written and left out (their txHash is read from the entity's `EntityCreated` log,
@@ -21,7 +20,6 @@
 //! land). A revert fails the records that revert on their own and retries the rest.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
 use std::time::Duration;
 
 use alloy_primitives::B256;
@@ -35,12 +33,10 @@ use rand::Rng;
 use tokio::sync::watch;
 
 use crate::entities::{record_create, spends_creates};
+use crate::planner::{self, TxDecision, TxObservation};
 use crate::state::{now_ms, Shared};
 use crate::store::{envelope_sha256, BatchMember, StoredRecord, StoredState, WrittenInfo};
 use crate::writer::WriterTurn;
-
-/// Give up on a record after this many reverted batches without an identified offender.
-const MAX_REVERT_ATTEMPTS: u32 = 3;
 
 /// How a batch ended.
 pub(crate) enum Outcome {
@@ -55,118 +51,11 @@ pub(crate) enum Outcome {
     Shutdown,
 }
 
-async fn sleep_or_stop(d: Duration, stop: &mut watch::Receiver<bool>) -> bool {
+/// Sleep `d`; true when `stop` turned true meanwhile.
+pub(crate) async fn sleep_or_stop(d: Duration, stop: &mut watch::Receiver<bool>) -> bool {
     tokio::select! {
         _ = tokio::time::sleep(d) => false,
         _ = stop.changed() => true,
-    }
-}
-
-/// Run until `stop` turns true: reconcile stored batches, then schedule.
-pub async fn run(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
-    crate::reconcile::reconcile(&shared, &mut stop).await;
-    if *stop.borrow() {
-        return;
-    }
-    let _ = shared.reconciled.send(true);
-    loop {
-        if *stop.borrow() {
-            return;
-        }
-        let now = now_ms();
-        let plan = shared
-            .queue
-            .lock()
-            .expect("queue lock")
-            .plan(now, &shared.plan_params());
-        if !plan.expired.is_empty() {
-            fail_expired(&shared, plan.expired).await;
-            continue;
-        }
-        if !plan.batch.is_empty() {
-            if let Some(wait) = interval_wait(&shared).await {
-                if sleep_or_stop(wait, &mut stop).await {
-                    return;
-                }
-                continue;
-            }
-            if shared.cfg.flush_jitter_ms > 0 {
-                let j = rand::thread_rng().gen_range(0..=shared.cfg.flush_jitter_ms);
-                if sleep_or_stop(Duration::from_millis(j), &mut stop).await {
-                    return;
-                }
-            }
-            let records = {
-                let mut q = shared.queue.lock().expect("queue lock");
-                let plan = q.plan(now_ms(), &shared.plan_params());
-                plan.batch
-                    .iter()
-                    .filter_map(|id| q.remove(id))
-                    .collect::<Vec<_>>()
-            };
-            if records.is_empty() {
-                continue;
-            }
-            match send_batch(&shared, records, &mut stop).await {
-                Outcome::Shutdown => return,
-                Outcome::NotSent if sleep_or_stop(Duration::from_millis(500), &mut stop).await => {
-                    return;
-                }
-                _ => {}
-            }
-            continue;
-        }
-        let wait = plan
-            .wake_at_ms
-            .map(|w| w.saturating_sub(now).max(1))
-            .unwrap_or(60_000);
-        tokio::select! {
-            _ = shared.notify.notified() => {}
-            _ = tokio::time::sleep(Duration::from_millis(wait)) => {}
-            _ = stop.changed() => return,
-        }
-    }
-}
-
-async fn fail_expired(shared: &Shared, expired: Vec<(String, u32)>) {
-    let now = now_ms();
-    for (id, k) in expired {
-        let hold = {
-            let mut q = shared.queue.lock().expect("queue lock");
-            q.remove(&id).map(|r| r.max_hold_ms)
-        };
-        let Some(hold) = hold else { continue };
-        let reason = format!(
-            "no batch of {k} records formed within {hold} ms (minAnonymity {k}); nothing was written"
-        );
-        if shared
-            .store
-            .set_record(&id, StoredState::Failed(reason), now)
-            .await
-            .is_ok()
-        {
-            shared.metrics.failed(1);
-            shared.finished(1);
-        }
-    }
-}
-
-/// `Some(wait)` while a batch now would land within minIntervalBlocks of the last one.
-async fn interval_wait(shared: &Shared) -> Option<Duration> {
-    let min = shared.cfg.min_interval_blocks;
-    let last = shared.live.lock().expect("live lock").last_flush_block?;
-    if min == 0 {
-        return None;
-    }
-    let poll = (shared.cfg.block_time / 4).max(Duration::from_millis(50));
-    match shared.ledger.block_number().await {
-        // The next transaction lands at head + 1 at the earliest.
-        Ok(head) if head + 1 >= last + min => None,
-        Ok(_) => Some(poll),
-        Err(_) => {
-            shared.metrics.ledger_error();
-            Some(Duration::from_secs(1))
-        }
     }
 }
 
@@ -357,7 +246,7 @@ async fn batch_size(
     }
 }
 
-async fn send_batch(
+pub(crate) async fn send_batch(
     shared: &Shared,
     records: Vec<StoredRecord>,
     stop: &mut watch::Receiver<bool>,
@@ -545,7 +434,8 @@ async fn build_and_send(
 }
 
 /// Broadcast a stored batch transaction until its receipt appears, then record the result.
-/// `fresh`: signed just now at the settled nonce (not from the store).
+/// `fresh`: signed just now at the settled nonce (not from the store). Each round's
+/// observation is decided by [`planner::on_tx`].
 pub(crate) async fn finish_batch(
     shared: &Shared,
     turn: &WriterTurn<'_>,
@@ -559,59 +449,73 @@ pub(crate) async fn finish_batch(
     // A transaction just signed at the settled nonce has no receipt and no gap below it yet:
     // its first round goes straight to the broadcast.
     let mut fresh = fresh;
-    let receipt: BatchReceipt = loop {
+    let decision = loop {
         if *stop.borrow() {
             return Outcome::Shutdown;
         }
+        let mut observed = None;
         if !std::mem::take(&mut fresh) {
-            match turn.writer.receipt(tx.hash).await {
-                Ok(Some(r)) => break r,
-                Ok(None) => {}
-                Err(_) => shared.metrics.ledger_error(),
-            }
-            match turn.writer.mined_nonce().await {
-                // A taken nonce (m > tx.nonce) is handled by the broadcast below: "nonce too low"
-                // for a transaction the node does not know.
-                Ok(Some(m)) if m < tx.nonce => {
-                    // A predecessor vanished (a gap below: only a database from before the writer
-                    // settled every transaction): re-plan, do not wait. This transaction can land
-                    // only once every nonce below it is used; the next one the writer signs is the
-                    // lowest free nonce and creates entities, which moves the entity nonce this
-                    // batch's keys were predicted from, so it would revert: nothing twice.
-                    if let Err(e) = shared.store.batch_dropped(batch_id, now_ms()).await {
-                        tracing::error!(error = %e, "cannot record a dropped batch");
+            observed = Some(match turn.writer.receipt(tx.hash).await {
+                Ok(Some(r)) => receipt_observation(r),
+                other => {
+                    if other.is_err() {
+                        shared.metrics.ledger_error();
                     }
+                    let mined_nonce = turn.writer.mined_nonce().await.unwrap_or_else(|_| {
+                        shared.metrics.ledger_error();
+                        None
+                    });
+                    TxObservation::Pending { mined_nonce }
+                }
+            });
+        }
+        if let Some(obs) = observed {
+            match planner::on_tx(tx.nonce, obs) {
+                TxDecision::Rebroadcast => {}
+                TxDecision::Replan => {
+                    drop_batch(shared, batch_id).await;
                     tracing::warn!(batch_size = size, "batch above a nonce gap re-planned");
                     return Outcome::Superseded;
                 }
-                Ok(_) => {}
-                Err(_) => shared.metrics.ledger_error(),
+                TxDecision::Split => {
+                    drop_batch(shared, batch_id).await;
+                    return Outcome::TooBig;
+                }
+                done => break done,
             }
         }
         if let Err(e) = turn.writer.broadcast(tx).await {
             shared.metrics.ledger_error();
-            if exceeds_gas_limit(&e) {
+            let refusal = if exceeds_gas_limit(&e) {
                 // The node refuses it for good: it can never be included, so its nonce stays
                 // free and dropping it cannot lead to a double write.
-                if let Err(e) = shared.store.batch_dropped(batch_id, now_ms()).await {
-                    tracing::error!(error = %e, "cannot record a dropped batch");
-                }
-                return Outcome::TooBig;
-            }
-            if e.to_string().to_ascii_lowercase().contains("nonce too low") {
+                Some(TxObservation::RefusedTooBig)
+            } else if e.to_string().to_ascii_lowercase().contains("nonce too low") {
                 // Another transaction of the account has this nonce. Unless it is this one
-                // (mined meanwhile), this transaction can never land: drop it.
+                // (mined meanwhile), this transaction can never land.
                 match turn.writer.receipt(tx.hash).await {
-                    Ok(Some(r)) => break r,
-                    Ok(None) => {
-                        if let Err(e) = shared.store.batch_dropped(batch_id, now_ms()).await {
-                            tracing::error!(error = %e, "cannot record a dropped batch");
-                        }
-                        tracing::warn!(batch_size = size, "stored batch superseded; requeued");
-                        return Outcome::Superseded;
+                    Ok(Some(r)) => Some(receipt_observation(r)),
+                    Ok(None) => Some(TxObservation::NonceTaken),
+                    Err(_) => {
+                        shared.metrics.ledger_error();
+                        None
                     }
-                    Err(_) => shared.metrics.ledger_error(),
                 }
+            } else {
+                None
+            };
+            match refusal.map(|obs| planner::on_tx(tx.nonce, obs)) {
+                Some(TxDecision::Split) => {
+                    drop_batch(shared, batch_id).await;
+                    return Outcome::TooBig;
+                }
+                Some(TxDecision::Replan) => {
+                    drop_batch(shared, batch_id).await;
+                    tracing::warn!(batch_size = size, "stored batch superseded; requeued");
+                    return Outcome::Superseded;
+                }
+                Some(TxDecision::Rebroadcast) | None => {}
+                Some(done) => break done,
             }
             tracing::warn!(
                 error = crate::state::ledger_error_kind(&e),
@@ -624,7 +528,7 @@ pub(crate) async fn finish_batch(
             _ = stop.changed() => return Outcome::Shutdown,
         };
         match wait {
-            Ok(r) => break r,
+            Ok(r) => break planner::on_tx(tx.nonce, receipt_observation(r)),
             Err(_) => {
                 shared.metrics.ledger_error();
                 attempt += 1;
@@ -635,43 +539,58 @@ pub(crate) async fn finish_batch(
         }
     };
     let now = now_ms();
-    if receipt.success {
-        if let Err(e) = shared
-            .store
-            .batch_written(batch_id, tx.hash, receipt.block_number, now)
-            .await
-        {
-            // Stays pending in the store; reconciliation marks it at the next start.
-            tracing::error!(error = %e, "cannot record a mined batch");
+    match decision {
+        TxDecision::Written { block } => {
+            if let Err(e) = shared
+                .store
+                .batch_written(batch_id, tx.hash, block, now)
+                .await
+            {
+                // Stays pending in the store; reconciliation marks it at the next start.
+                tracing::error!(error = %e, "cannot record a mined batch");
+            }
+            {
+                let mut live = shared.live.lock().expect("live lock");
+                live.batches += 1;
+                live.last_flush_block = Some(block);
+            }
+            shared.metrics.batch(size);
+            shared.metrics.written(size);
+            shared.finished(size);
+            tracing::info!(
+                batch_size = size,
+                block,
+                tx = %tx.hash,
+                "batch written"
+            );
+            Outcome::Written
         }
-        {
-            let mut live = shared.live.lock().expect("live lock");
-            live.batches += 1;
-            live.last_flush_block = Some(receipt.block_number);
+        TxDecision::Reverted { reason, block } => {
+            if let Err(e) = shared.store.batch_dropped(batch_id, now).await {
+                tracing::error!(error = %e, "cannot record a reverted batch");
+            }
+            shared.live.lock().expect("live lock").last_flush_block = Some(block);
+            tracing::warn!(batch_size = size, "batch reverted");
+            Outcome::Reverted(reason)
         }
-        shared.metrics.batch(size);
-        shared.metrics.written(size);
-        shared.finished(size);
-        tracing::info!(
-            batch_size = size,
-            block = receipt.block_number,
-            tx = %tx.hash,
-            "batch written"
-        );
-        Outcome::Written
-    } else {
-        let reason = receipt
-            .revert_reason
-            .unwrap_or_else(|| "the batch transaction reverted".into());
-        if let Err(e) = shared.store.batch_dropped(batch_id, now).await {
-            tracing::error!(error = %e, "cannot record a reverted batch");
-        }
-        {
-            let mut live = shared.live.lock().expect("live lock");
-            live.last_flush_block = Some(receipt.block_number);
-        }
-        tracing::warn!(batch_size = size, "batch reverted");
-        Outcome::Reverted(reason)
+        // `on_tx` ends the loop only with a receipt.
+        _ => Outcome::NotSent,
+    }
+}
+
+/// The planner's view of a receipt.
+fn receipt_observation(r: BatchReceipt) -> TxObservation {
+    TxObservation::Receipt {
+        success: r.success,
+        block: r.block_number,
+        revert_reason: r.revert_reason,
+    }
+}
+
+/// Record a batch that can never land as dropped (its records are queued again in the store).
+async fn drop_batch(shared: &Shared, batch_id: i64) {
+    if let Err(e) = shared.store.batch_dropped(batch_id, now_ms()).await {
+        tracing::error!(error = %e, "cannot record a dropped batch");
     }
 }
 
@@ -684,12 +603,6 @@ async fn fail_after_revert(shared: &Shared, id: &str, error: String) {
         .await;
     shared.metrics.failed(1);
     shared.finished(1);
-}
-
-/// Whether a revert reason is the ledger not finding an entity the batch transfers: when no
-/// record reverts alone, the batch's keys (predicted from the entity nonce) were stale.
-pub(crate) fn stale_prediction(reason: &str) -> bool {
-    reason.contains("EntityNotFound")
 }
 
 /// After a revert: fail the records that revert alone, retry the others.
@@ -721,8 +634,7 @@ pub(crate) async fn isolate(
             None => keep.push(rec),
         }
     }
-    let mut retry = Vec::new();
-    if offenders == 0 && stale_prediction(reason) {
+    if offenders == 0 && planner::stale_prediction(reason) {
         // No record reverts alone, and the ledger did not find an entity the batch transfers:
         // our own key prediction was stale (a create of the account landed first). Nothing is
         // wrong with the records; the try does not count against them.
@@ -730,29 +642,16 @@ pub(crate) async fn isolate(
             batch_size = keep.len(),
             "batch reverted on stale keys; requeued"
         );
-        retry = keep;
-    } else if offenders == 0 {
-        let mut give_up = Vec::new();
-        {
-            let mut attempts = shared.attempts.lock().expect("attempts lock");
-            for rec in keep {
-                let n = attempts.entry(rec.id.clone()).or_insert(0);
-                *n += 1;
-                if *n >= MAX_REVERT_ATTEMPTS {
-                    attempts.remove(&rec.id);
-                    give_up.push(rec);
-                } else {
-                    retry.push(rec);
-                }
-            }
-        }
-        for rec in give_up {
-            let error = format!("the batch reverted repeatedly: {reason}");
-            fail_after_revert(shared, &rec.id, error).await;
-        }
-    } else {
-        retry = keep;
     }
+    let verdict = {
+        let mut attempts = shared.attempts.lock().expect("attempts lock");
+        planner::after_revert(reason, offenders, keep, &mut attempts, |r| r.id.as_str())
+    };
+    for rec in verdict.give_up {
+        let error = format!("the batch reverted repeatedly: {reason}");
+        fail_after_revert(shared, &rec.id, error).await;
+    }
+    let retry = verdict.retry;
     // The store has them as queued (never sent, or their batch was dropped).
     for rec in &retry {
         let _ = shared

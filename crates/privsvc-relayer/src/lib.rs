@@ -41,7 +41,8 @@
 //! tell.
 //!
 //! Module map: [`config`] (env and flags), [`store`] (SQLite, group commit), [`queue`] (the
-//! batching decision), [`batcher`] (scheduler and batch transactions), [`reconcile`] (restart),
+//! batching decision), [`planner`] (the batcher's decisions, pure), [`driver`] (the batcher's
+//! loop: applies the planner's actions), [`batcher`] (batch transactions), [`reconcile`] (restart),
 //! [`writer`] (the one serialized writer; settles transactions of unknown fate), [`retry`]
 //! (per-call retries and hedges, ledger health), [`health`] (heartbeats, retention, health record),
 //! [`api`] (HTTP), [`validate`] (400 checks), [`tokencheck`] (402/403), [`ratelimit`] (429),
@@ -51,12 +52,14 @@
 pub mod api;
 pub mod batcher;
 pub mod config;
+pub mod driver;
 pub mod entities;
 pub mod fuzz_entry;
 pub mod health;
 pub mod issuer_mount;
 pub mod listener;
 pub mod metrics;
+pub mod planner;
 pub mod queue;
 pub mod ratelimit;
 pub mod reconcile;
@@ -305,7 +308,7 @@ impl Relayer {
                     .await;
             }));
         }
-        tasks.push(tokio::spawn(batcher::run(shared.clone(), stop_rx.clone())));
+        tasks.push(tokio::spawn(driver::run(shared.clone(), stop_rx.clone())));
         tasks.push(tokio::spawn(health::run_heartbeats(
             shared.clone(),
             stop_rx.clone(),

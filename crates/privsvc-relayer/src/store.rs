@@ -311,7 +311,10 @@ fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
         )?
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
         .collect::<Result<_, _>>()?;
-    let now = crate::state::now_ms() as i64;
+    // The store reads the clock itself: it depends on no other module's state.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
     for (id, envelope, attributes, state) in rows {
         let digest = envelope_sha256(&envelope);
         let project = crate::entities::project_key_of_wire(&attributes);

@@ -93,7 +93,15 @@ pub fn router(node: Arc<Node>) -> Router {
 }
 
 async fn handle(State(node): State<Arc<Node>>, body: axum::body::Bytes) -> impl IntoResponse {
-    let reply = match serde_json::from_slice::<Json>(&body) {
+    (
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        reply(&node, &body).to_string(),
+    )
+}
+
+/// The JSON-RPC answer to one HTTP body: a single request or a batch.
+pub(crate) fn reply(node: &Node, body: &[u8]) -> Json {
+    match serde_json::from_slice::<Json>(body) {
         Err(_) => error_reply(
             Json::Null,
             RpcError::new(-32700, "parse error: body is not JSON"),
@@ -102,15 +110,11 @@ async fn handle(State(node): State<Arc<Node>>, body: axum::body::Bytes) -> impl 
             if reqs.is_empty() {
                 error_reply(Json::Null, RpcError::new(-32600, "empty batch"))
             } else {
-                Json::Array(reqs.into_iter().map(|r| one(&node, r)).collect())
+                Json::Array(reqs.into_iter().map(|r| one(node, r)).collect())
             }
         }
-        Ok(req) => one(&node, req),
-    };
-    (
-        [(axum::http::header::CONTENT_TYPE, "application/json")],
-        reply.to_string(),
-    )
+        Ok(req) => one(node, req),
+    }
 }
 
 fn error_reply(id: Json, e: RpcError) -> Json {
