@@ -283,7 +283,10 @@ async fn prefetch_later_spreads_issue_requests_and_a_write_spends_only_their_rip
             .map(|s| s.at_ms)
             .collect()
     };
-    assert!(issue_times(&proxy.seen()).is_empty(), "nothing asked at build");
+    assert!(
+        issue_times(&proxy.seen()).is_empty(),
+        "nothing asked at build"
+    );
 
     let start = now_ms();
     let prefetch = client
@@ -313,7 +316,10 @@ async fn prefetch_later_spreads_issue_requests_and_a_write_spends_only_their_rip
         );
     }
     let last = *issues.last().unwrap();
-    assert!(last - issues[0] >= (COUNT as u64 - 2) * SLOT_MS, "{issues:?}");
+    assert!(
+        last - issues[0] >= (COUNT as u64 - 2) * SLOT_MS,
+        "{issues:?}"
+    );
 
     // A write right away: it spends a prefetched token that is ripe (the youngest may not be)
     // and asks the issuer for nothing.
@@ -321,7 +327,11 @@ async fn prefetch_later_spreads_issue_requests_and_a_write_spends_only_their_rip
     assert_eq!(before.len(), COUNT);
     client.create_entity(note("prefetched")).await.unwrap();
     let seen = proxy.seen();
-    assert_eq!(issue_times(&seen), issues, "the write asked the issuer for nothing");
+    assert_eq!(
+        issue_times(&seen),
+        issues,
+        "the write asked the issuer for nothing"
+    );
     let spent_at = seen
         .iter()
         .filter(|s| s.method == "POST" && s.path == "/v1/records" && carries_token(&s.body))
@@ -343,7 +353,10 @@ async fn prefetch_later_spreads_issue_requests_and_a_write_spends_only_their_rip
     );
 
     // With a token source of its own the client fetches nothing, so it cannot prefetch.
-    let source = Arc::new(privsvc_tokens::StoreTokenSource::new(store.clone(), MIN_AGE_MS));
+    let source = Arc::new(privsvc_tokens::StoreTokenSource::new(
+        store.clone(),
+        MIN_AGE_MS,
+    ));
     let with_source = client_builder(reader.clone(), &proxy_url)
         .tokens(privsvc_client::Tokens::Source(source))
         .build()

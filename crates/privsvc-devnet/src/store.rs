@@ -436,7 +436,10 @@ fn created_range(e: &Expr) -> (u64, u64) {
         }
         Expr::Pred(p) if p.attr == AttrRef::CreatedAt => match (p.op, created_value(p)) {
             (CmpOp::Eq, Some(n)) => (n, n),
-            (CmpOp::Gt, Some(n)) => (n.saturating_add(1), if n == u64::MAX { 0 } else { u64::MAX }),
+            (CmpOp::Gt, Some(n)) => (
+                n.saturating_add(1),
+                if n == u64::MAX { 0 } else { u64::MAX },
+            ),
             (CmpOp::Gte, Some(n)) => (n, u64::MAX),
             (CmpOp::Lt, Some(0)) => (1, 0),
             (CmpOp::Lt, Some(n)) => (0, n - 1),
@@ -464,14 +467,14 @@ pub fn eval(e: &Expr, d: &EntityData) -> bool {
     }
 }
 
-fn word_u64(v: u64) -> Vec<u8> {
-    let mut w = vec![0u8; 32];
+fn word_u64(v: u64) -> [u8; 32] {
+    let mut w = [0u8; 32];
     w[24..].copy_from_slice(&v.to_be_bytes());
     w
 }
 
-fn word_addr(a: &Address) -> Vec<u8> {
-    let mut w = vec![0u8; 32];
+fn word_addr(a: &Address) -> [u8; 32] {
+    let mut w = [0u8; 32];
     w[12..].copy_from_slice(a.as_slice());
     w
 }
@@ -574,10 +577,22 @@ mod tests {
             store.apply(block, B256::repeat_byte(i), Some(entity(i, block, i % 2)));
         }
         assert!(!store.created_unordered);
-        for (a, b) in [(0u64, 20u64), (2, 5), (3, 8), (5, 5), (6, 7), (12, 30), (0, 1)] {
+        for (a, b) in [
+            (0u64, 20u64),
+            (2, 5),
+            (3, 8),
+            (5, 5),
+            (6, 7),
+            (12, 30),
+            (0, 1),
+        ] {
             let bounded = format!("$createdAt > u64({a}) AND $createdAt <= u64({b})");
             let full = format!("NOT ($createdAt <= u64({a})) AND NOT ($createdAt > u64({b}))");
-            assert_eq!(keys(&store, &bounded, None), keys(&store, &full, None), "{bounded}");
+            assert_eq!(
+                keys(&store, &bounded, None),
+                keys(&store, &full, None),
+                "{bounded}"
+            );
             for after in 0..10 {
                 assert_eq!(
                     keys(&store, &bounded, Some(after)),

@@ -117,18 +117,18 @@ impl RpcLedger {
 
     /// One JSON-RPC call; a JSON-RPC error becomes [`LedgerError::Rpc`].
     pub async fn call(&self, method: &str, params: Value) -> Result<Value, LedgerError> {
-        self.call_with(method, params, |status, text| {
-            rpc_answer(method, status, text)
+        self.call_with(method, params, |status, body| {
+            rpc_answer(method, status, &String::from_utf8_lossy(body))
         })
         .await?
     }
 
-    /// One JSON-RPC call whose answer (HTTP status and text) `decode` reads in place.
+    /// One JSON-RPC call whose answer (HTTP status and body) `decode` reads in place.
     async fn call_with<T>(
         &self,
         method: &str,
         params: Value,
-        decode: impl FnOnce(reqwest::StatusCode, &str) -> T,
+        decode: impl FnOnce(reqwest::StatusCode, &[u8]) -> T,
     ) -> Result<T, LedgerError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         tracing::debug!(method, "arkiv rpc");
@@ -145,9 +145,7 @@ impl RpcLedger {
             .bytes()
             .await
             .map_err(|e| LedgerError::Transport(format!("{method}: {e}")))?;
-        // Borrowed unless the answer is not UTF-8 (a JSON-RPC answer always is).
-        let text = String::from_utf8_lossy(&body);
-        Ok(decode(status, &text))
+        Ok(decode(status, &body))
     }
 
     async fn quantity_call(&self, method: &str, params: Value) -> Result<u64, LedgerError> {
@@ -291,9 +289,13 @@ impl LedgerReader for RpcLedger {
         self.call_with(
             "arkiv_query",
             json!([expression, wire::query_options_to_json(&options)]),
-            |status, text| match fast::query_page(text) {
+            |status, body| match fast::query_page(body) {
                 Some(page) => Ok(page),
-                None => query_page_from_json(&rpc_answer("arkiv_query", status, text)?),
+                None => query_page_from_json(&rpc_answer(
+                    "arkiv_query",
+                    status,
+                    &String::from_utf8_lossy(body),
+                )?),
             },
         )
         .await?
@@ -499,8 +501,13 @@ mod fast {
             Some(list) => Some(
                 list.into_iter()
                     .map(|a| {
+                        let value = match (a.type_name.as_ref(), a.value) {
+                            // What `from_json` makes of a str, without copying it.
+                            ("str", Value::String(s)) => ArkivValue::Str(s),
+                            (type_name, value) => ArkivValue::from_json(type_name, &value).ok()?,
+                        };
                         Some(Attribute {
-                            value: ArkivValue::from_json(&a.type_name, &a.value).ok()?,
+                            value,
                             name: a.name.into_owned(),
                         })
                     })
@@ -529,8 +536,8 @@ mod fast {
 
     /// The page of a successful answer in the usual shape (string quantities, well-formed
     /// rows); `None` for anything else, which the general decoder then handles (and reports).
-    pub(super) fn query_page(text: &str) -> Option<QueryPage> {
-        let answer: Answer<'_> = serde_json::from_str(text).ok()?;
+    pub(super) fn query_page(body: &[u8]) -> Option<QueryPage> {
+        let answer: Answer<'_> = serde_json::from_slice(body).ok()?;
         if answer.error.is_some() {
             return None;
         }
@@ -1117,17 +1124,17 @@ mod tests {
         ]);
         for cursor in [None, Some("b64:abc")] {
             let text = answer(rows.clone(), cursor);
-            let fast = fast::query_page(&text).expect("the usual shape decodes fast");
+            let fast = fast::query_page(text.as_bytes()).expect("the usual shape decodes fast");
             assert_eq!(fast, general(&text));
             assert_eq!(fast.entities, vec![full.clone(), sparse.clone()]);
         }
         // Other shapes are left to the general decoder: numbers as quantities, bad rows, errors.
         let numeric = answer(json!([{"key": B256::ZERO, "createdAt": 7}]), None);
-        assert!(fast::query_page(&numeric).is_none());
+        assert!(fast::query_page(numeric.as_bytes()).is_none());
         assert_eq!(general(&numeric).entities[0].created_at, Some(7));
         let bad_key = answer(json!([{"key": "0x12"}]), None);
-        assert!(fast::query_page(&bad_key).is_none());
+        assert!(fast::query_page(bad_key.as_bytes()).is_none());
         let error = r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32005,"message":"cursor"}}"#;
-        assert!(fast::query_page(error).is_none());
+        assert!(fast::query_page(error.as_bytes()).is_none());
     }
 }

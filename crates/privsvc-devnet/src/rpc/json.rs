@@ -323,7 +323,11 @@ mod tests {
             payload: alloy_primitives::Bytes::from(b"payload \x00\xff".to_vec()),
             attrs: vec![
                 attr("count", type_id::U64, word(12)),
-                attr("kind", type_id::STR, b"it's \"quoted\" \xe2\x82\xac".to_vec().into()),
+                attr(
+                    "kind",
+                    type_id::STR,
+                    b"it's \"quoted\" \xe2\x82\xac".to_vec().into(),
+                ),
                 attr("flag", type_id::BOOL, word(1)),
                 attr("who", type_id::ADDR, {
                     let mut w = [0u8; 32];

@@ -109,7 +109,10 @@ async fn handle(State(node): State<Arc<Node>>, body: axum::body::Bytes) -> impl 
         }
         Ok(req) => one(&node, req),
     };
-    ([(axum::http::header::CONTENT_TYPE, "application/json")], reply)
+    (
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        reply,
+    )
 }
 
 fn error_reply(id: Json, e: RpcError) -> Json {
