@@ -168,10 +168,8 @@ pub(crate) async fn list_since(
         },
         ..Select::default()
     };
+    // Even with no new block the listing is sent: every scan looks the same to the RPC.
     let block = reader.block_number().await?;
-    if after.is_some_and(|a| a >= block) {
-        return Ok(block);
-    }
     let (tx, mut rx) = tokio::sync::mpsc::channel(PAGES_AHEAD);
     let mut parts = tokio::task::JoinSet::new();
     for (lo, hi) in listing_parts(after, block) {
