@@ -66,7 +66,9 @@ impl PrivateClient {
     }
 
     /// Builds from options: derives the keys (asking the wallet twice), contacts or discovers the
-    /// relayers. Tokens are fetched later, only for the issuer of a relayer a write uses.
+    /// relayers. Tokens are fetched later: for the issuer of a relayer a write uses, and, in
+    /// auto mode with relayers given by URL, by a prefetch spread over `token_prefetch_within`
+    /// (see [`PrivateClient::prefetch_later`]).
     ///
     /// With `isolate_keys`, the keys go to an isolated key thread; when that thread cannot start,
     /// the client logs a warning and keeps the keys in-process (see
@@ -113,9 +115,14 @@ impl PrivateClient {
             keys_isolated,
             prefetches: Mutex::new(Vec::new()),
         };
-        if client.options.token_prefetch > 0 && client.tokens.fetches() {
+        if client.options.token_prefetch > 0
+            && client.options.relayers.is_some()
+            && client.tokens.fetches()
+        {
             // SPEC: auto mode starts fetching tokens at session start; the requests go out at
             // random moments of the prefetch window, never in a burst and never tied to a write.
+            // Only for relayers the user named: with discovery the session would reach the
+            // issuer of every live heartbeat (wallet included) before a write chose one.
             client.spawn_prefetch(
                 client.options.token_prefetch,
                 client.options.token_prefetch_within,

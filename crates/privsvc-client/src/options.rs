@@ -105,7 +105,8 @@ pub struct ClientOptions {
     pub token_pins: Option<Arc<dyn KeyPins>>,
     /// Tokens auto mode fetches per issuer in the background after session start, one at a
     /// time at random moments spread over `token_prefetch_within` (SPEC `prefetchLater`;
-    /// default [`DEFAULT_TOKEN_PREFETCH`]; 0 = none).
+    /// default [`DEFAULT_TOKEN_PREFETCH`]; 0 = none). Only when `relayers` names the relayers:
+    /// with discovery, call [`crate::PrivateClient::prefetch_later`] once a relayer is trusted.
     pub token_prefetch: usize,
     /// The window of the session-start prefetch (default 6 hours,
     /// [`privsvc_tokens::DEFAULT_PREFETCH_WITHIN`]).

@@ -6,6 +6,7 @@
 //!   never sees an issue request within `minAgeMs` before a submission that carries a token;
 //! - `prefetch_later` reaches that issuer one token at a time, each request in its own part of
 //!   the window (spread, not a burst), and a later write spends only a ripe prefetched token;
+//!   a session given its relayers by URL schedules such a prefetch when it starts;
 //! - a fake relayer whose `/v1/info` names an `issuerUrl` other than the issuer's heartbeat URL
 //!   makes the client send nothing to that URL;
 //! - with an OHTTP relay configured, the issuer's relayer sees the client's issuer calls only as
@@ -366,6 +367,53 @@ async fn prefetch_later_spreads_issue_requests_and_a_write_spends_only_their_rip
         with_source.prefetch_later(1, None),
         Err(PrivsvcError::Config(_))
     ));
+    drop(proxy);
+    a.shutdown().await;
+    node.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_session_given_its_relayers_prefetches_at_spread_moments_from_its_start() {
+    const COUNT: usize = 3;
+    const WITHIN_MS: u64 = 1_500;
+    const SLOT_MS: u64 = WITHIN_MS / COUNT as u64;
+    let node = devnet().await;
+    let reader = reader(&node);
+    let dir = TempDir::new().unwrap();
+    let (listener, proxy_url) = Proxy::bind().await;
+    let a = issuer_relayer(&node, reader.clone(), &dir, Some(proxy_url.clone())).await;
+    let proxy = Proxy::serve(listener, Some(format!("http://{}", a.local_addr())), None);
+    let store = privsvc_tokens::memory_store();
+    let start = now_ms();
+    let client = client_builder(reader.clone(), &proxy_url)
+        .token_store(store.clone())
+        .token_prefetch(COUNT, Duration::from_millis(WITHIN_MS))
+        .build()
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while store.list(APP).unwrap().len() < COUNT {
+        assert!(
+            Instant::now() < deadline,
+            "the session-start prefetch did not finish"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let issues: Vec<u64> = proxy
+        .seen()
+        .iter()
+        .filter(|s| s.method == "POST" && s.path == "/v1/tokens/issue")
+        .map(|s| s.at_ms)
+        .collect();
+    assert!((COUNT..=COUNT + 1).contains(&issues.len()), "{issues:?}");
+    let extra = issues.len() - COUNT;
+    for (k, at) in issues.iter().enumerate() {
+        assert!(
+            *at >= start + k.saturating_sub(extra) as u64 * SLOT_MS,
+            "{issues:?}"
+        );
+    }
+    drop(client);
     drop(proxy);
     a.shutdown().await;
     node.shutdown().await;
