@@ -159,6 +159,23 @@ fn proc_status_kb(field: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// CPU time (user + system) of the process so far, in seconds (from `/proc/self/stat`, in
+/// clock ticks of 1/100 s; 0 where there is none). The devnet shares the process, so this is
+/// client and node together.
+fn proc_cpu_s() -> f64 {
+    std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| {
+            // Fields after the command name (which may hold spaces) start after ')'.
+            let rest = s.rsplit_once(')')?.1;
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            let utime: f64 = f.get(11)?.parse().ok()?;
+            let stime: f64 = f.get(12)?.parse().ok()?;
+            Some((utime + stime) / 100.0)
+        })
+        .unwrap_or(0.0)
+}
+
 async fn run(n: u64, mine: u64, new: u64) -> Result<()> {
     let (me, _code) = KeyVault::random(APP);
     let t = Instant::now();
@@ -182,6 +199,7 @@ async fn run(n: u64, mine: u64, new: u64) -> Result<()> {
 
     let vault: Arc<dyn Vault> = Arc::new(me);
     let rss_before = proc_status_kb("VmRSS");
+    let cpu_before = proc_cpu_s();
     let t = Instant::now();
     // Building lists the project once (the listing the rarity check of writes uses).
     let client = PrivateClient::builder(APP)
@@ -195,6 +213,7 @@ async fn run(n: u64, mine: u64, new: u64) -> Result<()> {
     let records = client.my_entities(&EntitiesQuery::new()).await?;
     let first_scan = t.elapsed();
     let first = build + first_scan;
+    let first_cpu = proc_cpu_s() - cpu_before;
     let rss_after = proc_status_kb("VmRSS");
     let peak = proc_status_kb("VmHWM");
     let stats = client.last_scan().await.context("scan statistics")?;
@@ -280,11 +299,13 @@ async fn run(n: u64, mine: u64, new: u64) -> Result<()> {
     let iso_rate = tags.len() as f64 / t.elapsed().as_secs_f64();
 
     println!(
-        "records {n:>7}: seed {:>6.2} s | first scan {:>6.3} s (build listing {:>6.3} s + my_entities {:>6.3} s), RSS {} MiB -> {} MiB, peak {} MiB | refresh after {new} new {:>6.3} s (listed {}), nothing new {:>6.3} s | listed {} opened {} matched {} batches fetched {} (cover {}) | list_app (all fields) {:>6.3} s | tag opens/s KeyVault {:>9.0}, IsolatedVault {:>9.0}",
+        "records {n:>7}: seed {:>6.2} s | first scan {:>6.3} s (build listing {:>6.3} s + my_entities {:>6.3} s; {:>7.0} rows/s; CPU {:>6.2} s client and devnet), RSS {} MiB -> {} MiB, peak {} MiB | refresh after {new} new {:>6.3} s (listed {}), nothing new {:>6.3} s | listed {} opened {} matched {} batches fetched {} (cover {}) | list_app (all fields) {:>6.3} s | tag opens/s KeyVault {:>9.0}, IsolatedVault {:>9.0}",
         seed_time.as_secs_f64(),
         first.as_secs_f64(),
         build.as_secs_f64(),
         first_scan.as_secs_f64(),
+        n as f64 / first.as_secs_f64(),
+        first_cpu,
         rss_before / 1024,
         rss_after / 1024,
         peak / 1024,

@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use alloy_primitives::map::B256Map;
 use alloy_primitives::{Address, B256};
 use privsvc_attributes::{AttrValue, Attributes};
 use privsvc_ledger::{ArkivValue, Entity};
@@ -58,13 +59,17 @@ pub(crate) struct EntityCache {
     pub(crate) block: Option<u64>,
     /// Whether the listing carries every attribute (needed by the rarity check) or only tags.
     pub(crate) with_attributes: bool,
-    /// The project's live records at `block`.
-    pub(crate) entries: HashMap<B256, Listed>,
+    /// The project's live records at `block` (a hasher made for 32-byte keys: a first listing
+    /// of a large app inserts a million of them).
+    pub(crate) entries: B256Map<Listed>,
     /// Records per batch among `entries` (the project's records that relayer created in that
     /// block): the batch sizes the client reports.
     pub(crate) batches: BTreeMap<BatchId, u32>,
-    /// Interned `(name, value)` pairs of the listed attributes.
-    interned: HashMap<(String, AttrValue), u32>,
+    /// Interned `(name, value)` pairs of the listed attributes (by name, then value, so that a
+    /// lookup allocates nothing).
+    interned: HashMap<String, HashMap<AttrValue, u32>>,
+    /// How many pairs are interned.
+    interned_count: u32,
     /// Listed keys by expiry block (so that dropping the expired costs what expired).
     expiry: BTreeMap<u64, Vec<B256>>,
     /// Keys listed since the last tag opening.
@@ -100,7 +105,23 @@ impl EntityCache {
 
     /// Merges a listing made at `block` of the records created after the previous listing, and
     /// drops every record expired at `block`. Returns how many records were added.
+    #[cfg(test)]
     pub(crate) fn merge(&mut self, block: u64, listed: Vec<Entity>) -> usize {
+        let added = self.add(listed);
+        self.finish_listing(block);
+        added
+    }
+
+    /// Ends a listing made at `block` whose pages went to [`EntityCache::add`]: drops every
+    /// record expired at `block` and remembers the block.
+    pub(crate) fn finish_listing(&mut self, block: u64) {
+        self.drop_expired(block);
+        self.block = Some(self.block.map_or(block, |b| b.max(block)));
+    }
+
+    /// Adds one page of a listing (records already known are skipped). Returns how many
+    /// records were added.
+    pub(crate) fn add(&mut self, listed: Vec<Entity>) -> usize {
         let mut added = 0;
         for e in listed {
             let (Some(creator), Some(created_at)) = (e.creator, e.created_at) else {
@@ -111,14 +132,14 @@ impl EntityCache {
             }
             let mut tag = None;
             let mut attrs = Vec::new();
-            for a in e.attributes.iter().flatten() {
-                match (a.name.as_str(), &a.value) {
-                    ("tag", ArkivValue::Str(s)) => tag = tag_from_text(s),
-                    ("tag" | "project", _) => {}
-                    (name, value) => {
-                        if let Some(v) = attr_value(value) {
-                            attrs.push(self.intern(name, v));
-                        }
+            for a in e.attributes.into_iter().flatten() {
+                if a.name == "tag" {
+                    if let ArkivValue::Str(s) = &a.value {
+                        tag = tag_from_text(s);
+                    }
+                } else if a.name != "project" {
+                    if let Some(v) = attr_value(a.value) {
+                        attrs.push(self.intern(a.name, v));
                     }
                 }
             }
@@ -138,8 +159,6 @@ impl EntityCache {
             self.entries.insert(e.key, entry);
             added += 1;
         }
-        self.drop_expired(block);
-        self.block = Some(self.block.map_or(block, |b| b.max(block)));
         added
     }
 
@@ -162,12 +181,19 @@ impl EntityCache {
         }
     }
 
-    fn intern(&mut self, name: &str, value: AttrValue) -> u32 {
-        let next = self.interned.len() as u32;
-        *self
-            .interned
-            .entry((name.to_string(), value))
-            .or_insert(next)
+    fn intern(&mut self, name: String, value: AttrValue) -> u32 {
+        if let Some(id) = self.interned_id(&name, &value) {
+            return id;
+        }
+        let id = self.interned_count;
+        self.interned_count += 1;
+        self.interned.entry(name).or_default().insert(value, id);
+        id
+    }
+
+    /// The id of an interned `(name, value)` pair.
+    fn interned_id(&self, name: &str, value: &AttrValue) -> Option<u32> {
+        self.interned.get(name)?.get(value).copied()
     }
 
     /// For each `(name, value)` of `attributes` (`project` and `tag` left out), how many listed
@@ -177,7 +203,7 @@ impl EntityCache {
         let ids: Vec<Option<u32>> = attributes
             .iter()
             .filter(|(n, _)| n.as_str() != "project" && n.as_str() != "tag")
-            .map(|(n, v)| self.interned.get(&(n.clone(), v.clone())).copied())
+            .map(|(n, v)| self.interned_id(n, v))
             .collect();
         let mut each = vec![0usize; ids.len()];
         let mut all = 0usize;
@@ -205,8 +231,8 @@ impl EntityCache {
             if n == "project" || n == "tag" {
                 continue;
             }
-            match self.interned.get(&(n.clone(), v.clone())) {
-                Some(id) => ids.push(*id),
+            match self.interned_id(n, v) {
+                Some(id) => ids.push(id),
                 None => return false,
             }
         }
@@ -234,12 +260,12 @@ impl EntityCache {
 }
 
 /// The attribute value of a ledger value of a user type.
-fn attr_value(v: &ArkivValue) -> Option<AttrValue> {
+fn attr_value(v: ArkivValue) -> Option<AttrValue> {
     match v {
-        ArkivValue::Str(s) => Some(AttrValue::Str(s.clone())),
-        ArkivValue::I32(x) => Some(AttrValue::I32(*x)),
-        ArkivValue::U64(x) => Some(AttrValue::U64(*x)),
-        ArkivValue::U256(x) => Some(AttrValue::U256(*x)),
+        ArkivValue::Str(s) => Some(AttrValue::Str(s)),
+        ArkivValue::I32(x) => Some(AttrValue::I32(x)),
+        ArkivValue::U64(x) => Some(AttrValue::U64(x)),
+        ArkivValue::U256(x) => Some(AttrValue::U256(x)),
         _ => None,
     }
 }

@@ -2,6 +2,7 @@
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use alloy_primitives::{Address, Signature};
 use privsvc_attributes::{AttrValue, Attributes};
@@ -36,6 +37,17 @@ pub struct PrivateClient {
     pub(crate) cache: tokio::sync::Mutex<EntityCache>,
     pub(crate) chain_id: u64,
     pub(crate) keys_isolated: bool,
+    /// Background token prefetches, stopped when the client is dropped.
+    pub(crate) prefetches: Mutex<Vec<privsvc_rt::AbortHandle>>,
+}
+
+impl Drop for PrivateClient {
+    fn drop(&mut self) {
+        let handles = self.prefetches.get_mut().unwrap_or_else(|p| p.into_inner());
+        for h in handles.drain(..) {
+            h.abort();
+        }
+    }
 }
 
 impl std::fmt::Debug for PrivateClient {
@@ -56,7 +68,9 @@ impl PrivateClient {
     }
 
     /// Builds from options: derives the keys (asking the wallet twice), contacts or discovers the
-    /// relayers. Tokens are fetched later, only for the issuer of a relayer a write uses.
+    /// relayers. Tokens are fetched later: for the issuer of a relayer a write uses, and, in
+    /// auto mode with relayers given by URL, by a prefetch spread over `token_prefetch_within`
+    /// (see [`PrivateClient::prefetch_later`]).
     ///
     /// With `isolate_keys`, the keys go to an isolated key thread; when that thread cannot start,
     /// the client logs a warning and keeps the keys in-process (see
@@ -101,7 +115,21 @@ impl PrivateClient {
             cache: tokio::sync::Mutex::new(EntityCache::default()),
             chain_id,
             keys_isolated,
+            prefetches: Mutex::new(Vec::new()),
         };
+        if client.options.token_prefetch > 0
+            && client.options.relayers.is_some()
+            && client.tokens.fetches()
+        {
+            // SPEC: auto mode starts fetching tokens at session start; the requests go out at
+            // random moments of the prefetch window, never in a burst and never tied to a write.
+            // Only for relayers the user named: with discovery the session would reach the
+            // issuer of every live heartbeat (wallet included) before a write chose one.
+            client.spawn_prefetch(
+                client.options.token_prefetch,
+                client.options.token_prefetch_within,
+            );
+        }
         if client.options.rarity_k > 0 {
             // The first listing, at session start: writes check rarity on the last scan's
             // listing and never list the project just before they submit.
@@ -109,6 +137,45 @@ impl PrivateClient {
             client.update_listing(&mut cache).await?;
         }
         Ok(client)
+    }
+
+    /// SPEC `prefetchLater`: fetches `count` tokens of the app from the issuer of every relayer
+    /// of the client that requires tokens, one token per issue request, each at its own random
+    /// moment: one moment in each of `count` equal parts of `within` (default 6 hours), so the
+    /// issuer can time neither the requests nor a write. Tokens obtained this way are spent
+    /// like the others, only once `token_min_age_ms` old. Auto token mode with a wallet only.
+    /// The task stops when the client is dropped; its result is how many tokens it added.
+    pub fn prefetch_later(
+        &self,
+        count: usize,
+        within: Option<Duration>,
+    ) -> Result<privsvc_rt::JoinHandle<usize>, PrivsvcError> {
+        if !self.tokens.fetches() {
+            return Err(PrivsvcError::Config(
+                "prefetch_later needs auto token mode and a wallet to sign issue requests".into(),
+            ));
+        }
+        Ok(self.spawn_prefetch(
+            count,
+            within.unwrap_or(privsvc_tokens::DEFAULT_PREFETCH_WITHIN),
+        ))
+    }
+
+    fn spawn_prefetch(&self, count: usize, within: Duration) -> privsvc_rt::JoinHandle<usize> {
+        let infos = self
+            .relayers()
+            .into_iter()
+            .map(|r| r.info)
+            .collect::<Vec<_>>();
+        let task = privsvc_rt::spawn(self.tokens.clone().prefetch(
+            self.app().to_string(),
+            infos,
+            count,
+            within,
+        ));
+        let mut handles = self.prefetches.lock().unwrap_or_else(|p| p.into_inner());
+        handles.push(privsvc_rt::abort_handle(&task));
+        task
     }
 
     /// The app (key-derivation namespace).
@@ -231,14 +298,18 @@ impl PrivateClient {
             cache.reset();
             cache.with_attributes = true;
         }
-        let listing = crate::read::list_since(
-            self.reader.as_ref(),
+        let (after, with_attributes) = (cache.block, cache.with_attributes);
+        let block = crate::read::list_since(
+            &self.reader,
             self.project(),
-            cache.block,
-            cache.with_attributes,
+            after,
+            with_attributes,
+            |page| {
+                cache.add(page);
+            },
         )
         .await?;
-        cache.merge(listing.block, listing.entities);
+        cache.finish_listing(block);
         Ok(checks::rarity(&cache, attributes, k).unwrap_or_default())
     }
 

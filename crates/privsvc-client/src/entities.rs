@@ -140,15 +140,20 @@ impl PrivateClient {
             cache.reset();
         }
         cache.with_attributes = with_attributes;
-        let listing = list_since(
-            self.reader.as_ref(),
+        let mut listed = 0;
+        let after = cache.block;
+        let block = list_since(
+            &self.reader,
             self.project(),
-            cache.block,
+            after,
             with_attributes,
+            |page| {
+                listed += page.len();
+                cache.add(page);
+            },
         )
         .await?;
-        let listed = listing.entities.len();
-        cache.merge(listing.block, listing.entities);
+        cache.finish_listing(block);
         Ok(listed)
     }
 

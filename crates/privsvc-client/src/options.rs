@@ -22,6 +22,9 @@ pub const DEFAULT_RARITY_K: usize = 3;
 pub const DEFAULT_COVER_BATCHES: usize = 2;
 /// Default ownership proof lifetime, seconds.
 pub const DEFAULT_PROOF_TTL_SECONDS: u64 = 300;
+/// Default number of tokens auto mode prefetches per issuer after session start (as many as
+/// an on-demand refill, [`privsvc_tokens::ON_DEMAND_TOKENS`]).
+pub const DEFAULT_TOKEN_PREFETCH: usize = 5;
 /// Ledger block time in seconds (SPEC constant BLOCK_TIME_SECONDS).
 pub const BLOCK_TIME_SECONDS: u64 = 2;
 
@@ -100,6 +103,14 @@ pub struct ClientOptions {
     /// store's pins, [`TokenStore::key_pins`]: on disk next to a `FileTokenStore`, in memory
     /// with the memory store).
     pub token_pins: Option<Arc<dyn KeyPins>>,
+    /// Tokens auto mode fetches per issuer in the background after session start, one at a
+    /// time at random moments spread over `token_prefetch_within` (SPEC `prefetchLater`;
+    /// default [`DEFAULT_TOKEN_PREFETCH`]; 0 = none). Only when `relayers` names the relayers:
+    /// with discovery, call [`crate::PrivateClient::prefetch_later`] once a relayer is trusted.
+    pub token_prefetch: usize,
+    /// The window of the session-start prefetch (default 6 hours,
+    /// [`privsvc_tokens::DEFAULT_PREFETCH_WITHIN`]).
+    pub token_prefetch_within: Duration,
     /// Count a record as the app's only if a known relayer created it.
     pub trusted_relayers_only: bool,
     /// The transport to relayers (default: plain HTTP, or OHTTP when `ohttp_relay` is set).
@@ -128,6 +139,8 @@ impl std::fmt::Debug for ClientOptions {
             .field("tokens", &self.tokens)
             .field("token_store", &self.token_store.is_some())
             .field("token_attestation", &self.token_attestation.is_some())
+            .field("token_prefetch", &self.token_prefetch)
+            .field("token_prefetch_within", &self.token_prefetch_within)
             .field("trusted_relayers_only", &self.trusted_relayers_only)
             .field("transport", &self.transport.is_some())
             .finish()
@@ -160,6 +173,8 @@ impl ClientOptions {
             token_min_age_ms: privsvc_tokens::DEFAULT_MIN_AGE_MS,
             token_ripe_wait_ms: privsvc_tokens::DEFAULT_RIPE_WAIT_MS,
             token_pins: None,
+            token_prefetch: DEFAULT_TOKEN_PREFETCH,
+            token_prefetch_within: privsvc_tokens::DEFAULT_PREFETCH_WITHIN,
             trusted_relayers_only: false,
             transport: None,
         }
@@ -320,6 +335,13 @@ impl ClientBuilder {
     /// Where auto mode pins issuer keys (default: in memory for the session).
     pub fn token_pins(mut self, pins: Arc<dyn KeyPins>) -> Self {
         self.options.token_pins = Some(pins);
+        self
+    }
+    /// Session-start prefetch of auto mode: `count` tokens per issuer (0 = none), each at its
+    /// own random moment within `within` (default 5 within 6 hours).
+    pub fn token_prefetch(mut self, count: usize, within: Duration) -> Self {
+        self.options.token_prefetch = count;
+        self.options.token_prefetch_within = within;
         self
     }
     /// Count a record as the app's only if a known relayer created it.

@@ -2,9 +2,12 @@
 //! `fetch_batches` (whole batches with payloads).
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use alloy_primitives::Address;
-use privsvc_ledger::{ArkivValue, AttributeSelect, Entity, LedgerError, LedgerReader, Select};
+use privsvc_ledger::{
+    ArkivValue, AttributeSelect, Entity, LedgerError, LedgerReader, QueryOptions, Select,
+};
 
 /// Batches combined into one query (3 predicates each stay well under the node's 64).
 const BATCHES_PER_QUERY: usize = 16;
@@ -113,16 +116,45 @@ pub async fn list_app(
     .await
 }
 
+/// A listing spanning at least this many blocks is split into [`LISTING_PARTS`] block ranges
+/// listed concurrently (each range is paged on its own; a first listing of a large app is
+/// thousands of pages of at most 200).
+const MIN_BLOCKS_TO_SPLIT: u64 = 256;
+/// Block ranges of a large listing.
+const LISTING_PARTS: u64 = 4;
+/// Pages decoded ahead of the merge (bounds the memory a listing holds at once).
+const PAGES_AHEAD: usize = 8;
+
+/// The block ranges `(after, until]` of a listing of the records created after `after` (all for
+/// `None`) up to `block`: `None` bounds are open.
+fn listing_parts(after: Option<u64>, block: u64) -> Vec<(Option<u64>, Option<u64>)> {
+    let from = after.unwrap_or(0);
+    let span = block.saturating_sub(from);
+    if span < MIN_BLOCKS_TO_SPLIT {
+        return vec![(after, None)];
+    }
+    (0..LISTING_PARTS)
+        .map(|i| {
+            let lo = (i > 0).then(|| from + span * i / LISTING_PARTS).or(after);
+            let hi = (i + 1 < LISTING_PARTS).then(|| from + span * (i + 1) / LISTING_PARTS);
+            (lo, hi)
+        })
+        .collect()
+}
+
 /// The project's records created after block `after` (all of them for `None`), read at one
-/// pinned block, without payloads: key, owner, creator, creation and expiry blocks, and every
-/// attribute (`with_attributes`) or only `tag`. The expression names the project and a block,
-/// never an owner, key or tag: every client's incremental scan sends the same kind of query.
+/// pinned block (the head when the listing starts), without payloads: key, owner, creator,
+/// creation and expiry blocks, and every attribute (`with_attributes`) or only `tag`. Each page
+/// goes to `sink` as it arrives (in no particular order); returns the block. A long block range
+/// is listed as a few concurrent `$createdAt` ranges. The expressions name the project and
+/// blocks, never an owner, key or tag: every client's scan sends the same kind of query.
 pub(crate) async fn list_since(
-    reader: &dyn LedgerReader,
+    reader: &Arc<dyn LedgerReader>,
     project: &str,
     after: Option<u64>,
     with_attributes: bool,
-) -> Result<Listing, LedgerError> {
+    mut sink: impl FnMut(Vec<Entity>),
+) -> Result<u64, LedgerError> {
     let select = Select {
         key: true,
         owner: true,
@@ -136,12 +168,70 @@ pub(crate) async fn list_since(
         },
         ..Select::default()
     };
-    let mut expression = format!("project = {}", str_literal(project));
-    if let Some(b) = after {
-        expression.push_str(&format!(" AND $createdAt > u64({b})"));
+    // Even with no new block the listing is sent: every scan looks the same to the RPC.
+    let block = reader.block_number().await?;
+    let (tx, mut rx) = tokio::sync::mpsc::channel(PAGES_AHEAD);
+    let mut parts = Vec::new();
+    for (lo, hi) in listing_parts(after, block) {
+        let mut expression = format!("project = {}", str_literal(project));
+        if let Some(b) = lo {
+            expression.push_str(&format!(" AND $createdAt > u64({b})"));
+        }
+        if let Some(b) = hi {
+            expression.push_str(&format!(" AND $createdAt <= u64({b})"));
+        }
+        let (reader, select, tx) = (reader.clone(), select.clone(), tx.clone());
+        parts.push(privsvc_rt::spawn(async move {
+            if let Err(e) = list_part(reader.as_ref(), &expression, select, block, &tx).await {
+                // The receiver stops at the first error; nothing else to tell.
+                let _ = tx.send(Err(e)).await;
+            }
+        }));
     }
-    let (block, entities) = query_pinned(reader, &expression, select, None).await?;
-    Ok(Listing { block, entities })
+    drop(tx);
+    while let Some(page) = rx.recv().await {
+        // An error returns early; the other ranges stop at their next page (nobody receives).
+        sink(page?);
+    }
+    for done in parts {
+        done.await
+            .map_err(|e| LedgerError::Transport(format!("a listing task failed: {e}")))?;
+    }
+    Ok(block)
+}
+
+/// Every page of `expression` at `block`, each sent to `tx` as it is decoded.
+async fn list_part(
+    reader: &dyn LedgerReader,
+    expression: &str,
+    select: Select,
+    block: u64,
+    tx: &tokio::sync::mpsc::Sender<Result<Vec<Entity>, LedgerError>>,
+) -> Result<(), LedgerError> {
+    let mut options = QueryOptions {
+        at_block: Some(block),
+        select,
+        limit: Some(privsvc_ledger::rpc::MAX_PAGE_SIZE),
+        cursor: None,
+    };
+    loop {
+        let page = reader.query(expression, &options).await?;
+        let next = match page.cursor {
+            Some(c) if options.cursor.as_deref() == Some(c.as_str()) => {
+                return Err(LedgerError::Decode(
+                    "arkiv_query returned the same cursor twice".into(),
+                ));
+            }
+            next => next,
+        };
+        if tx.send(Ok(page.entities)).await.is_err() {
+            return Ok(());
+        }
+        match next {
+            Some(c) => options.cursor = Some(c),
+            None => return Ok(()),
+        }
+    }
 }
 
 fn app_expression(project: &str, relayers: Option<&[Address]>) -> String {
@@ -223,6 +313,30 @@ mod tests {
         assert_eq!(
             addr_literal(&a),
             "addr(0x52908400098527886E0F7030069857D2E4169EE7)"
+        );
+    }
+
+    #[test]
+    fn listing_parts_cover_the_range_once() {
+        assert_eq!(listing_parts(None, 100), vec![(None, None)]);
+        assert_eq!(listing_parts(Some(90), 100), vec![(Some(90), None)]);
+        assert_eq!(
+            listing_parts(None, 1000),
+            vec![
+                (None, Some(250)),
+                (Some(250), Some(500)),
+                (Some(500), Some(750)),
+                (Some(750), None)
+            ]
+        );
+        assert_eq!(
+            listing_parts(Some(100), 1100),
+            vec![
+                (Some(100), Some(350)),
+                (Some(350), Some(600)),
+                (Some(600), Some(850)),
+                (Some(850), None)
+            ]
         );
     }
 

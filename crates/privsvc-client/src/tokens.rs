@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use alloy_primitives::Address;
 use privsvc_ledger::LedgerReader;
@@ -13,6 +14,7 @@ use privsvc_tokens::{
     TokenRedemption, TokenSource, TokenStore, TokenWallet, TokenWalletOptions,
 };
 use privsvc_vault::Wallet;
+use rand::Rng as _;
 
 use crate::discover::heartbeat_relayers;
 use crate::error::PrivsvcError;
@@ -136,6 +138,78 @@ impl TokenManager {
     }
 }
 
+impl TokenManager {
+    /// Whether this manager fetches tokens itself (auto mode with a wallet).
+    pub(crate) fn fetches(&self) -> bool {
+        matches!(self.mode, Tokens::Auto) && self.wallet.is_some()
+    }
+
+    /// SPEC `prefetchLater`, spread: `count` tokens of `app` from the issuer of each relayer in
+    /// `infos` that requires tokens, one token per issue request, each request at its own
+    /// moment of [`prefetch_moments`]. An issuer is verified (its heartbeat) only when its first
+    /// moment comes. A failed acquisition is logged and the others still run. Returns how many
+    /// tokens were added to the store.
+    pub(crate) async fn prefetch(
+        self: Arc<Self>,
+        app: String,
+        infos: Vec<InfoResponse>,
+        count: usize,
+        within: Duration,
+    ) -> usize {
+        let mut issuers: Vec<InfoResponse> = Vec::new();
+        for info in infos.into_iter().filter(|i| i.tokens_required) {
+            if !issuers
+                .iter()
+                .any(|i| i.issuer == info.issuer && i.issuer_url == info.issuer_url)
+            {
+                issuers.push(info);
+            }
+        }
+        if issuers.is_empty() || !self.fetches() {
+            return 0;
+        }
+        let start = privsvc_rt::Instant::now();
+        let mut added = 0;
+        for moment in prefetch_moments(count, within) {
+            privsvc_rt::sleep(
+                (start + moment).saturating_duration_since(privsvc_rt::Instant::now()),
+            )
+            .await;
+            for info in &issuers {
+                let got = match self.wallet_for(info).await {
+                    Ok(w) => w.acquire(&app, 1, None).await.map_err(PrivsvcError::from),
+                    Err(e) => Err(e),
+                };
+                match got {
+                    Ok(a) => added += a.count,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "a prefetch of tokens failed; writes fetch on demand")
+                    }
+                }
+            }
+        }
+        added
+    }
+}
+
+/// The moments (offsets from now, increasing) of a prefetch of `count` tokens within
+/// `within`: one uniformly random moment in each of `count` equal parts of the window. The
+/// issuer sees requests at random times unrelated to writes and never a burst.
+pub(crate) fn prefetch_moments(count: usize, within: Duration) -> Vec<Duration> {
+    if count == 0 {
+        return Vec::new();
+    }
+    let slot = within.as_nanos() / count as u128;
+    let mut rng = rand::thread_rng();
+    (0..count as u128)
+        .map(|i| {
+            let offset = if slot == 0 { 0 } else { rng.gen_range(0..slot) };
+            let nanos = i * slot + offset;
+            Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
+        })
+        .collect()
+}
+
 /// Issuer calls carried by the client's relayer transport (OHTTP through the relay).
 struct ThroughTransport(Arc<dyn Transport>);
 
@@ -165,5 +239,24 @@ impl IssuerTransport for ThroughTransport {
             status: res.status,
             body: res.body,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefetch_moments_fall_one_in_each_part_of_the_window() {
+        let within = Duration::from_secs(600);
+        for _ in 0..100 {
+            let m = prefetch_moments(6, within);
+            assert_eq!(m.len(), 6);
+            for (i, t) in m.iter().enumerate() {
+                assert!(*t >= within / 6 * i as u32 && *t < within / 6 * (i as u32 + 1));
+            }
+        }
+        assert!(prefetch_moments(0, within).is_empty());
+        assert_eq!(prefetch_moments(3, Duration::ZERO), vec![Duration::ZERO; 3]);
     }
 }

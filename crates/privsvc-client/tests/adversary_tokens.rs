@@ -4,6 +4,9 @@
 //!
 //! - a recording issuer (a proxy in front of the relayer that runs it, named by its heartbeat)
 //!   never sees an issue request within `minAgeMs` before a submission that carries a token;
+//! - `prefetch_later` reaches that issuer one token at a time, each request in its own part of
+//!   the window (spread, not a burst), and a later write spends only a ripe prefetched token;
+//!   a session given its relayers by URL schedules such a prefetch when it starts;
 //! - a fake relayer whose `/v1/info` names an `issuerUrl` other than the issuer's heartbeat URL
 //!   makes the client send nothing to that URL;
 //! - with an OHTTP relay configured, the issuer's relayer sees the client's issuer calls only as
@@ -253,6 +256,164 @@ async fn the_issuer_never_sees_an_issue_request_shortly_before_a_token_is_spent(
             );
         }
     }
+    drop(proxy);
+    a.shutdown().await;
+    node.shutdown().await;
+}
+
+#[tokio::test]
+async fn prefetch_later_spreads_issue_requests_and_a_write_spends_only_their_ripe_tokens() {
+    const COUNT: usize = 6;
+    const WITHIN_MS: u64 = 3_000;
+    const SLOT_MS: u64 = WITHIN_MS / COUNT as u64;
+    let node = devnet().await;
+    let reader = reader(&node);
+    let dir = TempDir::new().unwrap();
+    let (listener, proxy_url) = Proxy::bind().await;
+    let a = issuer_relayer(&node, reader.clone(), &dir, Some(proxy_url.clone())).await;
+    let proxy = Proxy::serve(listener, Some(format!("http://{}", a.local_addr())), None);
+    let store = privsvc_tokens::memory_store();
+    let client = client_builder(reader.clone(), &proxy_url)
+        .token_store(store.clone())
+        .build()
+        .await
+        .unwrap();
+    let issue_times = |seen: &[Seen]| -> Vec<u64> {
+        seen.iter()
+            .filter(|s| s.method == "POST" && s.path == "/v1/tokens/issue")
+            .map(|s| s.at_ms)
+            .collect()
+    };
+    assert!(
+        issue_times(&proxy.seen()).is_empty(),
+        "nothing asked at build"
+    );
+
+    let start = now_ms();
+    let prefetch = client
+        .prefetch_later(COUNT, Some(Duration::from_millis(WITHIN_MS)))
+        .unwrap();
+    let added = tokio::time::timeout(Duration::from_millis(WITHIN_MS + 20_000), prefetch)
+        .await
+        .expect("the prefetch ends after its window")
+        .unwrap();
+    assert_eq!(added, COUNT);
+    let issues = issue_times(&proxy.seen());
+    // One request per token (the first moment may also create the app's issuer key), and the
+    // k-th token request no earlier than the k-th part of the window: spread, not a burst.
+    assert!(
+        (COUNT..=COUNT + 1).contains(&issues.len()),
+        "{} issue requests for {COUNT} tokens",
+        issues.len()
+    );
+    let extra = issues.len() - COUNT;
+    for (k, at) in issues.iter().enumerate() {
+        let earliest = start + k.saturating_sub(extra) as u64 * SLOT_MS;
+        assert!(
+            *at >= earliest,
+            "issue request {k} at +{} ms, before its part of the window (+{} ms)",
+            at - start,
+            earliest - start
+        );
+    }
+    let last = *issues.last().unwrap();
+    assert!(
+        last - issues[0] >= (COUNT as u64 - 2) * SLOT_MS,
+        "{issues:?}"
+    );
+
+    // A write right away: it spends a prefetched token that is ripe (the youngest may not be)
+    // and asks the issuer for nothing.
+    let before = store.list(APP).unwrap();
+    assert_eq!(before.len(), COUNT);
+    client.create_entity(note("prefetched")).await.unwrap();
+    let seen = proxy.seen();
+    assert_eq!(
+        issue_times(&seen),
+        issues,
+        "the write asked the issuer for nothing"
+    );
+    let spent_at = seen
+        .iter()
+        .filter(|s| s.method == "POST" && s.path == "/v1/records" && carries_token(&s.body))
+        .map(|s| s.at_ms)
+        .collect::<Vec<_>>();
+    assert_eq!(spent_at.len(), 1);
+    let after = store.list(APP).unwrap();
+    assert_eq!(after.len(), COUNT - 1);
+    let spent: Vec<_> = before
+        .iter()
+        .filter(|t| !after.iter().any(|u| u.nonce == t.nonce))
+        .collect();
+    assert_eq!(spent.len(), 1, "one prefetched token was spent");
+    assert!(
+        spent_at[0] >= spent[0].obtained_ms + MIN_AGE_MS,
+        "the token spent at {} was obtained at {}, less than {MIN_AGE_MS} ms before",
+        spent_at[0],
+        spent[0].obtained_ms
+    );
+
+    // With a token source of its own the client fetches nothing, so it cannot prefetch.
+    let source = Arc::new(privsvc_tokens::StoreTokenSource::new(
+        store.clone(),
+        MIN_AGE_MS,
+    ));
+    let with_source = client_builder(reader.clone(), &proxy_url)
+        .tokens(privsvc_client::Tokens::Source(source))
+        .build()
+        .await
+        .unwrap();
+    assert!(matches!(
+        with_source.prefetch_later(1, None),
+        Err(PrivsvcError::Config(_))
+    ));
+    drop(proxy);
+    a.shutdown().await;
+    node.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_session_given_its_relayers_prefetches_at_spread_moments_from_its_start() {
+    const COUNT: usize = 3;
+    const WITHIN_MS: u64 = 1_500;
+    const SLOT_MS: u64 = WITHIN_MS / COUNT as u64;
+    let node = devnet().await;
+    let reader = reader(&node);
+    let dir = TempDir::new().unwrap();
+    let (listener, proxy_url) = Proxy::bind().await;
+    let a = issuer_relayer(&node, reader.clone(), &dir, Some(proxy_url.clone())).await;
+    let proxy = Proxy::serve(listener, Some(format!("http://{}", a.local_addr())), None);
+    let store = privsvc_tokens::memory_store();
+    let start = now_ms();
+    let client = client_builder(reader.clone(), &proxy_url)
+        .token_store(store.clone())
+        .token_prefetch(COUNT, Duration::from_millis(WITHIN_MS))
+        .build()
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while store.list(APP).unwrap().len() < COUNT {
+        assert!(
+            Instant::now() < deadline,
+            "the session-start prefetch did not finish"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let issues: Vec<u64> = proxy
+        .seen()
+        .iter()
+        .filter(|s| s.method == "POST" && s.path == "/v1/tokens/issue")
+        .map(|s| s.at_ms)
+        .collect();
+    assert!((COUNT..=COUNT + 1).contains(&issues.len()), "{issues:?}");
+    let extra = issues.len() - COUNT;
+    for (k, at) in issues.iter().enumerate() {
+        assert!(
+            *at >= start + k.saturating_sub(extra) as u64 * SLOT_MS,
+            "{issues:?}"
+        );
+    }
+    drop(client);
     drop(proxy);
     a.shutdown().await;
     node.shutdown().await;

@@ -193,7 +193,9 @@ pub fn rpc_request(data: &[u8]) -> bool {
         on_demand: true,
         filters: std::sync::Mutex::new(Default::default()),
     };
-    let reply = crate::rpc::reply(&node, data);
+    let text = crate::rpc::reply(&node, data);
+    let reply: serde_json::Value =
+        serde_json::from_str(&text).expect("every answer of the devnet is JSON");
     let request: serde_json::Value = match serde_json::from_slice(data) {
         Ok(v) => v,
         Err(_) => {

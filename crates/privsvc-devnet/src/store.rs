@@ -58,6 +58,11 @@ pub struct EntityStore {
     /// `$createdAt` to the versions of the entities created in that block (range queries on the
     /// creation block, such as a client's incremental listing, visit only those).
     created_index: BTreeMap<u64, BTreeSet<(u64, u64)>>,
+    /// `$createdAt` to the smallest and largest eid created in that block.
+    created_span: BTreeMap<u64, (u64, u64)>,
+    /// Some entity with a larger eid was created in an earlier block (a genesis list out of
+    /// order): eids then say nothing about creation blocks and scans cannot be bounded by them.
+    created_unordered: bool,
     next_eid: u64,
     next_vid: u64,
 }
@@ -126,6 +131,37 @@ impl EntityStore {
             .entry(v.data.created_at)
             .or_default()
             .insert(e);
+        self.note_creation(eid, v.data.created_at);
+    }
+
+    /// Records that `eid` was created in `block`, and whether eids still grow with creation
+    /// blocks (they do for everything a block creates after genesis).
+    fn note_creation(&mut self, eid: u64, block: u64) {
+        let span = self.created_span.entry(block).or_insert((eid, eid));
+        span.0 = span.0.min(eid);
+        span.1 = span.1.max(eid);
+        let (lo, hi) = *span;
+        let before = self.created_span.range(..block).next_back();
+        let after = self.created_span.range(block + 1..).next();
+        if before.is_some_and(|(_, s)| s.1 >= lo) || after.is_some_and(|(_, s)| s.0 <= hi) {
+            self.created_unordered = true;
+        }
+    }
+
+    /// The eids `[lo, hi]` that can hold entities created within the blocks `[from, to]`, when
+    /// eids grow with creation blocks; `Some(None)` when no entity was created there, `None`
+    /// when eids cannot tell.
+    fn created_eids(&self, from: u64, to: u64) -> Option<Option<(u64, u64)>> {
+        if self.created_unordered {
+            return None;
+        }
+        if from > to {
+            return Some(None);
+        }
+        let mut spans = self.created_span.range(from..=to);
+        let first = spans.next().map(|(_, s)| *s);
+        let last = spans.next_back().map(|(_, s)| *s).or(first);
+        Some(first.zip(last).map(|(f, l)| (f.0, l.1)))
     }
 
     /// Candidates of `$createdAt <op> n` from the creation-block index, when the range holds
@@ -144,6 +180,11 @@ impl EntityStore {
             CmpOp::Gte => (Included(n), Unbounded),
             _ => return None,
         };
+        if !self.created_unordered {
+            // The scan bounds the eids by the creation range already; gathering (and sorting)
+            // up to the limit for every page would cost more than it saves.
+            return None;
+        }
         let mut out: Vec<(u64, u64)> = Vec::new();
         for set in self.created_index.range(range).map(|(_, s)| s) {
             out.extend(set.iter().copied());
@@ -298,11 +339,31 @@ impl EntityStore {
         after: Option<u64>,
         mut visit: impl FnMut(u64, &Arc<EntityData>) -> bool,
     ) {
-        let start = after.map_or(0, |a| a.saturating_add(1));
+        let mut start = after.map_or(0, |a| a.saturating_add(1));
         if after == Some(u64::MAX) {
             return;
         }
+        // A `$createdAt` range in the conjunction bounds the eids to visit (a client's listing
+        // in parallel block ranges then visits only its range).
+        let mut end = u64::MAX;
+        let (from, to) = created_range(expr);
+        if (from, to) != (0, u64::MAX) {
+            match self.created_eids(from, to) {
+                Some(None) => return,
+                Some(Some((lo, hi))) => {
+                    start = start.max(lo);
+                    end = hi;
+                }
+                None => {}
+            }
+        }
+        if start > end {
+            return;
+        }
         let mut check = |eid: u64| -> bool {
+            if eid > end {
+                return false;
+            }
             match self.live_at(eid, block) {
                 Some(d) if eval(expr, d) => visit(eid, d),
                 _ => true,
@@ -318,6 +379,9 @@ impl EntityStore {
             Candidates::Set(s) => {
                 let mut last = None;
                 for &(eid, vid) in s.range((start, 0)..) {
+                    if eid > end {
+                        return;
+                    }
                     if last == Some(eid) {
                         continue;
                     }
@@ -334,6 +398,9 @@ impl EntityStore {
                 let first = v.partition_point(|&(eid, _)| eid < start);
                 let mut last = None;
                 for &(eid, vid) in &v[first..] {
+                    if eid > end {
+                        return;
+                    }
                     if last == Some(eid) {
                         continue;
                     }
@@ -346,7 +413,7 @@ impl EntityStore {
                 }
             }
             Candidates::All => {
-                for &eid in self.records.range(start..).map(|(k, _)| k) {
+                for &eid in self.records.range(start..=end).map(|(k, _)| k) {
                     if !check(eid) {
                         return;
                     }
@@ -358,6 +425,30 @@ impl EntityStore {
 
 /// Largest candidate list gathered from the creation-block index (beyond it, a full scan).
 const CREATED_RANGE_LIMIT: usize = 50_000;
+
+/// The creation blocks `[from, to]` the `$createdAt` predicates of the top-level conjunction
+/// of `e` allow (`(0, u64::MAX)` when they say nothing).
+fn created_range(e: &Expr) -> (u64, u64) {
+    match e {
+        Expr::And(a, b) => {
+            let (x, y) = (created_range(a), created_range(b));
+            (x.0.max(y.0), x.1.min(y.1))
+        }
+        Expr::Pred(p) if p.attr == AttrRef::CreatedAt => match (p.op, created_value(p)) {
+            (CmpOp::Eq, Some(n)) => (n, n),
+            (CmpOp::Gt, Some(n)) => (
+                n.saturating_add(1),
+                if n == u64::MAX { 0 } else { u64::MAX },
+            ),
+            (CmpOp::Gte, Some(n)) => (n, u64::MAX),
+            (CmpOp::Lt, Some(0)) => (1, 0),
+            (CmpOp::Lt, Some(n)) => (0, n - 1),
+            (CmpOp::Lte, Some(n)) => (0, n),
+            _ => (0, u64::MAX),
+        },
+        _ => (0, u64::MAX),
+    }
+}
 
 /// The block of a `$createdAt` predicate with a u64 literal.
 fn created_value(p: &Predicate) -> Option<u64> {
@@ -376,14 +467,14 @@ pub fn eval(e: &Expr, d: &EntityData) -> bool {
     }
 }
 
-fn word_u64(v: u64) -> Vec<u8> {
-    let mut w = vec![0u8; 32];
+fn word_u64(v: u64) -> [u8; 32] {
+    let mut w = [0u8; 32];
     w[24..].copy_from_slice(&v.to_be_bytes());
     w
 }
 
-fn word_addr(a: &Address) -> Vec<u8> {
-    let mut w = vec![0u8; 32];
+fn word_addr(a: &Address) -> [u8; 32] {
+    let mut w = [0u8; 32];
     w[12..].copy_from_slice(a.as_slice());
     w
 }
@@ -473,6 +564,53 @@ mod tests {
         assert_eq!(
             keys(&store, "$createdAt > u64(5) AND $expiresAt > u64(0)", None),
             keys(&store, "NOT ($createdAt <= u64(5))", None)
+        );
+    }
+
+    #[test]
+    fn created_at_ranges_bound_the_scan_and_match_a_full_scan() {
+        let mut store = EntityStore::default();
+        // Blocks in order, several entities a block, some blocks empty.
+        let mut i = 0u8;
+        for block in [2u64, 2, 3, 5, 5, 5, 8, 9, 9, 12] {
+            i += 1;
+            store.apply(block, B256::repeat_byte(i), Some(entity(i, block, i % 2)));
+        }
+        assert!(!store.created_unordered);
+        for (a, b) in [
+            (0u64, 20u64),
+            (2, 5),
+            (3, 8),
+            (5, 5),
+            (6, 7),
+            (12, 30),
+            (0, 1),
+        ] {
+            let bounded = format!("$createdAt > u64({a}) AND $createdAt <= u64({b})");
+            let full = format!("NOT ($createdAt <= u64({a})) AND NOT ($createdAt > u64({b}))");
+            assert_eq!(
+                keys(&store, &bounded, None),
+                keys(&store, &full, None),
+                "{bounded}"
+            );
+            for after in 0..10 {
+                assert_eq!(
+                    keys(&store, &bounded, Some(after)),
+                    keys(&store, &full, Some(after)),
+                    "{bounded} after {after}"
+                );
+            }
+        }
+        assert_eq!(
+            keys(&store, "$createdAt >= u64(5) AND $createdAt < u64(9)", None),
+            vec![3, 4, 5, 6]
+        );
+        // An entity created out of order (as a genesis list may hold) turns the bounds off.
+        store.apply(1, B256::repeat_byte(0xee), Some(entity(0xee, 1, 0)));
+        assert!(store.created_unordered);
+        assert_eq!(
+            keys(&store, "$createdAt > u64(0) AND $createdAt <= u64(2)", None),
+            vec![0, 1, 10]
         );
     }
 }

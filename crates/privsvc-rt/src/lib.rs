@@ -16,7 +16,7 @@ pub mod http;
 mod task;
 mod time;
 
-pub use task::{spawn, JoinError, JoinHandle};
+pub use task::{abort_handle, spawn, AbortHandle, JoinError, JoinHandle};
 pub use time::{now_unix_ms, sleep, timeout, Elapsed, Instant, SystemTime, UNIX_EPOCH};
 
 /// Fill `buf` with bytes from the operating system's (or the browser's) secure generator.

@@ -22,6 +22,38 @@ where
     tokio::spawn(fut)
 }
 
+/// Stops a task started with [`spawn`] while its [`JoinHandle`] is awaited elsewhere.
+#[derive(Debug)]
+pub struct AbortHandle {
+    #[cfg(not(target_arch = "wasm32"))]
+    inner: tokio::task::AbortHandle,
+    #[cfg(target_arch = "wasm32")]
+    inner: futures::future::AbortHandle,
+}
+
+impl AbortHandle {
+    /// Stop the task at its next await point (nothing when it has already ended).
+    pub fn abort(&self) {
+        self.inner.abort();
+    }
+}
+
+/// An [`AbortHandle`] of the task behind `handle`.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn abort_handle<T>(handle: &JoinHandle<T>) -> AbortHandle {
+    AbortHandle {
+        inner: handle.abort_handle(),
+    }
+}
+
+/// An [`AbortHandle`] of the task behind `handle`.
+#[cfg(target_arch = "wasm32")]
+pub fn abort_handle<T>(handle: &JoinHandle<T>) -> AbortHandle {
+    AbortHandle {
+        inner: handle.abort.clone(),
+    }
+}
+
 #[cfg(target_arch = "wasm32")]
 pub use wasm::{spawn, JoinError, JoinHandle};
 
@@ -51,7 +83,7 @@ mod wasm {
     #[derive(Debug)]
     pub struct JoinHandle<T> {
         output: oneshot::Receiver<T>,
-        abort: AbortHandle,
+        pub(super) abort: AbortHandle,
     }
 
     impl<T> JoinHandle<T> {
@@ -96,5 +128,12 @@ mod tests {
     async fn spawned_task_gives_its_output() {
         let handle = spawn(async { 40 + 2 });
         assert_eq!(handle.await.unwrap(), 42);
+    }
+
+    #[tokio::test]
+    async fn an_abort_handle_stops_the_task() {
+        let handle = spawn(std::future::pending::<()>());
+        abort_handle(&handle).abort();
+        assert!(handle.await.unwrap_err().is_cancelled());
     }
 }

@@ -263,7 +263,9 @@ impl Stack {
 }
 
 /// A client builder for `wallet` on `reader` and `relayers` with fast test timings: no delay,
-/// polls every 100 ms, inclusion timeout 5 s.
+/// polls every 100 ms, inclusion timeout 5 s, no session-start token prefetch (its random
+/// moments would make the issuer traffic of a test unpredictable; tests call
+/// `prefetch_later` themselves).
 pub fn fast_builder(
     wallet: Arc<LocalWallet>,
     reader: Arc<dyn LedgerReader>,
@@ -277,6 +279,7 @@ pub fn fast_builder(
         .delay_ms(0, 0)
         .poll_interval(Duration::from_millis(100))
         .inclusion_timeout(Duration::from_secs(5))
+        .token_prefetch(0, Duration::ZERO)
 }
 
 /// Polls `relayer`'s health every `every` until `done` holds; fails with `what` after 10 s.

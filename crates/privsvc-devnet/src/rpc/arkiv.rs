@@ -1,10 +1,13 @@
 //! `arkiv_query`, `arkiv_getEntity`, `arkiv_getEntityCount`, `arkiv_getBlockTiming`.
 
+use std::sync::Arc;
+
 use alloy_primitives::B256;
 use serde_json::{json, Value as Json};
 
-use super::{json as shape, parse_u64, RpcError, RpcResult};
+use super::{json as shape, parse_u64, Node, RpcError, RpcResult};
 use crate::chain::Chain;
+use crate::entity::EntityData;
 use crate::query::error::{CODE_BLOCK, CODE_CURSOR};
 use crate::query::{cursor, parse, QueryError};
 use crate::select::Projection;
@@ -16,7 +19,9 @@ pub const MAX_LIMIT: u64 = 200;
 
 pub(super) fn dispatch(chain: &Chain, method: &str, p: &[Json]) -> RpcResult {
     match method {
-        "arkiv_query" => query(chain, p),
+        "arkiv_query" => query_text(chain, p).and_then(|text| {
+            serde_json::from_str(&text).map_err(|e| RpcError::new(-32603, e.to_string()))
+        }),
         "arkiv_getEntity" => get_entity(chain, p),
         "arkiv_getEntityCount" => count(chain, p),
         "arkiv_getBlockTiming" => {
@@ -69,7 +74,75 @@ fn check_block(chain: &Chain, block: u64) -> Result<(), RpcError> {
     })
 }
 
-fn query(chain: &Chain, p: &[Json]) -> RpcResult {
+/// `arkiv_query`: the page is gathered under the chain lock and rendered as JSON text after
+/// the lock is released, so that concurrent queries render in parallel.
+/// Returns the whole JSON-RPC answer for request `id`.
+pub(super) fn query(node: &Node, id: &Json, p: &[Json]) -> Result<String, RpcError> {
+    let page = {
+        let chain = node.lock();
+        query_page(&chain, p)?
+    };
+    let prefix = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":"#);
+    page.render(&prefix, "}")
+}
+
+/// [`query`] on a locked chain.
+fn query_text(chain: &Chain, p: &[Json]) -> Result<String, RpcError> {
+    query_page(chain, p)?.render("", "")
+}
+
+/// One page of an `arkiv_query`, not rendered yet.
+struct Page {
+    rows: Vec<Arc<EntityData>>,
+    projection: Projection,
+    block: u64,
+    cursor: Option<String>,
+}
+
+impl Page {
+    /// `{data, blockNumber, cursor?}` as JSON text between `prefix` and `suffix`, written
+    /// into one buffer sized for the page.
+    fn render(&self, prefix: &str, suffix: &str) -> Result<String, RpcError> {
+        #[derive(serde::Serialize)]
+        struct Out<'a> {
+            data: Vec<shape::EntityRow<'a>>,
+            #[serde(rename = "blockNumber")]
+            block_number: String,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            cursor: Option<&'a str>,
+        }
+        let out = Out {
+            data: self
+                .rows
+                .iter()
+                .map(|e| shape::EntityRow {
+                    entity: e,
+                    projection: &self.projection,
+                })
+                .collect(),
+            block_number: format!("{:#x}", self.block),
+            cursor: self.cursor.as_deref(),
+        };
+        let size: usize = self
+            .rows
+            .iter()
+            .map(|e| {
+                384 + 2 * e.payload.len()
+                    + e.attrs
+                        .iter()
+                        .map(|a| 48 + a.name.len() + 2 * a.value.len())
+                        .sum::<usize>()
+            })
+            .sum();
+        let mut buf = Vec::with_capacity(prefix.len() + size + 256);
+        buf.extend_from_slice(prefix.as_bytes());
+        serde_json::to_writer(&mut buf, &out).map_err(|e| RpcError::new(-32603, e.to_string()))?;
+        buf.extend_from_slice(suffix.as_bytes());
+        String::from_utf8(buf).map_err(|e| RpcError::new(-32603, e.to_string()))
+    }
+}
+
+fn query_page(chain: &Chain, p: &[Json]) -> Result<Page, RpcError> {
     let text = p
         .first()
         .and_then(|v| v.as_str())
@@ -129,17 +202,20 @@ fn query(chain: &Chain, p: &[Json]) -> RpcResult {
             more = true;
             return false;
         }
-        rows.push(shape::entity(e, &projection));
+        rows.push(e.clone());
         last = Some(eid);
         true
     });
-    let mut out = json!({"data": rows, "blockNumber": shape::qty(block)});
-    if more {
-        if let Some(id) = last {
-            out["cursor"] = json!(cursor::encode(text, block, &fp, id));
-        }
-    }
-    Ok(out)
+    let cursor = match (more, last) {
+        (true, Some(id)) => Some(cursor::encode(text, block, &fp, id)),
+        _ => None,
+    };
+    Ok(Page {
+        rows,
+        projection,
+        block,
+        cursor,
+    })
 }
 
 fn get_entity(chain: &Chain, p: &[Json]) -> RpcResult {
