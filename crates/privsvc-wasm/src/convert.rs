@@ -39,7 +39,10 @@ pub fn decode_hex(what: &'static str, text: &str) -> Result<Vec<u8>, WasmError> 
 pub fn to_b256(what: &'static str, text: &str) -> Result<B256, WasmError> {
     let bytes = decode_hex(what, text)?;
     if bytes.len() != 32 {
-        return Err(WasmError::argument(what, "expected 32 bytes (64 hex characters)"));
+        return Err(WasmError::argument(
+            what,
+            "expected 32 bytes (64 hex characters)",
+        ));
     }
     Ok(B256::from_slice(&bytes))
 }

@@ -33,7 +33,10 @@ pub fn raw_coarse_geo(x: f64, decimals: u32) -> f64 {
 #[wasm_bindgen(js_name = rawCoarseBucket)]
 pub fn raw_coarse_bucket(x: f64, step: f64) -> Result<f64, WasmError> {
     if !(x.is_finite() && x.fract() == 0.0 && x.abs() <= crate::convert::MAX_SAFE_INTEGER) {
-        return Err(WasmError::argument("value", format!("{x} is not a safe integer")));
+        return Err(WasmError::argument(
+            "value",
+            format!("{x} is not a safe integer"),
+        ));
     }
     Ok(coarse::bucket(x as i64, to_u64("step", step)?) as f64)
 }

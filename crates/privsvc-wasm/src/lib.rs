@@ -14,12 +14,14 @@
 #![forbid(unsafe_code)]
 
 mod convert;
+mod dev_wallet;
 mod error;
 mod fingerprint;
 mod proof;
 mod typed;
 mod vault;
 
+pub use dev_wallet::RawLocalWallet;
 pub use error::WasmError;
 pub use fingerprint::{
     raw_check_rarity, raw_check_record, raw_coarse_bucket, raw_coarse_day, raw_coarse_geo,

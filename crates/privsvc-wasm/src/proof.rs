@@ -133,7 +133,10 @@ pub fn raw_check_proof(
         return reject("the proof answers another challenge".into());
     }
     if b.verifier != verifier {
-        return reject(format!("the proof is addressed to verifier {:?}", b.verifier));
+        return reject(format!(
+            "the proof is addressed to verifier {:?}",
+            b.verifier
+        ));
     }
     if proof.chain_id != ledger {
         return reject(format!(
@@ -141,7 +144,11 @@ pub fn raw_check_proof(
             proof.chain_id
         ));
     }
-    let bad = || WasmError::ProofRejected("the proof signature is invalid or not by the claimed owner".into());
+    let bad = || {
+        WasmError::ProofRejected(
+            "the proof signature is invalid or not by the claimed owner".into(),
+        )
+    };
     let bytes = privsvc_envelope::parse_signature(&proof.signature).map_err(|_| bad())?;
     let signature =
         alloy_primitives::Signature::from_bytes_and_parity(&bytes[..64], bytes[64] == 28);
