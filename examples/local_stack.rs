@@ -759,7 +759,12 @@ async fn run(args: &Args) -> Result<bool> {
     }
 
     if args.serve {
-        let web = web::start(args.web_port, stack.node.url().to_string()).await?;
+        let config = serde_json::json!({
+            "app": APP,
+            "relayers": [stack.a.url(), stack.b.url()],
+            "ohttpRelay": stack.relay_url,
+        });
+        let web = web::start(args.web_port, stack.node.url().to_string(), config).await?;
         serve(&stack, &web).await?;
     }
     stack.shutdown().await;
@@ -822,14 +827,17 @@ mod web {
     struct Web {
         root: PathBuf,
         rpc: String,
+        config: serde_json::Value,
         http: reqwest::Client,
     }
 
-    /// Starts the server on 127.0.0.1:`port`; its base URL.
-    pub async fn start(port: u16, rpc: String) -> Result<String> {
+    /// Starts the server on 127.0.0.1:`port`; its base URL. `config` is served at
+    /// `/config.json` for the page (app, relayer and OHTTP relay URLs).
+    pub async fn start(port: u16, rpc: String, config: serde_json::Value) -> Result<String> {
         let state = Web {
             root: PathBuf::from(env!("CARGO_MANIFEST_DIR")),
             rpc,
+            config,
             http: reqwest::Client::new(),
         };
         let app = Router::new()
@@ -838,6 +846,10 @@ mod web {
                 get(|s: State<Web>| async move { file(&s, "examples/web/index.html").await }),
             )
             .route("/rpc", post(rpc_proxy))
+            .route(
+                "/config.json",
+                get(|s: State<Web>| async move { axum::Json(s.config.clone()) }),
+            )
             .route(
                 "/privsvc/{*path}",
                 get(|s: State<Web>, UrlPath(p): UrlPath<String>| async move {

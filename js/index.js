@@ -845,3 +845,4 @@ export function browserTokenStore(name) {
     },
   };
 }
+export { createPrivateClient, DEFAULT_RPC_URL } from './client.js';

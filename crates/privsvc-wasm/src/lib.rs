@@ -15,6 +15,7 @@
 
 mod convert;
 mod dev_wallet;
+mod envelope;
 mod error;
 mod fingerprint;
 mod proof;
@@ -22,6 +23,7 @@ mod typed;
 mod vault;
 
 pub use dev_wallet::RawLocalWallet;
+pub use envelope::{raw_hour_of, raw_open_envelope};
 pub use error::WasmError;
 pub use fingerprint::{
     raw_check_rarity, raw_check_record, raw_coarse_bucket, raw_coarse_day, raw_coarse_geo,
