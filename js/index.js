@@ -394,14 +394,21 @@ export function ledgerReader(publicClient, fetchFn = globalThis.fetch) {
 // ---------------------------------------------------------------------------------------------
 // Vaults (SPEC "Vaults")
 
+/** Typed data with `domain.chainId` as a number, the form wallets expect. */
+function typedDataObject(json) {
+  const td = JSON.parse(json);
+  if (td.domain && typeof td.domain.chainId === 'string') td.domain.chainId = Number(BigInt(td.domain.chainId));
+  return td;
+}
+
 /** `derivationTypedData(app, chainId?)`: the key-derivation message as EIP-712 typed data. */
 export function derivationTypedData(app, chainId) {
-  return JSON.parse(call(() => raw.rawDerivationTypedData(app, chainId)));
+  return typedDataObject(call(() => raw.rawDerivationTypedData(app, chainId)));
 }
 
 /** `proofTypedData(body, chainId?)`: an ownership proof as EIP-712 typed data. */
 export function proofTypedData(body, chainId) {
-  return JSON.parse(call(() => raw.rawProofTypedData(JSON.stringify(body), chainId)));
+  return typedDataObject(call(() => raw.rawProofTypedData(JSON.stringify(body), chainId)));
 }
 
 async function isContract(w, address, opts) {
@@ -424,7 +431,7 @@ async function signDerivation(wallet, app, opts = {}) {
       'the wallet is a smart-contract account; privsvc needs an externally owned account (or use a random-root vault)',
     );
   }
-  const typed = call(() => raw.rawDerivationTypedData(app, opts.chainId));
+  const typed = JSON.stringify(derivationTypedData(app, opts.chainId));
   const first = await w.signTypedData(typed);
   const second = await w.signTypedData(typed);
   if (!sameSecret(first, second)) {
@@ -562,6 +569,9 @@ async function startWorker() {
   const url = new URL('./worker.js', import.meta.url);
   let post;
   let stop;
+  // Node.js: the worker keeps the process alive only while a request is pending.
+  let hold = () => {};
+  let release = () => {};
   const pending = new Map();
   let nextId = 0;
   let readyResolve;
@@ -575,6 +585,7 @@ async function startWorker() {
     const p = pending.get(msg.id);
     if (!p) return;
     pending.delete(msg.id);
+    if (pending.size === 0) release();
     if (msg.ok) p.resolve(msg.value);
     else p.reject(toSpecError(msg.error));
   };
@@ -583,13 +594,15 @@ async function startWorker() {
     readyReject(err);
     for (const p of pending.values()) p.reject(err);
     pending.clear();
+    release();
   };
   if (isNode) {
     const { Worker } = await import('node:worker_threads');
     const w = new Worker(url);
     w.on('message', onMessage);
     w.on('error', onError);
-    w.unref();
+    hold = () => w.ref();
+    release = () => w.unref();
     post = (m) => w.postMessage(m);
     stop = () => w.terminate();
   } else {
@@ -603,12 +616,14 @@ async function startWorker() {
     stop = () => w.terminate();
   }
   await ready;
+  release();
   let terminated = false;
   return {
     ask(op, ...args) {
       if (terminated) return Promise.reject(new PrivsvcError('the vault worker has been terminated; create a new vault to continue'));
       const id = ++nextId;
       return new Promise((resolve, reject) => {
+        if (pending.size === 0) hold();
         pending.set(id, { resolve, reject });
         post({ id, op, args });
       });

@@ -109,6 +109,7 @@ log "stack: rpc $PRIVSVC_RPC_URL, relayers $PRIVSVC_RELAYER_A $PRIVSVC_RELAYER_B
 # --- tests --------------------------------------------------------------------------------------
 log "node --test"
 (cd js && "$NODE" --test --test-concurrency=1 'test/*.test.mjs')
+(cd js && "$NODE" bench/tags.mjs)
 if [ "$MODE" != --node-only ]; then
   log "headless Chromium"
   (cd js && "$NODE" test/browser/chromium.mjs)
