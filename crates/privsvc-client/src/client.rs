@@ -3,12 +3,14 @@
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
-use alloy_primitives::Address;
+use alloy_primitives::{Address, Signature};
 use privsvc_attributes::{AttrValue, Attributes};
 use privsvc_fingerprint::CheckWarning;
 use privsvc_ledger::LedgerReader;
 use privsvc_ohttp::Transport;
-use privsvc_vault::{DeriveOptions, IsolatedVault, KeyVault, Vault, VaultError, Wallet};
+use privsvc_vault::{DeriveOptions, KeyVault, Vault, Wallet};
+#[cfg(not(target_arch = "wasm32"))]
+use privsvc_vault::{IsolatedVault, VaultError};
 use rand::seq::SliceRandom;
 
 use crate::cache::EntityCache;
@@ -285,24 +287,45 @@ async fn make_vault(
     }
     // Ask the wallet once (it signs twice), so that a fallback does not ask again.
     let signature = KeyVault::sign_derivation(wallet.as_ref(), &options.app, &opts).await?;
-    match IsolatedVault::from_signature(&signature, &options.app) {
+    isolated_vault(&signature, &options.app)
+}
+
+/// The isolated vault of a derivation signature, or the in-process one when the key thread
+/// cannot start.
+#[cfg(not(target_arch = "wasm32"))]
+fn isolated_vault(
+    signature: &Signature,
+    app: &str,
+) -> Result<(Arc<dyn Vault>, bool), PrivsvcError> {
+    match IsolatedVault::from_signature(signature, app) {
         Ok(vault) => Ok((Arc::new(vault), true)),
         // The thread could not be spawned, or it ended before it held the keys.
         Err(e @ (VaultError::KeyThread(_) | VaultError::Terminated)) => {
             // SPEC isolateKeys: "if the worker cannot start, warn and keep keys in-process".
             // The error says why the thread did not start; it carries no key material.
             tracing::warn!(
-                app = %options.app,
+                app = %app,
                 error = %e,
                 "the isolated key thread cannot start; keeping the keys in-process"
             );
-            Ok((
-                Arc::new(KeyVault::from_signature(&signature, &options.app)),
-                false,
-            ))
+            Ok((Arc::new(KeyVault::from_signature(signature, app)), false))
         }
         Err(e) => Err(e.into()),
     }
+}
+
+/// In wasm32 the keys are isolated by the page's Web Worker vault (passed as `vault`), not here:
+/// without one, warn and keep the keys in-process, as SPEC says for a worker that cannot start.
+#[cfg(target_arch = "wasm32")]
+fn isolated_vault(
+    signature: &Signature,
+    app: &str,
+) -> Result<(Arc<dyn Vault>, bool), PrivsvcError> {
+    tracing::warn!(
+        app = %app,
+        "no key worker here (pass a worker vault); keeping the keys in-process"
+    );
+    Ok((Arc::new(KeyVault::from_signature(signature, app)), false))
 }
 
 async fn contact_relayers(

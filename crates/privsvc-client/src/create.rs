@@ -6,10 +6,10 @@ use std::time::Duration;
 use alloy_primitives::{Address, B256};
 use privsvc_attributes::{AttrValue, Attributes};
 use privsvc_envelope::{expiry_bucket, expiry_seconds, EnvelopeBody};
+use privsvc_rt::Instant;
 use privsvc_vault::{RecordRef, Tag};
 use rand::Rng;
 use subtle::ConstantTimeEq;
-use tokio::time::Instant;
 
 use crate::cache::EntityCache;
 use crate::client::PrivateClient;
@@ -125,7 +125,7 @@ impl PrivateClient {
         let (lo, hi) = self.options.delay_ms;
         if hi > 0 {
             let ms = rand::thread_rng().gen_range(lo..=hi);
-            tokio::time::sleep(Duration::from_millis(ms)).await;
+            privsvc_rt::sleep(Duration::from_millis(ms)).await;
         }
         let result = self.submit_sealed(&sealed, warnings).await?;
         let mut cache = self.cache.lock().await;
@@ -325,7 +325,7 @@ impl PrivateClient {
         let mut last_progress = Instant::now();
         let mut unanswered = 0u32;
         loop {
-            tokio::time::sleep(self.options.poll_interval).await;
+            privsvc_rt::sleep(self.options.poll_interval).await;
             match fetch_status(t, &relayer.url, &id).await {
                 Ok(Some(st)) => {
                     unanswered = 0;
@@ -399,7 +399,7 @@ impl PrivateClient {
                 } else {
                     self.options.poll_interval.min(left)
                 };
-                tokio::time::sleep(wait).await;
+                privsvc_rt::sleep(wait).await;
             }
             looks += 1;
             let mut cache = self.cache.lock().await;

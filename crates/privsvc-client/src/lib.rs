@@ -63,6 +63,7 @@ mod create;
 pub mod discover;
 mod entities;
 mod error;
+#[cfg(not(target_arch = "wasm32"))]
 pub mod fuzz_entry;
 pub mod options;
 pub mod proof;
@@ -84,7 +85,9 @@ pub use privsvc_attributes::{AttrType, AttrValue, Attributes};
 pub use privsvc_envelope::Expires;
 pub use privsvc_fingerprint::{CheckWarning, WarningCode};
 pub use privsvc_tokens::{IssueRequest, IssueResponse};
-pub use privsvc_vault::{IsolatedVault, KeyVault, LocalWallet, RecordRef, Vault, Wallet};
+#[cfg(not(target_arch = "wasm32"))]
+pub use privsvc_vault::IsolatedVault;
+pub use privsvc_vault::{KeyVault, LocalWallet, RecordRef, Vault, Wallet};
 pub use proof::{
     proof_signing_hash, proof_typed_data, sign_ownership_proof, verify_ownership_proof,
     OwnershipProof, OwnershipProofBody, ProofExpectation, ProofParams, ProofRejection,

@@ -1,7 +1,7 @@
 //! Ownership proofs (DESIGN 8): an EIP-712 `OwnershipProof` signed by a record's owner key, and
 //! its verification against the ledger.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use privsvc_rt::{SystemTime, UNIX_EPOCH};
 
 use alloy_primitives::{Address, Signature, B256};
 use privsvc_ledger::LedgerReader;

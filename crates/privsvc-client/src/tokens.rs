@@ -139,7 +139,8 @@ impl TokenManager {
 /// Issuer calls carried by the client's relayer transport (OHTTP through the relay).
 struct ThroughTransport(Arc<dyn Transport>);
 
-#[async_trait::async_trait]
+#[cfg_attr(not(target_arch = "wasm32"), async_trait::async_trait)]
+#[cfg_attr(target_arch = "wasm32", async_trait::async_trait(?Send))]
 impl IssuerTransport for ThroughTransport {
     async fn send(
         &self,

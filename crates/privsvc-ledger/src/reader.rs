@@ -7,7 +7,8 @@ use crate::entity::{Entity, QueryOptions, QueryPage};
 use crate::error::LedgerError;
 
 /// Read access to an Arkiv ledger. Object safe: use it as `Arc<dyn LedgerReader>`.
-#[async_trait]
+#[cfg_attr(not(target_arch = "wasm32"), async_trait)]
+#[cfg_attr(target_arch = "wasm32", async_trait(?Send))]
 pub trait LedgerReader: Send + Sync {
     /// The ledger's chain id.
     async fn chain_id(&self) -> Result<u64, LedgerError>;

@@ -39,7 +39,12 @@ pub struct RpcLedger {
     client: reqwest::Client,
     url: String,
     next_id: AtomicU64,
+    /// Time limit of one call (put on each request in wasm32, where the client itself has none).
+    timeout: Duration,
 }
+
+/// Time limit of one call by [`RpcLedger::new`] and [`RpcLedger::with_client`] (30 s).
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
 fn hex_bytes(b: &[u8]) -> Value {
     Value::String(format!("0x{}", hex::encode(b)))
@@ -87,18 +92,25 @@ fn as_revert(err: LedgerError) -> LedgerError {
 impl RpcLedger {
     /// A client of the node at `url` (HTTP), with a 30 s request timeout.
     pub fn new(url: impl Into<String>) -> Result<Self, LedgerError> {
-        Self::with_timeout(url, Duration::from_secs(30))
+        Self::with_timeout(url, DEFAULT_TIMEOUT)
     }
 
     /// A client of the node at `url` (HTTP) whose requests give up after `timeout` (connecting
     /// included).
     pub fn with_timeout(url: impl Into<String>, timeout: Duration) -> Result<Self, LedgerError> {
-        let client = reqwest::Client::builder()
+        #[cfg(not(target_arch = "wasm32"))]
+        let builder = reqwest::Client::builder()
             .timeout(timeout)
-            .connect_timeout(timeout)
+            .connect_timeout(timeout);
+        // In wasm32 (fetch) the limit is put on each request instead (`privsvc_rt::http::send`).
+        #[cfg(target_arch = "wasm32")]
+        let builder = reqwest::Client::builder();
+        let client = builder
             .build()
             .map_err(|e| LedgerError::Transport(e.to_string()))?;
-        Ok(Self::with_client(client, url))
+        let mut ledger = Self::with_client(client, url);
+        ledger.timeout = timeout;
+        Ok(ledger)
     }
 
     /// A client using a caller-configured `reqwest::Client`.
@@ -107,6 +119,7 @@ impl RpcLedger {
             client,
             url: url.into(),
             next_id: AtomicU64::new(1),
+            timeout: DEFAULT_TIMEOUT,
         }
     }
 
@@ -120,11 +133,8 @@ impl RpcLedger {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         tracing::debug!(method, "arkiv rpc");
         let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        let resp = self
-            .client
-            .post(&self.url)
-            .json(&body)
-            .send()
+        let request = self.client.post(&self.url).json(&body);
+        let resp = privsvc_rt::http::send(request, self.timeout)
             .await
             .map_err(|e| LedgerError::Transport(format!("{method}: {e}")))?;
         let status = resp.status();
@@ -255,7 +265,8 @@ impl RpcLedger {
     }
 }
 
-#[async_trait]
+#[cfg_attr(not(target_arch = "wasm32"), async_trait)]
+#[cfg_attr(target_arch = "wasm32", async_trait(?Send))]
 impl LedgerReader for RpcLedger {
     async fn chain_id(&self) -> Result<u64, LedgerError> {
         self.quantity_call("eth_chainId", json!([])).await
@@ -591,7 +602,8 @@ fn is_already_known(message: &str) -> bool {
     m.contains("already known") || m.contains("known transaction") || m.contains("already imported")
 }
 
-#[async_trait]
+#[cfg_attr(not(target_arch = "wasm32"), async_trait)]
+#[cfg_attr(target_arch = "wasm32", async_trait(?Send))]
 impl LedgerWriter for RpcWriter {
     fn address(&self) -> Address {
         self.address

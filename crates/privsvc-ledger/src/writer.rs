@@ -65,7 +65,8 @@ pub struct BatchReceipt {
 ///
 /// Every create from the account must go through one writer so that entity keys predicted from
 /// the entity nonce stay valid.
-#[async_trait]
+#[cfg_attr(not(target_arch = "wasm32"), async_trait)]
+#[cfg_attr(target_arch = "wasm32", async_trait(?Send))]
 pub trait LedgerWriter: Send + Sync {
     /// The signing account.
     fn address(&self) -> Address;
@@ -94,17 +95,17 @@ pub trait LedgerWriter: Send + Sync {
         tx_hash: B256,
         timeout: Duration,
     ) -> Result<BatchReceipt, LedgerError> {
-        let deadline = tokio::time::Instant::now() + timeout;
+        let deadline = privsvc_rt::Instant::now() + timeout;
         loop {
             if let Some(r) = self.receipt(tx_hash).await? {
                 return Ok(r);
             }
-            if tokio::time::Instant::now() >= deadline {
+            if privsvc_rt::Instant::now() >= deadline {
                 return Err(LedgerError::Timeout(format!(
                     "no receipt for {tx_hash} within {timeout:?}"
                 )));
             }
-            tokio::time::sleep(Duration::from_millis(100)).await;
+            privsvc_rt::sleep(Duration::from_millis(100)).await;
         }
     }
 

@@ -122,14 +122,14 @@ pub async fn ohttp_call(
             limit: MAX_ENCAPSULATED_BYTES,
         });
     }
-    let response = http
+    let request = http
         .post(&endpoint)
         .header(reqwest::header::CONTENT_TYPE, CONTENT_TYPE_OHTTP_REQ)
         .header(TARGET_HEADER, &target)
-        .body(message)
-        .send()
+        .body(message);
+    let response = privsvc_rt::http::send(request, crate::CALL_TIMEOUT)
         .await
-        .map_err(|e| OhttpError::Transport(e.without_url().to_string()))?;
+        .map_err(|e| OhttpError::Transport(e.to_string()))?;
     let status = response.status().as_u16();
     let is_ohttp = response
         .headers()

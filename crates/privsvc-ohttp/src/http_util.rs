@@ -1,9 +1,13 @@
 //! Small HTTP helpers shared by the gateway endpoint, the relay and the transports: relayer URL
 //! normalisation, size-limited body reading and JSON error answers.
 
+#[cfg(feature = "server")]
 use axum::body::Body;
+#[cfg(feature = "server")]
 use axum::http::{header, HeaderMap, StatusCode};
+#[cfg(feature = "server")]
 use axum::response::{IntoResponse, Response};
+#[cfg(feature = "server")]
 use futures::StreamExt;
 
 use crate::OhttpError;
@@ -35,6 +39,7 @@ pub fn normalize_relayer_url(raw: &str) -> Result<String, OhttpError> {
 }
 
 /// Why a body could not be read.
+#[cfg(feature = "server")]
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum BodyError {
     /// Over the limit.
@@ -43,6 +48,7 @@ pub(crate) enum BodyError {
     Broken,
 }
 
+#[cfg(feature = "server")]
 /// Whether the request announces a `Content-Length` over `limit`.
 pub(crate) fn declared_too_large(headers: &HeaderMap, limit: usize) -> bool {
     headers
@@ -52,6 +58,7 @@ pub(crate) fn declared_too_large(headers: &HeaderMap, limit: usize) -> bool {
         .is_some_and(|n| n > limit as u64)
 }
 
+#[cfg(feature = "server")]
 /// Read an axum body, failing as soon as it exceeds `limit` bytes.
 pub(crate) async fn read_body(body: Body, limit: usize) -> Result<Vec<u8>, BodyError> {
     let mut stream = body.into_data_stream();
@@ -67,6 +74,7 @@ pub(crate) async fn read_body(body: Body, limit: usize) -> Result<Vec<u8>, BodyE
 }
 
 /// Read a reqwest response body, failing as soon as it exceeds `limit` bytes.
+#[cfg(not(target_arch = "wasm32"))]
 pub(crate) async fn read_response(
     mut response: reqwest::Response,
     limit: usize,
@@ -88,6 +96,30 @@ pub(crate) async fn read_response(
     Ok(out)
 }
 
+/// Read a reqwest response body of at most `limit` bytes. `fetch` gives the body whole in
+/// wasm32: a declared length over the limit is refused before reading, any other body after.
+#[cfg(target_arch = "wasm32")]
+pub(crate) async fn read_response(
+    response: reqwest::Response,
+    limit: usize,
+) -> Result<Vec<u8>, OhttpError> {
+    let too_large = |size: usize| OhttpError::TooLarge { size, limit };
+    if let Some(declared) = response.content_length() {
+        if declared > limit as u64 {
+            return Err(too_large(usize::try_from(declared).unwrap_or(usize::MAX)));
+        }
+    }
+    let body = response
+        .bytes()
+        .await
+        .map_err(|e| OhttpError::Transport(e.without_url().to_string()))?;
+    if body.len() > limit {
+        return Err(too_large(body.len()));
+    }
+    Ok(body.to_vec())
+}
+
+#[cfg(feature = "server")]
 /// Whether the `Content-Type` of `headers` is `expected` (parameters ignored).
 pub(crate) fn has_content_type(headers: &HeaderMap, expected: &str) -> bool {
     headers
@@ -97,6 +129,7 @@ pub(crate) fn has_content_type(headers: &HeaderMap, expected: &str) -> bool {
         .is_some_and(|v| v.trim().eq_ignore_ascii_case(expected))
 }
 
+#[cfg(feature = "server")]
 /// A JSON error answer `{ "error": message }`.
 pub(crate) fn json_error(status: StatusCode, message: &str) -> Response {
     (

@@ -11,34 +11,46 @@
 //!
 //! - [`padding`]: every request and response plaintext is padded to a size class.
 //!
+//! Feature `server` (default): the gateway endpoint, the relay, the anonymous listener and
+//! `InProcessTransport` (axum, tower-http, tokio's network runtime). Without it the crate is
+//! the client part ([`ohttp_call`], [`Transport`], [`HttpTransport`], [`OhttpTransport`],
+//! heartbeats, [`OhttpGateway`]'s pure cryptography), which also builds for
+//! `wasm32-unknown-unknown`.
+//!
 //! Suite: key id 1, DHKEM(X25519, HKDF-SHA256), HKDF-SHA256, AES-128-GCM; the `ohttpKey` is the
 //! hex of the encoded key configuration.
 #![forbid(unsafe_code)]
 
 pub mod binary;
 pub mod client;
+#[cfg(feature = "server")]
 pub mod endpoint;
 mod error;
 pub mod fuzz_entry;
 pub mod gateway;
 pub mod heartbeat;
 mod http_util;
+#[cfg(feature = "server")]
 pub mod listener;
 pub mod padding;
+#[cfg(feature = "server")]
 pub mod relay;
 pub mod transport;
 
 pub use binary::{BinaryRequest, OhttpResponse};
 pub use client::{encapsulate, ohttp_call, PendingResponse};
+#[cfg(feature = "server")]
 pub use endpoint::{gateway_router, serve_ohttp, ViaOhttp};
 pub use error::OhttpError;
 pub use gateway::{OhttpGateway, ResponseSealer};
 pub use http_util::normalize_relayer_url;
+#[cfg(feature = "server")]
 pub use listener::{Anonymous, AnonymousListener};
+#[cfg(feature = "server")]
 pub use relay::{OhttpRelay, PeerIp, RelayConfig, RelayListener, DEFAULT_RATE_LIMIT_PER_MIN};
-pub use transport::{
-    HttpTransport, InProcessTransport, OhttpTransport, RelayerRequest, RelayerResponse, Transport,
-};
+#[cfg(feature = "server")]
+pub use transport::InProcessTransport;
+pub use transport::{HttpTransport, OhttpTransport, RelayerRequest, RelayerResponse, Transport};
 
 /// Largest encapsulated request accepted by `POST /v1/ohttp` and `POST /ohttp`: the largest
 /// request class (131 072 bytes) plus the OHTTP overhead (55 bytes), 131 127 bytes.
@@ -46,6 +58,9 @@ pub const MAX_ENCAPSULATED_BYTES: usize =
     padding::REQUEST_CLASSES[padding::REQUEST_CLASSES.len() - 1] + padding::REQUEST_OVERHEAD;
 /// Largest response body read from a relayer (gateway answers, direct calls): 1 MiB.
 pub const MAX_RESPONSE_BYTES: usize = 1024 * 1024;
+/// Time limit of one call to a relayer or a relay by the transports (30 s); in wasm32 it is
+/// applied per request (see `privsvc_rt::http`).
+pub const CALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 /// Content type of an encapsulated request.
 pub const CONTENT_TYPE_OHTTP_REQ: &str = "message/ohttp-req";
 /// Content type of an encapsulated response.

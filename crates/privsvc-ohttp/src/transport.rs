@@ -12,10 +12,12 @@
 use async_trait::async_trait;
 
 mod http;
+#[cfg(feature = "server")]
 mod in_process;
 mod ohttp;
 
 pub use self::http::HttpTransport;
+#[cfg(feature = "server")]
 pub use self::in_process::InProcessTransport;
 pub use self::ohttp::OhttpTransport;
 
@@ -40,7 +42,8 @@ pub struct RelayerResponse {
 }
 
 /// Sends relayer requests. Object safe: clients hold an `Arc<dyn Transport>`.
-#[async_trait]
+#[cfg_attr(not(target_arch = "wasm32"), async_trait)]
+#[cfg_attr(target_arch = "wasm32", async_trait(?Send))]
 pub trait Transport: Send + Sync {
     /// Send `request` to the relayer whose base URL is `relayer_url` and return its answer.
     /// A non-2xx status is an `Ok` answer; `Err` means the relayer could not be reached.

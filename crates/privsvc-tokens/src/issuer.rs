@@ -27,8 +27,8 @@ use crate::protocol::{IssueRequest, IssueResponse, IssuerKeyResponse};
 use crate::signer::BlindSigner;
 use crate::suite::{import_issuer_key, token_suite, IssuerKey, IssuerSecretKey, MODULUS_BYTES};
 
-/// Most blinded values one issue request may carry.
-pub const MAX_TOKENS_PER_REQUEST: usize = 20;
+/// Most blinded values one issue request may carry (defined with the protocol).
+pub use crate::protocol::MAX_TOKENS_PER_REQUEST;
 /// Tolerated difference between a request's `ts` and the issuer's clock.
 pub const MAX_CLOCK_SKEW_MS: u64 = 5 * 60 * 1000;
 /// Default per-wallet quota per (app, epoch).

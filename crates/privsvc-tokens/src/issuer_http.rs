@@ -20,7 +20,8 @@ pub struct IssuerReply {
 }
 
 /// Carries the wallet's calls to an issuer. Object safe: `Arc<dyn IssuerTransport>`.
-#[async_trait]
+#[cfg_attr(not(target_arch = "wasm32"), async_trait)]
+#[cfg_attr(target_arch = "wasm32", async_trait(?Send))]
 pub trait IssuerTransport: Send + Sync {
     /// Send `method` (`GET`, `POST`) for `path` (path and query, starting with `/`) with a JSON
     /// `body` to the issuer at base URL `issuer_url`. A non-2xx status is an `Ok` answer; `Err`
@@ -44,16 +45,13 @@ pub struct DirectIssuerTransport {
 impl Default for DirectIssuerTransport {
     fn default() -> Self {
         DirectIssuerTransport {
-            http: reqwest::Client::builder()
-                .timeout(HTTP_TIMEOUT)
-                .redirect(reqwest::redirect::Policy::none())
-                .build()
-                .unwrap_or_default(),
+            http: privsvc_rt::http::client(HTTP_TIMEOUT).unwrap_or_default(),
         }
     }
 }
 
-#[async_trait]
+#[cfg_attr(not(target_arch = "wasm32"), async_trait)]
+#[cfg_attr(target_arch = "wasm32", async_trait(?Send))]
 impl IssuerTransport for DirectIssuerTransport {
     async fn send(
         &self,
@@ -69,7 +67,9 @@ impl IssuerTransport for DirectIssuerTransport {
         if let Some(body) = body {
             req = req.header("content-type", "application/json").body(body);
         }
-        let resp = req.send().await.map_err(http_error)?;
+        let resp = privsvc_rt::http::send(req, HTTP_TIMEOUT)
+            .await
+            .map_err(|e| TokenError::Http(e.to_string()))?;
         let status = resp.status().as_u16();
         let body = resp.bytes().await.map_err(http_error)?.to_vec();
         Ok(IssuerReply { status, body })

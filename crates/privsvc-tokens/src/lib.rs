@@ -2,6 +2,10 @@
 //! (RFC 9474 RSABSSA-SHA384-PSS-Deterministic), the token issuer with its HTTP endpoints, and
 //! the client-side token wallet with its stores.
 //!
+//! Features: `server` (default; the issuer and its axum router, implies `sqlite`) and `sqlite`
+//! (the SQLite-backed stores: `FileTokenStore`, `SqliteKeyPins`, the issuer's store). Without
+//! them the crate is the client part only, which also builds for `wasm32-unknown-unknown`.
+//!
 //! One token, end to end, with the primitives (the issuer and the wallet do the same over HTTP
 //! and the ledger):
 //!
@@ -54,20 +58,32 @@ pub use suite::{
     MODULUS_BITS, MODULUS_BYTES, SUITE_NAME,
 };
 pub mod fetch;
+#[cfg(feature = "sqlite")]
+mod file_store;
+#[cfg(feature = "server")]
 pub mod issuer;
 pub mod issuer_http;
+#[cfg(feature = "sqlite")]
 pub mod issuer_store;
 pub mod key_entity;
+#[cfg(feature = "server")]
 pub mod router;
 pub mod signer;
+#[cfg(feature = "sqlite")]
+mod sqlite_pins;
 
-pub use acceptance::{accept_issuer_key, KeyPins, MemoryKeyPins, SqliteKeyPins};
+#[cfg(feature = "sqlite")]
+pub use acceptance::SqliteKeyPins;
+pub use acceptance::{accept_issuer_key, KeyPins, MemoryKeyPins};
 pub use fetch::{fetch_issuer_key, fetch_issuer_key_entity, PublishedKey};
+#[cfg(feature = "server")]
 pub use issuer::{
     next_day_due, next_day_moment, Clock, IssueRefusal, Issuer, IssuerConfig, IssuerError,
     DEFAULT_MAX_NEW_APPS,
 };
 pub use issuer_http::{DirectIssuerTransport, IssuerReply, IssuerTransport};
+pub use protocol::MAX_TOKENS_PER_REQUEST;
+#[cfg(feature = "server")]
 pub use router::issuer_router;
 pub use signer::BlindSigner;
 pub mod source;
@@ -77,5 +93,7 @@ pub mod wallet;
 pub use source::{
     StoreTokenSource, TokenSource, DEFAULT_MIN_AGE_MS, DEFAULT_RIPE_WAIT_MS, ON_DEMAND_TOKENS,
 };
-pub use store::{memory_store, FileTokenStore, MemoryTokenStore, StoredToken, TokenStore};
+#[cfg(feature = "sqlite")]
+pub use store::FileTokenStore;
+pub use store::{memory_store, MemoryTokenStore, StoredToken, TokenStore};
 pub use wallet::{Acquired, TokenWallet, TokenWalletOptions, DEFAULT_PREFETCH_WITHIN};

@@ -58,8 +58,8 @@ pub fn acceptable_epochs(ms: u64) -> [u32; 2] {
 
 /// The current time in epoch milliseconds.
 pub fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
+    privsvc_rt::SystemTime::now()
+        .duration_since(privsvc_rt::UNIX_EPOCH)
         .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
         .unwrap_or(0)
 }

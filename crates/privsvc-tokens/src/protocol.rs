@@ -7,6 +7,9 @@ use serde::{Deserialize, Serialize};
 use crate::error::TokenError;
 use crate::message::NONCE_BYTES;
 
+/// Most blinded values one issue request may carry.
+pub const MAX_TOKENS_PER_REQUEST: usize = 20;
+
 /// Field `token` of a submit request: `{epoch, nonce: hex, signature: base64}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TokenRedemption {

@@ -16,7 +16,8 @@ use crate::wallet::TokenWallet;
 pub const DEFAULT_MIN_AGE_MS: u64 = 60_000;
 
 /// A supply of tokens for submissions. Object safe: use it as `Arc<dyn TokenSource>`.
-#[async_trait]
+#[cfg_attr(not(target_arch = "wasm32"), async_trait)]
+#[cfg_attr(target_arch = "wasm32", async_trait(?Send))]
 pub trait TokenSource: Send + Sync {
     /// One unspent token for `app`, removed from the supply; `None` when no token is ready.
     async fn take(&self, app: &str) -> Result<Option<TokenRedemption>, TokenError>;
@@ -121,7 +122,8 @@ impl StoreTokenSource {
     }
 }
 
-#[async_trait]
+#[cfg_attr(not(target_arch = "wasm32"), async_trait)]
+#[cfg_attr(target_arch = "wasm32", async_trait(?Send))]
 impl TokenSource for StoreTokenSource {
     async fn take(&self, app: &str) -> Result<Option<TokenRedemption>, TokenError> {
         let deadline = now_ms().saturating_add(self.max_wait_ms);
@@ -156,7 +158,7 @@ impl TokenSource for StoreTokenSource {
                 return Ok(None);
             }
             let wait = ripe_at.saturating_sub(now_ms()).max(1);
-            tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
+            privsvc_rt::sleep(std::time::Duration::from_millis(wait)).await;
         }
     }
 

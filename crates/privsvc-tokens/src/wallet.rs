@@ -12,12 +12,14 @@ use rand::{Rng as _, RngCore as _};
 
 use crate::acceptance::{accept_issuer_key, KeyPins, MemoryKeyPins};
 use crate::error::TokenError;
-use crate::issuer::MAX_TOKENS_PER_REQUEST;
 use crate::issuer_http::{DirectIssuerTransport, IssuerReply, IssuerTransport};
 use crate::message::{
     acceptable_epochs, epoch_of, issuance_message, now_ms, token_message, NONCE_BYTES,
 };
-use crate::protocol::{ErrorBody, IssueRequest, IssueResponse, IssuerKeyResponse, TokenRedemption};
+use crate::protocol::{
+    ErrorBody, IssueRequest, IssueResponse, IssuerKeyResponse, TokenRedemption,
+    MAX_TOKENS_PER_REQUEST,
+};
 use crate::source::{StoreTokenSource, TokenSource, DEFAULT_MIN_AGE_MS, DEFAULT_RIPE_WAIT_MS};
 use crate::store::{memory_store, StoredToken, TokenStore};
 use crate::suite::{token_suite, IssuerKey};
@@ -136,7 +138,7 @@ impl TokenWallet {
         app: &str,
         count: usize,
         within: Option<Duration>,
-    ) -> tokio::task::JoinHandle<Result<Acquired, TokenError>> {
+    ) -> privsvc_rt::JoinHandle<Result<Acquired, TokenError>> {
         let within = within.unwrap_or(DEFAULT_PREFETCH_WITHIN);
         let delay_ms = if within.is_zero() {
             0
@@ -145,8 +147,8 @@ impl TokenWallet {
         };
         let this = self.clone();
         let app = app.to_string();
-        tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+        privsvc_rt::spawn(async move {
+            privsvc_rt::sleep(Duration::from_millis(delay_ms)).await;
             this.acquire(&app, count, None).await
         })
     }
@@ -263,12 +265,12 @@ impl TokenWallet {
                 ));
             }
         }
-        let deadline = tokio::time::Instant::now() + KEY_VISIBLE_TIMEOUT;
+        let deadline = privsvc_rt::Instant::now() + KEY_VISIBLE_TIMEOUT;
         loop {
             match accept_issuer_key(o.reader.as_ref(), o.pins.as_ref(), o.issuer, app, epoch).await
             {
-                Err(TokenError::NoIssuerKey { .. }) if tokio::time::Instant::now() < deadline => {
-                    tokio::time::sleep(Duration::from_millis(250)).await;
+                Err(TokenError::NoIssuerKey { .. }) if privsvc_rt::Instant::now() < deadline => {
+                    privsvc_rt::sleep(Duration::from_millis(250)).await;
                 }
                 other => return other,
             }

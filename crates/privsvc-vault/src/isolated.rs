@@ -168,7 +168,8 @@ impl fmt::Debug for IsolatedVault {
     }
 }
 
-#[async_trait]
+#[cfg_attr(not(target_arch = "wasm32"), async_trait)]
+#[cfg_attr(target_arch = "wasm32", async_trait(?Send))]
 impl Vault for IsolatedVault {
     fn app(&self) -> &str {
         &self.app

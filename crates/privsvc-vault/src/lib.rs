@@ -4,7 +4,8 @@
 //! signature over an EIP-712 derivation message ([`KeyVault::from_wallet`]) or from 32 random
 //! bytes with a 24-word recovery code ([`KeyVault::random`]). From the root it derives one-time
 //! owner keys per record, the tag key that lets the user find their records on the ledger, and
-//! per-record payload keys. [`IsolatedVault`] keeps the same keys on a dedicated thread.
+//! per-record payload keys. [`IsolatedVault`] (native only; in a browser the isolation is a Web
+//! Worker, outside this crate) keeps the same keys on a dedicated thread.
 //!
 //! ```
 //! use privsvc_vault::KeyVault;
@@ -19,6 +20,7 @@
 #![forbid(unsafe_code)]
 
 pub mod error;
+#[cfg(not(target_arch = "wasm32"))]
 mod isolated;
 pub mod kdf;
 mod key_vault;
@@ -34,6 +36,7 @@ mod vault;
 pub mod wallet;
 
 pub use error::VaultError;
+#[cfg(not(target_arch = "wasm32"))]
 pub use isolated::IsolatedVault;
 pub use key_vault::{DeriveOptions, KeyVault};
 pub use local_wallet::LocalWallet;

@@ -58,7 +58,8 @@ impl fmt::Debug for LocalWallet {
     }
 }
 
-#[async_trait]
+#[cfg_attr(not(target_arch = "wasm32"), async_trait)]
+#[cfg_attr(target_arch = "wasm32", async_trait(?Send))]
 impl Wallet for LocalWallet {
     fn address(&self) -> Address {
         self.address

@@ -14,7 +14,8 @@ use crate::typed_data::OwnershipProofBody;
 
 /// A key vault: [`KeyVault`] (keys in the caller's thread) or [`crate::IsolatedVault`] (keys on a
 /// dedicated thread). Object safe; clients hold an `Arc<dyn Vault>`.
-#[async_trait]
+#[cfg_attr(not(target_arch = "wasm32"), async_trait)]
+#[cfg_attr(target_arch = "wasm32", async_trait(?Send))]
 pub trait Vault: Send + Sync {
     /// The app the keys are derived for.
     fn app(&self) -> &str;
@@ -77,7 +78,8 @@ pub trait Vault: Send + Sync {
     async fn decrypt(&self, record: &RecordRef, data: &[u8]) -> Result<Vec<u8>, VaultError>;
 }
 
-#[async_trait]
+#[cfg_attr(not(target_arch = "wasm32"), async_trait)]
+#[cfg_attr(target_arch = "wasm32", async_trait(?Send))]
 impl Vault for KeyVault {
     fn app(&self) -> &str {
         KeyVault::app(self)

@@ -10,7 +10,8 @@ use crate::error::VaultError;
 ///
 /// Implement it over a browser wallet, a hardware wallet or a remote signer; [`crate::LocalWallet`]
 /// holds a private key in process.
-#[async_trait]
+#[cfg_attr(not(target_arch = "wasm32"), async_trait)]
+#[cfg_attr(target_arch = "wasm32", async_trait(?Send))]
 pub trait Wallet: Send + Sync {
     /// The wallet's account address.
     fn address(&self) -> Address;

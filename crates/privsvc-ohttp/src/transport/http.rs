@@ -1,12 +1,10 @@
 //! `HttpTransport`: plain HTTPS (or HTTP) calls straight to the relayer.
 
-use std::time::Duration;
-
 use async_trait::async_trait;
 
 use crate::http_util::{normalize_relayer_url, read_response};
 use crate::transport::{RelayerRequest, RelayerResponse, Transport};
-use crate::{OhttpError, MAX_RESPONSE_BYTES};
+use crate::{OhttpError, CALL_TIMEOUT, MAX_RESPONSE_BYTES};
 
 /// Calls relayers directly with reqwest (rustls). The relayer sees the client's address; use
 /// [`crate::OhttpTransport`] to hide it.
@@ -18,10 +16,7 @@ pub struct HttpTransport {
 impl HttpTransport {
     /// A transport with its own client (30 s time limit per call, no redirects).
     pub fn new() -> Result<Self, OhttpError> {
-        let client = reqwest::Client::builder()
-            .timeout(Duration::from_secs(30))
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
+        let client = privsvc_rt::http::client(CALL_TIMEOUT)
             .map_err(|e| OhttpError::Transport(e.to_string()))?;
         Ok(Self { client })
     }
@@ -52,16 +47,16 @@ pub(crate) async fn send_direct(
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .body(body.clone());
     }
-    let response = builder
-        .send()
+    let response = privsvc_rt::http::send(builder, CALL_TIMEOUT)
         .await
-        .map_err(|e| OhttpError::Transport(e.without_url().to_string()))?;
+        .map_err(|e| OhttpError::Transport(e.to_string()))?;
     let status = response.status().as_u16();
     let body = read_response(response, MAX_RESPONSE_BYTES).await?;
     Ok(RelayerResponse { status, body })
 }
 
-#[async_trait]
+#[cfg_attr(not(target_arch = "wasm32"), async_trait)]
+#[cfg_attr(target_arch = "wasm32", async_trait(?Send))]
 impl Transport for HttpTransport {
     async fn send(
         &self,

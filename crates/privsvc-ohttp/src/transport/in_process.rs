@@ -68,7 +68,8 @@ impl InProcessTransport {
     }
 }
 
-#[async_trait]
+#[cfg_attr(not(target_arch = "wasm32"), async_trait)]
+#[cfg_attr(target_arch = "wasm32", async_trait(?Send))]
 impl Transport for InProcessTransport {
     async fn send(
         &self,

@@ -20,7 +20,7 @@ use crate::client::ohttp_call;
 use crate::heartbeat::{live_heartbeats, DEFAULT_HEARTBEAT_INTERVAL};
 use crate::http_util::normalize_relayer_url;
 use crate::transport::{RelayerRequest, RelayerResponse, Transport};
-use crate::OhttpError;
+use crate::{OhttpError, CALL_TIMEOUT};
 
 #[derive(Clone)]
 struct CachedKey {
@@ -65,10 +65,7 @@ impl OhttpTransport {
     /// A transport through `relay_url` that only uses keys set with
     /// [`OhttpTransport::set_gateway_key`].
     pub fn without_ledger(relay_url: &str) -> Result<Self, OhttpError> {
-        let client = reqwest::Client::builder()
-            .timeout(Duration::from_secs(30))
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
+        let client = privsvc_rt::http::client(CALL_TIMEOUT)
             .map_err(|e| OhttpError::Transport(e.to_string()))?;
         Ok(Self {
             relay_url: normalize_relayer_url(relay_url)?,
@@ -186,7 +183,8 @@ impl OhttpTransport {
     }
 }
 
-#[async_trait]
+#[cfg_attr(not(target_arch = "wasm32"), async_trait)]
+#[cfg_attr(target_arch = "wasm32", async_trait(?Send))]
 impl Transport for OhttpTransport {
     async fn send(
         &self,

@@ -1,0 +1,26 @@
+//! The few runtime services the privsvc client needs, in one place: timers ([`sleep`],
+//! [`timeout`]), background tasks ([`spawn`]), the clock ([`Instant`], [`now_unix_ms`]),
+//! randomness ([`fill_random`]) and bounded HTTP without redirects ([`http`]).
+//!
+//! Natively they are tokio's (a current-thread or multi-thread runtime must be running, as
+//! before). In `wasm32-unknown-unknown` they are the host's event loop: tasks run with
+//! `wasm-bindgen-futures`, timers are `setTimeout` (through `gloo-timers`, which works in pages,
+//! workers and Node.js alike), the clock is `performance.now()`/`Date.now()` (through `web-time`)
+//! and randomness is `crypto.getRandomValues` (getrandom's web backend).
+//!
+//! Every async trait of the client crates is `?Send` in wasm32 (the host's futures are not
+//! `Send`; there is one thread), and `Send` natively, as it always was.
+#![forbid(unsafe_code)]
+
+pub mod http;
+mod task;
+mod time;
+
+pub use task::{spawn, JoinError, JoinHandle};
+pub use time::{now_unix_ms, sleep, timeout, Elapsed, Instant, SystemTime, UNIX_EPOCH};
+
+/// Fill `buf` with bytes from the operating system's (or the browser's) secure generator.
+pub fn fill_random(buf: &mut [u8]) {
+    use rand::RngCore;
+    rand::rngs::OsRng.fill_bytes(buf);
+}
