@@ -4,6 +4,7 @@
 // of the privsvc crates compiled to WebAssembly; this file only adapts wallets, moves values
 // between JavaScript and the module, and runs the vault in a worker for `WorkerVault`.
 import { raw, isNode } from './wasm.js';
+import { rpcUrlOf } from './client.js';
 
 // ---------------------------------------------------------------------------------------------
 // Constants (PROTOCOL "Constants")
@@ -787,35 +788,20 @@ export async function signOwnershipProof(signer, { entityKey, challenge, verifie
 }
 
 /**
- * Verifies an ownership proof: window, challenge, verifier, chain and signature, then that the
- * entity exists on the ledger of `client` (an RPC URL, a public client or a private client) and
- * its owner is the signer. Returns `{ ok: true }` or `{ ok: false, reason }`.
+ * Verifies an ownership proof with the Rust verifier: window, challenge, verifier, chain and
+ * signature, then the entity on the ledger of `client` (an RPC URL, a client naming its URL, or a
+ * private client): its owner is the signer and it is a valid record of the signer. Returns
+ * `{ ok: true }` or `{ ok: false, reason }`.
  */
 export async function verifyOwnershipProof(proof, { challenge, verifier, client, now } = {}) {
-  const reader = ledgerReader(client && client.publicClient !== undefined ? client.publicClient : client);
-  let chainId;
+  const rpc = rpcUrlOf(client && client.publicClient !== undefined ? client.publicClient : client);
+  let reason;
   try {
-    chainId = await reader.chainId();
+    reason = await raw.rawVerifyOwnershipProof(JSON.stringify(proof), String(challenge), String(verifier), rpc, now);
   } catch (e) {
-    return { ok: false, reason: `cannot read the ledger to check the owner: ${e.message}` };
+    return { ok: false, reason: `cannot check the proof: ${e.message}` };
   }
-  let signer;
-  try {
-    signer = raw.rawCheckProof(JSON.stringify(proof), String(challenge), String(verifier), now === undefined ? nowSeconds() : now, chainId);
-  } catch (e) {
-    return { ok: false, reason: e.message };
-  }
-  let entity;
-  try {
-    entity = await reader.entity(proof.entityKey);
-  } catch (e) {
-    return { ok: false, reason: `cannot read the ledger to check the owner: ${e.message}` };
-  }
-  if (!entity) return { ok: false, reason: `entity ${proof.entityKey} is not on the ledger (expired or never written)` };
-  if (!entity.owner || entity.owner.toLowerCase() !== signer.toLowerCase()) {
-    return { ok: false, reason: `the entity is owned by ${entity.owner}, not by the proof's signer ${signer}` };
-  }
-  return { ok: true };
+  return reason === '' ? { ok: true } : { ok: false, reason };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -860,4 +846,4 @@ export function browserTokenStore(name) {
     },
   };
 }
-export { createPrivateClient, DEFAULT_RPC_URL } from './client.js';
+export { createPrivateClient, discoverRelayers, rpcUrlOf, DEFAULT_RPC_URL } from './client.js';

@@ -34,6 +34,8 @@ $('connect').onclick = async () => {
       wallet: w,
       publicClient: rpc,
       relayers: config.relayers,
+      ohttpRelay: config.ohttpRelay,
+      tokenMinAgeMs: 2000, // the devnet demo's token age; the default is 60 s
       delayMs: [0, 500],
       pollMs: 500,
     });

@@ -41,26 +41,31 @@ async function rust(...args) {
 
 before(async () => {
   if (skip) return;
+  // Relayer A requires tokens: every write of this client spends one, through the OHTTP relay.
   client = await createPrivateClient({
     app: APP,
     wallet,
     publicClient: env.PRIVSVC_RPC_URL,
-    relayers: [env.PRIVSVC_RELAYER_A, env.PRIVSVC_RELAYER_B],
+    relayers: [env.PRIVSVC_RELAYER_A],
+    ohttpRelay: env.PRIVSVC_OHTTP_RELAY,
+    tokenMinAgeMs: 2000,
     delayMs: [0, 200],
     pollMs: 250,
     rarityK: 0,
   });
 });
 
-test('JS writes a plain, a scoped and an encrypted record and lists them', { skip }, async () => {
+test('JS writes a plain, a scoped and an encrypted record through the OHTTP relay with tokens and lists them', { skip }, async () => {
   assert.equal(client.app, APP);
-  assert.equal(client.relayerAddresses().length, 2);
+  assert.equal(client.relayerAddresses().length, 1);
+  assert.equal(client.relayers()[0].info.tokensRequired, true);
   const plain = await client.createEntity({ payload: new TextEncoder().encode('from js'), contentType: 'text/plain', attributes: { kind: 'note' }, expires: 3600 });
   const scoped = await client.createEntity({ payload: new TextEncoder().encode('scoped'), contentType: 'text/plain', expires: 3600, scope: 'profile' });
   const secret = await client.createEntity({ payload: new TextEncoder().encode('secret'), contentType: 'text/plain', expires: 3600, encrypt: true });
   assert.equal(scoped.owner, await client.scopeAddress('profile'));
   assert.notEqual(plain.owner, secret.owner);
   assert.ok(plain.batchSize >= 1);
+  assert.deepEqual([plain.relayer, scoped.relayer, secret.relayer], [env.PRIVSVC_RELAYER_A, env.PRIVSVC_RELAYER_A, env.PRIVSVC_RELAYER_A]);
   const mine = await client.myEntities();
   const byKey = new Map(mine.map((r) => [r.entityKey, r]));
   assert.equal(byKey.get(plain.entityKey).toText(), 'from js');
@@ -71,7 +76,8 @@ test('JS writes a plain, a scoped and an encrypted record and lists them', { ski
   const filtered = await client.myEntities({ where: { kind: 'note' } });
   assert.deepEqual(filtered.map((r) => r.entityKey), [plain.entityKey]);
   // Another wallet sees none of them as its own.
-  const other = await createPrivateClient({ app: APP, wallet: devWallet(), publicClient: env.PRIVSVC_RPC_URL, relayers: [env.PRIVSVC_RELAYER_B] });
+  const other = await createPrivateClient({ app: APP, wallet: devWallet(), publicClient: env.PRIVSVC_RPC_URL });
+  assert.equal(other.relayers().length, 2, 'relayers discovered from heartbeats');
   const theirs = await other.myEntities();
   assert.ok(theirs.every((r) => !byKey.has(r.entityKey)));
   // The stored payload of the encrypted record is not the plaintext.

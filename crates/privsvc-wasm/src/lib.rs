@@ -13,15 +13,23 @@
 //! package rethrows them as instances of those classes.
 #![forbid(unsafe_code)]
 
+#[cfg(target_arch = "wasm32")]
+mod bridge;
+#[cfg(target_arch = "wasm32")]
+mod client;
 mod convert;
 mod dev_wallet;
 mod envelope;
 mod error;
 mod fingerprint;
+#[cfg(target_arch = "wasm32")]
+mod js_traits;
 mod proof;
 mod typed;
 mod vault;
 
+#[cfg(target_arch = "wasm32")]
+pub use client::{raw_discover_relayers, raw_verify_ownership_proof, RawClient};
 pub use dev_wallet::RawLocalWallet;
 pub use envelope::{raw_hour_of, raw_open_envelope};
 pub use error::WasmError;
