@@ -13,6 +13,7 @@
 #   scripts/js-test.sh --build-only  # install and build js/pkg, no tests
 #   scripts/js-test.sh --node-only   # skip the Chromium test
 # Environment: PRIVSVC_JS_PROFILE (release, the default, or dev) for the wasm build;
+# PRIVSVC_WASM_TARGET_DIR (default: CARGO_TARGET_DIR, else target/) for the wasm build;
 # CHROMIUM (default /usr/bin/chromium).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +23,7 @@ TOOLS=$ROOT/js/.tools
 CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
 PROFILE=${PRIVSVC_JS_PROFILE:-release}
 TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
+WASM_TARGET_DIR=${PRIVSVC_WASM_TARGET_DIR:-$TARGET_DIR}
 mkdir -p "$TOOLS"
 
 log() { printf '== %s\n' "$*"; }
@@ -72,9 +74,9 @@ fi
 # --- build --------------------------------------------------------------------------------------
 log "building privsvc-wasm ($PROFILE)"
 if [ "$PROFILE" = release ]; then PFLAG=--release; PDIR=release; else PFLAG=; PDIR=debug; fi
-cargo build -q -p privsvc-wasm --target wasm32-unknown-unknown $PFLAG
+cargo build -q -p privsvc-wasm --target wasm32-unknown-unknown --target-dir "$WASM_TARGET_DIR" $PFLAG
 "$WB_BIN" --target web --out-dir js/pkg --out-name privsvc_wasm \
-  "$TARGET_DIR/wasm32-unknown-unknown/$PDIR/privsvc_wasm.wasm"
+  "$WASM_TARGET_DIR/wasm32-unknown-unknown/$PDIR/privsvc_wasm.wasm"
 log "js/pkg/privsvc_wasm_bg.wasm: $(stat -c %s js/pkg/privsvc_wasm_bg.wasm) bytes, $(gzip -9c js/pkg/privsvc_wasm_bg.wasm | wc -c) gzipped"
 [ "$MODE" = --build-only ] && exit 0
 
@@ -85,7 +87,7 @@ STACK_LOG=$(mktemp)
 "$TARGET_DIR/release/examples/local_stack" --serve >"$STACK_LOG" 2>&1 &
 STACK_PID=$!
 cleanup() {
-  kill "$STACK_PID" 2>/dev/null || true
+  kill -INT "$STACK_PID" 2>/dev/null || true
   wait "$STACK_PID" 2>/dev/null || true
   rm -f "$STACK_LOG"
 }
