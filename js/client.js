@@ -13,6 +13,7 @@ import {
   derivationTypedData,
   fromWire,
   inBrowser,
+  ledgerReader,
   toWire,
   vaultFromWallet,
 } from './index.js';
@@ -185,4 +186,28 @@ export async function createPrivateClient(options = {}) {
 /** Live relayers whose `/v1/info` matches their heartbeat: `[{ url, address, bad, info }]`. */
 export async function discoverRelayers(publicClient) {
   return JSON.parse(await rust(raw.rawDiscoverRelayers(rpcUrlOf(publicClient))));
+}
+
+/**
+ * Verifies a ledger entity as a privsvc record (SPEC `verifyRecord`): `entity` in the ledger's
+ * JSON form with key, owner, creator, payload and attributes. The republish rule needs the
+ * creation block's time: give `createdTimestamp` (Unix seconds), or a `client` (RPC URL or
+ * client) to read it. Returns `{ ok: true, record }` or `{ ok: false, reason }`.
+ */
+export async function verifyRecord(entity, { app, relayers, owner, createdTimestamp, client } = {}) {
+  let ts = createdTimestamp;
+  if (ts === undefined && client !== undefined && entity && entity.createdAt !== undefined) {
+    const reader = ledgerReaderOf(client);
+    const block = await reader.request({ method: 'eth_getBlockByNumber', params: [`0x${BigInt(entity.createdAt).toString(16)}`, false] });
+    if (block && block.timestamp !== undefined) ts = Number(BigInt(block.timestamp));
+  }
+  const answer = JSON.parse(raw.rawVerifyRecord(JSON.stringify(entity), JSON.stringify({ app, relayers, owner, createdTimestamp: ts })));
+  if (!answer.ok) return answer;
+  const r = answer.record;
+  const data = hexBytes(r.data);
+  return { ok: true, record: { ...r, data, attributes: fromWire(r.attributes), toText: () => new TextDecoder().decode(data) } };
+}
+
+function ledgerReaderOf(client) {
+  return ledgerReader(rpcUrlOf(client && client.publicClient !== undefined ? client.publicClient : client));
 }

@@ -210,6 +210,10 @@ export function browserTokenStore(name?: string): TokenStore;
 
 export interface PrivateClientOptions {
   app: string;
+  /** Token minimum age, ms (default 60000; short values are for devnet demos). */
+  tokenMinAgeMs?: number;
+  /** EIP-712 chainId of the derivation message (default the privsvc network). */
+  chainId?: number;
   wallet?: WalletLike;
   vault?: Vault;
   project?: string;
@@ -276,14 +280,25 @@ export interface PrivateClient {
   readonly app: string;
   readonly project: string;
   readonly vault: Vault;
-  readonly publicClient: LedgerReader;
+  readonly publicClient: string;
+  readonly chainId: number;
   createEntity(params: CreateParams): Promise<CreateResult>;
   myEntities(query?: { refresh?: boolean; where?: Record<string, string | number | bigint> }): Promise<MyRecord[]>;
   proveOwnership(entityKey: Hex, params: { challenge: string; verifier: string; ttlSeconds?: number }): Promise<OwnershipProof>;
   check(record: { attributes?: AttributeInputs; expires?: number; payload?: Uint8Array }): CheckWarning[];
-  checkRarity(attributes: AttributeInputs, k?: number): CheckWarning[];
+  checkRarity(attributes: AttributeInputs, k?: number): Promise<CheckWarning[]>;
   scopeAddress(name: string): Promise<Hex>;
   relayers(): RelayerEntry[];
   relayerAddresses(): Hex[];
 }
 export function createPrivateClient(options: PrivateClientOptions): Promise<PrivateClient>;
+
+/** Verifies a ledger entity (its JSON form) as a privsvc record. */
+export function verifyRecord(
+  entity: object,
+  options?: { app?: string; relayers?: Hex[]; owner?: Hex; createdTimestamp?: number; client?: PublicClientLike | PrivateClient },
+): Promise<{ ok: true; record: Record<string, unknown> & { data: Uint8Array; toText(): string } } | { ok: false; reason: string }>;
+/** Live relayers whose `/v1/info` matches their heartbeat. */
+export function discoverRelayers(publicClient?: PublicClientLike): Promise<RelayerEntry[]>;
+/** The RPC URL of a `publicClient` option. */
+export function rpcUrlOf(publicClient?: PublicClientLike | { url?: string; transport?: { url?: string } }): string;

@@ -846,4 +846,4 @@ export function browserTokenStore(name) {
     },
   };
 }
-export { createPrivateClient, discoverRelayers, rpcUrlOf, DEFAULT_RPC_URL } from './client.js';
+export { createPrivateClient, discoverRelayers, verifyRecord, rpcUrlOf, DEFAULT_RPC_URL } from './client.js';

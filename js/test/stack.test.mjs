@@ -14,6 +14,9 @@ import {
   createPrivateClient,
   devWallet,
   verifyOwnershipProof,
+  verifyRecord,
+  ledgerReader,
+  discoverRelayers,
   NonDeterministicWalletError,
   WorkerVault,
   KeyVault,
@@ -90,6 +93,14 @@ test('interop: a record written from JS is found by the Rust client, and a JS pr
   const listed = await rust('list', '--payloads');
   assert.ok(listed.includes(written.entityKey), `Rust list did not show ${written.entityKey}:\n${listed}`);
   assert.ok(listed.includes('js to rust'));
+  const entity = await ledgerReader(env.PRIVSVC_RPC_URL).entity(written.entityKey);
+  const checked = await verifyRecord(entity, { app: APP, owner: written.owner, client: env.PRIVSVC_RPC_URL });
+  assert.equal(checked.ok, true, checked.reason);
+  assert.equal(checked.record.toText(), 'js to rust');
+  const foreign = await verifyRecord(entity, { app: APP, owner: devWallet().address, client: env.PRIVSVC_RPC_URL });
+  assert.equal(foreign.ok, false);
+  const live = await discoverRelayers(env.PRIVSVC_RPC_URL);
+  assert.deepEqual(live.map((r) => r.url).sort(), [env.PRIVSVC_RELAYER_A, env.PRIVSVC_RELAYER_B].sort());
   const proof = await client.proveOwnership(written.entityKey, { challenge: 'c-js', verifier: 'shop.example' });
   const ok = await verifyOwnershipProof(proof, { challenge: 'c-js', verifier: 'shop.example', client });
   assert.deepEqual(ok, { ok: true });

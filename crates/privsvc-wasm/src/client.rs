@@ -373,3 +373,60 @@ pub fn raw_discover_relayers(rpc_url: String) -> Promise {
         Ok(JsValue::from_str(&Value::Array(out).to_string()))
     })
 }
+
+/// `verifyRecord(entity, { app?, relayers?, owner?, createdTimestamp? })`: `entity` is the
+/// ledger's JSON form (`arkiv_query` with key, owner, creator, payload, attributes selected);
+/// resolves nothing, answers JSON `{ ok: true, record }` or `{ ok: false, reason }`.
+#[wasm_bindgen(js_name = rawVerifyRecord)]
+pub fn raw_verify_record(entity: &str, options: &str) -> Result<String, JsValue> {
+    let value: Value =
+        serde_json::from_str(entity).map_err(|e| config_error(format!("invalid entity: {e}")))?;
+    let entity = match privsvc_ledger::wire::entity_from_json(&value) {
+        Ok(e) => e,
+        Err(e) => return Ok(json!({"ok": false, "reason": e.to_string()}).to_string()),
+    };
+    let o: Value =
+        serde_json::from_str(options).map_err(|e| config_error(format!("invalid options: {e}")))?;
+    let parse = |v: &Value| -> Result<Address, JsValue> {
+        v.as_str()
+            .unwrap_or_default()
+            .parse()
+            .map_err(|_| config_error(format!("invalid address {v}")))
+    };
+    let relayers = match o["relayers"].as_array() {
+        Some(list) => Some(list.iter().map(parse).collect::<Result<Vec<_>, _>>()?),
+        None => None,
+    };
+    let owner = match &o["owner"] {
+        Value::Null => None,
+        v => Some(parse(v)?),
+    };
+    let verdict = privsvc_client::verify_record(
+        &entity,
+        &privsvc_client::VerifyOptions {
+            app: o["app"].as_str(),
+            relayers: relayers.as_deref(),
+            owner,
+            created_timestamp: o["createdTimestamp"].as_u64(),
+        },
+    );
+    Ok(match verdict {
+        Ok(r) => json!({"ok": true, "record": {
+            "key": r.key.to_string(),
+            "owner": address_text(&r.owner),
+            "creator": address_text(&r.creator),
+            "createdAt": r.created_at,
+            "expiresAt": r.expires_at,
+            "app": r.body.app,
+            "contentType": r.body.ct,
+            "encrypted": r.body.enc,
+            "expSeconds": r.body.exp,
+            "hour": r.body.hour,
+            "data": hex::encode(&r.body.data),
+            "attributes": r.attributes.to_wire(),
+            "envelope": r.envelope,
+        }})
+        .to_string(),
+        Err(reason) => json!({"ok": false, "reason": reason.to_string()}).to_string(),
+    })
+}

@@ -29,7 +29,7 @@ mod typed;
 mod vault;
 
 #[cfg(target_arch = "wasm32")]
-pub use client::{raw_discover_relayers, raw_verify_ownership_proof, RawClient};
+pub use client::{raw_discover_relayers, raw_verify_ownership_proof, raw_verify_record, RawClient};
 pub use dev_wallet::RawLocalWallet;
 pub use envelope::{raw_hour_of, raw_open_envelope};
 pub use error::WasmError;
