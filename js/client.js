@@ -119,6 +119,10 @@ export async function createPrivateClient(options = {}) {
   if (!o.wallet && !o.vault) throw new PrivsvcError('createPrivateClient: give a `wallet` or a `vault`');
   if (o.fetch !== undefined) throw new PrivsvcError('the `fetch` option is not supported by this build: relayer calls use the platform fetch');
   if (o.tokens !== undefined && o.tokens !== 'auto') throw new PrivsvcError('only `tokens: "auto"` is supported by this build');
+  const store = o.tokenStore;
+  if (store !== undefined && store.kind !== 'memory' && store.kind !== 'browser') {
+    throw new PrivsvcError('tokenStore must be memoryStore() or browserTokenStore() in this build');
+  }
   const rpcUrl = rpcUrlOf(o.publicClient);
   const wallet = o.wallet ? asWallet(o.wallet) : undefined;
   const isolateKeys = o.isolateKeys === undefined ? inBrowser : o.isolateKeys;
@@ -141,6 +145,7 @@ export async function createPrivateClient(options = {}) {
     tokenMinAgeMs: o.tokenMinAgeMs,
     trustedRelayersOnly: o.trustedRelayersOnly,
     walletAddress: wallet ? await wallet.address() : undefined,
+    tokenStoreSlot: store && store.kind === 'browser' ? store.slot : undefined,
   };
   const inner = await rust(
     raw.RawClient.create(JSON.stringify(rustOptions), wallet ? walletAdapter(wallet) : undefined, vaultAdapter(vault)),

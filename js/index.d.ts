@@ -198,12 +198,17 @@ export interface LedgerReader {
 }
 export function ledgerReader(publicClient: PublicClientLike, fetch?: typeof globalThis.fetch): LedgerReader;
 
-/** Where tokens are kept. */
-export interface TokenStore {
-  kind: string;
-  load(key: string): Promise<unknown[]>;
-  save(key: string, tokens: unknown[]): Promise<void>;
+/** A stored, unspent token. */
+export interface StoredToken {
+  app: string;
+  epoch: number;
+  nonce: string;
+  signature: string;
+  obtainedMs: number;
 }
+/** Where the client keeps unspent tokens. */
+export type TokenStore = { readonly kind: 'memory' } | { readonly kind: 'browser'; readonly slot: string; list(app: string): StoredToken[] };
+/** In memory (the default). */
 export function memoryStore(): TokenStore;
 /** localStorage key `privsvc:tokens` (or `privsvc:tokens:<name>`). */
 export function browserTokenStore(name?: string): TokenStore;

@@ -807,43 +807,36 @@ export async function verifyOwnershipProof(proof, { challenge, verifier, client,
 // ---------------------------------------------------------------------------------------------
 // Tokens (SPEC "Tokens"): stores
 
-/** An in-memory token store. */
+/**
+ * The in-memory token store (the default): unspent tokens live in the client session and are
+ * lost with it. Pass it as `tokenStore`.
+ */
 export function memoryStore() {
-  const map = new Map();
-  return {
-    kind: 'memory',
-    async load(key) {
-      return map.has(key) ? structuredClone(map.get(key)) : [];
-    },
-    async save(key, tokens) {
-      map.set(key, structuredClone(tokens));
-    },
-  };
+  return Object.freeze({ kind: 'memory' });
 }
 
-/** A token store in `localStorage` under `privsvc:tokens` (or `privsvc:tokens:<name>`). */
+/**
+ * The browser token store: unspent tokens in `localStorage` under `privsvc:tokens` (or
+ * `privsvc:tokens:<name>`), a JSON array of `{ app, epoch, nonce, signature, obtainedMs }`,
+ * kept by the client. Pass it as `tokenStore`; `list(app)` reads what is stored.
+ */
 export function browserTokenStore(name) {
-  const storage = globalThis.localStorage;
-  if (!storage) throw new PrivsvcError('browserTokenStore needs localStorage (a browser page)');
+  if (!globalThis.localStorage) throw new PrivsvcError('browserTokenStore needs localStorage (a browser page)');
   const slot = name ? `privsvc:tokens:${name}` : 'privsvc:tokens';
-  const readAll = () => {
-    try {
-      return JSON.parse(storage.getItem(slot) || '{}');
-    } catch {
-      return {};
-    }
-  };
-  return {
+  return Object.freeze({
     kind: 'browser',
     slot,
-    async load(key) {
-      return readAll()[key] || [];
+    /** The stored tokens of `app`. */
+    list(app) {
+      let all;
+      try {
+        all = JSON.parse(globalThis.localStorage.getItem(slot) || '[]');
+      } catch {
+        all = [];
+      }
+      return Array.isArray(all) ? all.filter((t) => t.app === app) : [];
     },
-    async save(key, tokens) {
-      const all = readAll();
-      all[key] = tokens;
-      storage.setItem(slot, JSON.stringify(all));
-    },
-  };
+  });
 }
+
 export { createPrivateClient, discoverRelayers, verifyRecord, rpcUrlOf, DEFAULT_RPC_URL } from './client.js';

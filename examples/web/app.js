@@ -1,7 +1,7 @@
 // The privsvc web example: connect a wallet (an injected provider, else a dev wallet on the
 // devnet), write a record, list mine, prove ownership of one. Served by
 // `cargo run --release --example local_stack -- --serve` at the "web page" URL it prints.
-import { createPrivateClient, devWallet, verifyOwnershipProof } from '/privsvc/index.js';
+import { browserTokenStore, createPrivateClient, devWallet, verifyOwnershipProof } from '/privsvc/index.js';
 
 const $ = (id) => document.getElementById(id);
 const config = await fetch('/config.json').then((r) => r.json());
@@ -33,9 +33,12 @@ $('connect').onclick = async () => {
       app: config.app,
       wallet: w,
       publicClient: rpc,
-      relayers: config.relayers,
+      // Relayer A of the local stack requires tokens: the page shows the whole path (tokens
+      // fetched with the wallet, kept in localStorage, spent through the OHTTP relay).
+      relayers: [config.relayers[0]],
       ohttpRelay: config.ohttpRelay,
       tokenMinAgeMs: 2000, // the devnet demo's token age; the default is 60 s
+      tokenStore: browserTokenStore(), // unspent tokens survive a reload (localStorage)
       delayMs: [0, 500],
       pollMs: 500,
     });
@@ -61,7 +64,8 @@ $('write').onclick = async () => {
       encrypt: $('encrypt').checked,
     });
     const warn = r.warnings.length ? ` warnings: ${r.warnings.map((w) => w.code).join(', ')}` : '';
-    $('written').innerHTML = `<span class="ok">written</span> entity <code>${short(r.entityKey)}</code> by one-time owner <code>${short(r.owner)}</code>, batch of ${r.batchSize}.${warn}`;
+    const tokens = browserTokenStore().list(config.app).length;
+    $('written').innerHTML = `<span class="ok">written</span> entity <code>${short(r.entityKey)}</code> by one-time owner <code>${short(r.owner)}</code>, batch of ${r.batchSize}, with a token through the OHTTP relay (${tokens} unspent in this browser).${warn}`;
     await list();
   } catch (e) {
     $('written').innerHTML = `<span class="bad">${e.name}: ${e.message}</span>`;

@@ -45,6 +45,8 @@ struct Options {
     trusted_relayers_only: Option<bool>,
     /// The wallet's account (when a wallet is given).
     wallet_address: Option<String>,
+    /// `browserTokenStore(name?)`: its localStorage item; absent: the memory store.
+    token_store_slot: Option<String>,
 }
 
 /// The JS error of a client error: its SPEC class in `name`.
@@ -146,6 +148,11 @@ impl RawClient {
             }
             if let Some(ms) = o.token_min_age_ms {
                 b = b.token_min_age_ms(ms);
+            }
+            if let Some(slot) = o.token_store_slot {
+                b = b.token_store(Arc::new(crate::browser_store::LocalStorageTokenStore::new(
+                    slot,
+                )));
             }
             if let Some(t) = o.trusted_relayers_only {
                 b = b.trusted_relayers_only(t);

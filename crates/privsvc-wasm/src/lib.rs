@@ -16,6 +16,8 @@
 #[cfg(target_arch = "wasm32")]
 mod bridge;
 #[cfg(target_arch = "wasm32")]
+mod browser_store;
+#[cfg(target_arch = "wasm32")]
 mod client;
 mod convert;
 mod dev_wallet;
