@@ -118,7 +118,9 @@ export async function createPrivateClient(options = {}) {
   if (!o.app || typeof o.app !== 'string') throw new PrivsvcError('createPrivateClient: `app` is required');
   if (!o.wallet && !o.vault) throw new PrivsvcError('createPrivateClient: give a `wallet` or a `vault`');
   if (o.fetch !== undefined) throw new PrivsvcError('the `fetch` option is not supported by this build: relayer calls use the platform fetch');
-  if (o.tokens !== undefined && o.tokens !== 'auto') throw new PrivsvcError('only `tokens: "auto"` is supported by this build');
+  if (o.tokens !== undefined && o.tokens !== 'auto' && !(o.tokens && o.tokens.sourceOf)) {
+    throw new PrivsvcError('`tokens` is "auto" or tokenWallet.source()');
+  }
   const store = o.tokenStore;
   if (store !== undefined && store.kind !== 'memory' && store.kind !== 'browser') {
     throw new PrivsvcError('tokenStore must be memoryStore() or browserTokenStore() in this build');
@@ -147,8 +149,9 @@ export async function createPrivateClient(options = {}) {
     walletAddress: wallet ? await wallet.address() : undefined,
     tokenStoreSlot: store && store.kind === 'browser' ? store.slot : undefined,
   };
+  const source = o.tokens && o.tokens.sourceOf ? await o.tokens.sourceOf() : undefined;
   const inner = await rust(
-    raw.RawClient.create(JSON.stringify(rustOptions), wallet ? walletAdapter(wallet) : undefined, vaultAdapter(vault)),
+    raw.RawClient.create(JSON.stringify(rustOptions), wallet ? walletAdapter(wallet) : undefined, vaultAdapter(vault), source),
   );
   const project = inner.project;
   return {
@@ -215,4 +218,59 @@ export async function verifyRecord(entity, { app, relayers, owner, createdTimest
 
 function ledgerReaderOf(client) {
   return ledgerReader(rpcUrlOf(client && client.publicClient !== undefined ? client.publicClient : client));
+}
+
+/**
+ * Client-side token handling (SPEC `TokenWallet`): fetch tokens with the wallet ahead of time,
+ * keep them in a store, and give a client a source to spend them from (`tokens: w.source()`).
+ * `reader` is the ledger (RPC URL or client); `issuer` the issuer's address and `issuerUrl` its
+ * base URL (a relayer's info `issuer` and `issuerUrl`).
+ */
+export class TokenWallet {
+  #ready;
+  constructor({ wallet, reader, issuer, issuerUrl, store, allowOnDemand, attestation, minAgeMs } = {}) {
+    if (store !== undefined && store.kind !== 'memory' && store.kind !== 'browser') {
+      throw new PrivsvcError('store must be memoryStore() or browserTokenStore()');
+    }
+    const w = asWallet(wallet);
+    this.#ready = (async () => {
+      const options = {
+        rpcUrl: rpcUrlOf(reader),
+        issuer,
+        issuerUrl,
+        walletAddress: await w.address(),
+        tokenStoreSlot: store && store.kind === 'browser' ? store.slot : undefined,
+        allowOnDemand,
+        attestation,
+        minAgeMs,
+      };
+      try {
+        return new raw.RawTokenWallet(JSON.stringify(options), walletAdapter(w));
+      } catch (e) {
+        throw new PrivsvcError(e.message);
+      }
+    })();
+  }
+  /** Fetches `count` tokens for `app` now: `{ count, remaining }`. */
+  async acquire(app, count, attestation) {
+    const w = await this.#ready;
+    return JSON.parse(await rust(w.acquire(app, count, attestation)));
+  }
+  /** Fetches `count` tokens at a random moment within `withinMs` (default 6 hours). */
+  async prefetchLater(app, count, withinMs) {
+    (await this.#ready).prefetchLater(app, count, withinMs);
+  }
+  /** Unspent tokens of `app` for an accepted day. */
+  async available(app) {
+    const w = await this.#ready;
+    try {
+      return w.available(app);
+    } catch (e) {
+      throw new PrivsvcError(e.message);
+    }
+  }
+  /** The token source for `createPrivateClient({ tokens })`. */
+  source() {
+    return Object.freeze({ sourceOf: async () => (await this.#ready).source() });
+  }
 }

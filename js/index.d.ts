@@ -234,7 +234,7 @@ export interface PrivateClientOptions {
   strict?: boolean;
   rarityK?: number;
   coverBatches?: number;
-  tokens?: 'auto' | unknown;
+  tokens?: 'auto' | TokenSource;
   tokenStore?: TokenStore;
   tokenAttestation?: string;
   trustedRelayersOnly?: boolean;
@@ -307,3 +307,25 @@ export function verifyRecord(
 export function discoverRelayers(publicClient?: PublicClientLike): Promise<RelayerEntry[]>;
 /** The RPC URL of a `publicClient` option. */
 export function rpcUrlOf(publicClient?: PublicClientLike | { url?: string; transport?: { url?: string } }): string;
+
+/** A token source for `createPrivateClient({ tokens })`. */
+export interface TokenSource {
+  sourceOf(): Promise<unknown>;
+}
+/** Client-side token handling (SPEC `TokenWallet`). */
+export class TokenWallet {
+  constructor(options: {
+    wallet: WalletLike;
+    reader: PublicClientLike;
+    issuer: Hex;
+    issuerUrl: string;
+    store?: TokenStore;
+    allowOnDemand?: boolean;
+    attestation?: string;
+    minAgeMs?: number;
+  });
+  acquire(app: string, count: number, attestation?: string): Promise<{ count: number; remaining: number }>;
+  prefetchLater(app: string, count: number, withinMs?: number): Promise<void>;
+  available(app: string): Promise<number>;
+  source(): TokenSource;
+}

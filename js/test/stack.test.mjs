@@ -20,6 +20,7 @@ import {
   NonDeterministicWalletError,
   WorkerVault,
   KeyVault,
+  TokenWallet,
 } from '../index.js';
 
 const env = process.env;
@@ -151,4 +152,22 @@ test('a worker vault writes and reads; a non-deterministic wallet is refused', {
     NonDeterministicWalletError,
   );
   assert.ok(KeyVault);
+});
+
+test('TokenWallet fetches tokens ahead of time and a client spends them', { skip }, async () => {
+  const w = devWallet();
+  const info = await (await fetch(`${env.PRIVSVC_RELAYER_A}/v1/info`)).json();
+  const tokens = new TokenWallet({ wallet: w, reader: env.PRIVSVC_RPC_URL, issuer: info.issuer, issuerUrl: info.issuerUrl, minAgeMs: 1000 });
+  assert.equal(await tokens.available(APP), 0);
+  const got = await tokens.acquire(APP, 3);
+  assert.equal(got.count, 3);
+  assert.equal(await tokens.available(APP), 3);
+  await new Promise((r) => setTimeout(r, 1100));
+  const c = await createPrivateClient({
+    app: APP, wallet: w, publicClient: env.PRIVSVC_RPC_URL, relayers: [env.PRIVSVC_RELAYER_A],
+    tokens: tokens.source(), delayMs: [0, 0], pollMs: 250, rarityK: 0,
+  });
+  const r = await c.createEntity({ payload: new TextEncoder().encode('prefetched token'), contentType: 'text/plain', expires: 3600 });
+  assert.equal(r.relayer, env.PRIVSVC_RELAYER_A);
+  assert.equal(await tokens.available(APP), 2);
 });

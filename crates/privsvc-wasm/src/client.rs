@@ -89,7 +89,13 @@ pub struct RawClient {
 #[wasm_bindgen]
 impl RawClient {
     /// Builds a client from `options` (JSON) and a wallet adapter or a vault adapter.
-    pub fn create(options: &str, wallet: JsValue, vault: JsValue) -> Promise {
+    pub fn create(
+        options: &str,
+        wallet: JsValue,
+        vault: JsValue,
+        tokens: Option<crate::token_wallet::RawTokenSource>,
+    ) -> Promise {
+        let tokens = tokens.map(|t| t.source());
         let parsed: Result<Options, _> = serde_json::from_str(options);
         future_to_promise(async move {
             let o = parsed.map_err(|e| config_error(format!("invalid options: {e}")))?;
@@ -109,6 +115,9 @@ impl RawClient {
                     .parse()
                     .map_err(|_| config_error(format!("invalid wallet address {text:?}")))?;
                 b = b.wallet(Arc::new(JsWallet::new(address, Bridge::start(wallet))));
+            }
+            if let Some(source) = tokens {
+                b = b.tokens(privsvc_client::Tokens::Source(source));
             }
             if let Some(p) = o.project {
                 b = b.project(p);

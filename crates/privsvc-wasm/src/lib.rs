@@ -27,6 +27,8 @@ mod fingerprint;
 #[cfg(target_arch = "wasm32")]
 mod js_traits;
 mod proof;
+#[cfg(target_arch = "wasm32")]
+mod token_wallet;
 mod typed;
 mod vault;
 
