@@ -14,6 +14,8 @@
 #   scripts/js-test.sh --node-only   # skip the Chromium test
 # Environment: PRIVSVC_JS_PROFILE (release, the default, or dev) for the wasm build;
 # PRIVSVC_WASM_TARGET_DIR (default: CARGO_TARGET_DIR, else target/) for the wasm build;
+# PRIVSVC_JS_STACK_PROFILE (release, the default, or dev: reuse the debug examples that
+# `cargo test --workspace` already built) for local_stack and the Rust client;
 # CHROMIUM (default /usr/bin/chromium).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -81,10 +83,17 @@ log "js/pkg/privsvc_wasm_bg.wasm: $(stat -c %s js/pkg/privsvc_wasm_bg.wasm) byte
 [ "$MODE" = --build-only ] && exit 0
 
 # --- the local stack ----------------------------------------------------------------------------
-log "building the Rust side (local_stack, client)"
-cargo build -q --release --example local_stack --example client
+STACK_PROFILE=${PRIVSVC_JS_STACK_PROFILE:-release}
+log "building the Rust side (local_stack, client; $STACK_PROFILE)"
+if [ "$STACK_PROFILE" = release ]; then
+  cargo build -q --release --example local_stack --example client
+  EXAMPLES=$TARGET_DIR/release/examples
+else
+  cargo build -q --example local_stack --example client
+  EXAMPLES=$TARGET_DIR/debug/examples
+fi
 STACK_LOG=$(mktemp)
-"$TARGET_DIR/release/examples/local_stack" --serve >"$STACK_LOG" 2>&1 &
+"$EXAMPLES/local_stack" --serve >"$STACK_LOG" 2>&1 &
 STACK_PID=$!
 cleanup() {
   kill -INT "$STACK_PID" 2>/dev/null || true
@@ -104,7 +113,7 @@ export PRIVSVC_RELAYER_A=$(url_of 'relayer A ')
 export PRIVSVC_RELAYER_B=$(url_of 'relayer B ')
 export PRIVSVC_OHTTP_RELAY=$(url_of 'OHTTP relay ')
 export PRIVSVC_WEB_URL=$(url_of 'web page')
-export PRIVSVC_CLIENT_BIN=$TARGET_DIR/release/examples/client
+export PRIVSVC_CLIENT_BIN=$EXAMPLES/client
 export PRIVSVC_CHROMIUM=$CHROMIUM
 log "stack: rpc $PRIVSVC_RPC_URL, relayers $PRIVSVC_RELAYER_A $PRIVSVC_RELAYER_B, OHTTP relay $PRIVSVC_OHTTP_RELAY, page $PRIVSVC_WEB_URL"
 
