@@ -12,6 +12,7 @@
 #   scripts/js-test.sh               # everything
 #   scripts/js-test.sh --build-only  # install and build js/pkg, no tests
 #   scripts/js-test.sh --node-only   # skip the Chromium test
+#   scripts/js-test.sh --bench       # everything, then seed 10,000 records and time myEntities in Chromium
 # Environment: PRIVSVC_JS_PROFILE (release, the default, or dev) for the wasm build;
 # PRIVSVC_WASM_TARGET_DIR (default: CARGO_TARGET_DIR, else target/) for the wasm build;
 # PRIVSVC_JS_STACK_PROFILE (release, the default, or dev: reuse the debug examples that
@@ -86,10 +87,10 @@ log "js/pkg/privsvc_wasm_bg.wasm: $(stat -c %s js/pkg/privsvc_wasm_bg.wasm) byte
 STACK_PROFILE=${PRIVSVC_JS_STACK_PROFILE:-release}
 log "building the Rust side (local_stack, client; $STACK_PROFILE)"
 if [ "$STACK_PROFILE" = release ]; then
-  cargo build -q --release --example local_stack --example client
+  cargo build -q --release --example local_stack --example client --example web_seed
   EXAMPLES=$TARGET_DIR/release/examples
 else
-  cargo build -q --example local_stack --example client
+  cargo build -q --example local_stack --example client --example web_seed
   EXAMPLES=$TARGET_DIR/debug/examples
 fi
 STACK_LOG=$(mktemp)
@@ -124,4 +125,9 @@ log "node --test"
 if [ "$MODE" != --node-only ]; then
   log "headless Chromium"
   (cd js && "$NODE" test/browser/chromium.mjs)
+fi
+if [ "$MODE" = --bench ]; then
+  log "benchmark: seeding 10,000 records, then myEntities in Chromium"
+  "$EXAMPLES/web_seed" --rpc-url "$PRIVSVC_RPC_URL" --records 10000
+  (cd js && "$NODE" test/browser/bench.mjs)
 fi
