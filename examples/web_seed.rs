@@ -38,7 +38,9 @@ struct Args {
 async fn main() -> Result<()> {
     let args = Args::parse();
     let key = hex::decode(DEV_PRIVATE_KEYS[3].trim_start_matches("0x"))?;
-    let key: [u8; 32] = key.try_into().map_err(|_| anyhow::anyhow!("dev key length"))?;
+    let key: [u8; 32] = key
+        .try_into()
+        .map_err(|_| anyhow::anyhow!("dev key length"))?;
     let writer = RpcWriter::connect(RpcLedger::new(args.rpc_url.clone())?, &key).await?;
     let (other, _) = KeyVault::random(&args.project);
     let started = std::time::Instant::now();
@@ -72,7 +74,10 @@ async fn main() -> Result<()> {
                 }))
             })
             .collect::<Result<_>>()?;
-        let tx = writer.prepare(&ops, None).await.context("preparing a batch")?;
+        let tx = writer
+            .prepare(&ops, None)
+            .await
+            .context("preparing a batch")?;
         writer.broadcast(&tx).await?;
         loop {
             if let Some(r) = writer.receipt(tx.hash).await? {
