@@ -886,10 +886,18 @@ mod web {
         }
     }
 
-    /// A file under the repository root; only plain relative paths (no `..`), else 404.
+    /// A file under the repository root; only plain relative paths (no `..`, no hidden files,
+    /// nothing under `node_modules`), else 404.
     async fn file(web: &Web, rel: &str) -> Response {
         let rel = Path::new(rel);
-        if !rel.components().all(|c| matches!(c, Component::Normal(_))) {
+        let plain = rel.components().all(|c| match c {
+            Component::Normal(name) => {
+                let name = name.to_string_lossy();
+                !name.starts_with('.') && name != "node_modules"
+            }
+            _ => false,
+        });
+        if !plain {
             return StatusCode::NOT_FOUND.into_response();
         }
         match tokio::fs::read(web.root.join(rel)).await {
