@@ -57,6 +57,10 @@ struct Args {
     /// After the scenario, keep the stack running and print its URLs (Ctrl-C stops it).
     #[arg(long)]
     serve: bool,
+    /// With --serve: serve the web example (examples/web and the js package) on this port of
+    /// 127.0.0.1 (0: any free port).
+    #[arg(long, default_value_t = 0)]
+    web_port: u16,
 }
 
 /// The running servers.
@@ -755,13 +759,19 @@ async fn run(args: &Args) -> Result<bool> {
     }
 
     if args.serve {
-        serve(&stack).await?;
+        let config = serde_json::json!({
+            "app": APP,
+            "relayers": [stack.a.url(), stack.b.url()],
+            "ohttpRelay": stack.relay_url,
+        });
+        let web = web::start(args.web_port, stack.node.url().to_string(), config).await?;
+        serve(&stack, &web).await?;
     }
     stack.shutdown().await;
     Ok(ok)
 }
 
-async fn serve(stack: &Stack) -> Result<()> {
+async fn serve(stack: &Stack, web: &str) -> Result<()> {
     let rpc = stack.node.url();
     let relay = &stack.relay_url;
     println!();
@@ -776,6 +786,7 @@ async fn serve(stack: &Stack) -> Result<()> {
     );
     println!("  relayer B        {}", stack.b.url());
     println!("  OHTTP relay      {relay}  (clients POST to /ohttp)");
+    println!("  web page         {web}/  (examples/web; the ledger RPC is proxied at {web}/rpc)");
     println!();
     println!("Try the command-line client from another terminal (any 32-byte key is a wallet):");
     println!("  export PRIVSVC_WALLET_KEY=0x$(od -An -tx1 -N32 /dev/urandom | tr -d ' \\n')");
@@ -794,4 +805,143 @@ async fn serve(stack: &Stack) -> Result<()> {
     tokio::signal::ctrl_c().await?;
     println!("stopping");
     Ok(())
+}
+
+/// The web example's static route (`--serve`): `examples/web/` at `/`, the `js/` package at
+/// `/privsvc/` (build it first with `scripts/js-test.sh --build-only`), and `POST /rpc` passed to
+/// the devnet, whose JSON-RPC has no CORS headers, so that the page reads the ledger from its own
+/// origin.
+mod web {
+    use std::net::SocketAddr;
+    use std::path::{Component, Path, PathBuf};
+
+    use anyhow::Result;
+    use axum::body::Bytes;
+    use axum::extract::{Path as UrlPath, State};
+    use axum::http::{header, StatusCode};
+    use axum::response::{IntoResponse, Response};
+    use axum::routing::{get, post};
+    use axum::Router;
+
+    #[derive(Clone)]
+    struct Web {
+        root: PathBuf,
+        rpc: String,
+        config: serde_json::Value,
+        http: reqwest::Client,
+    }
+
+    /// Starts the server on 127.0.0.1:`port`; its base URL. `config` is served at
+    /// `/config.json` for the page (app, relayer and OHTTP relay URLs).
+    pub async fn start(port: u16, rpc: String, config: serde_json::Value) -> Result<String> {
+        let state = Web {
+            root: PathBuf::from(env!("CARGO_MANIFEST_DIR")),
+            rpc,
+            config,
+            http: reqwest::Client::new(),
+        };
+        let app = Router::new()
+            .route(
+                "/",
+                get(|s: State<Web>| async move { file(&s, "examples/web/index.html").await }),
+            )
+            .route("/rpc", post(rpc_proxy))
+            .route(
+                "/config.json",
+                get(|s: State<Web>| async move { axum::Json(s.config.clone()) }),
+            )
+            .route(
+                "/privsvc/{*path}",
+                get(|s: State<Web>, UrlPath(p): UrlPath<String>| async move {
+                    file(&s, &format!("js/{p}")).await
+                }),
+            )
+            .route(
+                "/{*path}",
+                get(|s: State<Web>, UrlPath(p): UrlPath<String>| async move {
+                    file(&s, &format!("examples/web/{p}")).await
+                }),
+            )
+            .with_state(state);
+        let listener =
+            tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], port))).await?;
+        let url = format!("http://{}", listener.local_addr()?);
+        tokio::spawn(async move {
+            if let Err(e) = axum::serve(listener, app).await {
+                eprintln!("web server stopped: {e}");
+            }
+        });
+        Ok(url)
+    }
+
+    fn content_type(path: &Path) -> &'static str {
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("html") => "text/html; charset=utf-8",
+            Some("js") | Some("mjs") => "text/javascript; charset=utf-8",
+            Some("wasm") => "application/wasm",
+            Some("css") => "text/css; charset=utf-8",
+            Some("json") => "application/json",
+            Some("png") => "image/png",
+            _ => "application/octet-stream",
+        }
+    }
+
+    /// A file under the repository root; only plain relative paths (no `..`, no hidden files,
+    /// nothing under `node_modules`), else 404.
+    async fn file(web: &Web, rel: &str) -> Response {
+        let rel = Path::new(rel);
+        let plain = rel.components().all(|c| match c {
+            Component::Normal(name) => {
+                let name = name.to_string_lossy();
+                !name.starts_with('.') && name != "node_modules"
+            }
+            _ => false,
+        });
+        if !plain {
+            return StatusCode::NOT_FOUND.into_response();
+        }
+        match tokio::fs::read(web.root.join(rel)).await {
+            Ok(bytes) => (
+                [
+                    (header::CONTENT_TYPE, content_type(rel)),
+                    (header::CACHE_CONTROL, "no-store"),
+                ],
+                bytes,
+            )
+                .into_response(),
+            Err(_) => (StatusCode::NOT_FOUND, "not found").into_response(),
+        }
+    }
+
+    async fn rpc_proxy(State(web): State<Web>, body: Bytes) -> Response {
+        let answer = web
+            .http
+            .post(&web.rpc)
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(body)
+            .send()
+            .await;
+        match answer {
+            Ok(r) => {
+                let status =
+                    StatusCode::from_u16(r.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
+                match r.bytes().await {
+                    Ok(b) => {
+                        (status, [(header::CONTENT_TYPE, "application/json")], b).into_response()
+                    }
+                    Err(_) => bad_gateway(),
+                }
+            }
+            Err(_) => bad_gateway(),
+        }
+    }
+
+    fn bad_gateway() -> Response {
+        (
+            StatusCode::BAD_GATEWAY,
+            [(header::CONTENT_TYPE, "application/json")],
+            r#"{"error":"the devnet did not answer"}"#,
+        )
+            .into_response()
+    }
 }

@@ -1,0 +1,59 @@
+//! The crate's error type and its JavaScript form.
+
+use privsvc_attributes::AttributeError;
+use privsvc_envelope::EnvelopeError;
+use privsvc_vault::VaultError;
+use wasm_bindgen::JsValue;
+
+/// Everything a binding can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum WasmError {
+    /// A vault operation failed (wallet checks, recovery code, decryption...).
+    #[error(transparent)]
+    Vault(#[from] VaultError),
+    /// An attribute name or value is invalid.
+    #[error(transparent)]
+    Attributes(#[from] AttributeError),
+    /// An envelope could not be built or checked.
+    #[error(transparent)]
+    Envelope(#[from] EnvelopeError),
+    /// An argument has the wrong form.
+    #[error("invalid {what}: {reason}")]
+    Argument {
+        /// Which argument.
+        what: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// An ownership proof was refused (the reason is meant for the verifier's user).
+    #[error("{0}")]
+    ProofRejected(String),
+}
+
+impl WasmError {
+    /// An [`WasmError::Argument`].
+    pub fn argument(what: &'static str, reason: impl Into<String>) -> Self {
+        WasmError::Argument {
+            what,
+            reason: reason.into(),
+        }
+    }
+
+    /// The SPEC error class this error is thrown as in JavaScript.
+    pub fn js_name(&self) -> &'static str {
+        match self {
+            WasmError::Vault(VaultError::NonDeterministicWallet) => "NonDeterministicWalletError",
+            WasmError::Vault(VaultError::SmartContractWallet) => "SmartContractWalletError",
+            WasmError::ProofRejected(_) => "ProofRejectedError",
+            _ => "PrivsvcError",
+        }
+    }
+}
+
+impl From<WasmError> for JsValue {
+    fn from(e: WasmError) -> JsValue {
+        let error = js_sys::Error::new(&e.to_string());
+        error.set_name(e.js_name());
+        error.into()
+    }
+}

@@ -1,0 +1,46 @@
+//! privsvc-wasm: the privsvc client's building blocks compiled to WebAssembly for browsers and
+//! Node.js 22.
+//!
+//! This crate is the low-level half of the `js/` package: `wasm-bindgen` generates its bindings
+//! into `js/pkg/`, and the hand-written `js/index.js` turns them into SPEC's API (`KeyVault`,
+//! `WorkerVault`, `signOwnershipProof`, `checkRecord`, `coarse`, ...). Every exported name here
+//! starts with `raw` or is a `Raw*` class: applications use `js/index.js`, never these.
+//!
+//! Values cross the boundary in the plainest form: hex strings for addresses, references and
+//! signatures, `Uint8Array` for bytes, JSON text for structured values (attributes in their wire
+//! form `{ name: { type, value } }`, warnings, proofs). Errors are JavaScript `Error`s whose
+//! `name` is the SPEC error class (`NonDeterministicWalletError`, `PrivsvcError`, ...); the
+//! package rethrows them as instances of those classes.
+#![forbid(unsafe_code)]
+
+#[cfg(target_arch = "wasm32")]
+mod bridge;
+#[cfg(target_arch = "wasm32")]
+mod browser_store;
+#[cfg(target_arch = "wasm32")]
+mod client;
+mod convert;
+mod dev_wallet;
+mod envelope;
+mod error;
+mod fingerprint;
+#[cfg(target_arch = "wasm32")]
+mod js_traits;
+mod proof;
+#[cfg(target_arch = "wasm32")]
+mod token_wallet;
+mod typed;
+mod vault;
+
+#[cfg(target_arch = "wasm32")]
+pub use client::{raw_discover_relayers, raw_verify_ownership_proof, raw_verify_record, RawClient};
+pub use dev_wallet::RawLocalWallet;
+pub use envelope::{raw_hour_of, raw_open_envelope};
+pub use error::WasmError;
+pub use fingerprint::{
+    raw_check_rarity, raw_check_record, raw_coarse_bucket, raw_coarse_day, raw_coarse_geo,
+    raw_coarse_hour, raw_expiry_bucket, raw_name_problem,
+};
+pub use proof::{raw_check_proof, raw_sign_ownership_proof};
+pub use typed::{raw_derivation_signer, raw_derivation_typed_data, raw_proof_typed_data};
+pub use vault::{RawKeyVault, RawRandomVault, RawSigner};

@@ -1,0 +1,132 @@
+//! `TokenWallet` (SPEC "Tokens"): fetching tokens ahead of time with the wallet, and the token
+//! source a client spends them from.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use alloy_primitives::Address;
+use js_sys::Promise;
+use privsvc_ledger::{LedgerReader, RpcLedger};
+use privsvc_tokens::{memory_store, TokenSource, TokenStore, TokenWallet, TokenWalletOptions};
+use serde::Deserialize;
+use serde_json::json;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::future_to_promise;
+
+use crate::bridge::Bridge;
+use crate::js_traits::JsWallet;
+
+/// The options of `new TokenWallet(...)` that reach Rust (JSON).
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+struct Options {
+    rpc_url: String,
+    issuer: String,
+    issuer_url: String,
+    wallet_address: String,
+    token_store_slot: Option<String>,
+    allow_on_demand: Option<bool>,
+    attestation: Option<String>,
+    min_age_ms: Option<u64>,
+}
+
+fn error(message: impl Into<String>) -> JsValue {
+    let e = js_sys::Error::new(&message.into());
+    e.set_name("PrivsvcError");
+    e.into()
+}
+
+/// Client-side token handling: `acquire`, `prefetchLater`, `available`, `source`.
+#[wasm_bindgen]
+pub struct RawTokenWallet {
+    inner: TokenWallet,
+}
+
+/// A token source for `createPrivateClient({ tokens })`.
+#[wasm_bindgen]
+pub struct RawTokenSource {
+    inner: Arc<dyn TokenSource>,
+}
+
+impl RawTokenSource {
+    /// The source.
+    pub(crate) fn source(&self) -> Arc<dyn TokenSource> {
+        self.inner.clone()
+    }
+}
+
+#[wasm_bindgen]
+impl RawTokenWallet {
+    /// A token wallet from `options` (JSON) and a wallet adapter.
+    #[wasm_bindgen(constructor)]
+    pub fn new(options: &str, wallet: JsValue) -> Result<RawTokenWallet, JsValue> {
+        let o: Options =
+            serde_json::from_str(options).map_err(|e| error(format!("invalid options: {e}")))?;
+        let address: Address = o
+            .wallet_address
+            .parse()
+            .map_err(|_| error("invalid wallet address"))?;
+        let issuer: Address = o
+            .issuer
+            .parse()
+            .map_err(|_| error("`issuer` must be the issuer's address"))?;
+        let reader: Arc<dyn LedgerReader> =
+            Arc::new(RpcLedger::new(o.rpc_url).map_err(|e| error(e.to_string()))?);
+        let wallet = Arc::new(JsWallet::new(address, Bridge::start(wallet)));
+        let mut options = TokenWalletOptions::new(wallet, reader, issuer, o.issuer_url);
+        let store: Arc<dyn TokenStore> = match o.token_store_slot {
+            Some(slot) => Arc::new(crate::browser_store::LocalStorageTokenStore::new(slot)),
+            None => memory_store(),
+        };
+        if let Some(pins) = store.key_pins() {
+            options.pins = pins;
+        }
+        options.store = store;
+        if let Some(on) = o.allow_on_demand {
+            options.allow_on_demand = on;
+        }
+        options.attestation = o.attestation;
+        if let Some(ms) = o.min_age_ms {
+            options.min_age_ms = ms;
+        }
+        Ok(RawTokenWallet {
+            inner: TokenWallet::new(options),
+        })
+    }
+
+    /// Fetches `count` tokens for `app` now: resolves to JSON `{ count, remaining }`.
+    pub fn acquire(&self, app: String, count: u32, attestation: Option<String>) -> Promise {
+        let wallet = self.inner.clone();
+        future_to_promise(async move {
+            let got = wallet
+                .acquire(&app, count as usize, attestation.as_deref())
+                .await
+                .map_err(|e| error(e.to_string()))?;
+            Ok(JsValue::from_str(
+                &json!({"count": got.count, "remaining": got.remaining}).to_string(),
+            ))
+        })
+    }
+
+    /// Fetches `count` tokens at a random moment within `withinMs` (default 6 hours).
+    #[wasm_bindgen(js_name = prefetchLater)]
+    pub fn prefetch_later(&self, app: String, count: u32, within_ms: Option<f64>) {
+        let within = within_ms.map(|ms| Duration::from_millis(ms as u64));
+        drop(self.inner.prefetch_later(&app, count as usize, within));
+    }
+
+    /// Unspent tokens of `app` for an accepted day.
+    pub fn available(&self, app: &str) -> Result<u32, JsValue> {
+        self.inner
+            .available(app)
+            .map(|n| n as u32)
+            .map_err(|e| error(e.to_string()))
+    }
+
+    /// The token source for `createPrivateClient({ tokens })`.
+    pub fn source(&self) -> RawTokenSource {
+        RawTokenSource {
+            inner: self.inner.source(),
+        }
+    }
+}

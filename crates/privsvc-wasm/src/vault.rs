@@ -1,0 +1,231 @@
+//! Key vaults in the current thread (PROTOCOL 1): `RawKeyVault` and the record signer.
+//!
+//! The same code runs in a page, in a Web Worker or in a Node.js `worker_threads` worker; the
+//! package's `WorkerVault` runs it in a worker so that the page never holds the root.
+
+use alloy_primitives::{Address, Signature};
+use privsvc_envelope::EnvelopeBody;
+use privsvc_vault::{tag_from_text, tag_to_text, KeyVault, OwnershipProofBody, RecordSigner};
+use wasm_bindgen::prelude::*;
+
+use crate::convert::{address_text, to_attributes, to_ref, to_signature, to_u64};
+use crate::error::WasmError;
+
+/// A user's keys for one app, held in this thread (SPEC `KeyVault`).
+#[wasm_bindgen]
+pub struct RawKeyVault {
+    inner: KeyVault,
+}
+
+/// A new random-root vault and its recovery code (returned by `RawKeyVault.random`).
+#[wasm_bindgen]
+pub struct RawRandomVault {
+    vault: Option<RawKeyVault>,
+    recovery_code: String,
+}
+
+#[wasm_bindgen]
+impl RawRandomVault {
+    /// Takes the vault out (once).
+    #[wasm_bindgen(js_name = takeVault)]
+    pub fn take_vault(&mut self) -> Result<RawKeyVault, WasmError> {
+        self.vault
+            .take()
+            .ok_or_else(|| WasmError::argument("vault", "already taken"))
+    }
+
+    /// The 24-word recovery code; show it to the user once.
+    #[wasm_bindgen(getter, js_name = recoveryCode)]
+    pub fn recovery_code(&self) -> String {
+        self.recovery_code.clone()
+    }
+}
+
+#[wasm_bindgen]
+impl RawKeyVault {
+    /// The vault of a derivation signature already checked (`KeyVault.fromSignature`).
+    #[wasm_bindgen(js_name = fromSignature)]
+    pub fn from_signature(signature: &str, app: &str) -> Result<RawKeyVault, WasmError> {
+        let signature = to_signature("derivation signature", signature)?;
+        Ok(RawKeyVault {
+            inner: KeyVault::from_signature(&signature, app),
+        })
+    }
+
+    /// A random-root vault and its recovery code (`KeyVault.random`).
+    pub fn random(app: &str) -> RawRandomVault {
+        let (inner, code) = KeyVault::random(app);
+        RawRandomVault {
+            vault: Some(RawKeyVault { inner }),
+            recovery_code: code.as_str().to_owned(),
+        }
+    }
+
+    /// Restores a random-root vault from its 24-word recovery code.
+    #[wasm_bindgen(js_name = fromRecoveryCode)]
+    pub fn from_recovery_code(code: &str, app: &str) -> Result<RawKeyVault, WasmError> {
+        Ok(RawKeyVault {
+            inner: KeyVault::from_recovery_code(code, app)?,
+        })
+    }
+
+    /// The app the keys are derived for.
+    #[wasm_bindgen(getter)]
+    pub fn app(&self) -> String {
+        self.inner.app().to_owned()
+    }
+
+    /// A fresh random record reference (32 hex characters).
+    #[wasm_bindgen(js_name = newRecord)]
+    pub fn new_record(&self) -> String {
+        self.inner.new_record().to_hex()
+    }
+
+    /// The reference of scope `name`.
+    #[wasm_bindgen(js_name = scopeRecord)]
+    pub fn scope_record(&self, name: &str) -> String {
+        self.inner.scope_record(name).to_hex()
+    }
+
+    /// A tag for `record` in its ledger form (60 base64 characters).
+    #[wasm_bindgen(js_name = makeTag)]
+    pub fn make_tag(&self, record: &str) -> Result<String, WasmError> {
+        Ok(tag_to_text(&self.inner.make_tag(&to_ref(record)?)))
+    }
+
+    /// For each tag (ledger form), its record reference when this vault made it, else
+    /// `undefined`. Malformed tags are somebody else's.
+    #[wasm_bindgen(js_name = openTags)]
+    pub fn open_tags(&self, tags: Vec<String>) -> Vec<JsValue> {
+        let mut parsed = Vec::with_capacity(tags.len());
+        let mut slots = Vec::with_capacity(tags.len());
+        for text in &tags {
+            match tag_from_text(text) {
+                Some(tag) => {
+                    slots.push(Some(parsed.len()));
+                    parsed.push(tag);
+                }
+                None => slots.push(None),
+            }
+        }
+        let opened = self.inner.open_tags(&parsed);
+        slots
+            .into_iter()
+            .map(|slot| match slot.and_then(|i| opened[i]) {
+                Some(r) => JsValue::from_str(&r.to_hex()),
+                None => JsValue::UNDEFINED,
+            })
+            .collect()
+    }
+
+    /// The one-time owner address of `record` (EIP-55).
+    #[wasm_bindgen(js_name = addressOf)]
+    pub fn address_of(&self, record: &str) -> Result<String, WasmError> {
+        Ok(address_text(&self.inner.address_of(&to_ref(record)?)?))
+    }
+
+    /// The signer of `record`.
+    pub fn signer(&self, record: &str) -> Result<RawSigner, WasmError> {
+        Ok(RawSigner {
+            inner: self.inner.signer(&to_ref(record)?)?,
+        })
+    }
+
+    /// Encrypts `data` for `record`: nonce(12) || ciphertext.
+    pub fn encrypt(&self, record: &str, data: &[u8]) -> Result<Vec<u8>, WasmError> {
+        Ok(self.inner.encrypt(&to_ref(record)?, data))
+    }
+
+    /// Decrypts a payload encrypted for `record`.
+    pub fn decrypt(&self, record: &str, data: &[u8]) -> Result<Vec<u8>, WasmError> {
+        Ok(self.inner.decrypt(&to_ref(record)?, data)?)
+    }
+
+    /// Cover scores (PROTOCOL 8.3): 32 bytes per candidate, concatenated. `anchor` is one batch
+    /// (`u64be(block) || creator`, 28 bytes) and `candidates` several, concatenated.
+    #[wasm_bindgen(js_name = coverScores)]
+    pub fn cover_scores(&self, anchor: &[u8], candidates: &[u8]) -> Result<Vec<u8>, WasmError> {
+        let anchor: [u8; 28] = anchor
+            .try_into()
+            .map_err(|_| WasmError::argument("anchor batch", "expected 28 bytes"))?;
+        if candidates.len() % 28 != 0 {
+            return Err(WasmError::argument("candidates", "expected 28 bytes each"));
+        }
+        let list: Vec<[u8; 28]> = candidates
+            .chunks_exact(28)
+            .map(|c| c.try_into().unwrap_or([0; 28]))
+            .collect();
+        Ok(self.inner.cover_scores(&anchor, &list).concat())
+    }
+}
+
+/// The signer of one record: its owner address, envelope and proof signatures (SPEC: "a signer
+/// exposes only `address`, `signEnvelope(body, attributes)` and `signProof(body)`").
+#[wasm_bindgen]
+pub struct RawSigner {
+    inner: RecordSigner,
+}
+
+impl RawSigner {
+    pub(crate) fn address_raw(&self) -> Address {
+        self.inner.address()
+    }
+
+    pub(crate) fn sign_proof_body(
+        &self,
+        body: &OwnershipProofBody,
+        chain_id: u64,
+    ) -> Result<Signature, WasmError> {
+        Ok(self.inner.sign_proof_on_chain(body, Some(chain_id))?)
+    }
+}
+
+#[wasm_bindgen]
+impl RawSigner {
+    /// The record's one-time owner address (EIP-55).
+    #[wasm_bindgen(getter)]
+    pub fn address(&self) -> String {
+        address_text(&self.inner.address())
+    }
+
+    /// Seals an envelope (PROTOCOL 3): the padded envelope text. `attributes` is the record's
+    /// wire JSON (with `project` and `tag`); `data` the stored payload (ciphertext when `enc`).
+    #[wasm_bindgen(js_name = signEnvelope)]
+    #[allow(clippy::too_many_arguments)]
+    pub fn sign_envelope(
+        &self,
+        app: &str,
+        exp: f64,
+        hour: f64,
+        ct: &str,
+        enc: bool,
+        data: Vec<u8>,
+        attributes: &str,
+    ) -> Result<String, WasmError> {
+        let attributes = to_attributes(attributes)?;
+        let body = EnvelopeBody {
+            app: app.to_owned(),
+            exp: to_u64("exp", exp)?,
+            hour: to_u64("hour", hour)?,
+            ct: ct.to_owned(),
+            enc,
+            types: attributes.types(),
+            data,
+        };
+        Ok(self.inner.sign_envelope(&body, &attributes)?)
+    }
+
+    /// Signs an ownership proof body (JSON `{ entityKey, challenge, verifier, notBefore,
+    /// notAfter }`) for `chainId` (default the privsvc network): the signature in hex.
+    #[wasm_bindgen(js_name = signProof)]
+    pub fn sign_proof(&self, body: &str, chain_id: Option<f64>) -> Result<String, WasmError> {
+        let body = crate::proof::ProofBodyInput::parse(body)?;
+        let chain = chain_id
+            .map(|c| to_u64("chainId", c))
+            .transpose()?
+            .unwrap_or(privsvc_vault::NETWORK_CHAIN_ID);
+        Ok(crate::convert::signature_hex(
+            &self.sign_proof_body(&body, chain)?,
+        ))
+    }
+}

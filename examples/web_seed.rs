@@ -1,0 +1,97 @@
+//! Seeds the `notes` project of a running devnet with records of other users, so that the
+//! browser benchmark measures `myEntities` on a large app (docs/BENCHMARKS.md, wasm section).
+//!
+//! ```text
+//! cargo run --release --example web_seed -- --rpc-url http://127.0.0.1:8545 --records 10000
+//! ```
+//!
+//! The records are written directly by dev account 3 (not through a relayer), 200 per
+//! transaction, each with a valid tag of a random vault: the client lists them, opens every tag
+//! and finds none of them its own, as for a real app full of other users' records.
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use privsvc::devnet::DEV_PRIVATE_KEYS;
+use privsvc::ledger::{
+    ArkivValue, Attribute, Create, CreationFlags, LedgerWriter, Operation, RpcLedger, RpcWriter,
+};
+use privsvc::vault::{tag_to_text, KeyVault};
+
+/// Command-line options.
+#[derive(Parser, Debug)]
+struct Args {
+    /// Ledger JSON-RPC URL.
+    #[arg(long)]
+    rpc_url: String,
+    /// Records to write.
+    #[arg(long, default_value_t = 10_000)]
+    records: usize,
+    /// The project (app) to fill.
+    #[arg(long, default_value = "notes")]
+    project: String,
+    /// Creates per transaction.
+    #[arg(long, default_value_t = 200)]
+    per_tx: usize,
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let args = Args::parse();
+    let key = hex::decode(DEV_PRIVATE_KEYS[3].trim_start_matches("0x"))?;
+    let key: [u8; 32] = key
+        .try_into()
+        .map_err(|_| anyhow::anyhow!("dev key length"))?;
+    let writer = RpcWriter::connect(RpcLedger::new(args.rpc_url.clone())?, &key).await?;
+    let (other, _) = KeyVault::random(&args.project);
+    let started = std::time::Instant::now();
+    let mut written = 0;
+    while written < args.records {
+        let n = args.per_tx.min(args.records - written);
+        let ops: Vec<Operation> = (0..n)
+            .map(|i| -> Result<Operation> {
+                let tag = tag_to_text(&other.make_tag(&other.new_record()));
+                Ok(Operation::Create(Create {
+                    salt: rand::random(),
+                    expires_at: 0,
+                    min_lifetime: 1_800, // one hour of 2 s blocks
+                    flags: CreationFlags::default(),
+                    content_type: "application/json".into(),
+                    payload: b"{}".to_vec(),
+                    attributes: vec![
+                        Attribute {
+                            name: "kind".into(),
+                            value: ArkivValue::str(["a", "b", "c"][(written + i) % 3])?,
+                        },
+                        Attribute {
+                            name: "project".into(),
+                            value: ArkivValue::str(args.project.clone())?,
+                        },
+                        Attribute {
+                            name: "tag".into(),
+                            value: ArkivValue::str(tag)?,
+                        },
+                    ],
+                }))
+            })
+            .collect::<Result<_>>()?;
+        let tx = writer
+            .prepare(&ops, None)
+            .await
+            .context("preparing a batch")?;
+        writer.broadcast(&tx).await?;
+        loop {
+            if let Some(r) = writer.receipt(tx.hash).await? {
+                anyhow::ensure!(r.success, "batch reverted: {:?}", r.revert_reason);
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+        written += n;
+    }
+    println!(
+        "seeded {written} records in project {:?} in {:.1} s",
+        args.project,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}

@@ -1,0 +1,276 @@
+// createPrivateClient: SPEC's client over the Rust PrivateClient compiled to wasm (tokens with
+// their minimum age, OHTTP, cover batches, verification against the ledger). The wallet and the
+// vault stay JavaScript objects; Rust reaches them through small adapters.
+import { raw } from './wasm.js';
+import {
+  PrivsvcError,
+  NonDeterministicWalletError,
+  SmartContractWalletError,
+  IssuerEquivocationError,
+  NoTokenReady,
+  asWallet,
+  checkRecord,
+  derivationTypedData,
+  fromWire,
+  inBrowser,
+  ledgerReader,
+  toWire,
+  vaultFromWallet,
+} from './index.js';
+
+/** The public test network's RPC, the default `publicClient`. */
+export const DEFAULT_RPC_URL = 'https://rpc.tiramisu.db-chain.testnet.arkiv.network';
+
+// A function, not a constant: index.js and this module import each other.
+const classes = () => ({ PrivsvcError, NonDeterministicWalletError, SmartContractWalletError, IssuerEquivocationError, NoTokenReady });
+
+async function rust(promise) {
+  try {
+    return await promise;
+  } catch (e) {
+    const cls = classes()[e && e.name] || PrivsvcError;
+    throw new cls(e && e.message ? e.message : String(e));
+  }
+}
+
+/** The RPC URL of a `publicClient` option: a URL, or a client that names its URL. */
+export function rpcUrlOf(publicClient) {
+  if (publicClient === undefined) return DEFAULT_RPC_URL;
+  if (typeof publicClient === 'string') return publicClient;
+  const url = publicClient.url || (publicClient.transport && publicClient.transport.url) || (publicClient.publicClient && rpcUrlOf(publicClient.publicClient));
+  if (typeof url === 'string') return url;
+  throw new PrivsvcError('publicClient must be an RPC URL or a client with a `url` (viem: transport.url)');
+}
+
+/** What Rust calls on a wallet. */
+function walletAdapter(w) {
+  return {
+    signTypedData: (json) => w.signTypedData(JSON.stringify(derivationTypedDataFix(JSON.parse(json)))),
+    personalSign: (bytes) => w.personalSign(bytes),
+  };
+}
+
+function derivationTypedDataFix(td) {
+  if (td.domain && typeof td.domain.chainId === 'string') td.domain.chainId = Number(BigInt(td.domain.chainId));
+  return td;
+}
+
+/** What Rust calls on a vault (KeyVault or WorkerVault). */
+function vaultAdapter(v) {
+  return {
+    scopeRecord: (name) => v.scopeRecord(name),
+    makeTag: (ref) => v.makeTag(ref),
+    openTags: (tags) => v.openTags(tags),
+    addressOf: (ref) => v.addressOf(ref),
+    coverScores: (anchor, candidates) => v.coverScores(anchor, candidates),
+    async signEnvelope(ref, head, data, wire) {
+      const s = await v.signer(ref);
+      return s.signEnvelope({ ...head, data }, wire);
+    },
+    async signProof(ref, body, chainId) {
+      const s = await v.signer(ref);
+      return s.signProof(body, chainId);
+    },
+    encrypt: (ref, data) => v.encrypt(ref, data),
+    decrypt: (ref, data) => v.decrypt(ref, data),
+  };
+}
+
+function hexBytes(hex) {
+  const out = new Uint8Array(hex.length / 2);
+  for (let i = 0; i < out.length; i++) out[i] = parseInt(hex.slice(2 * i, 2 * i + 2), 16);
+  return out;
+}
+
+function myRecord(r) {
+  const data = hexBytes(r.data);
+  return {
+    key: r.key,
+    entityKey: r.entityKey,
+    owner: r.owner,
+    creator: r.creator,
+    app: r.app,
+    contentType: r.contentType,
+    data,
+    toText() {
+      return new TextDecoder().decode(data);
+    },
+    toJson() {
+      return JSON.parse(new TextDecoder().decode(data));
+    },
+    attributes: fromWire(r.attributes),
+    createdAt: r.createdAt,
+    expiresAt: r.expiresAt,
+    expSeconds: r.expSeconds,
+    encrypted: r.encrypted,
+    envelope: r.envelope,
+    ref: r.ref,
+  };
+}
+
+/**
+ * Creates a client (SPEC `createPrivateClient`): derives the keys from one wallet signature
+ * (asked twice and compared) unless a `vault` is given, in a worker when `isolateKeys` (default
+ * in browsers), contacts the relayers and starts fetching tokens when one requires them.
+ */
+export async function createPrivateClient(options = {}) {
+  const o = { ...options };
+  if (!o.app || typeof o.app !== 'string') throw new PrivsvcError('createPrivateClient: `app` is required');
+  if (!o.wallet && !o.vault) throw new PrivsvcError('createPrivateClient: give a `wallet` or a `vault`');
+  if (o.fetch !== undefined) throw new PrivsvcError('the `fetch` option is not supported by this build: relayer calls use the platform fetch');
+  if (o.tokens !== undefined && o.tokens !== 'auto' && !(o.tokens && o.tokens.sourceOf)) {
+    throw new PrivsvcError('`tokens` is "auto" or tokenWallet.source()');
+  }
+  const store = o.tokenStore;
+  if (store !== undefined && store.kind !== 'memory' && store.kind !== 'browser') {
+    throw new PrivsvcError('tokenStore must be memoryStore() or browserTokenStore() in this build');
+  }
+  const rpcUrl = rpcUrlOf(o.publicClient);
+  const wallet = o.wallet ? asWallet(o.wallet) : undefined;
+  const isolateKeys = o.isolateKeys === undefined ? inBrowser : o.isolateKeys;
+  const vault = o.vault || (await vaultFromWallet(o.wallet, o.app, { isolateKeys, publicClient: rpcUrl, chainId: o.chainId }));
+  const rustOptions = {
+    app: o.app,
+    project: o.project,
+    relayers: o.relayers,
+    ohttpRelay: o.ohttpRelay,
+    rpcUrl,
+    delayMs: o.delayMs,
+    minAnonymity: o.minAnonymity,
+    maxHoldMs: o.maxHoldMs,
+    inclusionTimeoutMs: o.inclusionTimeoutMs,
+    pollMs: o.pollMs,
+    strict: o.strict,
+    rarityK: o.rarityK,
+    coverBatches: o.coverBatches,
+    tokenAttestation: o.tokenAttestation,
+    tokenMinAgeMs: o.tokenMinAgeMs,
+    trustedRelayersOnly: o.trustedRelayersOnly,
+    walletAddress: wallet ? await wallet.address() : undefined,
+    tokenStoreSlot: store && store.kind === 'browser' ? store.slot : undefined,
+  };
+  const source = o.tokens && o.tokens.sourceOf ? await o.tokens.sourceOf() : undefined;
+  const inner = await rust(
+    raw.RawClient.create(JSON.stringify(rustOptions), wallet ? walletAdapter(wallet) : undefined, vaultAdapter(vault), source),
+  );
+  const project = inner.project;
+  return {
+    app: o.app,
+    project,
+    vault,
+    publicClient: rpcUrl,
+    chainId: inner.chainId,
+    async createEntity({ payload, contentType, attributes = {}, expires, scope, encrypt = false } = {}) {
+      const bytes = payload instanceof Uint8Array ? payload : new TextEncoder().encode(String(payload ?? ''));
+      const seconds = typeof expires === 'object' && expires !== null ? expires.seconds : expires;
+      const params = { contentType, attributes: toWire(attributes), expires: seconds, scope, encrypt };
+      return JSON.parse(await rust(inner.createEntity(JSON.stringify(params), bytes)));
+    },
+    async myEntities({ refresh = false, where } = {}) {
+      const w = where === undefined ? undefined : JSON.stringify(toWire(where));
+      return JSON.parse(await rust(inner.myEntities(refresh, w))).map(myRecord);
+    },
+    async proveOwnership(entityKey, { challenge, verifier, ttlSeconds } = {}) {
+      return JSON.parse(await rust(inner.proveOwnership(entityKey, String(challenge), String(verifier), ttlSeconds)));
+    },
+    check({ attributes, expires, payload } = {}) {
+      return checkRecord({ attributes, expires, payload });
+    },
+    async checkRarity(attributes, k) {
+      return JSON.parse(await rust(inner.checkRarity(JSON.stringify(toWire({ project, ...attributes })), k)));
+    },
+    async scopeAddress(name) {
+      return rust(inner.scopeAddress(name));
+    },
+    relayers() {
+      return JSON.parse(inner.relayers());
+    },
+    relayerAddresses() {
+      return JSON.parse(inner.relayerAddresses());
+    },
+  };
+}
+
+/** Live relayers whose `/v1/info` matches their heartbeat: `[{ url, address, bad, info }]`. */
+export async function discoverRelayers(publicClient) {
+  return JSON.parse(await rust(raw.rawDiscoverRelayers(rpcUrlOf(publicClient))));
+}
+
+/**
+ * Verifies a ledger entity as a privsvc record (SPEC `verifyRecord`): `entity` in the ledger's
+ * JSON form with key, owner, creator, payload and attributes. The republish rule needs the
+ * creation block's time: give `createdTimestamp` (Unix seconds), or a `client` (RPC URL or
+ * client) to read it. Returns `{ ok: true, record }` or `{ ok: false, reason }`.
+ */
+export async function verifyRecord(entity, { app, relayers, owner, createdTimestamp, client } = {}) {
+  let ts = createdTimestamp;
+  if (ts === undefined && client !== undefined && entity && entity.createdAt !== undefined) {
+    const reader = ledgerReaderOf(client);
+    const block = await reader.request({ method: 'eth_getBlockByNumber', params: [`0x${BigInt(entity.createdAt).toString(16)}`, false] });
+    if (block && block.timestamp !== undefined) ts = Number(BigInt(block.timestamp));
+  }
+  const answer = JSON.parse(raw.rawVerifyRecord(JSON.stringify(entity), JSON.stringify({ app, relayers, owner, createdTimestamp: ts })));
+  if (!answer.ok) return answer;
+  const r = answer.record;
+  const data = hexBytes(r.data);
+  return { ok: true, record: { ...r, data, attributes: fromWire(r.attributes), toText: () => new TextDecoder().decode(data) } };
+}
+
+function ledgerReaderOf(client) {
+  return ledgerReader(rpcUrlOf(client && client.publicClient !== undefined ? client.publicClient : client));
+}
+
+/**
+ * Client-side token handling (SPEC `TokenWallet`): fetch tokens with the wallet ahead of time,
+ * keep them in a store, and give a client a source to spend them from (`tokens: w.source()`).
+ * `reader` is the ledger (RPC URL or client); `issuer` the issuer's address and `issuerUrl` its
+ * base URL (a relayer's info `issuer` and `issuerUrl`).
+ */
+export class TokenWallet {
+  #ready;
+  constructor({ wallet, reader, issuer, issuerUrl, store, allowOnDemand, attestation, minAgeMs } = {}) {
+    if (store !== undefined && store.kind !== 'memory' && store.kind !== 'browser') {
+      throw new PrivsvcError('store must be memoryStore() or browserTokenStore()');
+    }
+    const w = asWallet(wallet);
+    this.#ready = (async () => {
+      const options = {
+        rpcUrl: rpcUrlOf(reader),
+        issuer,
+        issuerUrl,
+        walletAddress: await w.address(),
+        tokenStoreSlot: store && store.kind === 'browser' ? store.slot : undefined,
+        allowOnDemand,
+        attestation,
+        minAgeMs,
+      };
+      try {
+        return new raw.RawTokenWallet(JSON.stringify(options), walletAdapter(w));
+      } catch (e) {
+        throw new PrivsvcError(e.message);
+      }
+    })();
+  }
+  /** Fetches `count` tokens for `app` now: `{ count, remaining }`. */
+  async acquire(app, count, attestation) {
+    const w = await this.#ready;
+    return JSON.parse(await rust(w.acquire(app, count, attestation)));
+  }
+  /** Fetches `count` tokens at a random moment within `withinMs` (default 6 hours). */
+  async prefetchLater(app, count, withinMs) {
+    (await this.#ready).prefetchLater(app, count, withinMs);
+  }
+  /** Unspent tokens of `app` for an accepted day. */
+  async available(app) {
+    const w = await this.#ready;
+    try {
+      return w.available(app);
+    } catch (e) {
+      throw new PrivsvcError(e.message);
+    }
+  }
+  /** The token source for `createPrivateClient({ tokens })`. */
+  source() {
+    return Object.freeze({ sourceOf: async () => (await this.#ready).source() });
+  }
+}

@@ -1,0 +1,331 @@
+// TypeScript declarations of the privsvc JS package (SPEC "Client library").
+
+/** Chain id of the privsvc network. */
+export const NETWORK_CHAIN_ID: 7738577;
+/** `purpose` of the key-derivation message. */
+export const DERIVATION_PURPOSE: 'privsvc key v1';
+/** Bytes of a tag. */
+export const TAG_BYTES: 44;
+/** `project` of system entities. */
+export const PRIVSVC_PROJECT: 'privsvc-7f3k';
+/** Relayer API version. */
+export const API_VERSION: 'privsvc-relayer/1';
+/** Envelope version. */
+export const ENVELOPE_VERSION: 2;
+/** Default validity of an ownership proof, seconds. */
+export const DEFAULT_PROOF_TTL_SECONDS: 300;
+/** The public test network's RPC (default `publicClient`). */
+export const DEFAULT_RPC_URL: string;
+/** True in browsers and Web Workers, false in Node.js. */
+export const inBrowser: boolean;
+
+/** Base class of privsvc errors (SPEC's ArkognitoError). */
+export class PrivsvcError extends Error {}
+/** The wallet gave two different derivation signatures. */
+export class NonDeterministicWalletError extends PrivsvcError {}
+/** The wallet is a contract account. */
+export class SmartContractWalletError extends PrivsvcError {}
+/** The issuer published two keys for one app and day. */
+export class IssuerEquivocationError extends PrivsvcError {}
+/** No token ripe to spend and no relayer that needs none. */
+export class NoTokenReady extends PrivsvcError {}
+
+/** Hex string with `0x`. */
+export type Hex = `0x${string}`;
+/** A record reference: 32 hex characters. */
+export type RecordRef = string;
+
+/** An EIP-1193 provider. */
+export interface Eip1193Provider {
+  request(args: { method: string; params?: unknown[] }): Promise<any>;
+}
+/** The parts of a viem wallet client privsvc uses. */
+export interface ViemLikeWalletClient {
+  account?: { address: Hex };
+  getAddresses?(): Promise<Hex[]>;
+  signTypedData(args: { account: unknown; domain: unknown; types: unknown; primaryType: string; message: unknown }): Promise<Hex>;
+  signMessage(args: { account: unknown; message: { raw: Uint8Array } }): Promise<Hex>;
+}
+/** A wallet: an EIP-1193 provider or a viem-like wallet client. */
+export type WalletLike = Eip1193Provider | ViemLikeWalletClient;
+/** A ledger reader: an RPC URL, or anything with `request({ method, params })`. */
+export type PublicClientLike = string | Eip1193Provider;
+
+/** An in-memory dev wallet (EIP-1193); never for real funds. */
+export function devWallet(key?: Hex): Eip1193Provider & { address: Hex; isDevWallet: true };
+
+/** Attribute values: string (`str`), integer number (`i32`), bigint (`u64`/`u256`), or typed. */
+export type AttributeValue = string | number | bigint | { type: 'str' | 'i32' | 'u64' | 'u256'; value: string | number | bigint };
+export type AttributeInputs = Record<string, AttributeValue>;
+export type WireAttributes = Record<string, { type: 'str' | 'i32' | 'u64' | 'u256'; value: string | number }>;
+export function toWire(attributes?: AttributeInputs): WireAttributes;
+export function fromWire(wire?: WireAttributes): Record<string, string | number | bigint>;
+export function nameProblem(name: string): string | undefined;
+
+/** Lifetimes in seconds. */
+export const ExpirationTime: {
+  fromSeconds(n: number): number;
+  fromMinutes(n: number): number;
+  fromHours(n: number): number;
+  fromDays(n: number): number;
+  fromWeeks(n: number): number;
+  fromMonths(n: number): number;
+};
+export function expirySeconds(expires: number | { seconds: number }): number;
+export function expiryBucket(seconds: number): number;
+
+export type WarningCode =
+  | 'timestamp' | 'precise-location' | 'postal-code' | 'free-text'
+  | 'expiry-rounded' | 'expiry-too-long' | 'payload-too-large' | 'rare-combination';
+export interface CheckWarning {
+  code: WarningCode;
+  attribute: string | null;
+  message: string;
+}
+export function checkRecord(record?: { attributes?: AttributeInputs; expires?: number; payload?: Uint8Array | string }): CheckWarning[];
+export function checkRarity(attributes: AttributeInputs, existing: AttributeInputs[], k?: number): CheckWarning[];
+export const coarse: {
+  day<T extends Date | number>(d: T): T;
+  hour<T extends Date | number>(d: T): T;
+  geo(x: number, decimals?: number): number;
+  bucket(x: number, step: number): number;
+};
+
+export interface EnvelopeBodyInput {
+  app: string;
+  exp: number;
+  hour: number;
+  ct: string;
+  enc: boolean;
+  data: Uint8Array;
+}
+export interface OwnershipProofBody {
+  entityKey: Hex;
+  challenge: string;
+  verifier: string;
+  notBefore: number;
+  notAfter: number;
+}
+/** An ownership proof (the Rust client's JSON form). */
+export interface OwnershipProof extends OwnershipProofBody {
+  chainId: number;
+  owner: Hex;
+  signature: Hex;
+}
+/** A record's signer: only its address and two signing operations. */
+export interface Signer {
+  readonly address: Hex;
+  signEnvelope(body: EnvelopeBodyInput, attributes: AttributeInputs | WireAttributes): string | Promise<string>;
+  signProof(body: OwnershipProofBody, chainId?: number): Hex | Promise<Hex>;
+}
+export interface DeriveOptions {
+  chainId?: number;
+  /** Where to look for contract code at the wallet's address (else the wallet's eth_getCode). */
+  publicClient?: PublicClientLike;
+}
+/** What every vault provides. */
+export interface Vault {
+  readonly app: string;
+  newRecord(): RecordRef | Promise<RecordRef>;
+  scopeRecord(name: string): RecordRef | Promise<RecordRef>;
+  makeTag(ref: RecordRef): string | Promise<string>;
+  openTags(tags: string[]): (RecordRef | undefined)[] | Promise<(RecordRef | undefined)[]>;
+  addressOf(ref: RecordRef): Hex | Promise<Hex>;
+  signer(ref: RecordRef): Signer | Promise<Signer>;
+  encrypt(ref: RecordRef, data: Uint8Array | string): Uint8Array | Promise<Uint8Array>;
+  decrypt(ref: RecordRef, data: Uint8Array): Uint8Array | Promise<Uint8Array>;
+}
+/** Keys in the current thread. */
+export class KeyVault implements Vault {
+  static fromWallet(wallet: WalletLike, app: string, opts?: DeriveOptions): Promise<KeyVault>;
+  static signDerivation(wallet: WalletLike, app: string, opts?: DeriveOptions): Promise<Hex>;
+  static fromSignature(signature: Hex, app: string): KeyVault;
+  static random(app: string): { vault: KeyVault; recoveryCode: string };
+  static fromRecoveryCode(code: string, app: string): KeyVault;
+  readonly app: string;
+  newRecord(): RecordRef;
+  scopeRecord(name: string): RecordRef;
+  makeTag(ref: RecordRef): string;
+  openTags(tags: string[]): (RecordRef | undefined)[];
+  addressOf(ref: RecordRef): Hex;
+  signer(ref: RecordRef): Signer;
+  encrypt(ref: RecordRef, data: Uint8Array | string): Uint8Array;
+  decrypt(ref: RecordRef, data: Uint8Array): Uint8Array;
+  coverScores(anchor: Uint8Array, candidates: Uint8Array): Uint8Array;
+  free(): void;
+}
+/** Keys in a dedicated worker (Web Worker or worker_threads). */
+export class WorkerVault implements Vault {
+  static spawn(): Promise<WorkerVault>;
+  static fromWallet(wallet: WalletLike, app: string, opts?: DeriveOptions): Promise<WorkerVault>;
+  static fromSignature(signature: Hex, app: string): Promise<WorkerVault>;
+  static random(app: string): Promise<{ vault: WorkerVault; recoveryCode: string }>;
+  static fromRecoveryCode(code: string, app: string): Promise<WorkerVault>;
+  readonly app: string | undefined;
+  newRecord(): Promise<RecordRef>;
+  scopeRecord(name: string): Promise<RecordRef>;
+  makeTag(ref: RecordRef): Promise<string>;
+  openTags(tags: string[]): Promise<(RecordRef | undefined)[]>;
+  addressOf(ref: RecordRef): Promise<Hex>;
+  signer(ref: RecordRef): Promise<Signer>;
+  encrypt(ref: RecordRef, data: Uint8Array | string): Promise<Uint8Array>;
+  decrypt(ref: RecordRef, data: Uint8Array): Promise<Uint8Array>;
+  coverScores(anchor: Uint8Array, candidates: Uint8Array): Promise<Uint8Array>;
+  terminate(): void;
+}
+/** A vault from a wallet: in a worker when `isolateKeys` (default in browsers). */
+export function vaultFromWallet(wallet: WalletLike, app: string, opts?: DeriveOptions & { isolateKeys?: boolean }): Promise<KeyVault | WorkerVault>;
+export function asWallet(wallet: WalletLike): unknown;
+export function derivationTypedData(app: string, chainId?: number): object;
+export function proofTypedData(body: OwnershipProofBody, chainId?: number): object;
+
+export function signOwnershipProof(
+  signer: Signer,
+  params: { entityKey: Hex; challenge: string; verifier: string; ttlSeconds?: number; chainId?: number; now?: number },
+): Promise<OwnershipProof>;
+export function verifyOwnershipProof(
+  proof: OwnershipProof,
+  expect: { challenge: string; verifier: string; client: PublicClientLike | PrivateClient; now?: number },
+): Promise<{ ok: true } | { ok: false; reason: string }>;
+
+/** A minimal JSON-RPC ledger reader. */
+export interface LedgerReader {
+  url?: string;
+  request(args: { method: string; params?: unknown[] }): Promise<any>;
+  chainId(): Promise<number>;
+  getCode(address: Hex): Promise<Hex>;
+  entity(key: Hex): Promise<any | undefined>;
+}
+export function ledgerReader(publicClient: PublicClientLike, fetch?: typeof globalThis.fetch): LedgerReader;
+
+/** A stored, unspent token. */
+export interface StoredToken {
+  app: string;
+  epoch: number;
+  nonce: string;
+  signature: string;
+  obtainedMs: number;
+}
+/** Where the client keeps unspent tokens. */
+export type TokenStore = { readonly kind: 'memory' } | { readonly kind: 'browser'; readonly slot: string; list(app: string): StoredToken[] };
+/** In memory (the default). */
+export function memoryStore(): TokenStore;
+/** localStorage key `privsvc:tokens` (or `privsvc:tokens:<name>`). */
+export function browserTokenStore(name?: string): TokenStore;
+
+export interface PrivateClientOptions {
+  app: string;
+  /** Token minimum age, ms (default 60000; short values are for devnet demos). */
+  tokenMinAgeMs?: number;
+  /** EIP-712 chainId of the derivation message (default the privsvc network). */
+  chainId?: number;
+  wallet?: WalletLike;
+  vault?: Vault;
+  project?: string;
+  relayers?: string[];
+  ohttpRelay?: string;
+  isolateKeys?: boolean;
+  publicClient?: PublicClientLike;
+  delayMs?: [number, number];
+  minAnonymity?: number;
+  maxHoldMs?: number;
+  inclusionTimeoutMs?: number;
+  pollMs?: number;
+  strict?: boolean;
+  rarityK?: number;
+  coverBatches?: number;
+  tokens?: 'auto' | TokenSource;
+  tokenStore?: TokenStore;
+  tokenAttestation?: string;
+  trustedRelayersOnly?: boolean;
+  fetch?: typeof globalThis.fetch;
+}
+export interface CreateParams {
+  payload: Uint8Array;
+  contentType: string;
+  attributes?: AttributeInputs;
+  expires: number;
+  scope?: string;
+  encrypt?: boolean;
+}
+export interface CreateResult {
+  entityKey: Hex;
+  owner: Hex;
+  txHash: Hex;
+  relayer: string;
+  batchSize: number;
+  recovered: boolean;
+  warnings: CheckWarning[];
+}
+export interface MyRecord {
+  key: Hex;
+  entityKey: Hex;
+  owner: Hex;
+  creator: Hex;
+  app: string;
+  contentType: string;
+  data: Uint8Array;
+  toText(): string;
+  toJson(): unknown;
+  attributes: Record<string, string | number | bigint>;
+  createdAt?: number;
+  expiresAt?: number;
+  expSeconds: number;
+  encrypted: boolean;
+  envelope: string;
+  ref: RecordRef;
+}
+export interface RelayerEntry {
+  url: string;
+  address?: Hex;
+  bad: boolean;
+  info?: Record<string, unknown>;
+}
+export interface PrivateClient {
+  readonly app: string;
+  readonly project: string;
+  readonly vault: Vault;
+  readonly publicClient: string;
+  readonly chainId: number;
+  createEntity(params: CreateParams): Promise<CreateResult>;
+  myEntities(query?: { refresh?: boolean; where?: Record<string, string | number | bigint> }): Promise<MyRecord[]>;
+  proveOwnership(entityKey: Hex, params: { challenge: string; verifier: string; ttlSeconds?: number }): Promise<OwnershipProof>;
+  check(record: { attributes?: AttributeInputs; expires?: number; payload?: Uint8Array }): CheckWarning[];
+  checkRarity(attributes: AttributeInputs, k?: number): Promise<CheckWarning[]>;
+  scopeAddress(name: string): Promise<Hex>;
+  relayers(): RelayerEntry[];
+  relayerAddresses(): Hex[];
+}
+export function createPrivateClient(options: PrivateClientOptions): Promise<PrivateClient>;
+
+/** Verifies a ledger entity (its JSON form) as a privsvc record. */
+export function verifyRecord(
+  entity: object,
+  options?: { app?: string; relayers?: Hex[]; owner?: Hex; createdTimestamp?: number; client?: PublicClientLike | PrivateClient },
+): Promise<{ ok: true; record: Record<string, unknown> & { data: Uint8Array; toText(): string } } | { ok: false; reason: string }>;
+/** Live relayers whose `/v1/info` matches their heartbeat. */
+export function discoverRelayers(publicClient?: PublicClientLike): Promise<RelayerEntry[]>;
+/** The RPC URL of a `publicClient` option. */
+export function rpcUrlOf(publicClient?: PublicClientLike | { url?: string; transport?: { url?: string } }): string;
+
+/** A token source for `createPrivateClient({ tokens })`. */
+export interface TokenSource {
+  sourceOf(): Promise<unknown>;
+}
+/** Client-side token handling (SPEC `TokenWallet`). */
+export class TokenWallet {
+  constructor(options: {
+    wallet: WalletLike;
+    reader: PublicClientLike;
+    issuer: Hex;
+    issuerUrl: string;
+    store?: TokenStore;
+    allowOnDemand?: boolean;
+    attestation?: string;
+    minAgeMs?: number;
+  });
+  acquire(app: string, count: number, attestation?: string): Promise<{ count: number; remaining: number }>;
+  prefetchLater(app: string, count: number, withinMs?: number): Promise<void>;
+  available(app: string): Promise<number>;
+  source(): TokenSource;
+}

@@ -1,0 +1,842 @@
+// privsvc for browsers and Node.js 22: SPEC's client API over the privsvc-wasm bindings.
+//
+// The cryptography (key derivation, tags, envelopes, proofs, fingerprint checks) is the Rust code
+// of the privsvc crates compiled to WebAssembly; this file only adapts wallets, moves values
+// between JavaScript and the module, and runs the vault in a worker for `WorkerVault`.
+import { raw, isNode } from './wasm.js';
+import { rpcUrlOf } from './client.js';
+
+// ---------------------------------------------------------------------------------------------
+// Constants (PROTOCOL "Constants")
+
+/** Chain id of the privsvc network (Arkiv Tiramisu). */
+export const NETWORK_CHAIN_ID = 7738577;
+/** `purpose` of the key-derivation message. */
+export const DERIVATION_PURPOSE = 'privsvc key v1';
+/** Bytes of a tag. */
+export const TAG_BYTES = 44;
+/** `project` of system entities. */
+export const PRIVSVC_PROJECT = 'privsvc-7f3k';
+/** Relayer API version. */
+export const API_VERSION = 'privsvc-relayer/1';
+/** Envelope version. */
+export const ENVELOPE_VERSION = 2;
+/** Default validity of an ownership proof, seconds. */
+export const DEFAULT_PROOF_TTL_SECONDS = 300;
+
+// ---------------------------------------------------------------------------------------------
+// Errors (SPEC "Client errors")
+
+/** Base class of privsvc errors (SPEC's ArkognitoError). */
+export class PrivsvcError extends Error {
+  constructor(message, options) {
+    super(message, options);
+    this.name = 'PrivsvcError';
+  }
+}
+/** The wallet gave two different derivation signatures. */
+export class NonDeterministicWalletError extends PrivsvcError {
+  constructor(message, options) {
+    super(message, options);
+    this.name = 'NonDeterministicWalletError';
+  }
+}
+/** The wallet is a contract account (or its signature does not recover to it). */
+export class SmartContractWalletError extends PrivsvcError {
+  constructor(message, options) {
+    super(message, options);
+    this.name = 'SmartContractWalletError';
+  }
+}
+/** The issuer published two keys for one app and day. */
+export class IssuerEquivocationError extends PrivsvcError {
+  constructor(message, options) {
+    super(message, options);
+    this.name = 'IssuerEquivocationError';
+  }
+}
+/** No token old enough to spend, and no relayer that needs none. */
+export class NoTokenReady extends PrivsvcError {
+  constructor(message, options) {
+    super(message, options);
+    this.name = 'NoTokenReady';
+  }
+}
+
+const ERROR_CLASSES = {
+  PrivsvcError,
+  NonDeterministicWalletError,
+  SmartContractWalletError,
+  IssuerEquivocationError,
+  NoTokenReady,
+};
+
+/** The SPEC error class of an error thrown by the module or sent back by a worker. */
+function toSpecError(e) {
+  if (e instanceof PrivsvcError) return e;
+  const name = e && e.name;
+  const cls = ERROR_CLASSES[name] || PrivsvcError;
+  return new cls(e && e.message ? e.message : String(e));
+}
+
+function call(fn) {
+  try {
+    return fn();
+  } catch (e) {
+    throw toSpecError(e);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Small helpers
+
+function bytesOf(data, what) {
+  if (data instanceof Uint8Array) return data;
+  if (typeof data === 'string') return new TextEncoder().encode(data);
+  if (data instanceof ArrayBuffer) return new Uint8Array(data);
+  throw new PrivsvcError(`${what} must be a Uint8Array or a string`);
+}
+
+function hexOf(bytes) {
+  let s = '0x';
+  for (const b of bytes) s += b.toString(16).padStart(2, '0');
+  return s;
+}
+
+/** Constant-time comparison of two equal-length strings (signatures). */
+function sameSecret(a, b) {
+  const x = String(a).toLowerCase();
+  const y = String(b).toLowerCase();
+  let diff = x.length ^ y.length;
+  const n = Math.max(x.length, y.length);
+  for (let i = 0; i < n; i++) diff |= (x.charCodeAt(i) | 0) ^ (y.charCodeAt(i) | 0);
+  return diff === 0;
+}
+
+function nowSeconds() {
+  return Math.floor(Date.now() / 1000);
+}
+
+/** `true` in browsers (and Web Workers), `false` in Node.js. */
+export const inBrowser = !isNode;
+
+// ---------------------------------------------------------------------------------------------
+// Expiry and attributes
+
+/** Relative lifetimes, in seconds, as the Arkiv SDK's ExpirationTime builds them. */
+export const ExpirationTime = Object.freeze({
+  fromSeconds: (n) => n,
+  fromMinutes: (n) => n * 60,
+  fromHours: (n) => n * 3600,
+  fromDays: (n) => n * 86400,
+  fromWeeks: (n) => n * 604800,
+  fromMonths: (n) => n * 2592000,
+});
+
+/** Seconds of an `expires` value (a number of seconds or an object with `seconds`). */
+export function expirySeconds(expires) {
+  const s = typeof expires === 'object' && expires !== null ? expires.seconds : expires;
+  if (typeof s !== 'number' || !Number.isSafeInteger(s) || s <= 0) {
+    throw new PrivsvcError(`expires must be a positive whole number of seconds, got ${String(expires)}`);
+  }
+  return s;
+}
+
+/** The lifetime rounded up to 1 h, 1 d, 7 d, 30 d or 90 d. */
+export function expiryBucket(seconds) {
+  return call(() => raw.rawExpiryBucket(seconds));
+}
+
+/** Why `name` is not a valid attribute name (a sentence), or `undefined`. */
+export function nameProblem(name) {
+  return raw.rawNameProblem(String(name));
+}
+
+const I32_MIN = -2147483648;
+const I32_MAX = 2147483647;
+const U64_MAX = (1n << 64n) - 1n;
+
+function wireValue(name, v) {
+  if (typeof v === 'string') return { type: 'str', value: v };
+  if (typeof v === 'number') {
+    if (Number.isInteger(v) && v >= I32_MIN && v <= I32_MAX) return { type: 'i32', value: v };
+    throw new PrivsvcError(
+      `attribute ${name}: ${v} is not a 32-bit integer; pass a bigint for u64/u256 values or { type, value }`,
+    );
+  }
+  if (typeof v === 'bigint') {
+    if (v < 0n) throw new PrivsvcError(`attribute ${name}: negative bigints are not allowed`);
+    return { type: v <= U64_MAX ? 'u64' : 'u256', value: v.toString() };
+  }
+  if (v && typeof v === 'object' && typeof v.type === 'string') {
+    const value = v.type === 'u64' || v.type === 'u256' ? String(v.value) : v.value;
+    return { type: v.type, value };
+  }
+  throw new PrivsvcError(`attribute ${name}: unsupported value ${String(v)}`);
+}
+
+/**
+ * Attributes in their wire form `{ name: { type, value } }`. Strings are `str`, integer numbers
+ * `i32`, bigints `u64` (or `u256` above 2^64 - 1); `{ type, value }` is taken as given.
+ */
+export function toWire(attributes = {}) {
+  const out = {};
+  for (const [name, v] of Object.entries(attributes)) out[name] = wireValue(name, v);
+  return out;
+}
+
+/** Plain values of wire attributes: `str` and `i32` as such, `u64`/`u256` as bigints. */
+export function fromWire(wire = {}) {
+  const out = {};
+  for (const [name, { type, value }] of Object.entries(wire)) {
+    out[name] = type === 'u64' || type === 'u256' ? BigInt(value) : value;
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fingerprinting (SPEC "Fingerprinting")
+
+function timeIn(d, floor) {
+  if (d instanceof Date) return new Date(call(() => floor(d.getTime())));
+  return call(() => floor(d));
+}
+
+/** Coarser replacement values for precise ones. */
+export const coarse = Object.freeze({
+  /** The day of `d` (a Date, or Unix seconds or milliseconds: same kind back). */
+  day: (d) => timeIn(d, raw.rawCoarseDay),
+  /** The hour of `d` (a Date, or Unix seconds or milliseconds: same kind back). */
+  hour: (d) => timeIn(d, raw.rawCoarseHour),
+  /** A coordinate rounded to `decimals` decimals (2: about 1 km). */
+  geo: (x, decimals = 2) => raw.rawCoarseGeo(x, decimals),
+  /** `x` floored to a multiple of `step`. */
+  bucket: (x, step) => call(() => raw.rawCoarseBucket(x, step)),
+});
+
+/** Fingerprinting warnings of one record: `[{ code, attribute, message }]`. */
+export function checkRecord({ attributes, expires, payload } = {}) {
+  const wire = attributes === undefined ? undefined : JSON.stringify(toWire(attributes));
+  const seconds = expires === undefined ? undefined : expirySeconds(expires);
+  const data = payload === undefined ? undefined : bytesOf(payload, 'payload');
+  return JSON.parse(call(() => raw.rawCheckRecord(wire, seconds, data)));
+}
+
+/** The `rare-combination` warnings of `attributes` against the `existing` records' attributes. */
+export function checkRarity(attributes, existing, k = 3) {
+  const list = JSON.stringify(existing.map((a) => toWire(a)));
+  return JSON.parse(call(() => raw.rawCheckRarity(JSON.stringify(toWire(attributes)), list, k)));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Wallets: an EIP-1193 provider or a viem-like wallet client
+
+/**
+ * The wallet interface privsvc uses, over an EIP-1193 provider (`request({ method, params })`)
+ * or a viem wallet client (`signTypedData`, `signMessage`, `account` or `getAddresses`).
+ */
+export function asWallet(wallet) {
+  if (wallet && wallet.__privsvcWallet) return wallet;
+  if (wallet && typeof wallet.request === 'function' && typeof wallet.signTypedData !== 'function') {
+    const w = wallet;
+    let account;
+    const address = async () => {
+      if (account) return account;
+      let list = await w.request({ method: 'eth_accounts' });
+      if (!list || list.length === 0) list = await w.request({ method: 'eth_requestAccounts' });
+      if (!list || list.length === 0) throw new PrivsvcError('the wallet exposes no account; connect it first');
+      account = list[0];
+      return account;
+    };
+    return {
+      __privsvcWallet: true,
+      address,
+      async signTypedData(json) {
+        return w.request({ method: 'eth_signTypedData_v4', params: [await address(), json] });
+      },
+      async personalSign(message) {
+        return w.request({ method: 'personal_sign', params: [hexOf(message), await address()] });
+      },
+      async getCode(addr) {
+        try {
+          return await w.request({ method: 'eth_getCode', params: [addr, 'latest'] });
+        } catch {
+          return undefined;
+        }
+      },
+    };
+  }
+  if (wallet && typeof wallet.signTypedData === 'function') {
+    const w = wallet;
+    const address = async () => {
+      if (w.account && w.account.address) return w.account.address;
+      const list = await w.getAddresses();
+      if (!list || list.length === 0) throw new PrivsvcError('the wallet client has no account');
+      return list[0];
+    };
+    return {
+      __privsvcWallet: true,
+      address,
+      async signTypedData(json) {
+        const td = JSON.parse(json);
+        const { EIP712Domain: _domain, ...types } = td.types;
+        return w.signTypedData({
+          account: w.account || (await address()),
+          domain: td.domain,
+          types,
+          primaryType: td.primaryType,
+          message: td.message,
+        });
+      },
+      async personalSign(message) {
+        return w.signMessage({ account: w.account || (await address()), message: { raw: message } });
+      },
+      async getCode() {
+        return undefined;
+      },
+    };
+  }
+  throw new PrivsvcError(
+    'a wallet is an EIP-1193 provider (request({ method, params })) or a viem-like wallet client (signTypedData, signMessage)',
+  );
+}
+
+/**
+ * An EIP-1193 provider over an in-memory key: the dev wallet of the devnet page and of tests.
+ * Never use it for real funds. `key` is 32 bytes in hex; omitted, a random key.
+ */
+export function devWallet(key) {
+  const w = key === undefined ? raw.RawLocalWallet.random() : call(() => raw.RawLocalWallet.fromKey(key));
+  const address = w.address;
+  return {
+    address,
+    isDevWallet: true,
+    async request({ method, params = [] }) {
+      switch (method) {
+        case 'eth_accounts':
+        case 'eth_requestAccounts':
+          return [address];
+        case 'eth_signTypedData_v4': {
+          const json = typeof params[1] === 'string' ? params[1] : JSON.stringify(params[1]);
+          return call(() => w.signTypedData(json));
+        }
+        case 'personal_sign': {
+          const msg = params[0];
+          const bytes = typeof msg === 'string' && msg.startsWith('0x') ? hexToBytes(msg) : bytesOf(msg, 'message');
+          return call(() => w.personalSign(bytes));
+        }
+        default:
+          throw Object.assign(new Error(`dev wallet: method ${method} not supported`), { code: 4200 });
+      }
+    },
+  };
+}
+
+function hexToBytes(hex) {
+  const s = hex.startsWith('0x') ? hex.slice(2) : hex;
+  if (s.length % 2 !== 0 || /[^0-9a-fA-F]/.test(s)) throw new PrivsvcError('invalid hex');
+  const out = new Uint8Array(s.length / 2);
+  for (let i = 0; i < out.length; i++) out[i] = parseInt(s.slice(2 * i, 2 * i + 2), 16);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ledger reads (JSON-RPC)
+
+/**
+ * A minimal ledger reader over `publicClient`: an RPC URL, an EIP-1193 provider or a viem public
+ * client (anything with `request({ method, params })`).
+ */
+export function ledgerReader(publicClient, fetchFn = globalThis.fetch) {
+  if (publicClient && publicClient.__privsvcReader) return publicClient;
+  let request;
+  let url;
+  if (typeof publicClient === 'string') {
+    url = publicClient;
+    let id = 0;
+    request = async ({ method, params }) => {
+      const res = await fetchFn(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: ++id, method, params }),
+      });
+      if (!res.ok) throw new PrivsvcError(`ledger RPC answered HTTP ${res.status}`);
+      const body = await res.json();
+      if (body.error) throw new PrivsvcError(`ledger RPC error: ${body.error.message || JSON.stringify(body.error)}`);
+      return body.result;
+    };
+  } else if (publicClient && typeof publicClient.request === 'function') {
+    request = (args) => publicClient.request(args);
+  } else {
+    throw new PrivsvcError('publicClient must be an RPC URL or a client with request({ method, params })');
+  }
+  return {
+    __privsvcReader: true,
+    url,
+    request,
+    async chainId() {
+      return Number(BigInt(await request({ method: 'eth_chainId', params: [] })));
+    },
+    async getCode(address) {
+      return request({ method: 'eth_getCode', params: [address, 'latest'] });
+    },
+    /** The entity `key` with every field, or `undefined`. */
+    async entity(key) {
+      const select = {
+        key: true, owner: true, creator: true, createdAt: true, updatedAt: true, expiresAt: true,
+        creationFlags: true, contentType: true, payload: true, attributeSchema: true, attributes: true,
+      };
+      const page = await request({ method: 'arkiv_query', params: [`$key = key(${key})`, { select, limit: '0x1' }] });
+      return page && page.data && page.data[0] ? page.data[0] : undefined;
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Vaults (SPEC "Vaults")
+
+/** Typed data with `domain.chainId` as a number, the form wallets expect. */
+function typedDataObject(json) {
+  const td = JSON.parse(json);
+  if (td.domain && typeof td.domain.chainId === 'string') td.domain.chainId = Number(BigInt(td.domain.chainId));
+  return td;
+}
+
+/** `derivationTypedData(app, chainId?)`: the key-derivation message as EIP-712 typed data. */
+export function derivationTypedData(app, chainId) {
+  return typedDataObject(call(() => raw.rawDerivationTypedData(app, chainId)));
+}
+
+/** `proofTypedData(body, chainId?)`: an ownership proof as EIP-712 typed data. */
+export function proofTypedData(body, chainId) {
+  return typedDataObject(call(() => raw.rawProofTypedData(JSON.stringify(body), chainId)));
+}
+
+async function isContract(w, address, opts) {
+  let code;
+  if (opts.publicClient !== undefined) code = await ledgerReader(opts.publicClient, opts.fetch).getCode(address);
+  else code = await w.getCode(address);
+  return typeof code === 'string' && code !== '0x' && code !== '0x0' && code !== '';
+}
+
+/**
+ * Asks the wallet for the derivation signature twice and returns it once checked: contract
+ * accounts (code on the ledger, or a signature that does not recover to the account) give
+ * `SmartContractWalletError`, two different signatures `NonDeterministicWalletError`.
+ */
+async function signDerivation(wallet, app, opts = {}) {
+  const w = asWallet(wallet);
+  const address = await w.address();
+  if (await isContract(w, address, opts)) {
+    throw new SmartContractWalletError(
+      'the wallet is a smart-contract account; privsvc needs an externally owned account (or use a random-root vault)',
+    );
+  }
+  const typed = JSON.stringify(derivationTypedData(app, opts.chainId));
+  const first = await w.signTypedData(typed);
+  const second = await w.signTypedData(typed);
+  if (!sameSecret(first, second)) {
+    throw new NonDeterministicWalletError(
+      'the wallet gave two different signatures for the same derivation message; privsvc needs a deterministic (RFC 6979) signer',
+    );
+  }
+  let signer;
+  try {
+    signer = raw.rawDerivationSigner(first, app, opts.chainId);
+  } catch {
+    signer = '';
+  }
+  if (signer.toLowerCase() !== String(address).toLowerCase()) {
+    throw new SmartContractWalletError(
+      'the derivation signature does not recover to the wallet address; smart-contract wallets are not supported',
+    );
+  }
+  return first;
+}
+
+/** Signer of a record in a `KeyVault`: `address`, `signEnvelope`, `signProof`. */
+class LocalSigner {
+  #raw;
+  constructor(rawSigner) {
+    this.#raw = rawSigner;
+    /** The record's one-time owner address. */
+    this.address = rawSigner.address;
+  }
+  /** Seals an envelope: `body` `{ app, exp, hour, ct, enc, data }`, wire or plain attributes. */
+  signEnvelope(body, attributes) {
+    const wire = JSON.stringify(toWireMaybe(attributes));
+    return call(() => this.#raw.signEnvelope(body.app, body.exp, body.hour, body.ct, !!body.enc, bytesOf(body.data, 'data'), wire));
+  }
+  /** Signs an ownership proof body; the signature in hex. */
+  signProof(body, chainId) {
+    return call(() => this.#raw.signProof(JSON.stringify(body), chainId));
+  }
+  /** @internal */
+  _ownershipProof(p, now) {
+    return call(() =>
+      raw.rawSignOwnershipProof(this.#raw, p.entityKey, p.challenge, p.verifier, p.ttlSeconds, p.chainId, now),
+    );
+  }
+}
+
+function toWireMaybe(attributes = {}) {
+  const vals = Object.values(attributes);
+  if (vals.length > 0 && vals.every((v) => v && typeof v === 'object' && 'type' in v && 'value' in v)) return attributes;
+  return toWire(attributes);
+}
+
+/** The user's keys for one app, held in this thread (SPEC `KeyVault`). */
+export class KeyVault {
+  #raw;
+  /** @internal use the static constructors. */
+  constructor(rawVault) {
+    this.#raw = rawVault;
+  }
+  /** Asks the wallet for the derivation signature (twice, compared) and derives the vault. */
+  static async fromWallet(wallet, app, opts = {}) {
+    return KeyVault.fromSignature(await signDerivation(wallet, app, opts), app);
+  }
+  /** Returns only the checked derivation signature (as secret as the keys). */
+  static async signDerivation(wallet, app, opts = {}) {
+    return signDerivation(wallet, app, opts);
+  }
+  /** The vault of a derivation signature already held. */
+  static fromSignature(signature, app) {
+    return new KeyVault(call(() => raw.RawKeyVault.fromSignature(signature, app)));
+  }
+  /** A random-root vault: `{ vault, recoveryCode }`. */
+  static random(app) {
+    const r = raw.RawKeyVault.random(app);
+    const recoveryCode = r.recoveryCode;
+    const vault = new KeyVault(r.takeVault());
+    r.free();
+    return { vault, recoveryCode };
+  }
+  /** Restores a random-root vault from its 24-word recovery code. */
+  static fromRecoveryCode(code, app) {
+    return new KeyVault(call(() => raw.RawKeyVault.fromRecoveryCode(code, app)));
+  }
+  /** The app the keys are derived for. */
+  get app() {
+    return this.#raw.app;
+  }
+  /** A fresh random record reference (hex). */
+  newRecord() {
+    return this.#raw.newRecord();
+  }
+  /** The reference of scope `name`. */
+  scopeRecord(name) {
+    return this.#raw.scopeRecord(name);
+  }
+  /** A tag for `ref` in its ledger form (base64). */
+  makeTag(ref) {
+    return call(() => this.#raw.makeTag(ref));
+  }
+  /** For each tag (ledger form), its reference when this vault made it, else `undefined`. */
+  openTags(tags) {
+    return this.#raw.openTags(tags.map(String));
+  }
+  /** The one-time owner address of `ref`. */
+  addressOf(ref) {
+    return call(() => this.#raw.addressOf(ref));
+  }
+  /** The signer of `ref`. */
+  signer(ref) {
+    return new LocalSigner(call(() => this.#raw.signer(ref)));
+  }
+  /** Encrypts `data` for `ref`: nonce(12) || ciphertext. */
+  encrypt(ref, data) {
+    return call(() => this.#raw.encrypt(ref, bytesOf(data, 'data')));
+  }
+  /** Decrypts a payload encrypted for `ref`. */
+  decrypt(ref, data) {
+    return call(() => this.#raw.decrypt(ref, bytesOf(data, 'data')));
+  }
+  /** Cover scores (PROTOCOL 8.3), 32 bytes per candidate. */
+  coverScores(anchor, candidates) {
+    return call(() => this.#raw.coverScores(anchor, candidates));
+  }
+  /** Wipes the keys (the vault is unusable afterwards). */
+  free() {
+    this.#raw.free();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// WorkerVault: the same vault in a dedicated worker
+
+/** Starts the bundled worker (a Web Worker in browsers, `worker_threads` in Node.js). */
+async function startWorker() {
+  const url = new URL('./worker.js', import.meta.url);
+  let post;
+  let stop;
+  // Node.js: the worker keeps the process alive only while a request is pending.
+  let hold = () => {};
+  let release = () => {};
+  const pending = new Map();
+  let nextId = 0;
+  let readyResolve;
+  let readyReject;
+  const ready = new Promise((res, rej) => {
+    readyResolve = res;
+    readyReject = rej;
+  });
+  const onMessage = (msg) => {
+    if (msg && msg.ready) return readyResolve();
+    const p = pending.get(msg.id);
+    if (!p) return;
+    pending.delete(msg.id);
+    if (pending.size === 0) release();
+    if (msg.ok) p.resolve(msg.value);
+    else p.reject(toSpecError(msg.error));
+  };
+  const onError = (e) => {
+    const err = new PrivsvcError(`the vault worker failed: ${e && e.message ? e.message : String(e)}`);
+    readyReject(err);
+    for (const p of pending.values()) p.reject(err);
+    pending.clear();
+    release();
+  };
+  if (isNode) {
+    const { Worker } = await import('node:worker_threads');
+    const w = new Worker(url);
+    w.on('message', onMessage);
+    w.on('error', onError);
+    hold = () => w.ref();
+    release = () => w.unref();
+    post = (m) => w.postMessage(m);
+    stop = () => w.terminate();
+  } else {
+    const w = new Worker(url, { type: 'module', name: 'privsvc-vault' });
+    w.onmessage = (ev) => onMessage(ev.data);
+    w.onerror = (ev) => {
+      ev.preventDefault && ev.preventDefault();
+      onError(ev);
+    };
+    post = (m) => w.postMessage(m);
+    stop = () => w.terminate();
+  }
+  await ready;
+  release();
+  let terminated = false;
+  return {
+    ask(op, ...args) {
+      if (terminated) return Promise.reject(new PrivsvcError('the vault worker has been terminated; create a new vault to continue'));
+      const id = ++nextId;
+      return new Promise((resolve, reject) => {
+        if (pending.size === 0) hold();
+        pending.set(id, { resolve, reject });
+        post({ id, op, args });
+      });
+    },
+    terminate() {
+      terminated = true;
+      stop();
+      onError(new Error('terminated'));
+    },
+  };
+}
+
+/** Signer of a record in a `WorkerVault`: holds only the reference, the key stays in the worker. */
+class WorkerSigner {
+  #worker;
+  #ref;
+  constructor(worker, ref, address) {
+    this.#worker = worker;
+    this.#ref = ref;
+    /** The record's one-time owner address. */
+    this.address = address;
+  }
+  /** Seals an envelope in the worker. */
+  signEnvelope(body, attributes) {
+    return this.#worker.ask('signEnvelope', this.#ref, { ...body, data: bytesOf(body.data, 'data') }, JSON.stringify(toWireMaybe(attributes)));
+  }
+  /** Signs an ownership proof body in the worker. */
+  signProof(body, chainId) {
+    return this.#worker.ask('signProof', this.#ref, JSON.stringify(body), chainId);
+  }
+  /** @internal */
+  _ownershipProof(p, now) {
+    return this.#worker.ask('ownershipProof', this.#ref, p.entityKey, p.challenge, p.verifier, p.ttlSeconds, p.chainId, now);
+  }
+}
+
+/** The user's keys in a dedicated worker: the page never holds the root (SPEC `WorkerVault`). */
+export class WorkerVault {
+  #worker;
+  #app;
+  /** @internal use the static constructors. */
+  constructor(worker, app) {
+    this.#worker = worker;
+    this.#app = app;
+  }
+  /** Starts the bundled worker; keys are loaded with `load*` or the other constructors. */
+  static async spawn() {
+    return new WorkerVault(await startWorker(), undefined);
+  }
+  /** Keys in a worker, from the wallet's checked derivation signature (same checks as KeyVault). */
+  static async fromWallet(wallet, app, opts = {}) {
+    const signature = await signDerivation(wallet, app, opts);
+    return WorkerVault.fromSignature(signature, app);
+  }
+  /** Keys in a worker from a derivation signature already held. */
+  static async fromSignature(signature, app) {
+    const v = await WorkerVault.spawn();
+    try {
+      await v.#worker.ask('fromSignature', signature, app);
+    } catch (e) {
+      v.terminate();
+      throw e;
+    }
+    v.#app = app;
+    return v;
+  }
+  /** A random root in a worker: `{ vault, recoveryCode }`. */
+  static async random(app) {
+    const v = await WorkerVault.spawn();
+    const recoveryCode = await v.#worker.ask('random', app);
+    v.#app = app;
+    return { vault: v, recoveryCode };
+  }
+  /** Restores a random root in a worker. */
+  static async fromRecoveryCode(code, app) {
+    const v = await WorkerVault.spawn();
+    try {
+      await v.#worker.ask('fromRecoveryCode', code, app);
+    } catch (e) {
+      v.terminate();
+      throw e;
+    }
+    v.#app = app;
+    return v;
+  }
+  /** The app the keys are derived for. */
+  get app() {
+    return this.#app;
+  }
+  /** A fresh random record reference. */
+  newRecord() {
+    return this.#worker.ask('newRecord');
+  }
+  /** The reference of scope `name`. */
+  scopeRecord(name) {
+    return this.#worker.ask('scopeRecord', name);
+  }
+  /** A tag for `ref`. */
+  makeTag(ref) {
+    return this.#worker.ask('makeTag', ref);
+  }
+  /** For each tag, its reference when this vault made it, else `undefined`. */
+  openTags(tags) {
+    return this.#worker.ask('openTags', tags.map(String));
+  }
+  /** The one-time owner address of `ref`. */
+  addressOf(ref) {
+    return this.#worker.ask('addressOf', ref);
+  }
+  /** The signer of `ref` (its key stays in the worker). */
+  async signer(ref) {
+    return new WorkerSigner(this.#worker, ref, await this.#worker.ask('addressOf', ref));
+  }
+  /** Encrypts `data` for `ref`. */
+  encrypt(ref, data) {
+    return this.#worker.ask('encrypt', ref, bytesOf(data, 'data'));
+  }
+  /** Decrypts a payload encrypted for `ref`. */
+  decrypt(ref, data) {
+    return this.#worker.ask('decrypt', ref, bytesOf(data, 'data'));
+  }
+  /** Cover scores (PROTOCOL 8.3). */
+  coverScores(anchor, candidates) {
+    return this.#worker.ask('coverScores', anchor, candidates);
+  }
+  /** Stops the worker and with it the keys. */
+  terminate() {
+    this.#worker.terminate();
+  }
+}
+
+/**
+ * A vault for `app` from a wallet, in a worker when `isolateKeys` (default: in browsers); when
+ * the worker cannot start, warns and keeps the keys in this thread.
+ */
+export async function vaultFromWallet(wallet, app, { isolateKeys = inBrowser, ...opts } = {}) {
+  const signature = await signDerivation(wallet, app, opts);
+  if (isolateKeys) {
+    try {
+      return await WorkerVault.fromSignature(signature, app);
+    } catch (e) {
+      console.warn(`privsvc: the key worker could not start (${e.message}); keys stay in this thread`);
+    }
+  }
+  return KeyVault.fromSignature(signature, app);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ownership proofs (SPEC "Verification and proofs")
+
+/** Signs an ownership proof with a record's signer; the proof object (Rust client's JSON form). */
+export async function signOwnershipProof(signer, { entityKey, challenge, verifier, ttlSeconds, chainId, now } = {}) {
+  if (!signer || typeof signer._ownershipProof !== 'function') {
+    throw new PrivsvcError('signOwnershipProof needs a signer from vault.signer(ref)');
+  }
+  const json = await signer._ownershipProof(
+    { entityKey, challenge: String(challenge), verifier: String(verifier), ttlSeconds, chainId },
+    now === undefined ? nowSeconds() : now,
+  );
+  return JSON.parse(json);
+}
+
+/**
+ * Verifies an ownership proof with the Rust verifier: window, challenge, verifier, chain and
+ * signature, then the entity on the ledger of `client` (an RPC URL, a client naming its URL, or a
+ * private client): its owner is the signer and it is a valid record of the signer. Returns
+ * `{ ok: true }` or `{ ok: false, reason }`.
+ */
+export async function verifyOwnershipProof(proof, { challenge, verifier, client, now } = {}) {
+  const rpc = rpcUrlOf(client && client.publicClient !== undefined ? client.publicClient : client);
+  let reason;
+  try {
+    reason = await raw.rawVerifyOwnershipProof(JSON.stringify(proof), String(challenge), String(verifier), rpc, now);
+  } catch (e) {
+    return { ok: false, reason: `cannot check the proof: ${e.message}` };
+  }
+  return reason === '' ? { ok: true } : { ok: false, reason };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tokens (SPEC "Tokens"): stores
+
+/**
+ * The in-memory token store (the default): unspent tokens live in the client session and are
+ * lost with it. Pass it as `tokenStore`.
+ */
+export function memoryStore() {
+  return Object.freeze({ kind: 'memory' });
+}
+
+/**
+ * The browser token store: unspent tokens in `localStorage` under `privsvc:tokens` (or
+ * `privsvc:tokens:<name>`), a JSON array of `{ app, epoch, nonce, signature, obtainedMs }`,
+ * kept by the client. Pass it as `tokenStore`; `list(app)` reads what is stored.
+ */
+export function browserTokenStore(name) {
+  if (!globalThis.localStorage) throw new PrivsvcError('browserTokenStore needs localStorage (a browser page)');
+  const slot = name ? `privsvc:tokens:${name}` : 'privsvc:tokens';
+  return Object.freeze({
+    kind: 'browser',
+    slot,
+    /** The stored tokens of `app`. */
+    list(app) {
+      let all;
+      try {
+        all = JSON.parse(globalThis.localStorage.getItem(slot) || '[]');
+      } catch {
+        all = [];
+      }
+      return Array.isArray(all) ? all.filter((t) => t.app === app) : [];
+    },
+  });
+}
+
+export { createPrivateClient, discoverRelayers, verifyRecord, rpcUrlOf, TokenWallet, DEFAULT_RPC_URL } from './client.js';

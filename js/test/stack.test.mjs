@@ -1,0 +1,173 @@
+// Against the local stack (`scripts/js-test.sh` starts `local_stack --serve` and exports its
+// URLs): records written and listed from JS, proofs, and interop both ways with the Rust client
+// (examples/client.rs) for the same wallet.
+import { test, before } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { writeFileSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+
+import {
+  createPrivateClient,
+  devWallet,
+  verifyOwnershipProof,
+  verifyRecord,
+  ledgerReader,
+  discoverRelayers,
+  NonDeterministicWalletError,
+  WorkerVault,
+  KeyVault,
+  TokenWallet,
+} from '../index.js';
+
+const env = process.env;
+const ready = env.PRIVSVC_RPC_URL && env.PRIVSVC_RELAYER_B && env.PRIVSVC_CLIENT_BIN;
+const skip = ready ? false : 'needs the local stack: run scripts/js-test.sh';
+const run = promisify(execFile);
+const APP = 'notes';
+
+const key = `0x${randomBytes(32).toString('hex')}`;
+const wallet = devWallet(key);
+let client;
+
+/** The Rust command-line client (examples/client.rs) for the same wallet. */
+async function rust(...args) {
+  const { stdout } = await run(
+    env.PRIVSVC_CLIENT_BIN,
+    ['--rpc-url', env.PRIVSVC_RPC_URL, '--app', APP, '--relayer', env.PRIVSVC_RELAYER_B, '--poll-ms', '250', ...args],
+    { env: { ...env, PRIVSVC_WALLET_KEY: key }, timeout: 120000 },
+  );
+  return stdout;
+}
+
+before(async () => {
+  if (skip) return;
+  // Relayer A requires tokens: every write of this client spends one, through the OHTTP relay.
+  client = await createPrivateClient({
+    app: APP,
+    wallet,
+    publicClient: env.PRIVSVC_RPC_URL,
+    relayers: [env.PRIVSVC_RELAYER_A],
+    ohttpRelay: env.PRIVSVC_OHTTP_RELAY,
+    tokenMinAgeMs: 2000,
+    delayMs: [0, 200],
+    pollMs: 250,
+    rarityK: 0,
+  });
+});
+
+test('JS writes a plain, a scoped and an encrypted record through the OHTTP relay with tokens and lists them', { skip }, async () => {
+  assert.equal(client.app, APP);
+  assert.equal(client.relayerAddresses().length, 1);
+  assert.equal(client.relayers()[0].info.tokensRequired, true);
+  const plain = await client.createEntity({ payload: new TextEncoder().encode('from js'), contentType: 'text/plain', attributes: { kind: 'note' }, expires: 3600 });
+  const scoped = await client.createEntity({ payload: new TextEncoder().encode('scoped'), contentType: 'text/plain', expires: 3600, scope: 'profile' });
+  const secret = await client.createEntity({ payload: new TextEncoder().encode('secret'), contentType: 'text/plain', expires: 3600, encrypt: true });
+  assert.equal(scoped.owner, await client.scopeAddress('profile'));
+  assert.notEqual(plain.owner, secret.owner);
+  assert.ok(plain.batchSize >= 1);
+  assert.deepEqual([plain.relayer, scoped.relayer, secret.relayer], [env.PRIVSVC_RELAYER_A, env.PRIVSVC_RELAYER_A, env.PRIVSVC_RELAYER_A]);
+  const mine = await client.myEntities();
+  const byKey = new Map(mine.map((r) => [r.entityKey, r]));
+  assert.equal(byKey.get(plain.entityKey).toText(), 'from js');
+  assert.equal(byKey.get(plain.entityKey).attributes.kind, 'note');
+  assert.equal(byKey.get(scoped.entityKey).toText(), 'scoped');
+  assert.equal(byKey.get(secret.entityKey).toText(), 'secret');
+  assert.equal(byKey.get(secret.entityKey).encrypted, true);
+  const filtered = await client.myEntities({ where: { kind: 'note' } });
+  assert.deepEqual(filtered.map((r) => r.entityKey), [plain.entityKey]);
+  // Another wallet sees none of them as its own.
+  const other = await createPrivateClient({ app: APP, wallet: devWallet(), publicClient: env.PRIVSVC_RPC_URL });
+  assert.equal(other.relayers().length, 2, 'relayers discovered from heartbeats');
+  const theirs = await other.myEntities();
+  assert.ok(theirs.every((r) => !byKey.has(r.entityKey)));
+  // The stored payload of the encrypted record is not the plaintext.
+  const envelope = byKey.get(secret.entityKey).envelope;
+  assert.ok(!envelope.includes(Buffer.from('secret').toString('base64')));
+});
+
+test('interop: a record written from JS is found by the Rust client, and a JS proof verifies in Rust', { skip }, async () => {
+  const written = await client.createEntity({ payload: new TextEncoder().encode('js to rust'), contentType: 'text/plain', expires: 3600 });
+  const listed = await rust('list', '--payloads');
+  assert.ok(listed.includes(written.entityKey), `Rust list did not show ${written.entityKey}:\n${listed}`);
+  assert.ok(listed.includes('js to rust'));
+  const entity = await ledgerReader(env.PRIVSVC_RPC_URL).entity(written.entityKey);
+  const checked = await verifyRecord(entity, { app: APP, owner: written.owner, client: env.PRIVSVC_RPC_URL });
+  assert.equal(checked.ok, true, checked.reason);
+  assert.equal(checked.record.toText(), 'js to rust');
+  const foreign = await verifyRecord(entity, { app: APP, owner: devWallet().address, client: env.PRIVSVC_RPC_URL });
+  assert.equal(foreign.ok, false);
+  const live = await discoverRelayers(env.PRIVSVC_RPC_URL);
+  assert.deepEqual(live.map((r) => r.url).sort(), [env.PRIVSVC_RELAYER_A, env.PRIVSVC_RELAYER_B].sort());
+  const proof = await client.proveOwnership(written.entityKey, { challenge: 'c-js', verifier: 'shop.example' });
+  const ok = await verifyOwnershipProof(proof, { challenge: 'c-js', verifier: 'shop.example', client });
+  assert.deepEqual(ok, { ok: true });
+  const wrong = await verifyOwnershipProof(proof, { challenge: 'other', verifier: 'shop.example', client: env.PRIVSVC_RPC_URL });
+  assert.equal(wrong.ok, false);
+  assert.match(wrong.reason, /another challenge/);
+  const dir = mkdtempSync(join(tmpdir(), 'privsvc-js-'));
+  writeFileSync(join(dir, 'proof.json'), JSON.stringify(proof));
+  const verdict = await rust('verify-proof', join(dir, 'proof.json'), '--challenge', 'c-js', '--verifier', 'shop.example');
+  assert.match(verdict, /^ok: /);
+  await assert.rejects(rust('verify-proof', join(dir, 'proof.json'), '--challenge', 'nope', '--verifier', 'shop.example'));
+});
+
+test('interop: a record written by the Rust client is found from JS, and a Rust proof verifies in JS', { skip }, async () => {
+  const out = JSON.parse(await rust('write', '--text', 'rust to js', '--attr', 'kind=rust', '--hours', '1'));
+  const mine = await client.myEntities();
+  const rec = mine.find((r) => r.entityKey === out.entityKey);
+  assert.ok(rec, `JS did not find ${out.entityKey}`);
+  assert.equal(rec.toText(), 'rust to js');
+  assert.equal(rec.attributes.kind, 'rust');
+  const proof = JSON.parse(await rust('prove', out.entityKey, '--challenge', 'c-rust', '--verifier', 'shop.example'));
+  assert.deepEqual(await verifyOwnershipProof(proof, { challenge: 'c-rust', verifier: 'shop.example', client: env.PRIVSVC_RPC_URL }), { ok: true });
+  const tampered = { ...proof, notAfter: proof.notAfter + 1 };
+  assert.equal((await verifyOwnershipProof(tampered, { challenge: 'c-rust', verifier: 'shop.example', client: env.PRIVSVC_RPC_URL })).ok, false);
+});
+
+test('a worker vault writes and reads; a non-deterministic wallet is refused', { skip }, async () => {
+  const vault = await WorkerVault.fromWallet(devWallet(), APP);
+  try {
+    const c = await createPrivateClient({ app: APP, vault, publicClient: env.PRIVSVC_RPC_URL, relayers: [env.PRIVSVC_RELAYER_B], delayMs: [0, 0], pollMs: 250, rarityK: 0 });
+    const w = await c.createEntity({ payload: new TextEncoder().encode('worker'), contentType: 'text/plain', expires: 3600 });
+    const mine = await c.myEntities();
+    assert.equal(mine.find((r) => r.entityKey === w.entityKey).toText(), 'worker');
+  } finally {
+    vault.terminate();
+  }
+  let n = 0;
+  const base = devWallet();
+  const flaky = {
+    request: async (args) => {
+      if (args.method !== 'eth_signTypedData_v4') return base.request(args);
+      n += 1;
+      return n === 1 ? base.request(args) : devWallet().request(args);
+    },
+  };
+  await assert.rejects(
+    createPrivateClient({ app: APP, wallet: flaky, publicClient: env.PRIVSVC_RPC_URL, relayers: [env.PRIVSVC_RELAYER_B] }),
+    NonDeterministicWalletError,
+  );
+  assert.ok(KeyVault);
+});
+
+test('TokenWallet fetches tokens ahead of time and a client spends them', { skip }, async () => {
+  const w = devWallet();
+  const info = await (await fetch(`${env.PRIVSVC_RELAYER_A}/v1/info`)).json();
+  const tokens = new TokenWallet({ wallet: w, reader: env.PRIVSVC_RPC_URL, issuer: info.issuer, issuerUrl: info.issuerUrl, minAgeMs: 1000 });
+  assert.equal(await tokens.available(APP), 0);
+  const got = await tokens.acquire(APP, 3);
+  assert.equal(got.count, 3);
+  assert.equal(await tokens.available(APP), 3);
+  await new Promise((r) => setTimeout(r, 1100));
+  const c = await createPrivateClient({
+    app: APP, wallet: w, publicClient: env.PRIVSVC_RPC_URL, relayers: [env.PRIVSVC_RELAYER_A],
+    tokens: tokens.source(), delayMs: [0, 0], pollMs: 250, rarityK: 0,
+  });
+  const r = await c.createEntity({ payload: new TextEncoder().encode('prefetched token'), contentType: 'text/plain', expires: 3600 });
+  assert.equal(r.relayer, env.PRIVSVC_RELAYER_A);
+  assert.equal(await tokens.available(APP), 2);
+});

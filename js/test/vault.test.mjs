@@ -1,0 +1,176 @@
+// KeyVault, WorkerVault, wallets and proofs in Node.js against the conformance vectors: the same
+// bytes as the Rust crates.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+
+import {
+  KeyVault,
+  WorkerVault,
+  NonDeterministicWalletError,
+  SmartContractWalletError,
+  PrivsvcError,
+  devWallet,
+  derivationTypedData,
+  proofTypedData,
+  signOwnershipProof,
+  DERIVATION_PURPOSE,
+  NETWORK_CHAIN_ID,
+} from '../index.js';
+
+const vector = (name) => JSON.parse(readFileSync(new URL(`../../conformance/vault/${name}.json`, import.meta.url), 'utf8'));
+const derivation = vector('derivation');
+const owners = vector('owners');
+const scopes = vector('scopes');
+const tags = vector('tags');
+const enc = vector('encryption');
+const recovery = vector('recovery');
+const proofs = vector('proofs');
+const hex = (b) => Buffer.from(b).toString('hex');
+
+test('the dev wallet signs the derivation message as the Rust wallet does', async () => {
+  const wallet = devWallet(derivation.walletKey);
+  assert.equal(wallet.address, derivation.walletAddress);
+  for (const c of derivation.cases) {
+    const sig = await KeyVault.signDerivation(wallet, c.app, { chainId: c.chainId });
+    assert.equal(sig, c.signature, `app ${c.app} chain ${c.chainId}`);
+  }
+  const td = derivationTypedData('notes');
+  assert.equal(td.message.purpose, DERIVATION_PURPOSE);
+  assert.equal(td.domain.chainId, NETWORK_CHAIN_ID);
+});
+
+test('KeyVault.fromWallet gives the conformance owners, scopes, tags and payload keys', async () => {
+  const vault = await KeyVault.fromWallet(devWallet(derivation.walletKey), owners.vault.app);
+  assert.equal(vault.app, owners.vault.app);
+  for (const c of owners.cases) assert.equal(vault.addressOf(c.ref), c.address);
+  for (const c of scopes.cases) {
+    assert.equal(vault.scopeRecord(c.name), c.ref);
+    assert.equal(vault.addressOf(c.ref), c.address);
+  }
+  const opened = vault.openTags(tags.cases.map((c) => c.text).concat(['not a tag', 'A'.repeat(60)]));
+  assert.deepEqual(opened, tags.cases.map((c) => c.ref).concat([undefined, undefined]));
+  for (const c of enc.cases) {
+    assert.equal(hex(vault.decrypt(c.ref, Buffer.from(c.stored, 'hex'))), c.plaintext);
+  }
+  const ref = vault.newRecord();
+  assert.match(ref, /^[0-9a-f]{32}$/);
+  assert.notEqual(ref, vault.newRecord());
+  const sealed = vault.encrypt(ref, 'hello');
+  assert.equal(new TextDecoder().decode(vault.decrypt(ref, sealed)), 'hello');
+  assert.throws(() => vault.decrypt(vault.newRecord(), sealed), PrivsvcError);
+  const [mine] = vault.openTags([vault.makeTag(ref)]);
+  assert.equal(mine, ref);
+});
+
+test('random roots and recovery codes match the vectors', () => {
+  for (const c of recovery.cases) {
+    const v = KeyVault.fromRecoveryCode(c.code, c.app);
+    assert.equal(v.scopeRecord('default'), c.scopeDefault);
+  }
+  const { vault, recoveryCode } = KeyVault.random('notes');
+  assert.equal(recoveryCode.split(' ').length, 24);
+  const again = KeyVault.fromRecoveryCode(recoveryCode, 'notes');
+  const ref = vault.newRecord();
+  assert.equal(again.addressOf(ref), vault.addressOf(ref));
+  assert.throws(() => KeyVault.fromRecoveryCode('abandon abandon', 'notes'), PrivsvcError);
+});
+
+test('a non-deterministic wallet is refused', async () => {
+  const a = devWallet();
+  let calls = 0;
+  // Answers with a different (valid) signature every second time: as a wallet that randomises k.
+  const flaky = {
+    request: async (args) => {
+      if (args.method === 'eth_signTypedData_v4' && ++calls % 2 === 0) {
+        const sig = await a.request(args);
+        const last = sig.slice(-2);
+        return sig.slice(0, -4) + (last === '1b' ? 'ff1c' : 'ff1b');
+      }
+      return a.request(args);
+    },
+  };
+  await assert.rejects(KeyVault.fromWallet(flaky, 'notes'), NonDeterministicWalletError);
+  await assert.rejects(WorkerVault.fromWallet(flaky, 'notes'), NonDeterministicWalletError);
+  assert.equal(calls, 4);
+});
+
+test('a contract wallet is refused: code at the address, or a signature by another key', async () => {
+  const a = devWallet();
+  const withCode = {
+    request: async (args) => (args.method === 'eth_getCode' ? '0x6080' : a.request(args)),
+  };
+  await assert.rejects(KeyVault.fromWallet(withCode, 'notes'), SmartContractWalletError);
+  const other = devWallet();
+  const foreign = {
+    request: async (args) => (args.method === 'eth_accounts' ? [a.address] : other.request(args)),
+  };
+  await assert.rejects(KeyVault.fromWallet(foreign, 'notes'), SmartContractWalletError);
+});
+
+test('a viem-like wallet client works as a wallet', async () => {
+  const a = devWallet(derivation.walletKey);
+  const client = {
+    account: { address: a.address },
+    async signTypedData({ domain, types, primaryType, message }) {
+      const full = {
+        types: { EIP712Domain: [{ name: 'name', type: 'string' }, { name: 'version', type: 'string' }, { name: 'chainId', type: 'uint256' }], ...types },
+        domain,
+        primaryType,
+        message,
+      };
+      return a.request({ method: 'eth_signTypedData_v4', params: [a.address, JSON.stringify(full)] });
+    },
+    async signMessage() {
+      throw new Error('not used');
+    },
+  };
+  const c = derivation.cases[0];
+  assert.equal(await KeyVault.signDerivation(client, c.app, { chainId: c.chainId }), c.signature);
+});
+
+test('proof signatures match the vectors; long windows are refused', async () => {
+  const vault = KeyVault.fromSignature(proofs.vault.signature, proofs.vault.app);
+  // JSON numbers above 2^53 (a vector's notAfter of 2^64 - 1) do not survive JSON.parse in JS.
+  for (const c of proofs.cases.filter((x) => Number.isSafeInteger(x.body.notAfter))) {
+    const signer = vault.signer(c.signerRef);
+    assert.equal(signer.address, c.signer);
+    assert.equal(signer.signProof(c.body, c.chainId), c.signature);
+  }
+  const c = proofs.cases[0];
+  assert.equal(proofTypedData(c.body).primaryType, 'OwnershipProof');
+  const signer = vault.signer(c.signerRef);
+  const proof = await signOwnershipProof(signer, { entityKey: c.body.entityKey, challenge: 'x', verifier: 'shop.example', now: 1_700_000_000 });
+  assert.equal(proof.notAfter - proof.notBefore, 300);
+  assert.equal(proof.owner.toLowerCase(), c.signer.toLowerCase());
+  assert.equal(proof.chainId, NETWORK_CHAIN_ID);
+  assert.match(proof.signature, /^0x[0-9a-f]{130}$/);
+  await assert.rejects(signOwnershipProof(signer, { entityKey: c.body.entityKey, challenge: 'x', verifier: 'v', ttlSeconds: 3601 }), PrivsvcError);
+});
+
+test('WorkerVault gives the same results as KeyVault and keeps keys in the worker', async () => {
+  const local = KeyVault.fromSignature(owners.vault.signature, owners.vault.app);
+  const worker = await WorkerVault.fromWallet(devWallet(derivation.walletKey), owners.vault.app);
+  try {
+    for (const c of owners.cases) assert.equal(await worker.addressOf(c.ref), c.address);
+    assert.deepEqual(await worker.openTags(tags.cases.map((t) => t.text)), tags.cases.map((t) => t.ref));
+    const ref = await worker.newRecord();
+    const sealed = await worker.encrypt(ref, 'in a worker');
+    assert.equal(new TextDecoder().decode(local.decrypt(ref, sealed)), 'in a worker');
+    const p = proofs.cases[0];
+    const ws = await worker.signer(p.signerRef);
+    assert.equal(await ws.signProof(p.body, p.chainId), p.signature);
+    assert.equal(Object.keys(ws).join(','), 'address');
+    const proof = await signOwnershipProof(ws, { entityKey: p.body.entityKey, challenge: 'c', verifier: 'v' });
+    assert.equal(proof.owner.toLowerCase(), p.signer.toLowerCase());
+    await assert.rejects(worker.decrypt(await worker.newRecord(), sealed), PrivsvcError);
+  } finally {
+    worker.terminate();
+  }
+  await assert.rejects(worker.newRecord(), /terminated/);
+  const { vault, recoveryCode } = await WorkerVault.random('notes');
+  const back = KeyVault.fromRecoveryCode(recoveryCode, 'notes');
+  const ref = back.newRecord();
+  assert.equal(await vault.addressOf(ref), back.addressOf(ref));
+  vault.terminate();
+});

