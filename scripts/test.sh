@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# The README's test command: every Rust test of the workspace, then the short reliability
-# campaign (real devnet and relayer processes, 10 SIGKILLs of the relayer, one minute of ledger
-# faults; docs/RELIABILITY.md). Needs only the Rust toolchain and a C compiler.
+# The README's test command: every Rust test of the workspace, the short reliability campaign
+# (real devnet and relayer processes, 10 SIGKILLs of the relayer, one minute of ledger faults;
+# docs/RELIABILITY.md), then the JS tests in Node.js 22 and headless Chromium against the local
+# stack (scripts/js-test.sh installs Node 22, Chromium, wasm-bindgen-cli and puppeteer-core when
+# missing). Needs the Rust toolchain, a C compiler, node/npm and apt-get (for Chromium).
+# `cargo test --workspace` alone is the Rust-only subset.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,3 +14,7 @@ cargo test --workspace
 # three, so its rate bar is 0.35 of the fault-free rate (the full form is held to 0.5). Any lost
 # or duplicated record fails it.
 cargo run --quiet --example campaign -- --kills 10 --fault-secs 60 --min-ratio 0.35
+
+# The stack for the JS tests runs from the debug examples `cargo test` just built; the wasm
+# module is built in release (its crypto is too slow unoptimised).
+PRIVSVC_JS_STACK_PROFILE=${PRIVSVC_JS_STACK_PROFILE:-dev} bash scripts/js-test.sh
