@@ -9,7 +9,7 @@ use crate::error::LedgerError;
 /// Read access to an Arkiv ledger. Object safe: use it as `Arc<dyn LedgerReader>`.
 #[cfg_attr(not(target_arch = "wasm32"), async_trait)]
 #[cfg_attr(target_arch = "wasm32", async_trait(?Send))]
-pub trait LedgerReader: Send + Sync {
+pub trait LedgerReader: privsvc_rt::MaybeSend + privsvc_rt::MaybeSync {
     /// The ledger's chain id.
     async fn chain_id(&self) -> Result<u64, LedgerError>;
     /// The current head block number.

@@ -67,7 +67,7 @@ pub struct BatchReceipt {
 /// the entity nonce stay valid.
 #[cfg_attr(not(target_arch = "wasm32"), async_trait)]
 #[cfg_attr(target_arch = "wasm32", async_trait(?Send))]
-pub trait LedgerWriter: Send + Sync {
+pub trait LedgerWriter: privsvc_rt::MaybeSend + privsvc_rt::MaybeSync {
     /// The signing account.
     fn address(&self) -> Address;
     /// Estimate gas and fees, then sign one `execute()` transaction with `nonce` (the account's

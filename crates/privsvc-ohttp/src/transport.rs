@@ -44,7 +44,7 @@ pub struct RelayerResponse {
 /// Sends relayer requests. Object safe: clients hold an `Arc<dyn Transport>`.
 #[cfg_attr(not(target_arch = "wasm32"), async_trait)]
 #[cfg_attr(target_arch = "wasm32", async_trait(?Send))]
-pub trait Transport: Send + Sync {
+pub trait Transport: privsvc_rt::MaybeSend + privsvc_rt::MaybeSync {
     /// Send `request` to the relayer whose base URL is `relayer_url` and return its answer.
     /// A non-2xx status is an `Ok` answer; `Err` means the relayer could not be reached.
     async fn send(

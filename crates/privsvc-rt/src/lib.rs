@@ -9,7 +9,9 @@
 //! and randomness is `crypto.getRandomValues` (getrandom's web backend).
 //!
 //! Every async trait of the client crates is `?Send` in wasm32 (the host's futures are not
-//! `Send`; there is one thread), and `Send` natively, as it always was.
+//! `Send`; there is one thread), and `Send` natively, as it always was. Their supertraits are
+//! [`MaybeSend`] + [`MaybeSync`]: `Send + Sync` natively, nothing in wasm32, so that a wallet,
+//! vault or store backed by JavaScript objects can implement them there.
 #![forbid(unsafe_code)]
 
 pub mod http;
@@ -18,6 +20,30 @@ mod time;
 
 pub use task::{abort_handle, spawn, AbortHandle, JoinError, JoinHandle};
 pub use time::{now_unix_ms, sleep, timeout, Elapsed, Instant, SystemTime, UNIX_EPOCH};
+
+/// `Send` natively; every type in wasm32 (one thread; JavaScript values are not `Send`).
+#[cfg(not(target_arch = "wasm32"))]
+pub trait MaybeSend: Send {}
+#[cfg(not(target_arch = "wasm32"))]
+impl<T: Send + ?Sized> MaybeSend for T {}
+
+/// `Sync` natively; every type in wasm32 (one thread; JavaScript values are not `Sync`).
+#[cfg(not(target_arch = "wasm32"))]
+pub trait MaybeSync: Sync {}
+#[cfg(not(target_arch = "wasm32"))]
+impl<T: Sync + ?Sized> MaybeSync for T {}
+
+/// `Send` natively; every type in wasm32 (one thread; JavaScript values are not `Send`).
+#[cfg(target_arch = "wasm32")]
+pub trait MaybeSend {}
+#[cfg(target_arch = "wasm32")]
+impl<T: ?Sized> MaybeSend for T {}
+
+/// `Sync` natively; every type in wasm32 (one thread; JavaScript values are not `Sync`).
+#[cfg(target_arch = "wasm32")]
+pub trait MaybeSync {}
+#[cfg(target_arch = "wasm32")]
+impl<T: ?Sized> MaybeSync for T {}
 
 /// Fill `buf` with bytes from the operating system's (or the browser's) secure generator.
 pub fn fill_random(buf: &mut [u8]) {

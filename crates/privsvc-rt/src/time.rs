@@ -55,7 +55,7 @@ pub async fn timeout<F: Future>(limit: Duration, fut: F) -> Result<F::Output, El
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
     use super::*;
 

@@ -27,7 +27,7 @@ use crate::suite::IssuerKey;
 pub const PIN_RETENTION_DAYS: u32 = 8;
 
 /// The first key accepted per (issuer, app, epoch). Object safe: `Arc<dyn KeyPins>`.
-pub trait KeyPins: Send + Sync {
+pub trait KeyPins: privsvc_rt::MaybeSend + privsvc_rt::MaybeSync {
     /// The pinned SPKI of (`issuer`, `app`, `epoch`), if any.
     fn get(&self, issuer: Address, app: &str, epoch: u32) -> Result<Option<Vec<u8>>, TokenError>;
     /// Pin `spki` unless a pin exists; returns the SPKI pinned afterwards (the first one wins).

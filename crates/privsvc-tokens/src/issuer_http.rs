@@ -22,7 +22,7 @@ pub struct IssuerReply {
 /// Carries the wallet's calls to an issuer. Object safe: `Arc<dyn IssuerTransport>`.
 #[cfg_attr(not(target_arch = "wasm32"), async_trait)]
 #[cfg_attr(target_arch = "wasm32", async_trait(?Send))]
-pub trait IssuerTransport: Send + Sync {
+pub trait IssuerTransport: privsvc_rt::MaybeSend + privsvc_rt::MaybeSync {
     /// Send `method` (`GET`, `POST`) for `path` (path and query, starting with `/`) with a JSON
     /// `body` to the issuer at base URL `issuer_url`. A non-2xx status is an `Ok` answer; `Err`
     /// means the issuer could not be reached.

@@ -18,7 +18,7 @@ pub const DEFAULT_MIN_AGE_MS: u64 = 60_000;
 /// A supply of tokens for submissions. Object safe: use it as `Arc<dyn TokenSource>`.
 #[cfg_attr(not(target_arch = "wasm32"), async_trait)]
 #[cfg_attr(target_arch = "wasm32", async_trait(?Send))]
-pub trait TokenSource: Send + Sync {
+pub trait TokenSource: privsvc_rt::MaybeSend + privsvc_rt::MaybeSync {
     /// One unspent token for `app`, removed from the supply; `None` when no token is ready.
     async fn take(&self, app: &str) -> Result<Option<TokenRedemption>, TokenError>;
     /// Return a token taken by [`TokenSource::take`] whose submission failed before any relayer

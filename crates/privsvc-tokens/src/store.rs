@@ -50,7 +50,7 @@ impl StoredToken {
 
 /// Storage of unspent tokens. Implementations must make [`TokenStore::remove`] atomic: of two
 /// concurrent removals of one token exactly one returns `true`, so a token is handed out once.
-pub trait TokenStore: Send + Sync {
+pub trait TokenStore: privsvc_rt::MaybeSend + privsvc_rt::MaybeSync {
     /// Add tokens (a token already present, same app and nonce, is not added twice).
     fn add(&self, tokens: &[StoredToken]) -> Result<(), TokenError>;
     /// All tokens of `app`.

@@ -16,7 +16,7 @@ use crate::typed_data::OwnershipProofBody;
 /// dedicated thread). Object safe; clients hold an `Arc<dyn Vault>`.
 #[cfg_attr(not(target_arch = "wasm32"), async_trait)]
 #[cfg_attr(target_arch = "wasm32", async_trait(?Send))]
-pub trait Vault: Send + Sync {
+pub trait Vault: privsvc_rt::MaybeSend + privsvc_rt::MaybeSync {
     /// The app the keys are derived for.
     fn app(&self) -> &str;
 

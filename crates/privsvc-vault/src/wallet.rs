@@ -12,7 +12,7 @@ use crate::error::VaultError;
 /// holds a private key in process.
 #[cfg_attr(not(target_arch = "wasm32"), async_trait)]
 #[cfg_attr(target_arch = "wasm32", async_trait(?Send))]
-pub trait Wallet: Send + Sync {
+pub trait Wallet: privsvc_rt::MaybeSend + privsvc_rt::MaybeSync {
     /// The wallet's account address.
     fn address(&self) -> Address;
     /// `eth_signTypedData_v4` over `typed_data`.
