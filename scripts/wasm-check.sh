@@ -52,8 +52,14 @@ fi
 
 # privsvc-rt's wasm backends, run for real in Node.js.
 WB_VERSION=$(grep -A1 '^name = "wasm-bindgen"$' Cargo.lock | sed -n 's/^version = "\(.*\)"$/\1/p')
+# The same place scripts/js-test.sh installs it, so a test run installs it once.
+TOOLS="$PWD/js/.tools/cargo"
+export PATH="$TOOLS/bin:$PATH"
 if [ "$(wasm-bindgen-test-runner --version 2>/dev/null | awk '{print $2}')" != "$WB_VERSION" ]; then
-    cargo install --locked wasm-bindgen-cli --version "$WB_VERSION"
+    # --locked first; the registry index may lack a version the CLI's own lock file names, then
+    # resolve afresh (the CLI version itself stays pinned).
+    cargo install --locked --root "$TOOLS" wasm-bindgen-cli --version "$WB_VERSION" \
+        || cargo install --root "$TOOLS" wasm-bindgen-cli --version "$WB_VERSION"
 fi
 python3 scripts/wasm/test_server.py > "${TMPDIR:-/tmp}/privsvc-wasm-server.port" &
 SERVER=$!
