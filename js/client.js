@@ -145,6 +145,8 @@ export async function createPrivateClient(options = {}) {
     coverBatches: o.coverBatches,
     tokenAttestation: o.tokenAttestation,
     tokenMinAgeMs: o.tokenMinAgeMs,
+    tokenPrefetch: o.tokenPrefetch,
+    tokenPrefetchWithinMs: o.tokenPrefetchWithinMs,
     trustedRelayersOnly: o.trustedRelayersOnly,
     walletAddress: wallet ? await wallet.address() : undefined,
     tokenStoreSlot: store && store.kind === 'browser' ? store.slot : undefined,

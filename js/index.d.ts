@@ -217,6 +217,14 @@ export interface PrivateClientOptions {
   app: string;
   /** Token minimum age, ms (default 60000; short values are for devnet demos). */
   tokenMinAgeMs?: number;
+  /**
+   * Tokens to fetch per issuer at random moments over `tokenPrefetchWithinMs` after the session
+   * starts (default 0 in JS: the pending timers would keep Node.js alive; call
+   * `TokenWallet.prefetchLater` instead, or set it in a page).
+   */
+  tokenPrefetch?: number;
+  /** The window of `tokenPrefetch`, ms (default 6 hours). */
+  tokenPrefetchWithinMs?: number;
   /** EIP-712 chainId of the derivation message (default the privsvc network). */
   chainId?: number;
   wallet?: WalletLike;

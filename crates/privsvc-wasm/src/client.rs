@@ -42,6 +42,11 @@ struct Options {
     cover_batches: Option<usize>,
     token_attestation: Option<String>,
     token_min_age_ms: Option<u64>,
+    /// Tokens to prefetch per issuer at random moments after the session starts; 0 (the JS
+    /// default) leaves it to `TokenWallet.prefetchLater`: its timers would keep Node.js alive.
+    token_prefetch: Option<usize>,
+    /// The window of that prefetch, ms (default 6 hours).
+    token_prefetch_within_ms: Option<u64>,
     trusted_relayers_only: Option<bool>,
     /// The wallet's account (when a wallet is given).
     wallet_address: Option<String>,
@@ -158,6 +163,12 @@ impl RawClient {
             if let Some(ms) = o.token_min_age_ms {
                 b = b.token_min_age_ms(ms);
             }
+            b = b.token_prefetch(
+                o.token_prefetch.unwrap_or(0),
+                o.token_prefetch_within_ms
+                    .map(std::time::Duration::from_millis)
+                    .unwrap_or(privsvc_tokens::DEFAULT_PREFETCH_WITHIN),
+            );
             if let Some(slot) = o.token_store_slot {
                 b = b.token_store(Arc::new(crate::browser_store::LocalStorageTokenStore::new(
                     slot,
