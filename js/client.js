@@ -145,7 +145,9 @@ export async function createPrivateClient(options = {}) {
     coverBatches: o.coverBatches,
     tokenAttestation: o.tokenAttestation,
     tokenMinAgeMs: o.tokenMinAgeMs,
-    tokenPrefetch: o.tokenPrefetch,
+    // In Node.js the session-start prefetch's pending timers would keep the process alive:
+    // off unless asked for (TokenWallet.prefetchLater is the explicit way).
+    tokenPrefetch: o.tokenPrefetch ?? (inBrowser ? undefined : 0),
     tokenPrefetchWithinMs: o.tokenPrefetchWithinMs,
     trustedRelayersOnly: o.trustedRelayersOnly,
     walletAddress: wallet ? await wallet.address() : undefined,

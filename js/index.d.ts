@@ -219,8 +219,8 @@ export interface PrivateClientOptions {
   tokenMinAgeMs?: number;
   /**
    * Tokens to fetch per issuer at random moments over `tokenPrefetchWithinMs` after the session
-   * starts (default 0 in JS: the pending timers would keep Node.js alive; call
-   * `TokenWallet.prefetchLater` instead, or set it in a page).
+   * starts, in auto token mode (default 5 in browsers; 0 in Node.js, where the pending timers
+   * would keep the process alive: set it, or call `TokenWallet.prefetchLater`).
    */
   tokenPrefetch?: number;
   /** The window of `tokenPrefetch`, ms (default 6 hours). */

@@ -80,7 +80,9 @@ pub use covers::COVER_WINDOW_BLOCKS;
 pub use discover::{discover_relayers, heartbeat_relayers, LiveHeartbeat};
 pub use entities::{EntitiesQuery, ProveParams, ScanStats};
 pub use error::PrivsvcError;
-pub use options::{default_inclusion_timeout, ClientBuilder, ClientOptions, Tokens};
+pub use options::{
+    default_inclusion_timeout, ClientBuilder, ClientOptions, Tokens, DEFAULT_TOKEN_PREFETCH,
+};
 pub use privsvc_attributes::{AttrType, AttrValue, Attributes};
 pub use privsvc_envelope::Expires;
 pub use privsvc_fingerprint::{CheckWarning, WarningCode};

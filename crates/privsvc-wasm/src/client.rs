@@ -42,8 +42,9 @@ struct Options {
     cover_batches: Option<usize>,
     token_attestation: Option<String>,
     token_min_age_ms: Option<u64>,
-    /// Tokens to prefetch per issuer at random moments after the session starts; 0 (the JS
-    /// default) leaves it to `TokenWallet.prefetchLater`: its timers would keep Node.js alive.
+    /// Tokens to prefetch per issuer at random moments after the session starts (absent: the
+    /// client's default; the JS layer sends 0 in Node.js, where its timers would keep the
+    /// process alive).
     token_prefetch: Option<usize>,
     /// The window of that prefetch, ms (default 6 hours).
     token_prefetch_within_ms: Option<u64>,
@@ -163,12 +164,15 @@ impl RawClient {
             if let Some(ms) = o.token_min_age_ms {
                 b = b.token_min_age_ms(ms);
             }
-            b = b.token_prefetch(
-                o.token_prefetch.unwrap_or(0),
-                o.token_prefetch_within_ms
-                    .map(std::time::Duration::from_millis)
-                    .unwrap_or(privsvc_tokens::DEFAULT_PREFETCH_WITHIN),
-            );
+            if o.token_prefetch.is_some() || o.token_prefetch_within_ms.is_some() {
+                b = b.token_prefetch(
+                    o.token_prefetch
+                        .unwrap_or(privsvc_client::DEFAULT_TOKEN_PREFETCH),
+                    o.token_prefetch_within_ms
+                        .map(std::time::Duration::from_millis)
+                        .unwrap_or(privsvc_tokens::DEFAULT_PREFETCH_WITHIN),
+                );
+            }
             if let Some(slot) = o.token_store_slot {
                 b = b.token_store(Arc::new(crate::browser_store::LocalStorageTokenStore::new(
                     slot,
