@@ -8,6 +8,7 @@
 //! cargo run --release --example relayer_bench     # 3 rounds of 2000 records, best reported
 //! BENCH_RECORDS=5000 BENCH_ROUNDS=2 cargo run --release --example relayer_bench
 //! BENCH_BATCHING=off cargo run --release --example relayer_bench   # acceptance alone
+//! BENCH_BLOCK_MS=0 cargo run --release --example relayer_bench      # a block per transaction
 //! ```
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -264,8 +265,21 @@ async fn main() -> anyhow::Result<()> {
         .and_then(|v| v.parse().ok())
         .unwrap_or(3)
         .max(1);
+    // The ledger makes a block every BENCH_BLOCK_MS (default 2000, Arkiv's block time), so the
+    // batcher writes at most a batch a block, as against a real node; 0 = a block right after
+    // every transaction (the in-process devnet then executes dozens of batches a second on the
+    // same two cores, which no real ledger does).
+    let block_ms: u64 = std::env::var("BENCH_BLOCK_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2000);
+    let block_time = match block_ms {
+        0 => BlockTime::OnDemand,
+        ms => BlockTime::Interval(Duration::from_millis(ms)),
+    };
+    println!("ledger: in-process devnet, block time {block_ms} ms (0 = on demand)");
     let node = Devnet::start(DevnetConfig {
-        block_time: BlockTime::OnDemand,
+        block_time,
         ..Default::default()
     })
     .await?;

@@ -67,7 +67,7 @@ const OWNERS_PER_LOOKUP: usize = 32;
 const LOOKUPS_IN_FLIGHT: usize = 4;
 
 /// The records already on the ledger (their owner holds an entity with their envelope), by id.
-/// One query per [`OWNERS_PER_LOOKUP`] owners (`$owner = addr(a) OR $owner = addr(b) ...`), a
+/// One query per 32 owners (`$owner = addr(a) OR $owner = addr(b) ...`), a
 /// few at a time: a batch of 100 costs 4 queries, not 100.
 pub async fn already_written(
     shared: &Shared,
