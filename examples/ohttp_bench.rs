@@ -181,7 +181,7 @@ async fn relay_latency(calls: usize) -> anyhow::Result<()> {
     let relay_url = serve(relay.router()).await?;
 
     let direct = HttpTransport::new()?;
-    let http = reqwest::Client::new();
+    let http = privsvc_ohttp::ReqwestFetch::with_client(reqwest::Client::new());
     let info = || RelayerRequest {
         method: "GET".into(),
         path: "/v1/info".into(),

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use privsvc_ledger::LedgerReader;
-use privsvc_ohttp::Transport;
+use privsvc_ohttp::{Fetch, Transport};
 use privsvc_tokens::{KeyPins, TokenSource, TokenStore};
 use privsvc_vault::{Vault, Wallet};
 
@@ -115,6 +115,10 @@ pub struct ClientOptions {
     pub trusted_relayers_only: bool,
     /// The transport to relayers (default: plain HTTP, or OHTTP when `ohttp_relay` is set).
     pub transport: Option<Arc<dyn Transport>>,
+    /// The HTTP stack of relayer and issuer calls (SPEC `fetch`; default reqwest). Used by the
+    /// default transport (direct or through `ohttp_relay`) and by direct issuer calls; not by
+    /// a `transport` given here, nor by the ledger reader.
+    pub fetch: Option<Arc<dyn Fetch>>,
 }
 
 impl std::fmt::Debug for ClientOptions {
@@ -143,6 +147,7 @@ impl std::fmt::Debug for ClientOptions {
             .field("token_prefetch_within", &self.token_prefetch_within)
             .field("trusted_relayers_only", &self.trusted_relayers_only)
             .field("transport", &self.transport.is_some())
+            .field("fetch", &self.fetch.is_some())
             .finish()
     }
 }
@@ -177,6 +182,7 @@ impl ClientOptions {
             token_prefetch_within: privsvc_tokens::DEFAULT_PREFETCH_WITHIN,
             trusted_relayers_only: false,
             transport: None,
+            fetch: None,
         }
     }
 
@@ -352,6 +358,11 @@ impl ClientBuilder {
     /// The transport to relayers.
     pub fn transport(mut self, transport: Arc<dyn Transport>) -> Self {
         self.options.transport = Some(transport);
+        self
+    }
+    /// The HTTP stack of relayer and issuer calls (SPEC `fetch`).
+    pub fn fetch(mut self, fetch: Arc<dyn Fetch>) -> Self {
+        self.options.fetch = Some(fetch);
         self
     }
 }

@@ -10,8 +10,8 @@ use alloy_primitives::Address;
 use privsvc_ledger::LedgerReader;
 use privsvc_ohttp::{RelayerRequest, Transport};
 use privsvc_tokens::{
-    memory_store, IssuerReply, IssuerTransport, KeyPins, MemoryKeyPins, TokenError,
-    TokenRedemption, TokenSource, TokenStore, TokenWallet, TokenWalletOptions,
+    memory_store, DirectIssuerTransport, IssuerReply, IssuerTransport, KeyPins, MemoryKeyPins,
+    TokenError, TokenRedemption, TokenSource, TokenStore, TokenWallet, TokenWalletOptions,
 };
 use privsvc_vault::Wallet;
 use rand::Rng as _;
@@ -31,8 +31,9 @@ pub(crate) struct TokenManager {
     attestation: Option<String>,
     min_age_ms: u64,
     ripe_wait_ms: u64,
-    /// The client's OHTTP transport, when it has a relay: issuer calls go through it too.
-    via_relay: Option<Arc<dyn IssuerTransport>>,
+    /// How issuer calls travel: through the client's OHTTP transport when it has a relay, else
+    /// directly with the client's `fetch`; `None`: the token wallet's default (direct HTTP).
+    issuer_transport: Option<Arc<dyn IssuerTransport>>,
     /// Wallets of verified issuers, by (issuer, issuer URL).
     wallets: Mutex<HashMap<(Address, String), TokenWallet>>,
 }
@@ -59,10 +60,13 @@ impl TokenManager {
             attestation: options.token_attestation.clone(),
             min_age_ms: options.token_min_age_ms,
             ripe_wait_ms: options.token_ripe_wait_ms,
-            via_relay: options
-                .ohttp_relay
-                .as_ref()
-                .map(|_| Arc::new(ThroughTransport(transport)) as Arc<dyn IssuerTransport>),
+            issuer_transport: match (&options.ohttp_relay, &options.fetch) {
+                (Some(_), _) => Some(Arc::new(ThroughTransport(transport)) as _),
+                (None, Some(fetch)) => {
+                    Some(Arc::new(DirectIssuerTransport::with_fetch(fetch.clone())) as _)
+                }
+                (None, None) => None,
+            },
             wallets: Mutex::new(HashMap::new()),
         }
     }
@@ -107,7 +111,7 @@ impl TokenManager {
         o.attestation = self.attestation.clone();
         o.min_age_ms = self.min_age_ms;
         o.ripe_wait_ms = self.ripe_wait_ms;
-        if let Some(t) = &self.via_relay {
+        if let Some(t) = &self.issuer_transport {
             o.transport = t.clone();
         }
         let w = TokenWallet::new(o);

@@ -2,10 +2,11 @@
 //! an OHTTP relay, open the answer. The cryptography and framing are the `ohttp` crate's.
 
 use ohttp::{ClientRequest, ClientResponse, KeyConfig};
+use privsvc_rt::http::{Fetch, FetchRequest};
 use zeroize::Zeroizing;
 
 use crate::binary::{decode_padded_response, encode_padded_request, BinaryRequest, OhttpResponse};
-use crate::http_util::{error_text, normalize_relayer_url, read_response};
+use crate::http_util::{error_text, normalize_relayer_url};
 use crate::transport::RelayerRequest;
 use crate::{
     OhttpError, CONTENT_TYPE_OHTTP_REQ, CONTENT_TYPE_OHTTP_RES, MAX_ENCAPSULATED_BYTES,
@@ -100,7 +101,7 @@ pub async fn ohttp_call(
     target: &str,
     gateway_key: &str,
     request: RelayerRequest,
-    http: &reqwest::Client,
+    http: &dyn Fetch,
 ) -> Result<OhttpResponse, OhttpError> {
     let target = normalize_relayer_url(target)?;
     let endpoint = relay_endpoint(relay_url)?;
@@ -122,21 +123,28 @@ pub async fn ohttp_call(
             limit: MAX_ENCAPSULATED_BYTES,
         });
     }
-    let request = http
-        .post(&endpoint)
-        .header(reqwest::header::CONTENT_TYPE, CONTENT_TYPE_OHTTP_REQ)
-        .header(TARGET_HEADER, &target)
-        .body(message);
-    let response = privsvc_rt::http::send(request, crate::CALL_TIMEOUT)
-        .await
-        .map_err(|e| OhttpError::Transport(e.to_string()))?;
-    let status = response.status().as_u16();
-    let is_ohttp = response
-        .headers()
-        .get(reqwest::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.eq_ignore_ascii_case(CONTENT_TYPE_OHTTP_RES));
-    let body = read_response(response, MAX_RESPONSE_BYTES).await?;
+    let answer = http
+        .fetch(
+            FetchRequest {
+                method: "POST".into(),
+                url: endpoint,
+                headers: vec![
+                    ("content-type".into(), CONTENT_TYPE_OHTTP_REQ.into()),
+                    (TARGET_HEADER.into(), target),
+                ],
+                body: Some(message),
+            },
+            crate::CALL_TIMEOUT,
+            MAX_RESPONSE_BYTES,
+        )
+        .await?;
+    let status = answer.status;
+    let is_ohttp = answer.content_type.as_deref().is_some_and(|v| {
+        v.split(';')
+            .next()
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case(CONTENT_TYPE_OHTTP_RES))
+    });
+    let body = answer.body;
     if status != 200 || !is_ohttp {
         return Err(OhttpError::Refused {
             status,

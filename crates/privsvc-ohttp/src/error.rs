@@ -57,3 +57,14 @@ pub enum OhttpError {
     #[error("no in-process router registered for {0}")]
     UnknownRelayer(String),
 }
+
+impl From<privsvc_rt::http::HttpError> for OhttpError {
+    fn from(e: privsvc_rt::http::HttpError) -> Self {
+        match e {
+            privsvc_rt::http::HttpError::TooLarge { size, limit } => {
+                OhttpError::TooLarge { size, limit }
+            }
+            other => OhttpError::Transport(other.to_string()),
+        }
+    }
+}

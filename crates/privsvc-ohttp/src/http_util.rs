@@ -73,50 +73,13 @@ pub(crate) async fn read_body(body: Body, limit: usize) -> Result<Vec<u8>, BodyE
     Ok(out)
 }
 
-/// Read a reqwest response body, failing as soon as it exceeds `limit` bytes.
-#[cfg(not(target_arch = "wasm32"))]
-pub(crate) async fn read_response(
-    mut response: reqwest::Response,
-    limit: usize,
-) -> Result<Vec<u8>, OhttpError> {
-    let mut out = Vec::new();
-    while let Some(chunk) = response
-        .chunk()
-        .await
-        .map_err(|e| OhttpError::Transport(e.without_url().to_string()))?
-    {
-        if out.len() + chunk.len() > limit {
-            return Err(OhttpError::TooLarge {
-                size: out.len() + chunk.len(),
-                limit,
-            });
-        }
-        out.extend_from_slice(&chunk);
-    }
-    Ok(out)
-}
-
-/// Read a reqwest response body of at most `limit` bytes. `fetch` gives the body whole in
-/// wasm32: a declared length over the limit is refused before reading, any other body after.
-#[cfg(target_arch = "wasm32")]
+/// Read a reqwest response body of at most `limit` bytes (the relay's calls to relayers).
+#[cfg(feature = "server")]
 pub(crate) async fn read_response(
     response: reqwest::Response,
     limit: usize,
 ) -> Result<Vec<u8>, OhttpError> {
-    let too_large = |size: usize| OhttpError::TooLarge { size, limit };
-    if let Some(declared) = response.content_length() {
-        if declared > limit as u64 {
-            return Err(too_large(usize::try_from(declared).unwrap_or(usize::MAX)));
-        }
-    }
-    let body = response
-        .bytes()
-        .await
-        .map_err(|e| OhttpError::Transport(e.without_url().to_string()))?;
-    if body.len() > limit {
-        return Err(too_large(body.len()));
-    }
-    Ok(body.to_vec())
+    Ok(privsvc_rt::http::read_body(response, limit).await?)
 }
 
 #[cfg(feature = "server")]

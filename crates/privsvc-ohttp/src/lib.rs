@@ -46,6 +46,8 @@ pub use gateway::{OhttpGateway, ResponseSealer};
 pub use http_util::normalize_relayer_url;
 #[cfg(feature = "server")]
 pub use listener::{Anonymous, AnonymousListener};
+/// The HTTP seam of the transports and of `ohttp_call` (a host may bring its own HTTP stack).
+pub use privsvc_rt::http::{Fetch, FetchRequest, FetchResponse, HttpError, ReqwestFetch};
 #[cfg(feature = "server")]
 pub use relay::{OhttpRelay, PeerIp, RelayConfig, RelayListener, DEFAULT_RATE_LIMIT_PER_MIN};
 #[cfg(feature = "server")]

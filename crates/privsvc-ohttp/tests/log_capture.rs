@@ -35,6 +35,7 @@ async fn relay_and_gateway_log_no_client_address_or_body() {
 
     // Successful calls carrying the marker in both directions.
     let http = reqwest::Client::new();
+    let fetch = privsvc_ohttp::ReqwestFetch::with_client(http.clone());
     let key = gateway.public_key();
     let created = ohttp_call(
         &relay_url,
@@ -45,7 +46,7 @@ async fn relay_and_gateway_log_no_client_address_or_body() {
             path: "/v1/records".into(),
             body: Some(format!(r#"{{"app":"{BODY_MARKER}"}}"#).into_bytes()),
         },
-        &http,
+        &fetch,
     )
     .await
     .unwrap();
@@ -56,7 +57,7 @@ async fn relay_and_gateway_log_no_client_address_or_body() {
         &relayer_url,
         &key,
         get(&format!("/v1/records/{BODY_MARKER}")),
-        &http,
+        &fetch,
     )
     .await
     .unwrap();

@@ -65,7 +65,7 @@ async fn raw_post(
 #[tokio::test]
 async fn round_trip_info_and_records() {
     let s = stack().await;
-    let http = reqwest::Client::new();
+    let http = privsvc_ohttp::ReqwestFetch::with_client(reqwest::Client::new());
     let key = s.gateway.public_key();
 
     let info = ohttp_call(&s.relay_url, &s.relayer_url, &key, get("/v1/info"), &http)
@@ -139,7 +139,7 @@ async fn healthz_counts_verified_targets() {
 #[tokio::test]
 async fn only_verified_targets() {
     let s = stack().await;
-    let http = reqwest::Client::new();
+    let http = privsvc_ohttp::ReqwestFetch::with_client(reqwest::Client::new());
     let key = s.gateway.public_key();
 
     // A relayer whose only heartbeat is older than two intervals (then account 0 publishes its
@@ -192,7 +192,7 @@ async fn only_verified_targets() {
 #[tokio::test]
 async fn unknown_targets_trigger_a_rate_limited_refresh() {
     let s = stack().await;
-    let http = reqwest::Client::new();
+    let http = privsvc_ohttp::ReqwestFetch::with_client(reqwest::Client::new());
     let key = s.gateway.public_key();
     let relay = OhttpRelay::new(
         s.chain.reader.clone(),
@@ -262,7 +262,7 @@ async fn periodic_refresh_picks_up_new_heartbeats() {
 #[tokio::test]
 async fn error_statuses() {
     let s = stack().await;
-    let http = reqwest::Client::new();
+    let http = privsvc_ohttp::ReqwestFetch::with_client(reqwest::Client::new());
     let key = s.gateway.public_key();
     let target = Some(s.relayer_url.as_str());
 
@@ -449,13 +449,27 @@ async fn rate_limit_per_source_address_through_the_relay_listener() {
     // Three requests from 127.0.0.1 pass (one pooled connection).
     let first = client_from("127.0.0.1");
     for _ in 0..3 {
-        let info = ohttp_call(&relay_url, &relayer_url, &key, get("/v1/info"), &first)
-            .await
-            .unwrap();
+        let info = ohttp_call(
+            &relay_url,
+            &relayer_url,
+            &key,
+            get("/v1/info"),
+            &privsvc_ohttp::ReqwestFetch::with_client(first.clone()),
+        )
+        .await
+        .unwrap();
         assert_eq!(info.status, 200);
     }
     // The fourth is refused, whatever the connection.
-    match ohttp_call(&relay_url, &relayer_url, &key, get("/v1/info"), &first).await {
+    match ohttp_call(
+        &relay_url,
+        &relayer_url,
+        &key,
+        get("/v1/info"),
+        &privsvc_ohttp::ReqwestFetch::with_client(first.clone()),
+    )
+    .await
+    {
         Err(OhttpError::Refused {
             status: 429,
             message,
@@ -498,7 +512,7 @@ async fn rate_limit_per_source_address_through_the_relay_listener() {
         &relayer_url,
         &key,
         get("/v1/info"),
-        &client_from("127.0.0.2"),
+        &privsvc_ohttp::ReqwestFetch::with_client(client_from("127.0.0.2")),
     )
     .await
     .unwrap();

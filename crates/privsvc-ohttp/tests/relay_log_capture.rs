@@ -32,11 +32,24 @@ async fn rate_limited_relay_logs_no_client_address() {
     let client = client_from(CLIENT_IP);
     let info = get("/v1/info");
     let key = s.gateway.public_key();
-    let ok = ohttp_call(&relay_url, relayer_url, &key, info.clone(), &client)
-        .await
-        .unwrap();
+    let ok = ohttp_call(
+        &relay_url,
+        relayer_url,
+        &key,
+        info.clone(),
+        &privsvc_ohttp::ReqwestFetch::with_client(client.clone()),
+    )
+    .await
+    .unwrap();
     assert_eq!(ok.status, 200);
-    let refused = ohttp_call(&relay_url, relayer_url, &key, info, &client).await;
+    let refused = ohttp_call(
+        &relay_url,
+        relayer_url,
+        &key,
+        info,
+        &privsvc_ohttp::ReqwestFetch::with_client(client),
+    )
+    .await;
     assert!(
         matches!(refused, Err(OhttpError::Refused { status: 429, .. })),
         "{refused:?}"

@@ -11,8 +11,13 @@
 //! answer is never used. The redirected request itself has then been sent by the host (for 307
 //! and 308 with its body); privsvc bodies that cross a relay are OHTTP-encapsulated for the
 //! gateway, so a redirect target learns nothing from them.
+//!
+//! Callers that send requests go through the [`Fetch`] trait: [`ReqwestFetch`] is the default,
+//! and a host may bring its own HTTP stack (SPEC's `fetch` option of the JS client).
 
 use std::time::Duration;
+
+use async_trait::async_trait;
 
 /// Why an HTTP exchange failed.
 #[derive(Debug, thiserror::Error)]
@@ -24,6 +29,14 @@ pub enum HttpError {
     /// The host followed a redirect (wasm32 only); privsvc never uses a redirected answer.
     #[error("the server answered with a redirect, which privsvc does not follow")]
     Redirected,
+    /// The answer's body is larger than the caller allows.
+    #[error("the answer is {size} bytes, more than the {limit} allowed")]
+    TooLarge {
+        /// Bytes seen (or declared) so far.
+        size: usize,
+        /// The limit.
+        limit: usize,
+    },
 }
 
 impl From<reqwest::Error> for HttpError {
@@ -78,6 +91,137 @@ pub async fn send(
     }
 }
 
+/// Read the body of `response`, at most `limit` bytes ([`HttpError::TooLarge`] beyond).
+#[cfg(not(target_arch = "wasm32"))]
+pub async fn read_body(
+    mut response: reqwest::Response,
+    limit: usize,
+) -> Result<Vec<u8>, HttpError> {
+    let mut out = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        if out.len() + chunk.len() > limit {
+            return Err(HttpError::TooLarge {
+                size: out.len() + chunk.len(),
+                limit,
+            });
+        }
+        out.extend_from_slice(&chunk);
+    }
+    Ok(out)
+}
+
+/// Read the body of `response`, at most `limit` bytes. `fetch` gives the body whole in wasm32:
+/// a declared length over the limit is refused before reading, any other body after.
+#[cfg(target_arch = "wasm32")]
+pub async fn read_body(response: reqwest::Response, limit: usize) -> Result<Vec<u8>, HttpError> {
+    let too_large = |size: usize| HttpError::TooLarge { size, limit };
+    if let Some(declared) = response.content_length() {
+        if declared > limit as u64 {
+            return Err(too_large(usize::try_from(declared).unwrap_or(usize::MAX)));
+        }
+    }
+    let body = response.bytes().await?;
+    if body.len() > limit {
+        return Err(too_large(body.len()));
+    }
+    Ok(body.to_vec())
+}
+
+/// One HTTP request, as privsvc hands it to a [`Fetch`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FetchRequest {
+    /// Method, upper case (`GET`, `POST`).
+    pub method: String,
+    /// Absolute URL.
+    pub url: String,
+    /// Request headers (names lower case).
+    pub headers: Vec<(String, String)>,
+    /// Body, if any.
+    pub body: Option<Vec<u8>>,
+}
+
+/// An answer, read whole.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FetchResponse {
+    /// Status code; a redirect status comes back as it is.
+    pub status: u16,
+    /// The `Content-Type` header, if any.
+    pub content_type: Option<String>,
+    /// The body.
+    pub body: Vec<u8>,
+}
+
+/// How privsvc sends a request to a relayer, an OHTTP relay or an issuer. [`ReqwestFetch`] is
+/// the default; a host can bring its own (the JS client's `fetch` option). An implementation
+/// must not follow redirects (a 3xx answer comes back as it is, or as
+/// [`HttpError::Redirected`]), must give up after `timeout`, and must refuse a body over
+/// `max_body` bytes with [`HttpError::TooLarge`]. Object safe: `Arc<dyn Fetch>`.
+#[cfg_attr(not(target_arch = "wasm32"), async_trait)]
+#[cfg_attr(target_arch = "wasm32", async_trait(?Send))]
+pub trait Fetch: crate::MaybeSend + crate::MaybeSync {
+    /// Send `request` and read its answer.
+    async fn fetch(
+        &self,
+        request: FetchRequest,
+        timeout: Duration,
+        max_body: usize,
+    ) -> Result<FetchResponse, HttpError>;
+}
+
+/// The default [`Fetch`]: a `reqwest` client made by [`client`], sent with [`send`].
+#[derive(Debug, Clone)]
+pub struct ReqwestFetch {
+    client: reqwest::Client,
+}
+
+impl ReqwestFetch {
+    /// A fetch with its own client whose requests give up after `timeout`.
+    pub fn new(timeout: Duration) -> Result<Self, HttpError> {
+        Ok(ReqwestFetch {
+            client: client(timeout)?,
+        })
+    }
+
+    /// A fetch over `client` (shares its connection pool; it should not follow redirects).
+    pub fn with_client(client: reqwest::Client) -> Self {
+        ReqwestFetch { client }
+    }
+}
+
+#[cfg_attr(not(target_arch = "wasm32"), async_trait)]
+#[cfg_attr(target_arch = "wasm32", async_trait(?Send))]
+impl Fetch for ReqwestFetch {
+    async fn fetch(
+        &self,
+        request: FetchRequest,
+        timeout: Duration,
+        max_body: usize,
+    ) -> Result<FetchResponse, HttpError> {
+        let method = reqwest::Method::from_bytes(request.method.as_bytes())
+            .map_err(|_| HttpError::Request(format!("invalid method {:?}", request.method)))?;
+        let mut builder = self.client.request(method, &request.url);
+        for (name, value) in &request.headers {
+            builder = builder.header(name, value);
+        }
+        if let Some(body) = request.body {
+            builder = builder.body(body);
+        }
+        let response = send(builder, timeout).await?;
+        let status = response.status().as_u16();
+        let content_type = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let body = read_body(response, max_body).await?;
+        Ok(FetchResponse {
+            status,
+            content_type,
+            body,
+        })
+    }
+}
+
 /// `url` without its `#fragment` (fetch reports final URLs without it).
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 fn without_fragment(url: &reqwest::Url) -> reqwest::Url {
@@ -114,6 +258,48 @@ mod tests {
         let http = client(Duration::from_secs(5)).unwrap();
         let resp = send(http.get(&url), Duration::from_secs(5)).await.unwrap();
         assert_eq!(resp.status().as_u16(), 307);
+    }
+
+    #[tokio::test]
+    async fn reqwest_fetch_reads_a_bounded_body_and_passes_redirects_back() {
+        let fetch = ReqwestFetch::new(Duration::from_secs(5)).unwrap();
+        let get = |url: String| FetchRequest {
+            method: "GET".into(),
+            url,
+            headers: vec![("accept".into(), "application/json".into())],
+            body: None,
+        };
+        let url = serve_once(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 11\r\nconnection: close\r\n\r\n{\"ok\":true}",
+        );
+        let answer = fetch
+            .fetch(get(url), Duration::from_secs(5), 11)
+            .await
+            .unwrap();
+        assert_eq!(answer.status, 200);
+        assert_eq!(answer.content_type.as_deref(), Some("application/json"));
+        assert_eq!(answer.body, br#"{"ok":true}"#);
+
+        let url = serve_once(
+            "HTTP/1.1 200 OK\r\ncontent-length: 11\r\nconnection: close\r\n\r\n{\"ok\":true}",
+        );
+        let err = fetch
+            .fetch(get(url), Duration::from_secs(5), 10)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, HttpError::TooLarge { limit: 10, .. }),
+            "{err:?}"
+        );
+
+        let url = serve_once(
+            "HTTP/1.1 302 Found\r\nlocation: http://127.0.0.1:9/\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+        );
+        let answer = fetch
+            .fetch(get(url), Duration::from_secs(5), 10)
+            .await
+            .unwrap();
+        assert_eq!(answer.status, 302);
     }
 
     #[tokio::test]

@@ -1,9 +1,11 @@
 //! How a token wallet reaches its issuer: directly over HTTP (never following redirects), or
 //! through any other carrier, for example a client's OHTTP relay.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use privsvc_rt::http::{Fetch, FetchRequest, ReqwestFetch};
 
 use crate::error::TokenError;
 
@@ -35,18 +37,34 @@ pub trait IssuerTransport: privsvc_rt::MaybeSend + privsvc_rt::MaybeSync {
     ) -> Result<IssuerReply, TokenError>;
 }
 
-/// Plain HTTP straight to the issuer; redirects are never followed (an answer 3xx is an error
-/// status like any other).
-#[derive(Debug, Clone)]
+/// Longest issuer answer read (an issue response of 20 tokens is a few kilobytes).
+const MAX_ISSUER_ANSWER_BYTES: usize = 256 * 1024;
+
+/// Plain HTTP straight to the issuer (by default with reqwest); redirects are never followed
+/// (an answer 3xx is an error status like any other).
+#[derive(Clone)]
 pub struct DirectIssuerTransport {
-    http: reqwest::Client,
+    fetch: Arc<dyn Fetch>,
+}
+
+impl std::fmt::Debug for DirectIssuerTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DirectIssuerTransport")
+    }
 }
 
 impl Default for DirectIssuerTransport {
     fn default() -> Self {
-        DirectIssuerTransport {
-            http: privsvc_rt::http::client(HTTP_TIMEOUT).unwrap_or_default(),
-        }
+        let fetch = ReqwestFetch::new(HTTP_TIMEOUT)
+            .unwrap_or_else(|_| ReqwestFetch::with_client(reqwest::Client::default()));
+        DirectIssuerTransport::with_fetch(Arc::new(fetch))
+    }
+}
+
+impl DirectIssuerTransport {
+    /// Calls to the issuer sent with `fetch` (a host's own HTTP stack).
+    pub fn with_fetch(fetch: Arc<dyn Fetch>) -> Self {
+        DirectIssuerTransport { fetch }
     }
 }
 
@@ -60,23 +78,24 @@ impl IssuerTransport for DirectIssuerTransport {
         path: &str,
         body: Option<Vec<u8>>,
     ) -> Result<IssuerReply, TokenError> {
-        let url = format!("{}{path}", issuer_url.trim_end_matches('/'));
-        let method = reqwest::Method::from_bytes(method.as_bytes())
-            .map_err(|_| TokenError::Http(format!("bad HTTP method {method:?}")))?;
-        let mut req = self.http.request(method, url);
-        if let Some(body) = body {
-            req = req.header("content-type", "application/json").body(body);
+        let mut headers = vec![("accept".to_string(), "application/json".to_string())];
+        if body.is_some() {
+            headers.push(("content-type".into(), "application/json".into()));
         }
-        let resp = privsvc_rt::http::send(req, HTTP_TIMEOUT)
+        let request = FetchRequest {
+            method: method.to_ascii_uppercase(),
+            url: format!("{}{path}", issuer_url.trim_end_matches('/')),
+            headers,
+            body,
+        };
+        let answer = self
+            .fetch
+            .fetch(request, HTTP_TIMEOUT, MAX_ISSUER_ANSWER_BYTES)
             .await
             .map_err(|e| TokenError::Http(e.to_string()))?;
-        let status = resp.status().as_u16();
-        let body = resp.bytes().await.map_err(http_error)?.to_vec();
-        Ok(IssuerReply { status, body })
+        Ok(IssuerReply {
+            status: answer.status,
+            body: answer.body,
+        })
     }
-}
-
-/// A transport error as `TokenError::Http`, with the URL left out.
-fn http_error(e: reqwest::Error) -> TokenError {
-    TokenError::Http(e.without_url().to_string())
 }

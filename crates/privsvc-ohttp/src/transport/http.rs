@@ -1,35 +1,47 @@
 //! `HttpTransport`: plain HTTPS (or HTTP) calls straight to the relayer.
 
-use async_trait::async_trait;
+use std::sync::Arc;
 
-use crate::http_util::{normalize_relayer_url, read_response};
+use async_trait::async_trait;
+use privsvc_rt::http::{Fetch, FetchRequest, ReqwestFetch};
+
+use crate::http_util::normalize_relayer_url;
 use crate::transport::{RelayerRequest, RelayerResponse, Transport};
 use crate::{OhttpError, CALL_TIMEOUT, MAX_RESPONSE_BYTES};
 
-/// Calls relayers directly with reqwest (rustls). The relayer sees the client's address; use
-/// [`crate::OhttpTransport`] to hide it.
-#[derive(Debug, Clone)]
+/// Calls relayers directly (by default with reqwest and rustls). The relayer sees the client's
+/// address; use [`crate::OhttpTransport`] to hide it.
+#[derive(Clone)]
 pub struct HttpTransport {
-    client: reqwest::Client,
+    fetch: Arc<dyn Fetch>,
+}
+
+impl std::fmt::Debug for HttpTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("HttpTransport")
+    }
 }
 
 impl HttpTransport {
     /// A transport with its own client (30 s time limit per call, no redirects).
     pub fn new() -> Result<Self, OhttpError> {
-        let client = privsvc_rt::http::client(CALL_TIMEOUT)
-            .map_err(|e| OhttpError::Transport(e.to_string()))?;
-        Ok(Self { client })
+        Ok(Self::with_fetch(Arc::new(ReqwestFetch::new(CALL_TIMEOUT)?)))
     }
 
     /// A transport using `client` (shares its connection pool).
     pub fn with_client(client: reqwest::Client) -> Self {
-        Self { client }
+        Self::with_fetch(Arc::new(ReqwestFetch::with_client(client)))
+    }
+
+    /// A transport that sends every call with `fetch` (a host's own HTTP stack).
+    pub fn with_fetch(fetch: Arc<dyn Fetch>) -> Self {
+        Self { fetch }
     }
 }
 
 /// Build, send and read one direct relayer call.
 pub(crate) async fn send_direct(
-    client: &reqwest::Client,
+    fetch: &dyn Fetch,
     relayer_url: &str,
     request: &RelayerRequest,
 ) -> Result<RelayerResponse, OhttpError> {
@@ -37,22 +49,33 @@ pub(crate) async fn send_direct(
     if !request.path.starts_with('/') {
         return Err(OhttpError::InvalidUrl(request.path.clone()));
     }
-    let method = reqwest::Method::from_bytes(request.method.to_ascii_uppercase().as_bytes())
-        .map_err(|_| OhttpError::Transport(format!("invalid method {:?}", request.method)))?;
-    let mut builder = client
-        .request(method, format!("{base}{}", request.path))
-        .header(reqwest::header::ACCEPT, "application/json");
-    if let Some(body) = &request.body {
-        builder = builder
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(body.clone());
+    let method = request.method.to_ascii_uppercase();
+    if method.is_empty() || !method.bytes().all(|b| b.is_ascii_uppercase()) {
+        return Err(OhttpError::Transport(format!(
+            "invalid method {:?}",
+            request.method
+        )));
     }
-    let response = privsvc_rt::http::send(builder, CALL_TIMEOUT)
-        .await
-        .map_err(|e| OhttpError::Transport(e.to_string()))?;
-    let status = response.status().as_u16();
-    let body = read_response(response, MAX_RESPONSE_BYTES).await?;
-    Ok(RelayerResponse { status, body })
+    let mut headers = vec![("accept".to_string(), "application/json".to_string())];
+    if request.body.is_some() {
+        headers.push(("content-type".into(), "application/json".into()));
+    }
+    let answer = fetch
+        .fetch(
+            FetchRequest {
+                method,
+                url: format!("{base}{}", request.path),
+                headers,
+                body: request.body.clone(),
+            },
+            CALL_TIMEOUT,
+            MAX_RESPONSE_BYTES,
+        )
+        .await?;
+    Ok(RelayerResponse {
+        status: answer.status,
+        body: answer.body,
+    })
 }
 
 #[cfg_attr(not(target_arch = "wasm32"), async_trait)]
@@ -63,6 +86,6 @@ impl Transport for HttpTransport {
         relayer_url: &str,
         request: RelayerRequest,
     ) -> Result<RelayerResponse, OhttpError> {
-        send_direct(&self.client, relayer_url, &request).await
+        send_direct(self.fetch.as_ref(), relayer_url, &request).await
     }
 }

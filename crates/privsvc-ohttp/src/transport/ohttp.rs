@@ -15,6 +15,7 @@ use std::time::Duration;
 use alloy_primitives::Address;
 use async_trait::async_trait;
 use privsvc_ledger::LedgerReader;
+use privsvc_rt::http::{Fetch, ReqwestFetch};
 
 use crate::client::ohttp_call;
 use crate::heartbeat::{live_heartbeats, DEFAULT_HEARTBEAT_INTERVAL};
@@ -32,7 +33,7 @@ struct CachedKey {
 /// Sends every relayer call through the OHTTP relay at `relay_url`.
 pub struct OhttpTransport {
     relay_url: String,
-    client: reqwest::Client,
+    fetch: Arc<dyn Fetch>,
     reader: Option<Arc<dyn LedgerReader>>,
     heartbeat_interval: Duration,
     keys: RwLock<HashMap<String, CachedKey>>,
@@ -65,11 +66,9 @@ impl OhttpTransport {
     /// A transport through `relay_url` that only uses keys set with
     /// [`OhttpTransport::set_gateway_key`].
     pub fn without_ledger(relay_url: &str) -> Result<Self, OhttpError> {
-        let client = privsvc_rt::http::client(CALL_TIMEOUT)
-            .map_err(|e| OhttpError::Transport(e.to_string()))?;
         Ok(Self {
             relay_url: normalize_relayer_url(relay_url)?,
-            client,
+            fetch: Arc::new(ReqwestFetch::new(CALL_TIMEOUT)?),
             reader: None,
             heartbeat_interval: DEFAULT_HEARTBEAT_INTERVAL,
             keys: RwLock::new(HashMap::new()),
@@ -78,7 +77,13 @@ impl OhttpTransport {
 
     /// Use `client` for the calls to the relay.
     pub fn with_client(mut self, client: reqwest::Client) -> Self {
-        self.client = client;
+        self.fetch = Arc::new(ReqwestFetch::with_client(client));
+        self
+    }
+
+    /// Send the calls to the relay with `fetch` (a host's own HTTP stack).
+    pub fn with_fetch(mut self, fetch: Arc<dyn Fetch>) -> Self {
+        self.fetch = fetch;
         self
     }
 
@@ -168,7 +173,8 @@ impl OhttpTransport {
             path: "/v1/info".into(),
             body: None,
         };
-        let Ok(answer) = ohttp_call(&self.relay_url, url, key, request, &self.client).await else {
+        let Ok(answer) = ohttp_call(&self.relay_url, url, key, request, self.fetch.as_ref()).await
+        else {
             return false;
         };
         if answer.status != 200 {
@@ -193,7 +199,14 @@ impl Transport for OhttpTransport {
     ) -> Result<RelayerResponse, OhttpError> {
         let url = normalize_relayer_url(relayer_url)?;
         let key = self.gateway_key(&url).await?;
-        let first = ohttp_call(&self.relay_url, &url, &key, request.clone(), &self.client).await;
+        let first = ohttp_call(
+            &self.relay_url,
+            &url,
+            &key,
+            request.clone(),
+            self.fetch.as_ref(),
+        )
+        .await;
         let answer = match first {
             // The gateway cannot open our request: its key changed. Look it up again, once.
             Err(OhttpError::Refused { status: 400, .. })
@@ -201,7 +214,7 @@ impl Transport for OhttpTransport {
             {
                 self.forget_gateway_key(&url);
                 let key = self.gateway_key(&url).await?;
-                ohttp_call(&self.relay_url, &url, &key, request, &self.client).await?
+                ohttp_call(&self.relay_url, &url, &key, request, self.fetch.as_ref()).await?
             }
             other => other?,
         };
