@@ -117,14 +117,13 @@ export async function createPrivateClient(options = {}) {
   const o = { ...options };
   if (!o.app || typeof o.app !== 'string') throw new PrivsvcError('createPrivateClient: `app` is required');
   if (!o.wallet && !o.vault) throw new PrivsvcError('createPrivateClient: give a `wallet` or a `vault`');
-  if (o.fetch !== undefined) throw new PrivsvcError('the `fetch` option is not supported by this build: relayer calls use the platform fetch');
-  if (o.tokens !== undefined && o.tokens !== 'auto' && !(o.tokens && o.tokens.sourceOf)) {
-    throw new PrivsvcError('`tokens` is "auto" or tokenWallet.source()');
+  const send = fetchAdapter(o.fetch);
+  const tokens = o.tokens;
+  if (tokens !== undefined && tokens !== 'auto' && !(tokens && (tokens.sourceOf || isTokenSource(tokens)))) {
+    throw new PrivsvcError('`tokens` is "auto", tokenWallet.source() or a TokenSource ({ take(app), putBack(app, token) })');
   }
   const store = o.tokenStore;
-  if (store !== undefined && store.kind !== 'memory' && store.kind !== 'browser') {
-    throw new PrivsvcError('tokenStore must be memoryStore() or browserTokenStore() in this build');
-  }
+  checkTokenStore(store, 'tokenStore');
   const rpcUrl = rpcUrlOf(o.publicClient);
   const wallet = o.wallet ? asWallet(o.wallet) : undefined;
   const isolateKeys = o.isolateKeys === undefined ? inBrowser : o.isolateKeys;
@@ -153,9 +152,18 @@ export async function createPrivateClient(options = {}) {
     walletAddress: wallet ? await wallet.address() : undefined,
     tokenStoreSlot: store && store.kind === 'browser' ? store.slot : undefined,
   };
-  const source = o.tokens && o.tokens.sourceOf ? await o.tokens.sourceOf() : undefined;
+  const source = tokens && tokens.sourceOf ? await tokens.sourceOf() : undefined;
+  const custom = tokens && !tokens.sourceOf && isTokenSource(tokens) ? tokens : undefined;
   const inner = await rust(
-    raw.RawClient.create(JSON.stringify(rustOptions), wallet ? walletAdapter(wallet) : undefined, vaultAdapter(vault), source),
+    raw.RawClient.create(
+      JSON.stringify(rustOptions),
+      wallet ? walletAdapter(wallet) : undefined,
+      vaultAdapter(vault),
+      source,
+      custom,
+      customStore(store),
+      send,
+    ),
   );
   const project = inner.project;
   return {
@@ -195,9 +203,78 @@ export async function createPrivateClient(options = {}) {
   };
 }
 
-/** Live relayers whose `/v1/info` matches their heartbeat: `[{ url, address, bad, info }]`. */
-export async function discoverRelayers(publicClient) {
-  return JSON.parse(await rust(raw.rawDiscoverRelayers(rpcUrlOf(publicClient))));
+/**
+ * Live relayers whose `/v1/info` matches their heartbeat: `[{ url, address, bad, info }]`.
+ * `fetch` (optional) carries the `/v1/info` calls.
+ */
+export async function discoverRelayers(publicClient, fetch) {
+  return JSON.parse(await rust(raw.rawDiscoverRelayers(rpcUrlOf(publicClient), fetchAdapter(fetch))));
+}
+
+/**
+ * Sends one relayer request through an OHTTP relay, encapsulated to the relayer's gateway key
+ * (SPEC `ohttpCall`): `relayUrl` the relay, `target` the relayer's base URL, `gatewayKey` its
+ * hex `ohttpKey`; resolves to `{ status, body }` (`body` a `Uint8Array`, the relayer's answer).
+ * The relay sees the target and ciphertext only; the relayer sees the request only.
+ */
+export async function ohttpCall(relayUrl, target, gatewayKey, { method = 'GET', path, body } = {}, fetch) {
+  if (typeof path !== 'string' || !path.startsWith('/')) throw new PrivsvcError('ohttpCall: `path` must start with /');
+  let bytes;
+  if (body !== undefined) bytes = typeof body === 'string' ? new TextEncoder().encode(body) : body instanceof Uint8Array ? body : new TextEncoder().encode(JSON.stringify(body));
+  return rust(raw.rawOhttpCall(relayUrl, target, gatewayKey, method, path, bytes, fetchAdapter(fetch)));
+}
+
+function named(name, message, extra) {
+  const e = new Error(message);
+  e.name = name;
+  return Object.assign(e, extra);
+}
+
+/**
+ * SPEC's `fetch` option as the function the wasm client calls for relayer, relay and issuer
+ * requests: redirects are never followed (`redirect: "manual"`), each request has a time
+ * limit, and a body over the limit is refused. `undefined` keeps the platform fetch.
+ */
+function fetchAdapter(fetchFn) {
+  if (fetchFn === undefined) return undefined;
+  if (typeof fetchFn !== 'function') throw new PrivsvcError('`fetch` must be a fetch function');
+  return async (method, url, headers, body, timeoutMs, maxBody) => {
+    const res = await fetchFn(url, {
+      method,
+      headers: Object.fromEntries(headers),
+      body,
+      redirect: 'manual',
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+    if (res.type === 'opaqueredirect' || res.redirected) {
+      throw named('Redirected', 'the server answered with a redirect, which privsvc does not follow');
+    }
+    const header = (name) => (res.headers && typeof res.headers.get === 'function' ? res.headers.get(name) : null);
+    const declared = Number(header('content-length'));
+    if (declared > maxBody) throw named('TooLarge', 'answer too large', { size: declared });
+    const bytes = new Uint8Array(await res.arrayBuffer());
+    if (bytes.length > maxBody) throw named('TooLarge', 'answer too large', { size: bytes.length });
+    return { status: res.status, contentType: header('content-type') ?? undefined, body: bytes };
+  };
+}
+
+/** Whether `x` is a caller's TokenSource: `take(app)` and `putBack(app, token)`. */
+function isTokenSource(x) {
+  return x !== null && typeof x === 'object' && typeof x.take === 'function' && typeof x.putBack === 'function';
+}
+
+/** `store` when it is a caller's TokenStore (neither memoryStore() nor browserTokenStore()). */
+function customStore(store) {
+  return store !== undefined && store.kind !== 'memory' && store.kind !== 'browser' ? store : undefined;
+}
+
+/** Refuses a `store` that is none of memoryStore(), browserTokenStore() or a TokenStore. */
+function checkTokenStore(store, what) {
+  if (store === undefined || store.kind === 'memory' || store.kind === 'browser') return;
+  const methods = ['list', 'add', 'remove', 'prune'];
+  if (store === null || typeof store !== 'object' || !methods.every((m) => typeof store[m] === 'function')) {
+    throw new PrivsvcError(`${what} must be memoryStore(), browserTokenStore() or a TokenStore with synchronous list(app), add(tokens), remove(app, nonce) and prune(minEpoch)`);
+  }
 }
 
 /**
@@ -232,10 +309,10 @@ function ledgerReaderOf(client) {
  */
 export class TokenWallet {
   #ready;
+  #store;
   constructor({ wallet, reader, issuer, issuerUrl, store, allowOnDemand, attestation, minAgeMs } = {}) {
-    if (store !== undefined && store.kind !== 'memory' && store.kind !== 'browser') {
-      throw new PrivsvcError('store must be memoryStore() or browserTokenStore()');
-    }
+    checkTokenStore(store, 'store');
+    this.#store = new raw.RawTokenStore(store && store.kind === 'browser' ? store.slot : undefined, customStore(store));
     const w = asWallet(wallet);
     this.#ready = (async () => {
       const options = {
@@ -243,13 +320,12 @@ export class TokenWallet {
         issuer,
         issuerUrl,
         walletAddress: await w.address(),
-        tokenStoreSlot: store && store.kind === 'browser' ? store.slot : undefined,
         allowOnDemand,
         attestation,
         minAgeMs,
       };
       try {
-        return new raw.RawTokenWallet(JSON.stringify(options), walletAdapter(w));
+        return new raw.RawTokenWallet(JSON.stringify(options), walletAdapter(w), this.#store);
       } catch (e) {
         throw new PrivsvcError(e.message);
       }
@@ -264,11 +340,10 @@ export class TokenWallet {
   async prefetchLater(app, count, withinMs) {
     (await this.#ready).prefetchLater(app, count, withinMs);
   }
-  /** Unspent tokens of `app` for an accepted day. */
-  async available(app) {
-    const w = await this.#ready;
+  /** Unspent tokens of `app` for a day relayers accept now (synchronous). */
+  available(app) {
     try {
-      return w.available(app);
+      return this.#store.available(app);
     } catch (e) {
       throw new PrivsvcError(e.message);
     }

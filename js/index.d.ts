@@ -206,8 +206,22 @@ export interface StoredToken {
   signature: string;
   obtainedMs: number;
 }
+/**
+ * A caller's own token store: four synchronous methods over stored tokens (for example over a
+ * file in Node.js with `fs.*Sync`). `remove` answers whether the token was there and must be
+ * durable before it returns; `prune` drops tokens of days before `minEpoch`.
+ */
+export interface CustomTokenStore {
+  list(app: string): StoredToken[];
+  add(tokens: StoredToken[]): void;
+  remove(app: string, nonce: string): boolean;
+  prune(minEpoch: number): void;
+}
 /** Where the client keeps unspent tokens. */
-export type TokenStore = { readonly kind: 'memory' } | { readonly kind: 'browser'; readonly slot: string; list(app: string): StoredToken[] };
+export type TokenStore =
+  | { readonly kind: 'memory' }
+  | { readonly kind: 'browser'; readonly slot: string; list(app: string): StoredToken[] }
+  | CustomTokenStore;
 /** In memory (the default). */
 export function memoryStore(): TokenStore;
 /** localStorage key `privsvc:tokens` (or `privsvc:tokens:<name>`). */
@@ -246,6 +260,10 @@ export interface PrivateClientOptions {
   tokenStore?: TokenStore;
   tokenAttestation?: string;
   trustedRelayersOnly?: boolean;
+  /**
+   * Carries relayer, OHTTP relay and issuer calls (called as `fetch(url, { method, headers,
+   * body, redirect: 'manual', signal })`); not the ledger reads of `publicClient`.
+   */
   fetch?: typeof globalThis.fetch;
 }
 export interface CreateParams {
@@ -312,14 +330,32 @@ export function verifyRecord(
   options?: { app?: string; relayers?: Hex[]; owner?: Hex; createdTimestamp?: number; client?: PublicClientLike | PrivateClient },
 ): Promise<{ ok: true; record: Record<string, unknown> & { data: Uint8Array; toText(): string } } | { ok: false; reason: string }>;
 /** Live relayers whose `/v1/info` matches their heartbeat. */
-export function discoverRelayers(publicClient?: PublicClientLike): Promise<RelayerEntry[]>;
+export function discoverRelayers(publicClient?: PublicClientLike, fetch?: typeof globalThis.fetch): Promise<RelayerEntry[]>;
+/** Sends one relayer request through an OHTTP relay, encapsulated to the relayer's gateway key. */
+export function ohttpCall(
+  relayUrl: string,
+  target: string,
+  gatewayKey: string,
+  request: { method?: string; path: string; body?: Uint8Array | string | object },
+  fetch?: typeof globalThis.fetch,
+): Promise<{ status: number; body: Uint8Array }>;
 /** The RPC URL of a `publicClient` option. */
 export function rpcUrlOf(publicClient?: PublicClientLike | { url?: string; transport?: { url?: string } }): string;
 
-/** A token source for `createPrivateClient({ tokens })`. */
-export interface TokenSource {
-  sourceOf(): Promise<unknown>;
+/** A redeemable token: `{ epoch, nonce (hex), signature (base64) }`. */
+export interface TokenRedemption {
+  epoch: number;
+  nonce: string;
+  signature: string;
 }
+/**
+ * A token source for `createPrivateClient({ tokens })`: `tokenWallet.source()`, or a caller's
+ * object whose `take(app)` hands out one unspent token (or null) and whose `putBack` takes back
+ * a token whose submission failed before any relayer saw it.
+ */
+export type TokenSource =
+  | { sourceOf(): Promise<unknown> }
+  | { take(app: string): Promise<TokenRedemption | null>; putBack(app: string, token: TokenRedemption): Promise<void> };
 /** Client-side token handling (SPEC `TokenWallet`). */
 export class TokenWallet {
   constructor(options: {
@@ -334,6 +370,6 @@ export class TokenWallet {
   });
   acquire(app: string, count: number, attestation?: string): Promise<{ count: number; remaining: number }>;
   prefetchLater(app: string, count: number, withinMs?: number): Promise<void>;
-  available(app: string): Promise<number>;
+  available(app: string): number;
   source(): TokenSource;
 }

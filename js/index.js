@@ -839,4 +839,4 @@ export function browserTokenStore(name) {
   });
 }
 
-export { createPrivateClient, discoverRelayers, verifyRecord, rpcUrlOf, TokenWallet, DEFAULT_RPC_URL } from './client.js';
+export { createPrivateClient, discoverRelayers, ohttpCall, verifyRecord, rpcUrlOf, TokenWallet, DEFAULT_RPC_URL } from './client.js';

@@ -21,6 +21,8 @@ import {
   WorkerVault,
   KeyVault,
   TokenWallet,
+  PrivsvcError,
+  ohttpCall,
 } from '../index.js';
 
 const env = process.env;
@@ -158,10 +160,10 @@ test('TokenWallet fetches tokens ahead of time and a client spends them', { skip
   const w = devWallet();
   const info = await (await fetch(`${env.PRIVSVC_RELAYER_A}/v1/info`)).json();
   const tokens = new TokenWallet({ wallet: w, reader: env.PRIVSVC_RPC_URL, issuer: info.issuer, issuerUrl: info.issuerUrl, minAgeMs: 1000 });
-  assert.equal(await tokens.available(APP), 0);
+  assert.equal(tokens.available(APP), 0);
   const got = await tokens.acquire(APP, 3);
   assert.equal(got.count, 3);
-  assert.equal(await tokens.available(APP), 3);
+  assert.equal(tokens.available(APP), 3);
   await new Promise((r) => setTimeout(r, 1100));
   const c = await createPrivateClient({
     app: APP, wallet: w, publicClient: env.PRIVSVC_RPC_URL, relayers: [env.PRIVSVC_RELAYER_A],
@@ -169,5 +171,112 @@ test('TokenWallet fetches tokens ahead of time and a client spends them', { skip
   });
   const r = await c.createEntity({ payload: new TextEncoder().encode('prefetched token'), contentType: 'text/plain', expires: 3600 });
   assert.equal(r.relayer, env.PRIVSVC_RELAYER_A);
-  assert.equal(await tokens.available(APP), 2);
+  assert.equal(tokens.available(APP), 2);
+});
+
+test('the fetch option carries every relayer, relay and issuer call; a refusing fetch reaches no relayer', { skip }, async () => {
+  const seen = [];
+  const myFetch = (url, init) => {
+    seen.push(`${init.method} ${url}`);
+    return fetch(url, init);
+  };
+  const c = await createPrivateClient({
+    app: APP, wallet: devWallet(), publicClient: env.PRIVSVC_RPC_URL, relayers: [env.PRIVSVC_RELAYER_A],
+    ohttpRelay: env.PRIVSVC_OHTTP_RELAY, tokenMinAgeMs: 1000, delayMs: [0, 0], pollMs: 250, rarityK: 0, fetch: myFetch,
+  });
+  const r = await c.createEntity({ payload: new TextEncoder().encode('through my fetch'), contentType: 'text/plain', expires: 3600 });
+  assert.equal(r.relayer, env.PRIVSVC_RELAYER_A);
+  // info, token issuance, submit and polls: all through the relay, all through this fetch.
+  assert.ok(seen.length >= 4, seen.join('\n'));
+  const relay = env.PRIVSVC_OHTTP_RELAY.replace(/\/$/, '');
+  assert.deepEqual([...new Set(seen)], [`POST ${relay}/ohttp`]);
+
+  const refused = [];
+  const refusing = async (url) => {
+    refused.push(url);
+    throw new TypeError('offline');
+  };
+  await assert.rejects(
+    createPrivateClient({ app: APP, wallet: devWallet(), publicClient: env.PRIVSVC_RPC_URL, relayers: [env.PRIVSVC_RELAYER_B], fetch: refusing }),
+    (e) => e instanceof PrivsvcError && /no relayer available/.test(e.message),
+  );
+  assert.deepEqual(refused, [`${env.PRIVSVC_RELAYER_B}/v1/info`]);
+  await assert.rejects(createPrivateClient({ app: APP, wallet: devWallet(), fetch: 'no' }), PrivsvcError);
+});
+
+test('a caller-made TokenStore keeps the tokens and a caller-made TokenSource spends them', { skip }, async () => {
+  const w = devWallet();
+  const info = await (await fetch(`${env.PRIVSVC_RELAYER_A}/v1/info`)).json();
+  const kept = [];
+  const store = {
+    list: (app) => kept.filter((t) => t.app === app),
+    add: (tokens) => {
+      for (const t of tokens) if (!kept.some((k) => k.app === t.app && k.nonce === t.nonce)) kept.push(t);
+    },
+    remove: (app, nonce) => {
+      const i = kept.findIndex((t) => t.app === app && t.nonce === nonce);
+      if (i >= 0) kept.splice(i, 1);
+      return i >= 0;
+    },
+    prune: (minEpoch) => {
+      for (let i = kept.length - 1; i >= 0; i--) if (kept[i].epoch < minEpoch) kept.splice(i, 1);
+    },
+  };
+  const tokens = new TokenWallet({ wallet: w, reader: env.PRIVSVC_RPC_URL, issuer: info.issuer, issuerUrl: info.issuerUrl, store, minAgeMs: 0 });
+  assert.equal(tokens.available(APP), 0);
+  assert.equal((await tokens.acquire(APP, 2)).count, 2);
+  assert.equal(kept.length, 2);
+  assert.equal(tokens.available(APP), 2);
+  assert.ok(kept.every((t) => /^[0-9a-f]{64}$/.test(t.nonce) && t.app === APP));
+
+  const taken = [];
+  const source = {
+    async take(app) {
+      const t = store.list(app)[0];
+      if (!t) return null;
+      store.remove(app, t.nonce);
+      taken.push(t);
+      return { epoch: t.epoch, nonce: t.nonce, signature: t.signature };
+    },
+    async putBack(app, token) {
+      store.add([{ app, ...token, obtainedMs: 0 }]);
+    },
+  };
+  const c = await createPrivateClient({
+    app: APP, vault: KeyVault.random(APP).vault, publicClient: env.PRIVSVC_RPC_URL, relayers: [env.PRIVSVC_RELAYER_A],
+    tokens: source, delayMs: [0, 0], pollMs: 250, rarityK: 0,
+  });
+  const r = await c.createEntity({ payload: new TextEncoder().encode('my own token'), contentType: 'text/plain', expires: 3600 });
+  assert.equal(r.relayer, env.PRIVSVC_RELAYER_A);
+  assert.equal(taken.length, 1);
+  assert.equal(tokens.available(APP), 1);
+  // A source that hands out the spent token again: the relayer refuses it, nothing is written.
+  const [t] = taken;
+  const replay = { take: async () => ({ epoch: t.epoch, nonce: t.nonce, signature: t.signature }), putBack: async () => {} };
+  const again = await createPrivateClient({
+    app: APP, vault: KeyVault.random(APP).vault, publicClient: env.PRIVSVC_RPC_URL, relayers: [env.PRIVSVC_RELAYER_A],
+    tokens: replay, delayMs: [0, 0], pollMs: 250, rarityK: 0,
+  });
+  await assert.rejects(
+    again.createEntity({ payload: new TextEncoder().encode('replayed token'), contentType: 'text/plain', expires: 3600 }),
+    (e) => e instanceof PrivsvcError && /spent|token/i.test(e.message),
+  );
+  assert.throws(() => new TokenWallet({ wallet: w, reader: env.PRIVSVC_RPC_URL, issuer: info.issuer, issuerUrl: info.issuerUrl, store: { list() {} } }), PrivsvcError);
+  await assert.rejects(createPrivateClient({ app: APP, wallet: w, tokens: { take() {} } }), PrivsvcError);
+});
+
+test('ohttpCall sends one request through the relay to a relayer', { skip }, async () => {
+  const info = await (await fetch(`${env.PRIVSVC_RELAYER_A}/v1/info`)).json();
+  const seen = [];
+  const answer = await ohttpCall(env.PRIVSVC_OHTTP_RELAY, env.PRIVSVC_RELAYER_A, info.ohttpKey, { method: 'GET', path: '/v1/info' }, (url, init) => {
+    seen.push(url);
+    return fetch(url, init);
+  });
+  assert.equal(answer.status, 200);
+  const relayed = JSON.parse(new TextDecoder().decode(answer.body));
+  assert.equal(relayed.address, info.address);
+  assert.equal(seen.length, 1);
+  const missing = await ohttpCall(env.PRIVSVC_OHTTP_RELAY, env.PRIVSVC_RELAYER_A, info.ohttpKey, { path: '/v1/records/nope' });
+  assert.equal(missing.status, 404);
+  await assert.rejects(ohttpCall(env.PRIVSVC_OHTTP_RELAY, env.PRIVSVC_RELAYER_A, 'beef', { path: '/v1/info' }), PrivsvcError);
 });

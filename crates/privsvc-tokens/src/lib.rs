@@ -95,5 +95,5 @@ pub use source::{
 };
 #[cfg(feature = "sqlite")]
 pub use store::FileTokenStore;
-pub use store::{memory_store, MemoryTokenStore, StoredToken, TokenStore};
+pub use store::{available_in, memory_store, MemoryTokenStore, StoredToken, TokenStore};
 pub use wallet::{Acquired, TokenWallet, TokenWalletOptions, DEFAULT_PREFETCH_WITHIN};

@@ -67,6 +67,16 @@ pub trait TokenStore: privsvc_rt::MaybeSend + privsvc_rt::MaybeSync {
     }
 }
 
+/// Unspent tokens of `app` in `store` for a day relayers accept now.
+pub fn available_in(store: &dyn TokenStore, app: &str) -> Result<usize, TokenError> {
+    let epochs = crate::acceptable_epochs(crate::now_ms());
+    Ok(store
+        .list(app)?
+        .iter()
+        .filter(|t| epochs.contains(&t.epoch))
+        .count())
+}
+
 pub(crate) fn merge(into: &mut Vec<StoredToken>, tokens: &[StoredToken]) {
     for t in tokens {
         if !into.iter().any(|x| x.app == t.app && x.nonce == t.nonce) {

@@ -13,9 +13,7 @@ use rand::{Rng as _, RngCore as _};
 use crate::acceptance::{accept_issuer_key, KeyPins, MemoryKeyPins};
 use crate::error::TokenError;
 use crate::issuer_http::{DirectIssuerTransport, IssuerReply, IssuerTransport};
-use crate::message::{
-    acceptable_epochs, epoch_of, issuance_message, now_ms, token_message, NONCE_BYTES,
-};
+use crate::message::{epoch_of, issuance_message, now_ms, token_message, NONCE_BYTES};
 use crate::protocol::{
     ErrorBody, IssueRequest, IssueResponse, IssuerKeyResponse, TokenRedemption,
     MAX_TOKENS_PER_REQUEST,
@@ -155,14 +153,7 @@ impl TokenWallet {
 
     /// Unspent tokens of `app` for an accepted epoch (whatever their age).
     pub fn available(&self, app: &str) -> Result<usize, TokenError> {
-        let epochs = acceptable_epochs(now_ms());
-        Ok(self
-            .inner
-            .store
-            .list(app)?
-            .iter()
-            .filter(|t| epochs.contains(&t.epoch))
-            .count())
+        crate::store::available_in(self.inner.store.as_ref(), app)
     }
 
     /// The [`TokenSource`] a client draws from (random order, minimum age, bounded wait for a

@@ -94,14 +94,26 @@ pub struct RawClient {
 
 #[wasm_bindgen]
 impl RawClient {
-    /// Builds a client from `options` (JSON) and a wallet adapter or a vault adapter.
+    /// Builds a client from `options` (JSON) and a wallet adapter or a vault adapter. The
+    /// token source is `tokenWallet.source()`'s or a caller's object (`take`, `putBack`); the
+    /// token store a caller's object (`list`, `add`, `remove`, `prune`); `fetch` the adapter of
+    /// a caller's fetch. Each may be `undefined`.
     pub fn create(
         options: &str,
         wallet: JsValue,
         vault: JsValue,
         tokens: Option<crate::token_wallet::RawTokenSource>,
+        custom_tokens: JsValue,
+        token_store: JsValue,
+        fetch: JsValue,
     ) -> Promise {
-        let tokens = tokens.map(|t| t.source());
+        let fetch = crate::fetch::JsFetch::from_value(&fetch);
+        let custom_store = crate::js_tokens::JsTokenStore::from_value(&token_store);
+        let tokens: Option<Arc<dyn privsvc_tokens::TokenSource>> = match tokens {
+            Some(t) => Some(t.source()),
+            None => crate::js_tokens::JsTokenSource::from_value(&custom_tokens)
+                .map(|s| Arc::new(s) as _),
+        };
         let parsed: Result<Options, _> = serde_json::from_str(options);
         future_to_promise(async move {
             let o = parsed.map_err(|e| config_error(format!("invalid options: {e}")))?;
@@ -124,6 +136,9 @@ impl RawClient {
             }
             if let Some(source) = tokens {
                 b = b.tokens(privsvc_client::Tokens::Source(source));
+            }
+            if let Some(fetch) = fetch {
+                b = b.fetch(Arc::new(fetch));
             }
             if let Some(p) = o.project {
                 b = b.project(p);
@@ -177,6 +192,8 @@ impl RawClient {
                 b = b.token_store(Arc::new(crate::browser_store::LocalStorageTokenStore::new(
                     slot,
                 )));
+            } else if let Some(store) = custom_store {
+                b = b.token_store(Arc::new(store));
             }
             if let Some(t) = o.trusted_relayers_only {
                 b = b.trusted_relayers_only(t);
@@ -385,13 +402,16 @@ pub fn raw_verify_ownership_proof(
     })
 }
 
-/// `discoverRelayers(rpcUrl)`: live relayers whose `/v1/info` matches their heartbeat, JSON.
+/// `discoverRelayers(rpcUrl, fetch?)`: live relayers whose `/v1/info` matches their heartbeat,
+/// JSON; `fetch` is the adapter of a caller's fetch (see [`crate::fetch`]) or `undefined`.
 #[wasm_bindgen(js_name = rawDiscoverRelayers)]
-pub fn raw_discover_relayers(rpc_url: String) -> Promise {
+pub fn raw_discover_relayers(rpc_url: String, fetch: JsValue) -> Promise {
+    let fetch = crate::fetch::JsFetch::from_value(&fetch);
     future_to_promise(async move {
         let reader: Arc<dyn LedgerReader> =
             Arc::new(RpcLedger::new(rpc_url).map_err(|e| config_error(e.to_string()))?);
-        let options = privsvc_client::ClientOptions::new("privsvc");
+        let mut options = privsvc_client::ClientOptions::new("privsvc");
+        options.fetch = fetch.map(|f| Arc::new(f) as _);
         let transport =
             privsvc_client::default_transport(&options, reader.clone()).map_err(client_error)?;
         let list = discover_relayers(reader.as_ref(), transport.as_ref())

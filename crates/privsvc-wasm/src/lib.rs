@@ -23,9 +23,15 @@ mod convert;
 mod dev_wallet;
 mod envelope;
 mod error;
+#[cfg(target_arch = "wasm32")]
+mod fetch;
 mod fingerprint;
 #[cfg(target_arch = "wasm32")]
+mod js_tokens;
+#[cfg(target_arch = "wasm32")]
 mod js_traits;
+#[cfg(target_arch = "wasm32")]
+mod ohttp;
 mod proof;
 #[cfg(target_arch = "wasm32")]
 mod token_wallet;
@@ -41,6 +47,8 @@ pub use fingerprint::{
     raw_check_rarity, raw_check_record, raw_coarse_bucket, raw_coarse_day, raw_coarse_geo,
     raw_coarse_hour, raw_expiry_bucket, raw_name_problem,
 };
+#[cfg(target_arch = "wasm32")]
+pub use ohttp::raw_ohttp_call;
 pub use proof::{raw_check_proof, raw_sign_ownership_proof};
 pub use typed::{raw_derivation_signer, raw_derivation_typed_data, raw_proof_typed_data};
 pub use vault::{RawKeyVault, RawRandomVault, RawSigner};

@@ -7,13 +7,16 @@ use std::time::Duration;
 use alloy_primitives::Address;
 use js_sys::Promise;
 use privsvc_ledger::{LedgerReader, RpcLedger};
-use privsvc_tokens::{memory_store, TokenSource, TokenStore, TokenWallet, TokenWalletOptions};
+use privsvc_tokens::{
+    available_in, memory_store, TokenSource, TokenStore, TokenWallet, TokenWalletOptions,
+};
 use serde::Deserialize;
 use serde_json::json;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 
 use crate::bridge::Bridge;
+use crate::js_tokens::JsTokenStore;
 use crate::js_traits::JsWallet;
 
 /// The options of `new TokenWallet(...)` that reach Rust (JSON).
@@ -24,7 +27,6 @@ struct Options {
     issuer: String,
     issuer_url: String,
     wallet_address: String,
-    token_store_slot: Option<String>,
     allow_on_demand: Option<bool>,
     attestation: Option<String>,
     min_age_ms: Option<u64>,
@@ -36,7 +38,36 @@ fn error(message: impl Into<String>) -> JsValue {
     e.into()
 }
 
-/// Client-side token handling: `acquire`, `prefetchLater`, `available`, `source`.
+/// A token store: `memoryStore()`, `browserTokenStore(name?)` or a caller's object (`list`,
+/// `add`, `remove`, `prune`).
+#[wasm_bindgen]
+pub struct RawTokenStore {
+    inner: Arc<dyn TokenStore>,
+}
+
+#[wasm_bindgen]
+impl RawTokenStore {
+    /// The localStorage store in item `slot`, else the caller's `custom` store, else a new
+    /// memory store.
+    #[wasm_bindgen(constructor)]
+    pub fn new(slot: Option<String>, custom: JsValue) -> RawTokenStore {
+        let inner: Arc<dyn TokenStore> = match (slot, JsTokenStore::from_value(&custom)) {
+            (Some(slot), _) => Arc::new(crate::browser_store::LocalStorageTokenStore::new(slot)),
+            (None, Some(store)) => Arc::new(store),
+            (None, None) => memory_store(),
+        };
+        RawTokenStore { inner }
+    }
+
+    /// Unspent tokens of `app` for an accepted day (today, or yesterday/tomorrow near midnight).
+    pub fn available(&self, app: &str) -> Result<u32, JsValue> {
+        available_in(self.inner.as_ref(), app)
+            .map(|n| n as u32)
+            .map_err(|e| error(e.to_string()))
+    }
+}
+
+/// Client-side token handling: `acquire`, `prefetchLater`, `source`.
 #[wasm_bindgen]
 pub struct RawTokenWallet {
     inner: TokenWallet,
@@ -57,9 +88,13 @@ impl RawTokenSource {
 
 #[wasm_bindgen]
 impl RawTokenWallet {
-    /// A token wallet from `options` (JSON) and a wallet adapter.
+    /// A token wallet from `options` (JSON), a wallet adapter and its token store.
     #[wasm_bindgen(constructor)]
-    pub fn new(options: &str, wallet: JsValue) -> Result<RawTokenWallet, JsValue> {
+    pub fn new(
+        options: &str,
+        wallet: JsValue,
+        store: &RawTokenStore,
+    ) -> Result<RawTokenWallet, JsValue> {
         let o: Options =
             serde_json::from_str(options).map_err(|e| error(format!("invalid options: {e}")))?;
         let address: Address = o
@@ -74,10 +109,7 @@ impl RawTokenWallet {
             Arc::new(RpcLedger::new(o.rpc_url).map_err(|e| error(e.to_string()))?);
         let wallet = Arc::new(JsWallet::new(address, Bridge::start(wallet)));
         let mut options = TokenWalletOptions::new(wallet, reader, issuer, o.issuer_url);
-        let store: Arc<dyn TokenStore> = match o.token_store_slot {
-            Some(slot) => Arc::new(crate::browser_store::LocalStorageTokenStore::new(slot)),
-            None => memory_store(),
-        };
+        let store = store.inner.clone();
         if let Some(pins) = store.key_pins() {
             options.pins = pins;
         }
@@ -113,14 +145,6 @@ impl RawTokenWallet {
     pub fn prefetch_later(&self, app: String, count: u32, within_ms: Option<f64>) {
         let within = within_ms.map(|ms| Duration::from_millis(ms as u64));
         drop(self.inner.prefetch_later(&app, count as usize, within));
-    }
-
-    /// Unspent tokens of `app` for an accepted day.
-    pub fn available(&self, app: &str) -> Result<u32, JsValue> {
-        self.inner
-            .available(app)
-            .map(|n| n as u32)
-            .map_err(|e| error(e.to_string()))
     }
 
     /// The token source for `createPrivateClient({ tokens })`.
