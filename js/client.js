@@ -212,6 +212,50 @@ export async function discoverRelayers(publicClient, fetch) {
 }
 
 /**
+ * The project's records without payloads, all read at one pinned block (SPEC `listApp`):
+ * `{ block, entities }`, entities in the ledger's JSON form. With `relayers` (addresses), only
+ * records those relayers created.
+ */
+export async function listApp(client, project, relayers) {
+  const list = relayers === undefined ? undefined : JSON.stringify(relayers);
+  return JSON.parse(await rust(raw.rawListApp(rpcUrlOf(client), project, list)));
+}
+
+/**
+ * Full records (payloads included) of whole batches (SPEC `fetchBatches`): `batches` is
+ * `[{ block, creator }]`; answers the entities in the ledger's JSON form. Batches are combined
+ * into few queries, so the RPC sees a set of batches, not which one mattered.
+ */
+export async function fetchBatches(client, project, batches) {
+  const list = batches.map(({ block, creator }) => ({ block: Number(block), creator }));
+  return JSON.parse(await rust(raw.rawFetchBatches(rpcUrlOf(client), project, JSON.stringify(list))));
+}
+
+/** Every live relayer heartbeat on the ledger, newest first, unverified (SPEC `heartbeatRelayers`). */
+export async function heartbeatRelayers(reader) {
+  return JSON.parse(await rust(raw.rawHeartbeatRelayers(rpcUrlOf(reader))));
+}
+
+/**
+ * The issuer's key for (`app`, `epoch`) as published on the ledger (SPEC `fetchIssuerKey`): its
+ * SPKI DER bytes. Throws IssuerEquivocationError when the issuer published two keys.
+ */
+export async function fetchIssuerKey(reader, issuer, app, epoch) {
+  const b64 = await rust(raw.rawFetchIssuerKey(rpcUrlOf(reader), issuer, app, epoch));
+  return Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+}
+
+/** The UTC day number of `ms` (default now). */
+export function epochOf(ms = Date.now()) {
+  return raw.rawEpochOf(ms);
+}
+
+/** The days whose tokens relayers accept at `ms` (default now): `[today, yesterday]`. */
+export function acceptableEpochs(ms = Date.now()) {
+  return Array.from(raw.rawAcceptableEpochs(ms));
+}
+
+/**
  * Sends one relayer request through an OHTTP relay, encapsulated to the relayer's gateway key
  * (SPEC `ohttpCall`): `relayUrl` the relay, `target` the relayer's base URL, `gatewayKey` its
  * hex `ohttpKey`; resolves to `{ status, body }` (`body` a `Uint8Array`, the relayer's answer).

@@ -331,6 +331,18 @@ export function verifyRecord(
 ): Promise<{ ok: true; record: Record<string, unknown> & { data: Uint8Array; toText(): string } } | { ok: false; reason: string }>;
 /** Live relayers whose `/v1/info` matches their heartbeat. */
 export function discoverRelayers(publicClient?: PublicClientLike, fetch?: typeof globalThis.fetch): Promise<RelayerEntry[]>;
+/** The project's records without payloads at one pinned block (entities in the ledger's JSON form). */
+export function listApp(client: PublicClientLike, project: string, relayers?: Hex[]): Promise<{ block: number; entities: object[] }>;
+/** Full records (payloads included) of whole batches. */
+export function fetchBatches(client: PublicClientLike, project: string, batches: { block: number; creator: Hex }[]): Promise<object[]>;
+/** Every live relayer heartbeat, newest first, unverified. */
+export function heartbeatRelayers(reader: PublicClientLike): Promise<{ url: string; creator: Hex; address: Hex | null; ohttpKey: string | null; createdAt: number }[]>;
+/** The issuer's key for (app, epoch) from the ledger, SPKI DER; throws IssuerEquivocationError on two keys. */
+export function fetchIssuerKey(reader: PublicClientLike, issuer: Hex, app: string, epoch: number): Promise<Uint8Array>;
+/** The UTC day number of `ms` (default now). */
+export function epochOf(ms?: number): number;
+/** The days whose tokens relayers accept at `ms` (default now): [today, yesterday]. */
+export function acceptableEpochs(ms?: number): number[];
 /** Sends one relayer request through an OHTTP relay, encapsulated to the relayer's gateway key. */
 export function ohttpCall(
   relayUrl: string,

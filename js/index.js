@@ -839,4 +839,18 @@ export function browserTokenStore(name) {
   });
 }
 
-export { createPrivateClient, discoverRelayers, ohttpCall, verifyRecord, rpcUrlOf, TokenWallet, DEFAULT_RPC_URL } from './client.js';
+export {
+  createPrivateClient,
+  discoverRelayers,
+  heartbeatRelayers,
+  listApp,
+  fetchBatches,
+  fetchIssuerKey,
+  epochOf,
+  acceptableEpochs,
+  ohttpCall,
+  verifyRecord,
+  rpcUrlOf,
+  TokenWallet,
+  DEFAULT_RPC_URL,
+} from './client.js';

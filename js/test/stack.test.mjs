@@ -23,6 +23,12 @@ import {
   TokenWallet,
   PrivsvcError,
   ohttpCall,
+  heartbeatRelayers,
+  listApp,
+  fetchBatches,
+  fetchIssuerKey,
+  epochOf,
+  acceptableEpochs,
 } from '../index.js';
 
 const env = process.env;
@@ -279,4 +285,35 @@ test('ohttpCall sends one request through the relay to a relayer', { skip }, asy
   const missing = await ohttpCall(env.PRIVSVC_OHTTP_RELAY, env.PRIVSVC_RELAYER_A, info.ohttpKey, { path: '/v1/records/nope' });
   assert.equal(missing.status, 404);
   await assert.rejects(ohttpCall(env.PRIVSVC_OHTTP_RELAY, env.PRIVSVC_RELAYER_A, 'beef', { path: '/v1/info' }), PrivsvcError);
+});
+
+test('low-level reading: heartbeats, the app listing, whole batches, the issuer key of the day', { skip }, async () => {
+  const beats = await heartbeatRelayers(env.PRIVSVC_RPC_URL);
+  const urls = beats.map((b) => b.url);
+  assert.ok(urls.includes(env.PRIVSVC_RELAYER_A) && urls.includes(env.PRIVSVC_RELAYER_B), urls.join(' '));
+  assert.ok(beats.every((b) => /^0x[0-9a-fA-F]{40}$/.test(b.creator)));
+
+  const mark = `batch-${randomBytes(6).toString('hex')}`;
+  const c = await createPrivateClient({ app: APP, wallet: devWallet(), publicClient: env.PRIVSVC_RPC_URL, relayers: [env.PRIVSVC_RELAYER_B], delayMs: [0, 0], pollMs: 250, rarityK: 0 });
+  const r = await c.createEntity({ payload: new TextEncoder().encode(mark), contentType: 'text/plain', expires: 3600 });
+  const listing = await listApp(env.PRIVSVC_RPC_URL, APP);
+  const listed = listing.entities.find((e) => e.key === r.entityKey);
+  assert.ok(listed, 'the new record is listed');
+  assert.ok(listing.block >= Number(listed.createdAt));
+  assert.equal(listed.payload ?? null, null, 'a listing carries no payloads');
+  const byB = await listApp(env.PRIVSVC_RPC_URL, APP, [listed.creator]);
+  assert.ok(byB.entities.every((e) => e.creator.toLowerCase() === listed.creator.toLowerCase()));
+  const full = await fetchBatches(env.PRIVSVC_RPC_URL, APP, [{ block: Number(listed.createdAt), creator: listed.creator }]);
+  const same = full.find((e) => e.key === r.entityKey);
+  assert.ok(same && same.payload, 'the batch comes with payloads');
+  const checked = await verifyRecord(same, { app: APP, client: env.PRIVSVC_RPC_URL });
+  assert.equal(checked.ok, true, checked.reason);
+  assert.equal(checked.record.toText(), mark);
+
+  const info = await (await fetch(`${env.PRIVSVC_RELAYER_A}/v1/info`)).json();
+  assert.equal(epochOf(Date.UTC(2026, 10, 24, 12)), 20781);
+  assert.deepEqual(acceptableEpochs(Date.UTC(2026, 10, 24, 12)), [20781, 20780]);
+  const spki = await fetchIssuerKey(env.PRIVSVC_RPC_URL, info.issuer, APP, epochOf());
+  assert.ok(spki instanceof Uint8Array && spki.length > 256);
+  await assert.rejects(fetchIssuerKey(env.PRIVSVC_RPC_URL, info.issuer, 'no-such-app', epochOf()), PrivsvcError);
 });

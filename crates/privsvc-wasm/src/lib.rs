@@ -34,6 +34,8 @@ mod js_traits;
 mod ohttp;
 mod proof;
 #[cfg(target_arch = "wasm32")]
+mod reading;
+#[cfg(target_arch = "wasm32")]
 mod token_wallet;
 mod typed;
 mod vault;
@@ -50,5 +52,10 @@ pub use fingerprint::{
 #[cfg(target_arch = "wasm32")]
 pub use ohttp::raw_ohttp_call;
 pub use proof::{raw_check_proof, raw_sign_ownership_proof};
+#[cfg(target_arch = "wasm32")]
+pub use reading::{
+    raw_acceptable_epochs, raw_epoch_of, raw_fetch_batches, raw_fetch_issuer_key,
+    raw_heartbeat_relayers, raw_list_app,
+};
 pub use typed::{raw_derivation_signer, raw_derivation_typed_data, raw_proof_typed_data};
 pub use vault::{RawKeyVault, RawRandomVault, RawSigner};
