@@ -385,3 +385,21 @@ export class TokenWallet {
   available(app: string): number;
   source(): TokenSource;
 }
+
+/** Throws PrivsvcError naming the first attribute whose name is not valid. */
+export function assertNodeSafeNames(attributes: AttributeInputs): void;
+/** Standard base64 with padding. */
+export function toBase64(bytes: Uint8Array | string): string;
+/** The bytes of standard base64 text; throws PrivsvcError on anything else. */
+export function fromBase64(text: string): Uint8Array;
+/** Seals an envelope with a vault signer over the record's attributes: the padded text. */
+export function sealEnvelope(
+  signer: { signEnvelope(body: object, attributes: AttributeInputs): string | Promise<string> },
+  body: { app: string; exp: number; hour: number; ct: string; enc: boolean; data: Uint8Array | string },
+  attributes: AttributeInputs,
+): Promise<string>;
+/** Opens a ledger envelope: its body and the owner address that signed it over `attributes`. */
+export function envelopeSigner(
+  envelope: Uint8Array | string,
+  attributes: AttributeInputs,
+): { app: string; exp: number; hour: number; ct: string; enc: boolean; data: Uint8Array; signer: Hex };

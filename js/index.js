@@ -152,6 +152,51 @@ export function nameProblem(name) {
   return raw.rawNameProblem(String(name));
 }
 
+/** Throws PrivsvcError naming the first attribute whose name is not valid (SPEC names). */
+export function assertNodeSafeNames(attributes = {}) {
+  for (const name of Object.keys(attributes)) {
+    const problem = nameProblem(name);
+    if (problem !== undefined) throw new PrivsvcError(`invalid attribute name ${JSON.stringify(name)}: ${problem}`);
+  }
+}
+
+/** Standard base64 with padding of `bytes`. */
+export function toBase64(bytes) {
+  let text = '';
+  for (const b of bytesOf(bytes, 'bytes')) text += String.fromCharCode(b);
+  return btoa(text);
+}
+
+/** The bytes of standard base64 `text`; throws PrivsvcError on anything else. */
+export function fromBase64(text) {
+  if (typeof text !== 'string' || !/^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/.test(text)) {
+    throw new PrivsvcError('not standard base64 with padding');
+  }
+  return Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
+}
+
+/**
+ * Seals an envelope (PROTOCOL 3): `signer` (a vault's `signer(ref)`) signs `body`
+ * (`{ app, exp, hour, ct, enc, data }`) over `attributes` with the record's one-time owner key;
+ * answers the padded envelope text.
+ */
+export async function sealEnvelope(signer, body, attributes) {
+  return signer.signEnvelope(body, attributes);
+}
+
+/**
+ * Opens an envelope read from the ledger: its body (`{ app, exp, hour, ct, enc, data }`, data a
+ * Uint8Array) and `signer`, the owner address that signed it over `attributes` (the entity's).
+ * Throws PrivsvcError when it is malformed or its types differ from the attributes.
+ */
+export function envelopeSigner(envelope, attributes) {
+  const bytes = typeof envelope === 'string' ? new TextEncoder().encode(envelope) : bytesOf(envelope, 'envelope');
+  const opened = JSON.parse(call(() => raw.rawOpenEnvelope(bytes, JSON.stringify(toWire(attributes)))));
+  const data = new Uint8Array(opened.data.length / 2);
+  for (let i = 0; i < data.length; i++) data[i] = parseInt(opened.data.slice(2 * i, 2 * i + 2), 16);
+  return { ...opened, data };
+}
+
 const I32_MIN = -2147483648;
 const I32_MAX = 2147483647;
 const U64_MAX = (1n << 64n) - 1n;
