@@ -403,3 +403,16 @@ export function envelopeSigner(
   envelope: Uint8Array | string,
   attributes: AttributeInputs,
 ): { app: string; exp: number; hour: number; ct: string; enc: boolean; data: Uint8Array; signer: Hex };
+/** Parses a sealed envelope without recovering its signer. */
+export function parseEnvelope(envelope: Uint8Array | string): {
+  v: number; app: string; exp: number; hour: number; ct: string; enc: boolean; types: Record<string, string>; data: Uint8Array; sig: Hex;
+};
+/** The digest a record's one-time owner signs, 0x hex. */
+export function envelopeDigest(
+  body: { app: string; exp: number; hour: number; ct: string; enc: boolean; data: Uint8Array | string },
+  attributes: AttributeInputs,
+): Hex;
+/** Right-pads envelope text to 512, 1024, 4096 or 16384 bytes. */
+export function padEnvelope(text: string): string;
+/** RFC 8785 JSON of attributes in their wire form. */
+export function canonicalAttributes(attributes: AttributeInputs): string;

@@ -185,6 +185,35 @@ export async function sealEnvelope(signer, body, attributes) {
 }
 
 /**
+ * Parses a sealed envelope without recovering its signer: `{ v, app, exp, hour, ct, enc, types,
+ * data, sig }` (data a Uint8Array). Throws PrivsvcError when it is malformed or not padded.
+ */
+export function parseEnvelope(envelope) {
+  const bytes = typeof envelope === 'string' ? new TextEncoder().encode(envelope) : bytesOf(envelope, 'envelope');
+  const body = JSON.parse(call(() => raw.rawParseEnvelope(bytes)));
+  return { ...body, data: fromBase64(body.data) };
+}
+
+/**
+ * The digest a record's one-time owner signs (PROTOCOL 3), `0x` hex: `body` is `{ app, exp,
+ * hour, ct, enc, data }` and its types are those of `attributes`.
+ */
+export function envelopeDigest(body, attributes) {
+  const b = { app: body.app, exp: body.exp, hour: body.hour, ct: body.ct, enc: !!body.enc, data: toBase64(bytesOf(body.data, 'data')) };
+  return call(() => raw.rawEnvelopeDigest(JSON.stringify(b), JSON.stringify(toWire(attributes))));
+}
+
+/** `text` right-padded with spaces to 512, 1024, 4096 or 16384 bytes (PrivsvcError beyond). */
+export function padEnvelope(text) {
+  return call(() => raw.rawPadEnvelope(String(text)));
+}
+
+/** The RFC 8785 JSON of `attributes` in their wire form (what the envelope digest covers). */
+export function canonicalAttributes(attributes) {
+  return call(() => raw.rawCanonicalAttributes(JSON.stringify(toWire(attributes))));
+}
+
+/**
  * Opens an envelope read from the ledger: its body (`{ app, exp, hour, ct, enc, data }`, data a
  * Uint8Array) and `signer`, the owner address that signed it over `attributes` (the entity's).
  * Throws PrivsvcError when it is malformed or its types differ from the attributes.

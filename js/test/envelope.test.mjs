@@ -3,7 +3,20 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 
-import { KeyVault, PrivsvcError, assertNodeSafeNames, envelopeSigner, fromBase64, fromWire, sealEnvelope, toBase64 } from '../index.js';
+import {
+  KeyVault,
+  PrivsvcError,
+  assertNodeSafeNames,
+  canonicalAttributes,
+  envelopeDigest,
+  envelopeSigner,
+  fromBase64,
+  fromWire,
+  padEnvelope,
+  parseEnvelope,
+  sealEnvelope,
+  toBase64,
+} from '../index.js';
 
 const vectors = JSON.parse(readFileSync(new URL('../../conformance/core/envelope.json', import.meta.url), 'utf8'));
 
@@ -39,4 +52,21 @@ test('sealEnvelope with a vault signer opens to that signer; base64 and names ar
   assert.throws(() => fromBase64('AA-C'), PrivsvcError);
   assertNodeSafeNames({ kind: 'x', size_2: 1 });
   assert.throws(() => assertNodeSafeNames({ kind: 'x', 'Bad Name': 1 }), /Bad Name/);
+});
+
+test('parseEnvelope, envelopeDigest, padEnvelope and canonicalAttributes give the vectors bytes', () => {
+  for (const c of vectors.cases) {
+    const attributes = fromWire(c.attributes);
+    assert.equal(canonicalAttributes(attributes), c.canonicalAttributes, c.name);
+    const body = { ...c.body, data: fromBase64(c.body.data) };
+    assert.equal(envelopeDigest(body, attributes), c.digest, c.name);
+    const parsed = parseEnvelope(c.sealed);
+    assert.equal(parsed.sig, c.signature, c.name);
+    assert.deepEqual(parsed.data, body.data);
+    assert.equal(parsed.hour, c.body.hour);
+    assert.equal(padEnvelope(c.sealed.trimEnd()), c.sealed, c.name);
+    assert.equal(new TextEncoder().encode(padEnvelope(c.sealed.trimEnd())).length, c.paddedLength);
+  }
+  for (const r of vectors.reject) assert.throws(() => parseEnvelope(r.envelope), PrivsvcError, r.name);
+  assert.throws(() => padEnvelope('x'.repeat(16385)), PrivsvcError);
 });

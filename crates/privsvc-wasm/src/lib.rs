@@ -43,7 +43,10 @@ mod vault;
 #[cfg(target_arch = "wasm32")]
 pub use client::{raw_discover_relayers, raw_verify_ownership_proof, raw_verify_record, RawClient};
 pub use dev_wallet::RawLocalWallet;
-pub use envelope::{raw_hour_of, raw_open_envelope};
+pub use envelope::{
+    raw_canonical_attributes, raw_envelope_digest, raw_hour_of, raw_open_envelope,
+    raw_pad_envelope, raw_parse_envelope,
+};
 pub use error::WasmError;
 pub use fingerprint::{
     raw_check_rarity, raw_check_record, raw_coarse_bucket, raw_coarse_day, raw_coarse_geo,
