@@ -20,8 +20,7 @@ pub const DEFAULT_POLL: Duration = Duration::from_millis(2_000);
 pub const DEFAULT_RARITY_K: usize = 3;
 /// Default number of extra random batches fetched when reading.
 pub const DEFAULT_COVER_BATCHES: usize = 2;
-/// Default ownership proof lifetime, seconds.
-pub const DEFAULT_PROOF_TTL_SECONDS: u64 = 300;
+pub use privsvc_vault::DEFAULT_PROOF_TTL_SECONDS;
 /// Default number of tokens auto mode prefetches per issuer after session start (as many as
 /// an on-demand refill, [`privsvc_tokens::ON_DEMAND_TOKENS`]).
 pub const DEFAULT_TOKEN_PREFETCH: usize = 5;

@@ -1,33 +1,22 @@
 //! Ownership proofs (DESIGN 8): an EIP-712 `OwnershipProof` signed by a record's owner key, and
-//! its verification against the ledger.
+//! its verification against the ledger. The proof's form and every check that needs no ledger
+//! live in `privsvc_vault`; this module signs with a [`Vault`] and adds the ledger checks.
+
+use std::fmt;
 
 use privsvc_rt::{SystemTime, UNIX_EPOCH};
 
-use alloy_primitives::{Address, Signature, B256};
+use alloy_primitives::{Address, B256};
 use privsvc_ledger::LedgerReader;
-use privsvc_vault::{proof_signer, RecordRef, Vault};
-use serde::{Deserialize, Serialize};
+use privsvc_vault::{proof_body, ProofCheckError, ProofSignError, RecordRef, Vault};
 
-pub use privsvc_vault::{proof_signing_hash, proof_typed_data, OwnershipProofBody};
+pub use privsvc_vault::{
+    proof_signing_hash, proof_typed_data, signature_from_hex as parse_signature, signature_hex,
+    OwnershipProof, OwnershipProofBody, MAX_PROOF_WINDOW_SECONDS,
+};
 
 use crate::error::PrivsvcError;
-use crate::options::DEFAULT_PROOF_TTL_SECONDS;
 use crate::verify::{creation_timestamp, verify_record, RejectReason, VerifyOptions};
-
-/// A signed ownership proof, as handed to a verifier (JSON with camelCase fields).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct OwnershipProof {
-    /// The signed fields.
-    #[serde(flatten)]
-    pub body: OwnershipProofBody,
-    /// The EIP-712 domain chain id.
-    pub chain_id: u64,
-    /// The claimed owner (the record's one-time owner address).
-    pub owner: Address,
-    /// `0x` + 130 hex: r || s || v (v 27/28).
-    pub signature: String,
-}
 
 /// Parameters of [`sign_ownership_proof`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,28 +43,6 @@ pub fn unix_now() -> u64 {
         .unwrap_or(0)
 }
 
-/// Encodes a signature as `0x` + r || s || v with v in {27, 28}.
-pub fn signature_hex(sig: &Signature) -> String {
-    let mut bytes = [0u8; 65];
-    bytes[..32].copy_from_slice(&sig.r().to_be_bytes::<32>());
-    bytes[32..64].copy_from_slice(&sig.s().to_be_bytes::<32>());
-    bytes[64] = 27 + u8::from(sig.v());
-    format!("0x{}", hex::encode(bytes))
-}
-
-/// The longest validity window of an ownership proof (`notAfter - notBefore`), seconds.
-pub const MAX_PROOF_WINDOW_SECONDS: u64 = 3_600;
-
-/// Decodes `0x` + 130 lowercase hex into a signature, as envelopes are: r and s valid, s low
-/// (at most n/2), v 27 or 28. Anything else (v 0/1, high s, upper case) is `None`.
-pub fn parse_signature(text: &str) -> Option<Signature> {
-    let bytes = privsvc_envelope::parse_signature(text).ok()?;
-    Some(Signature::from_bytes_and_parity(
-        &bytes[..64],
-        bytes[64] == 28,
-    ))
-}
-
 /// Low-level proof signing with the owner key of `record` in `vault`.
 pub async fn sign_ownership_proof(
     vault: &dyn Vault,
@@ -83,38 +50,29 @@ pub async fn sign_ownership_proof(
     params: &ProofParams,
 ) -> Result<OwnershipProof, PrivsvcError> {
     let now = params.now.unwrap_or_else(unix_now);
-    let ttl = params.ttl_seconds.unwrap_or(DEFAULT_PROOF_TTL_SECONDS);
-    if ttl > MAX_PROOF_WINDOW_SECONDS {
-        return Err(PrivsvcError::Config(format!(
-            "an ownership proof is valid at most {MAX_PROOF_WINDOW_SECONDS} s, {ttl} s asked; \
-             ask the verifier for a fresh challenge instead of a long-lived proof"
-        )));
-    }
+    let body = proof_body(
+        params.entity_key,
+        &params.challenge,
+        &params.verifier,
+        now,
+        params.ttl_seconds,
+    )
+    .map_err(sign_error)?;
     let chain_id = params.chain_id.unwrap_or(privsvc_vault::NETWORK_CHAIN_ID);
-    let body = OwnershipProofBody {
-        entity_key: params.entity_key,
-        challenge: params.challenge.clone(),
-        verifier: params.verifier.clone(),
-        not_before: now,
-        not_after: now.saturating_add(ttl),
-    };
     let signature = vault
         .sign_proof_on_chain(record, &body, Some(chain_id))
         .await?;
     let owner = vault.address_of(record).await?;
-    let signature = signature_hex(&signature);
-    // Refuse to hand out what a verifier must refuse (a high-s signature from a faulty vault).
-    if parse_signature(&signature).is_none() {
-        return Err(PrivsvcError::Envelope(
-            "the vault produced a high-s or malformed proof signature; use a low-s signer".into(),
-        ));
+    OwnershipProof::new(body, chain_id, owner, &signature).map_err(sign_error)
+}
+
+/// The client error for a proof that cannot be signed: a too long validity is the caller's
+/// configuration, a high-s signature the vault's fault.
+fn sign_error(e: ProofSignError) -> PrivsvcError {
+    match e {
+        ProofSignError::TtlTooLong(_) => PrivsvcError::Config(e.to_string()),
+        ProofSignError::BadSignature => PrivsvcError::Envelope(e.to_string()),
     }
-    Ok(OwnershipProof {
-        body,
-        chain_id,
-        owner,
-        signature,
-    })
 }
 
 /// What a verifier expects of a proof.
@@ -129,11 +87,11 @@ pub struct ProofExpectation<'a> {
     pub now: Option<u64>,
 }
 
-/// Why a proof was not accepted.
+/// Why a proof was not accepted. The first seven reasons are the checks that need no ledger
+/// ([`ProofCheckError`], with the same messages); the others come from the ledger.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProofRejection {
     /// The window has not started yet.
-    #[error("the proof is not valid before {not_before} (now {now})")]
     NotYetValid {
         /// Window start.
         not_before: u64,
@@ -141,13 +99,11 @@ pub enum ProofRejection {
         now: u64,
     },
     /// The window is longer than [`MAX_PROOF_WINDOW_SECONDS`]: a proof meant to be replayed.
-    #[error("the proof is valid for {seconds} s, at most {max} s is accepted; ask for a fresh proof", max = MAX_PROOF_WINDOW_SECONDS)]
     WindowTooLong {
         /// `notAfter - notBefore` (saturating).
         seconds: u64,
     },
     /// The window has ended.
-    #[error("the proof expired at {not_after} (now {now}); ask for a fresh one")]
     Expired {
         /// Window end.
         not_after: u64,
@@ -155,13 +111,10 @@ pub enum ProofRejection {
         now: u64,
     },
     /// The challenge is not the one issued.
-    #[error("the proof answers another challenge")]
     WrongChallenge,
     /// The proof is for another verifier.
-    #[error("the proof is addressed to verifier {0:?}")]
     WrongVerifier(String),
     /// The proof's chain id is not the ledger's.
-    #[error("the proof is for chain {proof}, the ledger is chain {ledger}")]
     WrongChain {
         /// Chain id in the proof.
         proof: u64,
@@ -169,13 +122,10 @@ pub enum ProofRejection {
         ledger: u64,
     },
     /// The signature is malformed or does not recover to the claimed owner.
-    #[error("the proof signature is invalid or not by the claimed owner")]
     BadSignature,
     /// The entity is not live on the ledger.
-    #[error("entity {0} is not on the ledger (expired or never written)")]
     EntityNotFound(B256),
     /// The entity's current owner is not the signer.
-    #[error("the entity is owned by {owner}, not by the proof's signer {signer}")]
     NotOwner {
         /// The entity's owner on the ledger.
         owner: Address,
@@ -183,12 +133,61 @@ pub enum ProofRejection {
         signer: Address,
     },
     /// The ledger could not be read.
-    #[error("cannot read the ledger to check the owner: {0}")]
     Ledger(String),
     /// The entity is not a valid privsvc record of the signer: bad envelope, or created at
     /// or after `(hour + 4) x 3600` (a copied envelope republished after its window).
-    #[error("the entity is not a valid record of the signer: {0}")]
     InvalidRecord(RejectReason),
+}
+
+impl From<ProofCheckError> for ProofRejection {
+    fn from(e: ProofCheckError) -> Self {
+        use ProofCheckError as C;
+        match e {
+            C::NotYetValid { not_before, now } => Self::NotYetValid { not_before, now },
+            C::WindowTooLong { seconds } => Self::WindowTooLong { seconds },
+            C::Expired { not_after, now } => Self::Expired { not_after, now },
+            C::WrongChallenge => Self::WrongChallenge,
+            C::WrongVerifier(v) => Self::WrongVerifier(v),
+            C::WrongChain { proof, ledger } => Self::WrongChain { proof, ledger },
+            C::BadSignature => Self::BadSignature,
+        }
+    }
+}
+
+impl fmt::Display for ProofRejection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use ProofCheckError as C;
+        // The ledger reasons are worded here, the ledger-free ones as privsvc-vault words them.
+        let check = match self {
+            Self::EntityNotFound(key) => {
+                return write!(
+                    f,
+                    "entity {key} is not on the ledger (expired or never written)"
+                )
+            }
+            Self::NotOwner { owner, signer } => {
+                return write!(
+                    f,
+                    "the entity is owned by {owner}, not by the proof's signer {signer}"
+                )
+            }
+            Self::Ledger(e) => return write!(f, "cannot read the ledger to check the owner: {e}"),
+            Self::InvalidRecord(reason) => {
+                return write!(
+                    f,
+                    "the entity is not a valid record of the signer: {reason}"
+                )
+            }
+            &Self::NotYetValid { not_before, now } => C::NotYetValid { not_before, now },
+            &Self::WindowTooLong { seconds } => C::WindowTooLong { seconds },
+            &Self::Expired { not_after, now } => C::Expired { not_after, now },
+            Self::WrongChallenge => C::WrongChallenge,
+            Self::WrongVerifier(v) => C::WrongVerifier(v.clone()),
+            &Self::WrongChain { proof, ledger } => C::WrongChain { proof, ledger },
+            Self::BadSignature => C::BadSignature,
+        };
+        write!(f, "{check}")
+    }
 }
 
 /// Checks a proof: time window, challenge, verifier, chain, signature, that the entity's current
@@ -199,52 +198,19 @@ pub async fn verify_ownership_proof(
     expect: &ProofExpectation<'_>,
 ) -> Result<(), ProofRejection> {
     let now = expect.now.unwrap_or_else(unix_now);
-    let b = &proof.body;
-    let window = b.not_after.saturating_sub(b.not_before);
-    if window > MAX_PROOF_WINDOW_SECONDS {
-        return Err(ProofRejection::WindowTooLong { seconds: window });
-    }
-    if now < b.not_before {
-        return Err(ProofRejection::NotYetValid {
-            not_before: b.not_before,
-            now,
-        });
-    }
-    if now > b.not_after {
-        return Err(ProofRejection::Expired {
-            not_after: b.not_after,
-            now,
-        });
-    }
-    if b.challenge != expect.challenge {
-        return Err(ProofRejection::WrongChallenge);
-    }
-    if b.verifier != expect.verifier {
-        return Err(ProofRejection::WrongVerifier(b.verifier.clone()));
-    }
+    proof.check_terms(expect.challenge, expect.verifier, now)?;
     let ledger_chain = expect
         .reader
         .chain_id()
         .await
         .map_err(|e| ProofRejection::Ledger(e.to_string()))?;
-    if ledger_chain != proof.chain_id {
-        return Err(ProofRejection::WrongChain {
-            proof: proof.chain_id,
-            ledger: ledger_chain,
-        });
-    }
-    let signature = parse_signature(&proof.signature).ok_or(ProofRejection::BadSignature)?;
-    let signer = proof_signer(b, Some(proof.chain_id), &signature)
-        .map_err(|_| ProofRejection::BadSignature)?;
-    if signer != proof.owner {
-        return Err(ProofRejection::BadSignature);
-    }
+    let signer = proof.check_signature(ledger_chain)?;
     let entity = expect
         .reader
-        .entity(b.entity_key, None)
+        .entity(proof.body.entity_key, None)
         .await
         .map_err(|e| ProofRejection::Ledger(e.to_string()))?
-        .ok_or(ProofRejection::EntityNotFound(b.entity_key))?;
+        .ok_or(ProofRejection::EntityNotFound(proof.body.entity_key))?;
     let owner = entity
         .owner
         .ok_or_else(|| ProofRejection::Ledger("the ledger returned no owner".into()))?;
@@ -264,4 +230,96 @@ pub async fn verify_ownership_proof(
     )
     .map_err(ProofRejection::InvalidRecord)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every ledger-free reason keeps its variant and its privsvc-vault message.
+    #[test]
+    fn ledger_free_reasons_keep_variant_and_message() {
+        let cases = [
+            (
+                ProofCheckError::NotYetValid {
+                    not_before: 5,
+                    now: 4,
+                },
+                ProofRejection::NotYetValid {
+                    not_before: 5,
+                    now: 4,
+                },
+            ),
+            (
+                ProofCheckError::WindowTooLong { seconds: 7_200 },
+                ProofRejection::WindowTooLong { seconds: 7_200 },
+            ),
+            (
+                ProofCheckError::Expired {
+                    not_after: 5,
+                    now: 6,
+                },
+                ProofRejection::Expired {
+                    not_after: 5,
+                    now: 6,
+                },
+            ),
+            (
+                ProofCheckError::WrongChallenge,
+                ProofRejection::WrongChallenge,
+            ),
+            (
+                ProofCheckError::WrongVerifier("a.example".into()),
+                ProofRejection::WrongVerifier("a.example".into()),
+            ),
+            (
+                ProofCheckError::WrongChain {
+                    proof: 1,
+                    ledger: 2,
+                },
+                ProofRejection::WrongChain {
+                    proof: 1,
+                    ledger: 2,
+                },
+            ),
+            (ProofCheckError::BadSignature, ProofRejection::BadSignature),
+        ];
+        for (check, rejection) in cases {
+            assert_eq!(rejection.to_string(), check.to_string());
+            assert_eq!(ProofRejection::from(check), rejection);
+        }
+    }
+
+    #[test]
+    fn ledger_reasons_read_as_before() {
+        let key = B256::repeat_byte(1);
+        assert_eq!(
+            ProofRejection::EntityNotFound(key).to_string(),
+            format!("entity {key} is not on the ledger (expired or never written)")
+        );
+        assert_eq!(
+            ProofRejection::Ledger("timeout".into()).to_string(),
+            "cannot read the ledger to check the owner: timeout"
+        );
+        let (owner, signer) = (Address::repeat_byte(2), Address::repeat_byte(3));
+        assert_eq!(
+            ProofRejection::NotOwner { owner, signer }.to_string(),
+            format!("the entity is owned by {owner}, not by the proof's signer {signer}")
+        );
+    }
+
+    #[test]
+    fn signing_errors_keep_their_client_variants() {
+        let long = sign_error(ProofSignError::TtlTooLong(7_200));
+        assert!(matches!(long, PrivsvcError::Config(_)));
+        assert_eq!(
+            long.to_string(),
+            "invalid client configuration: an ownership proof is valid at most 3600 s, 7200 s \
+             asked; ask the verifier for a fresh challenge instead of a long-lived proof"
+        );
+        assert_eq!(
+            sign_error(ProofSignError::BadSignature).to_string(),
+            "envelope: the vault produced a high-s or malformed proof signature; use a low-s signer"
+        );
+    }
 }

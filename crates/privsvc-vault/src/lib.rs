@@ -26,6 +26,7 @@ pub mod kdf;
 mod key_vault;
 mod local_wallet;
 mod payload;
+mod proof;
 mod record_ref;
 mod recovery;
 mod sign;
@@ -41,8 +42,13 @@ pub use isolated::IsolatedVault;
 pub use key_vault::{DeriveOptions, KeyVault};
 pub use local_wallet::LocalWallet;
 pub use payload::{PAYLOAD_AUTH_BYTES, PAYLOAD_NONCE_BYTES};
+pub use proof::{
+    proof_body, OwnershipProof, ProofCheckError, ProofSignError, DEFAULT_PROOF_TTL_SECONDS,
+    MAX_PROOF_WINDOW_SECONDS,
+};
 pub use record_ref::RecordRef;
 pub use recovery::{RecoveryCode, RECOVERY_WORDS};
+pub use sign::{signature_from_hex, signature_hex};
 pub use signer::RecordSigner;
 pub use tag::{tag_from_text, tag_to_text, Tag, TAG_BYTES, TAG_NONCE_BYTES, TAG_TEXT_LEN};
 pub use typed_data::{

@@ -55,13 +55,7 @@ pub fn to_signature(what: &'static str, text: &str) -> Result<Signature, WasmErr
 }
 
 /// `0x` + 130 lowercase hex characters, `v` written as 27 or 28.
-pub fn signature_hex(sig: &Signature) -> String {
-    let mut bytes = [0u8; 65];
-    bytes[..32].copy_from_slice(&sig.r().to_be_bytes::<32>());
-    bytes[32..64].copy_from_slice(&sig.s().to_be_bytes::<32>());
-    bytes[64] = 27 + u8::from(sig.v());
-    format!("0x{}", hex::encode(bytes))
-}
+pub use privsvc_vault::signature_hex;
 
 /// An address in its EIP-55 form.
 pub fn address_text(address: &Address) -> String {
