@@ -416,3 +416,22 @@ export function envelopeDigest(
 export function padEnvelope(text: string): string;
 /** RFC 8785 JSON of attributes in their wire form. */
 export function canonicalAttributes(attributes: AttributeInputs): string;
+/** The RFC 9474 suite tokens use. */
+export function tokenSuite(): string;
+/** Checks an issuer key (SPKI DER or base64). */
+export function importIssuerKey(spki: Uint8Array | string): { readonly spki: Uint8Array };
+/** Verifies a token for `app`; answers its token id (hex) or throws PrivsvcError. */
+export function verifyToken(key: { spki: Uint8Array } | Uint8Array, token: TokenRedemption & { app?: string }, app?: string): string;
+/** SHA-256 of a prepared token message, hex. */
+export function tokenId(prepared: Uint8Array): string;
+/** The text a wallet signs for an issue request at `ts` (Unix ms). */
+export function issuanceMessage(req: { issuer: Hex; chainId: number; app: string; epoch: number; wallet: Hex; blinded: string[]; ts: number; walletSignature: string }, ts: number): string;
+/** The gateway side of Oblivious HTTP. */
+export class OhttpGateway {
+  static fromSeed(seed: Uint8Array): OhttpGateway;
+  readonly publicKey: string;
+  open(message: Uint8Array): {
+    request: { method: string; path: string; headers: [string, string][]; body: Uint8Array };
+    seal(response: { status?: number; headers?: [string, string][] | Record<string, string>; body?: Uint8Array | string }): Uint8Array;
+  };
+}

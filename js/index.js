@@ -879,6 +879,72 @@ export async function verifyOwnershipProof(proof, { challenge, verifier, client,
 }
 
 // ---------------------------------------------------------------------------------------------
+// Lower-level helpers used by relayers (SPEC "Tokens", "Oblivious HTTP")
+
+/** The RFC 9474 suite tokens use. */
+export function tokenSuite() {
+  return raw.rawTokenSuite();
+}
+
+/** Checks an issuer key (SPKI DER bytes or standard base64): `{ spki }` with its canonical DER. */
+export function importIssuerKey(spki) {
+  const bytes = typeof spki === 'string' ? fromBase64(spki) : bytesOf(spki, 'spki');
+  return Object.freeze({ spki: call(() => raw.rawImportIssuerKey(bytes)) });
+}
+
+/**
+ * Verifies a token redemption `{ epoch, nonce, signature }` for `app` under `key`
+ * (importIssuerKey's, or SPKI bytes): answers its token id (hex), which a relayer records as
+ * spent; throws PrivsvcError when it does not verify. Whether its day is accepted and whether
+ * it was spent before is the relayer's business.
+ */
+export function verifyToken(key, token, app = token && token.app) {
+  const spki = key && key.spki instanceof Uint8Array ? key.spki : bytesOf(key, 'key');
+  if (typeof app !== 'string') throw new PrivsvcError('verifyToken needs the app the token is for');
+  const t = { epoch: token.epoch, nonce: token.nonce, signature: token.signature };
+  return call(() => raw.rawVerifyToken(spki, app, JSON.stringify(t)));
+}
+
+/** The token id of a prepared token message: SHA-256, hex. */
+export function tokenId(prepared) {
+  return raw.rawTokenId(bytesOf(prepared, 'prepared'));
+}
+
+/** The text a wallet signs (personal_sign) for an issue request at `ts` (Unix ms). */
+export function issuanceMessage(req, ts) {
+  return call(() => raw.rawIssuanceMessage(JSON.stringify(req), ts));
+}
+
+/**
+ * The gateway side of Oblivious HTTP (SPEC `OhttpGateway`): `publicKey` (the `ohttpKey` to
+ * publish) and `open(message)`, which answers the request `{ method, path, headers, body }`
+ * and `seal(response)` for its answer (`{ status, headers?, body? }`, once).
+ */
+export class OhttpGateway {
+  #raw;
+  constructor(rawGateway) {
+    this.#raw = rawGateway;
+  }
+  /** The gateway whose key comes from `seed` (at least 32 bytes). */
+  static fromSeed(seed) {
+    return new OhttpGateway(call(() => raw.RawOhttpGateway.fromSeed(bytesOf(seed, 'seed'))));
+  }
+  /** The key configuration, hex. */
+  get publicKey() {
+    return this.#raw.publicKey;
+  }
+  /** Opens an encapsulated request; throws PrivsvcError when it does not open. */
+  open(message) {
+    const opened = call(() => this.#raw.open(bytesOf(message, 'message')));
+    return {
+      request: opened.request,
+      seal: ({ status = 200, headers = [], body = new Uint8Array() } = {}) =>
+        call(() => opened.seal(status, JSON.stringify(Array.isArray(headers) ? headers : Object.entries(headers)), bytesOf(body, 'body'))),
+    };
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Tokens (SPEC "Tokens"): stores
 
 /**

@@ -29,6 +29,8 @@ import {
   fetchIssuerKey,
   epochOf,
   acceptableEpochs,
+  importIssuerKey,
+  verifyToken,
 } from '../index.js';
 
 const env = process.env;
@@ -234,6 +236,14 @@ test('a caller-made TokenStore keeps the tokens and a caller-made TokenSource sp
   assert.equal(kept.length, 2);
   assert.equal(tokens.available(APP), 2);
   assert.ok(kept.every((t) => /^[0-9a-f]{64}$/.test(t.nonce) && t.app === APP));
+  // What a relayer checks: each token verifies under the day's key from the ledger, for this
+  // app only, and a changed nonce does not verify.
+  const key = importIssuerKey(await fetchIssuerKey(env.PRIVSVC_RPC_URL, info.issuer, APP, kept[0].epoch));
+  const ids = kept.map((t) => verifyToken(key, t, APP));
+  assert.ok(ids.every((id) => /^[0-9a-f]{64}$/.test(id)) && ids[0] !== ids[1]);
+  assert.throws(() => verifyToken(key, kept[0], 'another-app'), PrivsvcError);
+  const flipped = `${kept[0].nonce.slice(0, -1)}${kept[0].nonce.endsWith('0') ? '1' : '0'}`;
+  assert.throws(() => verifyToken(key, { ...kept[0], nonce: flipped }, APP), PrivsvcError);
 
   const taken = [];
   const source = {

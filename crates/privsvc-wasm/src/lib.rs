@@ -36,6 +36,8 @@ mod proof;
 #[cfg(target_arch = "wasm32")]
 mod reading;
 #[cfg(target_arch = "wasm32")]
+mod relayer_side;
+#[cfg(target_arch = "wasm32")]
 mod token_wallet;
 mod typed;
 mod vault;
@@ -59,6 +61,11 @@ pub use proof::{raw_check_proof, raw_sign_ownership_proof};
 pub use reading::{
     raw_acceptable_epochs, raw_epoch_of, raw_fetch_batches, raw_fetch_issuer_key,
     raw_heartbeat_relayers, raw_list_app,
+};
+#[cfg(target_arch = "wasm32")]
+pub use relayer_side::{
+    raw_import_issuer_key, raw_issuance_message, raw_token_id, raw_token_suite, raw_verify_token,
+    RawOhttpGateway, RawOpened,
 };
 pub use typed::{raw_derivation_signer, raw_derivation_typed_data, raw_proof_typed_data};
 pub use vault::{RawKeyVault, RawRandomVault, RawSigner};
