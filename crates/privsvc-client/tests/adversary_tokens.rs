@@ -6,7 +6,8 @@
 //!   never sees an issue request within `minAgeMs` before a submission that carries a token;
 //! - `prefetch_later` reaches that issuer one token at a time, each request in its own part of
 //!   the window (spread, not a burst), and a later write spends only a ripe prefetched token;
-//!   a session given its relayers by URL schedules such a prefetch when it starts;
+//!   a session given its relayers by URL schedules such a prefetch when it starts, and a
+//!   session that discovers its relayers does not;
 //! - a fake relayer whose `/v1/info` names an `issuerUrl` other than the issuer's heartbeat URL
 //!   makes the client send nothing to that URL;
 //! - with an OHTTP relay configured, the issuer's relayer sees the client's issuer calls only as
@@ -22,7 +23,7 @@ use std::time::{Duration, Instant};
 use alloy_primitives::Address;
 use axum::extract::State;
 use common::*;
-use privsvc_client::PrivsvcError;
+use privsvc_client::{PrivateClient, PrivsvcError};
 use privsvc_devnet::{BlockTime, Devnet, DevnetConfig, DevnetHandle};
 use privsvc_ledger::{LedgerReader, Operation, QueryOptions};
 use privsvc_ohttp::{OhttpRelay, RelayConfig};
@@ -413,6 +414,47 @@ async fn a_session_given_its_relayers_prefetches_at_spread_moments_from_its_star
             "{issues:?}"
         );
     }
+    drop(client);
+    drop(proxy);
+    a.shutdown().await;
+    node.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_session_that_discovers_its_relayers_does_not_prefetch_from_their_issuers() {
+    // Discovery trusts every live heartbeat: a session-start prefetch would sign issue requests
+    // to the issuer of any relayer that publishes one. Only a session given its relayers
+    // prefetches (the test above); this one asks no issuer anything until a write needs it.
+    const WITHIN_MS: u64 = 600;
+    let node = devnet().await;
+    let reader = reader(&node);
+    let dir = TempDir::new().unwrap();
+    let (listener, proxy_url) = Proxy::bind().await;
+    let a = issuer_relayer(&node, reader.clone(), &dir, Some(proxy_url.clone())).await;
+    let proxy = Proxy::serve(listener, Some(format!("http://{}", a.local_addr())), None);
+    let store = privsvc_tokens::memory_store();
+    let client = PrivateClient::builder(APP)
+        .wallet(Arc::new(LocalWallet::random()))
+        .reader(reader.clone())
+        .delay_ms(0, 0)
+        .token_store(store.clone())
+        .token_prefetch(3, Duration::from_millis(WITHIN_MS))
+        .build()
+        .await
+        .unwrap();
+    assert_eq!(client.relayers().len(), 1, "the relayer was discovered");
+    assert_eq!(client.relayers()[0].url, proxy_url);
+    tokio::time::sleep(Duration::from_millis(3 * WITHIN_MS)).await;
+    let seen = proxy.seen();
+    assert!(
+        seen.iter().any(|s| s.path == "/v1/info"),
+        "discovery asked the relayer for its info: {seen:?}"
+    );
+    assert!(
+        !seen.iter().any(|s| s.path.starts_with("/v1/tokens")),
+        "no issue request after the window: {seen:?}"
+    );
+    assert!(store.list(APP).unwrap().is_empty());
     drop(client);
     drop(proxy);
     a.shutdown().await;
