@@ -327,3 +327,30 @@ test('low-level reading: heartbeats, the app listing, whole batches, the issuer 
   assert.ok(spki instanceof Uint8Array && spki.length > 256);
   await assert.rejects(fetchIssuerKey(env.PRIVSVC_RPC_URL, info.issuer, 'no-such-app', epochOf()), PrivsvcError);
 });
+
+test('from JS a write never spends a token issued for it: the issuer sees no issue request within minAgeMs of the submission', { skip }, async () => {
+  const MIN_AGE_MS = 2000;
+  const events = [];
+  const watching = async (url, init) => {
+    const path = new URL(url).pathname;
+    if (init.method === 'POST' && (path === '/v1/tokens/issue' || path === '/v1/records')) {
+      const body = JSON.parse(new TextDecoder().decode(init.body));
+      events.push({ path, at: Date.now(), token: body.token ?? null });
+    }
+    return fetch(url, init);
+  };
+  const c = await createPrivateClient({
+    app: APP, wallet: devWallet(), publicClient: env.PRIVSVC_RPC_URL, relayers: [env.PRIVSVC_RELAYER_A],
+    tokenMinAgeMs: MIN_AGE_MS, delayMs: [0, 0], pollMs: 250, rarityK: 0, fetch: watching,
+  });
+  // The supply is empty: the write fetches tokens on demand, then waits for one to ripen.
+  await c.createEntity({ payload: new TextEncoder().encode('on demand'), contentType: 'text/plain', expires: 3600 });
+  const issues = events.filter((e) => e.path === '/v1/tokens/issue');
+  const submits = events.filter((e) => e.path === '/v1/records');
+  assert.ok(issues.length >= 1, JSON.stringify(events));
+  assert.equal(submits.length, 1);
+  assert.ok(submits[0].token, 'the submission carries a token');
+  for (const i of issues) {
+    assert.ok(submits[0].at - i.at >= MIN_AGE_MS, `issue at ${i.at}, submit at ${submits[0].at}`);
+  }
+});
