@@ -117,8 +117,9 @@ mod tests {
         key[0] = 1;
         let mut message = [0u8; 44];
         message[0] = 3;
-        let sealed = hex::decode("85a01b63025ba19b7fd3ddfc033b3e76c9eac6fa700942702e90862383c6c366")
-            .unwrap();
+        let sealed =
+            hex::decode("85a01b63025ba19b7fd3ddfc033b3e76c9eac6fa700942702e90862383c6c366")
+                .unwrap();
         message[NONCE_BYTES..].copy_from_slice(&sealed);
         let mut plaintext = [0u8; 16];
         plaintext[0] = 1;

@@ -51,10 +51,12 @@ pub fn tag_from_text(text: &str) -> Option<Tag> {
     if text.len() != TAG_TEXT_LEN {
         return None;
     }
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(text)
+    // 60 characters decode to at most 45 bytes; no allocation per tag (users parse thousands).
+    let mut bytes = [0u8; TAG_BYTES + 1];
+    let len = base64::engine::general_purpose::STANDARD
+        .decode_slice(text, &mut bytes)
         .ok()?;
-    Tag::try_from(bytes.as_slice()).ok()
+    Tag::try_from(&bytes[..len]).ok()
 }
 
 #[cfg(test)]
@@ -69,6 +71,13 @@ mod tests {
         assert_eq!(tag_from_text(&text), Some(tag));
         assert_eq!(tag_from_text(&text[..59]), None);
         assert_eq!(tag_from_text(&"!".repeat(60)), None);
+        // 60 characters without padding are 45 bytes, not a tag.
+        assert_eq!(tag_from_text(&"A".repeat(60)), None);
+        // Non-zero bits after the last byte are not canonical base64.
+        let mut loose = text.clone().into_bytes();
+        loose[58] = if loose[58] == b'B' { b'C' } else { b'B' };
+        let loose = String::from_utf8(loose).unwrap();
+        assert_eq!(tag_from_text(&loose), None);
     }
 
     #[test]
