@@ -105,7 +105,7 @@ function hexOf(bytes) {
 
 // Tags cross into wasm (and into the vault worker) as one string or one byte array, not one
 // string each: see RawKeyVault.openTagTexts / openTagBytes.
-const TAG_TEXT = /^[A-Za-z0-9+/]{59}=$/;
+const NON_ASCII = /[^\x00-\x7f]/;
 const OPENED_BYTES = 20;
 
 /**
@@ -118,16 +118,25 @@ function packTags(tags) {
     if (tags.length % TAG_BYTES !== 0) throw new PrivsvcError('tags: a Uint8Array of 44 bytes per tag');
     return { packed: tags, at: null, count: tags.length / TAG_BYTES };
   }
-  const texts = [];
-  const at = [];
+  // Only the length here (the vault decodes strictly); the joined text must be ASCII for its
+  // 60-byte framing in wasm, checked once on the whole text and tag by tag only when it is not.
+  let texts = [];
+  let at = [];
   for (let i = 0; i < tags.length; i++) {
     const t = String(tags[i]);
-    if (TAG_TEXT.test(t)) {
+    if (t.length === 60) {
       texts.push(t);
       at.push(i);
     }
   }
-  return { packed: texts.join(''), at: at.length === tags.length ? null : at, count: tags.length };
+  let packed = texts.join('');
+  if (NON_ASCII.test(packed)) {
+    const keep = texts.map((t) => !NON_ASCII.test(t));
+    at = at.filter((_, j) => keep[j]);
+    texts = texts.filter((_, j) => keep[j]);
+    packed = texts.join('');
+  }
+  return { packed, at: at.length === tags.length ? null : at, count: tags.length };
 }
 
 /** The vault's packed answer (u32 LE index, 16-byte reference per opened tag) as one entry per tag. */
