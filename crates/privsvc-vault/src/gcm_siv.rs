@@ -38,7 +38,7 @@ pub(crate) type Message = [u8; NONCE_BYTES + SEALED_BYTES];
 /// message that authenticates, `None` for every other. No early exit: every message goes
 /// through the whole decryption.
 pub(crate) fn open_all(key: &[u8; 32], messages: &[Message]) -> Vec<Option<[u8; 16]>> {
-    let key_generating = Aes256::new(&Array::from(*key));
+    let key_generating = Aes256::new(<&Array<u8, _>>::from(key));
     let mut derived = Zeroizing::new(vec![[0u8; 16]; CHUNK * DERIVED_BLOCKS]);
     let mut opened = Vec::with_capacity(messages.len());
     for chunk in messages.chunks(CHUNK) {
@@ -71,7 +71,7 @@ fn open_one(message: &Message, derived: &[[u8; 16]]) -> Option<[u8; 16]> {
     for (half, block) in enc_key.chunks_exact_mut(8).zip(&derived[2..]) {
         half.copy_from_slice(&block[..8]);
     }
-    let cipher = Aes256::new(&Array::from(*enc_key));
+    let cipher = Aes256::new(<&Array<u8, _>>::from(&*enc_key));
 
     // CTR with the received tag (top bit set) as the initial counter; one block of keystream.
     let mut counter = [0u8; 16];
@@ -86,7 +86,7 @@ fn open_one(message: &Message, derived: &[[u8; 16]]) -> Option<[u8; 16]> {
     keystream.zeroize();
 
     // The expected tag: AES(enc_key, POLYVAL(auth_key, plaintext, lengths) ^ nonce, top bit 0).
-    let mut polyval = Polyval::new(&Array::from(*auth_key));
+    let mut polyval = Polyval::new(<&Array<u8, _>>::from(&*auth_key));
     polyval.update(&[Array::from(plaintext), Array::from(LENGTH_BLOCK)]);
     let mut expected = polyval.finalize();
     for (s, n) in expected.iter_mut().zip(nonce) {
