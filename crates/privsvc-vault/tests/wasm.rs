@@ -56,7 +56,7 @@ async fn a_non_send_wallet_derives_the_same_keys_twice() {
     // Random record references and tag nonces come from the host's generator.
     let record = first.new_record();
     let tag = first.make_tag(&record);
-    assert!(again.open_tags(&[tag.clone()])[0].is_some());
+    assert!(again.open_tags(&[tag])[0].is_some());
     let sealed = first.encrypt(&record, b"hello from wasm");
     assert_eq!(again.decrypt(&record, &sealed).unwrap(), b"hello from wasm");
 
