@@ -146,7 +146,8 @@ export class KeyVault implements Vault {
   newRecord(): RecordRef;
   scopeRecord(name: string): RecordRef;
   makeTag(ref: RecordRef): string;
-  openTags(tags: string[]): (RecordRef | undefined)[];
+  /** Ledger-form tags, or one Uint8Array of raw tags (44 bytes each; throws otherwise). */
+  openTags(tags: string[] | Uint8Array): (RecordRef | undefined)[];
   addressOf(ref: RecordRef): Hex;
   signer(ref: RecordRef): Signer;
   encrypt(ref: RecordRef, data: Uint8Array | string): Uint8Array;
@@ -165,7 +166,8 @@ export class WorkerVault implements Vault {
   newRecord(): Promise<RecordRef>;
   scopeRecord(name: string): Promise<RecordRef>;
   makeTag(ref: RecordRef): Promise<string>;
-  openTags(tags: string[]): Promise<(RecordRef | undefined)[]>;
+  /** Ledger-form tags, or one Uint8Array of raw tags (44 bytes each; rejects otherwise). */
+  openTags(tags: string[] | Uint8Array): Promise<(RecordRef | undefined)[]>;
   addressOf(ref: RecordRef): Promise<Hex>;
   signer(ref: RecordRef): Promise<Signer>;
   encrypt(ref: RecordRef, data: Uint8Array | string): Promise<Uint8Array>;

@@ -103,6 +103,57 @@ function hexOf(bytes) {
   return s;
 }
 
+// Tags cross into wasm (and into the vault worker) as one string or one byte array, not one
+// string each: see RawKeyVault.openTagTexts / openTagBytes.
+const NON_ASCII = /[^\x00-\x7f]/;
+const OPENED_BYTES = 20;
+
+/**
+ * Tags for the vault: `{ packed, at, count }`. `packed` is the well-formed ledger-form tags
+ * joined (60 ASCII characters each) or, for a Uint8Array, the raw tags concatenated (44 bytes
+ * each); `at[i]` is where the i-th packed tag sits in `tags` (null: the identity).
+ */
+function packTags(tags) {
+  if (tags instanceof Uint8Array) {
+    if (tags.length % TAG_BYTES !== 0) throw new PrivsvcError('tags: a Uint8Array of 44 bytes per tag');
+    return { packed: tags, at: null, count: tags.length / TAG_BYTES };
+  }
+  // Only the length here (the vault decodes strictly); the joined text must be ASCII for its
+  // 60-byte framing in wasm, checked once on the whole text and tag by tag only when it is not.
+  let texts = [];
+  let at = [];
+  for (let i = 0; i < tags.length; i++) {
+    const t = String(tags[i]);
+    if (t.length === 60) {
+      texts.push(t);
+      at.push(i);
+    }
+  }
+  let packed = texts.join('');
+  if (NON_ASCII.test(packed)) {
+    const keep = texts.map((t) => !NON_ASCII.test(t));
+    at = at.filter((_, j) => keep[j]);
+    texts = texts.filter((_, j) => keep[j]);
+    packed = texts.join('');
+  }
+  return { packed, at: at.length === tags.length ? null : at, count: tags.length };
+}
+
+/** The vault's packed answer (u32 LE index, 16-byte reference per opened tag) as one entry per tag. */
+function unpackOpened(answer, at, count) {
+  const out = new Array(count).fill(undefined);
+  for (let o = 0; o + OPENED_BYTES <= answer.length; o += OPENED_BYTES) {
+    const i = (answer[o] | (answer[o + 1] << 8) | (answer[o + 2] << 16) | (answer[o + 3] << 24)) >>> 0;
+    out[at ? at[i] : i] = hexOf(answer.subarray(o + 4, o + OPENED_BYTES)).slice(2);
+  }
+  return out;
+}
+
+/** Opens packed tags with a RawKeyVault (worker.js does the same in the vault worker). */
+function openPacked(rawVault, packed) {
+  return typeof packed === 'string' ? rawVault.openTagTexts(packed) : rawVault.openTagBytes(packed);
+}
+
 /** Constant-time comparison of two equal-length strings (signatures). */
 function sameSecret(a, b) {
   const x = String(a).toLowerCase();
@@ -606,9 +657,13 @@ export class KeyVault {
   makeTag(ref) {
     return call(() => this.#raw.makeTag(ref));
   }
-  /** For each tag (ledger form), its reference when this vault made it, else `undefined`. */
+  /**
+   * For each tag, its reference when this vault made it, else `undefined`. `tags` is an array of
+   * ledger-form tags (base64) or one Uint8Array of raw tags, 44 bytes each.
+   */
   openTags(tags) {
-    return this.#raw.openTags(tags.map(String));
+    const { packed, at, count } = packTags(tags);
+    return unpackOpened(call(() => openPacked(this.#raw, packed)), at, count);
   }
   /** The one-time owner address of `ref`. */
   addressOf(ref) {
@@ -800,9 +855,10 @@ export class WorkerVault {
   makeTag(ref) {
     return this.#worker.ask('makeTag', ref);
   }
-  /** For each tag, its reference when this vault made it, else `undefined`. */
-  openTags(tags) {
-    return this.#worker.ask('openTags', tags.map(String));
+  /** For each tag, its reference when this vault made it, else `undefined` (as KeyVault.openTags). */
+  async openTags(tags) {
+    const { packed, at, count } = packTags(tags);
+    return unpackOpened(await this.#worker.ask('openTags', packed), at, count);
   }
   /** The one-time owner address of `ref`. */
   addressOf(ref) {

@@ -41,7 +41,9 @@ const ops = {
   newRecord: () => need().newRecord(),
   scopeRecord: (name) => need().scopeRecord(name),
   makeTag: (ref) => need().makeTag(ref),
-  openTags: (tags) => need().openTags(tags),
+  // `packed`: the tags as one string or one Uint8Array (index.js packTags); a packed answer.
+  openTags: (packed) =>
+    typeof packed === 'string' ? need().openTagTexts(packed) : need().openTagBytes(packed),
   addressOf: (ref) => need().addressOf(ref),
   encrypt: (ref, data) => need().encrypt(ref, data),
   decrypt: (ref, data) => need().decrypt(ref, data),

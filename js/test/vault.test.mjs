@@ -63,6 +63,41 @@ test('KeyVault.fromWallet gives the conformance owners, scopes, tags and payload
   assert.equal(mine, ref);
 });
 
+test('openTags takes ledger-form tags or one Uint8Array of raw tags; malformed tags are somebody else\'s', async () => {
+  const vault = KeyVault.fromSignature(owners.vault.signature, owners.vault.app);
+  const { vault: other } = KeyVault.random(owners.vault.app);
+  const foreign = other.makeTag(other.newRecord());
+  // canonical base64 only: the last character before '=' carries 4 bits, the other 2 are zero
+  const loose = (t) => t.slice(0, 58) + (t[58] === 'B' ? 'C' : 'B') + '=';
+  const junk = ['not a tag', 'A'.repeat(60), 'é'.repeat(59) + '=', loose(tags.cases[0].text), 42, foreign];
+  const texts = [];
+  const want = [];
+  tags.cases.forEach((c, i) => {
+    texts.push(junk[i % junk.length], c.text);
+    want.push(undefined, c.ref);
+  });
+  assert.deepEqual(vault.openTags(texts), want);
+  assert.deepEqual(vault.openTags([]), []);
+
+  const rawOf = (list) => {
+    const out = new Uint8Array(44 * list.length);
+    list.forEach((t, i) => out.set(Buffer.from(t, 'base64'), 44 * i));
+    return out;
+  };
+  const raw = rawOf([foreign, ...tags.cases.map((c) => c.text)]);
+  const rawWant = [undefined, ...tags.cases.map((c) => c.ref)];
+  assert.deepEqual(vault.openTags(raw), rawWant);
+  assert.throws(() => vault.openTags(raw.subarray(1)), PrivsvcError);
+
+  const worker = await WorkerVault.fromSignature(owners.vault.signature, owners.vault.app);
+  try {
+    assert.deepEqual(await worker.openTags(texts), want);
+    assert.deepEqual(await worker.openTags(raw), rawWant);
+  } finally {
+    worker.terminate();
+  }
+});
+
 test('random roots and recovery codes match the vectors', () => {
   for (const c of recovery.cases) {
     const v = KeyVault.fromRecoveryCode(c.code, c.app);

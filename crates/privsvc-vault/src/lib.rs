@@ -20,6 +20,7 @@
 #![forbid(unsafe_code)]
 
 pub mod error;
+mod gcm_siv;
 #[cfg(not(target_arch = "wasm32"))]
 mod isolated;
 pub mod kdf;

@@ -5,6 +5,7 @@ use aes_gcm_siv::aead::{Aead, KeyInit};
 use aes_gcm_siv::{Aes256GcmSiv, Nonce};
 use base64::Engine;
 
+use crate::gcm_siv;
 use crate::record_ref::RecordRef;
 
 /// Size of a tag in bytes.
@@ -29,20 +30,14 @@ pub(crate) fn seal_tag(tag_key: &[u8; 32], record: &RecordRef, nonce: &[u8; 12])
     tag
 }
 
-/// Opens every tag under `tag_key`. There is no early exit: each tag goes through a full AEAD
-/// decryption whose authentication-tag comparison is constant time (`subtle`, inside
-/// AES-GCM-SIV). Which tags open is the result the caller gets anyway.
+/// Opens every tag under `tag_key`: one AES-256-GCM-SIV decryption per tag, batched where tags
+/// share work (`crate::gcm_siv`). There is no early exit: each tag goes through a full
+/// decryption whose authentication-tag comparison is constant time (`subtle`). Which tags open is
+/// the result the caller gets anyway.
 pub(crate) fn open_tags(tag_key: &[u8; 32], tags: &[Tag]) -> Vec<Option<RecordRef>> {
-    let cipher = Aes256GcmSiv::new(tag_key.into());
-    tags.iter()
-        .map(|tag| {
-            let (nonce, sealed) = tag.split_at(TAG_NONCE_BYTES);
-            cipher
-                .decrypt(Nonce::from_slice(nonce), sealed)
-                .ok()
-                .and_then(|plain| <[u8; 16]>::try_from(plain.as_slice()).ok())
-                .map(RecordRef)
-        })
+    gcm_siv::open_all(tag_key, tags)
+        .into_iter()
+        .map(|plain| plain.map(RecordRef))
         .collect()
 }
 
@@ -56,10 +51,12 @@ pub fn tag_from_text(text: &str) -> Option<Tag> {
     if text.len() != TAG_TEXT_LEN {
         return None;
     }
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(text)
+    // 60 characters decode to at most 45 bytes; no allocation per tag (users parse thousands).
+    let mut bytes = [0u8; TAG_BYTES + 1];
+    let len = base64::engine::general_purpose::STANDARD
+        .decode_slice(text, &mut bytes)
         .ok()?;
-    Tag::try_from(bytes.as_slice()).ok()
+    Tag::try_from(&bytes[..len]).ok()
 }
 
 #[cfg(test)]
@@ -74,6 +71,13 @@ mod tests {
         assert_eq!(tag_from_text(&text), Some(tag));
         assert_eq!(tag_from_text(&text[..59]), None);
         assert_eq!(tag_from_text(&"!".repeat(60)), None);
+        // 60 characters without padding are 45 bytes, not a tag.
+        assert_eq!(tag_from_text(&"A".repeat(60)), None);
+        // Non-zero bits after the last byte are not canonical base64.
+        let mut loose = text.clone().into_bytes();
+        loose[58] = if loose[58] == b'B' { b'C' } else { b'B' };
+        let loose = String::from_utf8(loose).unwrap();
+        assert_eq!(tag_from_text(&loose), None);
     }
 
     #[test]

@@ -5,7 +5,10 @@
 
 use alloy_primitives::{Address, Signature};
 use privsvc_envelope::EnvelopeBody;
-use privsvc_vault::{tag_from_text, tag_to_text, KeyVault, OwnershipProofBody, RecordSigner};
+use privsvc_vault::{
+    tag_from_text, tag_to_text, KeyVault, OwnershipProofBody, RecordSigner, Tag, TAG_BYTES,
+    TAG_TEXT_LEN,
+};
 use wasm_bindgen::prelude::*;
 
 use crate::convert::{address_text, to_attributes, to_ref, to_signature, to_u64};
@@ -93,29 +96,34 @@ impl RawKeyVault {
         Ok(tag_to_text(&self.inner.make_tag(&to_ref(record)?)))
     }
 
-    /// For each tag (ledger form), its record reference when this vault made it, else
-    /// `undefined`. Malformed tags are somebody else's.
-    #[wasm_bindgen(js_name = openTags)]
-    pub fn open_tags(&self, tags: Vec<String>) -> Vec<JsValue> {
-        let mut parsed = Vec::with_capacity(tags.len());
-        let mut slots = Vec::with_capacity(tags.len());
-        for text in &tags {
-            match tag_from_text(text) {
-                Some(tag) => {
-                    slots.push(Some(parsed.len()));
-                    parsed.push(tag);
-                }
-                None => slots.push(None),
-            }
+    /// Opens tags in their ledger form, concatenated (60 characters each, ASCII; the package
+    /// joins the well-formed ones). The answer has 20 bytes for each tag this vault made, in
+    /// input order: its index (u32, little-endian), then its record reference (16 bytes); tags
+    /// that do not open are left out. A malformed tag is somebody else's.
+    #[wasm_bindgen(js_name = openTagTexts)]
+    pub fn open_tag_texts(&self, texts: &str) -> Result<Vec<u8>, WasmError> {
+        if texts.len() % TAG_TEXT_LEN != 0 {
+            return Err(WasmError::argument("tags", "expected 60 characters each"));
         }
-        let opened = self.inner.open_tags(&parsed);
-        slots
-            .into_iter()
-            .map(|slot| match slot.and_then(|i| opened[i]) {
-                Some(r) => JsValue::from_str(&r.to_hex()),
-                None => JsValue::UNDEFINED,
-            })
-            .collect()
+        let tags = texts
+            .as_bytes()
+            .chunks_exact(TAG_TEXT_LEN)
+            .map(tag_from_ascii)
+            .collect();
+        Ok(self.opened(tags))
+    }
+
+    /// Opens raw tags, concatenated (44 bytes each); the answer is that of `openTagTexts`.
+    #[wasm_bindgen(js_name = openTagBytes)]
+    pub fn open_tag_bytes(&self, tags: &[u8]) -> Result<Vec<u8>, WasmError> {
+        if tags.len() % TAG_BYTES != 0 {
+            return Err(WasmError::argument("tags", "expected 44 bytes each"));
+        }
+        let tags = tags
+            .chunks_exact(TAG_BYTES)
+            .map(|c| Tag::try_from(c).ok())
+            .collect();
+        Ok(self.opened(tags))
     }
 
     /// The one-time owner address of `record` (EIP-55).
@@ -157,6 +165,35 @@ impl RawKeyVault {
             .collect();
         Ok(self.inner.cover_scores(&anchor, &list).concat())
     }
+}
+
+/// Size of one entry of `openTagTexts`/`openTagBytes`'s answer: an opened tag's index (u32,
+/// little-endian) then its record reference (16 bytes).
+const OPENED_BYTES: usize = 20;
+
+impl RawKeyVault {
+    /// Opens the well-formed tags (`None` is a malformed one) and packs the answer.
+    fn opened(&self, tags: Vec<Option<Tag>>) -> Vec<u8> {
+        let (slots, parsed): (Vec<u32>, Vec<Tag>) = (0u32..)
+            .zip(tags)
+            .filter_map(|(i, tag)| tag.map(|t| (i, t)))
+            .unzip();
+        let mut packed = Vec::new();
+        for (slot, opened) in slots.iter().zip(self.inner.open_tags(&parsed)) {
+            if let Some(r) = opened {
+                let mut entry = [0u8; OPENED_BYTES];
+                entry[..4].copy_from_slice(&slot.to_le_bytes());
+                entry[4..].copy_from_slice(r.as_bytes());
+                packed.extend_from_slice(&entry);
+            }
+        }
+        packed
+    }
+}
+
+/// A tag from its ledger form given as bytes; `None` unless it is base64 text of 44 bytes.
+fn tag_from_ascii(text: &[u8]) -> Option<Tag> {
+    std::str::from_utf8(text).ok().and_then(tag_from_text)
 }
 
 /// The signer of one record: its owner address, envelope and proof signatures (SPEC: "a signer
