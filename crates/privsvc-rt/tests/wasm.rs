@@ -14,7 +14,9 @@ async fn sleep_waits_on_the_host_timer() {
     let start = Instant::now();
     sleep(Duration::from_millis(40)).await;
     let waited = start.elapsed();
-    assert!(waited >= Duration::from_millis(40), "{waited:?}");
+    // Node's timers run on the event loop's cached clock, which can lag `performance.now()` by
+    // up to a millisecond: a 40 ms timer may be seen as 39.6 ms.
+    assert!(waited >= Duration::from_millis(39), "{waited:?}");
     assert!(waited < Duration::from_secs(5), "{waited:?}");
 }
 
