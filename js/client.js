@@ -13,7 +13,11 @@ import {
   derivationTypedData,
   fromWire,
   inBrowser,
+  KeyVault,
   ledgerReader,
+  TAG_BYTES,
+  toBase64,
+  WorkerVault,
   toWire,
   vaultFromWallet,
 } from './index.js';
@@ -60,7 +64,9 @@ function vaultAdapter(v) {
   return {
     scopeRecord: (name) => v.scopeRecord(name),
     makeTag: (ref) => v.makeTag(ref),
-    openTags: (tags) => v.openTags(tags),
+    // `tags`: one Uint8Array of raw tags. The built-in vaults take it as it is; a custom vault
+    // gets the ledger form (base64 strings), as SPEC's openTags(tags).
+    openTags: (tags) => (v instanceof KeyVault || v instanceof WorkerVault ? v.openTags(tags) : v.openTags(ledgerTags(tags))),
     addressOf: (ref) => v.addressOf(ref),
     coverScores: (anchor, candidates) => v.coverScores(anchor, candidates),
     async signEnvelope(ref, head, data, wire) {
@@ -74,6 +80,12 @@ function vaultAdapter(v) {
     encrypt: (ref, data) => v.encrypt(ref, data),
     decrypt: (ref, data) => v.decrypt(ref, data),
   };
+}
+
+function ledgerTags(bytes) {
+  const out = [];
+  for (let o = 0; o < bytes.length; o += TAG_BYTES) out.push(toBase64(bytes.subarray(o, o + TAG_BYTES)));
+  return out;
 }
 
 function hexBytes(hex) {

@@ -15,8 +15,6 @@ pub enum Arg {
     Str(String),
     /// Bytes, passed as a `Uint8Array`.
     Bytes(Vec<u8>),
-    /// A list of strings, passed as an array.
-    StrList(Vec<String>),
     /// JSON text, passed as the parsed object.
     Json(String),
     /// A number.
@@ -126,11 +124,6 @@ fn to_js(arg: Arg) -> Result<JsValue, String> {
     Ok(match arg {
         Arg::Str(s) => JsValue::from_str(&s),
         Arg::Bytes(b) => Uint8Array::from(b.as_slice()).into(),
-        Arg::StrList(list) => list
-            .iter()
-            .map(|s| JsValue::from_str(s))
-            .collect::<Array>()
-            .into(),
         Arg::Json(text) => js_sys::JSON::parse(&text).map_err(describe)?,
         Arg::Num(n) => JsValue::from_f64(n),
     })

@@ -106,12 +106,13 @@ impl Vault for JsVault {
     }
 
     async fn open_tags(&self, tags: &[Tag]) -> Result<Vec<Option<RecordRef>>, VaultError> {
-        let texts = tags.iter().map(privsvc_vault::tag_to_text).collect();
+        // One byte array of raw tags (44 bytes each): no base64 either way for the built-in
+        // vaults; the JS adapter gives a custom vault the ledger form.
         let reply = self
             .bridge
             .call(Call {
                 method: "openTags",
-                args: vec![Arg::StrList(texts)],
+                args: vec![Arg::Bytes(tags.concat())],
                 then: None,
                 want: Want::OptStrList,
             })
