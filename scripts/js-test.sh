@@ -76,7 +76,8 @@ fi
 
 # --- build --------------------------------------------------------------------------------------
 log "building privsvc-wasm ($PROFILE)"
-if [ "$PROFILE" = release ]; then PFLAG=--release; PDIR=release; else PFLAG=; PDIR=debug; fi
+# release = the `wasm-release` profile (release with fat LTO and one code unit: a smaller module)
+if [ "$PROFILE" = release ]; then PFLAG="--profile wasm-release"; PDIR=wasm-release; else PFLAG=; PDIR=debug; fi
 cargo build -q -p privsvc-wasm --target wasm32-unknown-unknown --target-dir "$WASM_TARGET_DIR" $PFLAG
 "$WB_BIN" --target web --out-dir js/pkg --out-name privsvc_wasm \
   "$WASM_TARGET_DIR/wasm32-unknown-unknown/$PDIR/privsvc_wasm.wasm"
