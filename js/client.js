@@ -288,11 +288,11 @@ function named(name, message, extra) {
 
 /**
  * SPEC's `fetch` option as the function the wasm client calls for relayer, relay and issuer
- * requests: redirects are never followed (`redirect: "manual"`), each request has a time
- * limit, and a body over the limit is refused. `undefined` keeps the platform fetch.
+ * requests: redirects are never followed (`redirect: "manual"`: a redirected request is not
+ * even sent), each request has a time limit, and a body over the limit is refused. Without a
+ * `fetch` option the platform fetch goes through the same adapter.
  */
-function fetchAdapter(fetchFn) {
-  if (fetchFn === undefined) return undefined;
+function fetchAdapter(fetchFn = (url, init) => globalThis.fetch(url, init)) {
   if (typeof fetchFn !== 'function') throw new PrivsvcError('`fetch` must be a fetch function');
   return async (method, url, headers, body, timeoutMs, maxBody) => {
     const res = await fetchFn(url, {
@@ -381,7 +381,7 @@ export class TokenWallet {
         minAgeMs,
       };
       try {
-        return new raw.RawTokenWallet(JSON.stringify(options), walletAdapter(w), this.#store);
+        return new raw.RawTokenWallet(JSON.stringify(options), walletAdapter(w), this.#store, fetchAdapter());
       } catch (e) {
         throw new PrivsvcError(e.message);
       }

@@ -380,3 +380,33 @@ test('a vault of the caller\'s own making gets tags in their ledger form and fin
   assert.ok(given.length >= 1);
   assert.ok(given.every((tags) => Array.isArray(tags) && tags.every((t) => typeof t === 'string' && t.length === 60)));
 });
+
+test('a relayer URL that redirects is refused and the redirect target receives nothing', { skip }, async () => {
+  const { createServer } = await import('node:http');
+  const listen = (handler) =>
+    new Promise((resolve) => {
+      const server = createServer(handler);
+      server.listen(0, '127.0.0.1', () => resolve({ server, url: `http://127.0.0.1:${server.address().port}` }));
+    });
+  const hits = [];
+  const target = await listen((req, res) => {
+    hits.push(req.url);
+    res.writeHead(404).end();
+  });
+  const redirector = await listen((req, res) => {
+    res.writeHead(307, { location: `${target.url}${req.url}` }).end();
+  });
+  try {
+    // The platform fetch (no `fetch` option): redirect "manual", so the relayer is unusable and
+    // the redirect target never sees the request.
+    await assert.rejects(
+      createPrivateClient({ app: APP, wallet: devWallet(), publicClient: env.PRIVSVC_RPC_URL, relayers: [redirector.url] }),
+      (e) => e instanceof PrivsvcError && /no relayer available/.test(e.message),
+    );
+    await assert.rejects(ohttpCall(redirector.url, env.PRIVSVC_RELAYER_A, (await (await fetch(`${env.PRIVSVC_RELAYER_A}/v1/info`)).json()).ohttpKey, { path: '/v1/info' }), PrivsvcError);
+    assert.deepEqual(hits, []);
+  } finally {
+    target.server.close();
+    redirector.server.close();
+  }
+});

@@ -88,13 +88,16 @@ impl RawTokenSource {
 
 #[wasm_bindgen]
 impl RawTokenWallet {
-    /// A token wallet from `options` (JSON), a wallet adapter and its token store.
+    /// A token wallet from `options` (JSON), a wallet adapter, its token store and the adapter
+    /// of the fetch its issuer calls go through (`undefined`: reqwest's).
     #[wasm_bindgen(constructor)]
     pub fn new(
         options: &str,
         wallet: JsValue,
         store: &RawTokenStore,
+        fetch: JsValue,
     ) -> Result<RawTokenWallet, JsValue> {
+        let fetch = crate::fetch::JsFetch::from_value(&fetch);
         let o: Options =
             serde_json::from_str(options).map_err(|e| error(format!("invalid options: {e}")))?;
         let address: Address = o
@@ -118,6 +121,11 @@ impl RawTokenWallet {
             options.allow_on_demand = on;
         }
         options.attestation = o.attestation;
+        if let Some(fetch) = fetch {
+            options.transport = Arc::new(privsvc_tokens::DirectIssuerTransport::with_fetch(
+                Arc::new(fetch),
+            ));
+        }
         if let Some(ms) = o.min_age_ms {
             options.min_age_ms = ms;
         }
