@@ -197,6 +197,44 @@ async fn issuer_relayer(
     a
 }
 
+/// A devnet and relayer A (issuer on) behind a recording proxy that its heartbeat (and so its
+/// `issuerUrl`) names: every call of a client, issuer routes included, passes through the proxy.
+struct Watched {
+    node: DevnetHandle,
+    reader: Arc<dyn LedgerReader>,
+    dir: TempDir,
+    a: RelayerHandle,
+    proxy: Proxy,
+    proxy_url: String,
+}
+
+impl Watched {
+    async fn start() -> Watched {
+        let node = devnet().await;
+        let reader = reader(&node);
+        let dir = TempDir::new().unwrap();
+        let (listener, proxy_url) = Proxy::bind().await;
+        let a = issuer_relayer(&node, reader.clone(), &dir, Some(proxy_url.clone())).await;
+        let proxy = Proxy::serve(listener, Some(format!("http://{}", a.local_addr())), None);
+        Watched {
+            node,
+            reader,
+            dir,
+            a,
+            proxy,
+            proxy_url,
+        }
+    }
+
+    /// Stops the proxy, the relayer and the devnet.
+    async fn shutdown(self) {
+        drop(self.proxy);
+        self.a.shutdown().await;
+        self.node.shutdown().await;
+        drop(self.dir);
+    }
+}
+
 fn client_builder(reader: Arc<dyn LedgerReader>, relayer: &str) -> privsvc_client::ClientBuilder {
     fast_builder(
         Arc::new(LocalWallet::random()),
@@ -216,15 +254,8 @@ fn carries_token(body: &[u8]) -> bool {
 
 #[tokio::test]
 async fn the_issuer_never_sees_an_issue_request_shortly_before_a_token_is_spent() {
-    let node = devnet().await;
-    let reader = reader(&node);
-    let dir = TempDir::new().unwrap();
-    // The relayer's heartbeat (and so its issuerUrl) names the proxy: every call of the client,
-    // issuer routes included, passes through it.
-    let (listener, proxy_url) = Proxy::bind().await;
-    let a = issuer_relayer(&node, reader.clone(), &dir, Some(proxy_url.clone())).await;
-    let proxy = Proxy::serve(listener, Some(format!("http://{}", a.local_addr())), None);
-    let client = client_builder(reader.clone(), &proxy_url)
+    let w = Watched::start().await;
+    let client = client_builder(w.reader.clone(), &w.proxy_url)
         .build()
         .await
         .unwrap();
@@ -235,7 +266,7 @@ async fn the_issuer_never_sees_an_issue_request_shortly_before_a_token_is_spent(
             .await
             .unwrap_or_else(|e| panic!("write {i}: {e}"));
     }
-    let seen = proxy.seen();
+    let seen = w.proxy.seen();
     let issues: Vec<u64> = seen
         .iter()
         .filter(|s| s.method == "POST" && s.path == "/v1/tokens/issue")
@@ -257,9 +288,7 @@ async fn the_issuer_never_sees_an_issue_request_shortly_before_a_token_is_spent(
             );
         }
     }
-    drop(proxy);
-    a.shutdown().await;
-    node.shutdown().await;
+    w.shutdown().await;
 }
 
 #[tokio::test]
@@ -267,14 +296,9 @@ async fn prefetch_later_spreads_issue_requests_and_a_write_spends_only_their_rip
     const COUNT: usize = 6;
     const WITHIN_MS: u64 = 3_000;
     const SLOT_MS: u64 = WITHIN_MS / COUNT as u64;
-    let node = devnet().await;
-    let reader = reader(&node);
-    let dir = TempDir::new().unwrap();
-    let (listener, proxy_url) = Proxy::bind().await;
-    let a = issuer_relayer(&node, reader.clone(), &dir, Some(proxy_url.clone())).await;
-    let proxy = Proxy::serve(listener, Some(format!("http://{}", a.local_addr())), None);
+    let w = Watched::start().await;
     let store = privsvc_tokens::memory_store();
-    let client = client_builder(reader.clone(), &proxy_url)
+    let client = client_builder(w.reader.clone(), &w.proxy_url)
         .token_store(store.clone())
         .build()
         .await
@@ -286,7 +310,7 @@ async fn prefetch_later_spreads_issue_requests_and_a_write_spends_only_their_rip
             .collect()
     };
     assert!(
-        issue_times(&proxy.seen()).is_empty(),
+        issue_times(&w.proxy.seen()).is_empty(),
         "nothing asked at build"
     );
 
@@ -299,7 +323,7 @@ async fn prefetch_later_spreads_issue_requests_and_a_write_spends_only_their_rip
         .expect("the prefetch ends after its window")
         .unwrap();
     assert_eq!(added, COUNT);
-    let issues = issue_times(&proxy.seen());
+    let issues = issue_times(&w.proxy.seen());
     // One request per token (the first moment may also create the app's issuer key), and the
     // k-th token request no earlier than the k-th part of the window: spread, not a burst.
     assert!(
@@ -328,7 +352,7 @@ async fn prefetch_later_spreads_issue_requests_and_a_write_spends_only_their_rip
     let before = store.list(APP).unwrap();
     assert_eq!(before.len(), COUNT);
     client.create_entity(note("prefetched")).await.unwrap();
-    let seen = proxy.seen();
+    let seen = w.proxy.seen();
     assert_eq!(
         issue_times(&seen),
         issues,
@@ -359,7 +383,7 @@ async fn prefetch_later_spreads_issue_requests_and_a_write_spends_only_their_rip
         store.clone(),
         MIN_AGE_MS,
     ));
-    let with_source = client_builder(reader.clone(), &proxy_url)
+    let with_source = client_builder(w.reader.clone(), &w.proxy_url)
         .tokens(privsvc_client::Tokens::Source(source))
         .build()
         .await
@@ -368,9 +392,7 @@ async fn prefetch_later_spreads_issue_requests_and_a_write_spends_only_their_rip
         with_source.prefetch_later(1, None),
         Err(PrivsvcError::Config(_))
     ));
-    drop(proxy);
-    a.shutdown().await;
-    node.shutdown().await;
+    w.shutdown().await;
 }
 
 #[tokio::test]
@@ -378,15 +400,10 @@ async fn a_session_given_its_relayers_prefetches_at_spread_moments_from_its_star
     const COUNT: usize = 3;
     const WITHIN_MS: u64 = 1_500;
     const SLOT_MS: u64 = WITHIN_MS / COUNT as u64;
-    let node = devnet().await;
-    let reader = reader(&node);
-    let dir = TempDir::new().unwrap();
-    let (listener, proxy_url) = Proxy::bind().await;
-    let a = issuer_relayer(&node, reader.clone(), &dir, Some(proxy_url.clone())).await;
-    let proxy = Proxy::serve(listener, Some(format!("http://{}", a.local_addr())), None);
+    let w = Watched::start().await;
     let store = privsvc_tokens::memory_store();
     let start = now_ms();
-    let client = client_builder(reader.clone(), &proxy_url)
+    let client = client_builder(w.reader.clone(), &w.proxy_url)
         .token_store(store.clone())
         .token_prefetch(COUNT, Duration::from_millis(WITHIN_MS))
         .build()
@@ -400,7 +417,8 @@ async fn a_session_given_its_relayers_prefetches_at_spread_moments_from_its_star
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let issues: Vec<u64> = proxy
+    let issues: Vec<u64> = w
+        .proxy
         .seen()
         .iter()
         .filter(|s| s.method == "POST" && s.path == "/v1/tokens/issue")
@@ -415,9 +433,7 @@ async fn a_session_given_its_relayers_prefetches_at_spread_moments_from_its_star
         );
     }
     drop(client);
-    drop(proxy);
-    a.shutdown().await;
-    node.shutdown().await;
+    w.shutdown().await;
 }
 
 #[tokio::test]
@@ -426,16 +442,11 @@ async fn a_session_that_discovers_its_relayers_does_not_prefetch_from_their_issu
     // to the issuer of any relayer that publishes one. Only a session given its relayers
     // prefetches (the test above); this one asks no issuer anything until a write needs it.
     const WITHIN_MS: u64 = 600;
-    let node = devnet().await;
-    let reader = reader(&node);
-    let dir = TempDir::new().unwrap();
-    let (listener, proxy_url) = Proxy::bind().await;
-    let a = issuer_relayer(&node, reader.clone(), &dir, Some(proxy_url.clone())).await;
-    let proxy = Proxy::serve(listener, Some(format!("http://{}", a.local_addr())), None);
+    let w = Watched::start().await;
     let store = privsvc_tokens::memory_store();
     let client = PrivateClient::builder(APP)
         .wallet(Arc::new(LocalWallet::random()))
-        .reader(reader.clone())
+        .reader(w.reader.clone())
         .delay_ms(0, 0)
         .token_store(store.clone())
         .token_prefetch(3, Duration::from_millis(WITHIN_MS))
@@ -443,9 +454,9 @@ async fn a_session_that_discovers_its_relayers_does_not_prefetch_from_their_issu
         .await
         .unwrap();
     assert_eq!(client.relayers().len(), 1, "the relayer was discovered");
-    assert_eq!(client.relayers()[0].url, proxy_url);
+    assert_eq!(client.relayers()[0].url, w.proxy_url);
     tokio::time::sleep(Duration::from_millis(3 * WITHIN_MS)).await;
-    let seen = proxy.seen();
+    let seen = w.proxy.seen();
     assert!(
         seen.iter().any(|s| s.path == "/v1/info"),
         "discovery asked the relayer for its info: {seen:?}"
@@ -456,9 +467,7 @@ async fn a_session_that_discovers_its_relayers_does_not_prefetch_from_their_issu
     );
     assert!(store.list(APP).unwrap().is_empty());
     drop(client);
-    drop(proxy);
-    a.shutdown().await;
-    node.shutdown().await;
+    w.shutdown().await;
 }
 
 #[tokio::test]
@@ -569,14 +578,9 @@ async fn an_issuer_that_replaces_a_pinned_key_is_refused_in_later_sessions() {
 
 #[tokio::test]
 async fn with_an_ohttp_relay_the_issuer_never_sees_a_direct_issuer_call() {
-    let node = devnet().await;
-    let reader = reader(&node);
-    let dir = TempDir::new().unwrap();
-    let (listener, proxy_url) = Proxy::bind().await;
-    let a = issuer_relayer(&node, reader.clone(), &dir, Some(proxy_url.clone())).await;
-    let proxy = Proxy::serve(listener, Some(format!("http://{}", a.local_addr())), None);
+    let w = Watched::start().await;
     let relay = OhttpRelay::new(
-        reader.clone(),
+        w.reader.clone(),
         RelayConfig {
             allow_http: true,
             rate_limit_per_min: 1_000_000,
@@ -595,7 +599,7 @@ async fn with_an_ohttp_relay_the_issuer_never_sees_a_direct_issuer_call() {
     let relay_task = tokio::spawn(async move {
         served.serve(relay_listener).await.ok();
     });
-    let client = client_builder(reader.clone(), &proxy_url)
+    let client = client_builder(w.reader.clone(), &w.proxy_url)
         .ohttp_relay(relay_url)
         .build()
         .await
@@ -604,7 +608,7 @@ async fn with_an_ohttp_relay_the_issuer_never_sees_a_direct_issuer_call() {
         .create_entity(note("through the relay"))
         .await
         .unwrap();
-    let seen = proxy.seen();
+    let seen = w.proxy.seen();
     // (The relay itself reads `/v1/info` directly to verify the relayer.)
     assert!(
         seen.iter()
@@ -616,7 +620,5 @@ async fn with_an_ohttp_relay_the_issuer_never_sees_a_direct_issuer_call() {
     let encapsulated = seen.iter().filter(|s| s.path == "/v1/ohttp").count();
     assert!(encapsulated >= 4, "{encapsulated} encapsulated requests");
     relay_task.abort();
-    drop(proxy);
-    a.shutdown().await;
-    node.shutdown().await;
+    w.shutdown().await;
 }

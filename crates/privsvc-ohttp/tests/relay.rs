@@ -447,29 +447,16 @@ async fn rate_limit_per_source_address_through_the_relay_listener() {
     let key = gateway.public_key();
 
     // Three requests from 127.0.0.1 pass (one pooled connection).
-    let first = client_from("127.0.0.1");
+    let first_client = client_from("127.0.0.1");
+    let first = privsvc_ohttp::ReqwestFetch::with_client(first_client.clone());
     for _ in 0..3 {
-        let info = ohttp_call(
-            &relay_url,
-            &relayer_url,
-            &key,
-            get("/v1/info"),
-            &privsvc_ohttp::ReqwestFetch::with_client(first.clone()),
-        )
-        .await
-        .unwrap();
+        let info = ohttp_call(&relay_url, &relayer_url, &key, get("/v1/info"), &first)
+            .await
+            .unwrap();
         assert_eq!(info.status, 200);
     }
     // The fourth is refused, whatever the connection.
-    match ohttp_call(
-        &relay_url,
-        &relayer_url,
-        &key,
-        get("/v1/info"),
-        &privsvc_ohttp::ReqwestFetch::with_client(first.clone()),
-    )
-    .await
-    {
+    match ohttp_call(&relay_url, &relayer_url, &key, get("/v1/info"), &first).await {
         Err(OhttpError::Refused {
             status: 429,
             message,
@@ -517,7 +504,7 @@ async fn rate_limit_per_source_address_through_the_relay_listener() {
     .await
     .unwrap();
     assert_eq!(other.status, 200);
-    let health = first
+    let health = first_client
         .get(format!("{relay_url}/healthz"))
         .send()
         .await
