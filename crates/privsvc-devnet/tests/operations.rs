@@ -366,3 +366,72 @@ async fn calldata_write_path_vector() {
     }
     node.shutdown().await;
 }
+
+/// The ledger crate's decoder (what clients and relayers check their own calldata with) and the
+/// node refuse the same cell types: `bytes` (typeId 7) is for `$payload` only, `$payload` is
+/// `bytes`, `$contentType` is `str`; a tombstone may still unset `$payload` in a patch.
+#[test]
+fn the_ledger_decoder_and_the_node_agree_on_cell_types() {
+    let ct = |t: u8, v: &'static [u8]| cell("$contentType", t, Bytes::from_static(v));
+    let payload = |t: u8, v: &'static [u8]| cell("$payload", t, Bytes::from_static(v));
+    let k = B256::repeat_byte(7);
+    let cases = vec![
+        (
+            "a valid create",
+            create_op(1, 0, 10, 0, sys_cells("text/plain", b"hi")),
+            true,
+        ),
+        (
+            "a user attribute of type bytes",
+            create_op(
+                1,
+                0,
+                10,
+                0,
+                vec![
+                    ct(8, b"text/plain"),
+                    payload(7, b"hi"),
+                    cell("blob", 7, Bytes::from_static(b"\x01")),
+                ],
+            ),
+            false,
+        ),
+        (
+            "$payload as str",
+            create_op(1, 0, 10, 0, vec![ct(8, b"text/plain"), payload(8, b"hi")]),
+            false,
+        ),
+        (
+            "$contentType as bytes",
+            create_op(1, 0, 10, 0, vec![ct(7, b"text/plain"), payload(7, b"hi")]),
+            false,
+        ),
+        (
+            "a patch setting a bytes attribute",
+            patch_op(k, vec![cell("blob", 7, Bytes::from_static(b"\x01"))]),
+            false,
+        ),
+        (
+            "a patch unsetting $payload",
+            patch_op(k, vec![payload(0, b"")]),
+            true,
+        ),
+        (
+            "a patch setting $payload",
+            patch_op(k, vec![payload(7, b"new")]),
+            true,
+        ),
+    ];
+    for (what, op, ok) in cases {
+        let data = execute_calldata(vec![op]);
+        let node = privsvc_devnet::decode::decode_call(&data);
+        let ledger = privsvc_ledger::decode_operations(&data);
+        assert_eq!(node.is_ok(), ok, "{what}: the node says {:?}", node.err());
+        assert_eq!(
+            ledger.is_ok(),
+            ok,
+            "{what}: the ledger decoder says {:?}",
+            ledger.err()
+        );
+    }
+}

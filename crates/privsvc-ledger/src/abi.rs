@@ -510,9 +510,37 @@ fn check_cells(cells: &[Attribute]) -> Result<(), DecodeError> {
     Ok(())
 }
 
-/// One cell's value (`None` for a tombstone); an ill-formed value is `InvalidValueType`.
+/// One cell's value (`None` for a tombstone); an ill-formed value is `InvalidValueType`, and
+/// so is a type the cell's name does not allow: `$payload` is `bytes` (typeId 7), `$contentType`
+/// is `str` (8), and `bytes` is for `$payload` only.
 fn cell_value(c: &Attribute) -> Result<Option<ArkivValue>, DecodeError> {
-    codec::decode_cell(c.typeId, &c.value).map_err(|e| bad_value(c.name, c.typeId, e))
+    let value =
+        codec::decode_cell(c.typeId, &c.value).map_err(|e| bad_value(c.name, c.typeId, e))?;
+    if value.is_none() {
+        return Ok(None);
+    }
+    let expected = if is_word(&c.name, PAYLOAD_ATTRIBUTE) {
+        Some(codec::TYPE_BYTES)
+    } else if is_word(&c.name, CONTENT_TYPE_ATTRIBUTE) {
+        Some(codec::TYPE_STR)
+    } else {
+        None
+    };
+    let allowed = match expected {
+        Some(t) => c.typeId == t,
+        None => c.typeId != codec::TYPE_BYTES,
+    };
+    if !allowed {
+        return Err(DecodeError::InvalidValueType {
+            name: c.name,
+            type_id: c.typeId,
+            reason: match expected {
+                Some(t) => format!("this system cell takes typeId {t}"),
+                None => "bytes (typeId 7) is for $payload only".into(),
+            },
+        });
+    }
+    Ok(value)
 }
 
 fn cell_name(c: &Attribute) -> String {
@@ -543,7 +571,6 @@ fn decode_create(data: &[u8]) -> Result<DecodedOp, DecodeError> {
     for cell in &c.attributes {
         let value = cell_value(cell)?.ok_or(DecodeError::TombstoneInCreate(cell.name))?;
         if is_word(&cell.name, PAYLOAD_ATTRIBUTE) {
-            // The node lifts the cell's value bytes whatever its type.
             payload = value.abi_bytes();
         } else if is_word(&cell.name, CONTENT_TYPE_ATTRIBUTE) {
             content_type = String::from_utf8(value.abi_bytes()).map_err(|_| {
