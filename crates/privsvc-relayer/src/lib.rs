@@ -119,6 +119,10 @@ impl From<LedgerError> for RelayerError {
 /// Entry point: see [`Relayer::start`].
 pub struct Relayer;
 
+/// How long [`RelayerHandle::shutdown`] waits for the relayer's tasks (a batcher waiting on an
+/// unresponsive ledger is abandoned after it, as in a crash).
+pub const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// A running relayer.
 pub struct RelayerHandle {
     url: String,
@@ -396,12 +400,20 @@ impl RelayerHandle {
         )
     }
 
-    /// Stop serving and batching, waiting for the tasks to end. A batch in flight stays stored
-    /// and is reconciled at the next start.
+    /// Stop serving and batching, waiting up to [`SHUTDOWN_GRACE`] for the tasks to end; a task
+    /// still waiting on the ledger then is abandoned, as in a crash. A batch in flight stays
+    /// stored and is reconciled at the next start (DESIGN 7).
     pub async fn shutdown(self) {
         let _ = self.stop.send(true);
-        for t in self.tasks {
-            let _ = t.await;
+        let deadline = tokio::time::Instant::now() + SHUTDOWN_GRACE;
+        for mut t in self.tasks {
+            if tokio::time::timeout_at(deadline, &mut t).await.is_err() {
+                tracing::warn!(
+                    "a relayer task did not stop within the shutdown grace period; abandoned (its batch is reconciled at the next start)"
+                );
+                t.abort();
+                let _ = t.await;
+            }
         }
     }
 

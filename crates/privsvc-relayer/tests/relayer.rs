@@ -1015,3 +1015,38 @@ async fn a_batch_reverted_on_the_ledger_fails_the_offender_and_retries_the_rest(
     assert!(m.contains("privsvc_records_failed_total 1"), "{m}");
     relayer.shutdown().await;
 }
+
+#[tokio::test]
+async fn shutdown_returns_while_a_batch_is_stuck_in_flight_and_the_next_start_writes_it_once() {
+    let (node, _dir, c) = devnet_and_config(|c| {
+        c.receipt_timeout = Duration::from_millis(300);
+        c.heartbeat_ms = 3_600_000;
+    })
+    .await;
+    // The ledger never answers the batch's preparation: the batcher is stuck in it.
+    let faulty = Faulty::new(writer(&node, 0));
+    faulty.hang_prepare.store(true, Ordering::SeqCst);
+    let relayer = start_with(&node, c.clone(), faulty.clone()).await;
+    let url = relayer.url().to_string();
+    let (body, owner) = record_body(APP, 3600, b"stuck");
+    let id = submit(&url, &body).await;
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let started = std::time::Instant::now();
+    tokio::time::timeout(Duration::from_secs(30), relayer.shutdown())
+        .await
+        .expect("shutdown returns although a batch is stuck");
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
+    // The record was accepted durably: the next start writes it, once.
+    let mut c2 = c.clone();
+    c2.bind = "127.0.0.1:0".parse().unwrap();
+    let relayer = start(&node, 0, c2).await;
+    wait_state(relayer.url(), &id, "written", T).await;
+    assert_eq!(owner_entities(&node, owner).await, 1);
+    tokio::time::timeout(Duration::from_secs(30), relayer.shutdown())
+        .await
+        .expect("shutdown returns");
+}
