@@ -20,6 +20,7 @@
 #![forbid(unsafe_code)]
 
 pub mod error;
+pub mod fuzz_entry;
 mod gcm_siv;
 #[cfg(not(target_arch = "wasm32"))]
 mod isolated;
