@@ -17,7 +17,8 @@
 # PRIVSVC_WASM_TARGET_DIR (default: CARGO_TARGET_DIR, else target/) for the wasm build;
 # PRIVSVC_JS_STACK_PROFILE (release, the default, or dev: reuse the debug examples that
 # `cargo test --workspace` already built) for local_stack and the Rust client;
-# CHROMIUM (default /usr/bin/chromium).
+# CHROMIUM (default /usr/bin/chromium); PRIVSVC_SCREENSHOT (where the Chromium test saves its
+# screenshot; default target/web-screenshot.png; docs/web-screenshot.png refreshes the committed one).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD

@@ -1,9 +1,12 @@
 // The headless Chromium test: drives examples/web (served by `local_stack --serve`) with
 // puppeteer-core over the DevTools protocol, runs in-page checks of the package, measures tag
-// opens/s, and saves docs/web-screenshot.png. Prints "N passed, N failed"; exits 1 on a failure.
-import { mkdtempSync, rmSync } from 'node:fs';
+// opens/s, and saves a screenshot of the page after a write, a listing and a proof: to
+// PRIVSVC_SCREENSHOT when set (`PRIVSVC_SCREENSHOT=docs/web-screenshot.png` refreshes the
+// committed one), else to target/web-screenshot.png, so a run leaves the checkout unchanged.
+// Prints "N passed, N failed"; exits 1 on a failure.
+import { mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import puppeteer from 'puppeteer-core';
 
 const url = process.env.PRIVSVC_WEB_URL;
@@ -11,7 +14,9 @@ if (!url) {
   console.error('PRIVSVC_WEB_URL is not set: run scripts/js-test.sh');
   process.exit(2);
 }
-const screenshot = new URL('../../../docs/web-screenshot.png', import.meta.url).pathname;
+const repo = new URL('../../../', import.meta.url).pathname;
+const screenshot = resolve(repo, process.env.PRIVSVC_SCREENSHOT || 'target/web-screenshot.png');
+mkdirSync(dirname(screenshot), { recursive: true });
 const profile = mkdtempSync(join(tmpdir(), 'privsvc-chromium-'));
 const browser = await puppeteer.launch({
   executablePath: process.env.PRIVSVC_CHROMIUM || '/usr/bin/chromium',
@@ -73,6 +78,8 @@ try {
     const text = await page.$eval('#proof', (e) => e.textContent);
     assert(text.includes('proof verified against the ledger'), `proof: ${text.slice(0, 200)}`);
     await page.screenshot({ path: screenshot, fullPage: true });
+    assert(statSync(screenshot).size > 10000, `screenshot ${screenshot} is missing or empty`);
+    console.log(`# screenshot: ${screenshot}`);
   });
 
   await check('in the browser: a non-deterministic wallet is refused, tokens persist in localStorage, workers by default', async () => {
