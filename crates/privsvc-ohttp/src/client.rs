@@ -6,7 +6,7 @@ use privsvc_rt::http::{Fetch, FetchRequest};
 use zeroize::Zeroizing;
 
 use crate::binary::{decode_padded_response, encode_padded_request, BinaryRequest, OhttpResponse};
-use crate::http_util::{error_text, normalize_relayer_url};
+use crate::http_util::{error_text, is_content_type, normalize_relayer_url};
 use crate::transport::RelayerRequest;
 use crate::{
     OhttpError, CONTENT_TYPE_OHTTP_REQ, CONTENT_TYPE_OHTTP_RES, MAX_ENCAPSULATED_BYTES,
@@ -139,11 +139,10 @@ pub async fn ohttp_call(
         )
         .await?;
     let status = answer.status;
-    let is_ohttp = answer.content_type.as_deref().is_some_and(|v| {
-        v.split(';')
-            .next()
-            .is_some_and(|v| v.trim().eq_ignore_ascii_case(CONTENT_TYPE_OHTTP_RES))
-    });
+    let is_ohttp = answer
+        .content_type
+        .as_deref()
+        .is_some_and(|v| is_content_type(v, CONTENT_TYPE_OHTTP_RES));
     let body = answer.body;
     if status != 200 || !is_ohttp {
         return Err(OhttpError::Refused {

@@ -88,7 +88,14 @@ pub(crate) fn has_content_type(headers: &HeaderMap, expected: &str) -> bool {
     headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| is_content_type(v, expected))
+}
+
+/// Whether the `Content-Type` value `value` names `expected` (parameters ignored).
+pub(crate) fn is_content_type(value: &str, expected: &str) -> bool {
+    value
+        .split(';')
+        .next()
         .is_some_and(|v| v.trim().eq_ignore_ascii_case(expected))
 }
 
