@@ -162,21 +162,22 @@ export async function createPrivateClient(options = {}) {
     tokenPrefetchWithinMs: o.tokenPrefetchWithinMs,
     trustedRelayersOnly: o.trustedRelayersOnly,
     walletAddress: wallet ? await wallet.address() : undefined,
-    tokenStoreSlot: store && store.kind === 'browser' ? store.slot : undefined,
   };
   const source = tokens && tokens.sourceOf ? await tokens.sourceOf() : undefined;
   const custom = tokens && !tokens.sourceOf && isTokenSource(tokens) ? tokens : undefined;
-  const inner = await rust(
-    raw.RawClient.create(
-      JSON.stringify(rustOptions),
-      wallet ? walletAdapter(wallet) : undefined,
-      vaultAdapter(vault),
-      source,
-      custom,
-      customStore(store),
-      send,
-    ),
+  const rustStore = rawStore(store);
+  // `create` takes its own reference to the store at once: the JS handle is freed right after.
+  const created = raw.RawClient.create(
+    JSON.stringify(rustOptions),
+    wallet ? walletAdapter(wallet) : undefined,
+    vaultAdapter(vault),
+    rustStore,
+    source,
+    custom,
+    send,
   );
+  rustStore.free();
+  const inner = await rust(created);
   const project = inner.project;
   return {
     app: o.app,
@@ -319,9 +320,13 @@ function isTokenSource(x) {
   return x !== null && typeof x === 'object' && typeof x.take === 'function' && typeof x.putBack === 'function';
 }
 
-/** `store` when it is a caller's TokenStore (neither memoryStore() nor browserTokenStore()). */
-function customStore(store) {
-  return store !== undefined && store.kind !== 'memory' && store.kind !== 'browser' ? store : undefined;
+/**
+ * The Rust side of a token store: browserTokenStore()'s localStorage item, a caller's
+ * TokenStore, or (memoryStore() or none) a fresh memory store.
+ */
+function rawStore(store) {
+  const custom = store !== undefined && store.kind !== 'memory' && store.kind !== 'browser';
+  return new raw.RawTokenStore(store && store.kind === 'browser' ? store.slot : undefined, custom ? store : undefined);
 }
 
 /** Refuses a `store` that is none of memoryStore(), browserTokenStore() or a TokenStore. */
@@ -368,7 +373,7 @@ export class TokenWallet {
   #store;
   constructor({ wallet, reader, issuer, issuerUrl, store, allowOnDemand, attestation, minAgeMs } = {}) {
     checkTokenStore(store, 'store');
-    this.#store = new raw.RawTokenStore(store && store.kind === 'browser' ? store.slot : undefined, customStore(store));
+    this.#store = rawStore(store);
     const w = asWallet(wallet);
     this.#ready = (async () => {
       const options = {

@@ -51,8 +51,6 @@ struct Options {
     trusted_relayers_only: Option<bool>,
     /// The wallet's account (when a wallet is given).
     wallet_address: Option<String>,
-    /// `browserTokenStore(name?)`: its localStorage item; absent: the memory store.
-    token_store_slot: Option<String>,
 }
 
 /// The JS error of a client error: its SPEC class in `name`.
@@ -94,21 +92,20 @@ pub struct RawClient {
 
 #[wasm_bindgen]
 impl RawClient {
-    /// Builds a client from `options` (JSON) and a wallet adapter or a vault adapter. The
-    /// token source is `tokenWallet.source()`'s or a caller's object (`take`, `putBack`); the
-    /// token store a caller's object (`list`, `add`, `remove`, `prune`); `fetch` the adapter of
-    /// a caller's fetch. Each may be `undefined`.
+    /// Builds a client from `options` (JSON), a wallet adapter or a vault adapter, and its token
+    /// store. The token source is `tokenWallet.source()`'s or a caller's object (`take`,
+    /// `putBack`), and `fetch` the adapter of a caller's fetch; each may be `undefined`.
     pub fn create(
         options: &str,
         wallet: JsValue,
         vault: JsValue,
+        store: &crate::token_wallet::RawTokenStore,
         tokens: Option<crate::token_wallet::RawTokenSource>,
         custom_tokens: JsValue,
-        token_store: JsValue,
         fetch: JsValue,
     ) -> Promise {
         let fetch = crate::fetch::JsFetch::from_value(&fetch);
-        let custom_store = crate::js_tokens::JsTokenStore::from_value(&token_store);
+        let store = store.store();
         let tokens: Option<Arc<dyn privsvc_tokens::TokenSource>> = match tokens {
             Some(t) => Some(t.source()),
             None => crate::js_tokens::JsTokenSource::from_value(&custom_tokens)
@@ -188,13 +185,7 @@ impl RawClient {
                         .unwrap_or(privsvc_tokens::DEFAULT_PREFETCH_WITHIN),
                 );
             }
-            if let Some(slot) = o.token_store_slot {
-                b = b.token_store(Arc::new(crate::browser_store::LocalStorageTokenStore::new(
-                    slot,
-                )));
-            } else if let Some(store) = custom_store {
-                b = b.token_store(Arc::new(store));
-            }
+            b = b.token_store(store);
             if let Some(t) = o.trusted_relayers_only {
                 b = b.trusted_relayers_only(t);
             }

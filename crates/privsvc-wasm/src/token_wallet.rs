@@ -59,6 +59,11 @@ impl RawTokenStore {
         RawTokenStore { inner }
     }
 
+    /// The store, for a client or a token wallet.
+    pub(crate) fn store(&self) -> Arc<dyn TokenStore> {
+        self.inner.clone()
+    }
+
     /// Unspent tokens of `app` for an accepted day (today, or yesterday/tomorrow near midnight).
     pub fn available(&self, app: &str) -> Result<u32, JsValue> {
         available_in(self.inner.as_ref(), app)
@@ -112,7 +117,7 @@ impl RawTokenWallet {
             Arc::new(RpcLedger::new(o.rpc_url).map_err(|e| error(e.to_string()))?);
         let wallet = Arc::new(JsWallet::new(address, Bridge::start(wallet)));
         let mut options = TokenWalletOptions::new(wallet, reader, issuer, o.issuer_url);
-        let store = store.inner.clone();
+        let store = store.store();
         if let Some(pins) = store.key_pins() {
             options.pins = pins;
         }
