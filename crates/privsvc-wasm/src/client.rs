@@ -21,6 +21,7 @@ use wasm_bindgen_futures::future_to_promise;
 
 use crate::bridge::Bridge;
 use crate::convert::{address_text, to_attributes, to_b256};
+use crate::error::js_error;
 use crate::js_traits::{JsVault, JsWallet};
 
 /// The options of `createPrivateClient` that reach Rust (SPEC's table, JSON).
@@ -62,17 +63,11 @@ fn client_error(e: PrivsvcError) -> JsValue {
         PrivsvcError::NoTokenReady { .. } => "NoTokenReady",
         _ => "PrivsvcError",
     };
-    named_error(name, &e.to_string())
-}
-
-fn named_error(name: &str, message: &str) -> JsValue {
-    let error = js_sys::Error::new(message);
-    error.set_name(name);
-    error.into()
+    js_error(name, &e.to_string())
 }
 
 fn config_error(message: impl Into<String>) -> JsValue {
-    named_error("PrivsvcError", &message.into())
+    js_error("PrivsvcError", &message.into())
 }
 
 fn record_json(r: &MyRecord) -> Value {

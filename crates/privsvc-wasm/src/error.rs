@@ -52,8 +52,14 @@ impl WasmError {
 
 impl From<WasmError> for JsValue {
     fn from(e: WasmError) -> JsValue {
-        let error = js_sys::Error::new(&e.to_string());
-        error.set_name(e.js_name());
-        error.into()
+        js_error(e.js_name(), &e.to_string())
     }
+}
+
+/// A JavaScript `Error` whose `name` is `name` (a SPEC error class, which `js/` rethrows as
+/// such).
+pub(crate) fn js_error(name: &str, message: &str) -> JsValue {
+    let error = js_sys::Error::new(message);
+    error.set_name(name);
+    error.into()
 }

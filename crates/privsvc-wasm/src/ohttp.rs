@@ -8,12 +8,11 @@ use privsvc_ohttp::{ohttp_call, Fetch, RelayerRequest, ReqwestFetch};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 
+use crate::error::js_error;
 use crate::fetch::JsFetch;
 
 fn error(message: String) -> JsValue {
-    let e = js_sys::Error::new(&message);
-    e.set_name("PrivsvcError");
-    e.into()
+    js_error("PrivsvcError", &message)
 }
 
 /// `ohttpCall(relayUrl, target, gatewayKey, { method, path, body? }, fetch?)`: resolves to

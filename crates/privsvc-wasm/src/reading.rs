@@ -15,10 +15,10 @@ use serde_json::{json, Value};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 
+use crate::error::js_error;
+
 fn error(name: &str, message: String) -> JsValue {
-    let e = js_sys::Error::new(&message);
-    e.set_name(name);
-    e.into()
+    js_error(name, &message)
 }
 
 fn reader(rpc_url: String) -> Result<Arc<dyn LedgerReader>, JsValue> {

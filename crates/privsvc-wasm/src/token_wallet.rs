@@ -16,6 +16,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 
 use crate::bridge::Bridge;
+use crate::error::js_error;
 use crate::js_tokens::JsTokenStore;
 use crate::js_traits::JsWallet;
 
@@ -33,9 +34,7 @@ struct Options {
 }
 
 fn error(message: impl Into<String>) -> JsValue {
-    let e = js_sys::Error::new(&message.into());
-    e.set_name("PrivsvcError");
-    e.into()
+    js_error("PrivsvcError", &message.into())
 }
 
 /// A token store: `memoryStore()`, `browserTokenStore(name?)` or a caller's object (`list`,
