@@ -2,6 +2,7 @@
 // their minimum age, OHTTP, cover batches, verification against the ledger). The wallet and the
 // vault stay JavaScript objects; Rust reaches them through small adapters.
 import { raw } from './wasm.js';
+import { hexToBytes } from './bytes.js';
 import {
   PrivsvcError,
   NonDeterministicWalletError,
@@ -11,6 +12,7 @@ import {
   asWallet,
   checkRecord,
   derivationTypedData,
+  fromBase64,
   fromWire,
   inBrowser,
   KeyVault,
@@ -88,14 +90,8 @@ function ledgerTags(bytes) {
   return out;
 }
 
-function hexBytes(hex) {
-  const out = new Uint8Array(hex.length / 2);
-  for (let i = 0; i < out.length; i++) out[i] = parseInt(hex.slice(2 * i, 2 * i + 2), 16);
-  return out;
-}
-
 function myRecord(r) {
-  const data = hexBytes(r.data);
+  const data = hexToBytes(r.data);
   return {
     key: r.key,
     entityKey: r.entityKey,
@@ -255,7 +251,7 @@ export async function heartbeatRelayers(reader) {
  */
 export async function fetchIssuerKey(reader, issuer, app, epoch) {
   const b64 = await rust(raw.rawFetchIssuerKey(rpcUrlOf(reader), issuer, app, epoch));
-  return Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+  return fromBase64(b64);
 }
 
 /** The UTC day number of `ms` (default now). */
@@ -354,7 +350,7 @@ export async function verifyRecord(entity, { app, relayers, owner, createdTimest
   const answer = JSON.parse(raw.rawVerifyRecord(JSON.stringify(entity), JSON.stringify({ app, relayers, owner, createdTimestamp: ts })));
   if (!answer.ok) return answer;
   const r = answer.record;
-  const data = hexBytes(r.data);
+  const data = hexToBytes(r.data);
   return { ok: true, record: { ...r, data, attributes: fromWire(r.attributes), toText: () => new TextDecoder().decode(data) } };
 }
 

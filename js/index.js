@@ -5,6 +5,7 @@
 // between JavaScript and the module, and runs the vault in a worker for `WorkerVault`.
 import { raw, isNode } from './wasm.js';
 import { rpcUrlOf } from './client.js';
+import { hexToBytes } from './bytes.js';
 
 // ---------------------------------------------------------------------------------------------
 // Constants (PROTOCOL "Constants")
@@ -240,8 +241,7 @@ export async function sealEnvelope(signer, body, attributes) {
  * data, sig }` (data a Uint8Array). Throws PrivsvcError when it is malformed or not padded.
  */
 export function parseEnvelope(envelope) {
-  const bytes = typeof envelope === 'string' ? new TextEncoder().encode(envelope) : bytesOf(envelope, 'envelope');
-  const body = JSON.parse(call(() => raw.rawParseEnvelope(bytes)));
+  const body = JSON.parse(call(() => raw.rawParseEnvelope(bytesOf(envelope, 'envelope'))));
   return { ...body, data: fromBase64(body.data) };
 }
 
@@ -270,11 +270,8 @@ export function canonicalAttributes(attributes) {
  * Throws PrivsvcError when it is malformed or its types differ from the attributes.
  */
 export function envelopeSigner(envelope, attributes) {
-  const bytes = typeof envelope === 'string' ? new TextEncoder().encode(envelope) : bytesOf(envelope, 'envelope');
-  const opened = JSON.parse(call(() => raw.rawOpenEnvelope(bytes, JSON.stringify(toWire(attributes)))));
-  const data = new Uint8Array(opened.data.length / 2);
-  for (let i = 0; i < data.length; i++) data[i] = parseInt(opened.data.slice(2 * i, 2 * i + 2), 16);
-  return { ...opened, data };
+  const opened = JSON.parse(call(() => raw.rawOpenEnvelope(bytesOf(envelope, 'envelope'), JSON.stringify(toWire(attributes)))));
+  return { ...opened, data: hexToBytes(opened.data) };
 }
 
 const I32_MIN = -2147483648;
@@ -455,14 +452,6 @@ export function devWallet(key) {
       }
     },
   };
-}
-
-function hexToBytes(hex) {
-  const s = hex.startsWith('0x') ? hex.slice(2) : hex;
-  if (s.length % 2 !== 0 || /[^0-9a-fA-F]/.test(s)) throw new PrivsvcError('invalid hex');
-  const out = new Uint8Array(s.length / 2);
-  for (let i = 0; i < out.length; i++) out[i] = parseInt(s.slice(2 * i, 2 * i + 2), 16);
-  return out;
 }
 
 // ---------------------------------------------------------------------------------------------
