@@ -243,7 +243,7 @@ async fn the_rpc_never_sees_owner_key_or_tag_and_relayers_are_not_believed() {
         ..StackOptions::plain()
     })
     .await;
-    let proxy = RpcProxy::start(&stack.node.url()).await;
+    let proxy = RpcProxy::start(&stack.node().url()).await;
     let wallet = Arc::new(LocalWallet::random());
 
     // 1. A stalling relayer: A took the record and says "queued" forever; the same envelope
@@ -264,7 +264,7 @@ async fn the_rpc_never_sees_owner_key_or_tag_and_relayers_are_not_believed() {
         .expect("found in the listing");
     assert!(stalled.recovered, "the stalling relayer did not write it");
     assert!(started.elapsed() < Duration::from_secs(30));
-    let b_address = stack.b.as_ref().unwrap().address();
+    let b_address = stack.b().address();
     let e = stack
         .sole_entity(stalled.owner, stalled.entity_key, "written once, by B")
         .await;

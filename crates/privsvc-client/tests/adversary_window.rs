@@ -74,7 +74,7 @@ async fn rogue_publish(
 async fn stale_copy_written_by_a_rogue_relayer_is_rejected_by_every_verifier() {
     let stack = Stack::start(StackOptions::plain()).await;
     let (_wallet, alice) = stack.client().await;
-    let rogue = common::writer(&stack.node, 0);
+    let rogue = common::writer(stack.node(), 0);
     assert!(alice
         .relayer_addresses()
         .contains(&privsvc_devnet::DevSigner::dev(0).address()));

@@ -83,7 +83,7 @@ async fn lost_submit_answer_is_recovered_from_the_ledger_not_resubmitted() {
         ..StackOptions::plain()
     })
     .await;
-    let a_address = stack.a.as_ref().unwrap().address();
+    let a_address = stack.a().address();
     let transport = Arc::new(LoseSubmitAnswer {
         inner: HttpTransport::new().unwrap(),
         target: privsvc_ohttp::normalize_relayer_url(&stack.a_url).unwrap(),
@@ -148,7 +148,7 @@ async fn lost_submit_answer_is_recovered_from_the_ledger_not_resubmitted() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refused_submit_looks_up_the_ledger_then_writes_through_the_live_relayer() {
     let mut stack = Stack::start(StackOptions::plain()).await;
-    let b_address = stack.b.as_ref().unwrap().address();
+    let b_address = stack.b().address();
     let counting = Arc::new(CountingReader::new(stack.reader.clone()));
     let wallet = Arc::new(LocalWallet::random());
     let client = stack
@@ -158,7 +158,7 @@ async fn refused_submit_looks_up_the_ledger_then_writes_through_the_live_relayer
         .await
         .unwrap();
     // A goes down after the client met it: its port now refuses connections.
-    stack.a.take().unwrap().shutdown().await;
+    stack.stop_a().await;
     let a_url = privsvc_ohttp::normalize_relayer_url(&stack.a_url).unwrap();
     let refused = HttpTransport::new()
         .unwrap()

@@ -111,7 +111,7 @@ async fn parent() {
     cmd.env(CHILD, "1")
         .env("RUST_MIN_STACK", HUGE_STACK)
         .env("RUST_LOG", "info")
-        .env(RPC, stack.node.url())
+        .env(RPC, stack.node().url())
         .env(RELAYERS, format!("{},{}", stack.a_url, stack.b_url))
         .env(WALLET, &key_hex);
     let out = tokio::task::spawn_blocking(move || cmd.output())

@@ -160,7 +160,7 @@ async fn write_read_prove_everything_through_ohttp_with_tokens() {
     let mut o = privsvc_tokens::TokenWalletOptions::new(
         Arc::new(LocalWallet::random()),
         stack.reader.clone(),
-        stack.a.as_ref().unwrap().address(),
+        stack.a().address(),
         stack.a_url.clone(),
     );
     o.allow_on_demand = true;
@@ -399,7 +399,7 @@ async fn scopes_discovery_cover_batches_checks_and_tampering() {
     ));
 
     // A foreign account replays Alice's envelope and hands the copy to her owner address.
-    let foreign = writer(&stack.node, 3);
+    let foreign = writer(stack.node(), 3);
     let receipt = foreign
         .execute(&[Operation::Create(Create {
             salt: 7,
@@ -540,9 +540,8 @@ async fn crash_a_during_write(
         let client = client.clone();
         tokio::spawn(async move { client.create_entity(note(text)).await })
     };
-    let a = stack.a.take().unwrap();
-    wait_for_health(&a, every, what, reached).await;
-    a.crash().await;
+    wait_for_health(stack.a(), every, what, reached).await;
+    stack.crash_a().await;
     task.await.unwrap()
 }
 
@@ -642,16 +641,12 @@ async fn no_progress_fails_over_and_the_held_copy_is_never_written() {
     assert_eq!(r.relayer, stack.b_url, "A held the record without progress");
     assert!(!r.recovered);
     assert!(started.elapsed() >= Duration::from_millis(800));
-    assert_eq!(
-        stack.a.as_ref().unwrap().health().await.queue,
-        1,
-        "A still holds it"
-    );
+    assert_eq!(stack.a().health().await.queue, 1, "A still holds it");
 
     // A comes back flushing its queue: the record it held is already on the ledger.
     stack.restart_a_flushing().await;
     wait_for_health(
-        stack.a.as_ref().unwrap(),
+        stack.a(),
         Duration::from_millis(50),
         "A never settled its queue",
         |h| h.queue == 0,
