@@ -115,11 +115,15 @@ pub async fn run(scenario: Scenario) -> Result<LabReport, LabError> {
         scenario: scenario.clone(),
         epoch,
         truth: Mutex::new(truth),
+        ids: ids.clone(),
     });
     let seen = Arc::new(Mutex::new(BTreeMap::new()));
     let watcher = watch_blocks(&world.stack, epoch, seen.clone());
 
     population::run_day(world.clone(), ids).await;
+    // The day's last batches land before the active phases start.
+    tokio::time::sleep(Duration::from_millis(scenario.max_wait_ms + 3_000)).await;
+    let day_end = ms_since(epoch, Instant::now());
     let outcomes = active::run_phases(&world, &mut rng).await;
     // Let the last batches land.
     tokio::time::sleep(Duration::from_millis(scenario.max_wait_ms + 3_000)).await;
@@ -134,7 +138,12 @@ pub async fn run(scenario: Scenario) -> Result<LabReport, LabError> {
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .clone();
-    let mut attacks = attacks::passive(&views, &truth, scenario.token_min_age_ms, scenario.seed);
+    let mut attacks = attacks::passive(
+        &views.until(day_end),
+        &truth,
+        scenario.token_min_age_ms,
+        scenario.seed,
+    );
     attacks.extend(attacks::active(&views, &truth, &outcomes));
     let population = PopulationFigures {
         sessions: truth.sessions.len(),

@@ -86,6 +86,8 @@ pub struct World {
     pub epoch: Instant,
     /// Ground truth.
     pub truth: Mutex<Truth>,
+    /// The population's identities.
+    pub ids: Vec<Identity>,
 }
 
 impl World {

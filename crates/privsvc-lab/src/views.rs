@@ -195,6 +195,17 @@ impl Views {
         views
     }
 
+    /// The same views cut at `end` (what the parties saw of the simulated day alone).
+    pub fn until(&self, end: Ms) -> Views {
+        let mut v = self.clone();
+        v.rpc.retain(|c| c.at <= end);
+        v.relay.retain(|r| r.at <= end);
+        for seen in v.relayers.values_mut() {
+            seen.retain(|r| r.at <= end);
+        }
+        v
+    }
+
     /// The relayer's name for a public URL.
     pub fn relayer_named_by_url(&self, url: &str) -> Option<&str> {
         let url = url.trim_end_matches('/');

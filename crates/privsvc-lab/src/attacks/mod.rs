@@ -17,6 +17,7 @@ use crate::truth::Truth;
 use crate::views::Views;
 
 pub use active::ActiveOutcomes;
+pub(crate) use passive::batches_in;
 
 /// One attack's result.
 #[derive(Debug, Clone, serde::Serialize)]
