@@ -17,7 +17,7 @@ use privsvc_ledger::{
 use privsvc_ohttp::{OhttpGateway, RelayerRequest, Transport};
 use privsvc_testkit::{Action, Forwarder, Interceptor, TapRequest};
 use rand::rngs::StdRng;
-use rand::Rng;
+use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 
 use crate::attacks::ActiveOutcomes;
@@ -28,8 +28,8 @@ use crate::scenario::APP;
 const RELAY_ACCOUNT: usize = 3;
 /// Dev account of the user who copies records.
 const COPIER_ACCOUNT: usize = 4;
-/// Requests at least this large are issue requests (the 32 KiB request class).
-const ISSUE_REQUEST_BYTES: usize = 8_000;
+/// Answers at least this large are issue answers (the only ones above the 1 KiB class).
+const ISSUE_ANSWER_BYTES: usize = 2_000;
 
 /// Runs the active phases the scenario switches on and scores them.
 pub async fn run_phases(world: &World, rng: &mut StdRng) -> ActiveOutcomes {
@@ -39,28 +39,39 @@ pub async fn run_phases(world: &World, rng: &mut StdRng) -> ActiveOutcomes {
         out: ActiveOutcomes::default(),
     };
     let a = world.scenario.active.clone();
+    let started = Instant::now();
+    let log = |phase: &str| eprintln!("  [{:>5.0} s] active phase: {phase}", started.elapsed().as_secs_f64());
     if a.replay_submissions {
+        log("replayed submissions");
         phases.replay_submissions(rng).await;
     }
     if a.replay_issue_requests {
+        log("replayed issue requests");
         phases.replay_issue_requests(rng).await;
     }
     if a.ratchet {
+        log("a position that counts down");
         phases.ratchet(rng).await;
     }
     if a.refusing_relayer {
+        log("a refusing relayer");
         phases.refusal(rng).await;
     }
     if a.n_minus_one {
-        phases.n_minus_one(rng, false).await;
-        phases.n_minus_one(rng, true).await;
+        log("n-1 with /healthz and filler records");
+        phases.n_minus_one(rng, Isolation::Healthz).await;
+        log("n-1 by flooding with filler records");
+        phases.n_minus_one(rng, Isolation::Flood).await;
     }
     if a.copies {
+        log("record copies");
         phases.copies(rng).await;
     }
     if a.key_substitution {
+        log("gateway key substitution");
         phases.key_substitution(rng).await;
     }
+    log("done");
     phases.out
 }
 
@@ -138,7 +149,7 @@ impl<'a> Phases<'a> {
             return;
         };
         let victims = self.victims(rng, self.world.scenario.victims);
-        let replayer = Arc::new(Replayer::new(victims.iter().map(|v| v.ip), 3, 0));
+        let replayer = Arc::new(Replayer::new(victims.iter().map(|v| v.ip), 3, 1));
         tap.set_interceptor(Some(replayer.clone()));
         let started = Instant::now();
         let mut writes = Vec::new();
@@ -146,8 +157,8 @@ impl<'a> Phases<'a> {
             let Some(client) = self.client(v, None, &[], |b| b).await else {
                 continue;
             };
-            let r = client.create_entity(note(rng)).await;
-            writes.push((v.ip, r.ok().map(|r| r.owner)));
+            let r = bounded(client.create_entity(note(rng))).await;
+            writes.push((v.ip, r.map(|r| r.owner)));
         }
         tokio::time::sleep(Duration::from_millis(self.world.scenario.max_wait_ms + 3_000)).await;
         tap.set_interceptor(None);
@@ -175,7 +186,7 @@ impl<'a> Phases<'a> {
         let replayer = Arc::new(Replayer::new(
             victims.iter().map(|v| v.ip),
             20,
-            ISSUE_REQUEST_BYTES,
+            ISSUE_ANSWER_BYTES,
         ));
         tap.set_interceptor(Some(replayer.clone()));
         let started = Instant::now();
@@ -183,10 +194,10 @@ impl<'a> Phases<'a> {
         for v in &victims {
             // Relayer A only: the write needs a token.
             if let Some(client) = self.client(v, Some(vec![a_url.clone()]), &[], |b| b).await {
-                let _ = client.create_entity(note(rng)).await;
+                let _ = bounded(client.create_entity(note(rng))).await;
             }
         }
-        tokio::time::sleep(Duration::from_secs(3)).await;
+        tokio::time::sleep(Duration::from_secs(6)).await;
         tap.set_interceptor(None);
         let differing = replayer.differing(tap, started);
         let replayed = replayer.replayed_sources();
@@ -294,104 +305,126 @@ impl<'a> Phases<'a> {
         }))
     }
 
-    /// n-1 at relayer C: while the target's request waits at the relay, the relay holds every
-    /// other client's requests to C; it releases the target when C's public `/healthz` reads an
-    /// empty queue (at most 3 s), or, with `fillers`, after C's longest wait and together with
-    /// its own filler records. A target alone with no other honest record in its batch wins.
-    async fn n_minus_one(&mut self, rng: &mut StdRng, fillers: bool) {
+    /// n-1 at relayer C, which also takes submissions straight from clients the relay never
+    /// sees (a direct crowd). `Healthz`: the relay holds the target's submission until C's
+    /// public `/healthz` reads an empty queue (at most 10 s), then sends it with `MIN_BATCH - 1`
+    /// filler records of its own, so that the batch flushes at once. `Flood`: it first flushes
+    /// C's queue with `MIN_BATCH` fillers, then sends the target with `MIN_BATCH - 1` more. A
+    /// target alone with its fillers (no other honest record in the batch) wins; the chance rate
+    /// is how often a direct crowd record is alone in its batch in the same phase.
+    async fn n_minus_one(&mut self, rng: &mut StdRng, mode: Isolation) {
         let Some(tap) = self.stack().tap("relay") else {
             return;
         };
         let c = self.stack().url("C");
-        let crowd = self.victims(rng, 3);
+        let crowd = self.victims(rng, 2);
         let victims = self.victims(rng, self.world.scenario.victims);
-        let filler_id = self.victims(rng, 1).pop();
-        let filler = match &filler_id {
-            Some(f) if fillers => self.client(f, Some(vec![c.clone()]), &[], |b| b.delay_ms(0, 0)).await.map(Arc::new),
-            _ => None,
+        let Some(filler_id) = self.victims(rng, 1).pop() else {
+            return;
+        };
+        let Some(filler) = self.direct_client(&filler_id, &c).await else {
+            return;
         };
         let isolator = Arc::new(Isolator {
-            targets: victims.iter().map(|v| v.ip).collect(),
+            armed: Mutex::new(None),
             target_url: c.clone(),
             healthz: format!("{c}/healthz"),
             http: reqwest::Client::new(),
-            holding: Arc::new(tokio::sync::RwLock::new(())),
-            use_healthz: !fillers,
-            hold_for: Duration::from_millis(self.world.scenario.max_wait_ms + 1_500),
-            filler,
+            mode,
+            filler: Arc::new(filler),
             min_batch: self.world.scenario.min_batch,
             filler_owners: Arc::new(Mutex::new(BTreeSet::new())),
         });
         tap.set_interceptor(Some(isolator.clone()));
-        // The crowd writes to C all along.
+        // The direct crowd writes to C all along, straight to C.
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let crowd_owners = Arc::new(Mutex::new(Vec::new()));
         let mut crowd_tasks = Vec::new();
         for id in &crowd {
-            let Some(client) = self.client(id, Some(vec![c.clone()]), &[], |b| b.delay_ms(0, 500)).await else {
+            let Some(client) = self.direct_client(id, &c).await else {
                 continue;
             };
-            let stop = stop.clone();
+            let (stop, owners) = (stop.clone(), crowd_owners.clone());
+            let seed: u64 = rng.gen();
             crowd_tasks.push(tokio::spawn(async move {
+                let mut rng = StdRng::seed_from_u64(seed);
                 let mut n = 0u32;
                 while !stop.load(std::sync::atomic::Ordering::SeqCst) {
                     n += 1;
-                    let p = CreateParams::new(format!("crowd {n}").into_bytes(), "text/plain", Expires::Hours(1)).attribute("kind", "note");
-                    let _ = client.create_entity(p).await;
+                    tokio::time::sleep(Duration::from_millis(rng.gen_range(300..2_500))).await;
+                    let p = CreateParams::new(
+                        format!("crowd {n}").into_bytes(),
+                        "text/plain",
+                        Expires::Hours(1),
+                    )
+                    .attribute("kind", "note");
+                    if let Some(r) = bounded(client.create_entity(p)).await {
+                        owners.lock().unwrap_or_else(|p| p.into_inner()).push(r.owner);
+                    }
                 }
             }));
         }
         let mut owners = Vec::new();
         for v in &victims {
-            tokio::time::sleep(Duration::from_millis(rng.gen_range(500..2_000))).await;
-            let Some(client) = self.client(v, Some(vec![c.clone()]), &[], |b| b.delay_ms(0, 0)).await else {
+            tokio::time::sleep(Duration::from_millis(rng.gen_range(1_000..3_000))).await;
+            let Some(client) = self
+                .client(v, Some(vec![c.clone()]), &[], |b| b.delay_ms(0, 0))
+                .await
+            else {
                 continue;
             };
-            if let Ok(r) = client.create_entity(note(rng)).await {
+            isolator.arm(v.ip);
+            if let Some(r) = bounded(client.create_entity(note(rng))).await {
                 owners.push(r.owner);
             }
         }
         stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(self.world.scenario.max_wait_ms + 2_000)).await;
         for t in crowd_tasks {
             t.abort();
         }
         tap.set_interceptor(None);
-        // Score: the target's batch holds no other honest record of the app.
-        tokio::time::sleep(Duration::from_millis(self.world.scenario.max_wait_ms + 2_000)).await;
-        let filler_owners = isolator.filler_owners.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        let baseline = self.isolation_baseline().await;
+        let fillers = isolator
+            .filler_owners
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let crowd_owners = crowd_owners
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let records = self.app_records().await;
+        let lone = crowd_owners
+            .iter()
+            .filter(|o| isolated(&records, **o, &fillers))
+            .count();
+        let baseline = lone as f64 / crowd_owners.len().max(1) as f64;
+        let id = match mode {
+            Isolation::Healthz => "n-minus-one",
+            Isolation::Flood => "n-minus-one-flood",
+        };
         for owner in owners {
-            let isolated = self.isolated(owner, &filler_owners).await;
-            self.out.push(
-                if fillers { "n-minus-one-filler" } else { "n-minus-one" },
-                isolated,
-                baseline,
-            );
+            self.out
+                .push(id, isolated(&records, owner, &fillers), baseline);
         }
     }
 
-    /// The share of the day's records that sat alone (no other honest record of the app) in
-    /// their batch: how often an attacker guessing the lone record would be right anyway.
-    async fn isolation_baseline(&self) -> f64 {
-        let truth = self.world.truth.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        let writers = truth.writer_of_entity();
-        let records = self.app_records().await;
-        let mut per_batch: BTreeMap<(u64, Address), usize> = BTreeMap::new();
-        for r in &records {
-            if writers.contains_key(&r.key) {
-                if let (Some(b), Some(c)) = (r.created_at, r.creator) {
-                    *per_batch.entry((b, c)).or_default() += 1;
-                }
-            }
-        }
-        let lone = writers
-            .keys()
-            .filter(|k| {
-                records.iter().find(|r| r.key == **k).and_then(|r| {
-                    Some(per_batch.get(&(r.created_at?, r.creator?)).copied().unwrap_or(0) == 1)
-                }) == Some(true)
-            })
-            .count();
-        lone as f64 / writers.len().max(1) as f64
+    /// A client of `id` that writes straight to relayer `url` (no OHTTP relay, no delay).
+    async fn direct_client(&self, id: &Identity, url: &str) -> Option<PrivateClient> {
+        PrivateClient::builder(APP)
+            .wallet(id.wallet.clone())
+            .reader(id.reader(self.stack()))
+            .fetch(Arc::new(privsvc_rt::http::ReqwestFetch::with_client(
+                id.http.clone(),
+            )))
+            .relayers([url.to_string()])
+            .token_min_age_ms(self.world.scenario.token_min_age_ms)
+            .delay_ms(0, 0)
+            .poll_interval(self.world.scenario.poll)
+            .rarity_k(0)
+            .build()
+            .await
+            .ok()
     }
 
     async fn app_records(&self) -> Vec<Entity> {
@@ -406,21 +439,6 @@ impl<'a> Phases<'a> {
         query_all(self.stack().reader().as_ref(), &e, &select, None)
             .await
             .unwrap_or_default()
-    }
-
-    /// Whether `owner`'s record shares its batch with no other record of the app except the
-    /// attacker's fillers (owned by one-time owners of `filler_wallet`, which the attacker knows).
-    async fn isolated(&self, owner: Address, filler_owners: &BTreeSet<Address>) -> bool {
-        let records = self.app_records().await;
-        let Some(mine) = records.iter().find(|r| r.owner == Some(owner)) else {
-            return false;
-        };
-        let batch = (mine.created_at, mine.creator);
-        !records.iter().any(|r| {
-            r.key != mine.key
-                && (r.created_at, r.creator) == batch
-                && !r.owner.is_some_and(|o| filler_owners.contains(&o))
-        })
     }
 
     /// Another user copies a record of each of a few users (create with the same payload and
@@ -440,19 +458,22 @@ impl<'a> Phases<'a> {
         }
         let chosen: Vec<(usize, B256)> = by_user.into_iter().take(self.world.scenario.victims).collect();
         let reader = self.stack().reader();
-        let mut copies: Vec<(usize, B256, u64)> = Vec::new();
+        let copier = writer.address();
+        let ids = self.world.ids.clone();
+        // One copy at a time, its owner's new session scanning right after, so that the copy's
+        // neighbours on the ledger are not other copies.
         for (user, key) in &chosen {
+            let Some(id) = ids.get(*user) else { continue };
             let Ok(Some(original)) = reader.entity(*key, None).await else {
                 continue;
             };
-            let Some(copy) = copy_of(&original) else { continue };
-            let Some(owner) = original.owner else { continue };
-            let salt: u128 = rng.gen();
-            let Ok(keys) = writer.predict_keys(&[salt]).await else {
+            let (Some(mut create), Some(owner)) = (copy_of(&original), original.owner) else {
                 continue;
             };
-            let mut create = copy;
-            create.salt = salt;
+            create.salt = rng.gen();
+            let Ok(keys) = writer.predict_keys(&[create.salt]).await else {
+                continue;
+            };
             let ops = vec![
                 Operation::Create(create),
                 Operation::Transfer {
@@ -460,71 +481,46 @@ impl<'a> Phases<'a> {
                     new_owner: owner,
                 },
             ];
-            if writer.execute(&ops).await.is_ok() {
-                if let Ok(Some(e)) = reader.entity(keys[0], None).await {
-                    copies.push((*user, keys[0], e.created_at.unwrap_or(0)));
-                }
+            if writer.execute(&ops).await.is_err() {
+                continue;
             }
-        }
-        let copier = writer.address();
-        let started = crate::views::ms_since(self.world.epoch, Instant::now());
-        let ids = self.world.ids.clone();
-        let mut accepted = BTreeMap::new();
-        for (user, copy_key, _) in &copies {
-            let Some(id) = ids.get(*user) else { continue };
-            let Some(client) = self.client(id, None, &[], |b| b).await else {
+            let Ok(Some(copy)) = reader.entity(keys[0], None).await else {
                 continue;
             };
-            let mine = client
-                .my_entities(&EntitiesQuery::new().refresh())
-                .await
-                .unwrap_or_default();
-            accepted.insert(*user, mine.iter().any(|r| r.entity_key == *copy_key));
-        }
-        // The RPC's view of this phase: who fetched each copy's batch.
-        let rpc: Vec<crate::views::RpcCall> = {
-            let tap = self.stack().tap("rpc");
-            let mut calls = Vec::new();
-            if let Some(tap) = tap {
-                for e in tap.exchanges() {
-                    let at = crate::views::ms_since(self.world.epoch, e.at);
-                    if at < started {
-                        continue;
-                    }
-                    let body: Value = serde_json::from_slice(&e.request.body).unwrap_or(Value::Null);
-                    if body["method"] == "arkiv_query" {
-                        calls.push(crate::views::RpcCall {
-                            at,
-                            source: e.request.source,
-                            method: "arkiv_query".into(),
-                            params: body["params"].clone(),
-                            request_bytes: e.request.body.len(),
-                            response_bytes: e.response.len(),
-                        });
-                    }
-                }
-            }
-            calls
-        };
-        let scanning: BTreeSet<IpAddr> = rpc.iter().map(|c| c.source).collect();
-        for (user, _, block) in &copies {
-            let Some(id) = ids.get(*user) else { continue };
-            self.out
-                .push("copies", accepted.get(user).copied().unwrap_or(false), 0.0);
-            let fetchers: Vec<IpAddr> = rpc
-                .iter()
-                .filter(|c| {
-                    c.params[0].as_str().is_some_and(|e| {
-                        crate::attacks::batches_in(e).contains(&(*block, copier))
-                    })
+            let block = copy.created_at.unwrap_or(0);
+            let since = Instant::now();
+            let accepted = match self.client(id, None, &[], |b| b).await {
+                Some(client) => bounded(client.my_entities(&EntitiesQuery::new().refresh()))
+                    .await
+                    .unwrap_or_default()
+                    .iter()
+                    .any(|r| r.entity_key == keys[0]),
+                None => false,
+            };
+            self.out.push("copies", accepted, 0.0);
+            // The RPC's view since the copy landed: who fetched the copy's batch first.
+            let fetchers: Vec<IpAddr> = self
+                .stack()
+                .tap("rpc")
+                .map(|tap| tap.exchanges())
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|e| e.at >= since)
+                .filter(|e| {
+                    let body: Value =
+                        serde_json::from_slice(&e.request.body).unwrap_or(Value::Null);
+                    body["method"] == "arkiv_query"
+                        && body["params"][0].as_str().is_some_and(|x| {
+                            crate::attacks::batches_in(x).contains(&(block, copier))
+                        })
                 })
-                .map(|c| c.source)
+                .map(|e| e.request.source)
                 .collect();
-            let guess = fetchers.first().copied();
+            let scanning = ids.len().max(1);
             self.out.push(
                 "copy-fetch",
-                guess == Some(id.ip),
-                1.0 / scanning.len().max(1) as f64,
+                fetchers.first() == Some(&id.ip),
+                1.0 / scanning as f64,
             );
         }
     }
@@ -598,6 +594,28 @@ impl<'a> Phases<'a> {
     }
 }
 
+/// Whether `owner`'s record shares its batch with no other record of the app except the
+/// attacker's fillers (whose one-time owners the attacker knows).
+fn isolated(records: &[Entity], owner: Address, fillers: &BTreeSet<Address>) -> bool {
+    let Some(mine) = records.iter().find(|r| r.owner == Some(owner)) else {
+        return false;
+    };
+    let batch = (mine.created_at, mine.creator);
+    !records.iter().any(|r| {
+        r.key != mine.key
+            && (r.created_at, r.creator) == batch
+            && !r.owner.is_some_and(|o| fillers.contains(&o))
+    })
+}
+
+/// The result of a victim's action, or `None` when it failed or took longer than a minute.
+async fn bounded<T, E>(f: impl std::future::Future<Output = Result<T, E>>) -> Option<T> {
+    tokio::time::timeout(Duration::from_secs(60), f)
+        .await
+        .ok()
+        .and_then(Result::ok)
+}
+
 /// A create with the payload, content type and attributes of `e` (its salt to be set).
 fn copy_of(e: &Entity) -> Option<Create> {
     let attrs = e.attributes.clone()?;
@@ -618,18 +636,23 @@ fn copy_of(e: &Entity) -> Option<Create> {
 struct Replayer {
     sources: BTreeSet<IpAddr>,
     times: usize,
-    min_bytes: usize,
-    replayed: Mutex<BTreeSet<IpAddr>>,
+    /// Replays continue only when the first replay's answer is at least this large (1: all).
+    min_answer: usize,
+    replayed: Arc<Mutex<BTreeSet<IpAddr>>>,
 }
 
 impl Replayer {
-    fn new(sources: impl Iterator<Item = IpAddr>, times: usize, min_bytes: usize) -> Self {
+    fn new(sources: impl Iterator<Item = IpAddr>, times: usize, min_answer: usize) -> Self {
         Replayer {
             sources: sources.collect(),
             times,
-            min_bytes,
-            replayed: Mutex::new(BTreeSet::new()),
+            min_answer,
+            replayed: Arc::new(Mutex::new(BTreeSet::new())),
         }
+    }
+
+    fn replayed_handle(&self) -> Arc<Mutex<BTreeSet<IpAddr>>> {
+        self.replayed.clone()
     }
 
     fn replayed_sources(&self) -> BTreeSet<IpAddr> {
@@ -659,18 +682,22 @@ impl Replayer {
 #[async_trait]
 impl Interceptor for Replayer {
     async fn intercept(&self, request: &TapRequest, forward: &Forwarder) -> Action {
-        if request.method == "POST"
-            && self.sources.contains(&request.source)
-            && request.body.len() >= self.min_bytes
-        {
-            self.replayed
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(request.source);
-            let (request, forward, times) = (request.clone(), forward.clone(), self.times);
+        if request.method == "POST" && self.sources.contains(&request.source) {
+            let (request, forward, times, min_answer) =
+                (request.clone(), forward.clone(), self.times, self.min_answer);
+            let replayed = self.replayed_handle();
             tokio::spawn(async move {
                 tokio::time::sleep(Duration::from_secs(1)).await;
-                for _ in 0..times {
+                // The first replay tells what the request was by the size of its answer.
+                let probe = forward.send(&request).await;
+                if probe.body.len() < min_answer {
+                    return;
+                }
+                replayed
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(request.source);
+                for _ in 1..times {
                     forward.send(&request).await;
                 }
             });
@@ -742,74 +769,96 @@ impl Interceptor for RelayerActor {
     }
 }
 
+/// How the relay isolates a target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Isolation {
+    /// Wait until `/healthz` reads an empty queue, then send the target with fillers.
+    Healthz,
+    /// Flush the queue with fillers first, then send the target with fillers.
+    Flood,
+}
+
 /// The relay's n-1 attack on relayer C (see [`Phases::n_minus_one`]).
 struct Isolator {
-    targets: BTreeSet<IpAddr>,
+    /// The source whose next request to C is the target submission.
+    armed: Mutex<Option<IpAddr>>,
     target_url: String,
     healthz: String,
     http: reqwest::Client,
-    /// Held for writing while a target is being isolated: other requests to C wait for it.
-    holding: Arc<tokio::sync::RwLock<()>>,
-    use_healthz: bool,
-    hold_for: Duration,
-    filler: Option<Arc<PrivateClient>>,
+    mode: Isolation,
+    filler: Arc<PrivateClient>,
     min_batch: usize,
     /// The one-time owners of the relay's own filler records (the attacker knows them).
     filler_owners: Arc<Mutex<BTreeSet<Address>>>,
 }
 
 impl Isolator {
+    fn arm(&self, ip: IpAddr) {
+        *self.armed.lock().unwrap_or_else(|p| p.into_inner()) = Some(ip);
+    }
+
     async fn queue_is_empty(&self) -> bool {
         let Ok(r) = self.http.get(&self.healthz).send().await else {
             return false;
         };
-        r.json::<Value>()
-            .await
-            .ok()
-            .and_then(|v| v["queue"].as_u64())
-            == Some(0)
+        r.json::<Value>().await.ok().and_then(|v| v["queue"].as_u64()) == Some(0)
+    }
+
+    /// Sends `n` filler records to C, each on its own task.
+    fn fillers(&self, n: usize) -> Vec<tokio::task::JoinHandle<()>> {
+        (0..n)
+            .map(|i| {
+                let (filler, owners) = (self.filler.clone(), self.filler_owners.clone());
+                tokio::spawn(async move {
+                    let p = CreateParams::new(
+                        format!("filler {i}").into_bytes(),
+                        "text/plain",
+                        Expires::Hours(1),
+                    )
+                    .attribute("kind", "note");
+                    if let Some(r) = bounded(filler.create_entity(p)).await {
+                        owners
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .insert(r.owner);
+                    }
+                })
+            })
+            .collect()
     }
 }
 
 #[async_trait]
 impl Interceptor for Isolator {
     async fn intercept(&self, request: &TapRequest, _forward: &Forwarder) -> Action {
-        let to_c = request.header("x-privsvc-target").map(|t| t.trim_end_matches('/'))
+        let to_c = request
+            .header("x-privsvc-target")
+            .map(|t| t.trim_end_matches('/'))
             == Some(self.target_url.trim_end_matches('/'));
-        if !to_c {
+        let target = {
+            let mut armed = self.armed.lock().unwrap_or_else(|p| p.into_inner());
+            to_c && *armed == Some(request.source) && armed.take().is_some()
+        };
+        if !target {
             return Action::Forward;
         }
-        if !self.targets.contains(&request.source) {
-            // Everyone else waits while a target is being isolated.
-            let _ = self.holding.read().await;
-            return Action::Forward;
-        }
-        let guard = self.holding.clone().write_owned().await;
-        if self.use_healthz {
-            let deadline = Instant::now() + Duration::from_secs(3);
-            while Instant::now() < deadline && !self.queue_is_empty().await {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        } else {
-            tokio::time::sleep(self.hold_for).await;
-        }
-        if let Some(filler) = &self.filler {
-            for i in 1..self.min_batch {
-                let (filler, owners) = (filler.clone(), self.filler_owners.clone());
-                tokio::spawn(async move {
+        match self.mode {
+            Isolation::Healthz => {
+                let deadline = Instant::now() + Duration::from_secs(10);
+                while Instant::now() < deadline && !self.queue_is_empty().await {
                     tokio::time::sleep(Duration::from_millis(50)).await;
-                    let p = CreateParams::new(format!("filler {i}").into_bytes(), "text/plain", Expires::Hours(1)).attribute("kind", "note");
-                    if let Ok(r) = filler.create_entity(p).await {
-                        owners.lock().unwrap_or_else(|p| p.into_inner()).insert(r.owner);
-                    }
-                });
+                }
+            }
+            Isolation::Flood => {
+                // Flush whatever is queued: MIN_BATCH fillers make a batch at once.
+                for t in self.fillers(self.min_batch) {
+                    let _ = t.await;
+                }
             }
         }
-        // Others stay held a little longer, until the target's batch formed.
-        tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(1_500)).await;
-            drop(guard);
-        });
+        // The target goes now, its companions right behind it.
+        drop(self.fillers(self.min_batch.saturating_sub(1)));
+        tokio::time::sleep(Duration::from_millis(20)).await;
         Action::Forward
     }
 }

@@ -120,6 +120,7 @@ pub async fn run(scenario: Scenario) -> Result<LabReport, LabError> {
     let seen = Arc::new(Mutex::new(BTreeMap::new()));
     let watcher = watch_blocks(&world.stack, epoch, seen.clone());
 
+    eprintln!("  the simulated day: {} users, {} s", scenario.users, scenario.day.as_secs());
     population::run_day(world.clone(), ids).await;
     // The day's last batches land before the active phases start.
     tokio::time::sleep(Duration::from_millis(scenario.max_wait_ms + 3_000)).await;
