@@ -34,7 +34,7 @@ struct Args {
     #[arg(long)]
     day_secs: Option<u64>,
     /// Leaks to switch on: `none`, `all`, or a comma list of timestamps, wallet, landing,
-    /// on-demand, no-covers.
+    /// on-demand, no-covers, no-poll-tail.
     #[arg(long, default_value = "none")]
     leaks: String,
     /// Skip the active phases.
@@ -59,6 +59,7 @@ fn leaks(text: &str) -> Result<Leaks, String> {
             "landing" => l.list_on_landing = true,
             "on-demand" => l.on_demand_tokens = true,
             "no-covers" => l.no_covers = true,
+            "no-poll-tail" => l.no_poll_tail = true,
             other => return Err(format!("unknown leak {other:?}")),
         }
     }

@@ -21,9 +21,6 @@ pub const DEFAULT_RARITY_K: usize = 3;
 /// Default number of extra random batches fetched when reading.
 pub const DEFAULT_COVER_BATCHES: usize = 2;
 pub use privsvc_vault::DEFAULT_PROOF_TTL_SECONDS;
-/// Default number of tokens auto mode prefetches per issuer after session start (as many as
-/// an on-demand refill, [`privsvc_tokens::ON_DEMAND_TOKENS`]).
-pub const DEFAULT_TOKEN_PREFETCH: usize = 5;
 /// Ledger block time in seconds (SPEC constant BLOCK_TIME_SECONDS).
 pub const BLOCK_TIME_SECONDS: u64 = 2;
 
@@ -74,8 +71,9 @@ pub struct ClientOptions {
     pub min_anonymity: u64,
     /// How long the relayer may hold the record (default 600000 when `min_anonymity` > 1).
     pub max_hold_ms: Option<u64>,
-    /// Give up on a relayer when its queue position has not improved for this long
-    /// (default: [`default_inclusion_timeout`] from the chosen relayer's info).
+    /// How long one relayer attempt may take from its 202 until the record is written, plus
+    /// `maxHoldMs` when `min_anonymity` > 1 (default: [`default_inclusion_timeout`] from the
+    /// chosen relayer's info). An absolute deadline: queue positions never extend it.
     pub inclusion_timeout: Option<Duration>,
     /// Status polling interval.
     pub poll_interval: Duration,
@@ -95,21 +93,25 @@ pub struct ClientOptions {
     /// (default 60000 ms, [`privsvc_tokens::DEFAULT_MIN_AGE_MS`]; the random delay does not
     /// count).
     pub token_min_age_ms: u64,
-    /// Longest wait of a write for a token to ripen before it tries another relayer (default
-    /// 90000 ms, [`privsvc_tokens::DEFAULT_RIPE_WAIT_MS`]).
+    /// With `allow_on_demand`, the longest a write waits for tokens it fetched to ripen
+    /// (default 90000 ms, [`privsvc_tokens::DEFAULT_RIPE_WAIT_MS`]).
     pub token_ripe_wait_ms: u64,
     /// Where auto mode pins the first issuer key per (issuer, app, epoch) (default: the token
     /// store's pins, [`TokenStore::key_pins`]: on disk next to a `FileTokenStore`, in memory
     /// with the memory store).
     pub token_pins: Option<Arc<dyn KeyPins>>,
-    /// Tokens auto mode fetches per issuer in the background after session start, one at a
-    /// time at random moments spread over `token_prefetch_within` (SPEC `prefetchLater`;
-    /// default [`DEFAULT_TOKEN_PREFETCH`]; 0 = none). Only when `relayers` names the relayers:
-    /// with discovery, call [`crate::PrivateClient::prefetch_later`] once a relayer is trusted.
-    pub token_prefetch: usize,
-    /// The window of the session-start prefetch (default 6 hours,
-    /// [`privsvc_tokens::DEFAULT_PREFETCH_WITHIN`]).
-    pub token_prefetch_within: Duration,
+    /// Let a write that finds no ripe token fetch tokens from the issuer and spend one of them
+    /// once `token_min_age_ms` old (default false). A timing risk, the app's explicit choice:
+    /// the issuer sees an issue request a moment before the write's token is spent. Without
+    /// it, a write spends only a token obtained before the write was requested, goes to a
+    /// relayer that requires none, or fails with `NoTokenReady` at once.
+    pub allow_on_demand: bool,
+    /// The session's own timers: the tail, status polls after `written`, token refills
+    /// ([`crate::SessionSchedule`]).
+    pub schedule: crate::SessionSchedule,
+    /// Seed of the client's own random choices (delays, relayer choice, its timers), for
+    /// reproducible tests; `None` (the default) draws them from the operating system.
+    pub seed: Option<u64>,
     /// Count a record as the app's only if a known relayer created it.
     pub trusted_relayers_only: bool,
     /// The transport to relayers (default: plain HTTP, or OHTTP when `ohttp_relay` is set).
@@ -142,8 +144,9 @@ impl std::fmt::Debug for ClientOptions {
             .field("tokens", &self.tokens)
             .field("token_store", &self.token_store.is_some())
             .field("token_attestation", &self.token_attestation.is_some())
-            .field("token_prefetch", &self.token_prefetch)
-            .field("token_prefetch_within", &self.token_prefetch_within)
+            .field("allow_on_demand", &self.allow_on_demand)
+            .field("schedule", &self.schedule)
+            .field("seed", &self.seed.is_some())
             .field("trusted_relayers_only", &self.trusted_relayers_only)
             .field("transport", &self.transport.is_some())
             .field("fetch", &self.fetch.is_some())
@@ -177,8 +180,9 @@ impl ClientOptions {
             token_min_age_ms: privsvc_tokens::DEFAULT_MIN_AGE_MS,
             token_ripe_wait_ms: privsvc_tokens::DEFAULT_RIPE_WAIT_MS,
             token_pins: None,
-            token_prefetch: DEFAULT_TOKEN_PREFETCH,
-            token_prefetch_within: privsvc_tokens::DEFAULT_PREFETCH_WITHIN,
+            allow_on_demand: false,
+            schedule: crate::SessionSchedule::default(),
+            seed: None,
             trusted_relayers_only: false,
             transport: None,
             fetch: None,
@@ -332,7 +336,7 @@ impl ClientBuilder {
         self.options.token_min_age_ms = ms;
         self
     }
-    /// Longest wait (ms) of a write for a token to ripen (default 90000).
+    /// With `allow_on_demand`, the longest wait (ms) for fetched tokens to ripen (default 90000).
     pub fn token_ripe_wait_ms(mut self, ms: u64) -> Self {
         self.options.token_ripe_wait_ms = ms;
         self
@@ -342,11 +346,20 @@ impl ClientBuilder {
         self.options.token_pins = Some(pins);
         self
     }
-    /// Session-start prefetch of auto mode: `count` tokens per issuer (0 = none), each at its
-    /// own random moment within `within` (default 5 within 6 hours).
-    pub fn token_prefetch(mut self, count: usize, within: Duration) -> Self {
-        self.options.token_prefetch = count;
-        self.options.token_prefetch_within = within;
+    /// Let a write fetch tokens when none is ripe (a timing risk: see
+    /// [`ClientOptions::allow_on_demand`]).
+    pub fn allow_on_demand(mut self, on: bool) -> Self {
+        self.options.allow_on_demand = on;
+        self
+    }
+    /// The session's timers (tail, status polls after `written`, token refills).
+    pub fn schedule(mut self, schedule: crate::SessionSchedule) -> Self {
+        self.options.schedule = schedule;
+        self
+    }
+    /// Seed the client's own random choices (reproducible tests).
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.options.seed = Some(seed);
         self
     }
     /// Count a record as the app's only if a known relayer created it.

@@ -271,17 +271,21 @@ async fn the_rpc_never_sees_owner_key_or_tag_and_relayers_are_not_believed() {
     assert_eq!(e.creator, Some(b_address));
     assert_eq!(stalled.batch_size, 1, "counted on the ledger");
 
-    // 2. A relayer that lies about the batch size: the client reports the ledger's count.
+    // 2. A relayer that lies about the batch size of records that asked for k-anonymity: the
+    //    client reports the count its tail reads on the ledger. (With minAnonymity 1 a write
+    //    resolves on the relayer's word: nothing was asked of the batch.)
     let liar = fake(&stack.b_url, None, Mischief::LieBatchSize);
     let client2 = fast_builder(wallet.clone(), proxy.reader(), [stack.b_url.clone()])
         .transport(liar)
+        .min_anonymity(2)
         .build()
         .await
         .unwrap();
-    let lied = client2
-        .create_entity(note("through a lying relayer"))
-        .await
-        .unwrap();
+    let (lied, peer) = tokio::join!(
+        client2.create_entity(note("through a lying relayer")),
+        client2.create_entity(note("its peer"))
+    );
+    let (lied, _peer) = (lied.unwrap(), peer.unwrap());
     assert!(!lied.recovered);
     let listed = privsvc_client::list_app(stack.reader.as_ref(), APP, None, None)
         .await
@@ -309,7 +313,7 @@ async fn the_rpc_never_sees_owner_key_or_tag_and_relayers_are_not_believed() {
         .await
         .unwrap();
     let mine = fresh.my_entities(&EntitiesQuery::new()).await.unwrap();
-    assert_eq!(mine.len(), 2);
+    assert_eq!(mine.len(), 3);
     fresh
         .my_entities(&EntitiesQuery::new().refresh())
         .await

@@ -11,9 +11,7 @@ use alloy_primitives::{Address, B256};
 use async_trait::async_trait;
 use privsvc_client::{CreateParams, EntitiesQuery, Expires, PrivateClient};
 use privsvc_ledger::system::Heartbeat;
-use privsvc_ledger::{
-    query_all, Create, CreationFlags, Entity, LedgerWriter, Operation, Select,
-};
+use privsvc_ledger::{query_all, Create, CreationFlags, Entity, LedgerWriter, Operation, Select};
 use privsvc_ohttp::{OhttpGateway, RelayerRequest, Transport};
 use privsvc_testkit::{Action, Forwarder, Interceptor, TapRequest};
 use rand::rngs::StdRng;
@@ -40,7 +38,12 @@ pub async fn run_phases(world: &World, rng: &mut StdRng) -> ActiveOutcomes {
     };
     let a = world.scenario.active.clone();
     let started = Instant::now();
-    let log = |phase: &str| eprintln!("  [{:>5.0} s] active phase: {phase}", started.elapsed().as_secs_f64());
+    let log = |phase: &str| {
+        eprintln!(
+            "  [{:>5.0} s] active phase: {phase}",
+            started.elapsed().as_secs_f64()
+        )
+    };
     if a.replay_submissions {
         log("replayed submissions");
         phases.replay_submissions(rng).await;
@@ -125,6 +128,14 @@ impl<'a> Phases<'a> {
         for url in bad {
             client.set_relayer_bad(url, true);
         }
+        // Like an app whose user waits for the session to be ready: a ripe token when a
+        // relayer requires them (the session's first refill, then the tokens' minimum age).
+        if client.relayers().iter().any(|r| r.info.tokens_required) {
+            let deadline = Instant::now() + Duration::from_secs(15);
+            while client.ripe_tokens() == 0 && Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
         Some(client)
     }
 
@@ -160,7 +171,10 @@ impl<'a> Phases<'a> {
             let r = bounded(client.create_entity(note(rng))).await;
             writes.push((v.ip, r.map(|r| r.owner)));
         }
-        tokio::time::sleep(Duration::from_millis(self.world.scenario.max_wait_ms + 3_000)).await;
+        tokio::time::sleep(Duration::from_millis(
+            self.world.scenario.max_wait_ms + 3_000,
+        ))
+        .await;
         tap.set_interceptor(None);
         let differing = replayer.differing(tap, started);
         for (ip, owner) in writes {
@@ -224,12 +238,8 @@ impl<'a> Phases<'a> {
         let transport = transport.with_fetch(Arc::new(
             privsvc_rt::http::ReqwestFetch::with_client(v.http.clone()),
         ));
-        let mut o = privsvc_tokens::TokenWalletOptions::new(
-            v.wallet.clone(),
-            reader,
-            a.address(),
-            a.url(),
-        );
+        let mut o =
+            privsvc_tokens::TokenWalletOptions::new(v.wallet.clone(), reader, a.address(), a.url());
         o.transport = Arc::new(ThroughOhttp(Arc::new(transport)));
         privsvc_tokens::TokenWallet::new(o)
             .acquire(APP, 1, None)
@@ -250,9 +260,12 @@ impl<'a> Phases<'a> {
         let mut tasks = Vec::new();
         for v in &victims {
             let Some(client) = self
-                .client(v, Some(vec![c.clone(), b.clone()]), std::slice::from_ref(&b), |x| {
-                    x.inclusion_timeout(Duration::from_secs(4))
-                })
+                .client(
+                    v,
+                    Some(vec![c.clone(), b.clone()]),
+                    std::slice::from_ref(&b),
+                    |x| x.inclusion_timeout(Duration::from_secs(4)),
+                )
                 .await
             else {
                 continue;
@@ -282,20 +295,30 @@ impl<'a> Phases<'a> {
         let victims = self.victims(rng, self.world.scenario.victims);
         for v in &victims {
             let Some(client) = self
-                .client(v, Some(vec![c.clone(), b.clone()]), std::slice::from_ref(&b), |x| x)
+                .client(
+                    v,
+                    Some(vec![c.clone(), b.clone()]),
+                    std::slice::from_ref(&b),
+                    |x| x,
+                )
                 .await
             else {
                 continue;
             };
-            let failed = tokio::time::timeout(Duration::from_secs(30), client.create_entity(note(rng)))
-                .await
-                .map_or(true, |r| r.is_err());
+            let failed =
+                tokio::time::timeout(Duration::from_secs(30), client.create_entity(note(rng)))
+                    .await
+                    .map_or(true, |r| r.is_err());
             self.out.push("refusal", failed, 0.0);
         }
         tap.set_interceptor(None);
     }
 
-    fn relayer_interceptor(&self, name: &str, behaviour: Behaviour) -> Option<Arc<dyn Interceptor>> {
+    fn relayer_interceptor(
+        &self,
+        name: &str,
+        behaviour: Behaviour,
+    ) -> Option<Arc<dyn Interceptor>> {
         let seed = self.stack().ohttp_seed_of(name)?;
         let gateway = OhttpGateway::from_seed(&seed).ok()?;
         Some(Arc::new(RelayerActor {
@@ -359,7 +382,10 @@ impl<'a> Phases<'a> {
                     )
                     .attribute("kind", "note");
                     if let Some(r) = bounded(client.create_entity(p)).await {
-                        owners.lock().unwrap_or_else(|p| p.into_inner()).push(r.owner);
+                        owners
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .push(r.owner);
                     }
                 }
             }));
@@ -379,7 +405,10 @@ impl<'a> Phases<'a> {
             }
         }
         stop.store(true, std::sync::atomic::Ordering::SeqCst);
-        tokio::time::sleep(Duration::from_millis(self.world.scenario.max_wait_ms + 2_000)).await;
+        tokio::time::sleep(Duration::from_millis(
+            self.world.scenario.max_wait_ms + 2_000,
+        ))
+        .await;
         for t in crowd_tasks {
             t.abort();
         }
@@ -449,14 +478,22 @@ impl<'a> Phases<'a> {
         let Ok(writer) = self.stack().writer(COPIER_ACCOUNT).await else {
             return;
         };
-        let truth = self.world.truth.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let truth = self
+            .world
+            .truth
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
         let mut by_user: BTreeMap<usize, B256> = BTreeMap::new();
         for w in &truth.writes {
             if let Ok(o) = &w.outcome {
                 by_user.entry(w.user).or_insert(o.entity_key);
             }
         }
-        let chosen: Vec<(usize, B256)> = by_user.into_iter().take(self.world.scenario.victims).collect();
+        let chosen: Vec<(usize, B256)> = by_user
+            .into_iter()
+            .take(self.world.scenario.victims)
+            .collect();
         let reader = self.stack().reader();
         let copier = writer.address();
         let ids = self.world.ids.clone();
@@ -578,11 +615,17 @@ impl<'a> Phases<'a> {
         let victims = self.victims(rng, self.world.scenario.victims);
         for v in &victims {
             if let Some(client) = self.client(v, None, &[b.clone(), c.clone()], |x| x).await {
-                let _ = tokio::time::timeout(Duration::from_secs(30), client.create_entity(note(rng))).await;
+                let _ =
+                    tokio::time::timeout(Duration::from_secs(30), client.create_entity(note(rng)))
+                        .await;
             }
         }
         tap.set_interceptor(None);
-        let decrypted = mitm.decrypted.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let decrypted = mitm
+            .decrypted
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
         for v in &victims {
             let read = decrypted
                 .iter()
@@ -625,7 +668,10 @@ fn copy_of(e: &Entity) -> Option<Create> {
         expires_at: 0,
         min_lifetime: blocks.max(1),
         flags: CreationFlags::default(),
-        content_type: e.content_type.clone().unwrap_or_else(|| "application/json".into()),
+        content_type: e
+            .content_type
+            .clone()
+            .unwrap_or_else(|| "application/json".into()),
         payload: e.payload.clone()?,
         attributes: attrs,
     })
@@ -656,21 +702,32 @@ impl Replayer {
     }
 
     fn replayed_sources(&self) -> BTreeSet<IpAddr> {
-        self.replayed.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.replayed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// The sources of the originals (after `since`) at least one of whose replays was answered
     /// with another status or another size.
     fn differing(&self, tap: &privsvc_testkit::Tap, since: Instant) -> BTreeSet<IpAddr> {
-        let ex: Vec<privsvc_testkit::Exchange> =
-            tap.exchanges().into_iter().filter(|e| e.at >= since).collect();
+        let ex: Vec<privsvc_testkit::Exchange> = tap
+            .exchanges()
+            .into_iter()
+            .filter(|e| e.at >= since)
+            .collect();
         let mut out = BTreeSet::new();
-        for original in ex.iter().filter(|e| !e.injected && self.sources.contains(&e.request.source)) {
+        for original in ex
+            .iter()
+            .filter(|e| !e.injected && self.sources.contains(&e.request.source))
+        {
             for replay in ex
                 .iter()
                 .filter(|e| e.injected && e.request.body == original.request.body)
             {
-                if replay.status != original.status || replay.response.len() != original.response.len() {
+                if replay.status != original.status
+                    || replay.response.len() != original.response.len()
+                {
                     out.insert(original.request.source);
                 }
             }
@@ -683,8 +740,12 @@ impl Replayer {
 impl Interceptor for Replayer {
     async fn intercept(&self, request: &TapRequest, forward: &Forwarder) -> Action {
         if request.method == "POST" && self.sources.contains(&request.source) {
-            let (request, forward, times, min_answer) =
-                (request.clone(), forward.clone(), self.times, self.min_answer);
+            let (request, forward, times, min_answer) = (
+                request.clone(),
+                forward.clone(),
+                self.times,
+                self.min_answer,
+            );
             let replayed = self.replayed_handle();
             tokio::spawn(async move {
                 tokio::time::sleep(Duration::from_secs(1)).await;
@@ -732,28 +793,32 @@ impl Interceptor for RelayerActor {
         let Ok((inner, sealer)) = self.gateway.open(&request.body) else {
             return Action::Forward;
         };
-        let answer: Option<(u16, Value)> = match (self.behaviour, inner.method.as_str(), inner.path.as_str()) {
-            (Behaviour::Refuse, "POST", "/v1/records") => {
-                Some((400, json!({ "error": "the envelope is malformed" })))
-            }
-            (Behaviour::Ratchet, "POST", "/v1/records") => {
-                let id = format!("{:032x}", rand::random::<u128>());
-                self.fake
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .insert(id.clone(), 1_000_000);
-                Some((202, json!({ "id": id })))
-            }
-            (Behaviour::Ratchet, "GET", path) => {
-                let id = path.trim_start_matches("/v1/records/").to_string();
-                let mut fake = self.fake.lock().unwrap_or_else(|p| p.into_inner());
-                fake.get_mut(&id).map(|position| {
-                    *position = position.saturating_sub(1);
-                    (200, json!({ "id": id, "state": "queued", "position": *position }))
-                })
-            }
-            _ => None,
-        };
+        let answer: Option<(u16, Value)> =
+            match (self.behaviour, inner.method.as_str(), inner.path.as_str()) {
+                (Behaviour::Refuse, "POST", "/v1/records") => {
+                    Some((400, json!({ "error": "the envelope is malformed" })))
+                }
+                (Behaviour::Ratchet, "POST", "/v1/records") => {
+                    let id = format!("{:032x}", rand::random::<u128>());
+                    self.fake
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .insert(id.clone(), 1_000_000);
+                    Some((202, json!({ "id": id })))
+                }
+                (Behaviour::Ratchet, "GET", path) => {
+                    let id = path.trim_start_matches("/v1/records/").to_string();
+                    let mut fake = self.fake.lock().unwrap_or_else(|p| p.into_inner());
+                    fake.get_mut(&id).map(|position| {
+                        *position = position.saturating_sub(1);
+                        (
+                            200,
+                            json!({ "id": id, "state": "queued", "position": *position }),
+                        )
+                    })
+                }
+                _ => None,
+            };
         let Some((status, body)) = answer else {
             return Action::Forward;
         };
@@ -801,7 +866,11 @@ impl Isolator {
         let Ok(r) = self.http.get(&self.healthz).send().await else {
             return false;
         };
-        r.json::<Value>().await.ok().and_then(|v| v["queue"].as_u64()) == Some(0)
+        r.json::<Value>()
+            .await
+            .ok()
+            .and_then(|v| v["queue"].as_u64())
+            == Some(0)
     }
 
     /// Sends `n` filler records to C, each on its own task.
@@ -877,7 +946,9 @@ struct Mitm {
 #[async_trait]
 impl Interceptor for Mitm {
     async fn intercept(&self, request: &TapRequest, _forward: &Forwarder) -> Action {
-        let to_target = request.header("x-privsvc-target").map(|t| t.trim_end_matches('/'))
+        let to_target = request
+            .header("x-privsvc-target")
+            .map(|t| t.trim_end_matches('/'))
             == Some(self.target.trim_end_matches('/'));
         if !to_target {
             return Action::Forward;
@@ -955,4 +1026,3 @@ impl privsvc_tokens::IssuerTransport for ThroughOhttp {
         })
     }
 }
-

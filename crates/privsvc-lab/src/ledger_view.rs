@@ -39,10 +39,13 @@ pub async fn read(
             continue;
         };
         let tag = e.attributes.as_ref().and_then(|attrs| {
-            attrs.iter().find(|a| a.name == "tag").and_then(|a| match &a.value {
-                ArkivValue::Str(s) => Some(s.clone()),
-                _ => None,
-            })
+            attrs
+                .iter()
+                .find(|a| a.name == "tag")
+                .and_then(|a| match &a.value {
+                    ArkivValue::Str(s) => Some(s.clone()),
+                    _ => None,
+                })
         });
         records.push(LedgerRecord {
             key: e.key,

@@ -68,7 +68,12 @@ async fn start_stack(sc: &Scenario) -> Result<LocalStack, LabError> {
         .block_time(BlockTime::Interval(sc.block_time))
         .record_traffic()
         .relayer(RelayerSpec::new("A").issuer().ohttp().with(batching))
-        .relayer(RelayerSpec::new("B").tokens_from("A").ohttp().with(batching))
+        .relayer(
+            RelayerSpec::new("B")
+                .tokens_from("A")
+                .ohttp()
+                .with(batching),
+        )
         .relayer(RelayerSpec::new("C").ohttp().with(batching))
         .ohttp_relay()
         .start()
@@ -120,7 +125,11 @@ pub async fn run(scenario: Scenario) -> Result<LabReport, LabError> {
     let seen = Arc::new(Mutex::new(BTreeMap::new()));
     let watcher = watch_blocks(&world.stack, epoch, seen.clone());
 
-    eprintln!("  the simulated day: {} users, {} s", scenario.users, scenario.day.as_secs());
+    eprintln!(
+        "  the simulated day: {} users, {} s",
+        scenario.users,
+        scenario.day.as_secs()
+    );
     population::run_day(world.clone(), ids).await;
     // The day's last batches land before the active phases start.
     tokio::time::sleep(Duration::from_millis(scenario.max_wait_ms + 3_000)).await;

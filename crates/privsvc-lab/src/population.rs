@@ -23,10 +23,16 @@ use crate::truth::{Scan, Session, Truth, User, Write, Written};
 /// The network address of user `index`: 127.0.1.1, 127.0.1.2, ... then 127.0.2.1, ...
 pub fn user_ip(index: usize) -> IpAddr {
     let n = index + 1;
-    IpAddr::V4(Ipv4Addr::new(127, 0, 1 + (n / 250) as u8, (n % 250) as u8 + 1))
+    IpAddr::V4(Ipv4Addr::new(
+        127,
+        0,
+        1 + (n / 250) as u8,
+        (n % 250) as u8 + 1,
+    ))
 }
 
-/// A user's network identity: the wallet and an HTTP client bound to the user's own address.
+/// A user's network identity: the wallet, an HTTP client bound to the user's own address, and
+/// the token store the user's sessions share (as a browser's persistent store would be).
 #[derive(Clone)]
 pub struct Identity {
     /// The user's index.
@@ -37,6 +43,8 @@ pub struct Identity {
     pub ip: IpAddr,
     /// HTTP from that address (ledger, relay, issuer).
     pub http: reqwest::Client,
+    /// The user's token store, kept across sessions.
+    pub tokens: Arc<dyn privsvc_tokens::TokenStore>,
 }
 
 impl Identity {
@@ -58,6 +66,7 @@ impl Identity {
             wallet,
             ip,
             http,
+            tokens: privsvc_tokens::memory_store(),
         })
     }
 
@@ -137,11 +146,16 @@ impl World {
             .fetch(Arc::new(privsvc_rt::http::ReqwestFetch::with_client(
                 id.http.clone(),
             )))
+            .token_store(id.tokens.clone())
             .token_min_age_ms(sc.token_min_age_ms)
             .token_ripe_wait_ms(sc.token_min_age_ms * 4)
             .delay_ms(0, sc.delay_ms_max)
             .poll_interval(sc.poll)
+            .schedule(lab_schedule(sc))
             .min_anonymity(min_anonymity);
+        if sc.leaks.on_demand_tokens {
+            b = b.allow_on_demand(true);
+        }
         if let Some(relay) = self.stack.relay_url() {
             b = b.ohttp_relay(relay);
         }
@@ -152,6 +166,33 @@ impl World {
             b = b.cover_batches(0);
         }
         b
+    }
+}
+
+/// The session timers of the compressed day: tails every 1.5 to 4.5 s (a tenth of the real
+/// 15 to 45 s), status polls for up to 6 s after `written`, the first refill within 5 s of a
+/// session's start, later ones 5 to 60 s apart. With the `on_demand_tokens` leak there are no
+/// refills; with `no_poll_tail` the polls stop at `written`.
+pub fn lab_schedule(sc: &Scenario) -> privsvc_client::SessionSchedule {
+    let never = (Duration::from_secs(86_400), Duration::from_secs(86_400));
+    privsvc_client::SessionSchedule {
+        tail: (Duration::from_millis(1_500), Duration::from_millis(4_500)),
+        status_tail: if sc.leaks.no_poll_tail {
+            (Duration::ZERO, Duration::ZERO)
+        } else {
+            (Duration::ZERO, Duration::from_secs(6))
+        },
+        refill_below: 5,
+        first_refill: if sc.leaks.on_demand_tokens {
+            never
+        } else {
+            (Duration::ZERO, Duration::from_secs(5))
+        },
+        later_refill: if sc.leaks.on_demand_tokens {
+            never
+        } else {
+            (Duration::from_secs(5), Duration::from_secs(60))
+        },
     }
 }
 
@@ -284,7 +325,10 @@ async fn run_session(world: &World, id: &Identity, plan: &SessionPlan, rng: &mut
                 written.push(r.entity_key);
                 if let Ok(Some(e)) = world.stack.reader().entity(r.entity_key, None).await {
                     if let Some(b) = e.created_at {
-                        own_blocks.lock().unwrap_or_else(|p| p.into_inner()).insert(b);
+                        own_blocks
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .insert(b);
                     }
                 }
                 if world.scenario.leaks.list_on_landing {

@@ -24,6 +24,8 @@ pub struct Leaks {
     pub on_demand_tokens: bool,
     /// No cover batches: a scan fetches only the user's batches.
     pub no_covers: bool,
+    /// Status polls stop the moment a record is written (no random tail of polls).
+    pub no_poll_tail: bool,
 }
 
 impl Leaks {
@@ -35,6 +37,7 @@ impl Leaks {
             list_on_landing: true,
             on_demand_tokens: true,
             no_covers: true,
+            no_poll_tail: true,
         }
     }
 }
@@ -136,7 +139,10 @@ pub struct Scenario {
 }
 
 mod millis {
-    pub fn serialize<S: serde::Serializer>(d: &std::time::Duration, s: S) -> Result<S::Ok, S::Error> {
+    pub fn serialize<S: serde::Serializer>(
+        d: &std::time::Duration,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
         s.serialize_u64(d.as_millis() as u64)
     }
 }

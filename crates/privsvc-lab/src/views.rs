@@ -240,7 +240,11 @@ fn relay_request(epoch: Instant, e: &Exchange) -> RelayRequest {
         at: ms_since(epoch, e.at),
         done: ms_since(epoch, e.done),
         source: e.request.source,
-        target: e.request.header("x-privsvc-target").unwrap_or("").to_string(),
+        target: e
+            .request
+            .header("x-privsvc-target")
+            .unwrap_or("")
+            .to_string(),
         request_bytes: e.request.body.len(),
         response_bytes: e.response.len(),
         status: e.status,

@@ -25,6 +25,9 @@ const FILE_VERSION: u32 = 1;
 
 /// A store in one JSON file that survives restarts (the analogue of the browser store).
 ///
+/// The file is private: 0600 in a directory created 0700, each change written to a temporary
+/// file with an unpredictable name.
+///
 /// Every change writes a temporary file in the same directory, syncs it, renames it over the
 /// store file and syncs the directory, so the file always holds either the old or the new
 /// contents. A token is removed durably before it is handed out: after a crash it may be lost,
@@ -55,8 +58,7 @@ impl FileTokenStore {
     pub fn open(path: impl Into<PathBuf>) -> Result<Self, TokenError> {
         let path = path.into();
         let dir = parent_dir(&path);
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| store_err("cannot create directory for", &path, e))?;
+        private_dir(&dir).map_err(|e| store_err("cannot create directory for", &path, e))?;
         let lock = hold_lock(&path)?;
         let tokens = match std::fs::read(&path) {
             Ok(bytes) => {
@@ -121,11 +123,13 @@ impl FileTokenStore {
             tokens: tokens.to_vec(),
         })
         .map_err(|e| store_err("cannot encode", &self.path, e))?;
+        // An unpredictable name, created only if absent, readable by the owner alone: nobody
+        // can plant a file or a link where the tokens are about to be written.
         let mut tmp_name = self.path.clone().into_os_string();
-        tmp_name.push(format!(".tmp-{}", std::process::id()));
+        tmp_name.push(format!(".tmp-{:032x}", rand::random::<u128>()));
         let tmp = PathBuf::from(tmp_name);
         let result = (|| {
-            let mut f = File::create(&tmp)?;
+            let mut f = private_file(&tmp)?;
             f.write_all(&body)?;
             f.sync_all()?;
             drop(f);
@@ -158,6 +162,24 @@ fn hold_lock(path: &Path) -> Result<rusqlite::Connection, TokenError> {
     conn.execute_batch("BEGIN EXCLUSIVE; CREATE TABLE IF NOT EXISTS held (x INTEGER);")
         .map_err(lock_err)?;
     Ok(conn)
+}
+
+/// Creates `dir` (and missing parents) with mode 0700 on Unix.
+fn private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir)
+}
+
+/// Creates `path`, which must not exist, with mode 0600 on Unix.
+fn private_file(path: &Path) -> std::io::Result<File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(path)
 }
 
 fn parent_dir(path: &Path) -> PathBuf {

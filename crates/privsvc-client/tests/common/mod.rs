@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use alloy_primitives::{Address, B256, U256};
 use async_trait::async_trait;
-use privsvc_client::{ClientBuilder, CreateParams, Expires, PrivateClient};
+use privsvc_client::{ClientBuilder, CreateParams, Expires, PrivateClient, SessionSchedule};
 use privsvc_devnet::{DevnetHandle, DEV_PRIVATE_KEYS};
 use privsvc_ledger::{Entity, LedgerError, LedgerReader, LedgerWriter, QueryOptions, QueryPage};
 use privsvc_relayer::{Health, RelayerHandle};
@@ -151,9 +151,11 @@ impl Stack {
         b
     }
 
+    /// A client of a fresh wallet, ready to write (holding a ripe token when tokens are on).
     pub async fn client(&self) -> (Arc<LocalWallet>, PrivateClient) {
         let wallet = Arc::new(LocalWallet::random());
         let client = self.builder(&wallet).build().await.expect("client builds");
+        ready(&client).await;
         (wallet, client)
     }
 
@@ -212,10 +214,33 @@ impl Stack {
     }
 }
 
+/// The session timers of the tests: a tail every 100 to 300 ms, status polls for up to 300 ms
+/// after `written`, the first token refill within 50 ms, later ones every 2 to 4 s.
+pub fn fast_schedule() -> SessionSchedule {
+    SessionSchedule {
+        tail: (Duration::from_millis(100), Duration::from_millis(300)),
+        status_tail: (Duration::ZERO, Duration::from_millis(300)),
+        refill_below: 5,
+        first_refill: (Duration::ZERO, Duration::from_millis(50)),
+        later_refill: (Duration::from_secs(2), Duration::from_secs(4)),
+    }
+}
+
+/// Waits until `client` holds a ripe token when one of its relayers requires tokens (the
+/// session's first refill, then the tokens' minimum age); fails after 15 s.
+pub async fn ready(client: &PrivateClient) {
+    if !client.relayers().iter().any(|r| r.info.tokens_required) {
+        return;
+    }
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while client.ripe_tokens() == 0 {
+        assert!(Instant::now() < deadline, "no ripe token after 15 s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// A client builder for `wallet` on `reader` and `relayers` with fast test timings: no delay,
-/// polls every 100 ms, inclusion timeout 5 s, no session-start token prefetch (its random
-/// moments would make the issuer traffic of a test unpredictable; tests call
-/// `prefetch_later` themselves).
+/// polls every 100 ms, inclusion timeout 5 s, the [`fast_schedule`].
 pub fn fast_builder(
     wallet: Arc<LocalWallet>,
     reader: Arc<dyn LedgerReader>,
@@ -229,7 +254,7 @@ pub fn fast_builder(
         .delay_ms(0, 0)
         .poll_interval(Duration::from_millis(100))
         .inclusion_timeout(Duration::from_secs(5))
-        .token_prefetch(0, Duration::ZERO)
+        .schedule(fast_schedule())
 }
 
 /// Polls `relayer`'s health every `every` until `done` holds; fails with `what` after 10 s.

@@ -145,7 +145,11 @@ pub(crate) fn fetch_bursts(rpc: &[RpcCall]) -> Vec<Burst> {
 
 /// The users whose record is in `batch`.
 fn writers(score: &Score, batch: &Batch) -> BTreeSet<usize> {
-    score.writers_of_batch.get(batch).cloned().unwrap_or_default()
+    score
+        .writers_of_batch
+        .get(batch)
+        .cloned()
+        .unwrap_or_default()
 }
 
 /// Issuer: a spend comes `minAgeMs` after the issue request that the write caused; guess the
@@ -153,7 +157,12 @@ fn writers(score: &Score, batch: &Batch) -> BTreeSet<usize> {
 fn issue_to_spend(views: &Views, score: &Score, min_age_ms: u64) -> AttackResult {
     let mut trials = Vec::new();
     let Some(issuer) = views.issuer.as_deref() else {
-        return AttackResult::new("issue-to-spend", "issuer", "which wallet spent this token (issue-to-spend timing)", &trials);
+        return AttackResult::new(
+            "issue-to-spend",
+            "issuer",
+            "which wallet spent this token (issue-to-spend timing)",
+            &trials,
+        );
     };
     let seen = views.relayers.get(issuer).cloned().unwrap_or_default();
     // Issue requests: (time, wallet).
@@ -170,10 +179,15 @@ fn issue_to_spend(views: &Views, score: &Score, min_age_ms: u64) -> AttackResult
     // entities (the batch's time). Scored through the submissions' owners.
     let mut owner_of_token: BTreeMap<[u8; 32], Address> = BTreeMap::new();
     for reqs in views.relayers.values() {
-        for r in reqs.iter().filter(|r| r.method == "POST" && r.path == "/v1/records") {
+        for r in reqs
+            .iter()
+            .filter(|r| r.method == "POST" && r.path == "/v1/records")
+        {
             let Some(body) = r.json() else { continue };
             let (Some(owner), Ok(token)) = (
-                body["owner"].as_str().and_then(|o| o.parse::<Address>().ok()),
+                body["owner"]
+                    .as_str()
+                    .and_then(|o| o.parse::<Address>().ok()),
                 serde_json::from_value::<privsvc_tokens::TokenRedemption>(body["token"].clone()),
             ) else {
                 continue;
@@ -184,7 +198,10 @@ fn issue_to_spend(views: &Views, score: &Score, min_age_ms: u64) -> AttackResult
         }
     }
     let mut spends: Vec<(Ms, [u8; 32])> = Vec::new();
-    for r in seen.iter().filter(|r| r.method == "POST" && r.path == "/v1/records") {
+    for r in seen
+        .iter()
+        .filter(|r| r.method == "POST" && r.path == "/v1/records")
+    {
         if let Some(body) = r.json() {
             if let Ok(token) =
                 serde_json::from_value::<privsvc_tokens::TokenRedemption>(body["token"].clone())
@@ -196,7 +213,12 @@ fn issue_to_spend(views: &Views, score: &Score, min_age_ms: u64) -> AttackResult
         }
     }
     let issuer_address = views.relayer_addresses.get(issuer).copied();
-    for s in views.ledger.spends.iter().filter(|s| Some(s.creator) != issuer_address) {
+    for s in views
+        .ledger
+        .spends
+        .iter()
+        .filter(|s| Some(s.creator) != issuer_address)
+    {
         if let Some(t) = views.ledger.time_of(s.block) {
             spends.extend(s.ids.iter().map(|id| (t, *id)));
         }
@@ -241,7 +263,10 @@ fn timestamps(bursts: &[Burst], _views: &Views, score: &Score, rng: &mut StdRng)
             continue;
         };
         let all: Vec<Batch> = b.batches.iter().copied().collect();
-        let own = all.iter().filter(|x| writers(score, x).contains(&user)).count();
+        let own = all
+            .iter()
+            .filter(|x| writers(score, x).contains(&user))
+            .count();
         if own == 0 {
             continue;
         }
@@ -284,7 +309,14 @@ fn wallet_named(views: &Views, score: &Score, rng: &mut StdRng) -> AttackResult 
             .copied()
             .filter(|w| params.contains(&format!("{w:#x}")))
             .collect();
-        let guess = pick(if named.is_empty() { &score.wallets } else { &named }, rng);
+        let guess = pick(
+            if named.is_empty() {
+                &score.wallets
+            } else {
+                &named
+            },
+            rng,
+        );
         trials.push(Trial {
             success: guess == score.wallets.get(user).copied(),
             chance: 1.0 / score.wallets.len().max(1) as f64,
@@ -320,7 +352,11 @@ fn landing_listing(views: &Views, score: &Score, rng: &mut StdRng) -> AttackResu
     let listings: Vec<&RpcCall> = views
         .rpc
         .iter()
-        .filter(|c| expression(c).is_some_and(|e| e.starts_with("project = ") && batches_in(e).is_empty() && !e.contains("privsvc")))
+        .filter(|c| {
+            expression(c).is_some_and(|e| {
+                e.starts_with("project = ") && batches_in(e).is_empty() && !e.contains("privsvc")
+            })
+        })
         .collect();
     let mut trials = Vec::new();
     for (_, landed, writers) in landed_batches(views, score) {
@@ -426,7 +462,12 @@ fn polls_stop(views: &Views, score: &Score, by_target: bool) -> AttackResult {
 fn size_class(views: &Views, score: &Score, by_target: bool) -> AttackResult {
     let requests: Vec<&RelayRequest> = views.relay.iter().filter(|r| !r.injected).collect();
     let mut trials = Vec::new();
-    for r in views.ledger.records.iter().filter(|r| r.envelope_len >= BIG_ENVELOPE) {
+    for r in views
+        .ledger
+        .records
+        .iter()
+        .filter(|r| r.envelope_len >= BIG_ENVELOPE)
+    {
         let Some(writer) = score.writer_of_entity.get(&r.key) else {
             continue;
         };
@@ -543,7 +584,10 @@ fn arrival_order(views: &Views, score: &Score) -> AttackResult {
         };
         // Arrival time of each owner's first submission.
         let mut arrival: BTreeMap<Address, Ms> = BTreeMap::new();
-        for r in seen.iter().filter(|r| r.method == "POST" && r.path == "/v1/records") {
+        for r in seen
+            .iter()
+            .filter(|r| r.method == "POST" && r.path == "/v1/records")
+        {
             if let Some(owner) = r
                 .json()
                 .and_then(|b| b["owner"].as_str().and_then(|o| o.parse::<Address>().ok()))
@@ -649,10 +693,9 @@ fn onlooker_relayer_timing(views: &Views, score: &Score) -> AttackResult {
 fn issuer_onlooker_wallet(views: &Views, score: &Score) -> AttackResult {
     let mut trials = Vec::new();
     if let Some(seen) = views.issuer.as_deref().and_then(|i| views.relayers.get(i)) {
-        for r in seen
-            .iter()
-            .filter(|r| r.encapsulated && r.method == "POST" && r.path.starts_with("/v1/tokens/issue"))
-        {
+        for r in seen.iter().filter(|r| {
+            r.encapsulated && r.method == "POST" && r.path.starts_with("/v1/tokens/issue")
+        }) {
             let Some(wallet) = r
                 .json()
                 .and_then(|b| b["wallet"].as_str().and_then(|w| w.parse::<Address>().ok()))
