@@ -12,6 +12,8 @@ use std::time::Duration;
 use common::*;
 use serde_json::{json, Value};
 
+const T: Duration = Duration::from_secs(30);
+
 /// A user floods the relayer with more than MAX_BATCH held records whose holds can never be
 /// met (minAnonymity 2, each alone in its own project, a long maxHoldMs). Honest records
 /// arriving behind them are written at once; the held ones stay queued, holding nothing up.
@@ -43,4 +45,46 @@ async fn unmet_holds_from_many_projects_never_stall_honest_records() {
         assert_eq!(st["state"], "queued", "{st}");
     }
     relayer.shutdown().await;
+}
+
+/// The relayer's store fails exactly when the batcher marks a record that it found already on
+/// the ledger (another relayer wrote the same envelope first: a client's failover). The record
+/// must go back to the queue, never into a batch: a second entity would be a second copy of
+/// the user's record under the same owner. When the store recovers it is marked written with
+/// the entity that exists.
+#[tokio::test]
+async fn a_store_hiccup_on_a_record_already_on_the_ledger_never_writes_it_twice() {
+    let (node, _dir_a, a) = devnet_and_relayer(|c| {
+        c.min_batch = 1;
+        c.max_wait_ms = 200;
+    })
+    .await;
+    let dir_b = tempfile::tempdir().unwrap();
+    let b = start(&node, 1, config(dir_b.path())).await;
+    // The failing store: A's database refuses to mark a queued record written.
+    let db = rusqlite::Connection::open(a.store_path()).unwrap();
+    db.execute_batch(
+        "CREATE TRIGGER store_hiccup BEFORE UPDATE OF state ON records
+         WHEN OLD.state = 'queued' AND NEW.state = 'written'
+         BEGIN SELECT RAISE(ABORT, 'injected store failure'); END;",
+    )
+    .unwrap();
+
+    let (record, owner) = record_body(APP, 3600, b"failover");
+    let id_b = submit(b.url(), &record).await;
+    let on_b = wait_state(b.url(), &id_b, "written", T).await;
+    let id_a = submit(a.url(), &record).await;
+    // A finds it on the ledger several times over, cannot store that, and writes nothing.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert_eq!(owner_entities(&node, owner).await, 1, "written twice");
+    let st = get(a.url(), &format!("/v1/records/{id_a}")).await.1;
+    assert_eq!(st["state"], "queued", "{st}");
+
+    // The store recovers: A marks the record written with the entity B created.
+    db.execute_batch("DROP TRIGGER store_hiccup").unwrap();
+    let on_a = wait_state(a.url(), &id_a, "written", T).await;
+    assert_eq!(on_a["entityKey"], on_b["entityKey"]);
+    assert_eq!(owner_entities(&node, owner).await, 1);
+    a.shutdown().await;
+    b.shutdown().await;
 }
