@@ -1,8 +1,9 @@
 //! The relayer's HTTP API (SPEC "Endpoints"): `GET /v1/info`, `POST /v1/records`,
 //! `GET /v1/records/{id}`, `GET /healthz`, and `POST /v1/ohttp` ([`ohttp_router`]). `GET
 //! /metrics` is served only on its own listener (`METRICS_BIND`, [`metrics_router`]), never on
-//! the public one: its counters would tell anyone when each submission was accepted. Errors are
-//! `{ "error": reason }`.
+//! the public one: its counters would tell anyone when each submission was accepted. The
+//! public `/healthz` rounds `queue` up to a multiple of 100; the exact record is served on
+//! `METRICS_BIND` too. Errors are `{ "error": reason }`.
 //!
 //! Idempotence (DESIGN 9): a valid submission whose sealed envelope is already stored (queued,
 //! in flight, written or failed) is answered 202 with the existing id, whatever its token:
@@ -54,10 +55,11 @@ pub fn api_router(shared: Arc<Shared>) -> Router {
         .with_state(shared)
 }
 
-/// `GET /metrics` alone, for the `METRICS_BIND` listener.
+/// `GET /metrics` and the exact `GET /healthz`, for the `METRICS_BIND` listener.
 pub fn metrics_router(shared: Arc<Shared>) -> Router {
     Router::new()
         .route("/metrics", get(metrics))
+        .route("/healthz", get(exact_healthz))
         .with_state(shared)
 }
 
@@ -320,7 +322,13 @@ async fn status(State(s): State<Arc<Shared>>, Path(id): Path<String>) -> Respons
     }
 }
 
+/// The public health record: `queue` rounded up, no ledger call (see [`crate::health`]).
 async fn healthz(State(s): State<Arc<Shared>>) -> Response {
+    Json(crate::health::public_health(&s).await).into_response()
+}
+
+/// The health record with the exact queue length (`METRICS_BIND` only).
+async fn exact_healthz(State(s): State<Arc<Shared>>) -> Response {
     Json(crate::health::health(&s).await).into_response()
 }
 

@@ -253,6 +253,10 @@ impl Relayer {
             cfg: config,
         });
 
+        // The health record's ledger check, read once before serving and then in the
+        // background (never per request).
+        health::refresh_ledger_check(&shared).await;
+
         // With ISSUER=on the issuer routes are served directly and through the OHTTP gateway.
         let (issuer_routes, issuer_handle) = if shared.cfg.issuer_on {
             let (routes, issuer) = issuer_mount::mount(&shared, &serialized)?;
@@ -321,6 +325,10 @@ impl Relayer {
             shared.clone(),
             stop_rx.clone(),
         )));
+        tasks.push(tokio::spawn(health::run_ledger_check(
+            shared.clone(),
+            stop_rx.clone(),
+        )));
         if let Some(issuer) = issuer_handle {
             tasks.push(tokio::spawn(issuer_mount::run_schedule(
                 issuer,
@@ -386,7 +394,9 @@ impl RelayerHandle {
         self.shared.writer.clone()
     }
 
-    /// The current health record.
+    /// The current health record, with the exact queue length (the public `/healthz` rounds
+    /// it up). Makes no ledger call: the balance is the background read's, at most
+    /// [`health::LEDGER_CHECK_REFRESH`] old.
     pub async fn health(&self) -> Health {
         health::health(&self.shared).await
     }

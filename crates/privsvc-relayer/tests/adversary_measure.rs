@@ -7,12 +7,89 @@
 
 mod common;
 
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
+use common::faultproxy::FaultProxy;
 use common::*;
+use privsvc_ledger::{LedgerReader, LedgerWriter, RpcLedger, RpcWriter};
+use privsvc_relayer::Relayer;
 use serde_json::{json, Value};
 
 const T: Duration = Duration::from_secs(30);
+
+/// A relayer of dev account 0 reaching the ledger only through `proxy` (which counts calls).
+async fn relayer_via(
+    proxy: &FaultProxy,
+    chain_id: u64,
+    cfg: privsvc_relayer::RelayerConfig,
+) -> privsvc_relayer::RelayerHandle {
+    let key = k256::ecdsa::SigningKey::from_slice(
+        &hex::decode(privsvc_devnet::DEV_PRIVATE_KEYS[0].trim_start_matches("0x")).unwrap(),
+    )
+    .unwrap();
+    let reader: Arc<dyn LedgerReader> = Arc::new(RpcLedger::new(proxy.url.clone()).unwrap());
+    let writer: Arc<dyn LedgerWriter> = Arc::new(RpcWriter::new(
+        RpcLedger::new(proxy.url.clone()).unwrap(),
+        key,
+        chain_id,
+    ));
+    Relayer::start(cfg, reader, writer)
+        .await
+        .expect("relayer starts")
+}
+
+/// n-1: the OHTTP relay holds a victim's submission and polls `/healthz` until the relayer's
+/// queue is empty, to send it alone among its own records. The public queue reads 100 whether
+/// it holds 0, 1 or 3 records; the exact figures are on `METRICS_BIND` only. And polling
+/// `/healthz` costs the ledger nothing: fifty requests, no ledger call each.
+#[tokio::test]
+async fn healthz_tells_a_relay_nothing_about_an_empty_queue_and_costs_no_ledger_call() {
+    let node = devnet().await;
+    let proxy = FaultProxy::start(&node.url(), 0, Duration::from_millis(100)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path());
+    c.min_batch = 10;
+    c.max_wait_ms = 600_000;
+    c.metrics_bind = Some("127.0.0.1:0".parse().unwrap());
+    let relayer = relayer_via(&proxy, node.chain_id(), c).await;
+    let url = relayer.url().to_string();
+    let metrics = format!("http://{}", relayer.metrics_addr().unwrap());
+    let start = std::time::Instant::now();
+    while relayer.health().await.heartbeat.is_empty() {
+        assert!(start.elapsed() < T, "no heartbeat");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    let mut seen = Vec::new();
+    let watch = || async { get(&url, "/healthz").await.1 };
+    let h = watch().await;
+    assert_eq!(h["ok"], true, "{h}");
+    seen.push(h["queue"].clone());
+    for n in [1, 3] {
+        while relayer.health().await.queue < n {
+            submit(&url, &body()).await;
+        }
+        seen.push(watch().await["queue"].clone());
+    }
+    assert_eq!(seen, vec![json!(100), json!(100), json!(100)], "{seen:?}");
+    // The operator's view: exact, on METRICS_BIND and in-process.
+    assert_eq!(get(&metrics, "/healthz").await.1["queue"], 3);
+    assert_eq!(relayer.health().await.queue, 3);
+
+    let before = proxy.state.forwarded.load(Ordering::SeqCst);
+    for _ in 0..50 {
+        let h = watch().await;
+        assert_eq!(h["ok"], true, "{h}");
+        assert!(h["balanceNative"].as_f64().unwrap() > 0.0, "{h}");
+    }
+    let calls = proxy.state.forwarded.load(Ordering::SeqCst) - before;
+    // The background check may fall into the window (one call every 10 s).
+    assert!(calls <= 2, "{calls} ledger calls for 50 health requests");
+    relayer.shutdown().await;
+}
 
 /// A user floods the relayer with more than MAX_BATCH held records whose holds can never be
 /// met (minAnonymity 2, each alone in its own project, a long maxHoldMs). Honest records
