@@ -7,17 +7,104 @@
 
 mod common;
 
+use std::net::IpAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::body::Body;
+use axum::extract::ConnectInfo;
+use axum::http::Request;
 use common::faultproxy::FaultProxy;
 use common::*;
 use privsvc_ledger::{LedgerReader, LedgerWriter, RpcLedger, RpcWriter};
+use privsvc_relayer::listener::PeerAddr;
 use privsvc_relayer::Relayer;
+use privsvc_tokens::now_ms;
 use serde_json::{json, Value};
+use tower::ServiceExt as _;
 
 const T: Duration = Duration::from_secs(30);
+
+/// Stay inside one one-minute rate-limit window for the next few seconds.
+async fn avoid_minute_edge() {
+    let into_minute = now_ms() % 60_000;
+    if into_minute > 45_000 {
+        tokio::time::sleep(Duration::from_millis(60_000 - into_minute + 100)).await;
+    }
+}
+
+/// One request through the relayer's full router, from `ip` as the listener would see it.
+async fn from_address(
+    router: &axum::Router,
+    ip: IpAddr,
+    method: &str,
+    path: &str,
+    body: Option<&Value>,
+) -> u16 {
+    let mut req = Request::builder()
+        .method(method)
+        .uri(path)
+        .header("content-type", "application/json")
+        .body(Body::from(
+            body.map(|b| serde_json::to_vec(b).unwrap())
+                .unwrap_or_default(),
+        ))
+        .unwrap();
+    req.extensions_mut().insert(ConnectInfo(PeerAddr::from(ip)));
+    router.clone().oneshot(req).await.unwrap().status().as_u16()
+}
+
+/// A host with an IPv6 /64 (2^64 addresses) sends each request from a new address of it: it
+/// gets one source's share of submissions and of issuer requests, not 2^64 of them. The
+/// relayer's router is driven in-process with the source address a listener would report
+/// (this machine cannot bind many addresses of one /64); IPv4 addresses and other /64s are
+/// other sources.
+#[tokio::test]
+async fn an_ipv6_slash_64_is_one_source_for_submissions_and_issuer_routes() {
+    let (_node, _dir, relayer) = devnet_and_relayer(|c| {
+        c.rate_limit_per_min = 3;
+        c.issuer_on = true;
+        c.issuer_rate_limit_per_min = 3;
+        c.min_batch = 100;
+        c.max_wait_ms = 600_000;
+    })
+    .await;
+    let router = relayer.router();
+    avoid_minute_edge().await;
+    let address = |prefix: &str, i: u32| -> IpAddr {
+        format!("{prefix}:{:x}:{:x}::{:x}", i >> 16, i & 0xffff, i + 1)
+            .parse()
+            .unwrap()
+    };
+    let mut statuses = Vec::new();
+    for i in 0..20 {
+        let ip = address("2001:db8:5:6", i);
+        statuses.push(from_address(&router, ip, "POST", "/v1/records", Some(&body())).await);
+    }
+    assert_eq!(statuses[..3], [202; 3], "{statuses:?}");
+    assert!(statuses[3..].iter().all(|s| *s == 429), "{statuses:?}");
+    let next_prefix: IpAddr = "2001:db8:5:7::1".parse().unwrap();
+    assert_eq!(
+        from_address(&router, next_prefix, "POST", "/v1/records", Some(&body())).await,
+        202
+    );
+    let v4: IpAddr = "192.0.2.7".parse().unwrap();
+    assert_eq!(
+        from_address(&router, v4, "POST", "/v1/records", Some(&body())).await,
+        202
+    );
+
+    let key_path = format!("/v1/issuer/key?app=invented&epoch={}", today());
+    let mut statuses = Vec::new();
+    for i in 0..20 {
+        let ip = address("2001:db8:9:9", i);
+        statuses.push(from_address(&router, ip, "GET", &key_path, None).await);
+    }
+    assert_eq!(statuses[..3], [404; 3], "{statuses:?}");
+    assert!(statuses[3..].iter().all(|s| *s == 429), "{statuses:?}");
+    relayer.shutdown().await;
+}
 
 /// A relayer of dev account 0 reaching the ledger only through `proxy` (which counts calls).
 async fn relayer_via(
