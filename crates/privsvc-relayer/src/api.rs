@@ -63,11 +63,29 @@ pub fn metrics_router(shared: Arc<Shared>) -> Router {
         .with_state(shared)
 }
 
-/// The source address of an OHTTP request that did not come from a configured OHTTP relay
-/// (tokens off), attached to the encapsulated request so that a submission inside it counts
-/// against that address's limit like a direct one.
+/// The source address of an OHTTP request that did not come from a configured OHTTP relay,
+/// attached to the encapsulated request so that a submission or an issuer request inside it
+/// counts against that address's limit like a direct one.
 #[derive(Clone, Copy)]
 pub struct OhttpSource(IpAddr);
+
+impl OhttpSource {
+    /// The address that posted the `/v1/ohttp` request (only the rate limiters may use it).
+    pub(crate) fn ip(self) -> IpAddr {
+        self.0
+    }
+}
+
+/// The source a rate limit counts a request against: the connection's address, or for a
+/// request inside `POST /v1/ohttp` the address that posted it ([`OhttpSource`]); `None` for
+/// requests from a configured OHTTP relay (it limits its own clients) and for in-process
+/// requests without an address.
+pub(crate) fn request_source(extensions: &axum::http::Extensions) -> Option<IpAddr> {
+    extensions
+        .get::<ConnectInfo<PeerAddr>>()
+        .and_then(|c| c.0.ip())
+        .or_else(|| extensions.get::<OhttpSource>().map(|s| s.ip()))
+}
 
 #[derive(Clone)]
 struct OhttpState {
@@ -138,11 +156,7 @@ async fn info(State(s): State<Arc<Shared>>) -> Json<Value> {
 }
 
 async fn submit(State(s): State<Arc<Shared>>, req: Request) -> Response {
-    let peer = req
-        .extensions()
-        .get::<ConnectInfo<PeerAddr>>()
-        .and_then(|c| c.0.ip())
-        .or_else(|| req.extensions().get::<OhttpSource>().map(|s| s.0));
+    let peer = request_source(req.extensions());
     let (status, response) = match accept(&s, peer, req.into_body()).await {
         Ok(id) => (
             StatusCode::ACCEPTED,

@@ -15,16 +15,90 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::http::Request;
+use base64::Engine as _;
 use common::faultproxy::FaultProxy;
 use common::*;
 use privsvc_ledger::{LedgerReader, LedgerWriter, RpcLedger, RpcWriter};
+use privsvc_ohttp::padding::{RESPONSE_CLASSES, RESPONSE_OVERHEAD};
 use privsvc_relayer::listener::PeerAddr;
-use privsvc_relayer::Relayer;
-use privsvc_tokens::now_ms;
+use privsvc_relayer::{OhttpSeed, Relayer};
+use privsvc_tokens::{
+    fetch_issuer_key, issuance_message, now_ms, token_message, token_suite, verify_token, Blinded,
+    IssueRequest, IssueResponse, IssuerKey, TokenRedemption,
+};
+use privsvc_vault::{LocalWallet, Wallet};
 use serde_json::{json, Value};
 use tower::ServiceExt as _;
 
 const T: Duration = Duration::from_secs(30);
+const SEED: [u8; 32] = [9u8; 32];
+/// What every answer of the issuer routes measures through OHTTP (DESIGN 10).
+const ISSUER_SEALED: usize = RESPONSE_CLASSES[1] + RESPONSE_OVERHEAD;
+
+/// An encapsulated request to the relayer at `url` (OHTTP on): the bytes a relay forwards and
+/// the client's context to open the answer.
+async fn encapsulated(
+    url: &str,
+    method: &str,
+    path: &str,
+    body: Option<Vec<u8>>,
+) -> (Vec<u8>, privsvc_ohttp::PendingResponse) {
+    let key = get(url, "/v1/info").await.1["ohttpKey"]
+        .as_str()
+        .expect("ohttpKey")
+        .to_string();
+    let mut headers = vec![("accept".to_string(), "application/json".to_string())];
+    if body.is_some() {
+        headers.push(("content-type".into(), "application/json".into()));
+    }
+    let request = privsvc_ohttp::BinaryRequest {
+        method: method.into(),
+        path: path.into(),
+        headers,
+        body: body.unwrap_or_default(),
+    };
+    let authority = url.trim_start_matches("http://").to_string();
+    privsvc_ohttp::encapsulate(&key, &request, "http", &authority).unwrap()
+}
+
+/// POST encapsulated bytes to `/v1/ohttp` from `client`: the outer status and sealed body.
+async fn post_ohttp_from(client: &reqwest::Client, url: &str, msg: Vec<u8>) -> (u16, Vec<u8>) {
+    let r = client
+        .post(format!("{url}/v1/ohttp"))
+        .header("content-type", "message/ohttp-req")
+        .body(msg)
+        .send()
+        .await
+        .unwrap();
+    (r.status().as_u16(), r.bytes().await.unwrap().to_vec())
+}
+
+/// One call through `/v1/ohttp` from `client`: (sealed length, the opened answer).
+async fn ohttp_call(
+    client: &reqwest::Client,
+    url: &str,
+    method: &str,
+    path: &str,
+    body: Option<Vec<u8>>,
+) -> (usize, privsvc_ohttp::OhttpResponse) {
+    let (msg, pending) = encapsulated(url, method, path, body).await;
+    let (status, sealed) = post_ohttp_from(client, url, msg).await;
+    assert_eq!(status, 200);
+    (sealed.len(), pending.open(&sealed).unwrap())
+}
+
+/// Wait until the issuer has published today's key of [`APP`] (configured in `ISSUER_APPS`).
+async fn wait_issuer_key(url: &str) {
+    let start = std::time::Instant::now();
+    while get(url, &format!("/v1/issuer/key?app={APP}&epoch={}", today()))
+        .await
+        .0
+        != 200
+    {
+        assert!(start.elapsed() < T, "no issuer key");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
 
 /// Stay inside one one-minute rate-limit window for the next few seconds.
 async fn avoid_minute_edge() {
@@ -32,6 +106,225 @@ async fn avoid_minute_edge() {
     if into_minute > 45_000 {
         tokio::time::sleep(Duration::from_millis(60_000 - into_minute + 100)).await;
     }
+}
+
+/// `n` token messages of [`APP`] for today, blinded under `key`.
+fn blinded(key: &IssuerKey, n: usize) -> Vec<(Vec<u8>, Blinded)> {
+    (0..n)
+        .map(|_| {
+            let msg = token_message(APP, today(), &rand::random()).unwrap();
+            let b = token_suite().blind(key, &msg).unwrap();
+            (msg, b)
+        })
+        .collect()
+}
+
+/// A signed issue request of `wallet` to `issuer` for `tokens`.
+async fn issue_request(
+    wallet: &LocalWallet,
+    issuer: alloy_primitives::Address,
+    chain: u64,
+    tokens: &[(Vec<u8>, Blinded)],
+) -> IssueRequest {
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let ts = now_ms();
+    let mut req = IssueRequest {
+        issuer,
+        chain_id: chain,
+        app: APP.into(),
+        epoch: today(),
+        wallet: wallet.address(),
+        blinded: tokens
+            .iter()
+            .map(|(_, b)| b64.encode(b.blinded_message()))
+            .collect(),
+        ts,
+        wallet_signature: String::new(),
+        attestation: None,
+    };
+    let text = issuance_message(&req, ts).unwrap();
+    let sig = wallet.personal_sign(text.as_bytes()).await.unwrap();
+    req.wallet_signature = format!("0x{}", hex::encode(sig.as_bytes()));
+    req
+}
+
+/// Finalize every blind signature of `answer` into a token and verify it under `key`.
+fn assert_real_tokens(key: &IssuerKey, tokens: &[(Vec<u8>, Blinded)], answer: &IssueResponse) {
+    let b64 = base64::engine::general_purpose::STANDARD;
+    assert_eq!(answer.blind_signatures.len(), tokens.len());
+    for ((msg, b), bs) in tokens.iter().zip(&answer.blind_signatures) {
+        let sig = token_suite()
+            .finalize(key, &b64.decode(bs).unwrap(), b, msg)
+            .unwrap();
+        let nonce: [u8; 32] = msg[msg.len() - 32..].try_into().unwrap();
+        verify_token(key, APP, &TokenRedemption::new(today(), &nonce, &sig)).unwrap();
+    }
+}
+
+/// The OHTTP relay replays a user's encapsulated issue request twenty times (ten at once).
+/// It cannot tell the answers apart (same size, the 8 192-byte class), whichever answer it
+/// delivers gives the user the same valid tokens, and the replays cost the user no quota: the
+/// user's next request gets the rest of the day's tokens.
+#[tokio::test]
+async fn a_relay_replaying_an_encapsulated_issue_request_costs_the_user_nothing() {
+    let (node, _dir, relayer) = devnet_and_relayer(|c| {
+        c.ohttp_seed = Some(OhttpSeed::new(SEED));
+        c.issuer_on = true;
+        c.issuer_apps = vec![APP.into()];
+        c.issuer_quota = 10;
+    })
+    .await;
+    let url = relayer.url().to_string();
+    let me = relayer.address();
+    wait_issuer_key(&url).await;
+    let key = fetch_issuer_key(reader(&node).as_ref(), me, APP, today())
+        .await
+        .unwrap();
+    let user = LocalWallet::random();
+    let tokens = blinded(&key, 5);
+    let req = issue_request(&user, me, node.chain_id(), &tokens).await;
+    let body = serde_json::to_vec(&req).unwrap();
+    let (msg, pending) = encapsulated(&url, "POST", "/v1/tokens/issue", Some(body.clone())).await;
+
+    // The user's request, forwarded once, then replayed: ten copies at once, ten in a row.
+    let (status, first) = post_ohttp_from(&http(), &url, msg.clone()).await;
+    assert_eq!(status, 200);
+    let relay = http();
+    let burst = (0..10).map(|_| post_ohttp_from(&relay, &url, msg.clone()));
+    let mut answers: Vec<(u16, Vec<u8>)> = futures::future::join_all(burst).await;
+    for _ in 0..10 {
+        answers.push(post_ohttp_from(&http(), &url, msg.clone()).await);
+    }
+    // What the relay sees: the same status and size every time.
+    assert_eq!(first.len(), ISSUER_SEALED);
+    for (status, sealed) in &answers {
+        assert_eq!((*status, sealed.len()), (200, first.len()));
+    }
+
+    // The relay delivers the last replay's answer instead of the first: the user is served.
+    let (_, last) = answers.pop().unwrap();
+    let opened = pending.open(&last).unwrap();
+    assert_eq!(
+        opened.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&opened.body)
+    );
+    let answer: IssueResponse = serde_json::from_slice(&opened.body).unwrap();
+    assert_eq!(answer.remaining, 5, "the replays were charged");
+    assert_real_tokens(&key, &tokens, &answer);
+    // Byte for byte the stored answer (the same request posted directly, once more).
+    let direct = http()
+        .post(format!("{url}/v1/tokens/issue"))
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(direct.status().as_u16(), 200);
+    assert_eq!(direct.bytes().await.unwrap().to_vec(), opened.body);
+
+    // The replays cost nothing: the user's next request gets the other five tokens.
+    let more = blinded(&key, 5);
+    let next = issue_request(&user, me, node.chain_id(), &more).await;
+    let (len, answer) = ohttp_call(
+        &http(),
+        &url,
+        "POST",
+        "/v1/tokens/issue",
+        Some(serde_json::to_vec(&next).unwrap()),
+    )
+    .await;
+    assert_eq!(len, ISSUER_SEALED);
+    assert_eq!(
+        answer.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&answer.body)
+    );
+    let answer: IssueResponse = serde_json::from_slice(&answer.body).unwrap();
+    assert_eq!(answer.remaining, 0);
+    assert_real_tokens(&key, &more, &answer);
+    relayer.shutdown().await;
+}
+
+/// A user posts issuer requests encapsulated in `/v1/ohttp` itself, to escape the issuer's
+/// per-address limit: they count against its address like direct ones (429 inside the sealed
+/// answer, with `Retry-After`), while a configured OHTTP relay (which limits its own clients)
+/// is not counted. Every issuer answer, 404, 400 or 429, measures the 8 192-byte class; other
+/// answers keep theirs.
+#[tokio::test]
+async fn a_user_flooding_the_issuer_through_ohttp_is_limited_like_a_direct_one() {
+    let relay_ip: IpAddr = "127.0.0.2".parse().unwrap();
+    let (_node, _dir, relayer) = devnet_and_relayer(|c| {
+        c.ohttp_seed = Some(OhttpSeed::new(SEED));
+        c.issuer_on = true;
+        c.issuer_rate_limit_per_min = 5;
+        c.ohttp_relay_ips = vec![relay_ip];
+    })
+    .await;
+    let url = relayer.url().to_string();
+    let key_path = format!("/v1/issuer/key?app=invented&epoch={}", today());
+    avoid_minute_edge().await;
+    let user = http();
+    for _ in 0..5 {
+        let (len, answer) = ohttp_call(&user, &url, "GET", &key_path, None).await;
+        assert_eq!((answer.status, len), (404, ISSUER_SEALED));
+    }
+    // Blind signing is behind the same count.
+    let (len, answer) = ohttp_call(
+        &user,
+        &url,
+        "POST",
+        "/v1/tokens/issue",
+        Some(b"{}".to_vec()),
+    )
+    .await;
+    assert_eq!((answer.status, len), (429, ISSUER_SEALED));
+    let body: Value = serde_json::from_slice(&answer.body).unwrap();
+    assert!(
+        body["error"].as_str().unwrap().contains("a minute"),
+        "{body}"
+    );
+    let retry: u64 = answer
+        .headers
+        .iter()
+        .find(|(n, _)| n == "retry-after")
+        .expect("Retry-After")
+        .1
+        .parse()
+        .unwrap();
+    assert!((1..=60).contains(&retry), "{retry}");
+    let (_, answer) = ohttp_call(&user, &url, "GET", &key_path, None).await;
+    assert_eq!(answer.status, 429);
+    // Its direct requests share the count.
+    assert_eq!(get(&url, &key_path).await.0, 429);
+
+    // The configured relay forwards many users' requests: not counted per address.
+    let relay = reqwest::Client::builder()
+        .local_address(relay_ip)
+        .build()
+        .unwrap();
+    for _ in 0..10 {
+        let (len, answer) = ohttp_call(&relay, &url, "GET", &key_path, None).await;
+        assert_eq!((answer.status, len), (404, ISSUER_SEALED));
+    }
+    let (len, answer) = ohttp_call(
+        &relay,
+        &url,
+        "POST",
+        "/v1/tokens/issue",
+        Some(b"{}".to_vec()),
+    )
+    .await;
+    assert_eq!((answer.status, len), (400, ISSUER_SEALED));
+    // A relayer answer outside the issuer keeps its own class.
+    let (len, answer) = ohttp_call(&relay, &url, "GET", "/v1/info", None).await;
+    assert_eq!(
+        (answer.status, len),
+        (200, RESPONSE_CLASSES[0] + RESPONSE_OVERHEAD)
+    );
+    relayer.shutdown().await;
 }
 
 /// One request through the relayer's full router, from `ip` as the listener would see it.
