@@ -49,6 +49,7 @@ pub fn mount(
     config.attestation_codes = cfg.issuer_codes.as_ref().map(|c| c.0.clone());
     config.apps = cfg.issuer_apps.clone();
     config.max_new_apps = cfg.issuer_max_new_apps;
+    config.max_active_apps = cfg.issuer_max_active_apps;
     let issuer = Arc::new(
         Issuer::open(config, Arc::new(writer.clone()), shared.ledger.clone())
             .map_err(|e| RelayerError::Issuer(e.to_string()))?,

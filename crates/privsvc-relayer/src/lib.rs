@@ -35,6 +35,15 @@
 //! of `/healthz` is refreshed in the background once a minute ([`health`]); `DATA_DIR` is 0700,
 //! the queue database 0600, with `secure_delete` on.
 //!
+//! Revision 3 (DESIGN 10): the public `/healthz` rounds `queue` up to a multiple of 100 and
+//! makes no ledger call (its balance is read in the background every 10 s; exact figures on
+//! `METRICS_BIND` only) ([`health`]); the planner batches the records whose holds it can meet
+//! and skips the others, which never block the records behind them ([`queue`]); the issuer
+//! routes are limited per source like submissions, also inside `POST /v1/ohttp`, and pad
+//! their OHTTP answers to the 8 192-byte class ([`issuer_mount`]); IPv6 sources are limited
+//! per /64 ([`ratelimit`]); a store error while marking a record found on the ledger requeues
+//! it, never writes it again ([`batcher`]).
+//!
 //! Reconciliation: a record found already on the ledger (its owner holds an entity with its
 //! envelope) is marked written with the hash of the transaction that created that entity, read
 //! with `LedgerReader::creation_tx` (`eth_getLogs`); the zero hash only when the node cannot
