@@ -306,13 +306,21 @@ async fn accept(s: &Shared, peer: Option<std::net::IpAddr>, body: Body) -> Resul
             ));
         }
     };
-    s.queue.lock().expect("queue lock").push(record);
+    s.queue
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(record);
     s.notify.notify_one();
     Ok(id)
 }
 
 async fn status(State(s): State<Arc<Shared>>, Path(id): Path<String>) -> Response {
-    if let Some(position) = s.queue.lock().expect("queue lock").position(&id) {
+    if let Some(position) = s
+        .queue
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .position(&id)
+    {
         return Json(json!({ "id": id, "state": "queued", "position": position })).into_response();
     }
     match s.store.state(&id) {

@@ -567,7 +567,7 @@ pub(crate) async fn finish_batch(
                 tracing::error!(error = %e, "cannot record a mined batch");
             }
             {
-                let mut live = shared.live.lock().expect("live lock");
+                let mut live = shared.live.lock().unwrap_or_else(|p| p.into_inner());
                 live.batches += 1;
                 live.last_flush_block = Some(block);
             }
@@ -586,7 +586,11 @@ pub(crate) async fn finish_batch(
             if let Err(e) = shared.store.batch_dropped(batch_id, now).await {
                 tracing::error!(error = %e, "cannot record a reverted batch");
             }
-            shared.live.lock().expect("live lock").last_flush_block = Some(block);
+            shared
+                .live
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .last_flush_block = Some(block);
             tracing::warn!(batch_size = size, "batch reverted");
             Outcome::Reverted(reason)
         }
@@ -661,7 +665,7 @@ pub(crate) async fn isolate(
         );
     }
     let verdict = {
-        let mut attempts = shared.attempts.lock().expect("attempts lock");
+        let mut attempts = shared.attempts.lock().unwrap_or_else(|p| p.into_inner());
         planner::after_revert(reason, offenders, keep, &mut attempts, |r| r.id.as_str())
     };
     for rec in verdict.give_up {

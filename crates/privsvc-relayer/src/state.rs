@@ -97,7 +97,7 @@ impl Shared {
         if records.is_empty() {
             return;
         }
-        let mut q = self.queue.lock().expect("queue lock");
+        let mut q = self.queue.lock().unwrap_or_else(|p| p.into_inner());
         for r in records {
             q.push(r);
         }
