@@ -110,6 +110,14 @@ impl Default for RelayConfig {
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct PeerIp(Option<IpAddr>);
 
+impl From<IpAddr> for PeerIp {
+    /// The source of a request served in-process through [`OhttpRelay::router`] (insert it
+    /// as `ConnectInfo<PeerIp>`), as [`RelayListener`] would have seen it.
+    fn from(ip: IpAddr) -> Self {
+        PeerIp(Some(ip))
+    }
+}
+
 impl fmt::Debug for PeerIp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("<peer>")
