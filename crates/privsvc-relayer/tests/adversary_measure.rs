@@ -545,3 +545,96 @@ async fn a_store_hiccup_on_a_record_already_on_the_ledger_never_writes_it_twice(
     a.shutdown().await;
     b.shutdown().await;
 }
+
+/// The residual of n-1 (SECURITY.md, "n-1 by flooding"), measured: an OHTTP relay that
+/// forwards a relayer's traffic holds a target's encapsulated submission, sends `MIN_BATCH - 1`
+/// submissions of its own, then the target's. The batch flushes at `MIN_BATCH` and the target
+/// is the one entity in it that the relay did not create: rounding `/healthz` does not stop
+/// this (it only stops waiting for an empty queue). The test fails if the relayer ever stops
+/// flushing such a batch.
+#[tokio::test]
+async fn a_relay_can_still_flood_a_batch_around_a_target() {
+    const MIN_BATCH: usize = 8;
+    let relay_ip: IpAddr = "127.0.0.1".parse().unwrap();
+    let (node, _dir, relayer) = devnet_and_relayer(|c| {
+        c.ohttp_seed = Some(OhttpSeed::new(SEED));
+        c.min_batch = MIN_BATCH;
+        c.max_wait_ms = 600_000;
+        c.ohttp_relay_ips = vec![relay_ip];
+    })
+    .await;
+    let url = relayer.url().to_string();
+    let relay = http();
+    // The target's submission, as the relay receives it (it cannot read it).
+    let (target, target_owner) = record_body(APP, 3600, b"target");
+    let (target_msg, target_pending) = encapsulated(
+        &url,
+        "POST",
+        "/v1/records",
+        Some(serde_json::to_vec(&target).unwrap()),
+    )
+    .await;
+    // The flood: the relay's own records, then the target's.
+    let started = std::time::Instant::now();
+    let mut own = Vec::new();
+    for i in 0..MIN_BATCH - 1 {
+        let (b, owner) = record_body(APP, 3600, format!("flood {i}").as_bytes());
+        let (len, answer) = ohttp_call(
+            &relay,
+            &url,
+            "POST",
+            "/v1/records",
+            Some(serde_json::to_vec(&b).unwrap()),
+        )
+        .await;
+        assert_eq!(
+            (answer.status, len),
+            (202, RESPONSE_CLASSES[0] + RESPONSE_OVERHEAD)
+        );
+        own.push(owner);
+    }
+    assert_eq!(get(&url, "/healthz").await.1["queue"], 100);
+    let (status, sealed) = post_ohttp_from(&relay, &url, target_msg).await;
+    assert_eq!(status, 200);
+    let answer = target_pending.open(&sealed).unwrap();
+    assert_eq!(answer.status, 202);
+    let id = serde_json::from_slice::<Value>(&answer.body).unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let st = wait_state(&url, &id, "written", T).await;
+    let elapsed = started.elapsed();
+    // The batch on the ledger: the target and the relay's records, nothing else.
+    let block: u64 = st["block"].as_str().unwrap().parse().unwrap();
+    let page = reader(&node)
+        .query(
+            &format!(
+                "$creator = addr({}) AND $createdAt = u64({block}) AND project = str('{APP}')",
+                relayer.address()
+            ),
+            &privsvc_ledger::QueryOptions {
+                select: privsvc_ledger::Select {
+                    key: true,
+                    owner: true,
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let owners: Vec<_> = page.entities.iter().filter_map(|e| e.owner).collect();
+    assert_eq!(owners.len(), MIN_BATCH, "{owners:?}");
+    let strangers: Vec<_> = owners.iter().filter(|o| !own.contains(o)).collect();
+    assert_eq!(
+        strangers,
+        vec![&target_owner],
+        "the relay singles the target out"
+    );
+    println!(
+        "n-1 by flooding: {} records of the relay's own, target written {} ms after the flood began",
+        MIN_BATCH - 1,
+        elapsed.as_millis()
+    );
+    relayer.shutdown().await;
+}
