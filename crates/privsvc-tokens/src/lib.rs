@@ -79,7 +79,7 @@ pub use fetch::{fetch_issuer_key, fetch_issuer_key_entity, PublishedKey};
 #[cfg(feature = "server")]
 pub use issuer::{
     next_day_due, next_day_moment, Clock, IssueRefusal, Issuer, IssuerConfig, IssuerError,
-    DEFAULT_MAX_NEW_APPS,
+    DEFAULT_MAX_ACTIVE_APPS, DEFAULT_MAX_NEW_APPS,
 };
 pub use issuer_http::{DirectIssuerTransport, IssuerReply, IssuerTransport};
 pub use protocol::MAX_TOKENS_PER_REQUEST;
