@@ -78,6 +78,7 @@ pub mod verify;
 pub use client::{PrivateClient, DEFAULT_RPC_URL};
 pub use covers::COVER_WINDOW_BLOCKS;
 pub use discover::{discover_relayers, heartbeat_relayers, LiveHeartbeat};
+pub use discover::{discover_relayers_pinned, RelayerRef};
 pub use entities::{EntitiesQuery, ProveParams, ScanStats};
 pub use error::PrivsvcError;
 pub use options::{
