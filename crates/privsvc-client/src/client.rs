@@ -16,7 +16,9 @@ use rand::seq::SliceRandom;
 
 use crate::cache::EntityCache;
 use crate::checks;
-use crate::discover::{contact_relayer, discover_relayers_pinned, heartbeat_relayers};
+use crate::discover::{
+    bind_issuers, contact_relayer, discover_relayers_pinned, heartbeat_relayers,
+};
 use crate::error::PrivsvcError;
 use crate::options::{ClientBuilder, ClientOptions};
 use crate::relayer_api::RelayerStatus;
@@ -469,5 +471,6 @@ async fn contact_relayers(
             reason: problems.join("; "),
         });
     }
+    bind_issuers(transport, &out);
     Ok(out)
 }

@@ -166,6 +166,56 @@ pub async fn contact_relayer(
     })
 }
 
+/// Through a transport that [uses gateway keys](Transport::uses_gateway_keys), binds the
+/// `issuerUrl` that each of `relayers` names to its `issuer` account, so that issuer calls
+/// sent through the OHTTP relay are encapsulated only to a key of the issuer's own heartbeats
+/// (the same account the client requires a live heartbeat of before it asks that issuer for
+/// tokens), never to another account's heartbeat naming the issuer's URL. An issuer URL that
+/// is one of `relayers` keeps the binding of that relayer's account; a second issuer account
+/// for one URL is not bound (the first stays) and is reported.
+pub fn bind_issuers(transport: &dyn Transport, relayers: &[RelayerStatus]) {
+    if !transport.uses_gateway_keys() {
+        return;
+    }
+    let mut bound: std::collections::HashMap<String, Address> = relayers
+        .iter()
+        .map(|r| (r.url.clone(), r.address))
+        .collect();
+    for relayer in relayers {
+        let (Some(issuer), Some(issuer_url)) = (&relayer.info.issuer, &relayer.info.issuer_url)
+        else {
+            continue;
+        };
+        let (Ok(issuer), Ok(issuer_url)) = (
+            issuer.parse::<Address>(),
+            privsvc_ohttp::normalize_relayer_url(issuer_url),
+        ) else {
+            continue;
+        };
+        match bound.get(&issuer_url) {
+            Some(account) if *account == issuer => {}
+            Some(account) => tracing::warn!(
+                relayer = %relayer.url,
+                issuer_url = %issuer_url,
+                issuer = %issuer,
+                account = %account,
+                "the relayer names an issuer whose URL belongs to another account; not rebound"
+            ),
+            None => match transport.bind_relayer(&issuer_url, issuer, None) {
+                Ok(()) => {
+                    bound.insert(issuer_url, issuer);
+                }
+                Err(e) => tracing::warn!(
+                    relayer = %relayer.url,
+                    issuer_url = %issuer_url,
+                    error = %e,
+                    "cannot bind the relayer's issuer URL"
+                ),
+            },
+        }
+    }
+}
+
 /// Warns about every other account whose live heartbeats name a pinned (or given) URL.
 fn report_ignored(url: &str, owner: &UrlOwner, given: bool) {
     for other in &owner.ignored {

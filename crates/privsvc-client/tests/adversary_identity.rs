@@ -403,3 +403,42 @@ async fn a_gateway_400_marks_the_relayer_bad_instead_of_rediscovering_its_key() 
     );
     stack.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_issuer_named_by_a_relayer_is_reached_with_the_issuers_own_key() {
+    // Tokens on: B requires them and names A (the issuer) at A's URL.
+    let stack = Stack::start(StackOptions::default()).await;
+    logs();
+    let op = Operator::start().await;
+    op.claim(&stack, &stack.a_url).await;
+
+    // The client uses B only; the issuer's URL is named by A and by the operator.
+    let client = PrivateClient::from_options(through_operator(
+        &stack,
+        &op,
+        Some(vec![RelayerRef::from(stack.b_url.clone())]),
+    ))
+    .await
+    .expect("B is used");
+    assert_eq!(urls(&client), vec![stack.b_url.clone()]);
+    // Issuer calls go through the relay to the key of A's own heartbeat (A is the issuer B
+    // names), not to the operator's, and are not refused as ambiguous.
+    let prefetch = client
+        .prefetch_later(1, Some(std::time::Duration::from_millis(200)))
+        .unwrap();
+    let added = tokio::time::timeout(std::time::Duration::from_secs(30), prefetch)
+        .await
+        .expect("the prefetch ends")
+        .unwrap();
+    assert_eq!(added, 1, "no token from the issuer");
+    assert!(
+        op.relayed() > 0,
+        "the issuer calls went through the operator's relay"
+    );
+    assert_eq!(
+        op.opened(),
+        0,
+        "a request was encapsulated to the operator's key"
+    );
+    stack.shutdown().await;
+}
