@@ -520,6 +520,61 @@ mod tests {
     }
 
     #[test]
+    fn relayers_take_urls_and_references_with_addresses() {
+        let account = Address::repeat_byte(1);
+        let o = ClientBuilder::new("a")
+            .relayers(["http://a.example", "http://b.example"])
+            .options;
+        assert_eq!(
+            o.relayers,
+            Some(vec![
+                RelayerRef::new("http://a.example"),
+                RelayerRef::new("http://b.example")
+            ])
+        );
+        let urls = vec![String::from("http://c.example")];
+        let o = ClientBuilder::new("a").relayers(&urls).options;
+        assert_eq!(o.relayers.unwrap()[0].address, None);
+        let o = ClientBuilder::new("a")
+            .relayers([
+                RelayerRef::with_address("http://a.example", account),
+                ("http://b.example", account).into(),
+            ])
+            .options;
+        let given = o.relayers.unwrap();
+        assert!(given.iter().all(|r| r.address == Some(account)));
+    }
+
+    #[test]
+    fn relayer_pins_default_to_the_token_stores() {
+        let account = Address::repeat_byte(2);
+        let store = privsvc_tokens::memory_store();
+        let o = ClientBuilder::new("a").token_store(store.clone()).options;
+        o.effective_relayer_pins()
+            .pin("http://a.example", account)
+            .unwrap();
+        assert_eq!(
+            store
+                .relayer_pins()
+                .unwrap()
+                .get("http://a.example")
+                .unwrap(),
+            Some(account)
+        );
+        // Given pins win over the store's.
+        let own: Arc<dyn RelayerPins> = Arc::new(MemoryRelayerPins::default());
+        let o = ClientBuilder::new("a")
+            .token_store(store)
+            .relayer_pins(own.clone())
+            .options;
+        assert_eq!(
+            o.effective_relayer_pins().get("http://a.example").unwrap(),
+            None
+        );
+        assert!(Arc::ptr_eq(&o.effective_relayer_pins(), &own));
+    }
+
+    #[test]
     fn delay_range_is_ordered() {
         assert_eq!(
             ClientBuilder::new("a").delay_ms(9, 3).options.delay_ms,
