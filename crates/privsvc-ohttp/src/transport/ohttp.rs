@@ -164,12 +164,10 @@ impl OhttpTransport {
         }
         let (account, key) = self.discover(&url, known.account).await?;
         let mut relayers = self.relayers.write().unwrap_or_else(|p| p.into_inner());
-        let entry = relayers.entry(url).or_default();
+        let entry = relayers.entry(url.clone()).or_default();
         match entry.account {
             // Bound to another account meanwhile: that binding stands.
-            Some(bound) if bound != account => {
-                return Err(OhttpError::NoGatewayKey(relayer_url.to_string()))
-            }
+            Some(bound) if bound != account => return Err(OhttpError::NoGatewayKey(url)),
             _ => entry.account = Some(account),
         }
         Ok(entry.key.get_or_insert(key).clone())
