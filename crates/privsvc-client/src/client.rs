@@ -16,10 +16,12 @@ use rand::seq::SliceRandom;
 
 use crate::cache::EntityCache;
 use crate::checks;
-use crate::discover::discover_relayers;
+use crate::discover::{
+    bind_issuers, contact_relayer, discover_relayers_pinned, heartbeat_relayers,
+};
 use crate::error::PrivsvcError;
 use crate::options::{ClientBuilder, ClientOptions};
-use crate::relayer_api::{fetch_info, RelayerStatus};
+use crate::relayer_api::RelayerStatus;
 use crate::rng::{ClientRng, Purpose};
 use crate::session::{Lister, Tail};
 use crate::tokens::TokenManager;
@@ -91,7 +93,7 @@ impl PrivateClient {
     /// With `isolate_keys`, the keys go to an isolated key thread; when that thread cannot start,
     /// the client logs a warning and keeps the keys in-process (see
     /// [`PrivateClient::keys_isolated`]).
-    pub async fn from_options(options: ClientOptions) -> Result<Self, PrivsvcError> {
+    pub async fn from_options(mut options: ClientOptions) -> Result<Self, PrivsvcError> {
         if options.wallet.is_none() && options.vault.is_none() {
             return Err(PrivsvcError::Config(
                 "either a wallet or a vault is required: call `wallet(...)` or `vault(...)`".into(),
@@ -114,6 +116,9 @@ impl PrivateClient {
             Some(t) => t.clone(),
             None => crate::transport::default_transport(&options, reader.clone())?,
         };
+        // One set of relayer pins for the session (and, with a persistent store, beyond).
+        let pins = options.effective_relayer_pins();
+        options.relayer_pins = Some(pins);
         let relayers =
             contact_relayers(&options, reader.as_ref(), transport.as_ref(), chain_id).await?;
         let rng = Arc::new(ClientRng::new(options.seed, Purpose::Write));
@@ -450,44 +455,65 @@ fn isolated_vault(
     Ok((Arc::new(KeyVault::from_signature(signature, app)), false))
 }
 
+/// The session's relayers (DESIGN 10, "Relayer identity"): the given ones, each checked
+/// against its given or pinned account (and, through an OHTTP relay, bound to the gateway key
+/// of that account's heartbeat), or the discovered ones; see [`contact_relayer`]. A relayer
+/// on another chain, unreachable, ambiguous or disagreeing with its heartbeat is left out with
+/// the reason; none left is [`PrivsvcError::NoRelayerAvailable`].
 async fn contact_relayers(
     options: &ClientOptions,
     reader: &dyn LedgerReader,
     transport: &dyn Transport,
     chain_id: u64,
 ) -> Result<Vec<RelayerStatus>, PrivsvcError> {
-    let mut out = Vec::new();
+    let pins = options.effective_relayer_pins();
+    let mut out: Vec<RelayerStatus> = Vec::new();
     let mut problems = Vec::new();
     match &options.relayers {
-        Some(urls) => {
-            for url in urls {
-                let url = privsvc_ohttp::normalize_relayer_url(url)?;
-                match fetch_info(transport, &url).await {
-                    Ok((address, info)) if info.chain_id == chain_id => out.push(RelayerStatus {
-                        url,
-                        address,
-                        bad: false,
-                        info,
-                    }),
-                    Ok((_, info)) => problems.push(format!(
+        Some(given) => {
+            // Through an OHTTP relay a relayer is reached only with the key of its account's
+            // heartbeat; directly, its /v1/info is first-hand and no heartbeat is read.
+            let heartbeats = if transport.uses_gateway_keys() {
+                Some(heartbeat_relayers(reader).await?)
+            } else {
+                None
+            };
+            for relayer in given {
+                let url = privsvc_ohttp::normalize_relayer_url(&relayer.url)?;
+                if out.iter().any(|r| r.url == url) {
+                    continue;
+                }
+                match contact_relayer(
+                    transport,
+                    heartbeats.as_deref(),
+                    pins.as_ref(),
+                    &url,
+                    relayer.address,
+                )
+                .await
+                {
+                    Ok(status) if status.info.chain_id == chain_id => out.push(status),
+                    Ok(status) => problems.push(format!(
                         "{url} writes to chain {}, the reader is on chain {chain_id}",
-                        info.chain_id
+                        status.info.chain_id
                     )),
                     Err(e) => {
-                        tracing::warn!(relayer = %url, error = %e, "relayer unreachable at start");
+                        tracing::warn!(relayer = %url, error = %e, "relayer not usable at start");
                         problems.push(format!("{url}: {e}"))
                     }
                 }
             }
         }
         None => {
-            for r in discover_relayers(reader, transport).await? {
+            for r in discover_relayers_pinned(reader, transport, pins.as_ref()).await? {
                 if r.info.chain_id == chain_id {
                     out.push(r);
                 }
             }
             if out.is_empty() {
-                problems.push("no live relayer heartbeat on the ledger".into());
+                problems.push(
+                    "no live relayer heartbeat on the ledger that names its relayer unambiguously and agrees with its /v1/info".into(),
+                );
             }
         }
     }
@@ -496,5 +522,6 @@ async fn contact_relayers(
             reason: problems.join("; "),
         });
     }
+    bind_issuers(transport, &out);
     Ok(out)
 }

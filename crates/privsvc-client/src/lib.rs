@@ -81,6 +81,7 @@ pub mod verify;
 pub use client::{PrivateClient, DEFAULT_RPC_URL};
 pub use covers::COVER_WINDOW_BLOCKS;
 pub use discover::{discover_relayers, heartbeat_relayers, LiveHeartbeat};
+pub use discover::{discover_relayers_pinned, RelayerRef};
 pub use entities::{EntitiesQuery, ProveParams, ScanStats};
 pub use error::PrivsvcError;
 pub use options::{default_inclusion_timeout, ClientBuilder, ClientOptions, Tokens};

@@ -3,9 +3,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use alloy_primitives::Address;
 use privsvc_ledger::LedgerReader;
 use privsvc_ohttp::{Fetch, Transport};
-use privsvc_tokens::{KeyPins, TokenSource, TokenStore};
+use privsvc_tokens::{KeyPins, MemoryRelayerPins, RelayerPins, TokenSource, TokenStore};
 use privsvc_vault::{Vault, Wallet};
 
 use crate::protocol::InfoResponse;
@@ -43,6 +44,71 @@ impl std::fmt::Debug for Tokens {
     }
 }
 
+/// A relayer the client is told to use (SPEC `relayers`, DESIGN 10 "Relayer identity"): its
+/// base URL and, optionally, the account that runs it.
+///
+/// With an address, discovery is skipped for this relayer: only that account's heartbeat
+/// gives the relayer's OHTTP gateway key (heartbeats of other accounts naming the URL are
+/// ignored), and the relayer's `/v1/info` must answer that address. Without one, the URL
+/// belongs to the account pinned for it on first use, or to the one account whose live
+/// heartbeats name it (two accounts: refused as ambiguous). A plain URL converts into a
+/// `RelayerRef` without an address, so `.relayers(["https://relayer.example"])` works.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RelayerRef {
+    /// The relayer's base URL.
+    pub url: String,
+    /// The relayer's account, when known out of band.
+    pub address: Option<Address>,
+}
+
+impl RelayerRef {
+    /// A relayer known by its URL only.
+    pub fn new(url: impl Into<String>) -> Self {
+        Self {
+            url: url.into(),
+            address: None,
+        }
+    }
+
+    /// A relayer known by its URL and account.
+    pub fn with_address(url: impl Into<String>, address: Address) -> Self {
+        Self {
+            url: url.into(),
+            address: Some(address),
+        }
+    }
+}
+
+impl From<&str> for RelayerRef {
+    fn from(url: &str) -> Self {
+        Self::new(url)
+    }
+}
+
+impl From<String> for RelayerRef {
+    fn from(url: String) -> Self {
+        Self::new(url)
+    }
+}
+
+impl From<&String> for RelayerRef {
+    fn from(url: &String) -> Self {
+        Self::new(url.as_str())
+    }
+}
+
+impl From<(String, Address)> for RelayerRef {
+    fn from((url, address): (String, Address)) -> Self {
+        Self::with_address(url, address)
+    }
+}
+
+impl From<(&str, Address)> for RelayerRef {
+    fn from((url, address): (&str, Address)) -> Self {
+        Self::with_address(url, address)
+    }
+}
+
 /// Every option of a [`crate::PrivateClient`]. Build it with [`crate::PrivateClient::builder`].
 #[derive(Clone)]
 pub struct ClientOptions {
@@ -54,8 +120,14 @@ pub struct ClientOptions {
     pub vault: Option<Arc<dyn Vault>>,
     /// Value of the `project` attribute (default: the app).
     pub project: Option<String>,
-    /// Relayer base URLs (default: discover live relayers from heartbeats).
-    pub relayers: Option<Vec<String>>,
+    /// The relayers to use, by URL and optionally account (default: discover live relayers
+    /// from heartbeats).
+    pub relayers: Option<Vec<RelayerRef>>,
+    /// Where the client pins each relayer URL to its account on first use (default: the token
+    /// store's pins, [`TokenStore::relayer_pins`]: in a file next to a `FileTokenStore`, in
+    /// memory with the memory store; else in memory for the session). Once built, the
+    /// client's options hold the pins in use.
+    pub relayer_pins: Option<Arc<dyn RelayerPins>>,
     /// Send every relayer call through this OHTTP relay.
     pub ohttp_relay: Option<String>,
     /// Keep keys in an isolated thread (default false natively; SPEC's default is true in browsers).
@@ -130,6 +202,7 @@ impl std::fmt::Debug for ClientOptions {
             .field("vault", &self.vault.is_some())
             .field("project", &self.project)
             .field("relayers", &self.relayers)
+            .field("relayer_pins", &self.relayer_pins.is_some())
             .field("ohttp_relay", &self.ohttp_relay)
             .field("isolate_keys", &self.isolate_keys)
             .field("reader", &self.reader.is_some())
@@ -163,6 +236,7 @@ impl ClientOptions {
             vault: None,
             project: None,
             relayers: None,
+            relayer_pins: None,
             ohttp_relay: None,
             isolate_keys: false,
             reader: None,
@@ -187,6 +261,15 @@ impl ClientOptions {
             transport: None,
             fetch: None,
         }
+    }
+
+    /// The relayer pins to use: `relayer_pins`, else the token store's, else new pins in
+    /// memory (a new set on every call: keep the result).
+    pub fn effective_relayer_pins(&self) -> Arc<dyn RelayerPins> {
+        self.relayer_pins
+            .clone()
+            .or_else(|| self.token_store.as_ref().and_then(|s| s.relayer_pins()))
+            .unwrap_or_else(|| Arc::new(MemoryRelayerPins::default()))
     }
 
     /// The project in use: the explicit one or the app.
@@ -252,13 +335,20 @@ impl ClientBuilder {
         self.options.project = Some(project.into());
         self
     }
-    /// Relayer base URLs (default: discovered from heartbeats).
-    pub fn relayers<I, S>(mut self, urls: I) -> Self
+    /// The relayers to use (default: discovered from heartbeats): URLs, or [`RelayerRef`]s
+    /// with the relayer's account to skip discovery.
+    pub fn relayers<I, S>(mut self, relayers: I) -> Self
     where
         I: IntoIterator<Item = S>,
-        S: Into<String>,
+        S: Into<RelayerRef>,
     {
-        self.options.relayers = Some(urls.into_iter().map(Into::into).collect());
+        self.options.relayers = Some(relayers.into_iter().map(Into::into).collect());
+        self
+    }
+    /// Where to pin each relayer URL to its account on first use (default: the token
+    /// store's relayer pins).
+    pub fn relayer_pins(mut self, pins: Arc<dyn RelayerPins>) -> Self {
+        self.options.relayer_pins = Some(pins);
         self
     }
     /// Send every relayer call through this OHTTP relay.
@@ -440,6 +530,61 @@ mod tests {
             ClientOptions::new("a").inclusion_timeout_for(&info(0, 0)),
             Duration::from_secs(30)
         );
+    }
+
+    #[test]
+    fn relayers_take_urls_and_references_with_addresses() {
+        let account = Address::repeat_byte(1);
+        let o = ClientBuilder::new("a")
+            .relayers(["http://a.example", "http://b.example"])
+            .options;
+        assert_eq!(
+            o.relayers,
+            Some(vec![
+                RelayerRef::new("http://a.example"),
+                RelayerRef::new("http://b.example")
+            ])
+        );
+        let urls = vec![String::from("http://c.example")];
+        let o = ClientBuilder::new("a").relayers(&urls).options;
+        assert_eq!(o.relayers.unwrap()[0].address, None);
+        let o = ClientBuilder::new("a")
+            .relayers([
+                RelayerRef::with_address("http://a.example", account),
+                ("http://b.example", account).into(),
+            ])
+            .options;
+        let given = o.relayers.unwrap();
+        assert!(given.iter().all(|r| r.address == Some(account)));
+    }
+
+    #[test]
+    fn relayer_pins_default_to_the_token_stores() {
+        let account = Address::repeat_byte(2);
+        let store = privsvc_tokens::memory_store();
+        let o = ClientBuilder::new("a").token_store(store.clone()).options;
+        o.effective_relayer_pins()
+            .pin("http://a.example", account)
+            .unwrap();
+        assert_eq!(
+            store
+                .relayer_pins()
+                .unwrap()
+                .get("http://a.example")
+                .unwrap(),
+            Some(account)
+        );
+        // Given pins win over the store's.
+        let own: Arc<dyn RelayerPins> = Arc::new(MemoryRelayerPins::default());
+        let o = ClientBuilder::new("a")
+            .token_store(store)
+            .relayer_pins(own.clone())
+            .options;
+        assert_eq!(
+            o.effective_relayer_pins().get("http://a.example").unwrap(),
+            None
+        );
+        assert!(Arc::ptr_eq(&o.effective_relayer_pins(), &own));
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! [`FileTokenStore`]: client tokens in one JSON file that survives restarts, with the issuer
-//! key pins in an SQLite file next to it (feature `sqlite`, native only).
+//! key pins in an SQLite file and the relayer pins in a JSON file next to it (feature `sqlite`,
+//! native only).
 
 use std::fs::File;
 use std::io::Write as _;
@@ -11,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::acceptance::KeyPins;
 use crate::error::TokenError;
 use crate::message::{epoch_of, now_ms};
+use crate::relayer_pins::{FileRelayerPins, RelayerPins};
 use crate::sqlite_pins::SqliteKeyPins;
 use crate::store::{merge, of_app, remove_token, StoredToken, TokenStore};
 
@@ -36,6 +38,7 @@ pub struct FileTokenStore {
     path: PathBuf,
     tokens: Mutex<Vec<StoredToken>>,
     pins: Arc<SqliteKeyPins>,
+    relayer_pins: Arc<FileRelayerPins>,
     _lock: Mutex<rusqlite::Connection>,
 }
 
@@ -80,10 +83,12 @@ impl FileTokenStore {
             &Self::pins_path(&path),
             epoch_of(now_ms()),
         )?);
+        let relayer_pins = Arc::new(FileRelayerPins::open(Self::relayer_pins_path(&path))?);
         Ok(FileTokenStore {
             path,
             tokens: Mutex::new(tokens),
             pins,
+            relayer_pins,
             _lock: Mutex::new(lock),
         })
     }
@@ -97,6 +102,14 @@ impl FileTokenStore {
     pub fn pins_path(path: &Path) -> PathBuf {
         let mut name = path.as_os_str().to_os_string();
         name.push(".pins.sqlite");
+        PathBuf::from(name)
+    }
+
+    /// The file of the store's relayer pins ([`FileRelayerPins`]):
+    /// `<store file>.relayers.json`.
+    pub fn relayer_pins_path(path: &Path) -> PathBuf {
+        let mut name = path.as_os_str().to_os_string();
+        name.push(".relayers.json");
         PathBuf::from(name)
     }
 
@@ -209,5 +222,10 @@ impl TokenStore for FileTokenStore {
     /// In `<store file>.pins.sqlite`: they survive restarts like the tokens.
     fn key_pins(&self) -> Option<Arc<dyn KeyPins>> {
         Some(self.pins.clone())
+    }
+
+    /// In `<store file>.relayers.json`: they survive restarts like the tokens.
+    fn relayer_pins(&self) -> Option<Arc<dyn RelayerPins>> {
+        Some(self.relayer_pins.clone())
     }
 }
