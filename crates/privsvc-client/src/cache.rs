@@ -293,6 +293,11 @@ impl EntityCache {
         }
     }
 
+    /// Records listed since the last tag opening.
+    pub(crate) fn pending_count(&self) -> usize {
+        self.pending.len()
+    }
+
     /// The listed records whose tag was not opened yet, with their tags; those without a
     /// tag are marked as not the user's.
     pub(crate) fn take_unopened(&mut self) -> Vec<(B256, Tag)> {

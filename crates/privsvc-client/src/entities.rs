@@ -10,7 +10,7 @@ use rand::seq::SliceRandom;
 
 use crate::cache::{Class, EntityCache};
 use crate::client::PrivateClient;
-use crate::covers::{covers_of, newest_window};
+use crate::covers::{covers_final, covers_of, newest_window};
 use crate::error::PrivsvcError;
 use crate::proof::{sign_ownership_proof, OwnershipProof, ProofParams};
 use crate::read::{fetch_batches, BatchId};
@@ -20,7 +20,9 @@ use crate::verify::{verify_record, VerifyOptions};
 /// Options of [`PrivateClient::my_entities`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EntitiesQuery {
-    /// Scan for records created since the last scan (an incremental listing) before answering.
+    /// Wait for the session's next tail (its incremental listing, every 15 to 45 s by default),
+    /// then scan what it listed. The client never lists because the app asked: a listing
+    /// right after a write would tell the RPC when the write landed.
     pub refresh: bool,
     /// Keep only records whose attributes have these values (filtered locally).
     pub where_: Vec<(String, AttrValue)>,
@@ -32,8 +34,8 @@ impl EntitiesQuery {
         Self::default()
     }
 
-    /// Scan for new records first (incrementally: only records created since the last listed
-    /// block are listed).
+    /// Wait for the session's next tail, then scan what it listed (see
+    /// [`EntitiesQuery::refresh`]).
     pub fn refresh(mut self) -> Self {
         self.refresh = true;
         self
@@ -132,17 +134,21 @@ impl PrivateClient {
 
     /// The user's verified records of this project, newest first.
     ///
-    /// Lists the project's records at one pinned block without payloads (only those created
-    /// since the last listing, once a first listing is cached; expired ones are dropped), opens
-    /// the tags of the records not seen before, fetches the batches holding the user's new
-    /// records, each with its `cover_batches` deterministic covers from the same creation window
-    /// (or `cover_batches` batches of the newest window when there is none), in one shuffled
+    /// Works on the session's listing (made at session start and kept up to date by the tail;
+    /// with `refresh`, after the next tail): opens the tags of the records not seen before,
+    /// drops copies, fetches the batches holding the user's new records once their cover
+    /// window has closed, each with its `cover_batches` deterministic covers from that window
+    /// (with nothing new, the group of the user's newest batch again, or batches of the newest
+    /// window for a user with none), with the timestamps of all their blocks, in one shuffled
     /// order, verifies each of the user's records (owner = the vault's address for the ref,
     /// signature, app, attributes, lifetime, creation before (hour + 4) x 3600; with
     /// `trusted_relayers_only`, a known creator),
     /// decrypts encrypted payloads and filters `where_` locally. Results are cached; a call
     /// scans again only after a write in this session or with `refresh`.
     pub async fn my_entities(&self, query: &EntitiesQuery) -> Result<Vec<MyRecord>, PrivsvcError> {
+        if query.refresh {
+            self.next_tail().await;
+        }
         let mut cache = self.cache.lock().await;
         if query.refresh || !cache.scanned || cache.stale {
             self.scan(&mut cache).await?;
@@ -175,9 +181,24 @@ impl PrivateClient {
     }
 
     /// Scans the ledger for records not seen before and returns what it fetched.
+    /// Waits for the session's next tail (see [`EntitiesQuery::refresh`]), then scans.
     pub async fn scan_new(&self) -> Result<ScanStats, PrivsvcError> {
+        self.next_tail().await;
         let mut cache = self.cache.lock().await;
         self.scan(&mut cache).await
+    }
+
+    /// Waits for the session's next tail, at most one tail interval and a second.
+    async fn next_tail(&self) {
+        let mut tails = self.tail.watch();
+        tails.borrow_and_update();
+        let bound = self
+            .options
+            .schedule
+            .tail
+            .1
+            .saturating_add(std::time::Duration::from_secs(1));
+        let _ = privsvc_rt::timeout(bound, tails.changed()).await;
     }
 
     async fn scan(&self, cache: &mut EntityCache) -> Result<ScanStats, PrivsvcError> {
@@ -186,8 +207,10 @@ impl PrivateClient {
             .options
             .trusted_relayers_only
             .then(|| self.known_relayer_addresses());
+        // No listing here: the session's tail lists on its own timer (a listing made when the
+        // app asks, right after a write, would tell the RPC when the write landed).
         let mut stats = ScanStats {
-            listed: self.lister.update(cache).await?,
+            listed: cache.pending_count(),
             ..ScanStats::default()
         };
         let Some(block) = cache.block else {
@@ -224,17 +247,35 @@ impl PrivateClient {
             &self.known_relayer_addresses(),
         ));
 
-        // The user's records not verified yet, and their batches.
-        let mut matched: HashMap<B256, RecordRef> = cache.unverified.clone();
-        stats.matched = matched.len();
-        let mine: BTreeSet<BatchId> = matched
+        // The user's records not verified yet, and their batches: only those whose covers are
+        // final, 16 blocks after the batch (the others wait for a later scan, so that their
+        // covers never change from one scan to the next).
+        let k = self.options.cover_batches;
+        let pending: BTreeSet<BatchId> = cache
+            .unverified
             .keys()
-            .filter_map(|k| cache.entries.get(k).map(|e| e.batch()))
+            .filter_map(|key| cache.entries.get(key).map(|e| e.batch()))
             .collect();
+        let mine: BTreeSet<BatchId> = pending
+            .iter()
+            .copied()
+            .filter(|b| k == 0 || covers_final(*b, block))
+            .collect();
+        let mut matched: HashMap<B256, RecordRef> = cache
+            .unverified
+            .iter()
+            .filter(|(key, _)| {
+                cache
+                    .entries
+                    .get(*key)
+                    .is_some_and(|e| mine.contains(&e.batch()))
+            })
+            .map(|(key, r)| (*key, *r))
+            .collect();
+        stats.matched = matched.len();
 
         // Covers: the same ones for a batch in every session; from the newest window when
         // there is no batch of the user's to fetch.
-        let k = self.options.cover_batches;
         let mut covers: BTreeSet<BatchId> = BTreeSet::new();
         if mine.is_empty() {
             // Nothing new of the user's: fetch again the group of the user's newest batch (the

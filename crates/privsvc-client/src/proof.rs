@@ -192,7 +192,7 @@ impl fmt::Display for ProofRejection {
 
 /// Checks a proof: time window, challenge, verifier, chain, signature, that the entity's current
 /// owner on the ledger is the signer, and that the entity is a record that passes
-/// [`verify_record`] for that owner (its creation block timestamp included).
+/// [`crate::verify_record`] for that owner (its creation block timestamp included).
 pub async fn verify_ownership_proof(
     proof: &OwnershipProof,
     expect: &ProofExpectation<'_>,

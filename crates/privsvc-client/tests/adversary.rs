@@ -312,7 +312,11 @@ async fn the_rpc_never_sees_owner_key_or_tag_and_relayers_are_not_believed() {
         .build()
         .await
         .unwrap();
-    let mine = fresh.my_entities(&EntitiesQuery::new()).await.unwrap();
+    stack.settle().await;
+    let mine = fresh
+        .my_entities(&EntitiesQuery::new().refresh())
+        .await
+        .unwrap();
     assert_eq!(mine.len(), 3);
     fresh
         .my_entities(&EntitiesQuery::new().refresh())
@@ -544,6 +548,8 @@ async fn fetches_do_not_single_out_the_users_batch() {
     .await
     .unwrap();
     let proxy = RpcProxy::start(&node.url()).await;
+    // Blocks after the seeded history: every batch's covers are final.
+    settle(&node);
     let session = |vault: Arc<dyn Vault>| {
         PrivateClient::builder(SEED_APP)
             .vault(vault)

@@ -318,7 +318,7 @@ async fn a_client_that_pinned_a_relayer_keeps_its_key_and_warns() {
     let store_path = dir.path().join("tokens.json");
     let with_store = |relayers: Option<Vec<RelayerRef>>| {
         let mut options = through_operator(&stack, &op, relayers);
-        options.token_store = Some(Arc::new(FileTokenStore::open(&store_path).unwrap()));
+        options.token_store = Some(Arc::new(open_when_released(&store_path)));
         options
     };
 
@@ -341,6 +341,8 @@ async fn a_client_that_pinned_a_relayer_keeps_its_key_and_warns() {
     let written = client.create_entity(note("pinned")).await.unwrap();
     assert_eq!(written.relayer, stack.a_url);
     drop(client);
+    // The dropped session's tasks let go of the store at their next poll.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     // Discovery with the same pins finds both relayers, A under A's account.
     let discovered = PrivateClient::from_options(with_store(None)).await.unwrap();
     let a = discovered
@@ -441,4 +443,17 @@ async fn the_issuer_named_by_a_relayer_is_reached_with_the_issuers_own_key() {
         "a request was encapsulated to the operator's key"
     );
     stack.shutdown().await;
+}
+
+/// Opens the file token store, waiting up to 5 s for a dropped client's aborted background
+/// tasks to let go of it (an abort takes effect at the task's next poll).
+fn open_when_released(path: &std::path::Path) -> FileTokenStore {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        match FileTokenStore::open(path) {
+            Ok(store) => return store,
+            Err(e) if std::time::Instant::now() > deadline => panic!("{e}"),
+            Err(_) => std::thread::sleep(std::time::Duration::from_millis(20)),
+        }
+    }
 }

@@ -139,7 +139,11 @@ async fn lost_submit_answer_is_recovered_from_the_ledger_not_resubmitted() {
         .iter()
         .any(|x| x.url == transport.target && x.bad));
 
-    let mine = client.my_entities(&EntitiesQuery::new()).await.unwrap();
+    stack.settle().await;
+    let mine = client
+        .my_entities(&EntitiesQuery::new().refresh())
+        .await
+        .unwrap();
     assert_eq!(mine.len(), 1);
     assert_eq!(mine[0].to_text(), "answer lost");
     stack.shutdown().await;

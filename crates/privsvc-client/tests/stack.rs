@@ -45,7 +45,11 @@ async fn write_read_prove_everything_through_ohttp_with_tokens() {
     assert!(stack.relayed() >= before + 6);
 
     // Alice sees her two records, newest first, decrypted; never Bob's.
-    let mine = alice.my_entities(&EntitiesQuery::new()).await.unwrap();
+    stack.settle().await;
+    let mine = alice
+        .my_entities(&EntitiesQuery::new().refresh())
+        .await
+        .unwrap();
     assert_eq!(mine.len(), 2, "{mine:?}");
     assert_eq!(mine[0].entity_key, r2.entity_key);
     assert_eq!(mine[0].to_text(), "secret");
@@ -80,7 +84,11 @@ async fn write_read_prove_everything_through_ohttp_with_tokens() {
         ))
         .await
         .unwrap();
-    let mine = alice.my_entities(&EntitiesQuery::new()).await.unwrap();
+    stack.settle().await;
+    let mine = alice
+        .my_entities(&EntitiesQuery::new().refresh())
+        .await
+        .unwrap();
     assert_eq!(mine.len(), 3);
     assert_eq!(mine[0].entity_key, r4.entity_key);
     assert_eq!(mine[0].to_json().unwrap()["a"], 1);
@@ -122,7 +130,11 @@ async fn write_read_prove_everything_through_ohttp_with_tokens() {
     let before = stack.relayed();
     let rc = carol.create_entity(note("carol")).await.unwrap();
     assert!(stack.relayed() >= before + 2);
-    let carols = carol.my_entities(&EntitiesQuery::new()).await.unwrap();
+    stack.settle().await;
+    let carols = carol
+        .my_entities(&EntitiesQuery::new().refresh())
+        .await
+        .unwrap();
     assert_eq!(carols.len(), 1);
     assert_eq!(carols[0].entity_key, rc.entity_key);
     assert!(alice
@@ -174,8 +186,13 @@ async fn write_read_prove_everything_through_ohttp_with_tokens() {
         .await
         .unwrap();
     let rs = sourced.create_entity(note("sourced")).await.unwrap();
+    stack.settle().await;
     assert_eq!(
-        sourced.my_entities(&EntitiesQuery::new()).await.unwrap()[0].entity_key,
+        sourced
+            .my_entities(&EntitiesQuery::new().refresh())
+            .await
+            .unwrap()[0]
+            .entity_key,
         rs.entity_key
     );
 
@@ -276,6 +293,7 @@ async fn scopes_discovery_cover_batches_checks_and_tampering() {
 
     // Reading fetches the user's batches plus `cover_batches` covers for each (shared covers
     // fetched once).
+    stack.settle().await;
     counting.clear();
     let mine = alice
         .my_entities(&EntitiesQuery::new().refresh())
@@ -622,7 +640,11 @@ async fn relayer_killed_after_writing_is_recovered_from_the_ledger() {
         .sole_entity(r.owner, r.entity_key, "never written twice")
         .await;
     // The recovered record is the user's and provable.
-    let mine = client.my_entities(&EntitiesQuery::new()).await.unwrap();
+    stack.settle().await;
+    let mine = client
+        .my_entities(&EntitiesQuery::new().refresh())
+        .await
+        .unwrap();
     assert_eq!(mine.len(), 1);
     assert_eq!(mine[0].to_text(), "landed");
     stack.shutdown().await;

@@ -199,6 +199,12 @@ impl Stack {
         self.a_url = self.inner.url("a");
     }
 
+    /// Mines enough blocks for the covers of every batch so far to be final (a scan fetches a
+    /// batch only 16 blocks after it; this devnet makes a block per transaction only).
+    pub async fn settle(&self) {
+        settle(self.node());
+    }
+
     /// Stops relayer A cleanly.
     pub async fn stop_a(&mut self) {
         self.inner.stop_relayer("a").await;
@@ -212,6 +218,13 @@ impl Stack {
     pub async fn shutdown(self) {
         self.inner.shutdown().await;
     }
+}
+
+/// Mines `2 x COVER_WINDOW_BLOCKS` empty blocks on `node`: afterwards the covers of every
+/// batch so far are final, and a scan fetches it.
+pub fn settle(node: &DevnetHandle) {
+    node.mine_blocks(2 * privsvc_client::COVER_WINDOW_BLOCKS)
+        .expect("mining empty blocks");
 }
 
 /// The session timers of the tests: a tail every 100 to 300 ms, status polls for up to 300 ms

@@ -43,12 +43,12 @@ pub const ACTIVE_ATTACKS: &[(&str, &str, &str)] = &[
     (
         "n-minus-one",
         "OHTTP relay (active)",
-        "which record is the target's (n-1 with /healthz, no filler)",
+        "which record is the target's (n-1: an empty queue read off /healthz, then fillers)",
     ),
     (
-        "n-minus-one-filler",
+        "n-minus-one-flood",
         "OHTTP relay (active)",
-        "which record is the target's (n-1 with its own filler records)",
+        "which record is the target's (n-1: the queue flushed with its own fillers first)",
     ),
     (
         "copies",

@@ -61,7 +61,7 @@ pub const RESIDUALS: &[&str] = &[
     "size-class-onlooker",
     "onlooker-relayer-timing",
     "issuer-onlooker-wallet",
-    "n-minus-one-filler",
+    "n-minus-one-flood",
 ];
 
 /// The truth, indexed for scoring.
