@@ -163,14 +163,21 @@ impl<'a> Phases<'a> {
         let replayer = Arc::new(Replayer::new(victims.iter().map(|v| v.ip), 3, 1));
         tap.set_interceptor(Some(replayer.clone()));
         let started = Instant::now();
-        let mut writes = Vec::new();
-        for v in &victims {
-            let Some(client) = self.client(v, None, &[], |b| b).await else {
-                continue;
-            };
-            let r = bounded(client.create_entity(note(rng))).await;
-            writes.push((v.ip, r.map(|r| r.owner)));
-        }
+        // The victims write at the same time (each its own session).
+        let this = &*self;
+        let writes: Vec<(IpAddr, Option<Address>)> =
+            futures::future::join_all(victims.iter().map(|v| {
+                let params = note(rng);
+                async move {
+                    let client = this.client(v, None, &[], |b| b).await?;
+                    let r = bounded(client.create_entity(params)).await;
+                    Some((v.ip, r.map(|r| r.owner)))
+                }
+            }))
+            .await
+            .into_iter()
+            .flatten()
+            .collect();
         tokio::time::sleep(Duration::from_millis(
             self.world.scenario.max_wait_ms + 3_000,
         ))
@@ -205,12 +212,17 @@ impl<'a> Phases<'a> {
         tap.set_interceptor(Some(replayer.clone()));
         let started = Instant::now();
         let a_url = self.stack().url("A");
-        for v in &victims {
-            // Relayer A only: the write needs a token.
-            if let Some(client) = self.client(v, Some(vec![a_url.clone()]), &[], |b| b).await {
-                let _ = bounded(client.create_entity(note(rng))).await;
+        // The victims write at the same time, to relayer A only (the write needs a token).
+        let this = &*self;
+        futures::future::join_all(victims.iter().map(|v| {
+            let (params, a_url) = (note(rng), a_url.clone());
+            async move {
+                if let Some(client) = this.client(v, Some(vec![a_url]), &[], |b| b).await {
+                    let _ = bounded(client.create_entity(params)).await;
+                }
             }
-        }
+        }))
+        .await;
         tokio::time::sleep(Duration::from_secs(6)).await;
         tap.set_interceptor(None);
         let differing = replayer.differing(tap, started);
@@ -248,7 +260,9 @@ impl<'a> Phases<'a> {
     }
 
     /// Relayer C answers `queued` with a position that counts down forever: a write still
-    /// waiting after its inclusion timeout and a margin wins.
+    /// waiting 40 s after it was asked for wins (its 4 s deadline, a batching round of the
+    /// session's 1.5-4.5 s tails, the move to B and B's batch fit well inside; the ratchet it
+    /// measures kept a write waiting for weeks).
     async fn ratchet(&mut self, rng: &mut StdRng) {
         let Some(interceptor) = self.relayer_interceptor("C", Behaviour::Ratchet) else {
             return;
@@ -272,7 +286,7 @@ impl<'a> Phases<'a> {
             };
             let params = note(rng);
             tasks.push(tokio::spawn(async move {
-                tokio::time::timeout(Duration::from_secs(16), client.create_entity(params))
+                tokio::time::timeout(Duration::from_secs(40), client.create_entity(params))
                     .await
                     .is_err()
             }));
@@ -293,22 +307,23 @@ impl<'a> Phases<'a> {
         tap.set_interceptor(Some(interceptor));
         let (b, c) = (self.stack().url("B"), self.stack().url("C"));
         let victims = self.victims(rng, self.world.scenario.victims);
-        for v in &victims {
-            let Some(client) = self
-                .client(
-                    v,
-                    Some(vec![c.clone(), b.clone()]),
-                    std::slice::from_ref(&b),
-                    |x| x,
+        // The victims write at the same time.
+        let this = &*self;
+        let outcomes = futures::future::join_all(victims.iter().map(|v| {
+            let (params, b, c) = (note(rng), b.clone(), c.clone());
+            async move {
+                let client = this
+                    .client(v, Some(vec![c, b.clone()]), std::slice::from_ref(&b), |x| x)
+                    .await?;
+                Some(
+                    tokio::time::timeout(Duration::from_secs(30), client.create_entity(params))
+                        .await
+                        .map_or(true, |r| r.is_err()),
                 )
-                .await
-            else {
-                continue;
-            };
-            let failed =
-                tokio::time::timeout(Duration::from_secs(30), client.create_entity(note(rng)))
-                    .await
-                    .map_or(true, |r| r.is_err());
+            }
+        }))
+        .await;
+        for failed in outcomes.into_iter().flatten() {
             self.out.push("refusal", failed, 0.0);
         }
         tap.set_interceptor(None);
@@ -330,11 +345,16 @@ impl<'a> Phases<'a> {
 
     /// n-1 at relayer C, which also takes submissions straight from clients the relay never
     /// sees (a direct crowd). `Healthz`: the relay holds the target's submission until C's
-    /// public `/healthz` reads an empty queue (at most 10 s), then sends it with `MIN_BATCH - 1`
-    /// filler records of its own, so that the batch flushes at once. `Flood`: it first flushes
-    /// C's queue with `MIN_BATCH` fillers, then sends the target with `MIN_BATCH - 1` more. A
-    /// target alone with its fillers (no other honest record in the batch) wins; the chance rate
-    /// is how often a direct crowd record is alone in its batch in the same phase.
+    /// `/healthz` reads an empty queue (at most [`HOLD`]), then sends it with `MIN_BATCH - 1`
+    /// filler records of its own, so that the batch flushes at once. It wins when C's queue
+    /// was in truth empty at that moment (read by the lab from C's exact `METRICS_BIND`
+    /// figures): the fillers then leave the target alone. Chance is how often the queue is
+    /// empty at all, sampled every 100 ms through the phase (what a relay that releases at a
+    /// moment of its own choosing, reading nothing, achieves).
+    ///
+    /// `Flood`: the relay first flushes C's queue with `MIN_BATCH` fillers, then sends the
+    /// target with `MIN_BATCH - 1` more; a target alone with fillers in its batch wins, against
+    /// the same chance. It needs no signal, which is why it is a stated residual.
     async fn n_minus_one(&mut self, rng: &mut StdRng, mode: Isolation) {
         let Some(tap) = self.stack().tap("relay") else {
             return;
@@ -348,10 +368,20 @@ impl<'a> Phases<'a> {
         let Some(filler) = self.direct_client(&filler_id, &c).await else {
             return;
         };
+        let Some(metrics) = self.stack().relayer("C").metrics_addr() else {
+            return;
+        };
+        let exact_healthz = format!("http://{metrics}/healthz");
         let isolator = Arc::new(Isolator {
             armed: Mutex::new(None),
             target_url: c.clone(),
-            healthz: format!("{c}/healthz"),
+            healthz: if self.world.scenario.leaks.exact_healthz {
+                exact_healthz.clone()
+            } else {
+                format!("{c}/healthz")
+            },
+            exact_healthz,
+            released_into_empty: Mutex::new(Vec::new()),
             http: reqwest::Client::new(),
             mode,
             filler: Arc::new(filler),
@@ -361,13 +391,12 @@ impl<'a> Phases<'a> {
         tap.set_interceptor(Some(isolator.clone()));
         // The direct crowd writes to C all along, straight to C.
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let crowd_owners = Arc::new(Mutex::new(Vec::new()));
         let mut crowd_tasks = Vec::new();
         for id in &crowd {
             let Some(client) = self.direct_client(id, &c).await else {
                 continue;
             };
-            let (stop, owners) = (stop.clone(), crowd_owners.clone());
+            let stop = stop.clone();
             let seed: u64 = rng.gen();
             crowd_tasks.push(tokio::spawn(async move {
                 let mut rng = StdRng::seed_from_u64(seed);
@@ -381,16 +410,26 @@ impl<'a> Phases<'a> {
                         Expires::Hours(1),
                     )
                     .attribute("kind", "note");
-                    if let Some(r) = bounded(client.create_entity(p)).await {
-                        owners
-                            .lock()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .push(r.owner);
-                    }
+                    let _ = bounded(client.create_entity(p)).await;
                 }
             }));
         }
-        let mut owners = Vec::new();
+        // The lab's ground truth: C's exact queue, sampled through the phase.
+        let sampler = {
+            let (stop, isolator) = (stop.clone(), isolator.clone());
+            tokio::spawn(async move {
+                let (mut empty, mut all) = (0u32, 0u32);
+                while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                    if let Some(q) = isolator.exact_queue().await {
+                        all += 1;
+                        empty += u32::from(q == 0);
+                    }
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                f64::from(empty) / f64::from(all.max(1))
+            })
+        };
+        let mut targets = Vec::new();
         for v in &victims {
             tokio::time::sleep(Duration::from_millis(rng.gen_range(1_000..3_000))).await;
             let Some(client) = self
@@ -401,10 +440,11 @@ impl<'a> Phases<'a> {
             };
             isolator.arm(v.ip);
             if let Some(r) = bounded(client.create_entity(note(rng))).await {
-                owners.push(r.owner);
+                targets.push(r.owner);
             }
         }
         stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        let chance = sampler.await.unwrap_or(1.0);
         tokio::time::sleep(Duration::from_millis(
             self.world.scenario.max_wait_ms + 2_000,
         ))
@@ -413,28 +453,33 @@ impl<'a> Phases<'a> {
             t.abort();
         }
         tap.set_interceptor(None);
-        let fillers = isolator
-            .filler_owners
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        let crowd_owners = crowd_owners
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        let records = self.app_records().await;
-        let lone = crowd_owners
-            .iter()
-            .filter(|o| isolated(&records, **o, &fillers))
-            .count();
-        let baseline = lone as f64 / crowd_owners.len().max(1) as f64;
-        let id = match mode {
-            Isolation::Healthz => "n-minus-one",
-            Isolation::Flood => "n-minus-one-flood",
-        };
-        for owner in owners {
-            self.out
-                .push(id, isolated(&records, owner, &fillers), baseline);
+        match mode {
+            Isolation::Healthz => {
+                let released = std::mem::take(
+                    &mut *isolator
+                        .released_into_empty
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner()),
+                );
+                for empty in released.into_iter().take(targets.len()) {
+                    self.out.push("n-minus-one", empty, chance);
+                }
+            }
+            Isolation::Flood => {
+                let fillers = isolator
+                    .filler_owners
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .clone();
+                let records = self.app_records().await;
+                for owner in targets {
+                    self.out.push(
+                        "n-minus-one-flood",
+                        isolated(&records, owner, &fillers),
+                        chance,
+                    );
+                }
+            }
         }
     }
 
@@ -843,12 +888,23 @@ enum Isolation {
     Flood,
 }
 
+/// How long the n-1 relay holds a target at most (`MAX_WAIT_MS` and the flush jitter empty
+/// any queue within it).
+const HOLD: Duration = Duration::from_secs(6);
+
 /// The relay's n-1 attack on relayer C (see [`Phases::n_minus_one`]).
 struct Isolator {
     /// The source whose next request to C is the target submission.
+    /// The source whose next request to C is the target submission.
     armed: Mutex<Option<IpAddr>>,
     target_url: String,
+    /// The `/healthz` the relay reads: C's public one, or with `Leaks::exact_healthz` the
+    /// exact one.
     healthz: String,
+    /// C's exact `/healthz` (`METRICS_BIND`): the lab's ground truth, not the relay's view.
+    exact_healthz: String,
+    /// For each target, whether C's queue was in truth empty when the relay released it.
+    released_into_empty: Mutex<Vec<bool>>,
     http: reqwest::Client,
     mode: Isolation,
     filler: Arc<PrivateClient>,
@@ -862,15 +918,19 @@ impl Isolator {
         *self.armed.lock().unwrap_or_else(|p| p.into_inner()) = Some(ip);
     }
 
+    async fn queue_at(&self, url: &str) -> Option<u64> {
+        let r = self.http.get(url).send().await.ok()?;
+        r.json::<Value>().await.ok()?["queue"].as_u64()
+    }
+
+    /// What the relay reads: whether `/healthz` shows an empty queue.
     async fn queue_is_empty(&self) -> bool {
-        let Ok(r) = self.http.get(&self.healthz).send().await else {
-            return false;
-        };
-        r.json::<Value>()
-            .await
-            .ok()
-            .and_then(|v| v["queue"].as_u64())
-            == Some(0)
+        self.queue_at(&self.healthz).await == Some(0)
+    }
+
+    /// C's exact queue length (ground truth).
+    async fn exact_queue(&self) -> Option<u64> {
+        self.queue_at(&self.exact_healthz).await
     }
 
     /// Sends `n` filler records to C, each on its own task.
@@ -913,10 +973,15 @@ impl Interceptor for Isolator {
         }
         match self.mode {
             Isolation::Healthz => {
-                let deadline = Instant::now() + Duration::from_secs(10);
+                let deadline = Instant::now() + HOLD;
                 while Instant::now() < deadline && !self.queue_is_empty().await {
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
+                let empty = self.exact_queue().await == Some(0);
+                self.released_into_empty
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(empty);
             }
             Isolation::Flood => {
                 // Flush whatever is queued: MIN_BATCH fillers make a batch at once.

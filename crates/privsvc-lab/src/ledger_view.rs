@@ -81,18 +81,19 @@ pub async fn read(
     })
 }
 
-/// The order of the records' creates in each batch, from the node's `EntityCreated` logs (whose
-/// second topic is the entity key), in log order.
+/// The order of the records' creates in each batch (one transaction: a relayer may land two in
+/// one block), from the node's `EntityCreated` logs (whose second topic is the entity key), in
+/// log order.
 async fn create_order(
     ledger: &RpcLedger,
     records: &[LedgerRecord],
-) -> Result<BTreeMap<(u64, Address), Vec<B256>>, LabError> {
+) -> Result<BTreeMap<(u64, Address, B256), Vec<B256>>, LabError> {
     let by_key: BTreeMap<B256, (u64, Address)> = records
         .iter()
         .map(|r| (r.key, (r.block, r.creator)))
         .collect();
     let blocks: BTreeSet<u64> = records.iter().map(|r| r.block).collect();
-    let mut order: BTreeMap<(u64, Address), Vec<B256>> = BTreeMap::new();
+    let mut order: BTreeMap<(u64, Address, B256), Vec<B256>> = BTreeMap::new();
     for block in blocks {
         let filter = json!({
             "address": privsvc_ledger::ARKIV_ADDRESS.to_checksum(None),
@@ -108,8 +109,12 @@ async fn create_order(
             else {
                 continue;
             };
-            if let Some(batch) = by_key.get(&key) {
-                let keys = order.entry(*batch).or_default();
+            let tx = log["transactionHash"]
+                .as_str()
+                .and_then(|t| t.parse::<B256>().ok())
+                .unwrap_or_default();
+            if let Some(&(block, creator)) = by_key.get(&key) {
+                let keys = order.entry((block, creator, tx)).or_default();
                 if !keys.contains(&key) {
                     keys.push(key);
                 }

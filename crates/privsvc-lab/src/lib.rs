@@ -74,7 +74,11 @@ async fn start_stack(sc: &Scenario) -> Result<LocalStack, LabError> {
                 .ohttp()
                 .with(batching),
         )
-        .relayer(RelayerSpec::new("C").ohttp().with(batching))
+        .relayer(RelayerSpec::new("C").ohttp().with(move |c| {
+            batching(c);
+            // The exact figures, for the leaky n-1 setting (`Leaks::exact_healthz`).
+            c.metrics_bind = Some(std::net::SocketAddr::from(([127, 0, 0, 1], 0)));
+        }))
         .ohttp_relay()
         .start()
         .await?)
@@ -152,6 +156,7 @@ pub async fn run(scenario: Scenario) -> Result<LabReport, LabError> {
         &views.until(day_end),
         &truth,
         scenario.token_min_age_ms,
+        scenario.delay_ms_max,
         scenario.seed,
     );
     attacks.extend(attacks::active(&views, &truth, &outcomes));

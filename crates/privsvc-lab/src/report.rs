@@ -54,6 +54,15 @@ impl LabReport {
             .collect()
     }
 
+    /// The attacks that beat chance at the family-wise threshold [`crate::stats::Z_FAMILY`]
+    /// and are not stated residuals: what the test command and `--check` fail on.
+    pub fn open_channels_family(&self) -> Vec<&AttackResult> {
+        self.attacks
+            .iter()
+            .filter(|a| !a.residual && a.measured.beats_chance_at(crate::stats::Z_FAMILY))
+            .collect()
+    }
+
     /// The table in Markdown.
     pub fn table(&self) -> String {
         let mut out = String::new();

@@ -26,6 +26,9 @@ pub struct Leaks {
     pub no_covers: bool,
     /// Status polls stop the moment a record is written (no random tail of polls).
     pub no_poll_tail: bool,
+    /// The n-1 relay reads relayer C's exact queue length (its `METRICS_BIND` `/healthz`), as
+    /// the public `/healthz` showed it before revision 3.
+    pub exact_healthz: bool,
 }
 
 impl Leaks {
@@ -38,6 +41,7 @@ impl Leaks {
             on_demand_tokens: true,
             no_covers: true,
             no_poll_tail: true,
+            exact_healthz: true,
         }
     }
 }

@@ -58,6 +58,11 @@ impl Measured {
         }
     }
 
+    /// Whether the lower end of the interval for the normal quantile `z` is above chance.
+    pub fn beats_chance_at(&self, z: f64) -> bool {
+        self.trials > 0 && wilson_at(self.wins, self.trials, z).0 > self.chance + 1e-9
+    }
+
     /// The verdict.
     pub fn verdict(&self) -> Verdict {
         if self.trials == 0 {
@@ -70,12 +75,25 @@ impl Measured {
     }
 }
 
+/// The normal quantile of the table's 95% intervals.
+pub const Z_95: f64 = 1.96;
+
+/// The normal quantile that keeps the family-wise error of a whole run near 5%: one-sided
+/// 0.25% per attack (Bonferroni over about 20 attacks). The test command's "no open channel"
+/// check uses it, so that one of twenty honest attacks landing above its 95% interval by luck
+/// does not fail the run.
+pub const Z_FAMILY: f64 = 2.81;
+
 /// The 95% Wilson score interval of `wins` successes in `n` trials.
 pub fn wilson(wins: usize, n: usize) -> (f64, f64) {
+    wilson_at(wins, n, Z_95)
+}
+
+/// The Wilson score interval of `wins` successes in `n` trials for the normal quantile `z`.
+pub fn wilson_at(wins: usize, n: usize, z: f64) -> (f64, f64) {
     if n == 0 {
         return (0.0, 1.0);
     }
-    let z = 1.96f64;
     let n = n as f64;
     let p = wins as f64 / n;
     let denom = 1.0 + z * z / n;

@@ -124,8 +124,8 @@ pub struct LedgerView {
     pub block_seen: BTreeMap<u64, Ms>,
     /// Spends entities.
     pub spends: Vec<Spends>,
-    /// The order of creates in each batch `(block, creator)`.
-    pub batch_order: BTreeMap<(u64, Address), Vec<B256>>,
+    /// The order of creates in each batch `(block, creator, transaction)`.
+    pub batch_order: BTreeMap<(u64, Address, B256), Vec<B256>>,
 }
 
 impl LedgerView {

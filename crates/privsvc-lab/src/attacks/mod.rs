@@ -55,8 +55,17 @@ impl AttackResult {
     }
 }
 
+/// Attacks that guess only when they see their signal: with none (an honest run), they score no
+/// guess, which is the result, not a gap in the lab.
+pub const ABSTAINING: &[&str] = &["issue-to-spend"];
+
 /// Attacks the design cannot stop: measured and stated, not held to chance.
 pub const RESIDUALS: &[&str] = &[
+    // Status polls end within the random tail after `written`: the writer hides only among
+    // the sessions whose requests end in the same window, which a sparse population does not
+    // fill (docs/PRIVACY.md, residuals).
+    "polls-stop-relay",
+    "polls-stop-onlooker",
     "size-class-relay",
     "size-class-onlooker",
     "onlooker-relayer-timing",
@@ -110,9 +119,15 @@ pub(crate) fn pick<T: Clone>(items: &[T], rng: &mut StdRng) -> Option<T> {
 }
 
 /// Every passive attack on a run's views.
-pub fn passive(views: &Views, truth: &Truth, min_age_ms: u64, seed: u64) -> Vec<AttackResult> {
+pub fn passive(
+    views: &Views,
+    truth: &Truth,
+    min_age_ms: u64,
+    delay_ms_max: u64,
+    seed: u64,
+) -> Vec<AttackResult> {
     let score = Score::new(truth, views);
-    passive::all(views, &score, min_age_ms, seed)
+    passive::all(views, &score, min_age_ms, delay_ms_max, seed)
 }
 
 /// Every active attack's result, from what the active phases recorded.

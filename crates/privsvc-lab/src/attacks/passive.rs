@@ -27,11 +27,17 @@ const SMALL_REQUEST_CLASS: usize = 4_096;
 /// The envelope size from which a submission no longer fits the 4 KiB request class.
 const BIG_ENVELOPE: usize = 4_096;
 
-pub(super) fn all(views: &Views, score: &Score, min_age_ms: u64, seed: u64) -> Vec<AttackResult> {
+pub(super) fn all(
+    views: &Views,
+    score: &Score,
+    min_age_ms: u64,
+    delay_ms_max: u64,
+    seed: u64,
+) -> Vec<AttackResult> {
     let mut rng = StdRng::seed_from_u64(seed ^ 0x5eed);
     let bursts = fetch_bursts(&views.rpc);
     vec![
-        issue_to_spend(views, score, min_age_ms),
+        issue_to_spend(views, score, min_age_ms, delay_ms_max),
         timestamps(&bursts, views, score, &mut rng),
         wallet_named(views, score, &mut rng),
         landing_listing(views, score, &mut rng),
@@ -154,7 +160,12 @@ fn writers(score: &Score, batch: &Batch) -> BTreeSet<usize> {
 
 /// Issuer: a spend comes `minAgeMs` after the issue request that the write caused; guess the
 /// wallet whose latest issue request before `spend - minAgeMs` is the most recent.
-fn issue_to_spend(views: &Views, score: &Score, min_age_ms: u64) -> AttackResult {
+fn issue_to_spend(
+    views: &Views,
+    score: &Score,
+    min_age_ms: u64,
+    delay_ms_max: u64,
+) -> AttackResult {
     let mut trials = Vec::new();
     let Some(issuer) = views.issuer.as_deref() else {
         return AttackResult::new(
@@ -197,7 +208,12 @@ fn issue_to_spend(views: &Views, score: &Score, min_age_ms: u64) -> AttackResult
             }
         }
     }
-    let mut spends: Vec<(Ms, [u8; 32])> = Vec::new();
+    // Each spend with the width of its window: arrival at the issuer's own relayer follows the
+    // token's ripening by the client's random delay; another relayer's spends entity lands up
+    // to a batching round later.
+    let arrival_window = delay_ms_max as f64 + 1_000.0;
+    let ledger_window = arrival_window + 6_000.0;
+    let mut spends: Vec<(Ms, [u8; 32], Ms)> = Vec::new();
     for r in seen
         .iter()
         .filter(|r| r.method == "POST" && r.path == "/v1/records")
@@ -207,7 +223,7 @@ fn issue_to_spend(views: &Views, score: &Score, min_age_ms: u64) -> AttackResult
                 serde_json::from_value::<privsvc_tokens::TokenRedemption>(body["token"].clone())
             {
                 if let Ok(id) = token.token_id(crate::scenario::APP) {
-                    spends.push((r.at, id));
+                    spends.push((r.at, id, arrival_window));
                 }
             }
         }
@@ -220,10 +236,10 @@ fn issue_to_spend(views: &Views, score: &Score, min_age_ms: u64) -> AttackResult
         .filter(|s| Some(s.creator) != issuer_address)
     {
         if let Some(t) = views.ledger.time_of(s.block) {
-            spends.extend(s.ids.iter().map(|id| (t, *id)));
+            spends.extend(s.ids.iter().map(|id| (t, *id, ledger_window)));
         }
     }
-    for (at, id) in spends {
+    for (at, id, window) in spends {
         let Some(writer) = owner_of_token
             .get(&id)
             .and_then(|o| score.writer_of_owner.get(o))
@@ -232,18 +248,20 @@ fn issue_to_spend(views: &Views, score: &Score, min_age_ms: u64) -> AttackResult
         };
         let before: Vec<&(Ms, Address)> = issues.iter().filter(|(t, _)| *t < at).collect();
         let candidates: BTreeSet<Address> = before.iter().map(|(_, w)| *w).collect();
-        if candidates.is_empty() {
-            continue;
-        }
-        let bound = at - min_age_ms as f64 + 500.0;
-        let guess = before
+        // The attacker guesses only when an issue request falls where a token fetched for this
+        // very write would: `minAgeMs` before the spend, within the window. A spend with no
+        // such request tells it nothing, and it abstains.
+        let ripe = at - min_age_ms as f64;
+        let Some(guess) = before
             .iter()
             .rev()
-            .find(|(t, _)| *t <= bound)
-            .or(before.last())
-            .map(|(_, w)| *w);
+            .find(|(t, _)| *t <= ripe + 500.0 && *t >= ripe - window)
+            .map(|(_, w)| *w)
+        else {
+            continue;
+        };
         trials.push(Trial {
-            success: guess == score.wallets.get(*writer).copied(),
+            success: Some(guess) == score.wallets.get(*writer).copied(),
             chance: 1.0 / candidates.len() as f64,
         });
     }
@@ -575,7 +593,8 @@ fn cover_intersection(bursts: &[Burst], score: &Score, rng: &mut StdRng) -> Atta
     )
 }
 
-/// Relay with the public ledger: the k-th create of a batch is the k-th submission to arrive.
+/// Relay with the public ledger: the first submission of a batch to arrive is its first create
+/// (one guess per batch, among the records whose arrival the relayer saw).
 fn arrival_order(views: &Views, score: &Score) -> AttackResult {
     let mut trials = Vec::new();
     for (name, address) in &views.relayer_addresses {
@@ -595,7 +614,7 @@ fn arrival_order(views: &Views, score: &Score) -> AttackResult {
                 arrival.entry(owner).or_insert(r.at);
             }
         }
-        for ((_, creator), keys) in &views.ledger.batch_order {
+        for ((_, creator, _), keys) in &views.ledger.batch_order {
             if creator != address || keys.len() < 2 {
                 continue;
             }
@@ -619,15 +638,17 @@ fn arrival_order(views: &Views, score: &Score) -> AttackResult {
                 continue;
             }
             by_arrival.sort_by(|a, b| a.0.total_cmp(&b.0));
-            let k = by_arrival.len();
-            for (rank, (_, position)) in by_arrival.iter().enumerate() {
-                if score.writer_of_entity.contains_key(&keys[*position]) {
-                    trials.push(Trial {
-                        success: rank == *position,
-                        chance: 1.0 / k as f64,
-                    });
-                }
+            // One guess per batch (the records of a batch are not independent trials): the
+            // first submission to arrive sits first among the seen records in the ledger.
+            let (_, first) = by_arrival[0];
+            if !score.writer_of_entity.contains_key(&keys[first]) {
+                continue;
             }
+            let first_seen_position = by_arrival.iter().map(|(_, p)| *p).min();
+            trials.push(Trial {
+                success: first_seen_position == Some(first),
+                chance: 1.0 / by_arrival.len() as f64,
+            });
         }
     }
     AttackResult::new(
