@@ -20,7 +20,8 @@ The check fails (exit 1, one "file:line: problem" per finding) on:
 - a citation of a docs/NAME.md that does not exist, or whose section number, title or anchor
   is not a heading of that file;
 - a citation in another form: "docs/NAME.md section 5" or "docs/NAME.md 6" (write
-  "docs/NAME.md §5"), and "PROTOCOL 8.3" or "PROTOCOL.md 8.3" without "docs/".
+  "docs/NAME.md §5"), "PROTOCOL 8.3" or "PROTOCOL.md 8.3" without "docs/", and a citation
+  whose section numbers wrap onto the next line (a comment line starting with "§").
 
 It scans the files git knows of (tracked, or untracked and not ignored; every file under the
 root when git is not available) ending in .rs, .md, .js, .mjs, .ts, .sh or .toml, outside
@@ -56,6 +57,7 @@ MORE_SECTIONS = re.compile(r"\s*(?:,|;|\band\b|\bor\b)?\s*§\s*(" + SECTION_NUMB
 TITLE = re.compile(r"\s+\"([^\"]+)\"")
 SECTION_WORD = re.compile(r",?\s*section\s+(" + SECTION_NUMBER + r")\b")
 BARE_NUMBER = re.compile(r",?\s+(" + SECTION_NUMBER + r")(?=[\s),;:.]|$)")
+SPLIT = re.compile(r"^\s*(?://[/!]?|\*|#+)?\s*§")
 BARE_PROTOCOL = re.compile(r"(?<![/\w])PROTOCOL(?:\.md)?\s+(?:§\s*)?(\d|\")")
 
 IGNORE = "check-citations: ignore"
@@ -160,6 +162,8 @@ def main():
             for pattern, message in OUTSIDE:
                 if pattern.search(line):
                     problems.append(f"{where}: {message}: {line.strip()[:120]}")
+            if SPLIT.match(line):
+                problems.append(f"{where}: keep the citation and its section on one line: {line.strip()[:120]}")
             if BARE_PROTOCOL.search(line):
                 problems.append(f"{where}: write the citation as docs/PROTOCOL.md §N: {line.strip()[:120]}")
             for m in CITATION.finditer(line):
