@@ -1,6 +1,6 @@
-// createPrivateClient: SPEC's client over the Rust PrivateClient compiled to wasm (tokens with
-// their minimum age, OHTTP, cover batches, verification against the ledger). The wallet and the
-// vault stay JavaScript objects; Rust reaches them through small adapters.
+// createPrivateClient: the client of docs/API.md §3 over the Rust PrivateClient compiled to wasm
+// (tokens with their minimum age, OHTTP, cover batches, verification against the ledger). The
+// wallet and the vault stay JavaScript objects; Rust reaches them through small adapters.
 import { raw } from './wasm.js';
 import { hexToBytes } from './bytes.js';
 import {
@@ -67,7 +67,7 @@ function vaultAdapter(v) {
     scopeRecord: (name) => v.scopeRecord(name),
     makeTag: (ref) => v.makeTag(ref),
     // `tags`: one Uint8Array of raw tags. The built-in vaults take it as it is; a custom vault
-    // gets the ledger form (base64 strings), as SPEC's openTags(tags).
+    // gets the ledger form (base64 strings), as `openTags(tags)` of docs/API.md §3.3.
     openTags: (tags) => (v instanceof KeyVault || v instanceof WorkerVault ? v.openTags(tags) : v.openTags(ledgerTags(tags))),
     addressOf: (ref) => v.addressOf(ref),
     coverScores: (anchor, candidates) => v.coverScores(anchor, candidates),
@@ -117,7 +117,7 @@ function myRecord(r) {
 }
 
 /**
- * Creates a client (SPEC `createPrivateClient`): derives the keys from one wallet signature
+ * Creates a client (docs/API.md §3.1): derives the keys from one wallet signature
  * (asked twice and compared) unless a `vault` is given, in a worker when `isolateKeys` (default
  * in browsers), contacts the relayers and starts fetching tokens when one requires them.
  */
@@ -221,7 +221,7 @@ export async function discoverRelayers(publicClient, fetch) {
 }
 
 /**
- * The project's records without payloads, all read at one pinned block (SPEC `listApp`):
+ * The project's records without payloads, all read at one pinned block (docs/API.md §3.5):
  * `{ block, entities }`, entities in the ledger's JSON form. With `relayers` (addresses), only
  * records those relayers created.
  */
@@ -231,7 +231,7 @@ export async function listApp(client, project, relayers) {
 }
 
 /**
- * Full records (payloads included) of whole batches (SPEC `fetchBatches`): `batches` is
+ * Full records (payloads included) of whole batches (docs/API.md §3.5): `batches` is
  * `[{ block, creator }]`; answers the entities in the ledger's JSON form. Batches are combined
  * into few queries, so the RPC sees a set of batches, not which one mattered.
  */
@@ -240,13 +240,13 @@ export async function fetchBatches(client, project, batches) {
   return JSON.parse(await rust(raw.rawFetchBatches(rpcUrlOf(client), project, JSON.stringify(list))));
 }
 
-/** Every live relayer heartbeat on the ledger, newest first, unverified (SPEC `heartbeatRelayers`). */
+/** Every live relayer heartbeat on the ledger, newest first, unverified (docs/API.md §3.5). */
 export async function heartbeatRelayers(reader) {
   return JSON.parse(await rust(raw.rawHeartbeatRelayers(rpcUrlOf(reader))));
 }
 
 /**
- * The issuer's key for (`app`, `epoch`) as published on the ledger (SPEC `fetchIssuerKey`): its
+ * The issuer's key for (`app`, `epoch`) as published on the ledger (docs/API.md §3.6): its
  * SPKI DER bytes. Throws IssuerEquivocationError when the issuer published two keys.
  */
 export async function fetchIssuerKey(reader, issuer, app, epoch) {
@@ -266,7 +266,7 @@ export function acceptableEpochs(ms = Date.now()) {
 
 /**
  * Sends one relayer request through an OHTTP relay, encapsulated to the relayer's gateway key
- * (SPEC `ohttpCall`): `relayUrl` the relay, `target` the relayer's base URL, `gatewayKey` its
+ * (docs/API.md §3.8): `relayUrl` the relay, `target` the relayer's base URL, `gatewayKey` its
  * hex `ohttpKey`; resolves to `{ status, body }` (`body` a `Uint8Array`, the relayer's answer).
  * The relay sees the target and ciphertext only; the relayer sees the request only.
  */
@@ -284,10 +284,10 @@ function named(name, message, extra) {
 }
 
 /**
- * SPEC's `fetch` option as the function the wasm client calls for relayer, relay and issuer
- * requests: redirects are never followed (`redirect: "manual"`: a redirected request is not
- * even sent), each request has a time limit, and a body over the limit is refused. Without a
- * `fetch` option the platform fetch goes through the same adapter.
+ * The `fetch` option (docs/API.md §3.1) as the function the wasm client calls for relayer,
+ * relay and issuer requests: redirects are never followed (`redirect: "manual"`: a redirected
+ * request is not even sent), each request has a time limit, and a body over the limit is
+ * refused. Without a `fetch` option the platform fetch goes through the same adapter.
  */
 function fetchAdapter(fetchFn = (url, init) => globalThis.fetch(url, init)) {
   if (typeof fetchFn !== 'function') throw new PrivsvcError('`fetch` must be a fetch function');
@@ -335,7 +335,7 @@ function checkTokenStore(store, what) {
 }
 
 /**
- * Verifies a ledger entity as a privsvc record (SPEC `verifyRecord`): `entity` in the ledger's
+ * Verifies a ledger entity as a privsvc record (docs/API.md §3.4): `entity` in the ledger's
  * JSON form with key, owner, creator, payload and attributes. The republish rule needs the
  * creation block's time: give `createdTimestamp` (Unix seconds), or a `client` (RPC URL or
  * client) to read it. Returns `{ ok: true, record }` or `{ ok: false, reason }`.
@@ -359,7 +359,7 @@ function ledgerReaderOf(client) {
 }
 
 /**
- * Client-side token handling (SPEC `TokenWallet`): fetch tokens with the wallet ahead of time,
+ * Client-side token handling (docs/API.md §3.6): fetch tokens with the wallet ahead of time,
  * keep them in a store, and give a client a source to spend them from (`tokens: w.source()`).
  * `reader` is the ledger (RPC URL or client); `issuer` the issuer's address and `issuerUrl` its
  * base URL (a relayer's info `issuer` and `issuerUrl`).

@@ -1,4 +1,4 @@
-// TypeScript declarations of the privsvc JS package (SPEC "Client library").
+// TypeScript declarations of the privsvc JS package (docs/API.md §3).
 
 /** Chain id of the privsvc network. */
 export const NETWORK_CHAIN_ID: 7738577;
@@ -19,7 +19,7 @@ export const DEFAULT_RPC_URL: string;
 /** True in browsers and Web Workers, false in Node.js. */
 export const inBrowser: boolean;
 
-/** Base class of privsvc errors (SPEC's ArkognitoError). */
+/** Base class of privsvc errors (the original specification's ArkognitoError). */
 export class PrivsvcError extends Error {}
 /** The wallet gave two different derivation signatures. */
 export class NonDeterministicWalletError extends PrivsvcError {}
@@ -370,7 +370,7 @@ export interface TokenRedemption {
 export type TokenSource =
   | { sourceOf(): Promise<unknown> }
   | { take(app: string): Promise<TokenRedemption | null>; putBack(app: string, token: TokenRedemption): Promise<void> };
-/** Client-side token handling (SPEC `TokenWallet`). */
+/** Client-side token handling (docs/API.md §3.6). */
 export class TokenWallet {
   constructor(options: {
     wallet: WalletLike;

@@ -8,6 +8,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Every citation in code and documents points into the repository (docs/PROTOCOL.md §8.4 and
+# the like: scripts/check-citations.py says which forms it checks).
+python3 scripts/check-citations.py
+
 cargo test --workspace
 
 # The short form: any lost or duplicated record fails it, and so does writing less than half

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Independent re-computation of the vault vectors (DESIGN 1 and 8) from the protocol text.
+"""Independent re-computation of the vault vectors (docs/PROTOCOL.md §1 and §8.5) from the
+protocol text.
 
 Uses only the Python standard library (hashlib, hmac) plus the `cryptography` package for
 AES-256-GCM-SIV and secp256k1; Keccak-256 is implemented below. Run: python3 verify.py
@@ -71,7 +72,7 @@ def keccak256(data: bytes) -> bytes:
 assert keccak256(b"").hex() == "c5d2460186f7233c927e7db2dcc703c0e500b653ca82273b7bfad8045d85a470"
 
 
-# ---- DESIGN 1 key schedule ----
+# ---- the key schedule (docs/PROTOCOL.md §1) ----
 def hkdf(ikm: bytes, info: bytes) -> bytes:
     prk = hmac.new(b"\x00" * 32, ikm, hashlib.sha256).digest()  # salt = none: HashLen zeros
     return hmac.new(prk, info + b"\x01", hashlib.sha256).digest()  # 32 bytes = one block

@@ -1,4 +1,4 @@
-//! Typed, canonical record attributes for privsvc (DESIGN 2).
+//! Typed, canonical record attributes for privsvc (docs/PROTOCOL.md §2).
 //!
 //! * Names match `^[a-z][a-z0-9_]{0,31}$` ([`name_problem`] explains any violation). `project`
 //!   and `tag` are set by the library and names starting `privsvc` belong to system entities

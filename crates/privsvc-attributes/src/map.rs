@@ -7,8 +7,8 @@ use std::collections::btree_map::{self, BTreeMap};
 use crate::value::json_kind;
 use crate::{json, name_problem, AttrType, AttrValue, AttributeError};
 
-/// At most this many attributes per record, `project` and `tag` included (DESIGN 2: an Arkiv
-/// create holds 32 cells and two are `$payload` and `$contentType`).
+/// At most this many attributes per record, `project` and `tag` included (docs/PROTOCOL.md §2:
+/// an Arkiv create holds 32 cells and two are `$payload` and `$contentType`).
 pub const MAX_ATTRIBUTES: usize = 30;
 
 /// The attributes of one record: valid names mapped to typed values, ordered by name.

@@ -1,4 +1,5 @@
-//! Attribute name rules (DESIGN 2): `^[a-z][a-z0-9_]{0,31}$`, reserved names and prefixes.
+//! Attribute name rules (docs/PROTOCOL.md §2): `^[a-z][a-z0-9_]{0,31}$`, reserved names and
+//! prefixes.
 
 /// Longest attribute name in bytes (an Arkiv `Ident32`).
 pub const MAX_NAME_BYTES: usize = 32;

@@ -193,12 +193,13 @@ impl PrivateClient {
             .push(privsvc_rt::abort_handle(task));
     }
 
-    /// SPEC `prefetchLater`: fetches `count` tokens of the app from the issuer of every relayer
-    /// of the client that requires tokens, one token per issue request, each at its own random
-    /// moment: one moment in each of `count` equal parts of `within` (default 6 hours), so the
-    /// issuer can time neither the requests nor a write. Tokens obtained this way are spent
-    /// like the others, only once `token_min_age_ms` old. Auto token mode with a wallet only.
-    /// The task stops when the client is dropped; its result is how many tokens it added.
+    /// Like the JS `prefetchLater` (docs/API.md §2.6): fetches `count` tokens of the app from the
+    /// issuer of every relayer of the client that requires tokens, one token per issue request,
+    /// each at its own random moment: one moment in each of `count` equal parts of `within`
+    /// (default 6 hours), so the issuer can time neither the requests nor a write. Tokens obtained
+    /// this way are spent like the others, only once `token_min_age_ms` old. Auto token mode with a
+    /// wallet only. The task stops when the client is dropped; its result is how many tokens it
+    /// added.
     pub fn prefetch_later(
         &self,
         count: usize,
@@ -428,7 +429,8 @@ fn isolated_vault(
         Ok(vault) => Ok((Arc::new(vault), true)),
         // The thread could not be spawned, or it ended before it held the keys.
         Err(e @ (VaultError::KeyThread(_) | VaultError::Terminated)) => {
-            // SPEC isolateKeys: "if the worker cannot start, warn and keep keys in-process".
+            // As for the JS `isolateKeys` (docs/API.md §3.1): when the worker cannot start, warn
+            // and keep the keys in-process.
             // The error says why the thread did not start; it carries no key material.
             tracing::warn!(
                 app = %app,
@@ -442,7 +444,8 @@ fn isolated_vault(
 }
 
 /// In wasm32 the keys are isolated by the page's Web Worker vault (passed as `vault`), not here:
-/// without one, warn and keep the keys in-process, as SPEC says for a worker that cannot start.
+/// without one, warn and keep the keys in-process, as for a worker that cannot start
+/// (docs/API.md §3.1, `isolateKeys`).
 #[cfg(target_arch = "wasm32")]
 fn isolated_vault(
     signature: &Signature,
@@ -455,7 +458,7 @@ fn isolated_vault(
     Ok((Arc::new(KeyVault::from_signature(signature, app)), false))
 }
 
-/// The session's relayers (DESIGN 10, "Relayer identity"): the given ones, each checked
+/// The session's relayers (docs/PROTOCOL.md §8.6): the given ones, each checked
 /// against its given or pinned account (and, through an OHTTP relay, bound to the gateway key
 /// of that account's heartbeat), or the discovered ones; see [`contact_relayer`]. A relayer
 /// on another chain, unreachable, ambiguous or disagreeing with its heartbeat is left out with

@@ -1,5 +1,5 @@
 //! Cover batches: which other batches a scan fetches with each batch that holds the user's
-//! records (PROTOCOL 8).
+//! records (docs/PROTOCOL.md §8.4).
 //!
 //! The covers of a batch are taken from its creation window: the aligned block range
 //! `[floor(block / span) * span, ... + span)` with `span` = [`COVER_WINDOW_BLOCKS`], doubled

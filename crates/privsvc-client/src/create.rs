@@ -1,8 +1,8 @@
 //! `create_entity`: check, seal, submit through a random live relayer, poll, fail over.
 //!
-//! The write path holds no ledger reader and no issuer client of its own (DESIGN 10): it submits
-//! and polls through the relayer transport, spends a token the session's refills stored, and
-//! learns whether a record landed only from the session's tail.
+//! The write path holds no ledger reader and no issuer client of its own (docs/PROTOCOL.md §8.2):
+//! it submits and polls through the relayer transport, spends a token the session's refills stored,
+//! and learns whether a record landed only from the session's tail.
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -99,7 +99,7 @@ impl PrivateClient {
     /// bucket, seals the envelope under a fresh one-time owner (or the scope's owner), waits a
     /// random delay, submits through a random live relayer with a token when needed, and polls.
     ///
-    /// Revision 3 (DESIGN 10): nothing here reads the ledger or calls the issuer.
+    /// Revision 3 (docs/PROTOCOL.md §8.3): nothing here reads the ledger or calls the issuer.
     /// - Tokens: only a token obtained before this call and at least `token_min_age_ms` old at
     ///   submission is spent; with none, a relayer that requires no token is chosen, else the
     ///   write fails with `NoTokenReady` at once (unless `allow_on_demand`).

@@ -1,5 +1,5 @@
 //! Finding relayers from their heartbeat entities on the ledger, and knowing who they are
-//! (DESIGN 10, "Relayer identity").
+//! (docs/PROTOCOL.md §8.6).
 //!
 //! A relayer URL belongs to the one account whose live heartbeats name it. Anyone can publish
 //! a heartbeat naming any URL (the OHTTP relay's operator, say, naming a real relayer's URL

@@ -1,4 +1,4 @@
-//! Client options (SPEC "createPrivateClient options") and their defaults.
+//! Client options (docs/API.md §2.2) and their defaults.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,7 +22,7 @@ pub const DEFAULT_RARITY_K: usize = 3;
 /// Default number of extra random batches fetched when reading.
 pub const DEFAULT_COVER_BATCHES: usize = 2;
 pub use privsvc_vault::DEFAULT_PROOF_TTL_SECONDS;
-/// Ledger block time in seconds (SPEC constant BLOCK_TIME_SECONDS).
+/// Ledger block time in seconds (the constant BLOCK_TIME_SECONDS, docs/PROTOCOL.md §4).
 pub const BLOCK_TIME_SECONDS: u64 = 2;
 
 /// How the client obtains rate-limit tokens.
@@ -44,8 +44,8 @@ impl std::fmt::Debug for Tokens {
     }
 }
 
-/// A relayer the client is told to use (SPEC `relayers`, DESIGN 10 "Relayer identity"): its
-/// base URL and, optionally, the account that runs it.
+/// A relayer the client is told to use (docs/API.md §2.3, docs/PROTOCOL.md §8.6): its base URL
+/// and, optionally, the account that runs it.
 ///
 /// With an address, discovery is skipped for this relayer: only that account's heartbeat
 /// gives the relayer's OHTTP gateway key (heartbeats of other accounts naming the URL are
@@ -130,7 +130,8 @@ pub struct ClientOptions {
     pub relayer_pins: Option<Arc<dyn RelayerPins>>,
     /// Send every relayer call through this OHTTP relay.
     pub ohttp_relay: Option<String>,
-    /// Keep keys in an isolated thread (default false natively; SPEC's default is true in browsers).
+    /// Keep keys in an isolated thread (default false natively; the JS package's default is true
+    /// in browsers).
     /// When the thread cannot start, the client warns and keeps the keys in-process
     /// ([`crate::PrivateClient::keys_isolated`] tells which).
     pub isolate_keys: bool,
@@ -188,7 +189,7 @@ pub struct ClientOptions {
     pub trusted_relayers_only: bool,
     /// The transport to relayers (default: plain HTTP, or OHTTP when `ohttp_relay` is set).
     pub transport: Option<Arc<dyn Transport>>,
-    /// The HTTP stack of relayer and issuer calls (SPEC `fetch`; default reqwest). Used by the
+    /// The HTTP stack of relayer and issuer calls (JS `fetch`; default reqwest). Used by the
     /// default transport (direct or through `ohttp_relay`) and by direct issuer calls; not by
     /// a `transport` given here, nor by the ledger reader.
     pub fetch: Option<Arc<dyn Fetch>>,
@@ -293,7 +294,8 @@ impl ClientOptions {
     }
 }
 
-/// SPEC's default inclusion timeout: `3 × (maxWaitMs + 2 s × minIntervalBlocks) + 30 s`.
+/// The default inclusion timeout (docs/PROTOCOL.md §8.3): `3 × (maxWaitMs + 2 s ×
+/// minIntervalBlocks) + 30 s`.
 pub fn default_inclusion_timeout(info: &InfoResponse) -> Duration {
     let per_round = info
         .max_wait_ms
@@ -301,7 +303,8 @@ pub fn default_inclusion_timeout(info: &InfoResponse) -> Duration {
     Duration::from_millis(per_round.saturating_mul(3).saturating_add(30_000))
 }
 
-/// Builder of a [`crate::PrivateClient`]; every method sets one option of SPEC's table.
+/// Builder of a [`crate::PrivateClient`]; every method sets one option of the table in
+/// docs/API.md §2.2.
 #[derive(Debug, Clone)]
 pub struct ClientBuilder {
     pub(crate) options: ClientOptions,
@@ -462,7 +465,7 @@ impl ClientBuilder {
         self.options.transport = Some(transport);
         self
     }
-    /// The HTTP stack of relayer and issuer calls (SPEC `fetch`).
+    /// The HTTP stack of relayer and issuer calls (JS `fetch`).
     pub fn fetch(mut self, fetch: Arc<dyn Fetch>) -> Self {
         self.options.fetch = Some(fetch);
         self

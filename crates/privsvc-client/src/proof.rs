@@ -1,6 +1,6 @@
-//! Ownership proofs (DESIGN 8): an EIP-712 `OwnershipProof` signed by a record's owner key, and
-//! its verification against the ledger. The proof's form and every check that needs no ledger
-//! live in `privsvc_vault`; this module signs with a [`Vault`] and adds the ledger checks.
+//! Ownership proofs (docs/PROTOCOL.md §8.5): an EIP-712 `OwnershipProof` signed by a record's owner
+//! key, and its verification against the ledger. The proof's form and every check that needs no
+//! ledger live in `privsvc_vault`; this module signs with a [`Vault`] and adds the ledger checks.
 
 use std::fmt;
 

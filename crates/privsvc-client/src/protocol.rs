@@ -1,6 +1,6 @@
-//! The relayer's JSON protocol as the client speaks it (SPEC "Resources and their fields").
+//! The relayer's JSON protocol as the client speaks it (docs/PROTOCOL.md §9).
 //!
-//! Field names follow SPEC exactly (camelCase on the wire).
+//! Field names as in docs/PROTOCOL.md §9 (camelCase on the wire).
 
 use serde::{Deserialize, Serialize};
 

@@ -1,4 +1,4 @@
-//! Client-side records: create parameters and results, and `MyRecord` (SPEC "Client-side records").
+//! Client-side records: create parameters and results, and `MyRecord` (docs/API.md §2.4, §2.5).
 
 use alloy_primitives::{Address, B256};
 use privsvc_attributes::{AttrValue, Attributes};
@@ -85,7 +85,7 @@ pub struct CreateResult {
 /// One of the user's verified records, as returned by [`crate::PrivateClient::my_entities`].
 #[derive(Clone, PartialEq, Eq)]
 pub struct MyRecord {
-    /// The entity key (same as `entity_key`; SPEC lists both names).
+    /// The entity key (same as `entity_key`; the JS API has both names).
     pub key: B256,
     /// The ledger entity key.
     pub entity_key: B256,

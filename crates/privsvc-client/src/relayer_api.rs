@@ -6,7 +6,7 @@ use privsvc_ohttp::{RelayerRequest, Transport};
 use crate::error::PrivsvcError;
 use crate::protocol::{InfoResponse, StatusResponse, SubmitRequest, SubmitResponse, API_VERSION};
 
-/// A relayer as the client knows it (SPEC `relayers()`).
+/// A relayer as the client knows it (docs/API.md §2.3, `relayers()`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RelayerStatus {
     /// Base URL.

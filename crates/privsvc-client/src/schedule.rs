@@ -1,4 +1,4 @@
-//! `SessionSchedule`: the timers of a session's own reads (DESIGN 10's transcript rule: every
+//! `SessionSchedule`: the timers of a session's own reads (docs/PROTOCOL.md §8.2: every
 //! read is made on these timers, never because a write was requested, accepted or landed).
 
 use std::time::Duration;

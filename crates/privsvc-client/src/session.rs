@@ -1,7 +1,7 @@
 //! The session's scheduler: its reads run here, on the session's own timers, with public inputs
 //! only (the project, the chain, the relayers' heartbeats and `/v1/info`). The write path reads
 //! nothing from the ledger or the issuer itself: it consumes what the tail listed and what the
-//! refills stored (DESIGN 10, the transcript rule).
+//! refills stored (docs/PROTOCOL.md §8.2).
 
 use std::sync::Arc;
 use std::time::Duration;

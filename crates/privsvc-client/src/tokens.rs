@@ -1,7 +1,8 @@
 //! Token handling for a client: a caller-given `TokenSource`, or auto mode (one `TokenWallet`
 //! per verified issuer). In auto mode tokens are fetched on the session's schedule (refills at
 //! random moments when the store runs low), never because of a write; a write spends only a
-//! token obtained before it was requested and at least `token_min_age_ms` old (DESIGN 10).
+//! token obtained before it was requested and at least `token_min_age_ms` old
+//! (docs/PROTOCOL.md §8.3).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -323,11 +324,11 @@ impl TokenManager {
         matches!(self.mode, Tokens::Auto) && self.wallet.is_some()
     }
 
-    /// SPEC `prefetchLater`, spread: `count` tokens of `app` from the issuer of each relayer in
-    /// `infos` that requires tokens, one token per issue request, each request at its own
-    /// moment of [`prefetch_moments`]. An issuer is verified (its heartbeat) only when its first
-    /// moment comes. A failed acquisition is logged and the others still run. Returns how many
-    /// tokens were added to the store.
+    /// `prefetch_later`, spread (docs/API.md §2.6): `count` tokens of `app` from the issuer of each
+    /// relayer in `infos` that requires tokens, one token per issue request, each request at its
+    /// own moment of [`prefetch_moments`]. An issuer is verified (its heartbeat) only when its
+    /// first moment comes. A failed acquisition is logged and the others still run. Returns how
+    /// many tokens were added to the store.
     pub(crate) async fn prefetch(
         self: Arc<Self>,
         app: String,

@@ -1,4 +1,4 @@
-//! The client against active adversaries (DESIGN 9, PROTOCOL 8), with the real devnet and real
+//! The client against active adversaries (docs/PROTOCOL.md §8), with the real devnet and real
 //! relayers over loopback:
 //!
 //! * a recording JSON-RPC proxy between the client and the devnet never sees the user's owner

@@ -1,4 +1,4 @@
-//! The OHTTP relay's operator substitutes its own gateway key (DESIGN 10, "Relayer identity").
+//! The OHTTP relay's operator substitutes its own gateway key (docs/PROTOCOL.md §8.6).
 //!
 //! The operator of the OHTTP relay a client uses publishes a heartbeat from its own account
 //! (dev account 3) naming relayer A's URL with the operator's own gateway key, and runs the
@@ -16,7 +16,7 @@
 //! - a 400 from "A's gateway" marks A bad for the session instead of re-discovering its key.
 //!
 //! Real stack: the devnet, relayers A and B (OHTTP on), heartbeats signed by the dev accounts,
-//! real HTTP on loopback, real HPKE. On the code before DESIGN 10 every test fails: the newest
+//! real HTTP on loopback, real HPKE. On the code before revision 3 every test fails: the newest
 //! heartbeat named the key (the operator's), and a 400 made the transport look it up again.
 
 mod common;

@@ -1,9 +1,9 @@
-//! The token rules of the client, tried by the parties who would abuse them (DESIGN 9, "Tokens
-//! in the client" and "Issuer keys"). Real devnet, a real relayer with the issuer on (`ISSUER=on`)
-//! over loopback HTTP, real RSA blind signatures; the clients use a short minimum token age.
+//! The token rules of the client (docs/PROTOCOL.md §8.3 and §5.2), tried by the parties who
+//! would abuse them. Real devnet, a real relayer with the issuer on (`ISSUER=on`) over loopback
+//! HTTP, real RSA blind signatures; the clients use a short minimum token age.
 //!
-//! - no token a write spends was obtained after that write was requested (DESIGN 10: the
-//!   property itself, checked on the tokens, not a gap between requests), and a write with no
+//! - no token a write spends was obtained after that write was requested (docs/PROTOCOL.md §8.3:
+//!   the property itself, checked on the tokens, not a gap between requests), and a write with no
 //!   ripe token asks the issuer nothing: it fails with `NoTokenReady` at once;
 //! - the session refills its store on its own schedule, every issue request asking the same
 //!   (full) count, and only when the store runs low;

@@ -3,8 +3,8 @@
 //! the relayer's own account, then handed to the envelope's owner, exactly as a batch does).
 //! Every signature on the copy is genuine; only the envelope's `hour` gives it away.
 //!
-//! Envelope v2 (DESIGN 9): verifiers refuse an entity created at or after (hour + 4) x 3600.
-//! Real devnet, real relayers, real client. Before v2 (no `hour`, no rule), the stale copy
+//! Envelope v2 (docs/PROTOCOL.md §3): verifiers refuse an entity created at or after (hour + 4) x
+//! 3600. Real devnet, real relayers, real client. Before v2 (no `hour`, no rule), the stale copy
 //! verified, showed in `my_entities` and backed an ownership proof like a fresh record.
 
 mod common;

@@ -1,4 +1,4 @@
-//! The client's `fetch` (SPEC: "used for relayer and issuer calls"): every relayer and issuer
+//! The client's `fetch` (docs/API.md §2.2: relayer and issuer calls): every relayer and issuer
 //! call goes through the HTTP stack the caller gives, directly and through the OHTTP relay, and
 //! none goes around it.
 

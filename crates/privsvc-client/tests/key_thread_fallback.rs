@@ -1,5 +1,5 @@
-//! `isolate_keys` when the isolated key thread cannot start (SPEC isolateKeys: "if the worker
-//! cannot start, warn and keep keys in-process").
+//! `isolate_keys` when the isolated key thread cannot start (docs/API.md §2.2,
+//! `isolate_keys`: warn and keep the keys in-process).
 //!
 //! The failure is real: the test runs this binary again as a child process with
 //! `RUST_MIN_STACK` set to 1 PiB, so every thread the standard library spawns without an explicit

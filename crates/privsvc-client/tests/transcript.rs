@@ -1,6 +1,7 @@
-//! DESIGN 10's transcript rule on recorded transcripts: every request a client sends (to the
-//! RPC, a relayer, the issuer) and its timing is a function of public data, the client's own
-//! randomness and timers, and, for batch fetches only, the user's batches among their covers.
+//! The transcript rule of docs/PROTOCOL.md §8.2 on recorded transcripts: every request a client
+//! sends (to the RPC, a relayer, the issuer) and its timing is a function of public data, the
+//! client's own randomness and timers, and, for batch fetches only, the user's batches among their
+//! covers.
 //!
 //! Two users with the same seed run the same session (discover, wait for a ripe token, write,
 //! list their records, prove ownership, write again, list again, idle) in two identical worlds

@@ -12,7 +12,7 @@
 //! and `arkiv_query`, `arkiv_getEntity`, `arkiv_getEntityCount`, `arkiv_getBlockTiming`.
 //! Unknown methods get -32601. Requests are logged at debug level by method name only.
 //!
-//! Semantics follow `shared/ledger-protocol.md`: signed EIP-1559 and legacy (EIP-155)
+//! Semantics follow docs/PROTOCOL.md §4.1: signed EIP-1559 and legacy (EIP-155)
 //! transactions are verified (signature, chain id, nonce, balance for gas × fee, intrinsic gas);
 //! `execute()` batches to `0x44…44` are decoded canonically and applied atomically with the
 //! node's permissions, expiry resolution `max(expiresAt, block + minLifetime) > block`, key

@@ -144,7 +144,7 @@ fn window_vectors() -> Value {
     })
     .collect();
     json!({
-        "description": "envelope v2 time rules (DESIGN 9). hour = floor(unixSeconds / 3600). A relayer accepts an envelope at time nowSeconds only when hour is in [floor(nowSeconds / 3600) - 2, floor(nowSeconds / 3600) + 1]. A verifier refuses an entity whose creation block timestamp createdSeconds is at or after deadline = (hour + 4) x 3600.",
+        "description": "envelope v2 time rules (docs/PROTOCOL.md §3). hour = floor(unixSeconds / 3600). A relayer accepts an envelope at time nowSeconds only when hour is in [floor(nowSeconds / 3600) - 2, floor(nowSeconds / 3600) + 1]. A verifier refuses an entity whose creation block timestamp createdSeconds is at or after deadline = (hour + 4) x 3600.",
         "hourOf": hours,
         "window": window,
         "republish": republish,
@@ -359,7 +359,7 @@ fn envelope_vectors() -> Value {
         })
         .collect();
     json!({
-        "description": "privsvc envelopes v2 (DESIGN 3 and 9). Body {v: 2, app, exp, hour, ct, enc, types, data}; hour = floor(unix seconds / 3600) at sealing. digest = keccak256(\"privsvc envelope v2\" || 0x00 || canonicalBody || 0x00 || canonicalAttributes); signature = r || s || v (low-s, v in {27, 28}) by the key, RFC 6979 deterministic; sealed = RFC 8785 JSON of body + sig, space-padded to 512/1024/4096/16384. `data` in body is standard base64. Rejections must fail to parse with an error containing errorContains.",
+        "description": "privsvc envelopes v2 (docs/PROTOCOL.md §3). Body {v: 2, app, exp, hour, ct, enc, types, data}; hour = floor(unix seconds / 3600) at sealing. digest = keccak256(\"privsvc envelope v2\" || 0x00 || canonicalBody || 0x00 || canonicalAttributes); signature = r || s || v (low-s, v in {27, 28}) by the key, RFC 6979 deterministic; sealed = RFC 8785 JSON of body + sig, space-padded to 512/1024/4096/16384. `data` in body is standard base64. Rejections must fail to parse with an error containing errorContains.",
         "privateKey": format!("0x{}", hex::encode(key_bytes)),
         "owner": owner.to_string(),
         "cases": out,
@@ -526,7 +526,7 @@ fn attribute_vectors() -> Value {
         })
         .collect();
     json!({
-        "description": "privsvc attributes (DESIGN 2). canonical = RFC 8785 JSON of the wire object {name: {type, value}}; arkiv = the typed cells (typeId str 8, i32 2, u64 3, u256 4; numbers as 32-byte words) in ascending name order. Invalid inputs must be refused with an error containing errorContains.",
+        "description": "privsvc attributes (docs/PROTOCOL.md §2). canonical = RFC 8785 JSON of the wire object {name: {type, value}}; arkiv = the typed cells (typeId str 8, i32 2, u64 3, u256 4; numbers as 32-byte words) in ascending name order. Invalid inputs must be refused with an error containing errorContains.",
         "valid": valid,
         "invalid": invalid,
     })

@@ -1,4 +1,4 @@
-//! Expiry buckets (SPEC limits): lifetimes are rounded up to one of five values.
+//! Expiry buckets (docs/PROTOCOL.md §3): lifetimes are rounded up to one of five values.
 
 use crate::EnvelopeError;
 

@@ -1,4 +1,4 @@
-//! Sealed, padded, signed record envelopes for privsvc (DESIGN 3).
+//! Sealed, padded, signed record envelopes for privsvc (docs/PROTOCOL.md §3).
 //!
 //! * Body: the JSON object `{v: 2, app, exp, hour, ct, enc, types, data}` ([`EnvelopeBody`]);
 //!   `exp` is an expiry bucket (never 0), `hour` is `floor(unix seconds / 3600)` at sealing,

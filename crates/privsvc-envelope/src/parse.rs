@@ -1,4 +1,4 @@
-//! Strict parsing of sealed envelopes (DESIGN 3).
+//! Strict parsing of sealed envelopes (docs/PROTOCOL.md §3).
 
 use std::collections::BTreeMap;
 

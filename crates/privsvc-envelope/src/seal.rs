@@ -1,4 +1,4 @@
-//! Digest, signing, padding and signer recovery (DESIGN 3).
+//! Digest, signing, padding and signer recovery (docs/PROTOCOL.md §3).
 
 use alloy_primitives::{keccak256, Address, B256};
 use k256::ecdsa::{RecoveryId, Signature, SigningKey, VerifyingKey};

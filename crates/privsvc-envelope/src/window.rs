@@ -1,4 +1,4 @@
-//! When an envelope may be published (DESIGN 9, envelope v2).
+//! When an envelope may be published (docs/PROTOCOL.md §3, envelope v2).
 //!
 //! Every body carries `hour = floor(unix seconds / 3600)` at sealing. A relayer accepts a
 //! submission only while `hour` is in `[now_hour - 2, now_hour + 1]`

@@ -51,7 +51,7 @@ pub use record::{check_record, RecordCheck, PAYLOAD_MAX_BYTES, PAYLOAD_WARN_BYTE
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-/// The SPEC's fingerprinting warning codes.
+/// The fingerprinting warning codes (docs/API.md §2.9).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum WarningCode {
@@ -74,7 +74,7 @@ pub enum WarningCode {
 }
 
 impl WarningCode {
-    /// The code as written in SPEC, e.g. `precise-location`.
+    /// The code as written on the wire and in the JS API, e.g. `precise-location`.
     pub fn as_str(self) -> &'static str {
         match self {
             WarningCode::Timestamp => "timestamp",

@@ -1,6 +1,7 @@
-//! privsvc's own entities on the ledger (DESIGN 4): record entities, and the system entities
-//! `heartbeat`, `issuer-key` and `spends`, as typed builders (→ [`Create`]), parsers (← [`Entity`])
-//! and the queries that find them. Relayer, issuer and client share these definitions.
+//! privsvc's own entities on the ledger (docs/PROTOCOL.md §4): record entities, and the system
+//! entities `heartbeat`, `issuer-key` and `spends`, as typed builders (→ [`Create`]), parsers
+//! (← [`Entity`]) and the queries that find them. Relayer, issuer and client share these
+//! definitions.
 //!
 //! Every system entity carries `project = str('privsvc-7f3k')` and
 //! `privsvc_kind = str('heartbeat' | 'issuer-key' | 'spends')`.

@@ -1,7 +1,7 @@
-//! Runs Arkiv's own test cases (`conformance/arkiv/*.json`, split verbatim from
-//! `shared/arkiv-vectors.json`) against privsvc-ledger: the attribute codec, the execute() ABI
-//! (including the five live Cheesecake transactions), key derivation, selectors and topics,
-//! revert data, and the query builder.
+//! Runs Arkiv's own test cases (`conformance/arkiv/*.json`, split verbatim from Arkiv's
+//! collection of vectors, see `conformance/arkiv/README.md`) against privsvc-ledger: the
+//! attribute codec, the execute() ABI (including the five live Cheesecake transactions), key
+//! derivation, selectors and topics, revert data, and the query builder.
 //!
 //! Every case of the six sections is accounted for: it is either checked, or listed in
 //! [`KNOWN`] with the reason it is not checked as written (a case we believe wrong or

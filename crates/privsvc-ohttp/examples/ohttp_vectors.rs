@@ -1,4 +1,4 @@
-//! Writes `conformance/ohttp/vectors.json`: OHTTP padding vectors (DESIGN 9, PROTOCOL 6).
+//! Writes `conformance/ohttp/vectors.json`: OHTTP padding vectors (docs/PROTOCOL.md §6).
 //!
 //! ```text
 //! cargo run -p privsvc-ohttp --example ohttp_vectors            # rewrite the file
@@ -309,7 +309,7 @@ fn main() {
     let response_too_large = data_body(fill_for(65_537, response_len));
 
     let document = json!({
-        "description": "OHTTP padding vectors (privsvc DESIGN 9, docs/PROTOCOL.md 6). Binary HTTP plaintexts are known-length messages followed by zero bytes up to the smallest size class that holds them; the encapsulation is RFC 9458 with the ephemeral key DeriveKeyPair(ikmE). A body is prefix + fill x count + suffix. Messages over 4200 bytes are pinned by length and SHA-256 instead of hex. Test material only.",
+        "description": "OHTTP padding vectors (privsvc, docs/PROTOCOL.md §6). Binary HTTP plaintexts are known-length messages followed by zero bytes up to the smallest size class that holds them; the encapsulation is RFC 9458 with the ephemeral key DeriveKeyPair(ikmE). A body is prefix + fill x count + suffix. Messages over 4200 bytes are pinned by length and SHA-256 instead of hex. Test material only.",
         "suite": {
             "keyId": 1,
             "kem": "DHKEM(X25519, HKDF-SHA256) 0x0020",

@@ -11,7 +11,8 @@ use crate::binary::{
 use crate::gateway::OhttpGateway;
 use crate::padding::{is_class, REQUEST_CLASSES, RESPONSE_CLASSES};
 
-/// The gateway seed of [`gateway_open`] (0x00 0x01 ... 0x1f, the seed of PROTOCOL 6's vector).
+/// The gateway seed of [`gateway_open`] (0x00 0x01 ... 0x1f, the seed of the vector in
+/// docs/PROTOCOL.md §6).
 pub const FUZZ_GATEWAY_SEED: [u8; 32] = {
     let mut s = [0u8; 32];
     let mut i = 0;

@@ -84,7 +84,7 @@ pub async fn live_heartbeats(
     Ok(live)
 }
 
-/// Who owns a relayer URL according to the live heartbeats (DESIGN 10, "Relayer identity").
+/// Who owns a relayer URL according to the live heartbeats (docs/PROTOCOL.md §8.6).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UrlOwner {
     /// The one account whose heartbeats give the URL's gateway key and whose address the

@@ -1,4 +1,4 @@
-//! Size classes of the Binary HTTP messages carried inside OHTTP (DESIGN section 9).
+//! Size classes of the Binary HTTP messages carried inside OHTTP (docs/PROTOCOL.md §6).
 //!
 //! Every request plaintext is padded with trailing zero bytes (RFC 9292 section 3.8) to the
 //! smallest of [`REQUEST_CLASSES`], every response plaintext to the smallest of

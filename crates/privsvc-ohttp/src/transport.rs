@@ -61,7 +61,7 @@ pub trait Transport: privsvc_rt::MaybeSend + privsvc_rt::MaybeSync {
         false
     }
 
-    /// `relayer_url` belongs to `account` (DESIGN 10, "Relayer identity"): from now on use
+    /// `relayer_url` belongs to `account` (docs/PROTOCOL.md §8.6): from now on use
     /// `gateway_key`, the key of that account's newest live heartbeat, or with `None` look the
     /// key up in that account's heartbeats only, never in another account's. Transports
     /// without gateway keys ignore it (the default). A wrapper around another transport should

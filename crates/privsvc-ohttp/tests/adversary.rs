@@ -1,4 +1,4 @@
-//! The onlooker on the client's link (DESIGN 9, "OHTTP padding"): it sees every message the
+//! The onlooker on the client's link (docs/PROTOCOL.md §6, padding): it sees every message the
 //! client exchanges with the OHTTP relay and measures its size. Here it is a recording proxy
 //! between a real client (`OhttpTransport`) and a real relay (`OhttpRelay`) over loopback HTTP,
 //! in front of a real relayer (`privsvc-relayer`, OHTTP on) writing to the real devnet.
@@ -7,7 +7,7 @@
 //! and whether the status answer it sees is of a queued record, a written record or an unknown
 //! id (or the relayer's info document). What it may learn: the size class, which moves by
 //! exactly one class when a request crosses a class boundary. Without padding (the code before
-//! DESIGN 9) every assertion on equal sizes fails: a queued status answer sealed to 144 bytes
+//! revision 2) every assertion on equal sizes fails: a queued status answer sealed to 144 bytes
 //! and a written one to 317.
 
 mod common;

@@ -1,4 +1,4 @@
-//! The OHTTP relay's operator substitutes its own gateway key (DESIGN 10, "Relayer identity").
+//! The OHTTP relay's operator substitutes its own gateway key (docs/PROTOCOL.md §8.6).
 //!
 //! The relay sees every encapsulated request. It cannot read them, unless the client
 //! encapsulates to a key the relay holds. So its operator publishes a heartbeat, from its own
@@ -11,7 +11,7 @@
 //! looked the key up again, and found the operator's newer heartbeat).
 //!
 //! Real devnet, real heartbeats signed by the dev accounts, real HTTP on loopback, real HPKE.
-//! On the code before DESIGN 10 each test fails: the transport took the newest heartbeat's key
+//! On the code before revision 3 each test fails: the transport took the newest heartbeat's key
 //! (the operator's), and after a 400 it re-discovered the key (the operator's again).
 
 mod common;

@@ -117,7 +117,7 @@ async fn ohttp_transport_refuses_a_url_named_by_two_accounts_unless_bound() {
     s.chain
         .heartbeat_claiming(2, addr(0), &s.relayer_url, Some(&attacker_key))
         .await;
-    // Two accounts name the URL: neither is believed (DESIGN 10, "Relayer identity").
+    // Two accounts name the URL: neither is believed (docs/PROTOCOL.md §8.6).
     let transport = OhttpTransport::new(&s.relay_url, s.chain.reader.clone()).unwrap();
     let err = transport.gateway_key(&s.relayer_url).await.unwrap_err();
     assert!(
@@ -171,7 +171,7 @@ async fn ohttp_transport_reports_a_key_rotation_and_looks_again_only_when_asked(
     s.chain.heartbeat(0, &s.relayer_url, Some(&new_key)).await;
 
     // The old key no longer opens (400): the transport says so and never looks the key up
-    // again by itself (DESIGN 10: keys are never re-discovered silently).
+    // again by itself (docs/PROTOCOL.md §8.6: keys are never re-discovered silently).
     let err = transport
         .send(&s.relayer_url, get("/v1/info"))
         .await

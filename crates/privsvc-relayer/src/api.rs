@@ -1,16 +1,16 @@
-//! The relayer's HTTP API (SPEC "Endpoints"): `GET /v1/info`, `POST /v1/records`,
+//! The relayer's HTTP API (docs/PROTOCOL.md §9.1): `GET /v1/info`, `POST /v1/records`,
 //! `GET /v1/records/{id}`, `GET /healthz`, and `POST /v1/ohttp` ([`ohttp_router`]). `GET
 //! /metrics` is served only on its own listener (`METRICS_BIND`, [`metrics_router`]), never on
 //! the public one: its counters would tell anyone when each submission was accepted. The
 //! public `/healthz` rounds `queue` up to a multiple of 100; the exact record is served on
 //! `METRICS_BIND` too. Errors are `{ "error": reason }`.
 //!
-//! Idempotence (DESIGN 9): a valid submission whose sealed envelope is already stored (queued,
-//! in flight, written or failed) is answered 202 with the existing id, whatever its token:
-//! nothing is stored, no token is spent, and the answer is the one the first submission got.
-//! The store finds the digest before it spends a token; a refusal (no, invalid or spent token,
-//! full queue) is answered only after the digest was looked up.
-//! The first submission's token, minAnonymity and maxHoldMs stand.
+//! Idempotence (docs/PROTOCOL.md §7): a valid submission whose sealed envelope is already stored
+//! (queued, in flight, written or failed) is answered 202 with the existing id, whatever its token:
+//! nothing is stored, no token is spent, and the answer is the one the first submission got. The
+//! store finds the digest before it spends a token; a refusal (no, invalid or spent token, full
+//! queue) is answered only after the digest was looked up. The first submission's token,
+//! minAnonymity and maxHoldMs stand.
 //!
 //! Privacy: no handler logs the peer address or any part of a body; the peer address is used
 //! only by the in-memory rate limiter when tokens are off. A request inside `POST /v1/ohttp`
@@ -38,7 +38,7 @@ use crate::store::{envelope_sha256, SpentToken, StoreError, StoredRecord, Stored
 use crate::tokencheck::{check_token, TokenRefusal};
 use crate::validate::{validate, Limits};
 
-/// Submit body limit (SPEC: 64 KB).
+/// Submit body limit (docs/PROTOCOL.md §9.3: 64 KiB).
 pub const MAX_SUBMIT_BYTES: usize = 64 * 1024;
 
 fn error(status: StatusCode, reason: impl Into<String>) -> Response {

@@ -5,21 +5,22 @@
 //!
 //! A batch: records already on the ledger (owner holds an entity with the same envelope) are
 //! marked written and left out; when the store cannot mark one, it goes back to the queue, never
-//! into the batch (DESIGN 10: a store error requeues a record, never writes it twice). (Their
-//! txHash is read from the entity's `EntityCreated` log,
-//! [`LedgerReader::creation_tx`](privsvc_ledger::LedgerReader::creation_tx); the zero hash
-//! only when the node cannot tell.) The rest get a create (random 128-bit salt) and a transfer to
-//! their owner, addressed by keys predicted from the relayer's entity nonce; tokens add one
-//! spends entity per epoch.
+//! into the batch (docs/PROTOCOL.md §7: a store error requeues a record, never writes it twice).
+//! (Their txHash is read from the entity's `EntityCreated` log,
+//! [`LedgerReader::creation_tx`](privsvc_ledger::LedgerReader::creation_tx); the zero hash only
+//! when the node cannot tell.) The rest get a create (random 128-bit salt) and a transfer to their
+//! owner, addressed by keys predicted from the relayer's entity nonce; tokens add one spends entity
+//! per epoch.
 //!
-//! Order (DESIGN 9): every transaction puts its records (creates with their transfers) in a
-//! uniformly random order drawn from the OS RNG, and each spends entity lists its token ids in
-//! another random order, so that whoever saw the submissions arrive (an OHTTP relay, an
-//! onlooker) cannot map arrival order to ledger order. Keys are predicted in that order. A batch
-//! never holds two records with the same envelope: a second copy (only possible with a database
-//! from before envelope digests were unique) waits for the next batch, which finds it written. The signed transaction is stored before it is broadcast; it is then
-//! rebroadcast unchanged until a receipt appears (so at most one transaction with its nonce can
-//! land). A revert fails the records that revert on their own and retries the rest.
+//! Order (docs/PROTOCOL.md §7): every transaction puts its records (creates with their transfers)
+//! in a uniformly random order drawn from the OS RNG, and each spends entity lists its token ids in
+//! another random order, so that whoever saw the submissions arrive (an OHTTP relay, an onlooker)
+//! cannot map arrival order to ledger order. Keys are predicted in that order. A batch never holds
+//! two records with the same envelope: a second copy (only possible with a database from before
+//! envelope digests were unique) waits for the next batch, which finds it written. The signed
+//! transaction is stored before it is broadcast; it is then rebroadcast unchanged until a receipt
+//! appears (so at most one transaction with its nonce can land). A revert fails the records that
+//! revert on their own and retries the rest.
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
@@ -207,8 +208,8 @@ fn ledger_project(rec: &StoredRecord) -> Option<ArkivValue> {
         .map(|a| a.value)
 }
 
-/// Records of `rec`'s project in the batch `{block, creator}` (DESIGN 9: batchSize counts the
-/// record's peers); 1 when unknown.
+/// Records of `rec`'s project in the batch `{block, creator}` (docs/PROTOCOL.md §7: batchSize
+/// counts the record's peers); 1 when unknown.
 async fn batch_size(
     shared: &Shared,
     creator: alloy_primitives::Address,
@@ -320,7 +321,7 @@ async fn send_unique(
     }
     let mut turn = shared.writer.turn().await;
     let mut outcome = build_and_send(shared, &mut turn, &batch, stop).await;
-    // DESIGN 7: a batch too large for a block is split; the rest goes back to the queue.
+    // docs/PROTOCOL.md §7: a batch too large for a block is split; the rest goes back to the queue.
     while matches!(outcome, Outcome::TooBig) && batch.len() > 1 {
         let rest = batch.split_off(batch.len() / 2);
         tracing::info!(

@@ -1,5 +1,5 @@
 //! The creates the relayer sends, built with the ledger crate's system-entity definitions
-//! (`privsvc_ledger::system`, DESIGN 4) so every component agrees on their form.
+//! (`privsvc_ledger::system`, docs/PROTOCOL.md §4) so every component agrees on their form.
 
 use std::collections::BTreeMap;
 
@@ -27,7 +27,7 @@ pub fn record_create(rec: &StoredRecord, salt: u128) -> Result<Create, String> {
 
 /// The grouping key of a record's `project` attribute: its wire JSON
 /// (`{"type":"str","value":"notes"}`), so values of different types never collide. Records
-/// with equal keys count toward each other's minAnonymity (DESIGN 9). Empty when absent
+/// with equal keys count toward each other's minAnonymity (docs/PROTOCOL.md §7). Empty when absent
 /// (validation refuses such records).
 pub fn project_key(attributes: &Attributes) -> String {
     attributes

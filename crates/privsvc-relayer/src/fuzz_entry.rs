@@ -25,7 +25,7 @@ pub fn fuzz_limits() -> Limits {
 }
 
 /// Validates `data` as a submit body and checks what every accepted submission must satisfy
-/// (SPEC "Submit request"): a padded envelope that parses, names the same app and expiry and
+/// (docs/PROTOCOL.md §9.3): a padded envelope that parses, names the same app and expiry and
 /// recovers to the owner; an owner other than the relayer; a mandatory, non-system `project`;
 /// no reserved attribute name; options within the limits. A refusal must be a non-empty
 /// sentence. Returns whether the body was accepted.

@@ -1,16 +1,16 @@
-//! Heartbeats (DESIGN 4), status retention, and the health record (SPEC "Health record").
+//! Heartbeats (docs/PROTOCOL.md §4), status retention, and the health record
+//! (docs/PROTOCOL.md §7).
 //!
 //! No `/healthz` request makes a ledger call: the balance read (the record's ledger check) is
 //! refreshed by a background task every [`LEDGER_CHECK_REFRESH`] (10 s), the double-spend
 //! count at most once a minute ([`DOUBLE_SPEND_REFRESH`]). The ledger's view of the relayer's
 //! calls does not follow requests, and polling `/healthz` costs the ledger nothing.
 //!
-//! n-1 (DESIGN 10): the public `/healthz` ([`public_health`]) reports `queue` rounded up to a
-//! multiple of [`PUBLIC_QUEUE_STEP`] (0 reads 100). An exact, real-time queue length lets a
-//! party that holds a victim's submission (the OHTTP relay) send it exactly when the queue is
-//! empty and surround it with its own records. The exact figures are served only on
-//! `METRICS_BIND` (`/metrics` and `/healthz` there) and in-process
-//! ([`crate::RelayerHandle::health`]).
+//! n-1 (docs/PROTOCOL.md §7): the public `/healthz` ([`public_health`]) reports `queue` rounded up
+//! to a multiple of [`PUBLIC_QUEUE_STEP`] (0 reads 100). An exact, real-time queue length lets a
+//! party that holds a victim's submission (the OHTTP relay) send it exactly when the queue is empty
+//! and surround it with its own records. The exact figures are served only on `METRICS_BIND`
+//! (`/metrics` and `/healthz` there) and in-process ([`crate::RelayerHandle::health`]).
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -193,7 +193,7 @@ pub async fn run_double_spends(shared: Arc<Shared>, mut stop: watch::Receiver<bo
     }
 }
 
-/// The health record of SPEC.
+/// The health record (docs/PROTOCOL.md §7).
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Health {

@@ -1,17 +1,17 @@
 //! The token issuer mounted on a relayer with `ISSUER=on`: its routes behind a per-source
 //! rate limit (`ISSUER_RATE_LIMIT_PER_MIN`), and its key schedule as a background task.
 //!
-//! Limit (DESIGN 10): a request is counted against its connection's address, or, inside
+//! Limit (docs/PROTOCOL.md §5.3): a request is counted against its connection's address, or, inside
 //! `POST /v1/ohttp`, against the address that posted it, unless that address is a configured
 //! OHTTP relay (`OHTTP_RELAY_IPS`), exactly as for submissions; IPv6 sources count per /64
 //! ([`crate::ratelimit`]). Otherwise anyone could get unlimited blind signatures by
 //! encapsulating issue requests.
 //!
-//! Size (DESIGN 10): every answer of the issuer routes, success or error (the limit's 429
-//! included), asks the OHTTP gateway for the 8 192-byte response class
+//! Size (docs/PROTOCOL.md §5.3): every answer of the issuer routes, success or error (the limit's
+//! 429 included), asks the OHTTP gateway for the 8 192-byte response class
 //! ([`ISSUER_RESPONSE_CLASS`]): an issue response of three or more tokens needs that class, so
-//! without it an onlooker of the client's link would tell token fetches from everything else
-//! by size.
+//! without it an onlooker of the client's link would tell token fetches from everything else by
+//! size.
 //!
 //! The issuer publishes keys through the relayer's one serialized writer. Only the schedule
 //! (a bounded number of keys a day) and signed issue requests within the new-app limit can make

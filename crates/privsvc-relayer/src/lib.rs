@@ -1,4 +1,4 @@
-//! The privsvc relayer (SPEC "What the service does", DESIGN 7): validates sealed records,
+//! The privsvc relayer (docs/PROTOCOL.md §7, docs/ARCHITECTURE.md §2.3): validates sealed records,
 //! stores them durably before answering 202, writes them to the ledger in batches (one
 //! `execute()` per batch: create + transfer per record, plus a spends entity for tokens), holds
 //! records for k-anonymity, publishes heartbeats and reports health.
@@ -27,22 +27,22 @@
 //! not counted here (their clients are limited per client address at the OHTTP relay,
 //! `privsvc_ohttp::RelayConfig::rate_limit_per_min`).
 //!
-//! Revision 2 (DESIGN 9): the records of a batch, their transfers and the spends token ids are
-//! in a random order (OS RNG), never arrival order ([`batcher`]); the same sealed envelope
+//! Revision 2 (docs/PROTOCOL.md §7): the records of a batch, their transfers and the spends token
+//! ids are in a random order (OS RNG), never arrival order ([`batcher`]); the same sealed envelope
 //! submitted again gets the existing id and is never stored or written twice (UNIQUE envelope
-//! digest, [`store`]); minAnonymity k counts records of the record's own `project` ([`queue`]),
-//! and so does `batchSize`; `/metrics` is served only on `METRICS_BIND`; the double-spend count
-//! of `/healthz` is refreshed in the background once a minute ([`health`]); `DATA_DIR` is 0700,
-//! the queue database 0600, with `secure_delete` on.
+//! digest, [`store`]); minAnonymity k counts records of the record's own `project` ([`queue`]), and
+//! so does `batchSize`; `/metrics` is served only on `METRICS_BIND`; the double-spend count of
+//! `/healthz` is refreshed in the background once a minute ([`health`]); `DATA_DIR` is 0700, the
+//! queue database 0600, with `secure_delete` on.
 //!
-//! Revision 3 (DESIGN 10): the public `/healthz` rounds `queue` up to a multiple of 100 and
-//! makes no ledger call (its balance is read in the background every 10 s; exact figures on
-//! `METRICS_BIND` only) ([`health`]); the planner batches the records whose holds it can meet
-//! and skips the others, which never block the records behind them ([`queue`]); the issuer
-//! routes are limited per source like submissions, also inside `POST /v1/ohttp`, and pad
-//! their OHTTP answers to the 8 192-byte class ([`issuer_mount`]); IPv6 sources are limited
-//! per /64 ([`ratelimit`]); a store error while marking a record found on the ledger requeues
-//! it, never writes it again ([`batcher`]).
+//! Revision 3 (docs/PROTOCOL.md §5.3 and §7): the public `/healthz` rounds `queue` up to a multiple
+//! of 100 and makes no ledger call (its balance is read in the background every 10 s; exact figures
+//! on `METRICS_BIND` only) ([`health`]); the planner batches the records whose holds it can meet
+//! and skips the others, which never block the records behind them ([`queue`]); the issuer routes
+//! are limited per source like submissions, also inside `POST /v1/ohttp`, and pad their OHTTP
+//! answers to the 8 192-byte class ([`issuer_mount`]); IPv6 sources are limited per /64
+//! ([`ratelimit`]); a store error while marking a record found on the ledger requeues it, never
+//! writes it again ([`batcher`]).
 //!
 //! Reconciliation: a record found already on the ledger (its owner holds an entity with its
 //! envelope) is marked written with the hash of the transaction that created that entity, read
@@ -421,7 +421,7 @@ impl RelayerHandle {
 
     /// Stop serving and batching, waiting up to [`SHUTDOWN_GRACE`] for the tasks to end; a task
     /// still waiting on the ledger then is abandoned, as in a crash. A batch in flight stays
-    /// stored and is reconciled at the next start (DESIGN 7).
+    /// stored and is reconciled at the next start (docs/PROTOCOL.md §7).
     pub async fn shutdown(self) {
         let _ = self.stop.send(true);
         let deadline = tokio::time::Instant::now() + SHUTDOWN_GRACE;

@@ -1,13 +1,13 @@
-//! The in-memory view of the queued records and the batching decision (DESIGN 7).
+//! The in-memory view of the queued records and the batching decision (docs/PROTOCOL.md §7).
 //!
 //! Policy, evaluated whenever something changes:
 //! 1. A held record (minAnonymity k > 1) whose maxHoldMs has passed fails: no batch of k formed.
-//! 2. Eligible records (DESIGN 10): per project (`project` attribute), m is the largest count
-//!    such that m of the project's queued records have k <= m; the records with k <= m are
-//!    eligible (their holds can be met now: DESIGN 9, k counts the record's peers, not records
-//!    of other projects). A record whose hold cannot be met is skipped: it never blocks, and
-//!    never takes the place of, the records behind it. The per-project counts are kept up to
-//!    date on every push and remove.
+//! 2. Eligible records (docs/PROTOCOL.md §7): per project (`project` attribute), m is the largest
+//!    count such that m of the project's queued records have k <= m; the records with k <= m are
+//!    eligible (their holds can be met now: k counts the record's peers, not records of other
+//!    projects). A record whose hold cannot be met is skipped: it never blocks, and never takes the
+//!    place of, the records behind it. The per-project counts are kept up to date on every push and
+//!    remove.
 //! 3. The candidate batch takes eligible records oldest first, at most MAX_BATCH. When that cut
 //!    leaves a project short of a record's k, the record is dropped (the fixpoint of dropping
 //!    unmet records, one sort per project) and the batch is filled up with eligible records

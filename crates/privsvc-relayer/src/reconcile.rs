@@ -1,6 +1,6 @@
-//! Start-up reconciliation of batches stored before a crash (DESIGN 7): a mined transaction
-//! marks its records written; one not mined is rebroadcast unchanged (same nonce, same hash), so
-//! at most one of the two can land; a reverted one goes through offender isolation.
+//! Start-up reconciliation of batches stored before a crash (docs/PROTOCOL.md §7): a mined
+//! transaction marks its records written; one not mined is rebroadcast unchanged (same nonce, same
+//! hash), so at most one of the two can land; a reverted one goes through offender isolation.
 
 use tokio::sync::watch;
 

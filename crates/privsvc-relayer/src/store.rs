@@ -6,10 +6,10 @@
 //! savepoint, so one failing command does not undo the others. Token ids have a PRIMARY KEY, so a
 //! token is accepted once even under concurrency. Reads use a second connection.
 //!
-//! Idempotence (DESIGN 9): every record carries the SHA-256 of its sealed envelope in a UNIQUE
-//! column. An insert whose envelope is already stored stores nothing, spends no token and returns
-//! [`StoreError::AlreadyStored`] with the existing id; the writer thread checks this before the
-//! token, so two identical submissions in one group commit also yield one record.
+//! Idempotence (docs/PROTOCOL.md §7): every record carries the SHA-256 of its sealed envelope in a
+//! UNIQUE column. An insert whose envelope is already stored stores nothing, spends no token and
+//! returns [`StoreError::AlreadyStored`] with the existing id; the writer thread checks this before
+//! the token, so two identical submissions in one group commit also yield one record.
 //!
 //! Files: the data directory is created 0700 and the database (which holds spent token ids)
 //! 0600 before SQLite opens it (SQLite gives its `-wal` and `-shm` files the database's mode);
@@ -821,7 +821,7 @@ fn apply(tx: &mut rusqlite::Transaction<'_>, cmd: Cmd) -> Reply {
             reply,
         } => {
             let r = in_savepoint(tx, |sp| {
-                // batchSize counts the records of the record's own project (DESIGN 9).
+                // batchSize counts the records of the record's own project (docs/PROTOCOL.md §7).
                 sp.execute(
                     "UPDATE records SET state = 'written', tx_hash = ?2, block = ?3,
                        finished_ms = ?4,

@@ -1,8 +1,8 @@
-//! Token redemption checks (DESIGN 5, 9): epoch accepted, issuer key read from the ledger and
-//! accepted by the shared rules of `privsvc_tokens::accept_issuer_key` (no key created after
-//! its day began for an established app; the first key accepted per (issuer, app, epoch) is
-//! pinned, any other is equivocation), signature valid. Whether a token was spent before is
-//! the store's PRIMARY KEY on the token id.
+//! Token redemption checks (docs/PROTOCOL.md §5, §5.2): epoch accepted, issuer key read from the
+//! ledger and accepted by the shared rules of `privsvc_tokens::accept_issuer_key` (no key created
+//! after its day began for an established app; the first key accepted per (issuer, app, epoch) is
+//! pinned, any other is equivocation), signature valid. Whether a token was spent before is the
+//! store's PRIMARY KEY on the token id.
 //!
 //! Pins persist in `<DATA_DIR>/issuer_key_pins.sqlite` (0600), so a restart does not forget
 //! them. An accepted key is re-read from the ledger at most every [`KEY_RECHECK`], and sooner

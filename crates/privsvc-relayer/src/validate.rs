@@ -1,4 +1,4 @@
-//! Validation of a submit request (SPEC "Submit request"; every 400 condition of SPEC's table).
+//! Validation of a submit request (docs/PROTOCOL.md §9.3: every 400 condition of its table).
 //!
 //! Each refusal is a sentence naming the field and the problem. Messages never echo the body.
 

@@ -1,6 +1,7 @@
 //! The relayer's ONE serialized writer: every create from the relayer account (batches,
 //! heartbeats, issuer-key publications) runs while holding one FIFO lock, from the entity nonce
-//! read to the receipt, so that keys predicted from the entity nonce stay valid (DESIGN 7).
+//! read to the receipt, so that keys predicted from the entity nonce stay valid
+//! (docs/PROTOCOL.md §4.1 and §7).
 //!
 //! No nonce gap, ever: a transaction whose fate is unknown (its broadcast or its receipt wait
 //! failed, although the node may have taken it) stays *outstanding* in the writer, and the next

@@ -1,6 +1,7 @@
-//! Adversary tests of the relayer (DESIGN 9): each test plays a party that tries to abuse a
-//! rule and asserts that it gets nothing or learns nothing. Real relayer over loopback HTTP, the
-//! real embedded devnet, real SQLite files. Each test fails on the relayer before revision 2.
+//! Adversary tests of the relayer (docs/PROTOCOL.md §7, revision 2): each test plays a party that
+//! tries to abuse a rule and asserts that it gets nothing or learns nothing. Real relayer over
+//! loopback HTTP, the real embedded devnet, real SQLite files. Each test fails on the relayer
+//! before revision 2.
 
 mod common;
 

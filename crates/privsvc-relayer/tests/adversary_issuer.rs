@@ -1,5 +1,6 @@
 //! The issuer mounted on a real relayer (`ISSUER=on`) and the relayer's key checks, against an
-//! adversary (DESIGN 9): the real devnet, real HTTP on 127.0.0.1, real RSA keys, real SQLite.
+//! adversary (docs/PROTOCOL.md §5.1, §5.2): the real devnet, real HTTP on 127.0.0.1, real RSA keys,
+//! real SQLite.
 //!
 //! - an anonymous caller cannot make the issuer write (no key, no transaction) nor stall
 //!   batches;

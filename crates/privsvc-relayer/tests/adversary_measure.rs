@@ -1,4 +1,5 @@
-//! Adversary tests of revision 3 (DESIGN 10, "what a party can measure") on the servers. Each
+//! Adversary tests of revision 3 (what a party can measure, docs/PROTOCOL.md §5 to §7) on the
+//! servers. Each
 //! test plays one party (a replaying OHTTP relay, a flooding user, a host with a whole IPv6
 //! /64, a relay watching `/healthz` for an empty queue, a user flooding holds that can never
 //! be met, and a store that fails at the wrong moment) against a real relayer: the embedded
@@ -32,7 +33,7 @@ use tower::ServiceExt as _;
 
 const T: Duration = Duration::from_secs(30);
 const SEED: [u8; 32] = [9u8; 32];
-/// What every answer of the issuer routes measures through OHTTP (DESIGN 10).
+/// What every answer of the issuer routes measures through OHTTP (docs/PROTOCOL.md §5.3).
 const ISSUER_SEALED: usize = RESPONSE_CLASSES[1] + RESPONSE_OVERHEAD;
 
 /// An encapsulated request to the relayer at `url` (OHTTP on): the bytes a relay forwards and

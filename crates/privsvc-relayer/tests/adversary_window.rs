@@ -1,8 +1,8 @@
 //! Adversary: an onlooker who copied a sealed envelope submits it again later, hoping the relayer
-//! publishes a record its owner let expire. Envelope v2 (DESIGN 9): a relayer accepts only
-//! version 2 and only an `hour` in [now_hour - 2, now_hour + 1]; anything else is a 400 naming
-//! `hour`. Real devnet, real relayer over HTTP. Before v2 the relayer accepted any copy at any
-//! time (the envelope carried no time at all).
+//! publishes a record its owner let expire. Envelope v2 (docs/PROTOCOL.md §3): a relayer accepts
+//! only version 2 and only an `hour` in [now_hour - 2, now_hour + 1]; anything else is a 400 naming
+//! `hour`. Real devnet, real relayer over HTTP. Before v2 the relayer accepted any copy at any time
+//! (the envelope carried no time at all).
 
 mod common;
 

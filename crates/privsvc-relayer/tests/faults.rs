@@ -264,8 +264,8 @@ async fn healthz_and_metrics_say_when_the_ledger_is_failing() {
     let (_, h) = get(&url, "/healthz").await;
     assert_eq!(h["ledgerFailing"], false, "{h}");
     proxy.state.set_rate(1.0);
-    // No health request asks the ledger (DESIGN 10); the background check (every 10 s) does,
-    // and its retries all fail.
+    // No health request asks the ledger (docs/PROTOCOL.md §7); the background check (every 10 s)
+    // does, and its retries all fail.
     let h = health_until(&url, |h| h["ledgerFailing"] == true).await;
     assert_eq!(h["ok"], false, "{h}");
     assert!(h["ledgerConsecutiveFailures"].as_u64().unwrap() >= 3, "{h}");

@@ -14,9 +14,9 @@
 //!   that record's project;
 //! - written batches are at least minIntervalBlocks apart.
 //!
-//! And at every step (DESIGN 10, the planner): records with unmet holds from many projects
-//! (each alone in its project, so never met) never keep an eligible record waiting. Whatever
-//! they are, the batch planned is exactly the one planned for the same queue without them.
+//! And at every step (docs/PROTOCOL.md §7, the planner): records with unmet holds from many
+//! projects (each alone in its project, so never met) never keep an eligible record waiting.
+//! Whatever they are, the batch planned is exactly the one planned for the same queue without them.
 
 use std::collections::{BTreeMap, HashMap};
 

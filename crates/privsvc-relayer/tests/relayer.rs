@@ -309,7 +309,7 @@ async fn status_404_for_an_unknown_id_and_position_counts_records_ahead() {
         assert_eq!(v["position"], i);
         assert!(v.get("entityKey").is_none());
     }
-    // DESIGN 10: the public queue is rounded up to a multiple of 100 (exact in-process).
+    // docs/PROTOCOL.md §7: the public queue is rounded up to a multiple of 100 (exact in-process).
     assert_eq!(get(relayer.url(), "/healthz").await.1["queue"], 100);
     assert_eq!(relayer.health().await.queue, 3);
     relayer.shutdown().await;
@@ -447,7 +447,7 @@ async fn healthz_reports_every_field_and_heartbeats_are_published() {
     };
     assert_eq!(h["ok"], true);
     assert_eq!(h["address"], relayer.address().to_checksum(None));
-    // DESIGN 10: an empty queue reads 100 on the public /healthz.
+    // docs/PROTOCOL.md §7: an empty queue reads 100 on the public /healthz.
     assert_eq!(h["queue"], 100);
     assert_eq!(h["batches"], 0);
     assert_eq!(h["lastFlushBlock"], "0");

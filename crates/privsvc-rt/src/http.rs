@@ -13,7 +13,7 @@
 //! gateway, so a redirect target learns nothing from them.
 //!
 //! Callers that send requests go through the [`Fetch`] trait: [`ReqwestFetch`] is the default,
-//! and a host may bring its own HTTP stack (SPEC's `fetch` option of the JS client).
+//! and a host may bring its own HTTP stack (the JS client's `fetch` option, docs/API.md §3.1).
 
 use std::time::Duration;
 

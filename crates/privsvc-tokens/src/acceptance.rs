@@ -1,4 +1,4 @@
-//! Which issuer key a relayer or client accepts for (app, epoch) (DESIGN 9, "Issuer keys"),
+//! Which issuer key a relayer or client accepts for (app, epoch) (docs/PROTOCOL.md §5.2),
 //! shared by both:
 //!
 //! 1. The key is read from the ledger only ([`fetch_issuer_key_entity`]); two distinct keys of

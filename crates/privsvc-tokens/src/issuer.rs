@@ -1,14 +1,14 @@
 //! The token issuer: per-(app, epoch) keys kept durably and published on the ledger, and
-//! issuance with every check of SPEC's 403 list.
+//! issuance with every check of the 403 list of docs/PROTOCOL.md §9.5.
 //!
-//! Revision 2 (DESIGN 9): `GET /v1/issuer/key` never creates a key. Keys exist for the
+//! Revision 2 (docs/PROTOCOL.md §5.1): `GET /v1/issuer/key` never creates a key. Keys exist for the
 //! configured apps (`ISSUER_APPS`), or after a first valid, wallet-signed issue request within
 //! quota, at most `max_new_apps` new apps a UTC day. Day D+1's key of every configured or
 //! active app is published during day D at a random moment of its second half
 //! ([`next_day_moment`], [`next_day_due`], [`Issuer::run_key_schedule`]), so relayers and
 //! clients can refuse a key created after its day began (see [`crate::acceptance`]).
 //!
-//! Revision 3 (DESIGN 10): issue requests are idempotent for their validity window. The
+//! Revision 3 (docs/PROTOCOL.md §5): issue requests are idempotent for their validity window. The
 //! issuer remembers the answer to each signed issue request, keyed by (wallet, `ts`, SHA-256
 //! of the blinded values), in its SQLite store until `ts` + [`MAX_CLOCK_SKEW_MS`]; the same
 //! request again (an OHTTP relay replaying the encapsulated bytes, a client retrying) gets the

@@ -1,5 +1,5 @@
-//! The issuer-key system entity (DESIGN 4) through `privsvc_ledger::system`: the create that
-//! publishes a key, the query that finds an issuer's keys, and a strict parser.
+//! The issuer-key system entity (docs/PROTOCOL.md §4) through `privsvc_ledger::system`: the create
+//! that publishes a key, the query that finds an issuer's keys, and a strict parser.
 
 use alloy_primitives::Address;
 use privsvc_ledger::system::{issuer_keys_query, IssuerKeyEntity};

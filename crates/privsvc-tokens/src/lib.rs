@@ -1,4 +1,4 @@
-//! Blind RSA rate-limit tokens for privsvc (SPEC "Tokens", DESIGN 5): the primitives
+//! Blind RSA rate-limit tokens for privsvc (docs/PROTOCOL.md §5): the primitives
 //! (RFC 9474 RSABSSA-SHA384-PSS-Deterministic), the token issuer with its HTTP endpoints, and
 //! the client-side token wallet with its stores.
 //!

@@ -1,4 +1,4 @@
-//! The token message, token ids, UTC day numbers and the issuance message (DESIGN 5).
+//! The token message, token ids, UTC day numbers and the issuance message (docs/PROTOCOL.md §5).
 
 use base64::Engine as _;
 use sha2::{Digest, Sha256};

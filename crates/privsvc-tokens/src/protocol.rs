@@ -1,4 +1,4 @@
-//! Wire types of the issuer endpoints and of a token redemption (SPEC, "Resources").
+//! Wire types of the issuer endpoints and of a token redemption (docs/PROTOCOL.md §5, §9.5).
 
 use alloy_primitives::Address;
 use base64::Engine as _;

@@ -1,5 +1,5 @@
-//! Which account a relayer URL belongs to, as a client first saw it (DESIGN 10, "Relayer
-//! identity").
+//! Which account a relayer URL belongs to, as a client first saw it
+//! (docs/PROTOCOL.md §8.6).
 //!
 //! A relayer URL belongs to the one account whose live heartbeats name it. Anyone can publish a
 //! heartbeat naming any URL, so a client pins `url -> account` the first time it uses a relayer

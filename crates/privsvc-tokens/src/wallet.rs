@@ -94,7 +94,7 @@ pub struct Acquired {
     pub remaining: u32,
 }
 
-/// Client-side token handling (SPEC "Tokens": `TokenWallet`). Cheap to clone.
+/// Client-side token handling (docs/API.md §3.6: `TokenWallet`). Cheap to clone.
 #[derive(Clone)]
 pub struct TokenWallet {
     inner: Arc<TokenWalletOptions>,

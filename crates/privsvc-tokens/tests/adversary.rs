@@ -1,5 +1,5 @@
-//! The issuer and the key acceptance rules against an adversary (DESIGN 9, "Issuance message
-//! v2", "Issuer keys"), over real HTTP on loopback, the real devnet and real RSA keys: the
+//! The issuer and the key acceptance rules (docs/PROTOCOL.md §5, §5.1 and §5.2) against an
+//! adversary, over real HTTP on loopback, the real devnet and real RSA keys: the
 //! new-app cap, lapsed apps, the next-day key schedule driven by an injected clock, and the
 //! acceptance rules (late keys, pins, equivocation by deleting and re-creating a key).
 

@@ -1,4 +1,4 @@
-//! Relayer pins (DESIGN 10, "Relayer identity"): the first account pinned for a relayer URL
+//! Relayer pins (docs/PROTOCOL.md §8.6): the first account pinned for a relayer URL
 //! stays, in memory and on disk beside a file token store; the file is private (0600 in a
 //! 0700 directory) and written through an unpredictable temporary name.
 

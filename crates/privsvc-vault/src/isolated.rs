@@ -1,5 +1,6 @@
 //! `IsolatedVault`: the keys live on a dedicated thread that answers requests over a channel
-//! (the native counterpart of the spec's WorkerVault). No secret ever leaves that thread.
+//! (the native counterpart of the JS package's `WorkerVault`, docs/API.md §3.3). No secret ever
+//! leaves that thread.
 
 use std::fmt;
 use std::sync::{mpsc, Mutex};

@@ -1,4 +1,4 @@
-//! The key schedule of DESIGN 1: HKDF-SHA256 with no salt and `info = label || extra`.
+//! The key schedule of docs/PROTOCOL.md §1: HKDF-SHA256 with no salt and `info = label || extra`.
 //!
 //! These pure functions are public so that third parties (and the conformance vectors) can
 //! recompute every value; a [`crate::KeyVault`] is the usual way to use them.

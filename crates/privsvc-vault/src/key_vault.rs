@@ -27,8 +27,8 @@ pub struct DeriveOptions {
 
 /// The user's privsvc keys for one app, held in this thread.
 ///
-/// Everything derives from a 32-byte root (DESIGN 1); the root and the tag key are wiped from
-/// memory when the vault is dropped, per-record keys right after each use.
+/// Everything derives from a 32-byte root (docs/PROTOCOL.md §1.1); the root and the tag key are
+/// wiped from memory when the vault is dropped, per-record keys right after each use.
 pub struct KeyVault {
     app: String,
     root: Secret32,

@@ -1,4 +1,4 @@
-//! privsvc-vault: the user's keys (DESIGN 1 of the privsvc protocol).
+//! privsvc-vault: the user's keys (docs/PROTOCOL.md §1).
 //!
 //! A vault derives everything from one 32-byte root: the root comes from a deterministic wallet
 //! signature over an EIP-712 derivation message ([`KeyVault::from_wallet`]) or from 32 random

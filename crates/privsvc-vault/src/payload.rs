@@ -1,5 +1,5 @@
-//! Payload encryption (DESIGN 1): AES-256-GCM-SIV under the record's key, no AAD, stored as
-//! nonce(12) || ciphertext.
+//! Payload encryption (docs/PROTOCOL.md §1.5): AES-256-GCM-SIV under the record's key, no AAD,
+//! stored as nonce(12) || ciphertext.
 
 use aes_gcm_siv::aead::{Aead, KeyInit};
 use aes_gcm_siv::{Aes256GcmSiv, Nonce};

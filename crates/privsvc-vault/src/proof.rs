@@ -1,4 +1,4 @@
-//! Ownership proofs without a ledger (DESIGN 8, PROTOCOL 8.4): the signed form handed to a
+//! Ownership proofs without a ledger (docs/PROTOCOL.md §8.5): the signed form handed to a
 //! verifier, the limits on its window, assembling one from a signature, and every check a
 //! verifier makes before it reads the ledger (window, challenge, verifier, chain, signature).
 //!
@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::sign::{signature_from_hex, signature_hex};
 use crate::typed_data::{proof_signer, OwnershipProofBody};
 
-/// Default validity of a proof, seconds (SPEC limits).
+/// Default validity of a proof, seconds (docs/PROTOCOL.md §9.7).
 pub const DEFAULT_PROOF_TTL_SECONDS: u64 = 300;
 
 /// The longest validity window of an ownership proof (`notAfter - notBefore`), seconds.
@@ -212,7 +212,7 @@ mod tests {
     }
 
     /// The other valid form of `sig`: s replaced by n - s and the parity flipped (the same
-    /// signer recovers; PROTOCOL 8.4 accepts only the low-s form).
+    /// signer recovers; docs/PROTOCOL.md §8.5 accepts only the low-s form).
     fn high_s(sig: &Signature) -> Signature {
         let n = U256::from_str_radix(
             "FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141",

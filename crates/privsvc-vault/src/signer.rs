@@ -29,8 +29,9 @@ impl RecordSigner {
         self.address
     }
 
-    /// Signs `body` over `attributes` (DESIGN 3) and returns the sealed envelope text, padded
-    /// to 512, 1024, 4096 or 16384 bytes. The attributes' types must be exactly `body.types`.
+    /// Signs `body` over `attributes` (docs/PROTOCOL.md §3) and returns the sealed envelope
+    /// text, padded to 512, 1024, 4096 or 16384 bytes. The attributes' types must be exactly
+    /// `body.types`.
     pub fn sign_envelope(
         &self,
         body: &EnvelopeBody,

@@ -1,5 +1,5 @@
-//! Record tags (DESIGN 1): `nonce(12) || AES-256-GCM-SIV(tag_key, nonce, ref)`, 44 bytes, and
-//! their ledger text form (standard base64 with padding, 60 characters).
+//! Record tags (docs/PROTOCOL.md §1.4): `nonce(12) || AES-256-GCM-SIV(tag_key, nonce, ref)`,
+//! 44 bytes, and their ledger text form (standard base64 with padding, 60 characters).
 
 use aes_gcm_siv::aead::{Aead, KeyInit};
 use aes_gcm_siv::{Aes256GcmSiv, Nonce};

@@ -1,5 +1,6 @@
-//! The EIP-712 structures privsvc signs: the key-derivation message (DESIGN 1) and ownership
-//! proofs (DESIGN 8). Both use the domain `{name: "privsvc", version: "1", chainId}`.
+//! The EIP-712 structures privsvc signs: the key-derivation message (docs/PROTOCOL.md §1.1)
+//! and ownership proofs (docs/PROTOCOL.md §8.5). Both use the domain
+//! `{name: "privsvc", version: "1", chainId}`.
 
 use alloy_dyn_abi::TypedData;
 use alloy_primitives::{Address, Signature, B256};
@@ -75,7 +76,7 @@ pub fn derivation_signing_hash(app: &str, chain_id: Option<u64>) -> Result<B256,
         .map_err(|e| VaultError::TypedData(e.to_string()))
 }
 
-/// The signed content of an ownership proof (DESIGN 8).
+/// The signed content of an ownership proof (docs/PROTOCOL.md §8.5).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct OwnershipProofBody {

@@ -45,7 +45,8 @@ pub trait Vault: privsvc_rt::MaybeSend + privsvc_rt::MaybeSync {
         candidates: &[BatchBytes],
     ) -> Result<Vec<[u8; 32]>, VaultError>;
 
-    /// Seals an envelope with the owner key of `record`: the sealed, padded text (DESIGN 3).
+    /// Seals an envelope with the owner key of `record`: the sealed, padded text
+    /// (docs/PROTOCOL.md §3).
     async fn sign_envelope(
         &self,
         record: &RecordRef,

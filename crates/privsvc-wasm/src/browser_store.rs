@@ -1,5 +1,6 @@
-//! `browserTokenStore()`: unspent tokens in `localStorage` (SPEC: key `privsvc:tokens`), so
-//! they survive the page. Key pins stay in memory with the store (like the memory store's).
+//! `browserTokenStore()`: unspent tokens in `localStorage` (key `privsvc:tokens`,
+//! docs/API.md §3.6), so they survive the page. Key pins stay in memory with the store (like the
+//! memory store's).
 
 use std::sync::Arc;
 

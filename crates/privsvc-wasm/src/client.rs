@@ -24,7 +24,7 @@ use crate::convert::{address_text, to_attributes, to_b256};
 use crate::error::js_error;
 use crate::js_traits::{JsVault, JsWallet};
 
-/// The options of `createPrivateClient` that reach Rust (SPEC's table, JSON).
+/// The options of `createPrivateClient` that reach Rust (docs/API.md §3.1, JSON).
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 struct Options {
@@ -54,7 +54,7 @@ struct Options {
     wallet_address: Option<String>,
 }
 
-/// The JS error of a client error: its SPEC class in `name`.
+/// The JS error of a client error: its class (docs/API.md §3.8) in `name`.
 fn client_error(e: PrivsvcError) -> JsValue {
     let name = match &e {
         PrivsvcError::NonDeterministicWallet => "NonDeterministicWalletError",
@@ -79,7 +79,7 @@ fn record_json(r: &MyRecord) -> Value {
     v
 }
 
-/// A privsvc client session (SPEC `createPrivateClient`), driven by `js/index.js`.
+/// A privsvc client session (`createPrivateClient`, docs/API.md §3.1), driven by `js/index.js`.
 #[wasm_bindgen]
 pub struct RawClient {
     inner: Rc<PrivateClient>,

@@ -9,7 +9,7 @@ use wasm_bindgen::prelude::*;
 use crate::convert::{address_text, signature_hex};
 use crate::error::WasmError;
 
-/// An in-memory secp256k1 wallet (SPEC's wallet shape is built on it in `js/index.js`).
+/// An in-memory secp256k1 wallet (`devWallet` of `js/index.js` is built on it).
 #[wasm_bindgen]
 pub struct RawLocalWallet {
     inner: LocalWallet,

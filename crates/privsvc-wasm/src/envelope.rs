@@ -1,4 +1,4 @@
-//! Opening a sealed envelope read from the ledger (PROTOCOL 3): its body and the owner who
+//! Opening a sealed envelope read from the ledger (docs/PROTOCOL.md §3): its body and the owner who
 //! signed it over the entity's attributes.
 
 use privsvc_envelope::{
@@ -50,7 +50,7 @@ pub fn raw_parse_envelope(envelope: &[u8]) -> Result<String, WasmError> {
     Ok(serde_json::Value::Object(m).to_string())
 }
 
-/// `envelopeDigest(body, attributes)`: the EIP-191 digest the owner signs (PROTOCOL 3), hex.
+/// `envelopeDigest(body, attributes)`: the digest the owner signs (docs/PROTOCOL.md §3), hex.
 /// `body` is JSON `{ app, exp, hour, ct, enc, data (base64) }`; its `types` are the
 /// attributes' (wire JSON).
 #[wasm_bindgen(js_name = rawEnvelopeDigest)]

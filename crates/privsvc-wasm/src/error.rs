@@ -39,7 +39,7 @@ impl WasmError {
         }
     }
 
-    /// The SPEC error class this error is thrown as in JavaScript.
+    /// The error class (docs/API.md §3.8) this error is thrown as in JavaScript.
     pub fn js_name(&self) -> &'static str {
         match self {
             WasmError::Vault(VaultError::NonDeterministicWallet) => "NonDeterministicWalletError",
@@ -56,8 +56,8 @@ impl From<WasmError> for JsValue {
     }
 }
 
-/// A JavaScript `Error` whose `name` is `name` (a SPEC error class, which `js/` rethrows as
-/// such).
+/// A JavaScript `Error` whose `name` is `name` (an error class of docs/API.md §3.8, which `js/`
+/// rethrows as such).
 pub(crate) fn js_error(name: &str, message: &str) -> JsValue {
     let error = js_sys::Error::new(message);
     error.set_name(name);

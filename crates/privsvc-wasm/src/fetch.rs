@@ -1,7 +1,8 @@
-//! SPEC's `fetch` option: the crates' [`Fetch`] over a JavaScript function made by `js/client.js`
-//! from the caller's `fetch` (`send(method, url, headers, body, timeoutMs, maxBody)` resolving to
-//! `{ status, contentType, body }`; it asks for `redirect: "manual"`, applies the time limit and
-//! the size limit, and rejects with an error named `TooLarge` or `Redirected` for those).
+//! The JS `fetch` option (docs/API.md §3.1): the crates' [`Fetch`] over a JavaScript function made
+//! by `js/client.js` from the caller's `fetch` (`send(method, url, headers, body, timeoutMs,
+//! maxBody)` resolving to `{ status, contentType, body }`; it asks for `redirect: "manual"`,
+//! applies the time limit and the size limit, and rejects with an error named `TooLarge` or
+//! `Redirected` for those).
 
 use std::time::Duration;
 

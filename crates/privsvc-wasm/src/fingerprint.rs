@@ -1,4 +1,4 @@
-//! Fingerprinting checks, coarsening helpers and attribute-name rules (SPEC "Fingerprinting").
+//! Fingerprinting checks, coarsening helpers and attribute-name rules (docs/API.md §3.7).
 
 use privsvc_attributes::Attributes;
 use privsvc_fingerprint::{check_rarity, check_record, coarse, CheckWarning, RecordCheck};

@@ -1,5 +1,5 @@
-//! A caller's own `TokenStore` and `TokenSource` objects (SPEC `tokenStore`, `tokens`), as the
-//! crates' traits.
+//! A caller's own `TokenStore` and `TokenSource` objects (`tokenStore`, `tokens`:
+//! docs/API.md §3.1), as the crates' traits.
 //!
 //! A JS token store has four synchronous methods over plain token objects
 //! `{ app, epoch, nonce, signature, obtainedMs }`: `list(app)` (array), `add(tokens)`,

@@ -2,14 +2,14 @@
 //! Node.js 22.
 //!
 //! This crate is the low-level half of the `js/` package: `wasm-bindgen` generates its bindings
-//! into `js/pkg/`, and the hand-written `js/index.js` turns them into SPEC's API (`KeyVault`,
-//! `WorkerVault`, `signOwnershipProof`, `checkRecord`, `coarse`, ...). Every exported name here
-//! starts with `raw` or is a `Raw*` class: applications use `js/index.js`, never these.
+//! into `js/pkg/`, and the hand-written `js/index.js` turns them into the API of docs/API.md §3
+//! (`KeyVault`, `WorkerVault`, `signOwnershipProof`, `checkRecord`, `coarse`, ...). Every exported
+//! name here starts with `raw` or is a `Raw*` class: applications use `js/index.js`, never these.
 //!
 //! Values cross the boundary in the plainest form: hex strings for addresses, references and
 //! signatures, `Uint8Array` for bytes, JSON text for structured values (attributes in their wire
 //! form `{ name: { type, value } }`, warnings, proofs). Errors are JavaScript `Error`s whose
-//! `name` is the SPEC error class (`NonDeterministicWalletError`, `PrivsvcError`, ...); the
+//! `name` is the error class (`NonDeterministicWalletError`, `PrivsvcError`, ...); the
 //! package rethrows them as instances of those classes.
 #![forbid(unsafe_code)]
 

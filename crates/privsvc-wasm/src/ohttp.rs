@@ -1,5 +1,5 @@
-//! SPEC's low-level `ohttpCall`: one relayer request encapsulated to a gateway key and sent
-//! through an OHTTP relay.
+//! The low-level `ohttpCall` (docs/API.md §3.8): one relayer request encapsulated to a gateway key
+//! and sent through an OHTTP relay.
 
 use std::sync::Arc;
 

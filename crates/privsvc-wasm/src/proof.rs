@@ -1,5 +1,6 @@
-//! Ownership proofs (PROTOCOL 8.4): signing, and the checks that need no ledger. The proof's
-//! form, limits and checks are privsvc-vault's; this module only converts JavaScript values.
+//! Ownership proofs (docs/PROTOCOL.md §8.5): signing, and the checks that need no ledger. The
+//! proof's form, limits and checks are privsvc-vault's; this module only converts JavaScript
+//! values.
 
 use privsvc_vault::{proof_body, OwnershipProof, OwnershipProofBody, NETWORK_CHAIN_ID};
 use wasm_bindgen::prelude::*;

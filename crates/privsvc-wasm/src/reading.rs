@@ -1,6 +1,6 @@
-//! SPEC's low-level reading exports: `listApp`, `fetchBatches`, `heartbeatRelayers` and
-//! `fetchIssuerKey`, over `RpcLedger` (the platform fetch), answering JSON text. Entities are in
-//! the ledger's JSON form, the one `verifyRecord` takes.
+//! The low-level reading exports (docs/API.md §3.5): `listApp`, `fetchBatches`, `heartbeatRelayers`
+//! and `fetchIssuerKey`, over `RpcLedger` (the platform fetch), answering JSON text. Entities are
+//! in the ledger's JSON form, the one `verifyRecord` takes.
 
 use std::sync::Arc;
 

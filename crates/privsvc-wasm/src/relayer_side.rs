@@ -1,5 +1,5 @@
-//! SPEC's lower-level helpers used by relayers: token verification (`verifyToken`, `tokenId`,
-//! `tokenSuite`, `importIssuerKey`, `issuanceMessage`) and the OHTTP gateway side
+//! The lower-level helpers used by relayers (docs/API.md §3.6): token verification (`verifyToken`,
+//! `tokenId`, `tokenSuite`, `importIssuerKey`, `issuanceMessage`) and the OHTTP gateway side
 //! (`OhttpGateway.fromSeed`). Everything here is the Rust crates' code.
 
 use js_sys::{Object, Reflect, Uint8Array};

@@ -1,4 +1,4 @@
-//! `TokenWallet` (SPEC "Tokens"): fetching tokens ahead of time with the wallet, and the token
+//! `TokenWallet` (docs/API.md §3.6): fetching tokens ahead of time with the wallet, and the token
 //! source a client spends them from.
 
 use std::sync::Arc;

@@ -1,4 +1,4 @@
-//! EIP-712 typed data of key derivation and ownership proofs (PROTOCOL 1.1 and 8.4).
+//! EIP-712 typed data of key derivation and ownership proofs (docs/PROTOCOL.md §1.1 and §8.5).
 
 use privsvc_vault::{derivation_signing_hash, derivation_typed_data, proof_typed_data};
 use wasm_bindgen::prelude::*;

@@ -1,4 +1,4 @@
-//! Key vaults in the current thread (PROTOCOL 1): `RawKeyVault` and the record signer.
+//! Key vaults in the current thread (docs/PROTOCOL.md §1): `RawKeyVault` and the record signer.
 //!
 //! The same code runs in a page, in a Web Worker or in a Node.js `worker_threads` worker; the
 //! package's `WorkerVault` runs it in a worker so that the page never holds the root.
@@ -14,7 +14,7 @@ use wasm_bindgen::prelude::*;
 use crate::convert::{address_text, to_attributes, to_ref, to_signature, to_u64};
 use crate::error::WasmError;
 
-/// A user's keys for one app, held in this thread (SPEC `KeyVault`).
+/// A user's keys for one app, held in this thread (`KeyVault`, docs/API.md §3.3).
 #[wasm_bindgen]
 pub struct RawKeyVault {
     inner: KeyVault,
@@ -149,8 +149,8 @@ impl RawKeyVault {
         Ok(self.inner.decrypt(&to_ref(record)?, data)?)
     }
 
-    /// Cover scores (PROTOCOL 8.3): 32 bytes per candidate, concatenated. `anchor` is one batch
-    /// (`u64be(block) || creator`, 28 bytes) and `candidates` several, concatenated.
+    /// Cover scores (docs/PROTOCOL.md §8.4): 32 bytes per candidate, concatenated. `anchor` is one
+    /// batch (`u64be(block) || creator`, 28 bytes) and `candidates` several, concatenated.
     #[wasm_bindgen(js_name = coverScores)]
     pub fn cover_scores(&self, anchor: &[u8], candidates: &[u8]) -> Result<Vec<u8>, WasmError> {
         let anchor: [u8; 28] = anchor
@@ -196,8 +196,8 @@ fn tag_from_ascii(text: &[u8]) -> Option<Tag> {
     std::str::from_utf8(text).ok().and_then(tag_from_text)
 }
 
-/// The signer of one record: its owner address, envelope and proof signatures (SPEC: "a signer
-/// exposes only `address`, `signEnvelope(body, attributes)` and `signProof(body)`").
+/// The signer of one record: its owner address, envelope and proof signatures (docs/API.md §3.3:
+/// a signer exposes only `address`, `signEnvelope(body, attributes)` and `signProof(body)`).
 #[wasm_bindgen]
 pub struct RawSigner {
     inner: RecordSigner,
@@ -225,8 +225,9 @@ impl RawSigner {
         address_text(&self.inner.address())
     }
 
-    /// Seals an envelope (PROTOCOL 3): the padded envelope text. `attributes` is the record's
-    /// wire JSON (with `project` and `tag`); `data` the stored payload (ciphertext when `enc`).
+    /// Seals an envelope (docs/PROTOCOL.md §3): the padded envelope text. `attributes` is the
+    /// record's wire JSON (with `project` and `tag`); `data` the stored payload (ciphertext when
+    /// `enc`).
     #[wasm_bindgen(js_name = signEnvelope)]
     #[allow(clippy::too_many_arguments)]
     pub fn sign_envelope(

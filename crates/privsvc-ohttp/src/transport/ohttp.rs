@@ -1,16 +1,16 @@
 //! `OhttpTransport`: every relayer call goes through an OHTTP relay, encapsulated to the
 //! relayer's gateway key.
 //!
-//! Relayer identity (DESIGN 10): a relayer URL belongs to ONE account, and the gateway key comes
-//! only from that account's heartbeats on the ledger. The account is bound by the caller
-//! ([`Transport::bind_relayer`]; the client binds the account it pinned, was given or found as
-//! the URL's only owner, with the key of that account's heartbeat), or learnt on the first
-//! lookup: the one account whose live heartbeats name the URL (heartbeats of two accounts make
-//! it ambiguous, [`OhttpError::AmbiguousRelayer`]); afterwards it stays bound for the
-//! transport's lifetime and other accounts' heartbeats are ignored. Before a looked-up key is
-//! used, `GET /v1/info` encapsulated to it must answer that account's address and the same
-//! `ohttpKey` through the relay (a direct call would reveal the client's address); the answer
-//! only confirms, it never supplies the address or the key.
+//! Relayer identity (docs/PROTOCOL.md §8.6): a relayer URL belongs to ONE account, and the
+//! gateway key comes only from that account's heartbeats on the ledger. The account is bound by the
+//! caller ([`Transport::bind_relayer`]; the client binds the account it pinned, was given or found
+//! as the URL's only owner, with the key of that account's heartbeat), or learnt on the first
+//! lookup: the one account whose live heartbeats name the URL (heartbeats of two accounts make it
+//! ambiguous, [`OhttpError::AmbiguousRelayer`]); afterwards it stays bound for the transport's
+//! lifetime and other accounts' heartbeats are ignored. Before a looked-up key is used, `GET
+//! /v1/info` encapsulated to it must answer that account's address and the same `ohttpKey` through
+//! the relay (a direct call would reveal the client's address); the answer only confirms, it never
+//! supplies the address or the key.
 //!
 //! A gateway that answers 400 to a request ([`OhttpError::GatewayRefused`]) is not sent
 //! anything more: the key is never looked up again silently (a relay that could make the client
