@@ -87,7 +87,8 @@ pub(crate) struct Burst {
     pub(crate) start: Ms,
     pub(crate) end: Ms,
     pub(crate) batches: BTreeSet<Batch>,
-    pub(crate) timestamps_read: BTreeSet<u64>,
+    /// How often each block's timestamp was read around the burst.
+    pub(crate) timestamps_read: BTreeMap<u64, usize>,
 }
 
 pub(crate) fn fetch_bursts(rpc: &[RpcCall]) -> Vec<Burst> {
@@ -119,7 +120,7 @@ pub(crate) fn fetch_bursts(rpc: &[RpcCall]) -> Vec<Burst> {
                         start: c.at,
                         end: c.at,
                         batches: batches.into_iter().collect(),
-                        timestamps_read: BTreeSet::new(),
+                        timestamps_read: BTreeMap::new(),
                     });
                 }
             }
@@ -139,7 +140,7 @@ pub(crate) fn fetch_bursts(rpc: &[RpcCall]) -> Vec<Burst> {
                         .and_then(|v| v.as_str())
                         .and_then(|s| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok())
                     {
-                        b.timestamps_read.insert(n);
+                        *b.timestamps_read.entry(n).or_default() += 1;
                     }
                 }
             }
@@ -273,7 +274,8 @@ fn issue_to_spend(
     )
 }
 
-/// RPC: the block timestamps a scan reads pick the user's batches among the fetched ones.
+/// RPC: the block timestamps a scan reads (only some of the fetched blocks, or some more often
+/// than the others) pick the user's batches among the fetched ones.
 fn timestamps(bursts: &[Burst], _views: &Views, score: &Score, rng: &mut StdRng) -> AttackResult {
     let mut trials = Vec::new();
     for b in bursts {
@@ -288,10 +290,18 @@ fn timestamps(bursts: &[Burst], _views: &Views, score: &Score, rng: &mut StdRng)
         if own == 0 {
             continue;
         }
+        // The blocks read most often (read at all, when every read block is read alike).
+        let most = b
+            .timestamps_read
+            .iter()
+            .filter(|(n, _)| all.iter().any(|x| x.0 == **n))
+            .map(|(_, c)| *c)
+            .max()
+            .unwrap_or(0);
         let read: Vec<Batch> = all
             .iter()
             .copied()
-            .filter(|x| b.timestamps_read.contains(&x.0))
+            .filter(|x| most > 0 && b.timestamps_read.get(&x.0) == Some(&most))
             .collect();
         let guess = pick(if read.is_empty() { &all } else { &read }, rng);
         trials.push(Trial {
