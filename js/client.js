@@ -3,50 +3,21 @@
 // vault stay JavaScript objects; Rust reaches them through small adapters.
 import { raw } from './wasm.js';
 import { hexToBytes } from './bytes.js';
+import { PrivsvcError, checkProofParams, rust } from './errors.js';
+import { fetchAdapter, ledgerReader, readerOf } from './net.js';
 import {
-  PrivsvcError,
-  NonDeterministicWalletError,
-  SmartContractWalletError,
-  IssuerEquivocationError,
-  NoTokenReady,
   asWallet,
   checkRecord,
-  derivationTypedData,
   fromBase64,
   fromWire,
   inBrowser,
   KeyVault,
-  ledgerReader,
   TAG_BYTES,
   toBase64,
   WorkerVault,
   toWire,
   vaultFromWallet,
-} from './index.js';
-
-/** The public test network's RPC, the default `publicClient`. */
-export const DEFAULT_RPC_URL = 'https://rpc.tiramisu.db-chain.testnet.arkiv.network';
-
-// A function, not a constant: index.js and this module import each other.
-const classes = () => ({ PrivsvcError, NonDeterministicWalletError, SmartContractWalletError, IssuerEquivocationError, NoTokenReady });
-
-async function rust(promise) {
-  try {
-    return await promise;
-  } catch (e) {
-    const cls = classes()[e && e.name] || PrivsvcError;
-    throw new cls(e && e.message ? e.message : String(e));
-  }
-}
-
-/** The RPC URL of a `publicClient` option: a URL, or a client that names its URL. */
-export function rpcUrlOf(publicClient) {
-  if (publicClient === undefined) return DEFAULT_RPC_URL;
-  if (typeof publicClient === 'string') return publicClient;
-  const url = publicClient.url || (publicClient.transport && publicClient.transport.url) || (publicClient.publicClient && rpcUrlOf(publicClient.publicClient));
-  if (typeof url === 'string') return url;
-  throw new PrivsvcError('publicClient must be an RPC URL or a client with a `url` (viem: transport.url)');
-}
+} from './core.js';
 
 /** What Rust calls on a wallet. */
 function walletAdapter(w) {
@@ -132,16 +103,15 @@ export async function createPrivateClient(options = {}) {
   }
   const store = o.tokenStore;
   checkTokenStore(store, 'tokenStore');
-  const rpcUrl = rpcUrlOf(o.publicClient);
+  const reader = readerOf(o.publicClient);
   const wallet = o.wallet ? asWallet(o.wallet) : undefined;
   const isolateKeys = o.isolateKeys === undefined ? inBrowser : o.isolateKeys;
-  const vault = o.vault || (await vaultFromWallet(o.wallet, o.app, { isolateKeys, publicClient: rpcUrl, chainId: o.chainId }));
+  const vault = o.vault || (await vaultFromWallet(o.wallet, o.app, { isolateKeys, chainId: o.chainId }));
   const rustOptions = {
     app: o.app,
     project: o.project,
     relayers: o.relayers,
     ohttpRelay: o.ohttpRelay,
-    rpcUrl,
     delayMs: o.delayMs,
     minAnonymity: o.minAnonymity,
     maxHoldMs: o.maxHoldMs,
@@ -161,10 +131,12 @@ export async function createPrivateClient(options = {}) {
   };
   const source = tokens && tokens.sourceOf ? await tokens.sourceOf() : undefined;
   const custom = tokens && !tokens.sourceOf && isTokenSource(tokens) ? tokens : undefined;
+  await storeReady(store);
   const rustStore = rawStore(store);
   // `create` takes its own reference to the store at once: the JS handle is freed right after.
   const created = raw.RawClient.create(
     JSON.stringify(rustOptions),
+    reader.rpc,
     wallet ? walletAdapter(wallet) : undefined,
     vaultAdapter(vault),
     rustStore,
@@ -176,10 +148,12 @@ export async function createPrivateClient(options = {}) {
   const inner = await rust(created);
   const project = inner.project;
   return {
+    __privsvcClient: true,
     app: o.app,
     project,
     vault,
-    publicClient: rpcUrl,
+    publicClient: o.publicClient === undefined ? reader.url : o.publicClient,
+    reader,
     chainId: inner.chainId,
     async createEntity({ payload, contentType, attributes = {}, expires, scope, encrypt = false } = {}) {
       const bytes = payload instanceof Uint8Array ? payload : new TextEncoder().encode(String(payload ?? ''));
@@ -192,7 +166,8 @@ export async function createPrivateClient(options = {}) {
       return JSON.parse(await rust(inner.myEntities(refresh, w))).map(myRecord);
     },
     async proveOwnership(entityKey, { challenge, verifier, ttlSeconds } = {}) {
-      return JSON.parse(await rust(inner.proveOwnership(entityKey, String(challenge), String(verifier), ttlSeconds)));
+      checkProofParams('proveOwnership', { challenge, verifier });
+      return JSON.parse(await rust(inner.proveOwnership(String(entityKey), challenge, verifier, ttlSeconds)));
     },
     check({ attributes, expires, payload } = {}) {
       return checkRecord({ attributes, expires, payload });
@@ -217,7 +192,7 @@ export async function createPrivateClient(options = {}) {
  * `fetch` (optional) carries the `/v1/info` calls.
  */
 export async function discoverRelayers(publicClient, fetch) {
-  return JSON.parse(await rust(raw.rawDiscoverRelayers(rpcUrlOf(publicClient), fetchAdapter(fetch))));
+  return JSON.parse(await rust(raw.rawDiscoverRelayers(readerOf(publicClient).rpc, fetchAdapter(fetch))));
 }
 
 /**
@@ -227,7 +202,7 @@ export async function discoverRelayers(publicClient, fetch) {
  */
 export async function listApp(client, project, relayers) {
   const list = relayers === undefined ? undefined : JSON.stringify(relayers);
-  return JSON.parse(await rust(raw.rawListApp(rpcUrlOf(client), project, list)));
+  return JSON.parse(await rust(raw.rawListApp(readerOf(client).rpc, project, list)));
 }
 
 /**
@@ -237,12 +212,12 @@ export async function listApp(client, project, relayers) {
  */
 export async function fetchBatches(client, project, batches) {
   const list = batches.map(({ block, creator }) => ({ block: Number(block), creator }));
-  return JSON.parse(await rust(raw.rawFetchBatches(rpcUrlOf(client), project, JSON.stringify(list))));
+  return JSON.parse(await rust(raw.rawFetchBatches(readerOf(client).rpc, project, JSON.stringify(list))));
 }
 
 /** Every live relayer heartbeat on the ledger, newest first, unverified (SPEC `heartbeatRelayers`). */
 export async function heartbeatRelayers(reader) {
-  return JSON.parse(await rust(raw.rawHeartbeatRelayers(rpcUrlOf(reader))));
+  return JSON.parse(await rust(raw.rawHeartbeatRelayers(readerOf(reader).rpc)));
 }
 
 /**
@@ -250,7 +225,7 @@ export async function heartbeatRelayers(reader) {
  * SPKI DER bytes. Throws IssuerEquivocationError when the issuer published two keys.
  */
 export async function fetchIssuerKey(reader, issuer, app, epoch) {
-  const b64 = await rust(raw.rawFetchIssuerKey(rpcUrlOf(reader), issuer, app, epoch));
+  const b64 = await rust(raw.rawFetchIssuerKey(readerOf(reader).rpc, issuer, app, epoch));
   return fromBase64(b64);
 }
 
@@ -277,75 +252,78 @@ export async function ohttpCall(relayUrl, target, gatewayKey, { method = 'GET', 
   return rust(raw.rawOhttpCall(relayUrl, target, gatewayKey, method, path, bytes, fetchAdapter(fetch)));
 }
 
-function named(name, message, extra) {
-  const e = new Error(message);
-  e.name = name;
-  return Object.assign(e, extra);
-}
-
-/**
- * SPEC's `fetch` option as the function the wasm client calls for relayer, relay and issuer
- * requests: redirects are never followed (`redirect: "manual"`: a redirected request is not
- * even sent), each request has a time limit, and a body over the limit is refused. Without a
- * `fetch` option the platform fetch goes through the same adapter.
- */
-function fetchAdapter(fetchFn = (url, init) => globalThis.fetch(url, init)) {
-  if (typeof fetchFn !== 'function') throw new PrivsvcError('`fetch` must be a fetch function');
-  return async (method, url, headers, body, timeoutMs, maxBody) => {
-    const res = await fetchFn(url, {
-      method,
-      headers: Object.fromEntries(headers),
-      body,
-      redirect: 'manual',
-      signal: AbortSignal.timeout(timeoutMs),
-    });
-    if (res.type === 'opaqueredirect' || res.redirected) {
-      throw named('Redirected', 'the server answered with a redirect, which privsvc does not follow');
-    }
-    const header = (name) => (res.headers && typeof res.headers.get === 'function' ? res.headers.get(name) : null);
-    const declared = Number(header('content-length'));
-    if (declared > maxBody) throw named('TooLarge', 'answer too large', { size: declared });
-    const bytes = new Uint8Array(await res.arrayBuffer());
-    if (bytes.length > maxBody) throw named('TooLarge', 'answer too large', { size: bytes.length });
-    return { status: res.status, contentType: header('content-type') ?? undefined, body: bytes };
-  };
-}
-
 /** Whether `x` is a caller's TokenSource: `take(app)` and `putBack(app, token)`. */
 function isTokenSource(x) {
   return x !== null && typeof x === 'object' && typeof x.take === 'function' && typeof x.putBack === 'function';
 }
 
 /**
- * The Rust side of a token store: browserTokenStore()'s localStorage item, a caller's
- * TokenStore, or (memoryStore() or none) a fresh memory store.
+ * The Rust side of a token store: a caller's TokenStore or browserTokenStore() (JavaScript
+ * objects the Rust code calls), or (memoryStore() or none) a fresh memory store.
  */
 function rawStore(store) {
-  const custom = store !== undefined && store.kind !== 'memory' && store.kind !== 'browser';
-  return new raw.RawTokenStore(store && store.kind === 'browser' ? store.slot : undefined, custom ? store : undefined);
+  return new raw.RawTokenStore(store === undefined || store.kind === 'memory' ? undefined : store);
+}
+
+/** Waits until `store` may be used (browserTokenStore() claims its lease first). */
+async function storeReady(store) {
+  if (store && typeof store.ready === 'function') await store.ready();
 }
 
 /** Refuses a `store` that is none of memoryStore(), browserTokenStore() or a TokenStore. */
 function checkTokenStore(store, what) {
-  if (store === undefined || store.kind === 'memory' || store.kind === 'browser') return;
+  if (store === undefined || store.kind === 'memory') return;
   const methods = ['list', 'add', 'remove', 'prune'];
   if (store === null || typeof store !== 'object' || !methods.every((m) => typeof store[m] === 'function')) {
     throw new PrivsvcError(`${what} must be memoryStore(), browserTokenStore() or a TokenStore with synchronous list(app), add(tokens), remove(app, nonce) and prune(minEpoch)`);
   }
 }
 
+/** Unix seconds of `value` (a number, bigint or decimal/0x text), else undefined. */
+function secondsOf(value) {
+  if (value === undefined || value === null) return undefined;
+  try {
+    const n = Number(BigInt(value));
+    return Number.isSafeInteger(n) && n >= 0 ? n : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * Verifies a ledger entity as a privsvc record (SPEC `verifyRecord`): `entity` in the ledger's
- * JSON form with key, owner, creator, payload and attributes. The republish rule needs the
- * creation block's time: give `createdTimestamp` (Unix seconds), or a `client` (RPC URL or
- * client) to read it. Returns `{ ok: true, record }` or `{ ok: false, reason }`.
+ * JSON form (a row of `listApp`, `fetchBatches` or `arkiv_query`) with key, owner, creator,
+ * payload and attributes. Returns `{ ok: true, record }` or `{ ok: false, reason }`.
+ *
+ * A copied envelope republished after its window is refused, which needs the time of the
+ * entity's creation block (`createdAt`). Give one of:
+ * - `reader` (alias `publicClient`, or `client`): an RPC URL, a viem public client (any
+ *   transport, `custom(window.ethereum)` included), an EIP-1193 provider or a private client;
+ *   the block's time is read from it;
+ * - `createdTimestamp`: Unix seconds of that block, when the caller already knows it (also taken
+ *   from `entity.createdTimestamp` when the row carries it).
+ * Without either every record is refused, with a reason saying so.
  */
-export async function verifyRecord(entity, { app, relayers, owner, createdTimestamp, client } = {}) {
-  let ts = createdTimestamp;
-  if (ts === undefined && client !== undefined && entity && entity.createdAt !== undefined) {
-    const reader = ledgerReaderOf(client);
-    const block = await reader.request({ method: 'eth_getBlockByNumber', params: [`0x${BigInt(entity.createdAt).toString(16)}`, false] });
-    if (block && block.timestamp !== undefined) ts = Number(BigInt(block.timestamp));
+export async function verifyRecord(entity, { app, relayers, owner, createdTimestamp, reader, publicClient, client } = {}) {
+  if (!entity || typeof entity !== 'object') throw new PrivsvcError('verifyRecord: `entity` must be a ledger row (an object)');
+  let ts = secondsOf(createdTimestamp ?? entity.createdTimestamp);
+  const source = reader ?? publicClient ?? client;
+  if (ts === undefined && source !== undefined) {
+    const block = secondsOf(entity.createdAt);
+    if (block === undefined) return { ok: false, reason: 'the entity has no createdAt block number, so its creation time cannot be read' };
+    try {
+      ts = await readerOf(source).blockTimestamp(block);
+    } catch (e) {
+      return { ok: false, reason: `cannot read the time of the entity's creation block ${block}: ${e.message}` };
+    }
+    if (ts === undefined) return { ok: false, reason: `the ledger has no block ${block} (the entity's createdAt), so its creation time is unknown` };
+  }
+  if (ts === undefined) {
+    return {
+      ok: false,
+      reason:
+        "verifyRecord needs the time the entity was created, to refuse a copied envelope republished late: pass `reader` (your publicClient, an RPC URL or a private client) to read it from the ledger, or `createdTimestamp` (Unix seconds of the entity's createdAt block)",
+    };
   }
   const answer = JSON.parse(raw.rawVerifyRecord(JSON.stringify(entity), JSON.stringify({ app, relayers, owner, createdTimestamp: ts })));
   if (!answer.ok) return answer;
@@ -354,35 +332,40 @@ export async function verifyRecord(entity, { app, relayers, owner, createdTimest
   return { ok: true, record: { ...r, data, attributes: fromWire(r.attributes), toText: () => new TextDecoder().decode(data) } };
 }
 
-function ledgerReaderOf(client) {
-  return ledgerReader(rpcUrlOf(client && client.publicClient !== undefined ? client.publicClient : client));
-}
-
 /**
  * Client-side token handling (SPEC `TokenWallet`): fetch tokens with the wallet ahead of time,
  * keep them in a store, and give a client a source to spend them from (`tokens: w.source()`).
- * `reader` is the ledger (RPC URL or client); `issuer` the issuer's address and `issuerUrl` its
- * base URL (a relayer's info `issuer` and `issuerUrl`).
+ * `reader` is the ledger (a `publicClient` value, see `ledgerReader`); `issuer` the issuer's
+ * address and `issuerUrl` its base URL (a relayer's info `issuer` and `issuerUrl`).
+ * `ohttpRelay`: every issuer call goes through this OHTTP relay, encapsulated to the gateway
+ * key that the issuer's own heartbeat on the ledger names (so the issuer never sees the
+ * client's address), as a client's issuer calls do when it has an `ohttpRelay`. `fetch` carries
+ * the issuer (or relay) calls, as the client's `fetch` option.
  */
 export class TokenWallet {
   #ready;
   #store;
-  constructor({ wallet, reader, issuer, issuerUrl, store, allowOnDemand, attestation, minAgeMs } = {}) {
+  constructor({ wallet, reader, issuer, issuerUrl, store, allowOnDemand, attestation, minAgeMs, ohttpRelay, fetch } = {}) {
     checkTokenStore(store, 'store');
-    this.#store = rawStore(store);
+    if (ohttpRelay !== undefined && typeof ohttpRelay !== 'string') throw new PrivsvcError('TokenWallet: `ohttpRelay` must be the relay URL');
+    const rpc = readerOf(reader).rpc;
+    const send = fetchAdapter(fetch);
     const w = asWallet(wallet);
+    this.#store = rawStore(store);
+    const rawStoreHandle = this.#store;
     this.#ready = (async () => {
+      await storeReady(store);
       const options = {
-        rpcUrl: rpcUrlOf(reader),
         issuer,
         issuerUrl,
         walletAddress: await w.address(),
         allowOnDemand,
         attestation,
         minAgeMs,
+        ohttpRelay,
       };
       try {
-        return new raw.RawTokenWallet(JSON.stringify(options), walletAdapter(w), this.#store, fetchAdapter());
+        return new raw.RawTokenWallet(JSON.stringify(options), rpc, walletAdapter(w), rawStoreHandle, send);
       } catch (e) {
         throw new PrivsvcError(e.message);
       }
@@ -405,8 +388,25 @@ export class TokenWallet {
       throw new PrivsvcError(e.message);
     }
   }
-  /** The token source for `createPrivateClient({ tokens })`. */
+  /**
+   * The token source for `createPrivateClient({ tokens })`; also a TokenSource itself:
+   * `take(app)` resolves to one ripe token `{ epoch, nonce, signature }` removed from the store
+   * (or null), `putBack(app, token)` returns a token that no relayer saw.
+   */
   source() {
-    return Object.freeze({ sourceOf: async () => (await this.#ready).source() });
+    // A RawTokenSource moves into the client that is given it: each use gets its own.
+    const fresh = async () => (await this.#ready).source();
+    const inner = fresh();
+    inner.catch(() => {});
+    return Object.freeze({
+      sourceOf: fresh,
+      async take(app) {
+        const t = await rust((await inner).take(String(app)));
+        return t === null ? null : JSON.parse(t);
+      },
+      async putBack(app, token) {
+        await rust((await inner).putBack(String(app), JSON.stringify({ epoch: token.epoch, nonce: token.nonce, signature: token.signature })));
+      },
+    });
   }
 }

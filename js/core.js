@@ -4,89 +4,36 @@
 // of the privsvc crates compiled to WebAssembly; this file only adapts wallets, moves values
 // between JavaScript and the module, and runs the vault in a worker for `WorkerVault`.
 import { raw, isNode } from './wasm.js';
-import { rpcUrlOf } from './client.js';
 import { hexToBytes } from './bytes.js';
+import { PrivsvcError, NonDeterministicWalletError, SmartContractWalletError, call, checkProofParams, toSpecError } from './errors.js';
+import { readerOf } from './net.js';
 
 // ---------------------------------------------------------------------------------------------
-// Constants (PROTOCOL "Constants")
+// Constants (PROTOCOL "Constants"): read from the Rust crates through the wasm module, so they
+// cannot drift from what the Rust code checks.
+
+const CONSTANTS = JSON.parse(raw.rawConstants());
 
 /** Chain id of the privsvc network (Arkiv Tiramisu). */
-export const NETWORK_CHAIN_ID = 7738577;
+export const NETWORK_CHAIN_ID = CONSTANTS.networkChainId;
 /** `purpose` of the key-derivation message. */
-export const DERIVATION_PURPOSE = 'privsvc key v1';
+export const DERIVATION_PURPOSE = CONSTANTS.derivationPurpose;
 /** Bytes of a tag. */
-export const TAG_BYTES = 44;
+export const TAG_BYTES = CONSTANTS.tagBytes;
 /** `project` of system entities. */
-export const PRIVSVC_PROJECT = 'privsvc-7f3k';
-/** Relayer API version. */
-export const API_VERSION = 'privsvc-relayer/1';
+export const PRIVSVC_PROJECT = CONSTANTS.privsvcProject;
+/** Relayer API version (`version` in `/v1/info`). */
+export const API_VERSION = CONSTANTS.apiVersion;
 /** Envelope version. */
-export const ENVELOPE_VERSION = 2;
+export const ENVELOPE_VERSION = CONSTANTS.envelopeVersion;
+/** Content type of a record entity's payload (the sealed envelope). */
+export const ENVELOPE_CONTENT_TYPE = CONSTANTS.envelopeContentType;
+/** Ledger block time, seconds. */
+export const BLOCK_TIME_SECONDS = CONSTANTS.blockTimeSeconds;
 /** Default validity of an ownership proof, seconds. */
-export const DEFAULT_PROOF_TTL_SECONDS = 300;
-
-// ---------------------------------------------------------------------------------------------
-// Errors (SPEC "Client errors")
-
-/** Base class of privsvc errors (SPEC's ArkognitoError). */
-export class PrivsvcError extends Error {
-  constructor(message, options) {
-    super(message, options);
-    this.name = 'PrivsvcError';
-  }
-}
-/** The wallet gave two different derivation signatures. */
-export class NonDeterministicWalletError extends PrivsvcError {
-  constructor(message, options) {
-    super(message, options);
-    this.name = 'NonDeterministicWalletError';
-  }
-}
-/** The wallet is a contract account (or its signature does not recover to it). */
-export class SmartContractWalletError extends PrivsvcError {
-  constructor(message, options) {
-    super(message, options);
-    this.name = 'SmartContractWalletError';
-  }
-}
-/** The issuer published two keys for one app and day. */
-export class IssuerEquivocationError extends PrivsvcError {
-  constructor(message, options) {
-    super(message, options);
-    this.name = 'IssuerEquivocationError';
-  }
-}
-/** No token old enough to spend, and no relayer that needs none. */
-export class NoTokenReady extends PrivsvcError {
-  constructor(message, options) {
-    super(message, options);
-    this.name = 'NoTokenReady';
-  }
-}
-
-const ERROR_CLASSES = {
-  PrivsvcError,
-  NonDeterministicWalletError,
-  SmartContractWalletError,
-  IssuerEquivocationError,
-  NoTokenReady,
-};
-
-/** The SPEC error class of an error thrown by the module or sent back by a worker. */
-function toSpecError(e) {
-  if (e instanceof PrivsvcError) return e;
-  const name = e && e.name;
-  const cls = ERROR_CLASSES[name] || PrivsvcError;
-  return new cls(e && e.message ? e.message : String(e));
-}
-
-function call(fn) {
-  try {
-    return fn();
-  } catch (e) {
-    throw toSpecError(e);
-  }
-}
+export const DEFAULT_PROOF_TTL_SECONDS = CONSTANTS.defaultProofTtlSeconds;
+/** Default minimum age of a token before it is spent, ms. */
+export const DEFAULT_TOKEN_MIN_AGE_MS = CONSTANTS.defaultTokenMinAgeMs;
 
 // ---------------------------------------------------------------------------------------------
 // Small helpers
@@ -379,13 +326,6 @@ export function asWallet(wallet) {
       async personalSign(message) {
         return w.request({ method: 'personal_sign', params: [hexOf(message), await address()] });
       },
-      async getCode(addr) {
-        try {
-          return await w.request({ method: 'eth_getCode', params: [addr, 'latest'] });
-        } catch {
-          return undefined;
-        }
-      },
     };
   }
   if (wallet && typeof wallet.signTypedData === 'function') {
@@ -412,9 +352,6 @@ export function asWallet(wallet) {
       },
       async personalSign(message) {
         return w.signMessage({ account: w.account || (await address()), message: { raw: message } });
-      },
-      async getCode() {
-        return undefined;
       },
     };
   }
@@ -455,58 +392,6 @@ export function devWallet(key) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Ledger reads (JSON-RPC)
-
-/**
- * A minimal ledger reader over `publicClient`: an RPC URL, an EIP-1193 provider or a viem public
- * client (anything with `request({ method, params })`).
- */
-export function ledgerReader(publicClient, fetchFn = globalThis.fetch) {
-  if (publicClient && publicClient.__privsvcReader) return publicClient;
-  let request;
-  let url;
-  if (typeof publicClient === 'string') {
-    url = publicClient;
-    let id = 0;
-    request = async ({ method, params }) => {
-      const res = await fetchFn(url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ jsonrpc: '2.0', id: ++id, method, params }),
-      });
-      if (!res.ok) throw new PrivsvcError(`ledger RPC answered HTTP ${res.status}`);
-      const body = await res.json();
-      if (body.error) throw new PrivsvcError(`ledger RPC error: ${body.error.message || JSON.stringify(body.error)}`);
-      return body.result;
-    };
-  } else if (publicClient && typeof publicClient.request === 'function') {
-    request = (args) => publicClient.request(args);
-  } else {
-    throw new PrivsvcError('publicClient must be an RPC URL or a client with request({ method, params })');
-  }
-  return {
-    __privsvcReader: true,
-    url,
-    request,
-    async chainId() {
-      return Number(BigInt(await request({ method: 'eth_chainId', params: [] })));
-    },
-    async getCode(address) {
-      return request({ method: 'eth_getCode', params: [address, 'latest'] });
-    },
-    /** The entity `key` with every field, or `undefined`. */
-    async entity(key) {
-      const select = {
-        key: true, owner: true, creator: true, createdAt: true, updatedAt: true, expiresAt: true,
-        creationFlags: true, contentType: true, payload: true, attributeSchema: true, attributes: true,
-      };
-      const page = await request({ method: 'arkiv_query', params: [`$key = key(${key})`, { select, limit: '0x1' }] });
-      return page && page.data && page.data[0] ? page.data[0] : undefined;
-    },
-  };
-}
-
-// ---------------------------------------------------------------------------------------------
 // Vaults (SPEC "Vaults")
 
 /** Typed data with `domain.chainId` as a number, the form wallets expect. */
@@ -526,26 +411,16 @@ export function proofTypedData(body, chainId) {
   return typedDataObject(call(() => raw.rawProofTypedData(JSON.stringify(body), chainId)));
 }
 
-async function isContract(w, address, opts) {
-  let code;
-  if (opts.publicClient !== undefined) code = await ledgerReader(opts.publicClient, opts.fetch).getCode(address);
-  else code = await w.getCode(address);
-  return typeof code === 'string' && code !== '0x' && code !== '0x0' && code !== '';
-}
-
 /**
- * Asks the wallet for the derivation signature twice and returns it once checked: contract
- * accounts (code on the ledger, or a signature that does not recover to the account) give
- * `SmartContractWalletError`, two different signatures `NonDeterministicWalletError`.
+ * Asks the wallet for the derivation signature twice and returns it once checked: two different
+ * signatures give `NonDeterministicWalletError`, a signature that does not recover (plain ECDSA)
+ * to the wallet's address `SmartContractWalletError`, which is how a contract wallet is refused.
+ * No RPC is asked for the wallet's code (PROTOCOL, revision 3: no call names the wallet), so an
+ * EIP-7702 delegated account, whose key still signs, passes.
  */
 async function signDerivation(wallet, app, opts = {}) {
   const w = asWallet(wallet);
   const address = await w.address();
-  if (await isContract(w, address, opts)) {
-    throw new SmartContractWalletError(
-      'the wallet is a smart-contract account; privsvc needs an externally owned account (or use a random-root vault)',
-    );
-  }
   const typed = JSON.stringify(derivationTypedData(app, opts.chainId));
   const first = await w.signTypedData(typed);
   const second = await w.signTypedData(typed);
@@ -562,7 +437,7 @@ async function signDerivation(wallet, app, opts = {}) {
   }
   if (signer.toLowerCase() !== String(address).toLowerCase()) {
     throw new SmartContractWalletError(
-      'the derivation signature does not recover to the wallet address; smart-contract wallets are not supported',
+      'the derivation signature does not recover to the wallet address: smart-contract wallets are not supported (use an externally owned account, or a random-root vault)',
     );
   }
   return first;
@@ -788,7 +663,11 @@ export class WorkerVault {
     this.#worker = worker;
     this.#app = app;
   }
-  /** Starts the bundled worker; keys are loaded with `load*` or the other constructors. */
+  /**
+   * Starts the bundled worker without keys: load them with `loadWallet`, `loadSignature`,
+   * `loadRandom` or `loadRecoveryCode` (until then every operation rejects). The static
+   * constructors below do both steps.
+   */
   static async spawn() {
     return new WorkerVault(await startWorker(), undefined);
   }
@@ -799,34 +678,52 @@ export class WorkerVault {
   }
   /** Keys in a worker from a derivation signature already held. */
   static async fromSignature(signature, app) {
-    const v = await WorkerVault.spawn();
-    try {
-      await v.#worker.ask('fromSignature', signature, app);
-    } catch (e) {
-      v.terminate();
-      throw e;
-    }
-    v.#app = app;
-    return v;
+    return WorkerVault.#spawnWith((v) => v.loadSignature(signature, app));
   }
   /** A random root in a worker: `{ vault, recoveryCode }`. */
   static async random(app) {
-    const v = await WorkerVault.spawn();
-    const recoveryCode = await v.#worker.ask('random', app);
-    v.#app = app;
-    return { vault: v, recoveryCode };
+    let recoveryCode;
+    const vault = await WorkerVault.#spawnWith(async (v) => {
+      recoveryCode = await v.loadRandom(app);
+    });
+    return { vault, recoveryCode };
   }
   /** Restores a random root in a worker. */
   static async fromRecoveryCode(code, app) {
+    return WorkerVault.#spawnWith((v) => v.loadRecoveryCode(code, app));
+  }
+  static async #spawnWith(load) {
     const v = await WorkerVault.spawn();
     try {
-      await v.#worker.ask('fromRecoveryCode', code, app);
+      await load(v);
     } catch (e) {
       v.terminate();
       throw e;
     }
-    v.#app = app;
     return v;
+  }
+  /**
+   * Loads the keys of `app` from the wallet's derivation signature (asked twice and checked, as
+   * `KeyVault.fromWallet`); replaces any keys the worker held.
+   */
+  async loadWallet(wallet, app, opts = {}) {
+    await this.loadSignature(await signDerivation(wallet, app, opts), app);
+  }
+  /** Loads the keys of `app` from a derivation signature already held. */
+  async loadSignature(signature, app) {
+    await this.#worker.ask('fromSignature', signature, app);
+    this.#app = app;
+  }
+  /** Loads a fresh random root for `app`; resolves to its 24-word recovery code. */
+  async loadRandom(app) {
+    const recoveryCode = await this.#worker.ask('random', app);
+    this.#app = app;
+    return recoveryCode;
+  }
+  /** Loads the random root of `app` from its 24-word recovery code. */
+  async loadRecoveryCode(code, app) {
+    await this.#worker.ask('fromRecoveryCode', code, app);
+    this.#app = app;
   }
   /** The app the keys are derived for. */
   get app() {
@@ -899,8 +796,9 @@ export async function signOwnershipProof(signer, { entityKey, challenge, verifie
   if (!signer || typeof signer._ownershipProof !== 'function') {
     throw new PrivsvcError('signOwnershipProof needs a signer from vault.signer(ref)');
   }
+  checkProofParams('signOwnershipProof', { challenge, verifier });
   const json = await signer._ownershipProof(
-    { entityKey, challenge: String(challenge), verifier: String(verifier), ttlSeconds, chainId },
+    { entityKey, challenge, verifier, ttlSeconds, chainId },
     now === undefined ? nowSeconds() : now,
   );
   return JSON.parse(json);
@@ -908,15 +806,17 @@ export async function signOwnershipProof(signer, { entityKey, challenge, verifie
 
 /**
  * Verifies an ownership proof with the Rust verifier: window, challenge, verifier, chain and
- * signature, then the entity on the ledger of `client` (an RPC URL, a client naming its URL, or a
- * private client): its owner is the signer and it is a valid record of the signer. Returns
+ * signature, then the entity on the ledger of `client` (a `publicClient` value, see
+ * `ledgerReader`, or a private client): its owner is the signer and it is a valid record of the
+ * signer. Returns
  * `{ ok: true }` or `{ ok: false, reason }`.
  */
 export async function verifyOwnershipProof(proof, { challenge, verifier, client, now } = {}) {
-  const rpc = rpcUrlOf(client && client.publicClient !== undefined ? client.publicClient : client);
+  checkProofParams('verifyOwnershipProof', { challenge, verifier });
+  const reader = readerOf(client);
   let reason;
   try {
-    reason = await raw.rawVerifyOwnershipProof(JSON.stringify(proof), String(challenge), String(verifier), rpc, now);
+    reason = await raw.rawVerifyOwnershipProof(JSON.stringify(proof), challenge, verifier, reader.rpc, now);
   } catch (e) {
     return { ok: false, reason: `cannot check the proof: ${e.message}` };
   }
@@ -988,54 +888,3 @@ export class OhttpGateway {
     };
   }
 }
-
-// ---------------------------------------------------------------------------------------------
-// Tokens (SPEC "Tokens"): stores
-
-/**
- * The in-memory token store (the default): unspent tokens live in the client session and are
- * lost with it. Pass it as `tokenStore`.
- */
-export function memoryStore() {
-  return Object.freeze({ kind: 'memory' });
-}
-
-/**
- * The browser token store: unspent tokens in `localStorage` under `privsvc:tokens` (or
- * `privsvc:tokens:<name>`), a JSON array of `{ app, epoch, nonce, signature, obtainedMs }`,
- * kept by the client. Pass it as `tokenStore`; `list(app)` reads what is stored.
- */
-export function browserTokenStore(name) {
-  if (!globalThis.localStorage) throw new PrivsvcError('browserTokenStore needs localStorage (a browser page)');
-  const slot = name ? `privsvc:tokens:${name}` : 'privsvc:tokens';
-  return Object.freeze({
-    kind: 'browser',
-    slot,
-    /** The stored tokens of `app`. */
-    list(app) {
-      let all;
-      try {
-        all = JSON.parse(globalThis.localStorage.getItem(slot) || '[]');
-      } catch {
-        all = [];
-      }
-      return Array.isArray(all) ? all.filter((t) => t.app === app) : [];
-    },
-  });
-}
-
-export {
-  createPrivateClient,
-  discoverRelayers,
-  heartbeatRelayers,
-  listApp,
-  fetchBatches,
-  fetchIssuerKey,
-  epochOf,
-  acceptableEpochs,
-  ohttpCall,
-  verifyRecord,
-  rpcUrlOf,
-  TokenWallet,
-  DEFAULT_RPC_URL,
-} from './client.js';

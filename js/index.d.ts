@@ -10,16 +10,35 @@ export const TAG_BYTES: 44;
 export const PRIVSVC_PROJECT: 'privsvc-7f3k';
 /** Relayer API version. */
 export const API_VERSION: 'privsvc-relayer/1';
-/** Envelope version. */
+/** Envelope version (PROTOCOL revision 2; SPEC's table still says 1). */
 export const ENVELOPE_VERSION: 2;
+/** Content type of a record entity's payload (the sealed envelope). */
+export const ENVELOPE_CONTENT_TYPE: 'application/json';
+/** Ledger block time, seconds. */
+export const BLOCK_TIME_SECONDS: 2;
 /** Default validity of an ownership proof, seconds. */
 export const DEFAULT_PROOF_TTL_SECONDS: 300;
+/** Default minimum age of a token before it is spent, ms. */
+export const DEFAULT_TOKEN_MIN_AGE_MS: 60000;
+/**
+ * The options of every fetch the package makes itself (relayer, OHTTP relay, issuer, ledger
+ * reads to an RPC URL), besides method, headers, body and signal.
+ */
+export const FETCH_INIT: {
+  readonly redirect: 'manual';
+  readonly referrerPolicy: 'no-referrer';
+  readonly credentials: 'omit';
+  readonly cache: 'no-store';
+};
 /** The public test network's RPC (default `publicClient`). */
 export const DEFAULT_RPC_URL: string;
 /** True in browsers and Web Workers, false in Node.js. */
 export const inBrowser: boolean;
 
-/** Base class of privsvc errors (SPEC's ArkognitoError). */
+/**
+ * Base class of privsvc errors: no relayer available, every relayer failed, a `strict`
+ * refusal, invalid attribute names, an unknown record in `proveOwnership`, a bad option.
+ */
 export class PrivsvcError extends Error {}
 /** The wallet gave two different derivation signatures. */
 export class NonDeterministicWalletError extends PrivsvcError {}
@@ -48,8 +67,12 @@ export interface ViemLikeWalletClient {
 }
 /** A wallet: an EIP-1193 provider or a viem-like wallet client. */
 export type WalletLike = Eip1193Provider | ViemLikeWalletClient;
-/** A ledger reader: an RPC URL, or anything with `request({ method, params })`. */
-export type PublicClientLike = string | Eip1193Provider;
+/**
+ * Where ledger reads go: an RPC URL (privsvc's own fetch, FETCH_INIT); a viem public client
+ * (over `http(url)`: that URL with privsvc's fetch; over any other transport, `custom(...)`
+ * included: the client's `request`); an EIP-1193 provider; or a `ledgerReader`.
+ */
+export type PublicClientLike = string | Eip1193Provider | { transport: { type?: string; url?: string }; request: Eip1193Provider['request'] } | LedgerReader;
 
 /** An in-memory dev wallet (EIP-1193); never for real funds. */
 export function devWallet(key?: Hex): Eip1193Provider & { address: Hex; isDevWallet: true };
@@ -118,10 +141,13 @@ export interface Signer {
   signEnvelope(body: EnvelopeBodyInput, attributes: AttributeInputs | WireAttributes): string | Promise<string>;
   signProof(body: OwnershipProofBody, chainId?: number): Hex | Promise<Hex>;
 }
+/**
+ * Options of the key derivation. A contract wallet is refused because its derivation signature
+ * does not recover to its address; no RPC is asked for the wallet's code.
+ */
 export interface DeriveOptions {
+  /** EIP-712 chainId of the derivation message (default NETWORK_CHAIN_ID). */
   chainId?: number;
-  /** Where to look for contract code at the wallet's address (else the wallet's eth_getCode). */
-  publicClient?: PublicClientLike;
 }
 /** What every vault provides. */
 export interface Vault {
@@ -157,7 +183,19 @@ export class KeyVault implements Vault {
 }
 /** Keys in a dedicated worker (Web Worker or worker_threads). */
 export class WorkerVault implements Vault {
+  /**
+   * The bundled worker without keys: load them with `loadWallet`, `loadSignature`,
+   * `loadRandom` or `loadRecoveryCode` (every other operation rejects until then).
+   */
   static spawn(): Promise<WorkerVault>;
+  /** Loads the keys of `app` from the wallet (derivation signature asked twice and checked). */
+  loadWallet(wallet: WalletLike, app: string, opts?: DeriveOptions): Promise<void>;
+  /** Loads the keys of `app` from a derivation signature already held. */
+  loadSignature(signature: Hex, app: string): Promise<void>;
+  /** Loads a fresh random root for `app`; resolves to its 24-word recovery code. */
+  loadRandom(app: string): Promise<string>;
+  /** Loads the random root of `app` from its recovery code. */
+  loadRecoveryCode(code: string, app: string): Promise<void>;
   static fromWallet(wallet: WalletLike, app: string, opts?: DeriveOptions): Promise<WorkerVault>;
   static fromSignature(signature: Hex, app: string): Promise<WorkerVault>;
   static random(app: string): Promise<{ vault: WorkerVault; recoveryCode: string }>;
@@ -190,14 +228,21 @@ export function verifyOwnershipProof(
   expect: { challenge: string; verifier: string; client: PublicClientLike | PrivateClient; now?: number },
 ): Promise<{ ok: true } | { ok: false; reason: string }>;
 
-/** A minimal JSON-RPC ledger reader. */
+/** A minimal JSON-RPC ledger reader (what `ledgerReader` makes). */
 export interface LedgerReader {
-  url?: string;
+  /** The RPC URL when privsvc sends the reads itself. */
+  readonly url?: string;
+  /** One JSON-RPC call: its result. */
   request(args: { method: string; params?: unknown[] }): Promise<any>;
+  /** One JSON-RPC call as the wasm client makes it: the answer's JSON text. */
+  rpc(method: string, paramsJson: string): Promise<string>;
   chainId(): Promise<number>;
   getCode(address: Hex): Promise<Hex>;
+  /** Unix seconds of block `number`, or undefined when the ledger has no such block. */
+  blockTimestamp(number: number | bigint): Promise<number | undefined>;
   entity(key: Hex): Promise<any | undefined>;
 }
+/** A ledger reader over `publicClient`; `fetch` carries the reads to an RPC URL. */
 export function ledgerReader(publicClient: PublicClientLike, fetch?: typeof globalThis.fetch): LedgerReader;
 
 /** A stored, unspent token. */
@@ -219,15 +264,37 @@ export interface CustomTokenStore {
   remove(app: string, nonce: string): boolean;
   prune(minEpoch: number): void;
 }
+/**
+ * `browserTokenStore()`: tokens, issuer-key pins and relayer pins in localStorage, coordinated
+ * across tabs with Web Locks (`crossTab`; without Web Locks, one tab only).
+ */
+export interface BrowserTokenStore extends CustomTokenStore {
+  readonly kind: 'browser';
+  /** The localStorage key: `privsvc:tokens` or `privsvc:tokens:<name>`. */
+  readonly slot: string;
+  /** Whether tabs coordinate (Web Locks present). */
+  readonly crossTab: boolean;
+  /** Resolves once this instance holds the tokens it may spend (clients await it). */
+  ready(): Promise<void>;
+  /** Every stored token (all tabs), read-only; of `app` when given. */
+  stored(app?: string): StoredToken[];
+  /** The issuer key pinned for (issuer, app, epoch), SPKI DER in base64. */
+  keyPin(issuer: Hex, app: string, epoch: number): string | undefined;
+  /** Pins a key unless one is pinned; the pinned key. */
+  pinKey(issuer: Hex, app: string, epoch: number, spkiBase64: string): string;
+  /** The relayer account pinned for `url`. */
+  relayerPin(url: string): Hex | undefined;
+  /** Pins `address` for `url` unless one is pinned; the pinned address. */
+  pinRelayer(url: string, address: Hex): Hex;
+  /** Every relayer pin. */
+  relayerPins(): Record<string, Hex>;
+}
 /** Where the client keeps unspent tokens. */
-export type TokenStore =
-  | { readonly kind: 'memory' }
-  | { readonly kind: 'browser'; readonly slot: string; list(app: string): StoredToken[] }
-  | CustomTokenStore;
+export type TokenStore = { readonly kind: 'memory' } | BrowserTokenStore | CustomTokenStore;
 /** In memory (the default). */
 export function memoryStore(): TokenStore;
-/** localStorage key `privsvc:tokens` (or `privsvc:tokens:<name>`). */
-export function browserTokenStore(name?: string): TokenStore;
+/** localStorage key `privsvc:tokens` (or `privsvc:tokens:<name>`; a name has no `#`). */
+export function browserTokenStore(name?: string): BrowserTokenStore;
 
 export interface PrivateClientOptions {
   app: string;
@@ -264,7 +331,7 @@ export interface PrivateClientOptions {
   trustedRelayersOnly?: boolean;
   /**
    * Carries relayer, OHTTP relay and issuer calls (called as `fetch(url, { method, headers,
-   * body, redirect: 'manual', signal })`); not the ledger reads of `publicClient`.
+   * body, ...FETCH_INIT, signal })`); not the ledger reads of `publicClient`.
    */
   fetch?: typeof globalThis.fetch;
 }
@@ -313,7 +380,10 @@ export interface PrivateClient {
   readonly app: string;
   readonly project: string;
   readonly vault: Vault;
-  readonly publicClient: string;
+  /** The `publicClient` option (its URL when none was given). */
+  readonly publicClient: PublicClientLike;
+  /** The reader all ledger reads go through. */
+  readonly reader: LedgerReader;
   readonly chainId: number;
   createEntity(params: CreateParams): Promise<CreateResult>;
   myEntities(query?: { refresh?: boolean; where?: Record<string, string | number | bigint> }): Promise<MyRecord[]>;
@@ -326,10 +396,24 @@ export interface PrivateClient {
 }
 export function createPrivateClient(options: PrivateClientOptions): Promise<PrivateClient>;
 
-/** Verifies a ledger entity (its JSON form) as a privsvc record. */
+/**
+ * Verifies a ledger entity (its JSON form: a row of listApp, fetchBatches or arkiv_query) as a
+ * privsvc record. Needs the time of the entity's creation block: give `reader` (or
+ * `publicClient`, or `client`) to read it, or `createdTimestamp` (also read from
+ * `entity.createdTimestamp`); without either every record is refused with a reason saying so.
+ */
 export function verifyRecord(
   entity: object,
-  options?: { app?: string; relayers?: Hex[]; owner?: Hex; createdTimestamp?: number; client?: PublicClientLike | PrivateClient },
+  options?: {
+    app?: string;
+    relayers?: Hex[];
+    owner?: Hex;
+    /** Unix seconds of the entity's creation block (its `createdAt`). */
+    createdTimestamp?: number;
+    reader?: PublicClientLike | PrivateClient;
+    publicClient?: PublicClientLike;
+    client?: PublicClientLike | PrivateClient;
+  },
 ): Promise<{ ok: true; record: Record<string, unknown> & { data: Uint8Array; toText(): string } } | { ok: false; reason: string }>;
 /** Live relayers whose `/v1/info` matches their heartbeat. */
 export function discoverRelayers(publicClient?: PublicClientLike, fetch?: typeof globalThis.fetch): Promise<RelayerEntry[]>;
@@ -353,8 +437,81 @@ export function ohttpCall(
   request: { method?: string; path: string; body?: Uint8Array | string | object },
   fetch?: typeof globalThis.fetch,
 ): Promise<{ status: number; body: Uint8Array }>;
-/** The RPC URL of a `publicClient` option. */
-export function rpcUrlOf(publicClient?: PublicClientLike | { url?: string; transport?: { url?: string } }): string;
+/** SPEC's relayer info (`GET /v1/info`). */
+export interface InfoResponse {
+  address: Hex;
+  version: string;
+  chainId: number;
+  minBatch: number;
+  maxWaitMs: number;
+  minIntervalBlocks: number;
+  tokensRequired: boolean;
+  /** Only when tokens are required. */
+  issuer?: Hex;
+  /** Only when tokens are required. */
+  issuerUrl?: string;
+  maxMinAnonymity: number;
+  maxHoldMs: number;
+  /** Only when OHTTP is on: the gateway key configuration, hex. */
+  ohttpKey?: string;
+}
+/** SPEC's submit request (body of `POST /v1/records`). */
+export interface SubmitRequest {
+  app: string;
+  /** The record's one-time owner. */
+  owner: Hex;
+  /** The sealed envelope, padded to 512, 1024, 4096 or 16384 bytes. */
+  envelope: string;
+  attributes: WireAttributes;
+  expSeconds: 3600 | 86400 | 604800 | 2592000 | 7776000;
+  /** Required when the relayer requires tokens. */
+  token?: TokenRedemption;
+  minAnonymity?: number;
+  maxHoldMs?: number;
+}
+/** SPEC's record status (`GET /v1/records/:id`). */
+export interface StatusResponse {
+  id: string;
+  state: 'queued' | 'written' | 'failed';
+  /** Queued only: requests ahead. */
+  position?: number;
+  /** Written only. */
+  entityKey?: Hex;
+  /** Written only. */
+  txHash?: Hex;
+  /** Written only: decimal block number. */
+  block?: string;
+  /** Written only: the records of the record's project in its batch. */
+  batchSize?: number;
+  /** Failed only: the reason. */
+  error?: string;
+}
+/** SPEC's issue request (`POST /v1/tokens/issue`), with revision 2's `issuer` and `chainId`. */
+export interface IssueRequest {
+  /** The issuer the request is for. */
+  issuer: Hex;
+  /** The ledger's chain id. */
+  chainId: number;
+  app: string;
+  /** Today's UTC day number. */
+  epoch: number;
+  wallet: Hex;
+  /** Blinded token messages, standard base64, 1 to 20. */
+  blinded: string[];
+  /** Epoch milliseconds. */
+  ts: number;
+  /** The wallet's personal_sign over `issuanceMessage(req, ts)`, hex. */
+  walletSignature: string;
+  /** When the issuer requires codes. */
+  attestation?: string;
+}
+/** SPEC's issue response. */
+export interface IssueResponse {
+  /** One per blinded value, standard base64. */
+  blindSignatures: string[];
+  /** Tokens the wallet may still obtain for this app today. */
+  remaining: number;
+}
 
 /** A redeemable token: `{ epoch, nonce (hex), signature (base64) }`. */
 export interface TokenRedemption {
@@ -367,9 +524,10 @@ export interface TokenRedemption {
  * object whose `take(app)` hands out one unspent token (or null) and whose `putBack` takes back
  * a token whose submission failed before any relayer saw it.
  */
-export type TokenSource =
-  | { sourceOf(): Promise<unknown> }
-  | { take(app: string): Promise<TokenRedemption | null>; putBack(app: string, token: TokenRedemption): Promise<void> };
+export interface TokenSource {
+  take(app: string): Promise<TokenRedemption | null>;
+  putBack(app: string, token: TokenRedemption): Promise<void>;
+}
 /** Client-side token handling (SPEC `TokenWallet`). */
 export class TokenWallet {
   constructor(options: {
@@ -381,6 +539,10 @@ export class TokenWallet {
     allowOnDemand?: boolean;
     attestation?: string;
     minAgeMs?: number;
+    /** Every issuer call through this OHTTP relay (gateway key from the issuer's heartbeat). */
+    ohttpRelay?: string;
+    /** Carries the issuer (or relay) calls, as the client's `fetch` option. */
+    fetch?: typeof globalThis.fetch;
   });
   acquire(app: string, count: number, attestation?: string): Promise<{ count: number; remaining: number }>;
   prefetchLater(app: string, count: number, withinMs?: number): Promise<void>;
@@ -427,7 +589,7 @@ export function verifyToken(key: { spki: Uint8Array } | Uint8Array, token: Token
 /** SHA-256 of a prepared token message, hex. */
 export function tokenId(prepared: Uint8Array): string;
 /** The text a wallet signs for an issue request at `ts` (Unix ms). */
-export function issuanceMessage(req: { issuer: Hex; chainId: number; app: string; epoch: number; wallet: Hex; blinded: string[]; ts: number; walletSignature: string }, ts: number): string;
+export function issuanceMessage(req: IssueRequest, ts: number): string;
 /** The gateway side of Oblivious HTTP. */
 export class OhttpGateway {
   static fromSeed(seed: Uint8Array): OhttpGateway;

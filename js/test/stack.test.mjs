@@ -410,3 +410,122 @@ test('a relayer URL that redirects is refused and the redirect target receives n
     redirector.server.close();
   }
 });
+
+/** Asserts that `init` carries the package's fetch settings (FETCH_INIT). */
+function assertPrivateInit(init, what) {
+  assert.equal(init.redirect, 'manual', `${what}: redirect`);
+  assert.equal(init.referrerPolicy, 'no-referrer', `${what}: referrerPolicy`);
+  assert.equal(init.credentials, 'omit', `${what}: credentials`);
+  assert.equal(init.cache, 'no-store', `${what}: cache`);
+}
+
+test('every fetch the package makes, to relayers, the relay, the issuer and the ledger, omits referrer, credentials and cache', { skip }, async () => {
+  const calls = [];
+  const recording = (url, init) => {
+    calls.push({ url: String(url), init });
+    return fetch(url, init);
+  };
+  const w = devWallet();
+  // Ledger reads through privsvc's own fetch (an RPC URL) ...
+  const reader = ledgerReader(env.PRIVSVC_RPC_URL, recording);
+  // ... the issuer directly (TokenWallet without a relay) ...
+  const info = await (await fetch(`${env.PRIVSVC_RELAYER_A}/v1/info`)).json();
+  const tokens = new TokenWallet({ wallet: w, reader, issuer: info.issuer, issuerUrl: info.issuerUrl, minAgeMs: 0, fetch: recording });
+  assert.equal((await tokens.acquire(APP, 1)).count, 1);
+  // ... and a client's relayer calls through the OHTTP relay, spending that token.
+  const c = await createPrivateClient({
+    app: APP, wallet: w, publicClient: reader, relayers: [env.PRIVSVC_RELAYER_A], ohttpRelay: env.PRIVSVC_OHTTP_RELAY,
+    tokens: tokens.source(), delayMs: [0, 0], pollMs: 250, rarityK: 0, fetch: recording,
+  });
+  await c.createEntity({ payload: new TextEncoder().encode('private fetches'), contentType: 'text/plain', expires: 3600 });
+  await c.myEntities();
+  await discoverRelayers(reader, recording);
+  const kinds = new Set(calls.map((x) => new URL(x.url).pathname));
+  for (const path of [new URL(env.PRIVSVC_RPC_URL).pathname, '/v1/tokens/issue', '/ohttp', '/v1/info']) assert.ok(kinds.has(path), `no call to ${path}: ${[...kinds]}`);
+  for (const { url, init } of calls) assertPrivateInit(init, url);
+});
+
+test('TokenWallet with ohttpRelay: every issuer call goes through the relay, none reaches the issuer directly', { skip }, async () => {
+  const calls = [];
+  const recording = (url, init) => {
+    calls.push(`${init.method} ${url}`);
+    return fetch(url, init);
+  };
+  const info = await (await fetch(`${env.PRIVSVC_RELAYER_A}/v1/info`)).json();
+  const tokens = new TokenWallet({
+    wallet: devWallet(), reader: env.PRIVSVC_RPC_URL, issuer: info.issuer, issuerUrl: info.issuerUrl,
+    ohttpRelay: env.PRIVSVC_OHTTP_RELAY, fetch: recording, minAgeMs: 0,
+  });
+  const got = await tokens.acquire(APP, 2);
+  assert.equal(got.count, 2);
+  assert.equal(tokens.available(APP), 2);
+  const relay = env.PRIVSVC_OHTTP_RELAY.replace(/\/$/, '');
+  assert.ok(calls.length >= 2, calls.join('\n'));
+  assert.deepEqual([...new Set(calls)], [`POST ${relay}/ohttp`]);
+  const issuerOrigin = new URL(info.issuerUrl).origin;
+  assert.ok(calls.every((x) => !x.includes(issuerOrigin)), calls.join('\n'));
+  // The tokens are real: a relayer accepts one.
+  const t = await tokens.source().take(APP);
+  assert.ok(t && /^[0-9a-f]{64}$/.test(t.nonce));
+  const key = importIssuerKey(await fetchIssuerKey(env.PRIVSVC_RPC_URL, info.issuer, APP, t.epoch));
+  assert.match(verifyToken(key, t, APP), /^[0-9a-f]{64}$/);
+  await tokens.source().putBack(APP, t);
+  assert.equal(tokens.available(APP), 2);
+  assert.throws(() => new TokenWallet({ wallet: devWallet(), reader: env.PRIVSVC_RPC_URL, issuer: info.issuer, issuerUrl: info.issuerUrl, ohttpRelay: 42 }), PrivsvcError);
+});
+
+test('a third-party app with viem: a wallet client writes, a public client over custom() reads, verifyRecord checks a genuine record', { skip }, async () => {
+  const { createPublicClient, createWalletClient, custom, http } = await import('viem');
+  const { privateKeyToAccount } = await import('viem/accounts');
+  // What wagmi hands an app: an EIP-1193 transport; here one that forwards to the devnet RPC.
+  const forwarded = [];
+  const provider = {
+    async request({ method, params }) {
+      forwarded.push(method);
+      const res = await fetch(env.PRIVSVC_RPC_URL, {
+        method: 'POST', headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+      });
+      const body = await res.json();
+      if (body.error) throw Object.assign(new Error(body.error.message), { code: body.error.code, data: body.error.data });
+      return body.result;
+    },
+  };
+  const publicClient = createPublicClient({ transport: custom(provider) });
+  const account = privateKeyToAccount(`0x${randomBytes(32).toString('hex')}`);
+  const walletClient = createWalletClient({ account, transport: http(env.PRIVSVC_RPC_URL) });
+  const c = await createPrivateClient({
+    app: APP, wallet: walletClient, publicClient, relayers: [env.PRIVSVC_RELAYER_B], delayMs: [0, 0], pollMs: 250, rarityK: 0,
+  });
+  const mark = `viem-${randomBytes(4).toString('hex')}`;
+  const r = await c.createEntity({ payload: new TextEncoder().encode(mark), contentType: 'text/plain', expires: 3600 });
+  assert.ok(forwarded.includes('arkiv_query'), 'the client read the ledger through the custom transport');
+  const mine = await c.myEntities();
+  assert.ok(mine.some((m) => m.entityKey === r.entityKey));
+  // The row as an app gets it: the listing, then the record's batch, through the same client.
+  const listing = await listApp(publicClient, APP);
+  const listed = listing.entities.find((e) => e.key === r.entityKey);
+  const [row] = (await fetchBatches(publicClient, APP, [{ block: Number(listed.createdAt), creator: listed.creator }])).filter((e) => e.key === r.entityKey);
+  const relayers = c.relayerAddresses();
+  // Exactly as SPEC shows it: no reader, no timestamp. Refused, with a reason for a JS developer.
+  const bare = await verifyRecord(row, { app: APP, relayers });
+  assert.equal(bare.ok, false);
+  assert.match(bare.reason, /pass `reader`/);
+  assert.doesNotMatch(bare.reason, /LedgerReader|VerifyOptions|::/);
+  const checked = await verifyRecord(row, { app: APP, relayers, reader: publicClient });
+  assert.equal(checked.ok, true, checked.reason);
+  assert.equal(checked.record.toText(), mark);
+  assert.equal((await verifyRecord(row, { app: APP, relayers, publicClient: env.PRIVSVC_RPC_URL })).ok, true);
+  assert.equal((await verifyRecord(row, { app: APP, reader: c })).ok, true);
+  // A timestamp carried by the row is taken as it is.
+  const ts = await ledgerReader(env.PRIVSVC_RPC_URL).blockTimestamp(row.createdAt);
+  assert.equal((await verifyRecord({ ...row, createdTimestamp: ts }, { app: APP })).ok, true);
+  const late = await verifyRecord({ ...row, createdTimestamp: ts + 10 * 86400 }, { app: APP });
+  assert.equal(late.ok, false);
+  assert.match(late.reason, /republished/);
+  // Ownership proofs: without a challenge or a verifier, refused before anything is signed.
+  await assert.rejects(c.proveOwnership(r.entityKey, { verifier: 'shop.example' }), (e) => e instanceof PrivsvcError && /`challenge` is required/.test(e.message));
+  await assert.rejects(c.proveOwnership(r.entityKey, { challenge: 'c' }), (e) => e instanceof PrivsvcError && /`verifier` is required/.test(e.message));
+  const proof = await c.proveOwnership(r.entityKey, { challenge: 'c-viem', verifier: 'shop.example' });
+  assert.deepEqual(await verifyOwnershipProof(proof, { challenge: 'c-viem', verifier: 'shop.example', client: publicClient }), { ok: true });
+});

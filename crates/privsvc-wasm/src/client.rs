@@ -1,6 +1,7 @@
 //! `RawClient`: the Rust `PrivateClient` (tokens, OHTTP, cover batches, verification) for
 //! `createPrivateClient` in `js/index.js`. Its wallet and vault are JavaScript objects reached
-//! through [`crate::bridge`]; the ledger is read with `RpcLedger` over `fetch`.
+//! through [`crate::bridge`]; the ledger is read through the JavaScript reader of the app's
+//! `publicClient` ([`crate::js_ledger::JsLedger`]).
 
 use std::rc::Rc;
 use std::sync::Arc;
@@ -13,7 +14,7 @@ use privsvc_client::{
     discover_relayers, verify_ownership_proof, CreateParams, EntitiesQuery, Expires, MyRecord,
     OwnershipProof, PrivateClient, PrivsvcError, ProofExpectation, ProveParams,
 };
-use privsvc_ledger::{LedgerReader, RpcLedger};
+use privsvc_ledger::LedgerReader;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use wasm_bindgen::prelude::*;
@@ -22,6 +23,7 @@ use wasm_bindgen_futures::future_to_promise;
 use crate::bridge::Bridge;
 use crate::convert::{address_text, to_attributes, to_b256};
 use crate::error::js_error;
+use crate::js_ledger::JsLedger;
 use crate::js_traits::{JsVault, JsWallet};
 
 /// The options of `createPrivateClient` that reach Rust (SPEC's table, JSON).
@@ -32,7 +34,6 @@ struct Options {
     project: Option<String>,
     relayers: Option<Vec<String>>,
     ohttp_relay: Option<String>,
-    rpc_url: String,
     delay_ms: Option<(u64, u64)>,
     min_anonymity: Option<u64>,
     max_hold_ms: Option<u64>,
@@ -87,11 +88,14 @@ pub struct RawClient {
 
 #[wasm_bindgen]
 impl RawClient {
-    /// Builds a client from `options` (JSON), a wallet adapter or a vault adapter, and its token
-    /// store. The token source is `tokenWallet.source()`'s or a caller's object (`take`,
-    /// `putBack`), and `fetch` the adapter of a caller's fetch; each may be `undefined`.
+    /// Builds a client from `options` (JSON), the ledger reader's `rpc` function, a wallet
+    /// adapter or a vault adapter, and its token store. The token source is
+    /// `tokenWallet.source()`'s or a caller's object (`take`, `putBack`), and `fetch` the adapter
+    /// of a caller's fetch; each may be `undefined`.
+    #[allow(clippy::too_many_arguments)]
     pub fn create(
         options: &str,
+        reader: JsValue,
         wallet: JsValue,
         vault: JsValue,
         store: &crate::token_wallet::RawTokenStore,
@@ -107,11 +111,10 @@ impl RawClient {
                 .map(|s| Arc::new(s) as _),
         };
         let parsed: Result<Options, _> = serde_json::from_str(options);
+        let reader = JsLedger::from_value(&reader);
         future_to_promise(async move {
             let o = parsed.map_err(|e| config_error(format!("invalid options: {e}")))?;
-            let reader: Arc<dyn LedgerReader> = Arc::new(
-                RpcLedger::new(o.rpc_url.clone()).map_err(|e| config_error(e.to_string()))?,
-            );
+            let reader: Arc<dyn LedgerReader> = Arc::new(reader?);
             // Keys in a worker are the JS side's business (WorkerVault); Rust never isolates.
             let mut b = PrivateClient::builder(o.app.clone())
                 .reader(reader)
@@ -356,21 +359,23 @@ impl RawClient {
 
 /// `verifyOwnershipProof(proof, { challenge, verifier, client })` with the Rust verifier
 /// (window, signature, the entity's owner and the record's validity on the ledger at
-/// `rpcUrl`): resolves to `""` when the proof holds, else the reason.
+/// `reader`, a ledger reader's `rpc` function): resolves to `""` when the proof holds, else the
+/// reason.
 #[wasm_bindgen(js_name = rawVerifyOwnershipProof)]
 pub fn raw_verify_ownership_proof(
     proof: String,
     challenge: String,
     verifier: String,
-    rpc_url: String,
+    reader: JsValue,
     now: Option<f64>,
 ) -> Promise {
+    let reader = JsLedger::from_value(&reader);
     future_to_promise(async move {
         let proof: OwnershipProof = match serde_json::from_str(&proof) {
             Ok(p) => p,
             Err(e) => return Ok(JsValue::from_str(&format!("the proof is malformed: {e}"))),
         };
-        let reader = RpcLedger::new(rpc_url).map_err(|e| config_error(e.to_string()))?;
+        let reader = reader?;
         let verdict = verify_ownership_proof(
             &proof,
             &ProofExpectation {
@@ -388,14 +393,15 @@ pub fn raw_verify_ownership_proof(
     })
 }
 
-/// `discoverRelayers(rpcUrl, fetch?)`: live relayers whose `/v1/info` matches their heartbeat,
-/// JSON; `fetch` is the adapter of a caller's fetch (see [`crate::fetch`]) or `undefined`.
+/// `discoverRelayers(reader, fetch?)`: live relayers whose `/v1/info` matches their heartbeat,
+/// JSON; `reader` is a ledger reader's `rpc` function, `fetch` the adapter of a caller's fetch
+/// (see [`crate::fetch`]) or `undefined`.
 #[wasm_bindgen(js_name = rawDiscoverRelayers)]
-pub fn raw_discover_relayers(rpc_url: String, fetch: JsValue) -> Promise {
+pub fn raw_discover_relayers(reader: JsValue, fetch: JsValue) -> Promise {
     let fetch = crate::fetch::JsFetch::from_value(&fetch);
+    let reader = JsLedger::from_value(&reader);
     future_to_promise(async move {
-        let reader: Arc<dyn LedgerReader> =
-            Arc::new(RpcLedger::new(rpc_url).map_err(|e| config_error(e.to_string()))?);
+        let reader: Arc<dyn LedgerReader> = Arc::new(reader?);
         let mut options = privsvc_client::ClientOptions::new("privsvc");
         options.fetch = fetch.map(|f| Arc::new(f) as _);
         let transport =

@@ -3,13 +3,18 @@
 //!
 //! A JS token store has four synchronous methods over plain token objects
 //! `{ app, epoch, nonce, signature, obtainedMs }`: `list(app)` (array), `add(tokens)`,
-//! `remove(app, nonce)` (true when it was there) and `prune(minEpoch)`. A JS token source has
+//! `remove(app, nonce)` (true when it was there) and `prune(minEpoch)`; with `keyPin(issuer,
+//! app, epoch)` and `pinKey(issuer, app, epoch, spkiBase64)` as well (`browserTokenStore()` has
+//! them) it also keeps the issuer-key pins that go with its tokens. A JS token source has
 //! two asynchronous ones over `{ epoch, nonce, signature }`: `take(app)` (a token or `null`) and
 //! `putBack(app, token)`.
 
 use async_trait::async_trait;
 use js_sys::{Array, Function, Object, Promise, Reflect};
-use privsvc_tokens::{StoredToken, TokenError, TokenRedemption, TokenSource, TokenStore};
+use std::sync::Arc;
+
+use alloy_primitives::Address;
+use privsvc_tokens::{KeyPins, StoredToken, TokenError, TokenRedemption, TokenSource, TokenStore};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use wasm_bindgen::{JsCast, JsValue};
@@ -104,6 +109,59 @@ impl TokenStore for JsTokenStore {
 
     fn prune(&self, min_epoch: u32) -> Result<(), TokenError> {
         self.call("prune", &[JsValue::from(min_epoch)]).map(drop)
+    }
+
+    /// The store's own pins when it has `keyPin` and `pinKey` (persisted with its tokens).
+    fn key_pins(&self) -> Option<Arc<dyn KeyPins>> {
+        has_methods(&self.target, &["keyPin", "pinKey"]).map(|_| {
+            Arc::new(JsTokenStore {
+                target: self.target.clone(),
+            }) as Arc<dyn KeyPins>
+        })
+    }
+}
+
+fn spki_of(answer: &JsValue, what: &str) -> Result<Vec<u8>, TokenError> {
+    let text = answer.as_string().ok_or_else(|| {
+        TokenError::Store(format!("tokenStore.{what} did not answer base64 text"))
+    })?;
+    privsvc_envelope::from_base64(&text)
+        .map_err(|_| TokenError::Store(format!("tokenStore.{what}: not standard base64")))
+}
+
+impl KeyPins for JsTokenStore {
+    fn get(&self, issuer: Address, app: &str, epoch: u32) -> Result<Option<Vec<u8>>, TokenError> {
+        let answer = self.call(
+            "keyPin",
+            &[
+                issuer.to_checksum(None).into(),
+                app.into(),
+                JsValue::from(epoch),
+            ],
+        )?;
+        if answer.is_undefined() || answer.is_null() {
+            return Ok(None);
+        }
+        spki_of(&answer, "keyPin").map(Some)
+    }
+
+    fn pin(
+        &self,
+        issuer: Address,
+        app: &str,
+        epoch: u32,
+        spki: &[u8],
+    ) -> Result<Vec<u8>, TokenError> {
+        let answer = self.call(
+            "pinKey",
+            &[
+                issuer.to_checksum(None).into(),
+                app.into(),
+                JsValue::from(epoch),
+                privsvc_envelope::to_base64(spki).into(),
+            ],
+        )?;
+        spki_of(&answer, "pinKey")
     }
 }
 
