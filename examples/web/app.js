@@ -28,9 +28,11 @@ function failure(e) {
 }
 const config = await fetch('/config.json').then((r) => r.json());
 const rpc = new URL('/rpc', location.href).href;
-// `?relayer=URL` uses that relayer instead of the stack's relayer A (the Chromium test points it
-// at a relayer whose /v1/info carries markup).
-const relayer = new URLSearchParams(location.search).get('relayer') || config.relayers[0];
+// `?relayer=URL` uses that relayer, directly (it has no heartbeat the OHTTP relay could check),
+// instead of the stack's relayer A through the relay (the Chromium test points it at a relayer
+// whose /v1/info carries markup).
+const chosen = new URLSearchParams(location.search).get('relayer');
+const relayer = chosen || config.relayers[0];
 let client;
 let store;
 
@@ -63,7 +65,7 @@ $('connect').onclick = async () => {
       // Relayer A of the local stack requires tokens: the page shows the whole path (tokens
       // fetched with the wallet, kept in localStorage, spent through the OHTTP relay).
       relayers: [relayer],
-      ohttpRelay: config.ohttpRelay,
+      ohttpRelay: chosen ? undefined : config.ohttpRelay,
       tokenMinAgeMs: 2000, // the devnet demo's token age; the default is 60 s
       tokenStore: store,
       delayMs: [0, 500],
