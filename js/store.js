@@ -24,9 +24,10 @@
 // one process only: every read-modify-write of `S` is synchronous, which a single JavaScript
 // thread cannot interleave, but two tabs could hand out one token twice. Use one tab there.
 import { PrivsvcError } from './errors.js';
+import { raw } from './wasm.js';
 
-/** Pins stay this many days after their epoch (as PIN_RETENTION_DAYS of privsvc-tokens). */
-const PIN_RETENTION_DAYS = 8;
+/** Pins stay this many days after their epoch (privsvc-tokens' PIN_RETENTION_DAYS). */
+const PIN_RETENTION_DAYS = JSON.parse(raw.rawConstants()).pinRetentionDays;
 /** How long a maintenance waits for a pool write of another tab to arrive here, ms. */
 const FRESH_WAIT_MS = 3000;
 
@@ -90,9 +91,9 @@ function prunePins(pins, minEpoch) {
   }
 }
 
-/** Today's UTC day number. */
+/** Today's UTC day number (the token epoch). */
 function today() {
-  return Math.floor(Date.now() / 86400000);
+  return raw.rawEpochOf(Date.now());
 }
 
 /**

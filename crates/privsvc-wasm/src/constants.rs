@@ -5,7 +5,8 @@ use wasm_bindgen::prelude::*;
 
 /// The protocol constants as JSON: `{ networkChainId, derivationPurpose, tagBytes,
 /// privsvcProject, apiVersion, envelopeVersion, envelopeContentType, blockTimeSeconds,
-/// defaultProofTtlSeconds, defaultTokenMinAgeMs, defaultRpcUrl }`.
+/// defaultProofTtlSeconds, defaultTokenMinAgeMs, defaultRpcUrl,
+/// pinRetentionDays }`.
 #[wasm_bindgen(js_name = rawConstants)]
 pub fn raw_constants() -> String {
     json!({
@@ -20,6 +21,7 @@ pub fn raw_constants() -> String {
         "defaultRpcUrl": privsvc_client::DEFAULT_RPC_URL,
         "defaultProofTtlSeconds": privsvc_vault::DEFAULT_PROOF_TTL_SECONDS,
         "defaultTokenMinAgeMs": privsvc_tokens::DEFAULT_MIN_AGE_MS,
+        "pinRetentionDays": privsvc_tokens::acceptance::PIN_RETENTION_DAYS,
     })
     .to_string()
 }
