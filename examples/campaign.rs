@@ -113,6 +113,8 @@ struct Stack {
     args: Args,
     devnet_port: u16,
     relayer_port: u16,
+    /// `METRICS_BIND` port: the exact `/healthz` (the public one rounds the queue up to 100).
+    metrics_port: u16,
     devnet: Option<Child>,
     relayer: Option<Child>,
     relayer_restarts: u64,
@@ -199,6 +201,7 @@ impl Stack {
                 // A public dev key of the devnet (never a real key).
                 .env("RELAYER_KEY", DEV_PRIVATE_KEYS[0])
                 .env("BIND", format!("127.0.0.1:{}", self.relayer_port))
+                .env("METRICS_BIND", format!("127.0.0.1:{}", self.metrics_port))
                 .env("DATA_DIR", self.dir.join("relayer"))
                 .env("MIN_BATCH", "8")
                 .env("MAX_WAIT_MS", "1000")
@@ -220,6 +223,9 @@ impl Stack {
                     // It exited: the port was taken, or the ledger did not answer at start.
                     if std::net::TcpListener::bind(("127.0.0.1", self.relayer_port)).is_err() {
                         self.relayer_port = free_port()?;
+                    }
+                    if std::net::TcpListener::bind(("127.0.0.1", self.metrics_port)).is_err() {
+                        self.metrics_port = free_port()?;
                     }
                     tokio::time::sleep(Duration::from_millis(300)).await;
                     break;
@@ -381,6 +387,7 @@ async fn written_count(devnet_url: &str, relayer: Address) -> anyhow::Result<usi
     Ok(ledger_records(devnet_url, relayer).await?.len())
 }
 
+/// The exact queue length from the relayer's `METRICS_BIND` listener at `url`.
 async fn queue_len(url: &str) -> Option<u64> {
     let v: Value = reqwest::Client::new()
         .get(format!("{url}/healthz"))
@@ -438,6 +445,7 @@ async fn main() -> anyhow::Result<()> {
         args: args.clone(),
         devnet_port: free_port()?,
         relayer_port: free_port()?,
+        metrics_port: free_port()?,
         devnet: None,
         relayer: None,
         relayer_restarts: 0,
@@ -539,7 +547,7 @@ async fn main() -> anyhow::Result<()> {
     println!("phase 4: drain");
     let drain = Instant::now();
     loop {
-        match queue_len(&stack.relayer_url()).await {
+        match queue_len(&format!("http://127.0.0.1:{}", stack.metrics_port)).await {
             Some(0) => break,
             _ if drain.elapsed() > Duration::from_secs(540) => {
                 bail!("the relayer did not drain within 9 minutes");

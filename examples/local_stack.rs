@@ -23,7 +23,6 @@
 //! Log level: `RUST_LOG` (default `warn`).
 
 use std::collections::BTreeSet;
-use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -35,11 +34,11 @@ use privsvc::client::{
     verify_ownership_proof, CreateParams, CreateResult, EntitiesQuery, Expires, LocalWallet,
     OwnershipProof, PrivateClient, ProofExpectation, ProofRejection, ProveParams, Wallet,
 };
-use privsvc::devnet::{Address, BlockTime, Devnet, DevnetConfig, DevnetHandle, DEV_PRIVATE_KEYS};
-use privsvc::ledger::{LedgerReader, RpcLedger, RpcWriter};
-use privsvc::ohttp::{OhttpRelay, RelayConfig, SILENCE_OHTTP_LOGS};
-use privsvc::relayer::{OhttpSeed, Relayer, RelayerConfig, RelayerHandle, RelayerKey, TokenMode};
-use tempfile::TempDir;
+use privsvc::devnet::{Address, BlockTime, DevnetHandle};
+use privsvc::ledger::{LedgerReader, RpcLedger};
+use privsvc::ohttp::SILENCE_OHTTP_LOGS;
+use privsvc::relayer::RelayerHandle;
+use privsvc_testkit::{LocalStack, RelayerSpec};
 
 /// The app (key namespace and `project` attribute) of the scenario.
 const APP: &str = "notes";
@@ -63,17 +62,11 @@ struct Args {
     web_port: u16,
 }
 
-/// The running servers.
+/// The running servers (`privsvc_testkit::LocalStack`) and what the scenario uses of them.
 struct Stack {
-    node: DevnetHandle,
+    inner: LocalStack,
     reader: Arc<dyn LedgerReader>,
-    a: RelayerHandle,
-    b: RelayerHandle,
     relay_url: String,
-    /// Requests the OHTTP relay received.
-    relay: OhttpRelay,
-    relay_task: tokio::task::JoinHandle<()>,
-    _dirs: [TempDir; 2],
 }
 
 /// Failed checks, collected so that the report shows all of them.
@@ -112,91 +105,39 @@ fn ms(d: Duration) -> String {
     format!("{:.1} ms", d.as_secs_f64() * 1000.0)
 }
 
-/// A relayer configuration with short timers: the same settings as the environment variables
-/// named in the comments (see `privsvc_relayer::config`).
-fn relayer_config(dir: &TempDir) -> RelayerConfig {
-    let mut c = RelayerConfig::for_tests(dir.path()); // BIND=127.0.0.1:0, DATA_DIR=<temp dir>
-    c.min_batch = 2; // MIN_BATCH: flush as soon as two records can share a batch
-    c.max_wait_ms = 1_500; // MAX_WAIT_MS: a lone record waits at most 1.5 s for company
-    c.flush_jitter_ms = 200; // FLUSH_JITTER_MS
-    c.max_min_anonymity = 10; // MAX_MIN_ANONYMITY
-    c.rate_limit_per_min = 600; // RATE_LIMIT_PER_MIN (tokens off)
-    c.block_time = BLOCK_TIME;
-    c.ohttp_seed = Some(OhttpSeed::new(rand::random())); // OHTTP=on, OHTTP_SEED=<random>
-    c
-}
-
-async fn writer(node: &DevnetHandle, account: usize) -> Result<Arc<RpcWriter>> {
-    let key = RelayerKey::from_hex(DEV_PRIVATE_KEYS[account])?;
-    Ok(Arc::new(
-        RpcWriter::connect(RpcLedger::new(node.url())?, key.bytes()).await?,
-    ))
+/// A relayer with short timers: the same settings as the environment variables named in the
+/// comments (see `privsvc_relayer::config`); `BIND=127.0.0.1:0` and `DATA_DIR=<temp dir>` come
+/// from the test kit.
+fn relayer(name: &str) -> RelayerSpec {
+    RelayerSpec::new(name)
+        .ohttp() // OHTTP=on, OHTTP_SEED=<random>
+        .with(|c| {
+            c.min_batch = 2; // MIN_BATCH: flush as soon as two records can share a batch
+            c.max_wait_ms = 1_500; // MAX_WAIT_MS: a lone record waits at most 1.5 s for company
+            c.flush_jitter_ms = 200; // FLUSH_JITTER_MS
+            c.max_min_anonymity = 10; // MAX_MIN_ANONYMITY
+            c.rate_limit_per_min = 600; // RATE_LIMIT_PER_MIN (tokens off)
+        })
 }
 
 async fn start_stack() -> Result<Stack> {
-    let node = Devnet::start(DevnetConfig {
-        block_time: BlockTime::Interval(BLOCK_TIME),
-        ..Default::default()
-    })
-    .await
-    .context("starting the devnet")?;
-    let reader: Arc<dyn LedgerReader> = Arc::new(RpcLedger::new(node.url())?);
-    let dirs = [TempDir::new()?, TempDir::new()?];
-
-    let mut ca = relayer_config(&dirs[0]);
-    ca.tokens = TokenMode::Required; // TOKENS=required
-    ca.issuer_on = true; // ISSUER=on
-    let a = Relayer::start(ca, reader.clone(), writer(&node, 0).await?)
-        .await
-        .context("starting relayer A")?;
-    let cb = relayer_config(&dirs[1]); // TOKENS=off
-    let b = Relayer::start(cb, reader.clone(), writer(&node, 1).await?)
-        .await
-        .context("starting relayer B")?;
-
-    // Clients and the OHTTP relay find relayers through their heartbeats: wait for both.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while a.health().await.heartbeat.is_empty() || b.health().await.heartbeat.is_empty() {
-        if Instant::now() > deadline {
-            bail!("the relayers' heartbeats did not reach the ledger within 30 s");
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-
-    let relay = OhttpRelay::new(
-        reader.clone(),
-        RelayConfig {
-            allow_http: true, // loopback targets are http://
-            refresh_interval: Duration::from_secs(5),
+    let inner = LocalStack::builder()
+        .block_time(BlockTime::Interval(BLOCK_TIME))
+        .relayer(relayer("A").issuer()) // TOKENS=required, ISSUER=on
+        .relayer(relayer("B")) // TOKENS=off
+        .ohttp_relay_with(|c| {
+            c.refresh_interval = Duration::from_secs(5);
             // Every process here shares 127.0.0.1, so the per-address limit is set for the
             // whole demo rather than for one user.
-            rate_limit_per_min: 6_000,
-            ..RelayConfig::default()
-        },
-    )?;
-    let targets = relay.refresh().await?;
-    if targets != 2 {
-        bail!("the OHTTP relay verified {targets} relayers from their heartbeats, expected 2");
-    }
-    let _refresh = relay.spawn_refresh();
-    let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await?;
-    let relay_url = format!("http://{}", listener.local_addr()?);
-    let served = relay.clone();
-    let relay_task = tokio::spawn(async move {
-        // Served through the relay's own listener, so its per-address rate limit applies.
-        if let Err(e) = served.serve(listener).await {
-            eprintln!("OHTTP relay stopped: {e}");
-        }
-    });
+            c.rate_limit_per_min = 6_000;
+        })
+        .start()
+        .await
+        .context("starting the stack")?;
     Ok(Stack {
-        node,
-        reader,
-        a,
-        b,
-        relay_url,
-        relay,
-        relay_task,
-        _dirs: dirs,
+        reader: inner.reader(),
+        relay_url: inner.relay_url().context("the stack has no OHTTP relay")?,
+        inner,
     })
 }
 
@@ -231,9 +172,9 @@ impl Stack {
     }
 
     fn name_of(&self, url: &str) -> &'static str {
-        if url == self.a.url() {
+        if url == self.a().url() {
             "A"
-        } else if url == self.b.url() {
+        } else if url == self.b().url() {
             "B"
         } else if url.is_empty() {
             "(recovered)"
@@ -242,11 +183,20 @@ impl Stack {
         }
     }
 
+    fn a(&self) -> &RelayerHandle {
+        self.inner.relayer("A")
+    }
+
+    fn b(&self) -> &RelayerHandle {
+        self.inner.relayer("B")
+    }
+
+    fn node(&self) -> &DevnetHandle {
+        self.inner.devnet()
+    }
+
     async fn shutdown(self) {
-        self.relay_task.abort();
-        self.a.shutdown().await;
-        self.b.shutdown().await;
-        self.node.shutdown().await;
+        self.inner.shutdown().await;
     }
 }
 
@@ -261,7 +211,7 @@ async fn start_crowd(stack: &Stack) -> Result<Crowd> {
     let wallet = Arc::new(LocalWallet::random());
     let stop = Arc::new(AtomicBool::new(false));
     let mut tasks = Vec::new();
-    for url in [stack.a.url(), stack.b.url()] {
+    for url in [stack.a().url(), stack.b().url()] {
         let client = stack.pinned(&wallet, url).await?;
         let stop = stop.clone();
         tasks.push(tokio::spawn(async move {
@@ -280,7 +230,7 @@ async fn start_crowd(stack: &Stack) -> Result<Crowd> {
             Ok(written)
         }));
     }
-    let client = stack.pinned(&wallet, stack.b.url()).await?;
+    let client = stack.pinned(&wallet, stack.b().url()).await?;
     Ok(Crowd {
         stop,
         tasks,
@@ -381,7 +331,7 @@ async fn scenario(stack: &Stack, checks: &mut Checks, started: Instant) -> Resul
     checks.check(
         relayers
             .iter()
-            .any(|r| r.url == stack.a.url() && r.info.tokens_required),
+            .any(|r| r.url == stack.a().url() && r.info.tokens_required),
         "relayer A requires tokens",
     );
 
@@ -529,7 +479,7 @@ async fn scenario(stack: &Stack, checks: &mut Checks, started: Instant) -> Resul
             ),
         );
         checks.check(
-            m.is_some_and(|m| m.creator == stack.a.address() || m.creator == stack.b.address()),
+            m.is_some_and(|m| m.creator == stack.a().address() || m.creator == stack.b().address()),
             format!("the {} was created by one of the relayers", p.label),
         );
     }
@@ -566,7 +516,7 @@ async fn scenario(stack: &Stack, checks: &mut Checks, started: Instant) -> Resul
 
     // The verifier has only the JSON and its own connection to the ledger.
     let received: OwnershipProof = serde_json::from_str(&json)?;
-    let third_party: Arc<dyn LedgerReader> = Arc::new(RpcLedger::new(stack.node.url())?);
+    let third_party: Arc<dyn LedgerReader> = Arc::new(RpcLedger::new(stack.node().url())?);
     let expect = ProofExpectation {
         challenge: &challenge,
         verifier,
@@ -648,15 +598,15 @@ async fn scenario(stack: &Stack, checks: &mut Checks, started: Instant) -> Resul
         "the second wallet finds exactly its own records, none of the user's",
     );
 
-    let (ha, hb) = (stack.a.health().await, stack.b.health().await);
+    let (ha, hb) = (stack.a().health().await, stack.b().health().await);
     println!(
         "Relayers: A wrote {} batch transaction(s), B wrote {}; the OHTTP relay forwarded {} requests",
         ha.batches,
         hb.batches,
-        stack.relay.forwarded()
+        stack.inner.relayed()
     );
     checks.check(
-        stack.relay.forwarded() >= 2 * PLAN.len() as u64,
+        stack.inner.relayed() >= 2 * PLAN.len() as u64,
         "the user's relayer calls went through the OHTTP relay",
     );
     println!();
@@ -704,19 +654,19 @@ async fn run(args: &Args) -> Result<bool> {
     let stack = start_stack().await?;
     println!(
         "  devnet       {}  chain {}, a block every {} s, 5 prefunded dev accounts",
-        stack.node.url(),
-        stack.node.chain_id(),
+        stack.node().url(),
+        stack.node().chain_id(),
         BLOCK_TIME.as_secs()
     );
     println!(
         "  relayer A    {}  account {}  TOKENS=required ISSUER=on OHTTP=on",
-        stack.a.url(),
-        short(stack.a.address())
+        stack.a().url(),
+        short(stack.a().address())
     );
     println!(
         "  relayer B    {}  account {}  TOKENS=off OHTTP=on",
-        stack.b.url(),
-        short(stack.b.address())
+        stack.b().url(),
+        short(stack.b().address())
     );
     println!(
         "  OHTTP relay  {}  forwards to the 2 relayers verified from their heartbeats",
@@ -761,10 +711,10 @@ async fn run(args: &Args) -> Result<bool> {
     if args.serve {
         let config = serde_json::json!({
             "app": APP,
-            "relayers": [stack.a.url(), stack.b.url()],
+            "relayers": [stack.a().url(), stack.b().url()],
             "ohttpRelay": stack.relay_url,
         });
-        let web = web::start(args.web_port, stack.node.url().to_string(), config).await?;
+        let web = web::start(args.web_port, stack.node().url().to_string(), config).await?;
         serve(&stack, &web).await?;
     }
     stack.shutdown().await;
@@ -772,19 +722,19 @@ async fn run(args: &Args) -> Result<bool> {
 }
 
 async fn serve(stack: &Stack, web: &str) -> Result<()> {
-    let rpc = stack.node.url();
+    let rpc = stack.node().url();
     let relay = &stack.relay_url;
     println!();
     println!("Serving until Ctrl-C:");
     println!(
         "  ledger JSON-RPC  {rpc}  (chain {})",
-        stack.node.chain_id()
+        stack.node().chain_id()
     );
     println!(
         "  relayer A        {}  (token issuer at the same URL)",
-        stack.a.url()
+        stack.a().url()
     );
-    println!("  relayer B        {}", stack.b.url());
+    println!("  relayer B        {}", stack.b().url());
     println!("  OHTTP relay      {relay}  (clients POST to /ohttp)");
     println!("  web page         {web}/  (examples/web; the ledger RPC is proxied at {web}/rpc)");
     println!();

@@ -17,11 +17,10 @@ use privsvc::client::{
     verify_ownership_proof, CreateParams, CreateResult, EntitiesQuery, Expires, LocalWallet,
     OwnershipProof, PrivateClient, ProofExpectation, ProofRejection, ProveParams, Wallet,
 };
-use privsvc::devnet::{Address, BlockTime, Devnet, DevnetConfig, DevnetHandle, DEV_PRIVATE_KEYS};
-use privsvc::ledger::{ArkivValue, LedgerReader, RpcLedger, RpcWriter};
-use privsvc::ohttp::{OhttpRelay, RelayConfig};
-use privsvc::relayer::{OhttpSeed, Relayer, RelayerConfig, RelayerHandle, RelayerKey, TokenMode};
-use tempfile::TempDir;
+use privsvc::devnet::Address;
+use privsvc::ledger::{ArkivValue, LedgerReader, RpcLedger};
+use privsvc::relayer::RelayerHandle;
+use privsvc_testkit::{LocalStack, RelayerSpec};
 
 /// Batching of both relayers.
 #[derive(Clone, Copy)]
@@ -32,108 +31,55 @@ struct Batching {
 }
 
 struct Stack {
-    node: DevnetHandle,
+    inner: LocalStack,
     reader: Arc<dyn LedgerReader>,
-    a: RelayerHandle,
-    b: RelayerHandle,
     relay_url: String,
-    relay: OhttpRelay,
-    relay_task: tokio::task::JoinHandle<()>,
-    _dirs: [TempDir; 2],
 }
 
-fn relayer_config(dir: &TempDir, batching: Batching, seed: u8) -> RelayerConfig {
-    let mut c = RelayerConfig::for_tests(dir.path());
-    c.min_batch = batching.min_batch;
-    c.max_wait_ms = batching.max_wait_ms;
-    c.max_batch = batching.max_batch;
-    c.max_min_anonymity = 10;
-    c.flush_jitter_ms = 0;
-    // One block per transaction: the relayer polls the head this often while it waits.
-    c.block_time = Duration::from_millis(100);
-    c.ohttp_seed = Some(OhttpSeed::new([seed; 32]));
-    c
-}
-
-async fn writer(node: &DevnetHandle, account: usize) -> Arc<RpcWriter> {
-    let key = RelayerKey::from_hex(DEV_PRIVATE_KEYS[account]).unwrap();
-    Arc::new(
-        RpcWriter::connect(RpcLedger::new(node.url()).unwrap(), key.bytes())
-            .await
-            .expect("relayer writer"),
-    )
+/// A relayer with `batching`, one block per transaction and OHTTP (gateway seed `seed`).
+fn relayer(name: &str, batching: Batching, seed: u8) -> RelayerSpec {
+    RelayerSpec::new(name)
+        .ohttp_seed([seed; 32])
+        .with(move |c| {
+            c.min_batch = batching.min_batch;
+            c.max_wait_ms = batching.max_wait_ms;
+            c.max_batch = batching.max_batch;
+            c.max_min_anonymity = 10;
+        })
 }
 
 impl Stack {
     async fn start(batching: Batching) -> Stack {
-        let node = Devnet::start(DevnetConfig {
-            block_time: BlockTime::OnDemand,
-            ..Default::default()
-        })
-        .await
-        .expect("devnet starts");
-        let reader: Arc<dyn LedgerReader> = Arc::new(RpcLedger::new(node.url()).unwrap());
-        let dirs = [TempDir::new().unwrap(), TempDir::new().unwrap()];
-        let mut ca = relayer_config(&dirs[0], batching, 1);
-        ca.tokens = TokenMode::Required;
-        ca.issuer_on = true;
-        let a = Relayer::start(ca, reader.clone(), writer(&node, 0).await)
+        let inner = LocalStack::builder()
+            .relayer(relayer("a", batching, 1).issuer())
+            .relayer(relayer("b", batching, 2))
+            // All 20 load clients share 127.0.0.1: the relay's per-address limit is real but
+            // sized for the whole test.
+            .ohttp_relay_with(|c| c.refresh_interval = Duration::from_secs(1))
+            .start()
             .await
-            .expect("relayer A starts");
-        let b = Relayer::start(
-            relayer_config(&dirs[1], batching, 2),
-            reader.clone(),
-            writer(&node, 1).await,
-        )
-        .await
-        .expect("relayer B starts");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while a.health().await.heartbeat.is_empty() || b.health().await.heartbeat.is_empty() {
-            assert!(Instant::now() < deadline, "heartbeats not published");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-
-        let relay = OhttpRelay::new(
-            reader.clone(),
-            RelayConfig {
-                allow_http: true,
-                refresh_interval: Duration::from_secs(1),
-                // All 20 load clients share 127.0.0.1: the per-address limit is real (served
-                // through OhttpRelay::serve below) but sized for the whole test.
-                rate_limit_per_min: 1_000_000,
-                ..RelayConfig::default()
-            },
-        )
-        .unwrap();
-        assert_eq!(relay.refresh().await.unwrap(), 2, "relay verifies both");
-        let _refresh = relay.spawn_refresh();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let relay_url = format!("http://{}", listener.local_addr().unwrap());
-        let served = relay.clone();
-        let relay_task = tokio::spawn(async move {
-            served.serve(listener).await.ok();
-        });
+            .expect("the local stack starts");
         Stack {
-            node,
-            reader,
-            a,
-            b,
-            relay_url,
-            relay,
-            relay_task,
-            _dirs: dirs,
+            reader: inner.reader(),
+            relay_url: inner.relay_url().expect("the stack has a relay"),
+            inner,
         }
     }
 
-    fn urls(&self) -> [String; 2] {
-        [self.a.url().to_string(), self.b.url().to_string()]
+    fn a(&self) -> &RelayerHandle {
+        self.inner.relayer("a")
+    }
+
+    fn b(&self) -> &RelayerHandle {
+        self.inner.relayer("b")
+    }
+
+    fn urls(&self) -> Vec<String> {
+        self.inner.urls()
     }
 
     async fn shutdown(self) {
-        self.relay_task.abort();
-        self.a.shutdown().await;
-        self.b.shutdown().await;
-        self.node.shutdown().await;
+        self.inner.shutdown().await;
     }
 }
 
@@ -248,13 +194,13 @@ async fn main_job_scenario() {
     let user_k2 = client(&wallet, 2).await.expect("second session builds");
     let mut found_urls: Vec<String> = user.relayers().into_iter().map(|r| r.url).collect();
     found_urls.sort();
-    let mut urls = stack.urls().to_vec();
+    let mut urls = stack.urls();
     urls.sort();
     assert_eq!(found_urls, urls, "both relayers discovered");
     assert!(user
         .relayers()
         .iter()
-        .any(|r| r.url == stack.a.url() && r.info.tokens_required));
+        .any(|r| r.url == stack.a().url() && r.info.tokens_required));
 
     // The crowd: another wallet writing to each relayer until the user is done.
     let crowd_wallet = Arc::new(LocalWallet::random());
@@ -282,7 +228,7 @@ async fn main_job_scenario() {
         }));
     }
 
-    let relayed_before = stack.relay.forwarded();
+    let relayed_before = stack.inner.relayed();
     let writes = PLAN.iter().map(|p| {
         let c = if p.min_anonymity > 1 { &user_k2 } else { &user };
         let mut params = note(p.text.into())
@@ -314,7 +260,7 @@ async fn main_job_scenario() {
     assert_eq!(owners.len(), 4, "one-time owners");
     assert_eq!(written[2].owner, user.scope_address("diary").await.unwrap());
     assert!(
-        stack.relay.forwarded() >= relayed_before + 8,
+        stack.inner.relayed() >= relayed_before + 8,
         "submissions and polls went through the OHTTP relay"
     );
     // The encrypted payload is not readable on the ledger.
@@ -342,7 +288,7 @@ async fn main_job_scenario() {
         assert_eq!(m.to_text(), p.text);
         assert_eq!(m.encrypted, p.encrypted);
         assert_eq!(m.owner, r.owner);
-        assert!(m.creator == stack.a.address() || m.creator == stack.b.address());
+        assert!(m.creator == stack.a().address() || m.creator == stack.b().address());
     }
 
     // Ownership proof, as JSON to a third party with its own reader.
@@ -359,7 +305,7 @@ async fn main_job_scenario() {
         .unwrap();
     let received: OwnershipProof =
         serde_json::from_str(&serde_json::to_string(&proof).unwrap()).unwrap();
-    let third_party = RpcLedger::new(stack.node.url()).unwrap();
+    let third_party = RpcLedger::new(stack.inner.devnet().url()).unwrap();
     let expect = ProofExpectation {
         challenge: "c-42",
         verifier: "shop.example",
@@ -424,7 +370,7 @@ async fn main_job_scenario() {
     eprintln!(
         "main job scenario: {} crowd records, {} relay requests, {:.1} s",
         crowd_written.len(),
-        stack.relay.forwarded(),
+        stack.inner.relayed(),
         started.elapsed().as_secs_f64()
     );
     stack.shutdown().await;
@@ -499,7 +445,7 @@ async fn load_1000_records_from_20_clients() {
     }
     assert_eq!(
         per_creator.keys().copied().collect::<BTreeSet<_>>(),
-        BTreeSet::from([stack.a.address(), stack.b.address()]),
+        BTreeSet::from([stack.a().address(), stack.b().address()]),
         "both relayers wrote records"
     );
     let counted = t.elapsed();
@@ -526,7 +472,7 @@ async fn load_1000_records_from_20_clients() {
     let batches: BTreeSet<_> = all.iter().map(|r| r.tx_hash).collect();
     let recovered = all.iter().filter(|r| r.recovered).count();
     assert!(
-        stack.relay.forwarded() >= (CLIENTS * PER_CLIENT) as u64,
+        stack.inner.relayed() >= (CLIENTS * PER_CLIENT) as u64,
         "every submission went through the OHTTP relay"
     );
     eprintln!(
@@ -537,11 +483,11 @@ async fn load_1000_records_from_20_clients() {
         built.as_secs_f64(),
         wrote.as_secs_f64(),
         batches.len(),
-        per_creator[&stack.a.address()],
-        per_creator[&stack.b.address()],
+        per_creator[&stack.a().address()],
+        per_creator[&stack.b().address()],
         counted.as_secs_f64(),
         listed.as_secs_f64(),
-        stack.relay.forwarded()
+        stack.inner.relayed()
     );
     stack.shutdown().await;
 }

@@ -240,6 +240,64 @@ impl EntityCache {
         *entry.attrs == *ids
     }
 
+    /// Drops the user's copies: of the user's listed records (tag opened) that share an owner
+    /// and a tag, only the earliest is the record (a later one is an entity anyone created with
+    /// a copied envelope and transferred to the owner). Within one block the one created by a
+    /// relayer of `trusted` is kept when it is the only such; otherwise none of them is, since
+    /// the listing cannot tell which came first. Dropped copies become `Other`: never fetched,
+    /// verified or returned.
+    pub(crate) fn drop_copies(&mut self, trusted: &[Address]) {
+        let mut groups: HashMap<(Address, Vec<u8>), Vec<B256>> = HashMap::new();
+        for (key, e) in self.entries.iter() {
+            if let (Class::Mine(_), Some(tag)) = (e.class, e.tag) {
+                groups
+                    .entry((e.owner, tag.as_slice().to_vec()))
+                    .or_default()
+                    .push(*key);
+            }
+        }
+        for keys in groups.into_values().filter(|k| k.len() > 1) {
+            let first = keys
+                .iter()
+                .filter_map(|k| self.entries.get(k).map(|e| e.created_at))
+                .min()
+                .unwrap_or_default();
+            let earliest: Vec<B256> = keys
+                .iter()
+                .copied()
+                .filter(|k| self.entries.get(k).is_some_and(|e| e.created_at == first))
+                .collect();
+            let keep = match earliest.as_slice() {
+                [only] => Some(*only),
+                several => {
+                    let by_relayer: Vec<B256> = several
+                        .iter()
+                        .copied()
+                        .filter(|k| {
+                            self.entries
+                                .get(k)
+                                .is_some_and(|e| trusted.contains(&e.creator))
+                        })
+                        .collect();
+                    (by_relayer.len() == 1).then(|| by_relayer[0])
+                }
+            };
+            for key in keys.into_iter().filter(|k| Some(*k) != keep) {
+                tracing::warn!(entity = %key, "ignoring a copy of one of the user's records");
+                if let Some(e) = self.entries.get_mut(&key) {
+                    e.class = Class::Other;
+                }
+                self.unverified.remove(&key);
+                self.mine.remove(&key);
+            }
+        }
+    }
+
+    /// Records listed since the last tag opening.
+    pub(crate) fn pending_count(&self) -> usize {
+        self.pending.len()
+    }
+
     /// The listed records whose tag was not opened yet, with their tags; those without a
     /// tag are marked as not the user's.
     pub(crate) fn take_unopened(&mut self) -> Vec<(B256, Tag)> {

@@ -16,10 +16,14 @@ use rand::seq::SliceRandom;
 
 use crate::cache::EntityCache;
 use crate::checks;
-use crate::discover::discover_relayers;
+use crate::discover::{
+    bind_issuers, contact_relayer, discover_relayers_pinned, heartbeat_relayers,
+};
 use crate::error::PrivsvcError;
 use crate::options::{ClientBuilder, ClientOptions};
-use crate::relayer_api::{fetch_info, RelayerStatus};
+use crate::relayer_api::RelayerStatus;
+use crate::rng::{ClientRng, Purpose};
+use crate::session::{Lister, Tail};
 use crate::tokens::TokenManager;
 
 /// The ledger reader used when none is given: the public test network (Tiramisu).
@@ -34,16 +38,25 @@ pub struct PrivateClient {
     pub(crate) transport: Arc<dyn Transport>,
     pub(crate) relayers: Mutex<Vec<RelayerStatus>>,
     pub(crate) tokens: Arc<TokenManager>,
-    pub(crate) cache: tokio::sync::Mutex<EntityCache>,
+    pub(crate) cache: Arc<tokio::sync::Mutex<EntityCache>>,
     pub(crate) chain_id: u64,
     pub(crate) keys_isolated: bool,
-    /// Background token prefetches, stopped when the client is dropped.
-    pub(crate) prefetches: Mutex<Vec<privsvc_rt::AbortHandle>>,
+    /// How the session lists its project (the tail, scans, `check_rarity`).
+    pub(crate) lister: Lister,
+    /// Tells writes waiting for the tail that one ran.
+    pub(crate) tail: Arc<Tail>,
+    /// The client's own randomness for writes (delays, relayer choice, polls after `written`).
+    pub(crate) rng: Arc<ClientRng>,
+    /// The randomness of scans (the order of a burst's reads).
+    pub(crate) scan_rng: Arc<ClientRng>,
+    /// The session's background tasks (tail, refills, prefetches, status polls after
+    /// `written`), stopped when the client is dropped.
+    pub(crate) tasks: Mutex<Vec<privsvc_rt::AbortHandle>>,
 }
 
 impl Drop for PrivateClient {
     fn drop(&mut self) {
-        let handles = self.prefetches.get_mut().unwrap_or_else(|p| p.into_inner());
+        let handles = self.tasks.get_mut().unwrap_or_else(|p| p.into_inner());
         for h in handles.drain(..) {
             h.abort();
         }
@@ -68,14 +81,19 @@ impl PrivateClient {
     }
 
     /// Builds from options: derives the keys (asking the wallet twice), contacts or discovers the
-    /// relayers. Tokens are fetched later: for the issuer of a relayer a write uses, and, in
-    /// auto mode with relayers given by URL, by a prefetch spread over `token_prefetch_within`
-    /// (see [`PrivateClient::prefetch_later`]).
+    /// relayers, lists the project once, then starts the session's schedule: the tail (an
+    /// incremental listing every 15 to 45 s) and, in auto token mode with a wallet, the token
+    /// refills (at a random moment within 10 minutes when the store holds fewer than 5 usable
+    /// tokens, then within 10 minutes to 6 hours each time it runs low), all on the session's
+    /// own timers ([`crate::SessionSchedule`]), never because of a write.
+    ///
+    /// No call names the wallet to the ledger: a contract wallet is refused because its
+    /// derivation signatures do not recover to its address.
     ///
     /// With `isolate_keys`, the keys go to an isolated key thread; when that thread cannot start,
     /// the client logs a warning and keeps the keys in-process (see
     /// [`PrivateClient::keys_isolated`]).
-    pub async fn from_options(options: ClientOptions) -> Result<Self, PrivsvcError> {
+    pub async fn from_options(mut options: ClientOptions) -> Result<Self, PrivsvcError> {
         if options.wallet.is_none() && options.vault.is_none() {
             return Err(PrivsvcError::Config(
                 "either a wallet or a vault is required: call `wallet(...)` or `vault(...)`".into(),
@@ -86,7 +104,7 @@ impl PrivateClient {
             None => Arc::new(privsvc_ledger::RpcLedger::new(DEFAULT_RPC_URL)?),
         };
         let chain_id = reader.chain_id().await?;
-        let (vault, keys_isolated) = make_vault(&options, reader.as_ref(), chain_id).await?;
+        let (vault, keys_isolated) = make_vault(&options, chain_id).await?;
         if vault.app() != options.app {
             return Err(PrivsvcError::Config(format!(
                 "the vault was derived for app {:?}, the client is for {:?}",
@@ -98,13 +116,24 @@ impl PrivateClient {
             Some(t) => t.clone(),
             None => crate::transport::default_transport(&options, reader.clone())?,
         };
+        // One set of relayer pins for the session (and, with a persistent store, beyond).
+        let pins = options.effective_relayer_pins();
+        options.relayer_pins = Some(pins);
         let relayers =
             contact_relayers(&options, reader.as_ref(), transport.as_ref(), chain_id).await?;
+        let rng = Arc::new(ClientRng::new(options.seed, Purpose::Write));
+        let scan_rng = Arc::new(ClientRng::new(options.seed, Purpose::Scan));
         let tokens = Arc::new(TokenManager::new(
             &options,
             reader.clone(),
             transport.clone(),
+            Arc::new(ClientRng::new(options.seed, Purpose::Tokens)),
         ));
+        let lister = Lister {
+            reader: reader.clone(),
+            project: options.project().to_string(),
+            with_attributes: options.rarity_k > 0,
+        };
         let client = Self {
             options,
             vault,
@@ -112,31 +141,56 @@ impl PrivateClient {
             transport,
             relayers: Mutex::new(relayers),
             tokens,
-            cache: tokio::sync::Mutex::new(EntityCache::default()),
+            cache: Arc::new(tokio::sync::Mutex::new(EntityCache::default())),
             chain_id,
             keys_isolated,
-            prefetches: Mutex::new(Vec::new()),
+            lister,
+            tail: Arc::new(Tail::new()),
+            scan_rng,
+            rng,
+            tasks: Mutex::new(Vec::new()),
         };
-        if client.options.token_prefetch > 0
-            && client.options.relayers.is_some()
-            && client.tokens.fetches()
+        // The session's first listing; the tail keeps it up to date from here on.
         {
-            // SPEC: auto mode starts fetching tokens at session start; the requests go out at
-            // random moments of the prefetch window, never in a burst and never tied to a write.
-            // Only for relayers the user named: with discovery the session would reach the
-            // issuer of every live heartbeat (wallet included) before a write chose one.
-            client.spawn_prefetch(
-                client.options.token_prefetch,
-                client.options.token_prefetch_within,
-            );
-        }
-        if client.options.rarity_k > 0 {
-            // The first listing, at session start: writes check rarity on the last scan's
-            // listing and never list the project just before they submit.
             let mut cache = client.cache.lock().await;
-            client.update_listing(&mut cache).await?;
+            client.lister.update(&mut cache).await?;
         }
+        client.start_schedule();
         Ok(client)
+    }
+
+    /// Starts the tail and, in auto token mode with a wallet, the token refills.
+    fn start_schedule(&self) {
+        let tail = privsvc_rt::spawn(crate::session::run_tail(
+            self.lister.clone(),
+            self.cache.clone(),
+            self.tail.clone(),
+            Arc::new(ClientRng::new(self.options.seed, Purpose::Tail)),
+            self.options.schedule.tail,
+        ));
+        self.keep(&tail);
+        if self.tokens.fetches() {
+            let infos = self
+                .relayers()
+                .into_iter()
+                .map(|r| r.info)
+                .collect::<Vec<_>>();
+            let refills = privsvc_rt::spawn(self.tokens.clone().run_refills(
+                self.app().to_string(),
+                infos,
+                self.options.schedule,
+                Arc::new(ClientRng::new(self.options.seed, Purpose::Refill)),
+            ));
+            self.keep(&refills);
+        }
+    }
+
+    /// Keeps a background task until the client is dropped.
+    pub(crate) fn keep<T>(&self, task: &privsvc_rt::JoinHandle<T>) {
+        self.tasks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(privsvc_rt::abort_handle(task));
     }
 
     /// SPEC `prefetchLater`: fetches `count` tokens of the app from the issuer of every relayer
@@ -173,9 +227,15 @@ impl PrivateClient {
             count,
             within,
         ));
-        let mut handles = self.prefetches.lock().unwrap_or_else(|p| p.into_inner());
-        handles.push(privsvc_rt::abort_handle(&task));
+        self.keep(&task);
         task
+    }
+
+    /// Tokens of the app in auto mode's store that a write requested now could spend (obtained
+    /// and at least `token_min_age_ms` old): 0 means a write goes to a relayer that requires no
+    /// token, or fails with `NoTokenReady`. The session's refills keep the store stocked.
+    pub fn ripe_tokens(&self) -> usize {
+        self.tokens.ripe(self.app())
     }
 
     /// The app (key-derivation namespace).
@@ -255,16 +315,15 @@ impl PrivateClient {
     /// A random relayer not in `tried`, preferring those not marked bad.
     pub(crate) fn pick_relayer(&self, tried: &HashSet<String>) -> Option<RelayerStatus> {
         let all = self.relayers();
-        let mut rng = rand::thread_rng();
         let good: Vec<&RelayerStatus> = all
             .iter()
             .filter(|r| !r.bad && !tried.contains(&r.url))
             .collect();
-        if let Some(r) = good.choose(&mut rng) {
-            return Some((*r).clone());
+        if let Some(r) = self.rng.with(|rng| good.choose(rng).copied()) {
+            return Some(r.clone());
         }
         let rest: Vec<&RelayerStatus> = all.iter().filter(|r| !tried.contains(&r.url)).collect();
-        rest.choose(&mut rng).map(|r| (*r).clone())
+        self.rng.with(|rng| rest.choose(rng).map(|r| (*r).clone()))
     }
 
     /// The owner address of scope `name`: every record written with `scope(name)` shares it.
@@ -331,10 +390,11 @@ impl ClientBuilder {
     }
 }
 
-/// The vault to use and whether its keys are on an isolated key thread.
+/// The vault to use and whether its keys are on an isolated key thread. No ledger call: a
+/// contract wallet is refused by the derivation itself (its signatures do not recover to its
+/// address), so the RPC is never told the wallet's address.
 async fn make_vault(
     options: &ClientOptions,
-    reader: &dyn LedgerReader,
     chain_id: u64,
 ) -> Result<(Arc<dyn Vault>, bool), PrivsvcError> {
     if let Some(v) = &options.vault {
@@ -345,10 +405,6 @@ async fn make_vault(
             "either a wallet or a vault is required: call `wallet(...)` or `vault(...)`".into(),
         )
     })?;
-    // A contract account cannot give deterministic signatures: refuse it before asking it to sign.
-    if !reader.code_at(wallet.address()).await?.is_empty() {
-        return Err(PrivsvcError::SmartContractWallet);
-    }
     let opts = DeriveOptions {
         chain_id: Some(chain_id),
     };
@@ -399,44 +455,65 @@ fn isolated_vault(
     Ok((Arc::new(KeyVault::from_signature(signature, app)), false))
 }
 
+/// The session's relayers (DESIGN 10, "Relayer identity"): the given ones, each checked
+/// against its given or pinned account (and, through an OHTTP relay, bound to the gateway key
+/// of that account's heartbeat), or the discovered ones; see [`contact_relayer`]. A relayer
+/// on another chain, unreachable, ambiguous or disagreeing with its heartbeat is left out with
+/// the reason; none left is [`PrivsvcError::NoRelayerAvailable`].
 async fn contact_relayers(
     options: &ClientOptions,
     reader: &dyn LedgerReader,
     transport: &dyn Transport,
     chain_id: u64,
 ) -> Result<Vec<RelayerStatus>, PrivsvcError> {
-    let mut out = Vec::new();
+    let pins = options.effective_relayer_pins();
+    let mut out: Vec<RelayerStatus> = Vec::new();
     let mut problems = Vec::new();
     match &options.relayers {
-        Some(urls) => {
-            for url in urls {
-                let url = privsvc_ohttp::normalize_relayer_url(url)?;
-                match fetch_info(transport, &url).await {
-                    Ok((address, info)) if info.chain_id == chain_id => out.push(RelayerStatus {
-                        url,
-                        address,
-                        bad: false,
-                        info,
-                    }),
-                    Ok((_, info)) => problems.push(format!(
+        Some(given) => {
+            // Through an OHTTP relay a relayer is reached only with the key of its account's
+            // heartbeat; directly, its /v1/info is first-hand and no heartbeat is read.
+            let heartbeats = if transport.uses_gateway_keys() {
+                Some(heartbeat_relayers(reader).await?)
+            } else {
+                None
+            };
+            for relayer in given {
+                let url = privsvc_ohttp::normalize_relayer_url(&relayer.url)?;
+                if out.iter().any(|r| r.url == url) {
+                    continue;
+                }
+                match contact_relayer(
+                    transport,
+                    heartbeats.as_deref(),
+                    pins.as_ref(),
+                    &url,
+                    relayer.address,
+                )
+                .await
+                {
+                    Ok(status) if status.info.chain_id == chain_id => out.push(status),
+                    Ok(status) => problems.push(format!(
                         "{url} writes to chain {}, the reader is on chain {chain_id}",
-                        info.chain_id
+                        status.info.chain_id
                     )),
                     Err(e) => {
-                        tracing::warn!(relayer = %url, error = %e, "relayer unreachable at start");
+                        tracing::warn!(relayer = %url, error = %e, "relayer not usable at start");
                         problems.push(format!("{url}: {e}"))
                     }
                 }
             }
         }
         None => {
-            for r in discover_relayers(reader, transport).await? {
+            for r in discover_relayers_pinned(reader, transport, pins.as_ref()).await? {
                 if r.info.chain_id == chain_id {
                     out.push(r);
                 }
             }
             if out.is_empty() {
-                problems.push("no live relayer heartbeat on the ledger".into());
+                problems.push(
+                    "no live relayer heartbeat on the ledger that names its relayer unambiguously and agrees with its /v1/info".into(),
+                );
             }
         }
     }
@@ -445,5 +522,6 @@ async fn contact_relayers(
             reason: problems.join("; "),
         });
     }
+    bind_issuers(transport, &out);
     Ok(out)
 }

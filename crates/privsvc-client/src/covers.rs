@@ -37,8 +37,26 @@ fn window(
     want: usize,
     exclude: &BTreeSet<BatchId>,
 ) -> Vec<BatchId> {
+    window_and_end(batches, block, want, exclude).0
+}
+
+/// Whether the covers of `anchor` are final at `head`: they are chosen among batches created
+/// at most [`COVER_WINDOW_BLOCKS`] blocks after it, so once `head` is past that no later batch
+/// can change them. A batch is fetched only then: covers that change from one scan to the next
+/// would let intersecting the scans find the user's batch.
+pub(crate) fn covers_final(anchor: BatchId, head: u64) -> bool {
+    head >= anchor.block.saturating_add(COVER_WINDOW_BLOCKS)
+}
+
+/// [`window`] and the end (exclusive) of the window it chose.
+fn window_and_end(
+    batches: &BTreeMap<BatchId, u32>,
+    block: u64,
+    want: usize,
+    exclude: &BTreeSet<BatchId>,
+) -> (Vec<BatchId>, u64) {
     let (Some(first), Some(last)) = (batches.keys().next(), batches.keys().next_back()) else {
-        return Vec::new();
+        return (Vec::new(), 0);
     };
     let mut span = COVER_WINDOW_BLOCKS;
     loop {
@@ -56,7 +74,7 @@ fn window(
             .collect();
         let everything = start <= first.block && end > last.block;
         if found.len() >= want || everything || span > u64::MAX / 2 {
-            return found;
+            return (found, end);
         }
         span *= 2;
     }
@@ -76,7 +94,11 @@ pub(crate) async fn covers_of(
     }
     let mut skip = exclude.clone();
     skip.insert(anchor);
-    let candidates = window(batches, anchor.block, k, &skip);
+    let cap = anchor.block.saturating_add(COVER_WINDOW_BLOCKS);
+    let candidates: Vec<BatchId> = window(batches, anchor.block, k, &skip)
+        .into_iter()
+        .filter(|b| b.block <= cap)
+        .collect();
     let bytes: Vec<BatchBytes> = candidates.iter().map(batch_bytes).collect();
     let scores = vault.cover_scores(&batch_bytes(&anchor), &bytes).await?;
     let mut ranked: Vec<([u8; 32], BatchId)> = scores.into_iter().zip(candidates).collect();

@@ -1,4 +1,8 @@
-//! `create_entity`: check, seal, submit through a random live relayer, poll, recover or fail over.
+//! `create_entity`: check, seal, submit through a random live relayer, poll, fail over.
+//!
+//! The write path holds no ledger reader and no issuer client of its own (DESIGN 10): it submits
+//! and polls through the relayer transport, spends a token the session's refills stored, and
+//! learns whether a record landed only from the session's tail.
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -21,8 +25,8 @@ use crate::relayer_api::{fetch_status, submit, RelayerStatus, SubmitOutcome};
 
 /// Consecutive unanswered status polls after which a relayer counts as gone.
 const MAX_UNANSWERED_POLLS: u32 = 3;
-/// The shortest time a "written" answer may run ahead of the listing (a few blocks).
-const CONFIRM_MIN_WINDOW: Duration = Duration::from_secs(10);
+/// Tails a write waits for a record the relayer called written when `minAnonymity` > 1.
+const TAILS_FOR_WRITTEN: u32 = 3;
 
 /// A record sealed and ready to submit (the same text goes to every relayer tried).
 pub(crate) struct SealedRecord {
@@ -39,8 +43,8 @@ pub(crate) struct SealedRecord {
 enum Attempt {
     /// Written: the relayer's final status.
     Written(StatusResponse),
-    /// The relayer refused the record as malformed: no other relayer will take it.
-    Rejected { status: u16, message: String },
+    /// The relayer refused a record that passed the client's own checks (400 or 413).
+    Refused { status: u16, message: String },
     /// The relayer failed; `landing` says whether the record may still land.
     Failed { reason: String, landing: Landing },
 }
@@ -53,7 +57,7 @@ enum Landing {
     /// The submission got no answer: the relayer may have accepted the record durably (the
     /// answer was lost) and then writes it within one batching round.
     Unanswered,
-    /// The relayer accepted the record, then stopped answering or making progress.
+    /// The relayer accepted the record, then stopped answering or missed its deadline.
     Accepted,
 }
 
@@ -95,21 +99,25 @@ impl PrivateClient {
     /// bucket, seals the envelope under a fresh one-time owner (or the scope's owner), waits a
     /// random delay, submits through a random live relayer with a token when needed, and polls.
     ///
-    /// The client never names itself to the ledger: whether the record landed is learnt only
-    /// from incremental listings of the project (records created since the last listed block,
-    /// no payloads), matched locally by owner, tag and attributes; the batch size reported is
-    /// counted in that listing, not taken from the relayer. When a relayer says "written", the
-    /// listing must show the record within a few polls, or the relayer is not believed. When a
-    /// relayer stops answering or its queue position does not improve within the inclusion
-    /// timeout, the listing is consulted first (found: `recovered: true`) and only then is the
-    /// same sealed envelope submitted to another relayer. When the submission itself gets no
-    /// answer, the relayer may still have accepted the record, so the listing is watched for one
-    /// batching round of that relayer (its clamped `maxWaitMs` plus its minimum gap between
-    /// batches, at most the inclusion timeout) before another relayer is tried.
+    /// Revision 3 (DESIGN 10): nothing here reads the ledger or calls the issuer.
+    /// - Tokens: only a token obtained before this call and at least `token_min_age_ms` old at
+    ///   submission is spent; with none, a relayer that requires no token is chosen, else the
+    ///   write fails with `NoTokenReady` at once (unless `allow_on_demand`).
+    /// - Each attempt has an absolute deadline from its 202: the inclusion timeout, plus
+    ///   `maxHoldMs` when `min_anonymity` > 1. Queue positions never extend it.
+    /// - A relayer that refuses (400, 413) a record that passed the client's own checks is
+    ///   marked bad and the write goes to another relayer with a fresh token.
+    /// - With `min_anonymity` 1 the write resolves on the relayer's `written`; above 1 it
+    ///   resolves at the first tail (the session's own incremental listing) that shows the
+    ///   record, with the count of the project's records in its batch read there. The status
+    ///   polls continue for a random 0 to 60 s after `written`.
+    /// - When a relayer stops answering or misses its deadline, the tails of one batching
+    ///   round are watched for the record (found: `recovered: true`) before the same sealed
+    ///   envelope goes to another relayer: it is never written twice.
     ///
-    /// The rarity check uses the last scan's listing (the session lists the project when it
-    /// starts); a write never lists the project just before it submits.
+    /// The rarity check uses the session's last listing; a write never lists the project.
     pub async fn create_entity(&self, params: CreateParams) -> Result<CreateResult, PrivsvcError> {
+        let requested_ms = privsvc_rt::now_unix_ms();
         let user = user_attributes(&params.attributes)?;
         let mut warnings = self.check(&params.attributes, params.expires, &params.payload);
         if self.options.rarity_k > 0 && !user.is_empty() {
@@ -124,10 +132,10 @@ impl PrivateClient {
         let sealed = self.seal(&params, user).await?;
         let (lo, hi) = self.options.delay_ms;
         if hi > 0 {
-            let ms = rand::thread_rng().gen_range(lo..=hi);
+            let ms = self.rng.with(|r| r.gen_range(lo..=hi));
             privsvc_rt::sleep(Duration::from_millis(ms)).await;
         }
-        let result = self.submit_sealed(&sealed, warnings).await?;
+        let result = self.submit_sealed(&sealed, warnings, requested_ms).await?;
         let mut cache = self.cache.lock().await;
         cache.written.insert(result.entity_key, result.record_ref);
         cache.mark_stale();
@@ -201,11 +209,13 @@ impl PrivateClient {
         &self,
         sealed: &SealedRecord,
         warnings: Vec<crate::CheckWarning>,
+        requested_ms: u64,
     ) -> Result<CreateResult, PrivsvcError> {
         let mut tried = HashSet::new();
         let mut attempts = Vec::new();
         let mut submitted_somewhere = false;
         let mut token_failures = Vec::new();
+        let mut refusals = Vec::new();
         while let Some(relayer) = self.pick_relayer(&tried) {
             tried.insert(relayer.url.clone());
             if let Some(reason) = unacceptable(&relayer, &sealed.request) {
@@ -214,7 +224,11 @@ impl PrivateClient {
             }
             let mut request = sealed.request.clone();
             if relayer.info.tokens_required {
-                match self.tokens.take(self.app(), &relayer.info).await {
+                match self
+                    .tokens
+                    .take(self.app(), &relayer.info, requested_ms)
+                    .await
+                {
                     Ok(token) => request.token = Some(token),
                     Err(e) => {
                         attempts.push(format!("{}: no token: {e}", relayer.url));
@@ -225,11 +239,15 @@ impl PrivateClient {
             }
             match self.try_relayer(&relayer, &request).await {
                 Attempt::Written(st) => {
-                    // Believe the ledger, not the relayer: the record must be in the listing.
-                    if let Some(found) = self.watch_ledger(sealed, self.confirm_window()).await? {
+                    if self.options.min_anonymity <= 1 {
+                        return Ok(claimed_result(&relayer, st, sealed, warnings));
+                    }
+                    // k > 1: the batch must show the record with its peers.
+                    let window = self.tail_window(TAILS_FOR_WRITTEN);
+                    if let Some(found) = self.await_tail(sealed, window).await {
                         return written_result(&relayer, st, found, sealed, warnings);
                     }
-                    tracing::warn!(relayer = %relayer.url, "the relayer says written, the ledger does not show the record");
+                    tracing::warn!(relayer = %relayer.url, "the relayer says written, the session's tails do not show the record");
                     attempts.push(format!(
                         "{}: said the record was written, the ledger does not show it",
                         relayer.url
@@ -237,37 +255,37 @@ impl PrivateClient {
                     submitted_somewhere = true;
                     self.mark_bad(&relayer.url);
                 }
-                Attempt::Rejected { status, message } => {
-                    return Err(PrivsvcError::Rejected {
-                        relayer: relayer.url,
-                        status,
-                        message,
-                    });
+                Attempt::Refused { status, message } => {
+                    // The record passed our own checks: this relayer is not to be trusted with
+                    // it. Another relayer gets it, with a fresh token.
+                    tracing::warn!(relayer = %relayer.url, status, "the relayer refused a record that passed the client's checks");
+                    attempts.push(format!("{}: refused ({status}): {message}", relayer.url));
+                    self.mark_bad(&relayer.url);
+                    refusals.push((relayer.url.clone(), status, message));
                 }
                 Attempt::Failed { reason, landing } => {
                     tracing::warn!(relayer = %relayer.url, %reason, "relayer attempt failed");
                     attempts.push(format!("{}: {reason}", relayer.url));
-                    let window = match landing {
-                        Landing::No => continue,
-                        // Watch for as long as the relayer takes to write what it accepted,
-                        // never longer than the inclusion timeout.
-                        Landing::Unanswered => relayer_round(&relayer.info)
-                            .saturating_add(self.options.poll_interval)
-                            .min(self.options.inclusion_timeout_for(&relayer.info)),
-                        // It already had the inclusion timeout: one more poll.
-                        Landing::Accepted => self.options.poll_interval,
-                    };
+                    if landing == Landing::No {
+                        continue;
+                    }
                     submitted_somewhere = true;
                     self.mark_bad(&relayer.url);
-                    if let Some(found) = self.watch_ledger(sealed, window).await? {
+                    // Watch the tails of one batching round of that relayer: a record it
+                    // accepted may still land, and must not be written twice.
+                    // (Never longer than the inclusion timeout, never shorter than one tail.)
+                    let window = relayer_round(&relayer.info)
+                        .min(self.options.inclusion_timeout_for(&relayer.info))
+                        .max(self.tail_window(1))
+                        .saturating_add(self.options.poll_interval);
+                    if let Some(found) = self.await_tail(sealed, window).await {
                         return Ok(recovered_result(found, sealed, warnings));
                     }
                 }
             }
         }
         if submitted_somewhere {
-            let window = self.options.poll_interval;
-            if let Some(found) = self.watch_ledger(sealed, window).await? {
+            if let Some(found) = self.await_tail(sealed, self.tail_window(1)).await {
                 return Ok(recovered_result(found, sealed, warnings));
             }
         }
@@ -287,6 +305,15 @@ impl PrivateClient {
                 return Err(token_failures.swap_remove(0));
             }
         }
+        if !submitted_somewhere && !refusals.is_empty() && refusals.len() == attempts.len() {
+            // Every relayer refused it: the record itself is probably at fault.
+            let (relayer, status, message) = refusals.swap_remove(0);
+            return Err(PrivsvcError::Rejected {
+                relayer,
+                status,
+                message,
+            });
+        }
         if attempts.is_empty() {
             return Err(PrivsvcError::NoRelayerAvailable {
                 reason: "the session knows no relayer".into(),
@@ -295,13 +322,15 @@ impl PrivateClient {
         Err(PrivsvcError::AllRelayersFailed { attempts })
     }
 
+    /// One attempt at `relayer`: submit, then poll until written, failed, or the attempt's
+    /// absolute deadline (202 + inclusion timeout, + `maxHoldMs` when `min_anonymity` > 1).
     async fn try_relayer(&self, relayer: &RelayerStatus, request: &SubmitRequest) -> Attempt {
         let t = self.transport.as_ref();
         let id = match submit(t, &relayer.url, request).await {
             Ok(SubmitOutcome::Accepted(id)) => id,
             Ok(SubmitOutcome::Refused { status, message }) => {
                 return match status {
-                    400 | 413 => Attempt::Rejected { status, message },
+                    400 | 413 => Attempt::Refused { status, message },
                     _ => Attempt::Failed {
                         reason: format!("refused with {status}: {message}"),
                         landing: Landing::No,
@@ -315,14 +344,13 @@ impl PrivateClient {
                 }
             }
         };
-        let mut timeout = self.options.inclusion_timeout_for(&relayer.info);
+        let mut budget = self.options.inclusion_timeout_for(&relayer.info);
         if let Some(hold) = self.options.effective_max_hold_ms() {
             if self.options.min_anonymity > 1 {
-                timeout = timeout.saturating_add(Duration::from_millis(hold));
+                budget = budget.saturating_add(Duration::from_millis(hold));
             }
         }
-        let mut best: Option<u64> = None;
-        let mut last_progress = Instant::now();
+        let deadline = Instant::now() + budget;
         let mut unanswered = 0u32;
         loop {
             privsvc_rt::sleep(self.options.poll_interval).await;
@@ -330,7 +358,10 @@ impl PrivateClient {
                 Ok(Some(st)) => {
                     unanswered = 0;
                     match st.state {
-                        RecordState::Written => return Attempt::Written(st),
+                        RecordState::Written => {
+                            self.keep_polling(&relayer.url, &id);
+                            return Attempt::Written(st);
+                        }
                         RecordState::Failed => {
                             return Attempt::Failed {
                                 reason: format!(
@@ -340,14 +371,8 @@ impl PrivateClient {
                                 landing: Landing::No,
                             }
                         }
-                        RecordState::Queued => {
-                            if let Some(p) = st.position {
-                                if best.is_none_or(|b| p < b) {
-                                    best = Some(p);
-                                    last_progress = Instant::now();
-                                }
-                            }
-                        }
+                        // A queue position never extends the deadline.
+                        RecordState::Queued => {}
                     }
                 }
                 Ok(None) | Err(_) => {
@@ -360,52 +385,61 @@ impl PrivateClient {
                     }
                 }
             }
-            if last_progress.elapsed() > timeout {
+            if Instant::now() >= deadline {
                 return Attempt::Failed {
-                    reason: format!("queue position did not improve within {timeout:?}"),
+                    reason: format!("not written within {budget:?} of its acceptance"),
                     landing: Landing::Accepted,
                 };
             }
         }
     }
 
-    /// How long a "written" answer may run ahead of the listing: a few polls and blocks.
-    fn confirm_window(&self) -> Duration {
-        self.options
-            .poll_interval
-            .saturating_mul(3)
-            .max(CONFIRM_MIN_WINDOW)
+    /// After `written`, the status polls of record `id` go on for a random while (0 to 60 s by
+    /// default), so that the moment they stop does not tell when the record landed.
+    fn keep_polling(&self, relayer_url: &str, id: &str) {
+        let extra = self.rng.between(self.options.schedule.status_tail);
+        if extra.is_zero() {
+            return;
+        }
+        let (transport, url, id) = (
+            self.transport.clone(),
+            relayer_url.to_string(),
+            id.to_string(),
+        );
+        let poll = self.options.poll_interval;
+        let task = privsvc_rt::spawn(async move {
+            let end = Instant::now() + extra;
+            loop {
+                privsvc_rt::sleep_background(poll).await;
+                if Instant::now() >= end {
+                    break;
+                }
+                let _ = fetch_status(transport.as_ref(), &url, &id).await;
+            }
+        });
+        self.keep(&task);
     }
 
-    /// Watches incremental listings of the project for the sealed record, every poll interval
-    /// until `window` has passed (at least twice, so that a batch mined meanwhile is found).
-    /// The listings name the project and a block, never the record's owner, key or tag; the
-    /// record is recognised locally by owner, tag and attributes.
-    async fn watch_ledger(
-        &self,
-        sealed: &SealedRecord,
-        window: Duration,
-    ) -> Result<Option<Found>, PrivsvcError> {
-        let start = Instant::now();
-        let mut looks = 0u32;
+    /// How long `tails` tails take at most.
+    fn tail_window(&self, tails: u32) -> Duration {
+        self.options.schedule.tail.1.saturating_mul(tails)
+    }
+
+    /// Waits up to `window` for a tail (the session's own listing) that shows the sealed record.
+    /// The record is recognised locally by owner, tag and attributes; nothing is read here.
+    async fn await_tail(&self, sealed: &SealedRecord, window: Duration) -> Option<Found> {
+        let mut tails = self.tail.watch();
+        let end = Instant::now() + window;
         loop {
-            if looks > 0 {
-                let left = window.saturating_sub(start.elapsed());
-                if looks >= 2 && left.is_zero() {
-                    return Ok(None);
-                }
-                let wait = if left.is_zero() {
-                    self.options.poll_interval
-                } else {
-                    self.options.poll_interval.min(left)
-                };
-                privsvc_rt::sleep(wait).await;
+            if let Some(found) = find_listed(&*self.cache.lock().await, sealed) {
+                return Some(found);
             }
-            looks += 1;
-            let mut cache = self.cache.lock().await;
-            self.update_listing(&mut cache).await?;
-            if let Some(found) = find_listed(&cache, sealed) {
-                return Ok(Some(found));
+            let left = end.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return None;
+            }
+            if privsvc_rt::timeout(left, tails.changed()).await.is_err() {
+                return find_listed(&*self.cache.lock().await, sealed);
             }
         }
     }
@@ -486,7 +520,29 @@ fn recovered_result(
     }
 }
 
-/// The result of a write the relayer reported and the listing confirmed: entity key, block and
+/// The result of a write with `min_anonymity` 1, resolved on the relayer's `written`: entity
+/// key, transaction hash and batch size are the relayer's word (figures clamped); the
+/// session's tails bring the record into the cache later.
+fn claimed_result(
+    relayer: &RelayerStatus,
+    st: StatusResponse,
+    sealed: &SealedRecord,
+    warnings: Vec<crate::CheckWarning>,
+) -> CreateResult {
+    let parse = |v: Option<&str>| v.and_then(|k| k.parse::<B256>().ok()).unwrap_or(B256::ZERO);
+    CreateResult {
+        entity_key: parse(st.entity_key.as_deref()),
+        owner: sealed.owner,
+        tx_hash: parse(st.tx_hash.as_deref()),
+        relayer: relayer.url.clone(),
+        batch_size: st.batch_size.unwrap_or(1),
+        recovered: false,
+        warnings,
+        record_ref: sealed.record_ref,
+    }
+}
+
+/// The result of a write the relayer reported and a tail confirmed: entity key, block and
 /// batch size from the ledger; the transaction hash is the relayer's word.
 fn written_result(
     relayer: &RelayerStatus,

@@ -10,17 +10,19 @@ use rand::seq::SliceRandom;
 
 use crate::cache::{Class, EntityCache};
 use crate::client::PrivateClient;
-use crate::covers::{covers_of, newest_window};
+use crate::covers::{covers_final, covers_of, newest_window};
 use crate::error::PrivsvcError;
 use crate::proof::{sign_ownership_proof, OwnershipProof, ProofParams};
-use crate::read::{fetch_batches, list_since, BatchId};
+use crate::read::{fetch_batches, BatchId};
 use crate::record::MyRecord;
-use crate::verify::{block_timestamps, verify_record, VerifyOptions};
+use crate::verify::{verify_record, VerifyOptions};
 
 /// Options of [`PrivateClient::my_entities`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EntitiesQuery {
-    /// Scan for records created since the last scan (an incremental listing) before answering.
+    /// Wait for the session's next tail (its incremental listing, every 15 to 45 s by default),
+    /// then scan what it listed. The client never lists because the app asked: a listing
+    /// right after a write would tell the RPC when the write landed.
     pub refresh: bool,
     /// Keep only records whose attributes have these values (filtered locally).
     pub where_: Vec<(String, AttrValue)>,
@@ -32,8 +34,8 @@ impl EntitiesQuery {
         Self::default()
     }
 
-    /// Scan for new records first (incrementally: only records created since the last listed
-    /// block are listed).
+    /// Wait for the session's next tail, then scan what it listed (see
+    /// [`EntitiesQuery::refresh`]).
     pub fn refresh(mut self) -> Self {
         self.refresh = true;
         self
@@ -77,20 +79,76 @@ pub struct ScanStats {
     pub rejected: usize,
 }
 
+/// The creators a copy check may trust: the trusted relayers when set, else the session's.
+fn trusted_or_known(
+    trusted: Option<&[alloy_primitives::Address]>,
+    known: &[alloy_primitives::Address],
+) -> Vec<alloy_primitives::Address> {
+    trusted.map_or_else(|| known.to_vec(), <[_]>::to_vec)
+}
+
+/// One read of a scan's burst.
+enum Read {
+    /// A payload fetch of up to 16 batches.
+    Batches(Vec<BatchId>),
+    /// A block's timestamp.
+    Timestamp(u64),
+}
+
 impl PrivateClient {
+    /// Fetches `wanted` with payloads and the timestamps of all their blocks, every read in one
+    /// random order.
+    async fn fetch_burst(
+        &self,
+        project: &str,
+        wanted: &[BatchId],
+        block: u64,
+    ) -> Result<(Vec<Entity>, HashMap<u64, u64>), PrivsvcError> {
+        let mut batches = wanted.to_vec();
+        self.scan_rng.with(|r| batches.shuffle(r));
+        let mut reads: Vec<Read> = batches
+            .chunks(crate::read::BATCHES_PER_QUERY)
+            .map(|c| Read::Batches(c.to_vec()))
+            .collect();
+        let blocks: BTreeSet<u64> = wanted.iter().map(|b| b.block).collect();
+        reads.extend(blocks.into_iter().map(Read::Timestamp));
+        self.scan_rng.with(|r| reads.shuffle(r));
+        let mut full = Vec::new();
+        let mut times = HashMap::new();
+        for read in reads {
+            match read {
+                Read::Batches(chunk) => {
+                    full.extend(
+                        fetch_batches(self.reader.as_ref(), project, &chunk, Some(block)).await?,
+                    );
+                }
+                Read::Timestamp(b) => {
+                    if let Some(t) = self.reader.block_timestamp(b).await? {
+                        times.insert(b, t);
+                    }
+                }
+            }
+        }
+        Ok((full, times))
+    }
+
     /// The user's verified records of this project, newest first.
     ///
-    /// Lists the project's records at one pinned block without payloads (only those created
-    /// since the last listing, once a first listing is cached; expired ones are dropped), opens
-    /// the tags of the records not seen before, fetches the batches holding the user's new
-    /// records, each with its `cover_batches` deterministic covers from the same creation window
-    /// (or `cover_batches` batches of the newest window when there is none), in one shuffled
+    /// Works on the session's listing (made at session start and kept up to date by the tail;
+    /// with `refresh`, after the next tail): opens the tags of the records not seen before,
+    /// drops copies, fetches the batches holding the user's new records once their cover
+    /// window has closed, each with its `cover_batches` deterministic covers from that window
+    /// (with nothing new, the group of the user's newest batch again, or batches of the newest
+    /// window for a user with none), with the timestamps of all their blocks, in one shuffled
     /// order, verifies each of the user's records (owner = the vault's address for the ref,
     /// signature, app, attributes, lifetime, creation before (hour + 4) x 3600; with
     /// `trusted_relayers_only`, a known creator),
     /// decrypts encrypted payloads and filters `where_` locally. Results are cached; a call
     /// scans again only after a write in this session or with `refresh`.
     pub async fn my_entities(&self, query: &EntitiesQuery) -> Result<Vec<MyRecord>, PrivsvcError> {
+        if query.refresh {
+            self.next_tail().await;
+        }
         let mut cache = self.cache.lock().await;
         if query.refresh || !cache.scanned || cache.stale {
             self.scan(&mut cache).await?;
@@ -123,38 +181,24 @@ impl PrivateClient {
     }
 
     /// Scans the ledger for records not seen before and returns what it fetched.
+    /// Waits for the session's next tail (see [`EntitiesQuery::refresh`]), then scans.
     pub async fn scan_new(&self) -> Result<ScanStats, PrivsvcError> {
+        self.next_tail().await;
         let mut cache = self.cache.lock().await;
         self.scan(&mut cache).await
     }
 
-    /// Brings the cached listing up to date: lists only the records created after the last
-    /// listed block (everything the first time), at one pinned block, and drops what expired.
-    /// Returns how many records it listed.
-    pub(crate) async fn update_listing(
-        &self,
-        cache: &mut EntityCache,
-    ) -> Result<usize, PrivsvcError> {
-        let with_attributes = self.options.rarity_k > 0 || cache.with_attributes;
-        if cache.block.is_some() && !cache.with_attributes && with_attributes {
-            cache.reset();
-        }
-        cache.with_attributes = with_attributes;
-        let mut listed = 0;
-        let after = cache.block;
-        let block = list_since(
-            &self.reader,
-            self.project(),
-            after,
-            with_attributes,
-            |page| {
-                listed += page.len();
-                cache.add(page);
-            },
-        )
-        .await?;
-        cache.finish_listing(block);
-        Ok(listed)
+    /// Waits for the session's next tail, at most one tail interval and a second.
+    async fn next_tail(&self) {
+        let mut tails = self.tail.watch();
+        tails.borrow_and_update();
+        let bound = self
+            .options
+            .schedule
+            .tail
+            .1
+            .saturating_add(std::time::Duration::from_secs(1));
+        let _ = privsvc_rt::timeout(bound, tails.changed()).await;
     }
 
     async fn scan(&self, cache: &mut EntityCache) -> Result<ScanStats, PrivsvcError> {
@@ -163,8 +207,10 @@ impl PrivateClient {
             .options
             .trusted_relayers_only
             .then(|| self.known_relayer_addresses());
+        // No listing here: the session's tail lists on its own timer (a listing made when the
+        // app asks, right after a write, would tell the RPC when the write landed).
         let mut stats = ScanStats {
-            listed: self.update_listing(cache).await?,
+            listed: cache.pending_count(),
             ..ScanStats::default()
         };
         let Some(block) = cache.block else {
@@ -193,20 +239,73 @@ impl PrivateClient {
             }
         }
 
-        // The user's records not verified yet, and their batches.
-        let mut matched: HashMap<B256, RecordRef> = cache.unverified.clone();
-        stats.matched = matched.len();
-        let mine: BTreeSet<BatchId> = matched
+        // A record is (owner, envelope): a later entity with the owner and tag of one of the
+        // user's is a copy (anyone can create one and transfer it to the owner). The earliest
+        // is kept; copies are never fetched, so nobody learns who owns them by who fetches.
+        cache.drop_copies(&trusted_or_known(
+            trusted.as_deref(),
+            &self.known_relayer_addresses(),
+        ));
+
+        // The user's records not verified yet, and their batches: only those whose covers are
+        // final, 16 blocks after the batch (the others wait for a later scan, so that their
+        // covers never change from one scan to the next).
+        let k = self.options.cover_batches;
+        let pending: BTreeSet<BatchId> = cache
+            .unverified
             .keys()
-            .filter_map(|k| cache.entries.get(k).map(|e| e.batch()))
+            .filter_map(|key| cache.entries.get(key).map(|e| e.batch()))
             .collect();
+        let mine: BTreeSet<BatchId> = pending
+            .iter()
+            .copied()
+            .filter(|b| k == 0 || covers_final(*b, block))
+            .collect();
+        let mut matched: HashMap<B256, RecordRef> = cache
+            .unverified
+            .iter()
+            .filter(|(key, _)| {
+                cache
+                    .entries
+                    .get(*key)
+                    .is_some_and(|e| mine.contains(&e.batch()))
+            })
+            .map(|(key, r)| (*key, *r))
+            .collect();
+        stats.matched = matched.len();
 
         // Covers: the same ones for a batch in every session; from the newest window when
         // there is no batch of the user's to fetch.
-        let k = self.options.cover_batches;
         let mut covers: BTreeSet<BatchId> = BTreeSet::new();
         if mine.is_empty() {
-            covers.extend(newest_window(&cache.batches, k));
+            // Nothing new of the user's: fetch again the group of the user's newest batch (the
+            // batch and its covers, all fetched before), or, with none, the newest window's
+            // batches. Never the newest batches when the user has some: the user's own latest
+            // batch is often among them, and intersecting scans would find it.
+            let newest_own = cache
+                .mine
+                .values()
+                .filter(|r| {
+                    cache.batches.contains_key(&BatchId {
+                        block: r.created_at,
+                        creator: r.creator,
+                    })
+                })
+                .map(|r| BatchId {
+                    block: r.created_at,
+                    creator: r.creator,
+                })
+                .max();
+            match newest_own {
+                Some(own) => {
+                    let group = BTreeSet::from([own]);
+                    covers.extend(
+                        covers_of(self.vault.as_ref(), &cache.batches, own, &group, k).await?,
+                    );
+                    covers.insert(own);
+                }
+                None => covers.extend(newest_window(&cache.batches, k)),
+            }
         } else {
             for b in &mine {
                 let chosen = covers_of(self.vault.as_ref(), &cache.batches, *b, &mine, k).await?;
@@ -214,21 +313,11 @@ impl PrivateClient {
             }
         }
         stats.cover_batches = covers.len();
-        let mut wanted: Vec<BatchId> = mine.into_iter().chain(covers).collect();
-        wanted.shuffle(&mut rand::thread_rng());
+        let wanted: Vec<BatchId> = mine.into_iter().chain(covers).collect();
         stats.batches_fetched = wanted.len();
-        let full = if wanted.is_empty() {
-            Vec::new()
-        } else {
-            fetch_batches(self.reader.as_ref(), &project, &wanted, Some(block)).await?
-        };
-
-        // Creation times for the republish rule, one read per block.
-        let mine_blocks = full
-            .iter()
-            .filter(|e| matched.contains_key(&e.key))
-            .filter_map(|e| e.created_at);
-        let times = block_timestamps(self.reader.as_ref(), mine_blocks).await?;
+        // The batches and the timestamps of all their blocks (covers included), in one shuffled
+        // burst: the RPC sees the same reads for the user's batches as for their covers.
+        let (full, times) = self.fetch_burst(&project, &wanted, block).await?;
         for entity in full {
             let Some(record_ref) = matched.remove(&entity.key) else {
                 continue;

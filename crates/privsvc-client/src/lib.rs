@@ -71,6 +71,9 @@ pub mod protocol;
 pub mod read;
 pub mod record;
 pub mod relayer_api;
+mod rng;
+mod schedule;
+mod session;
 mod tokens;
 mod transport;
 pub mod verify;
@@ -78,11 +81,10 @@ pub mod verify;
 pub use client::{PrivateClient, DEFAULT_RPC_URL};
 pub use covers::COVER_WINDOW_BLOCKS;
 pub use discover::{discover_relayers, heartbeat_relayers, LiveHeartbeat};
+pub use discover::{discover_relayers_pinned, RelayerRef};
 pub use entities::{EntitiesQuery, ProveParams, ScanStats};
 pub use error::PrivsvcError;
-pub use options::{
-    default_inclusion_timeout, ClientBuilder, ClientOptions, Tokens, DEFAULT_TOKEN_PREFETCH,
-};
+pub use options::{default_inclusion_timeout, ClientBuilder, ClientOptions, Tokens};
 pub use privsvc_attributes::{AttrType, AttrValue, Attributes};
 pub use privsvc_envelope::Expires;
 pub use privsvc_fingerprint::{CheckWarning, WarningCode};
@@ -101,8 +103,9 @@ pub use protocol::{
 pub use read::{fetch_batches, list_app, BatchId, Listing};
 pub use record::{CreateParams, CreateResult, MyRecord};
 pub use relayer_api::RelayerStatus;
+pub use schedule::SessionSchedule;
 pub use transport::default_transport;
 pub use verify::{
-    block_timestamps, creation_timestamp, verify_record, RejectReason, VerifiedRecord,
-    VerifyOptions,
+    block_timestamps, creation_timestamp, verify_record, verify_record_on_ledger, RejectReason,
+    VerifiedRecord, VerifyOptions,
 };

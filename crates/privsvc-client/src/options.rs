@@ -3,9 +3,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use alloy_primitives::Address;
 use privsvc_ledger::LedgerReader;
 use privsvc_ohttp::{Fetch, Transport};
-use privsvc_tokens::{KeyPins, TokenSource, TokenStore};
+use privsvc_tokens::{KeyPins, MemoryRelayerPins, RelayerPins, TokenSource, TokenStore};
 use privsvc_vault::{Vault, Wallet};
 
 use crate::protocol::InfoResponse;
@@ -21,9 +22,6 @@ pub const DEFAULT_RARITY_K: usize = 3;
 /// Default number of extra random batches fetched when reading.
 pub const DEFAULT_COVER_BATCHES: usize = 2;
 pub use privsvc_vault::DEFAULT_PROOF_TTL_SECONDS;
-/// Default number of tokens auto mode prefetches per issuer after session start (as many as
-/// an on-demand refill, [`privsvc_tokens::ON_DEMAND_TOKENS`]).
-pub const DEFAULT_TOKEN_PREFETCH: usize = 5;
 /// Ledger block time in seconds (SPEC constant BLOCK_TIME_SECONDS).
 pub const BLOCK_TIME_SECONDS: u64 = 2;
 
@@ -46,6 +44,71 @@ impl std::fmt::Debug for Tokens {
     }
 }
 
+/// A relayer the client is told to use (SPEC `relayers`, DESIGN 10 "Relayer identity"): its
+/// base URL and, optionally, the account that runs it.
+///
+/// With an address, discovery is skipped for this relayer: only that account's heartbeat
+/// gives the relayer's OHTTP gateway key (heartbeats of other accounts naming the URL are
+/// ignored), and the relayer's `/v1/info` must answer that address. Without one, the URL
+/// belongs to the account pinned for it on first use, or to the one account whose live
+/// heartbeats name it (two accounts: refused as ambiguous). A plain URL converts into a
+/// `RelayerRef` without an address, so `.relayers(["https://relayer.example"])` works.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RelayerRef {
+    /// The relayer's base URL.
+    pub url: String,
+    /// The relayer's account, when known out of band.
+    pub address: Option<Address>,
+}
+
+impl RelayerRef {
+    /// A relayer known by its URL only.
+    pub fn new(url: impl Into<String>) -> Self {
+        Self {
+            url: url.into(),
+            address: None,
+        }
+    }
+
+    /// A relayer known by its URL and account.
+    pub fn with_address(url: impl Into<String>, address: Address) -> Self {
+        Self {
+            url: url.into(),
+            address: Some(address),
+        }
+    }
+}
+
+impl From<&str> for RelayerRef {
+    fn from(url: &str) -> Self {
+        Self::new(url)
+    }
+}
+
+impl From<String> for RelayerRef {
+    fn from(url: String) -> Self {
+        Self::new(url)
+    }
+}
+
+impl From<&String> for RelayerRef {
+    fn from(url: &String) -> Self {
+        Self::new(url.as_str())
+    }
+}
+
+impl From<(String, Address)> for RelayerRef {
+    fn from((url, address): (String, Address)) -> Self {
+        Self::with_address(url, address)
+    }
+}
+
+impl From<(&str, Address)> for RelayerRef {
+    fn from((url, address): (&str, Address)) -> Self {
+        Self::with_address(url, address)
+    }
+}
+
 /// Every option of a [`crate::PrivateClient`]. Build it with [`crate::PrivateClient::builder`].
 #[derive(Clone)]
 pub struct ClientOptions {
@@ -57,8 +120,14 @@ pub struct ClientOptions {
     pub vault: Option<Arc<dyn Vault>>,
     /// Value of the `project` attribute (default: the app).
     pub project: Option<String>,
-    /// Relayer base URLs (default: discover live relayers from heartbeats).
-    pub relayers: Option<Vec<String>>,
+    /// The relayers to use, by URL and optionally account (default: discover live relayers
+    /// from heartbeats).
+    pub relayers: Option<Vec<RelayerRef>>,
+    /// Where the client pins each relayer URL to its account on first use (default: the token
+    /// store's pins, [`TokenStore::relayer_pins`]: in a file next to a `FileTokenStore`, in
+    /// memory with the memory store; else in memory for the session). Once built, the
+    /// client's options hold the pins in use.
+    pub relayer_pins: Option<Arc<dyn RelayerPins>>,
     /// Send every relayer call through this OHTTP relay.
     pub ohttp_relay: Option<String>,
     /// Keep keys in an isolated thread (default false natively; SPEC's default is true in browsers).
@@ -74,8 +143,9 @@ pub struct ClientOptions {
     pub min_anonymity: u64,
     /// How long the relayer may hold the record (default 600000 when `min_anonymity` > 1).
     pub max_hold_ms: Option<u64>,
-    /// Give up on a relayer when its queue position has not improved for this long
-    /// (default: [`default_inclusion_timeout`] from the chosen relayer's info).
+    /// How long one relayer attempt may take from its 202 until the record is written, plus
+    /// `maxHoldMs` when `min_anonymity` > 1 (default: [`default_inclusion_timeout`] from the
+    /// chosen relayer's info). An absolute deadline: queue positions never extend it.
     pub inclusion_timeout: Option<Duration>,
     /// Status polling interval.
     pub poll_interval: Duration,
@@ -95,21 +165,25 @@ pub struct ClientOptions {
     /// (default 60000 ms, [`privsvc_tokens::DEFAULT_MIN_AGE_MS`]; the random delay does not
     /// count).
     pub token_min_age_ms: u64,
-    /// Longest wait of a write for a token to ripen before it tries another relayer (default
-    /// 90000 ms, [`privsvc_tokens::DEFAULT_RIPE_WAIT_MS`]).
+    /// With `allow_on_demand`, the longest a write waits for tokens it fetched to ripen
+    /// (default 90000 ms, [`privsvc_tokens::DEFAULT_RIPE_WAIT_MS`]).
     pub token_ripe_wait_ms: u64,
     /// Where auto mode pins the first issuer key per (issuer, app, epoch) (default: the token
     /// store's pins, [`TokenStore::key_pins`]: on disk next to a `FileTokenStore`, in memory
     /// with the memory store).
     pub token_pins: Option<Arc<dyn KeyPins>>,
-    /// Tokens auto mode fetches per issuer in the background after session start, one at a
-    /// time at random moments spread over `token_prefetch_within` (SPEC `prefetchLater`;
-    /// default [`DEFAULT_TOKEN_PREFETCH`]; 0 = none). Only when `relayers` names the relayers:
-    /// with discovery, call [`crate::PrivateClient::prefetch_later`] once a relayer is trusted.
-    pub token_prefetch: usize,
-    /// The window of the session-start prefetch (default 6 hours,
-    /// [`privsvc_tokens::DEFAULT_PREFETCH_WITHIN`]).
-    pub token_prefetch_within: Duration,
+    /// Let a write that finds no ripe token fetch tokens from the issuer and spend one of them
+    /// once `token_min_age_ms` old (default false). A timing risk, the app's explicit choice:
+    /// the issuer sees an issue request a moment before the write's token is spent. Without
+    /// it, a write spends only a token obtained before the write was requested, goes to a
+    /// relayer that requires none, or fails with `NoTokenReady` at once.
+    pub allow_on_demand: bool,
+    /// The session's own timers: the tail, status polls after `written`, token refills
+    /// ([`crate::SessionSchedule`]).
+    pub schedule: crate::SessionSchedule,
+    /// Seed of the client's own random choices (delays, relayer choice, its timers), for
+    /// reproducible tests; `None` (the default) draws them from the operating system.
+    pub seed: Option<u64>,
     /// Count a record as the app's only if a known relayer created it.
     pub trusted_relayers_only: bool,
     /// The transport to relayers (default: plain HTTP, or OHTTP when `ohttp_relay` is set).
@@ -128,6 +202,7 @@ impl std::fmt::Debug for ClientOptions {
             .field("vault", &self.vault.is_some())
             .field("project", &self.project)
             .field("relayers", &self.relayers)
+            .field("relayer_pins", &self.relayer_pins.is_some())
             .field("ohttp_relay", &self.ohttp_relay)
             .field("isolate_keys", &self.isolate_keys)
             .field("reader", &self.reader.is_some())
@@ -142,8 +217,9 @@ impl std::fmt::Debug for ClientOptions {
             .field("tokens", &self.tokens)
             .field("token_store", &self.token_store.is_some())
             .field("token_attestation", &self.token_attestation.is_some())
-            .field("token_prefetch", &self.token_prefetch)
-            .field("token_prefetch_within", &self.token_prefetch_within)
+            .field("allow_on_demand", &self.allow_on_demand)
+            .field("schedule", &self.schedule)
+            .field("seed", &self.seed.is_some())
             .field("trusted_relayers_only", &self.trusted_relayers_only)
             .field("transport", &self.transport.is_some())
             .field("fetch", &self.fetch.is_some())
@@ -160,6 +236,7 @@ impl ClientOptions {
             vault: None,
             project: None,
             relayers: None,
+            relayer_pins: None,
             ohttp_relay: None,
             isolate_keys: false,
             reader: None,
@@ -177,12 +254,22 @@ impl ClientOptions {
             token_min_age_ms: privsvc_tokens::DEFAULT_MIN_AGE_MS,
             token_ripe_wait_ms: privsvc_tokens::DEFAULT_RIPE_WAIT_MS,
             token_pins: None,
-            token_prefetch: DEFAULT_TOKEN_PREFETCH,
-            token_prefetch_within: privsvc_tokens::DEFAULT_PREFETCH_WITHIN,
+            allow_on_demand: false,
+            schedule: crate::SessionSchedule::default(),
+            seed: None,
             trusted_relayers_only: false,
             transport: None,
             fetch: None,
         }
+    }
+
+    /// The relayer pins to use: `relayer_pins`, else the token store's, else new pins in
+    /// memory (a new set on every call: keep the result).
+    pub fn effective_relayer_pins(&self) -> Arc<dyn RelayerPins> {
+        self.relayer_pins
+            .clone()
+            .or_else(|| self.token_store.as_ref().and_then(|s| s.relayer_pins()))
+            .unwrap_or_else(|| Arc::new(MemoryRelayerPins::default()))
     }
 
     /// The project in use: the explicit one or the app.
@@ -248,13 +335,20 @@ impl ClientBuilder {
         self.options.project = Some(project.into());
         self
     }
-    /// Relayer base URLs (default: discovered from heartbeats).
-    pub fn relayers<I, S>(mut self, urls: I) -> Self
+    /// The relayers to use (default: discovered from heartbeats): URLs, or [`RelayerRef`]s
+    /// with the relayer's account to skip discovery.
+    pub fn relayers<I, S>(mut self, relayers: I) -> Self
     where
         I: IntoIterator<Item = S>,
-        S: Into<String>,
+        S: Into<RelayerRef>,
     {
-        self.options.relayers = Some(urls.into_iter().map(Into::into).collect());
+        self.options.relayers = Some(relayers.into_iter().map(Into::into).collect());
+        self
+    }
+    /// Where to pin each relayer URL to its account on first use (default: the token
+    /// store's relayer pins).
+    pub fn relayer_pins(mut self, pins: Arc<dyn RelayerPins>) -> Self {
+        self.options.relayer_pins = Some(pins);
         self
     }
     /// Send every relayer call through this OHTTP relay.
@@ -332,7 +426,7 @@ impl ClientBuilder {
         self.options.token_min_age_ms = ms;
         self
     }
-    /// Longest wait (ms) of a write for a token to ripen (default 90000).
+    /// With `allow_on_demand`, the longest wait (ms) for fetched tokens to ripen (default 90000).
     pub fn token_ripe_wait_ms(mut self, ms: u64) -> Self {
         self.options.token_ripe_wait_ms = ms;
         self
@@ -342,11 +436,20 @@ impl ClientBuilder {
         self.options.token_pins = Some(pins);
         self
     }
-    /// Session-start prefetch of auto mode: `count` tokens per issuer (0 = none), each at its
-    /// own random moment within `within` (default 5 within 6 hours).
-    pub fn token_prefetch(mut self, count: usize, within: Duration) -> Self {
-        self.options.token_prefetch = count;
-        self.options.token_prefetch_within = within;
+    /// Let a write fetch tokens when none is ripe (a timing risk: see
+    /// [`ClientOptions::allow_on_demand`]).
+    pub fn allow_on_demand(mut self, on: bool) -> Self {
+        self.options.allow_on_demand = on;
+        self
+    }
+    /// The session's timers (tail, status polls after `written`, token refills).
+    pub fn schedule(mut self, schedule: crate::SessionSchedule) -> Self {
+        self.options.schedule = schedule;
+        self
+    }
+    /// Seed the client's own random choices (reproducible tests).
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.options.seed = Some(seed);
         self
     }
     /// Count a record as the app's only if a known relayer created it.
@@ -427,6 +530,61 @@ mod tests {
             ClientOptions::new("a").inclusion_timeout_for(&info(0, 0)),
             Duration::from_secs(30)
         );
+    }
+
+    #[test]
+    fn relayers_take_urls_and_references_with_addresses() {
+        let account = Address::repeat_byte(1);
+        let o = ClientBuilder::new("a")
+            .relayers(["http://a.example", "http://b.example"])
+            .options;
+        assert_eq!(
+            o.relayers,
+            Some(vec![
+                RelayerRef::new("http://a.example"),
+                RelayerRef::new("http://b.example")
+            ])
+        );
+        let urls = vec![String::from("http://c.example")];
+        let o = ClientBuilder::new("a").relayers(&urls).options;
+        assert_eq!(o.relayers.unwrap()[0].address, None);
+        let o = ClientBuilder::new("a")
+            .relayers([
+                RelayerRef::with_address("http://a.example", account),
+                ("http://b.example", account).into(),
+            ])
+            .options;
+        let given = o.relayers.unwrap();
+        assert!(given.iter().all(|r| r.address == Some(account)));
+    }
+
+    #[test]
+    fn relayer_pins_default_to_the_token_stores() {
+        let account = Address::repeat_byte(2);
+        let store = privsvc_tokens::memory_store();
+        let o = ClientBuilder::new("a").token_store(store.clone()).options;
+        o.effective_relayer_pins()
+            .pin("http://a.example", account)
+            .unwrap();
+        assert_eq!(
+            store
+                .relayer_pins()
+                .unwrap()
+                .get("http://a.example")
+                .unwrap(),
+            Some(account)
+        );
+        // Given pins win over the store's.
+        let own: Arc<dyn RelayerPins> = Arc::new(MemoryRelayerPins::default());
+        let o = ClientBuilder::new("a")
+            .token_store(store)
+            .relayer_pins(own.clone())
+            .options;
+        assert_eq!(
+            o.effective_relayer_pins().get("http://a.example").unwrap(),
+            None
+        );
+        assert!(Arc::ptr_eq(&o.effective_relayer_pins(), &own));
     }
 
     #[test]

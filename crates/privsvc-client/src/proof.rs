@@ -16,7 +16,7 @@ pub use privsvc_vault::{
 };
 
 use crate::error::PrivsvcError;
-use crate::verify::{creation_timestamp, verify_record, RejectReason, VerifyOptions};
+use crate::verify::{verify_record_on_ledger, RejectReason, VerifyOptions};
 
 /// Parameters of [`sign_ownership_proof`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -192,7 +192,7 @@ impl fmt::Display for ProofRejection {
 
 /// Checks a proof: time window, challenge, verifier, chain, signature, that the entity's current
 /// owner on the ledger is the signer, and that the entity is a record that passes
-/// [`verify_record`] for that owner (its creation block timestamp included).
+/// [`crate::verify_record`] for that owner (its creation block timestamp included).
 pub async fn verify_ownership_proof(
     proof: &OwnershipProof,
     expect: &ProofExpectation<'_>,
@@ -217,17 +217,17 @@ pub async fn verify_ownership_proof(
     if owner != signer {
         return Err(ProofRejection::NotOwner { owner, signer });
     }
-    let created_timestamp = creation_timestamp(expect.reader, &entity)
-        .await
-        .map_err(|e| ProofRejection::Ledger(e.to_string()))?;
-    verify_record(
+    // A proof for a copy (an entity made by anyone with a copied envelope and transferred to
+    // the owner) is refused: the record is the earliest entity with that owner and envelope.
+    verify_record_on_ledger(
         &entity,
         &VerifyOptions {
             owner: Some(signer),
-            created_timestamp,
             ..VerifyOptions::default()
         },
+        expect.reader,
     )
+    .await
     .map_err(ProofRejection::InvalidRecord)?;
     Ok(())
 }

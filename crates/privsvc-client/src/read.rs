@@ -10,7 +10,7 @@ use privsvc_ledger::{
 };
 
 /// Batches combined into one query (3 predicates each stay well under the node's 64).
-const BATCHES_PER_QUERY: usize = 16;
+pub(crate) const BATCHES_PER_QUERY: usize = 16;
 
 /// A batch: the entities one creator (a relayer) created in one block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

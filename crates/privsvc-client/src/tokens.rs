@@ -1,6 +1,7 @@
 //! Token handling for a client: a caller-given `TokenSource`, or auto mode (one `TokenWallet`
-//! per verified issuer, fetching tokens only when a write needs them and spending them only
-//! once ripe).
+//! per verified issuer). In auto mode tokens are fetched on the session's schedule (refills at
+//! random moments when the store runs low), never because of a write; a write spends only a
+//! token obtained before it was requested and at least `token_min_age_ms` old (DESIGN 10).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -11,15 +12,17 @@ use privsvc_ledger::LedgerReader;
 use privsvc_ohttp::{RelayerRequest, Transport};
 use privsvc_tokens::{
     memory_store, DirectIssuerTransport, IssuerReply, IssuerTransport, KeyPins, MemoryKeyPins,
-    TokenError, TokenRedemption, TokenSource, TokenStore, TokenWallet, TokenWalletOptions,
+    TokenError, TokenRedemption, TokenStore, TokenWallet, TokenWalletOptions,
 };
 use privsvc_vault::Wallet;
+use rand::seq::SliceRandom as _;
 use rand::Rng as _;
 
 use crate::discover::heartbeat_relayers;
 use crate::error::PrivsvcError;
 use crate::options::{ClientOptions, Tokens};
 use crate::protocol::InfoResponse;
+use crate::rng::ClientRng;
 
 /// Where the client's tokens come from.
 pub(crate) struct TokenManager {
@@ -31,6 +34,10 @@ pub(crate) struct TokenManager {
     attestation: Option<String>,
     min_age_ms: u64,
     ripe_wait_ms: u64,
+    allow_on_demand: bool,
+    rng: Arc<ClientRng>,
+    /// An issuer the refills found equivocating (reported by the writes that find no token).
+    equivocation: Mutex<Option<(String, String, u32)>>,
     /// How issuer calls travel: through the client's OHTTP transport when it has a relay, else
     /// directly with the client's `fetch`; `None`: the token wallet's default (direct HTTP).
     issuer_transport: Option<Arc<dyn IssuerTransport>>,
@@ -45,6 +52,7 @@ impl TokenManager {
         options: &ClientOptions,
         reader: Arc<dyn LedgerReader>,
         transport: Arc<dyn Transport>,
+        rng: Arc<ClientRng>,
     ) -> Self {
         let store = options.token_store.clone().unwrap_or_else(memory_store);
         Self {
@@ -60,6 +68,9 @@ impl TokenManager {
             attestation: options.token_attestation.clone(),
             min_age_ms: options.token_min_age_ms,
             ripe_wait_ms: options.token_ripe_wait_ms,
+            allow_on_demand: options.allow_on_demand,
+            rng,
+            equivocation: Mutex::new(None),
             issuer_transport: match (&options.ohttp_relay, &options.fetch) {
                 (Some(_), _) => Some(Arc::new(ThroughTransport(transport)) as _),
                 (None, Some(fetch)) => {
@@ -107,7 +118,7 @@ impl TokenManager {
         let mut o = TokenWalletOptions::new(user_wallet, self.reader.clone(), issuer, url);
         o.store = self.store.clone();
         o.pins = self.pins.clone();
-        o.allow_on_demand = true;
+        o.allow_on_demand = false;
         o.attestation = self.attestation.clone();
         o.min_age_ms = self.min_age_ms;
         o.ripe_wait_ms = self.ripe_wait_ms;
@@ -122,24 +133,188 @@ impl TokenManager {
         self.wallets.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// One ripe token for a submission to a relayer with `info`: `NoTokenReady` when none
-    /// ripens within the wait bound.
+    /// The token of a submission to a relayer with `info`, for a write requested at
+    /// `requested_ms`: a caller's source is asked as it is; in auto mode only a token obtained
+    /// before the write was requested and at least `min_age_ms` old now is spent, else
+    /// `NoTokenReady` at once. With `allow_on_demand`, a write that finds none fetches tokens
+    /// and spends one of them once ripe (the app's explicit choice; a timing risk).
     pub(crate) async fn take(
         &self,
         app: &str,
         info: &InfoResponse,
+        requested_ms: u64,
     ) -> Result<TokenRedemption, PrivsvcError> {
-        let source: Arc<dyn TokenSource> = match &self.mode {
-            Tokens::Source(s) => s.clone(),
-            Tokens::Auto => self.wallet_for(info).await?.source(),
+        let not_ready = || PrivsvcError::NoTokenReady {
+            app: app.to_string(),
         };
-        source
-            .take(app)
-            .await?
-            .ok_or_else(|| PrivsvcError::NoTokenReady {
-                app: app.to_string(),
-            })
+        if let Tokens::Source(s) = &self.mode {
+            return s.take(app).await?.ok_or_else(not_ready);
+        }
+        if let Some(t) = self.take_ripe(app, requested_ms)? {
+            return Ok(t);
+        }
+        if !(self.allow_on_demand && self.wallet.is_some()) {
+            // An issuer caught equivocating is named as such, not as a missing token.
+            let equivocation = self
+                .equivocation
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone();
+            return Err(match equivocation {
+                Some((issuer, app, epoch)) => {
+                    PrivsvcError::IssuerEquivocation { issuer, app, epoch }
+                }
+                None => not_ready(),
+            });
+        }
+        let wallet = self.wallet_for(info).await?;
+        wallet
+            .acquire(app, privsvc_tokens::MAX_TOKENS_PER_REQUEST, None)
+            .await?;
+        // Spent only once ripe: wait for the fresh tokens' minimum age (bounded).
+        let deadline = privsvc_rt::Instant::now()
+            + Duration::from_millis(self.min_age_ms.saturating_add(self.ripe_wait_ms));
+        loop {
+            if let Some(t) = self.take_ripe(app, u64::MAX)? {
+                return Ok(t);
+            }
+            if privsvc_rt::Instant::now() >= deadline {
+                return Err(not_ready());
+            }
+            privsvc_rt::sleep(Duration::from_millis(100)).await;
+        }
     }
+
+    /// A random token of `app` for an accepted epoch, obtained before `obtained_before_ms` and
+    /// at least `min_age_ms` old, removed from the store.
+    fn take_ripe(
+        &self,
+        app: &str,
+        obtained_before_ms: u64,
+    ) -> Result<Option<TokenRedemption>, PrivsvcError> {
+        let now = privsvc_rt::now_unix_ms();
+        let epochs = privsvc_tokens::acceptable_epochs(now);
+        self.store.prune(epochs[1])?;
+        let mut ripe: Vec<_> = self
+            .store
+            .list(app)?
+            .into_iter()
+            .filter(|t| epochs.contains(&t.epoch))
+            .filter(|t| t.obtained_ms < obtained_before_ms)
+            .filter(|t| now.saturating_sub(t.obtained_ms) >= self.min_age_ms)
+            .collect();
+        self.rng.with(|r| ripe.shuffle(r));
+        for t in ripe {
+            if self.store.remove(&t.app, &t.nonce)? {
+                return Ok(Some(t.redemption()));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Tokens of `app` for an accepted epoch at least `min_age_ms` old in the store (those a write
+    /// requested now could spend; none with a caller's token source).
+    pub(crate) fn ripe(&self, app: &str) -> usize {
+        if !matches!(self.mode, Tokens::Auto) {
+            return 0;
+        }
+        let now = privsvc_rt::now_unix_ms();
+        let epochs = privsvc_tokens::acceptable_epochs(now);
+        self.store
+            .list(app)
+            .map(|l| {
+                l.iter()
+                    .filter(|t| epochs.contains(&t.epoch))
+                    .filter(|t| now.saturating_sub(t.obtained_ms) >= self.min_age_ms)
+                    .count()
+            })
+            .unwrap_or(0)
+    }
+
+    /// Tokens of `app` for an accepted epoch in the store, ripe or not.
+    fn usable(&self, app: &str) -> usize {
+        let epochs = privsvc_tokens::acceptable_epochs(privsvc_rt::now_unix_ms());
+        self.store
+            .list(app)
+            .map(|l| l.iter().filter(|t| epochs.contains(&t.epoch)).count())
+            .unwrap_or(0)
+    }
+
+    /// The session's refills: at a random moment of `schedule.first_refill`, then of
+    /// `schedule.later_refill` each time, looks at the store; when it holds fewer than
+    /// `schedule.refill_below` usable tokens of `app`, fetches as many as one issue request
+    /// carries (the per-request maximum, or what the issuer said is left of the quota) from
+    /// the issuer of each relayer in `infos` that requires tokens, once that issuer is verified
+    /// (its `issuerUrl` is its own live heartbeat's). Every request asks the same count. Runs
+    /// until aborted.
+    pub(crate) async fn run_refills(
+        self: Arc<Self>,
+        app: String,
+        infos: Vec<InfoResponse>,
+        schedule: crate::SessionSchedule,
+        rng: Arc<ClientRng>,
+    ) {
+        let issuers = distinct_issuers(infos);
+        if issuers.is_empty() || !self.fetches() {
+            return;
+        }
+        let mut window = schedule.first_refill;
+        // What each issuer said is left of today's quota, by epoch.
+        let mut left: HashMap<usize, (u32, u32)> = HashMap::new();
+        loop {
+            privsvc_rt::sleep_background(rng.between(window)).await;
+            window = schedule.later_refill;
+            if self.usable(&app) >= schedule.refill_below {
+                continue;
+            }
+            let epoch = privsvc_tokens::epoch_of(privsvc_rt::now_unix_ms());
+            for (i, info) in issuers.iter().enumerate() {
+                let count = match left.get(&i) {
+                    Some((e, n)) if *e == epoch => (*n as usize).min(MAX_PER_REQUEST),
+                    _ => MAX_PER_REQUEST,
+                };
+                if count == 0 {
+                    continue;
+                }
+                let got = match self.wallet_for(info).await {
+                    Ok(w) => w
+                        .acquire(&app, count, None)
+                        .await
+                        .map_err(PrivsvcError::from),
+                    Err(e) => Err(e),
+                };
+                match got {
+                    Ok(a) => {
+                        left.insert(i, (epoch, a.remaining));
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "a scheduled token refill failed");
+                        if let PrivsvcError::IssuerEquivocation { issuer, app, epoch } = &e {
+                            *self.equivocation.lock().unwrap_or_else(|p| p.into_inner()) =
+                                Some((issuer.clone(), app.clone(), *epoch));
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Tokens one issue request carries, at most.
+const MAX_PER_REQUEST: usize = privsvc_tokens::MAX_TOKENS_PER_REQUEST;
+
+/// The relayers of `infos` that require tokens, one per (issuer, issuer URL).
+fn distinct_issuers(infos: Vec<InfoResponse>) -> Vec<InfoResponse> {
+    let mut issuers: Vec<InfoResponse> = Vec::new();
+    for info in infos.into_iter().filter(|i| i.tokens_required) {
+        if !issuers
+            .iter()
+            .any(|i| i.issuer == info.issuer && i.issuer_url == info.issuer_url)
+        {
+            issuers.push(info);
+        }
+    }
+    issuers
 }
 
 impl TokenManager {
@@ -160,15 +335,7 @@ impl TokenManager {
         count: usize,
         within: Duration,
     ) -> usize {
-        let mut issuers: Vec<InfoResponse> = Vec::new();
-        for info in infos.into_iter().filter(|i| i.tokens_required) {
-            if !issuers
-                .iter()
-                .any(|i| i.issuer == info.issuer && i.issuer_url == info.issuer_url)
-            {
-                issuers.push(info);
-            }
-        }
+        let issuers = distinct_issuers(infos);
         if issuers.is_empty() || !self.fetches() {
             return 0;
         }

@@ -124,6 +124,19 @@ pub enum RejectReason {
         /// The first refused timestamp.
         deadline: u64,
     },
+    /// An earlier entity of the same owner carries the same sealed envelope: this one is a copy
+    /// (anyone can create an entity with a copied envelope and transfer it to the owner). A
+    /// record is (owner, envelope); the earliest entity is the record.
+    #[error(
+        "the entity is a copy of {original}, created earlier with the same owner and envelope"
+    )]
+    Copy {
+        /// The record this entity copies.
+        original: B256,
+    },
+    /// The ledger could not be read for the checks that need it.
+    #[error("the ledger could not be read: {0}")]
+    Ledger(String),
 }
 
 /// Converts ledger attributes into privsvc attributes (only str, i32, u64 and u256).
@@ -192,6 +205,62 @@ pub async fn block_timestamps(
         }
     }
     Ok(out)
+}
+
+/// [`verify_record`] with the checks that need the ledger: reads the creation block's timestamp
+/// when `options` has none, and refuses a copy ([`RejectReason::Copy`]): an entity is a copy
+/// when an entity of the same owner with the same sealed envelope was created in an earlier
+/// block; two of them in one block are both refused (the ledger listing does not order them).
+/// It queries the ledger by the entity's owner, which a third-party verifier may do (the user's
+/// own client never does).
+pub async fn verify_record_on_ledger(
+    entity: &Entity,
+    options: &VerifyOptions<'_>,
+    reader: &dyn LedgerReader,
+) -> Result<VerifiedRecord, RejectReason> {
+    let ledger = |e: LedgerError| RejectReason::Ledger(e.to_string());
+    let created_timestamp = match options.created_timestamp {
+        Some(t) => Some(t),
+        None => creation_timestamp(reader, entity).await.map_err(ledger)?,
+    };
+    let verified = verify_record(
+        entity,
+        &VerifyOptions {
+            created_timestamp,
+            ..options.clone()
+        },
+    )?;
+    if let Some(original) = earlier_copy_of(reader, entity).await.map_err(ledger)? {
+        return Err(RejectReason::Copy { original });
+    }
+    Ok(verified)
+}
+
+/// An entity of `entity`'s owner with the same sealed envelope, created before it or in the
+/// same block; `None` when `entity` is the only one.
+async fn earlier_copy_of(
+    reader: &dyn LedgerReader,
+    entity: &Entity,
+) -> Result<Option<B256>, LedgerError> {
+    let (Some(owner), Some(payload), Some(block)) =
+        (entity.owner, entity.payload.as_deref(), entity.created_at)
+    else {
+        return Ok(None);
+    };
+    let expression = format!("$owner = {}", crate::read::addr_literal(&owner));
+    let select = privsvc_ledger::Select {
+        key: true,
+        created_at: true,
+        payload: true,
+        ..privsvc_ledger::Select::default()
+    };
+    let same = privsvc_ledger::query_all(reader, &expression, &select, None).await?;
+    Ok(same
+        .into_iter()
+        .filter(|e| e.key != entity.key && e.payload.as_deref() == Some(payload))
+        .filter(|e| e.created_at.is_some_and(|b| b <= block))
+        .map(|e| e.key)
+        .next())
 }
 
 /// Verifies one entity: envelope well-formed (version 2), app, attribute names/types equal the

@@ -243,7 +243,7 @@ async fn the_rpc_never_sees_owner_key_or_tag_and_relayers_are_not_believed() {
         ..StackOptions::plain()
     })
     .await;
-    let proxy = RpcProxy::start(&stack.node.url()).await;
+    let proxy = RpcProxy::start(&stack.node().url()).await;
     let wallet = Arc::new(LocalWallet::random());
 
     // 1. A stalling relayer: A took the record and says "queued" forever; the same envelope
@@ -264,24 +264,28 @@ async fn the_rpc_never_sees_owner_key_or_tag_and_relayers_are_not_believed() {
         .expect("found in the listing");
     assert!(stalled.recovered, "the stalling relayer did not write it");
     assert!(started.elapsed() < Duration::from_secs(30));
-    let b_address = stack.b.as_ref().unwrap().address();
+    let b_address = stack.b().address();
     let e = stack
         .sole_entity(stalled.owner, stalled.entity_key, "written once, by B")
         .await;
     assert_eq!(e.creator, Some(b_address));
     assert_eq!(stalled.batch_size, 1, "counted on the ledger");
 
-    // 2. A relayer that lies about the batch size: the client reports the ledger's count.
+    // 2. A relayer that lies about the batch size of records that asked for k-anonymity: the
+    //    client reports the count its tail reads on the ledger. (With minAnonymity 1 a write
+    //    resolves on the relayer's word: nothing was asked of the batch.)
     let liar = fake(&stack.b_url, None, Mischief::LieBatchSize);
     let client2 = fast_builder(wallet.clone(), proxy.reader(), [stack.b_url.clone()])
         .transport(liar)
+        .min_anonymity(2)
         .build()
         .await
         .unwrap();
-    let lied = client2
-        .create_entity(note("through a lying relayer"))
-        .await
-        .unwrap();
+    let (lied, peer) = tokio::join!(
+        client2.create_entity(note("through a lying relayer")),
+        client2.create_entity(note("its peer"))
+    );
+    let (lied, _peer) = (lied.unwrap(), peer.unwrap());
     assert!(!lied.recovered);
     let listed = privsvc_client::list_app(stack.reader.as_ref(), APP, None, None)
         .await
@@ -308,8 +312,12 @@ async fn the_rpc_never_sees_owner_key_or_tag_and_relayers_are_not_believed() {
         .build()
         .await
         .unwrap();
-    let mine = fresh.my_entities(&EntitiesQuery::new()).await.unwrap();
-    assert_eq!(mine.len(), 2);
+    stack.settle().await;
+    let mine = fresh
+        .my_entities(&EntitiesQuery::new().refresh())
+        .await
+        .unwrap();
+    assert_eq!(mine.len(), 3);
     fresh
         .my_entities(&EntitiesQuery::new().refresh())
         .await
@@ -540,6 +548,8 @@ async fn fetches_do_not_single_out_the_users_batch() {
     .await
     .unwrap();
     let proxy = RpcProxy::start(&node.url()).await;
+    // Blocks after the seeded history: every batch's covers are final.
+    settle(&node);
     let session = |vault: Arc<dyn Vault>| {
         PrivateClient::builder(SEED_APP)
             .vault(vault)

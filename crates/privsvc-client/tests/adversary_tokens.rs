@@ -2,12 +2,13 @@
 //! in the client" and "Issuer keys"). Real devnet, a real relayer with the issuer on (`ISSUER=on`)
 //! over loopback HTTP, real RSA blind signatures; the clients use a short minimum token age.
 //!
-//! - a recording issuer (a proxy in front of the relayer that runs it, named by its heartbeat)
-//!   never sees an issue request within `minAgeMs` before a submission that carries a token;
+//! - no token a write spends was obtained after that write was requested (DESIGN 10: the
+//!   property itself, checked on the tokens, not a gap between requests), and a write with no
+//!   ripe token asks the issuer nothing: it fails with `NoTokenReady` at once;
+//! - the session refills its store on its own schedule, every issue request asking the same
+//!   (full) count, and only when the store runs low;
 //! - `prefetch_later` reaches that issuer one token at a time, each request in its own part of
 //!   the window (spread, not a burst), and a later write spends only a ripe prefetched token;
-//!   a session given its relayers by URL schedules such a prefetch when it starts, and a
-//!   session that discovers its relayers does not;
 //! - a fake relayer whose `/v1/info` names an `issuerUrl` other than the issuer's heartbeat URL
 //!   makes the client send nothing to that URL;
 //! - with an OHTTP relay configured, the issuer's relayer sees the client's issuer calls only as
@@ -23,7 +24,7 @@ use std::time::{Duration, Instant};
 use alloy_primitives::Address;
 use axum::extract::State;
 use common::*;
-use privsvc_client::{PrivateClient, PrivsvcError};
+use privsvc_client::PrivsvcError;
 use privsvc_devnet::{BlockTime, Devnet, DevnetConfig, DevnetHandle};
 use privsvc_ledger::{LedgerReader, Operation, QueryOptions};
 use privsvc_ohttp::{OhttpRelay, RelayConfig};
@@ -252,42 +253,145 @@ fn carries_token(body: &[u8]) -> bool {
         .is_some_and(|v| v.get("token").is_some_and(|t| !t.is_null()))
 }
 
+/// The nonce of the token a submission body carries.
+fn token_nonce(body: &[u8]) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_slice(body).ok()?;
+    v.get("token")?.get("nonce")?.as_str().map(str::to_string)
+}
+
 #[tokio::test]
-async fn the_issuer_never_sees_an_issue_request_shortly_before_a_token_is_spent() {
+async fn no_token_a_write_spends_was_obtained_after_the_write_was_requested() {
     let w = Watched::start().await;
+    let store = privsvc_tokens::memory_store();
     let client = client_builder(w.reader.clone(), &w.proxy_url)
+        .token_store(store.clone())
         .build()
         .await
         .unwrap();
-    // Seven writes: the first finds the store empty, the sixth empties it again.
+    ready(&client).await;
+    // Seven writes, each checked against the store as it was when the write was requested:
+    // the token it spent must be one the store held then, obtained before the request.
     for i in 0..7 {
+        let held: Vec<privsvc_tokens::StoredToken> = store.list(APP).unwrap();
+        let requested = now_ms();
         client
             .create_entity(note(&format!("ripe {i}")))
             .await
             .unwrap_or_else(|e| panic!("write {i}: {e}"));
+        let spent = w
+            .proxy
+            .seen()
+            .iter()
+            .rev()
+            .filter(|s| s.method == "POST" && s.path == "/v1/records")
+            .find_map(|s| token_nonce(&s.body))
+            .expect("the write carried a token");
+        let token = held.iter().find(|t| t.nonce == spent).unwrap_or_else(|| {
+            panic!("write {i} spent a token the store did not hold when it was requested")
+        });
+        assert!(
+            token.obtained_ms < requested && requested - token.obtained_ms >= MIN_AGE_MS,
+            "write {i} spent a token obtained at {} for a write requested at {requested}",
+            token.obtained_ms
+        );
     }
-    let seen = w.proxy.seen();
-    let issues: Vec<u64> = seen
-        .iter()
-        .filter(|s| s.method == "POST" && s.path == "/v1/tokens/issue")
-        .map(|s| s.at_ms)
-        .collect();
-    let spends: Vec<u64> = seen
-        .iter()
-        .filter(|s| s.method == "POST" && s.path == "/v1/records" && carries_token(&s.body))
-        .map(|s| s.at_ms)
-        .collect();
-    assert_eq!(spends.len(), 7, "every write carried a token");
-    assert!(issues.len() >= 2, "the store was refilled: {issues:?}");
-    for s in &spends {
-        for i in &issues {
-            assert!(
-                !(*i <= *s && s - i < MIN_AGE_MS),
-                "an issue request at {i} came {} ms before a token was spent at {s}",
-                s - i
-            );
-        }
+    w.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_write_with_no_ripe_token_asks_the_issuer_nothing() {
+    let w = Watched::start().await;
+    // Refills far in the future: the store stays empty.
+    let client = client_builder(w.reader.clone(), &w.proxy_url)
+        .schedule(privsvc_client::SessionSchedule {
+            first_refill: (Duration::from_secs(600), Duration::from_secs(600)),
+            ..fast_schedule()
+        })
+        .build()
+        .await
+        .unwrap();
+    let before = w.proxy.seen().len();
+    let started = Instant::now();
+    let err = client.create_entity(note("no token")).await.unwrap_err();
+    assert!(matches!(err, PrivsvcError::NoTokenReady { .. }), "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "NoTokenReady at once, not after a wait"
+    );
+    let after: Vec<Seen> = w.proxy.seen()[before..].to_vec();
+    assert!(
+        after
+            .iter()
+            .all(|s| !s.path.starts_with("/v1/tokens") && !s.path.starts_with("/v1/issuer")),
+        "the write reached the issuer: {:?}",
+        after.iter().map(|s| s.path.clone()).collect::<Vec<_>>()
+    );
+    // With `allow_on_demand`, the app's explicit choice, the write fetches and spends once ripe.
+    let on_demand = client_builder(w.reader.clone(), &w.proxy_url)
+        .schedule(privsvc_client::SessionSchedule {
+            first_refill: (Duration::from_secs(600), Duration::from_secs(600)),
+            ..fast_schedule()
+        })
+        .allow_on_demand(true)
+        .build()
+        .await
+        .unwrap();
+    on_demand.create_entity(note("on demand")).await.unwrap();
+    w.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_session_refills_on_its_schedule_with_the_full_count_only_when_low() {
+    let w = Watched::start().await;
+    let store = privsvc_tokens::memory_store();
+    let client = client_builder(w.reader.clone(), &w.proxy_url)
+        .token_store(store.clone())
+        .build()
+        .await
+        .unwrap();
+    ready(&client).await;
+    let issue_counts = |seen: &[Seen]| -> Vec<usize> {
+        seen.iter()
+            .filter(|s| s.method == "POST" && s.path == "/v1/tokens/issue")
+            .map(|s| {
+                serde_json::from_slice::<serde_json::Value>(&s.body).unwrap()["blinded"]
+                    .as_array()
+                    .map_or(0, Vec::len)
+            })
+            .collect()
+    };
+    // One refill at session start (with the request that created the app's key of the day, on
+    // this fresh devnet), every request asking the full count.
+    let counts = issue_counts(&w.proxy.seen());
+    assert!(
+        (1..=2).contains(&counts.len())
+            && counts
+                .iter()
+                .all(|c| *c == privsvc_tokens::MAX_TOKENS_PER_REQUEST),
+        "{counts:?}"
+    );
+    let at_start = counts.len();
+    // A full store: the later looks at it (every 2 to 4 s) ask nothing.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(
+        issue_counts(&w.proxy.seen()).len(),
+        at_start,
+        "no refill while stocked"
+    );
+    // Run the store low: the next look refills, with the same count.
+    for t in store.list(APP).unwrap().iter().skip(2) {
+        store.remove(APP, &t.nonce).unwrap();
     }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while issue_counts(&w.proxy.seen()).len() < at_start + 1 {
+        assert!(Instant::now() < deadline, "no refill of a low store");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        issue_counts(&w.proxy.seen()),
+        vec![privsvc_tokens::MAX_TOKENS_PER_REQUEST; at_start + 1]
+    );
+    drop(client);
     w.shutdown().await;
 }
 
@@ -298,8 +402,13 @@ async fn prefetch_later_spreads_issue_requests_and_a_write_spends_only_their_rip
     const SLOT_MS: u64 = WITHIN_MS / COUNT as u64;
     let w = Watched::start().await;
     let store = privsvc_tokens::memory_store();
+    // No scheduled refill during the test: only the prefetch asks.
     let client = client_builder(w.reader.clone(), &w.proxy_url)
         .token_store(store.clone())
+        .schedule(privsvc_client::SessionSchedule {
+            first_refill: (Duration::from_secs(600), Duration::from_secs(600)),
+            ..fast_schedule()
+        })
         .build()
         .await
         .unwrap();
@@ -396,81 +505,6 @@ async fn prefetch_later_spreads_issue_requests_and_a_write_spends_only_their_rip
 }
 
 #[tokio::test]
-async fn a_session_given_its_relayers_prefetches_at_spread_moments_from_its_start() {
-    const COUNT: usize = 3;
-    const WITHIN_MS: u64 = 1_500;
-    const SLOT_MS: u64 = WITHIN_MS / COUNT as u64;
-    let w = Watched::start().await;
-    let store = privsvc_tokens::memory_store();
-    let start = now_ms();
-    let client = client_builder(w.reader.clone(), &w.proxy_url)
-        .token_store(store.clone())
-        .token_prefetch(COUNT, Duration::from_millis(WITHIN_MS))
-        .build()
-        .await
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while store.list(APP).unwrap().len() < COUNT {
-        assert!(
-            Instant::now() < deadline,
-            "the session-start prefetch did not finish"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let issues: Vec<u64> = w
-        .proxy
-        .seen()
-        .iter()
-        .filter(|s| s.method == "POST" && s.path == "/v1/tokens/issue")
-        .map(|s| s.at_ms)
-        .collect();
-    assert!((COUNT..=COUNT + 1).contains(&issues.len()), "{issues:?}");
-    let extra = issues.len() - COUNT;
-    for (k, at) in issues.iter().enumerate() {
-        assert!(
-            *at >= start + k.saturating_sub(extra) as u64 * SLOT_MS,
-            "{issues:?}"
-        );
-    }
-    drop(client);
-    w.shutdown().await;
-}
-
-#[tokio::test]
-async fn a_session_that_discovers_its_relayers_does_not_prefetch_from_their_issuers() {
-    // Discovery trusts every live heartbeat: a session-start prefetch would sign issue requests
-    // to the issuer of any relayer that publishes one. Only a session given its relayers
-    // prefetches (the test above); this one asks no issuer anything until a write needs it.
-    const WITHIN_MS: u64 = 600;
-    let w = Watched::start().await;
-    let store = privsvc_tokens::memory_store();
-    let client = PrivateClient::builder(APP)
-        .wallet(Arc::new(LocalWallet::random()))
-        .reader(w.reader.clone())
-        .delay_ms(0, 0)
-        .token_store(store.clone())
-        .token_prefetch(3, Duration::from_millis(WITHIN_MS))
-        .build()
-        .await
-        .unwrap();
-    assert_eq!(client.relayers().len(), 1, "the relayer was discovered");
-    assert_eq!(client.relayers()[0].url, w.proxy_url);
-    tokio::time::sleep(Duration::from_millis(3 * WITHIN_MS)).await;
-    let seen = w.proxy.seen();
-    assert!(
-        seen.iter().any(|s| s.path == "/v1/info"),
-        "discovery asked the relayer for its info: {seen:?}"
-    );
-    assert!(
-        !seen.iter().any(|s| s.path.starts_with("/v1/tokens")),
-        "no issue request after the window: {seen:?}"
-    );
-    assert!(store.list(APP).unwrap().is_empty());
-    drop(client);
-    w.shutdown().await;
-}
-
-#[tokio::test]
 async fn a_fake_issuer_url_in_relayer_info_receives_nothing() {
     let node = devnet().await;
     let reader = reader(&node);
@@ -486,14 +520,11 @@ async fn a_fake_issuer_url_in_relayer_info_receives_nothing() {
         .build()
         .await
         .unwrap();
+    // The session's first refill (within 50 ms) finds no heartbeat of the issuer naming that
+    // URL and asks nothing; the write has no token.
+    tokio::time::sleep(Duration::from_millis(500)).await;
     let err = client.create_entity(note("phished")).await.unwrap_err();
-    match &err {
-        PrivsvcError::AllRelayersFailed { attempts } => assert!(
-            attempts.iter().any(|a| a.contains("heartbeat")),
-            "{attempts:?}"
-        ),
-        other => panic!("expected AllRelayersFailed, got {other}"),
-    }
+    assert!(matches!(err, PrivsvcError::NoTokenReady { .. }), "{err}");
     assert!(
         fake_issuer.seen().is_empty(),
         "the fake issuer received {:?}",
@@ -531,6 +562,7 @@ async fn an_issuer_that_replaces_a_pinned_key_is_refused_in_later_sessions() {
             .build()
             .await
             .unwrap();
+        ready(&client).await;
         client.create_entity(note("pinned")).await.unwrap();
     }
 
@@ -567,6 +599,8 @@ async fn an_issuer_that_replaces_a_pinned_key_is_refused_in_later_sessions() {
         .build()
         .await
         .unwrap();
+    // The session's first refill meets the replaced key; the write names the equivocation.
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
     let err = client.create_entity(note("tagged")).await.unwrap_err();
     assert!(
         matches!(&err, PrivsvcError::IssuerEquivocation { epoch, .. } if *epoch == today),
@@ -604,6 +638,7 @@ async fn with_an_ohttp_relay_the_issuer_never_sees_a_direct_issuer_call() {
         .build()
         .await
         .unwrap();
+    ready(&client).await;
     client
         .create_entity(note("through the relay"))
         .await

@@ -74,7 +74,7 @@ async fn rogue_publish(
 async fn stale_copy_written_by_a_rogue_relayer_is_rejected_by_every_verifier() {
     let stack = Stack::start(StackOptions::plain()).await;
     let (_wallet, alice) = stack.client().await;
-    let rogue = common::writer(&stack.node, 0);
+    let rogue = common::writer(stack.node(), 0);
     assert!(alice
         .relayer_addresses()
         .contains(&privsvc_devnet::DevSigner::dev(0).address()));
@@ -127,6 +127,7 @@ async fn stale_copy_written_by_a_rogue_relayer_is_rejected_by_every_verifier() {
 
     // my_entities: the fresh record is Alice's, the stale copy is not (and is counted as
     // rejected: its tag opened, so the scan looked at it and refused it).
+    common::settle(stack.node());
     let mine = alice
         .my_entities(&EntitiesQuery::new().refresh())
         .await

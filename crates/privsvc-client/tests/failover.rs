@@ -83,7 +83,7 @@ async fn lost_submit_answer_is_recovered_from_the_ledger_not_resubmitted() {
         ..StackOptions::plain()
     })
     .await;
-    let a_address = stack.a.as_ref().unwrap().address();
+    let a_address = stack.a().address();
     let transport = Arc::new(LoseSubmitAnswer {
         inner: HttpTransport::new().unwrap(),
         target: privsvc_ohttp::normalize_relayer_url(&stack.a_url).unwrap(),
@@ -139,7 +139,11 @@ async fn lost_submit_answer_is_recovered_from_the_ledger_not_resubmitted() {
         .iter()
         .any(|x| x.url == transport.target && x.bad));
 
-    let mine = client.my_entities(&EntitiesQuery::new()).await.unwrap();
+    stack.settle().await;
+    let mine = client
+        .my_entities(&EntitiesQuery::new().refresh())
+        .await
+        .unwrap();
     assert_eq!(mine.len(), 1);
     assert_eq!(mine[0].to_text(), "answer lost");
     stack.shutdown().await;
@@ -148,7 +152,7 @@ async fn lost_submit_answer_is_recovered_from_the_ledger_not_resubmitted() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refused_submit_looks_up_the_ledger_then_writes_through_the_live_relayer() {
     let mut stack = Stack::start(StackOptions::plain()).await;
-    let b_address = stack.b.as_ref().unwrap().address();
+    let b_address = stack.b().address();
     let counting = Arc::new(CountingReader::new(stack.reader.clone()));
     let wallet = Arc::new(LocalWallet::random());
     let client = stack
@@ -158,7 +162,7 @@ async fn refused_submit_looks_up_the_ledger_then_writes_through_the_live_relayer
         .await
         .unwrap();
     // A goes down after the client met it: its port now refuses connections.
-    stack.a.take().unwrap().shutdown().await;
+    stack.stop_a().await;
     let a_url = privsvc_ohttp::normalize_relayer_url(&stack.a_url).unwrap();
     let refused = HttpTransport::new()
         .unwrap()

@@ -79,6 +79,7 @@ async fn direct_relayer_and_issuer_calls_go_through_the_given_fetch() {
     for url in [&stack.a_url, &stack.b_url] {
         assert_eq!(fetch.count("GET", &format!("{url}/v1/info")), 1, "{url}");
     }
+    ready(&client).await;
 
     let r = client
         .create_entity(note("through my fetch"))
@@ -111,6 +112,7 @@ async fn relayed_calls_go_through_the_given_fetch_and_a_refusing_fetch_reaches_n
         .build()
         .await
         .unwrap();
+    ready(&client).await;
     client.create_entity(note("relayed")).await.unwrap();
     // Every call went to the relay, and every relayed call was one of the fetch's.
     let seen = fetch.seen();

@@ -15,6 +15,7 @@ mod common;
 
 use std::process::Command;
 use std::sync::Arc;
+use std::time::Duration;
 
 use alloy_primitives::B256;
 use common::*;
@@ -80,7 +81,17 @@ fn child() {
             )
             .await
             .expect("writes");
-        let mine = client.my_entities(&EntitiesQuery::new()).await.unwrap();
+        // The parent mines blocks meanwhile: the record is fetched once its covers are final.
+        let mut mine = Vec::new();
+        for _ in 0..50 {
+            mine = client
+                .my_entities(&EntitiesQuery::new().refresh())
+                .await
+                .unwrap();
+            if !mine.is_empty() {
+                break;
+            }
+        }
         println!(
             "RESULT {} {} {} {}",
             client.keys_isolated(),
@@ -111,13 +122,20 @@ async fn parent() {
     cmd.env(CHILD, "1")
         .env("RUST_MIN_STACK", HUGE_STACK)
         .env("RUST_LOG", "info")
-        .env(RPC, stack.node.url())
+        .env(RPC, stack.node().url())
         .env(RELAYERS, format!("{},{}", stack.a_url, stack.b_url))
         .env(WALLET, &key_hex);
-    let out = tokio::task::spawn_blocking(move || cmd.output())
-        .await
-        .unwrap()
-        .expect("the child runs");
+    let mut child = tokio::task::spawn_blocking(move || cmd.output());
+    // A block every 50 ms while the child runs (this devnet makes blocks only for
+    // transactions): the child's record is fetched once its covers are final.
+    let out = loop {
+        match tokio::time::timeout(Duration::from_millis(50), &mut child).await {
+            Ok(done) => break done.unwrap().expect("the child runs"),
+            Err(_) => {
+                stack.node().mine().unwrap();
+            }
+        }
+    };
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(

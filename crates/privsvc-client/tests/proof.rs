@@ -38,6 +38,8 @@ struct OneEntity {
     attributes: Vec<Attribute>,
     /// Timestamp of the creation block (block 10).
     created: Mutex<u64>,
+    /// The owner also holds an earlier entity with the same envelope: this one is a copy.
+    earlier_copy: Mutex<bool>,
 }
 
 #[async_trait]
@@ -48,8 +50,22 @@ impl LedgerReader for OneEntity {
     async fn block_number(&self) -> Result<u64, LedgerError> {
         Ok(1)
     }
+    /// A verifier asks for the owner's entities: the one entity, and with `earlier_copy` an
+    /// entity created before it with the same envelope (the record it copies).
     async fn query(&self, _: &str, _: &QueryOptions) -> Result<QueryPage, LedgerError> {
-        Err(LedgerError::Invalid("not used".into()))
+        let mut entities: Vec<Entity> = self.entity(self.key, None).await?.into_iter().collect();
+        if *self.earlier_copy.lock().unwrap() {
+            entities.push(Entity {
+                key: B256::repeat_byte(0xee),
+                created_at: Some(5),
+                ..entities[0].clone()
+            });
+        }
+        Ok(QueryPage {
+            entities,
+            block_number: 10,
+            cursor: None,
+        })
     }
     async fn entity(&self, key: B256, _: Option<u64>) -> Result<Option<Entity>, LedgerError> {
         let owner = *self.owner.lock().unwrap();
@@ -122,6 +138,7 @@ async fn signed() -> (KeyVault, privsvc_client::OwnershipProof, OneEntity) {
             value: ArkivValue::Str("notes".into()),
         }],
         created: Mutex::new(NOW),
+        earlier_copy: Mutex::new(false),
     };
     (vault, proof, ledger)
 }
@@ -143,6 +160,20 @@ async fn proof_round_trip_and_window() {
         verify_ownership_proof(&proof, &expect(NOW + 301)).await,
         Err(ProofRejection::Expired { .. })
     ));
+    // A proof for a copy (the owner holds an earlier entity with the same envelope: someone
+    // created this one from a copied envelope and transferred it) is refused.
+    *ledger.earlier_copy.lock().unwrap() = true;
+    let copy = verify_ownership_proof(&proof, &expect(NOW + 10)).await;
+    assert!(
+        matches!(
+            copy,
+            Err(ProofRejection::InvalidRecord(
+                privsvc_client::RejectReason::Copy { .. }
+            ))
+        ),
+        "{copy:?}"
+    );
+    *ledger.earlier_copy.lock().unwrap() = false;
     assert!(matches!(
         verify_ownership_proof(&proof, &expect(NOW - 1)).await,
         Err(ProofRejection::NotYetValid { .. })

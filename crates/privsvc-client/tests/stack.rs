@@ -45,7 +45,11 @@ async fn write_read_prove_everything_through_ohttp_with_tokens() {
     assert!(stack.relayed() >= before + 6);
 
     // Alice sees her two records, newest first, decrypted; never Bob's.
-    let mine = alice.my_entities(&EntitiesQuery::new()).await.unwrap();
+    stack.settle().await;
+    let mine = alice
+        .my_entities(&EntitiesQuery::new().refresh())
+        .await
+        .unwrap();
     assert_eq!(mine.len(), 2, "{mine:?}");
     assert_eq!(mine[0].entity_key, r2.entity_key);
     assert_eq!(mine[0].to_text(), "secret");
@@ -80,7 +84,11 @@ async fn write_read_prove_everything_through_ohttp_with_tokens() {
         ))
         .await
         .unwrap();
-    let mine = alice.my_entities(&EntitiesQuery::new()).await.unwrap();
+    stack.settle().await;
+    let mine = alice
+        .my_entities(&EntitiesQuery::new().refresh())
+        .await
+        .unwrap();
     assert_eq!(mine.len(), 3);
     assert_eq!(mine[0].entity_key, r4.entity_key);
     assert_eq!(mine[0].to_json().unwrap()["a"], 1);
@@ -113,14 +121,20 @@ async fn write_read_prove_everything_through_ohttp_with_tokens() {
         .ohttp_relay(stack.relay_url.clone().unwrap())
         .delay_ms(0, 0)
         .poll_interval(Duration::from_millis(100))
+        .schedule(fast_schedule())
         .build()
         .await
         .expect("discovery through OHTTP");
     assert_eq!(carol.relayers().len(), 2);
+    ready(&carol).await;
     let before = stack.relayed();
     let rc = carol.create_entity(note("carol")).await.unwrap();
     assert!(stack.relayed() >= before + 2);
-    let carols = carol.my_entities(&EntitiesQuery::new()).await.unwrap();
+    stack.settle().await;
+    let carols = carol
+        .my_entities(&EntitiesQuery::new().refresh())
+        .await
+        .unwrap();
     assert_eq!(carols.len(), 1);
     assert_eq!(carols[0].entity_key, rc.entity_key);
     assert!(alice
@@ -142,25 +156,17 @@ async fn write_read_prove_everything_through_ohttp_with_tokens() {
         .build()
         .await
         .unwrap();
-    match walletless
+    // Nothing in its store and no wallet to fetch with: no token, at once.
+    let err = walletless
         .create_entity(note("no token"))
         .await
-        .unwrap_err()
-    {
-        PrivsvcError::AllRelayersFailed { attempts } => {
-            assert_eq!(attempts.len(), 2);
-            assert!(
-                attempts.iter().all(|a| a.contains("no token")),
-                "{attempts:?}"
-            );
-        }
-        other => panic!("expected AllRelayersFailed, got {other}"),
-    }
+        .unwrap_err();
+    assert!(matches!(err, PrivsvcError::NoTokenReady { .. }), "{err}");
     // The same vault with tokens from a caller-given source (a TokenWallet of another wallet).
     let mut o = privsvc_tokens::TokenWalletOptions::new(
         Arc::new(LocalWallet::random()),
         stack.reader.clone(),
-        stack.a.as_ref().unwrap().address(),
+        stack.a().address(),
         stack.a_url.clone(),
     );
     o.allow_on_demand = true;
@@ -180,8 +186,13 @@ async fn write_read_prove_everything_through_ohttp_with_tokens() {
         .await
         .unwrap();
     let rs = sourced.create_entity(note("sourced")).await.unwrap();
+    stack.settle().await;
     assert_eq!(
-        sourced.my_entities(&EntitiesQuery::new()).await.unwrap()[0].entity_key,
+        sourced
+            .my_entities(&EntitiesQuery::new().refresh())
+            .await
+            .unwrap()[0]
+            .entity_key,
         rs.entity_key
     );
 
@@ -282,6 +293,7 @@ async fn scopes_discovery_cover_batches_checks_and_tampering() {
 
     // Reading fetches the user's batches plus `cover_batches` covers for each (shared covers
     // fetched once).
+    stack.settle().await;
     counting.clear();
     let mine = alice
         .my_entities(&EntitiesQuery::new().refresh())
@@ -299,10 +311,11 @@ async fn scopes_discovery_cover_batches_checks_and_tampering() {
         counting.batch_fetches(),
         my_batches.len() + scan.cover_batches
     );
-    // With nothing of the user's to fetch, a scan still fetches `cover_batches` batches.
+    // With nothing new of the user's, a scan fetches again the group of the user's newest
+    // batch (the batch and its `cover_batches` covers), never the newest batches.
     let stats = alice.scan_new().await.unwrap();
     assert_eq!(stats.matched, 0, "nothing new to open");
-    assert_eq!(stats.cover_batches, 2);
+    assert_eq!(stats.batches_fetched, 3);
 
     // The same wallet in another session, keys on an isolated thread: the same records.
     let again = stack
@@ -399,7 +412,7 @@ async fn scopes_discovery_cover_batches_checks_and_tampering() {
     ));
 
     // A foreign account replays Alice's envelope and hands the copy to her owner address.
-    let foreign = writer(&stack.node, 3);
+    let foreign = writer(stack.node(), 3);
     let receipt = foreign
         .execute(&[Operation::Create(Create {
             salt: 7,
@@ -427,12 +440,27 @@ async fn scopes_discovery_cover_batches_checks_and_tampering() {
         verify_record(&copy, &expect),
         Err(RejectReason::UntrustedCreator(foreign.address()))
     );
-    // Without the trusted-relayers rule the copy looks like Alice's; with it, it is ignored.
+    // A record is (owner, envelope): the copy is later than Alice's record, so it is not hers,
+    // trusted-relayers rule or not; a verifier with a reader calls it a copy.
     let loose = alice
         .my_entities(&EntitiesQuery::new().refresh())
         .await
         .unwrap();
-    assert!(loose.iter().any(|r| r.entity_key == copy_key));
+    assert!(!loose.iter().any(|r| r.entity_key == copy_key));
+    assert!(loose.iter().any(|r| r.entity_key == free.entity_key));
+    let verdict = privsvc_client::verify_record_on_ledger(
+        &copy,
+        &VerifyOptions {
+            app: Some(APP),
+            ..VerifyOptions::default()
+        },
+        stack.reader.as_ref(),
+    )
+    .await;
+    assert!(
+        matches!(verdict, Err(RejectReason::Copy { original }) if original == free.entity_key),
+        "{verdict:?}"
+    );
     let careful = stack
         .builder(&wallet)
         .trusted_relayers_only(true)
@@ -540,9 +568,8 @@ async fn crash_a_during_write(
         let client = client.clone();
         tokio::spawn(async move { client.create_entity(note(text)).await })
     };
-    let a = stack.a.take().unwrap();
-    wait_for_health(&a, every, what, reached).await;
-    a.crash().await;
+    wait_for_health(stack.a(), every, what, reached).await;
+    stack.crash_a().await;
     task.await.unwrap()
 }
 
@@ -613,7 +640,11 @@ async fn relayer_killed_after_writing_is_recovered_from_the_ledger() {
         .sole_entity(r.owner, r.entity_key, "never written twice")
         .await;
     // The recovered record is the user's and provable.
-    let mine = client.my_entities(&EntitiesQuery::new()).await.unwrap();
+    stack.settle().await;
+    let mine = client
+        .my_entities(&EntitiesQuery::new().refresh())
+        .await
+        .unwrap();
     assert_eq!(mine.len(), 1);
     assert_eq!(mine[0].to_text(), "landed");
     stack.shutdown().await;
@@ -642,16 +673,12 @@ async fn no_progress_fails_over_and_the_held_copy_is_never_written() {
     assert_eq!(r.relayer, stack.b_url, "A held the record without progress");
     assert!(!r.recovered);
     assert!(started.elapsed() >= Duration::from_millis(800));
-    assert_eq!(
-        stack.a.as_ref().unwrap().health().await.queue,
-        1,
-        "A still holds it"
-    );
+    assert_eq!(stack.a().health().await.queue, 1, "A still holds it");
 
     // A comes back flushing its queue: the record it held is already on the ledger.
     stack.restart_a_flushing().await;
     wait_for_health(
-        stack.a.as_ref().unwrap(),
+        stack.a(),
         Duration::from_millis(50),
         "A never settled its queue",
         |h| h.queue == 0,

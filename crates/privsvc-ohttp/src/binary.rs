@@ -12,7 +12,7 @@ use std::io::Cursor;
 use bhttp::{Message, Mode, StatusCode};
 use zeroize::Zeroizing;
 
-use crate::padding::{is_class, pad, REQUEST_CLASSES, RESPONSE_CLASSES};
+use crate::padding::{is_class, pad, pad_at_least, REQUEST_CLASSES, RESPONSE_CLASSES};
 use crate::OhttpError;
 
 /// A decapsulated request: what the client asked the relayer for.
@@ -209,6 +209,18 @@ pub fn encode_padded_response(
 ) -> Result<Zeroizing<Vec<u8>>, OhttpError> {
     let plain = Zeroizing::new(encode_response(status, headers, body)?);
     pad(&plain, &RESPONSE_CLASSES)
+}
+
+/// [`encode_padded_response`] padded to at least the class holding `at_least` bytes (see
+/// [`pad_at_least`]).
+pub fn encode_padded_response_at_least(
+    status: u16,
+    headers: &[(String, String)],
+    body: &[u8],
+    at_least: usize,
+) -> Result<Zeroizing<Vec<u8>>, OhttpError> {
+    let plain = Zeroizing::new(encode_response(status, headers, body)?);
+    pad_at_least(&plain, &RESPONSE_CLASSES, at_least)
 }
 
 /// [`decode_response`] of an OHTTP response plaintext, which must measure exactly one of

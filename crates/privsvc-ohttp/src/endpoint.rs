@@ -16,6 +16,11 @@
 //!
 //! Requests dispatched this way carry the [`ViaOhttp`] extension and no peer address
 //! (`ConnectInfo` is absent): the relayer learns nothing about the client's network location.
+//!
+//! Every answer is padded to its response class; an inner answer carrying the
+//! [`MinResponseClass`] extension is padded to at least that class, so that all answers of one
+//! kind (every answer of the token issuer, for instance) measure the same, whatever their
+//! status or length.
 
 use std::sync::Arc;
 
@@ -27,7 +32,7 @@ use axum::routing::post;
 use axum::Router;
 use tower::ServiceExt;
 
-use crate::binary::{encode_padded_response, BinaryRequest};
+use crate::binary::{encode_padded_response_at_least, BinaryRequest};
 use crate::gateway::OhttpGateway;
 use crate::http_util::{declared_too_large, has_content_type, json_error, read_body, BodyError};
 use crate::padding::RESPONSE_CLASSES;
@@ -38,6 +43,13 @@ use crate::{
 /// Request extension set on every request the gateway dispatches to the inner router.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ViaOhttp;
+
+/// Response extension set by an inner handler (or a layer) to have the gateway pad its answer
+/// to at least the response class holding `.0` bytes
+/// ([`crate::padding::RESPONSE_CLASSES`]), whatever the answer's own length. Unused outside
+/// OHTTP (a direct HTTP answer is not padded).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MinResponseClass(pub usize);
 
 /// Inner request headers passed on to the relayer's router (everything else is dropped, in
 /// particular any forwarding header a client might forge).
@@ -68,9 +80,9 @@ async fn handle(State(state): State<GatewayState>, headers: HeaderMap, body: Bod
 /// Answers 404 when `gateway` is `None`, 415 for a content type other than
 /// `message/ohttp-req`, 413 over [`MAX_ENCAPSULATED_BYTES`], 400 when the request cannot be
 /// opened (which includes a plaintext not padded to a request class); otherwise 200 with the
-/// answer of `inner`, padded to its response class and sealed, as `message/ohttp-res`. An
-/// answer of `inner` too large for the largest response class is replaced by a sealed 502
-/// `{"error": ...}`.
+/// answer of `inner`, padded to its response class (at least the one its [`MinResponseClass`]
+/// asks for) and sealed, as `message/ohttp-res`. An answer of `inner` too large for the
+/// largest response class is replaced by a sealed 502 `{"error": ...}`.
 pub async fn serve_ohttp(
     gateway: Option<&OhttpGateway>,
     inner: &Router,
@@ -103,17 +115,15 @@ pub async fn serve_ohttp(
             "the encapsulated request cannot be opened",
         );
     };
-    let (status, headers, body) = dispatch(inner, request, true).await;
+    let (status, headers, body, at_least) = dispatch(inner, request, true).await;
     tracing::trace!(status, "ohttp request served");
-    let plain = encode_padded_response(status, &headers, &body).or_else(|_| {
+    let largest = RESPONSE_CLASSES[RESPONSE_CLASSES.len() - 1];
+    let plain = encode_padded_response_at_least(status, &headers, &body, at_least).or_else(|_| {
         let (status, headers, body) = inner_error(
             502,
-            &format!(
-                "the relayer's answer is over {} bytes, too large for OHTTP",
-                RESPONSE_CLASSES[RESPONSE_CLASSES.len() - 1]
-            ),
+            &format!("the relayer's answer is over {largest} bytes, too large for OHTTP"),
         );
-        encode_padded_response(status, &headers, &body)
+        encode_padded_response_at_least(status, &headers, &body, at_least.min(largest))
     });
     match plain.and_then(|plain| sealer.seal_padded(&plain)) {
         Ok(sealed) => (
@@ -149,15 +159,25 @@ fn inner_error(status: u16, message: &str) -> (u16, Vec<(String, String)>, Vec<u
     )
 }
 
-/// Run a request against `inner` in-process and collect status, kept headers and body. With
-/// `via_ohttp` the request carries the [`ViaOhttp`] extension.
+/// An answer of the inner router: status, kept headers, body, and the least response class it
+/// asked for ([`MinResponseClass`], 0 when none).
+pub(crate) type Dispatched = (u16, Vec<(String, String)>, Vec<u8>, usize);
+
+fn inner_error_dispatched(status: u16, message: &str) -> Dispatched {
+    let (status, headers, body) = inner_error(status, message);
+    (status, headers, body, 0)
+}
+
+/// Run a request against `inner` in-process and collect status, kept headers, body and the
+/// answer's [`MinResponseClass`]. With `via_ohttp` the request carries the [`ViaOhttp`]
+/// extension.
 pub(crate) async fn dispatch(
     inner: &Router,
     request: BinaryRequest,
     via_ohttp: bool,
-) -> (u16, Vec<(String, String)>, Vec<u8>) {
+) -> Dispatched {
     let Ok(method) = Method::from_bytes(request.method.as_bytes()) else {
-        return inner_error(400, "invalid method");
+        return inner_error_dispatched(400, "invalid method");
     };
     let mut builder = Request::builder().method(method).uri(request.path.as_str());
     for (name, value) in &request.headers {
@@ -172,7 +192,7 @@ pub(crate) async fn dispatch(
         }
     }
     let Ok(mut http_request) = builder.body(Body::from(request.body)) else {
-        return inner_error(400, "invalid request line");
+        return inner_error_dispatched(400, "invalid request line");
     };
     if via_ohttp {
         http_request.extensions_mut().insert(ViaOhttp);
@@ -182,6 +202,10 @@ pub(crate) async fn dispatch(
         Err(never) => match never {},
     };
     let status = response.status().as_u16();
+    let at_least = response
+        .extensions()
+        .get::<MinResponseClass>()
+        .map_or(0, |m| m.0);
     let headers = INNER_RESPONSE_HEADERS
         .iter()
         .filter_map(|name| {
@@ -190,7 +214,7 @@ pub(crate) async fn dispatch(
         })
         .collect();
     match read_body(response.into_body(), MAX_RESPONSE_BYTES).await {
-        Ok(body) => (status, headers, body),
-        Err(_) => inner_error(502, "the relayer's answer could not be read"),
+        Ok(body) => (status, headers, body, at_least),
+        Err(_) => inner_error_dispatched(502, "the relayer's answer could not be read"),
     }
 }

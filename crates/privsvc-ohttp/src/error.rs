@@ -47,6 +47,34 @@ pub enum OhttpError {
     /// No usable gateway key is known for a relayer.
     #[error("no verified OHTTP gateway key for relayer {0}; is OHTTP on and its heartbeat live?")]
     NoGatewayKey(String),
+    /// Live heartbeats of two or more accounts name one relayer URL, and no account was pinned
+    /// or given for it: anyone can publish a heartbeat naming any URL, so neither is believed.
+    #[error("relayer {relayer} is named by the live heartbeats of {} accounts ({}); it is refused as ambiguous: give its account with its URL (a relayer reference with an address), or use another relayer", .accounts.len(), accounts_text(.accounts))]
+    AmbiguousRelayer {
+        /// The relayer URL.
+        relayer: String,
+        /// The accounts whose live heartbeats name it, newest heartbeat first.
+        accounts: Vec<alloy_primitives::Address>,
+    },
+    /// No live heartbeat of the relayer's account (or of any account) names the relayer URL,
+    /// so its gateway key is unknown.
+    #[error("no live heartbeat {} names relayer {relayer}; is the relayer running and publishing heartbeats on this ledger?", account_text(.account))]
+    NoLiveHeartbeat {
+        /// The relayer URL.
+        relayer: String,
+        /// The account that owns the URL (pinned or given), when one is known.
+        account: Option<alloy_primitives::Address>,
+    },
+    /// The relayer's gateway (or the relay in front of it) answered 400 to a well-formed
+    /// encapsulated request: the key from the relayer's heartbeat no longer opens. The key is
+    /// never replaced silently; the relayer is not used again through this transport until
+    /// the caller asks for it ([`crate::OhttpTransport::forget_gateway_key`] or a new
+    /// binding).
+    #[error("the OHTTP gateway of relayer {relayer} (or the relay in front of it) refused a well-formed request (400): the key of the relayer's heartbeat does not open there; the relayer is marked bad for this session and its key is not looked up again silently; use another relayer, or start a new session once the relayer publishes a heartbeat with its current key")]
+    GatewayRefused {
+        /// The relayer URL.
+        relayer: String,
+    },
     /// Reading the ledger failed.
     #[error("ledger error: {0}")]
     Ledger(#[from] privsvc_ledger::LedgerError),
@@ -56,6 +84,21 @@ pub enum OhttpError {
     /// The in-process transport has no router for this relayer URL.
     #[error("no in-process router registered for {0}")]
     UnknownRelayer(String),
+}
+
+fn accounts_text(accounts: &[alloy_primitives::Address]) -> String {
+    accounts
+        .iter()
+        .map(|a| a.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn account_text(account: &Option<alloy_primitives::Address>) -> String {
+    match account {
+        Some(a) => format!("of its account {a}"),
+        None => "of any account".to_string(),
+    }
 }
 
 impl From<privsvc_rt::http::HttpError> for OhttpError {

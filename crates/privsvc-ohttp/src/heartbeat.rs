@@ -83,3 +83,147 @@ pub async fn live_heartbeats(
     live.sort_by_key(|h| std::cmp::Reverse(h.created_at));
     Ok(live)
 }
+
+/// Who owns a relayer URL according to the live heartbeats (DESIGN 10, "Relayer identity").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UrlOwner {
+    /// The one account whose heartbeats give the URL's gateway key and whose address the
+    /// relayer's `/v1/info` must answer.
+    pub account: Address,
+    /// That account's live heartbeats naming the URL, newest first (may be empty only when the
+    /// account was given and none of its heartbeats is live).
+    pub heartbeats: Vec<LiveHeartbeat>,
+    /// Other accounts whose live heartbeats name the URL too, ignored because the owner was
+    /// pinned or given (a caller reports them).
+    pub ignored: Vec<Address>,
+}
+
+impl UrlOwner {
+    /// The gateway key of the owner's newest live heartbeat, if it publishes one.
+    pub fn ohttp_key(&self) -> Option<&str> {
+        self.heartbeats.first().and_then(|h| h.ohttp_key.as_deref())
+    }
+}
+
+/// The owner of relayer URL `url` (normalised, as in [`LiveHeartbeat::url`]) among `heartbeats`.
+///
+/// - With `expected` (an account the caller pinned on first use, or was given with the URL):
+///   that account, with its own heartbeats only; other accounts' heartbeats for the URL are
+///   listed in [`UrlOwner::ignored`], so a stranger's heartbeat can neither take the URL over
+///   nor block it. When none of the expected account's heartbeats is live:
+///   [`OhttpError::NoLiveHeartbeat`].
+/// - Without: the one account whose live heartbeats name the URL. Two or more accounts:
+///   [`OhttpError::AmbiguousRelayer`] (anyone can publish a heartbeat naming any URL, so the
+///   newest heartbeat must never win). None: [`OhttpError::NoLiveHeartbeat`].
+pub fn url_owner(
+    heartbeats: &[LiveHeartbeat],
+    url: &str,
+    expected: Option<Address>,
+) -> Result<UrlOwner, OhttpError> {
+    let naming: Vec<&LiveHeartbeat> = heartbeats.iter().filter(|h| h.url == url).collect();
+    let mut accounts: Vec<Address> = Vec::new();
+    for h in &naming {
+        if !accounts.contains(&h.creator) {
+            accounts.push(h.creator);
+        }
+    }
+    let account = match expected {
+        Some(account) => account,
+        None => match accounts.as_slice() {
+            [] => {
+                return Err(OhttpError::NoLiveHeartbeat {
+                    relayer: url.to_string(),
+                    account: None,
+                })
+            }
+            [one] => *one,
+            _ => {
+                return Err(OhttpError::AmbiguousRelayer {
+                    relayer: url.to_string(),
+                    accounts,
+                })
+            }
+        },
+    };
+    let mut own: Vec<LiveHeartbeat> = naming
+        .iter()
+        .filter(|h| h.creator == account)
+        .map(|h| (*h).clone())
+        .collect();
+    if own.is_empty() {
+        return Err(OhttpError::NoLiveHeartbeat {
+            relayer: url.to_string(),
+            account: Some(account),
+        });
+    }
+    own.sort_by_key(|h| std::cmp::Reverse(h.created_at));
+    Ok(UrlOwner {
+        account,
+        heartbeats: own,
+        ignored: accounts.into_iter().filter(|a| *a != account).collect(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn beat(url: &str, creator: u8, key: &str, created_at: u64) -> LiveHeartbeat {
+        let creator = Address::repeat_byte(creator);
+        LiveHeartbeat {
+            url: url.to_string(),
+            creator,
+            address: Some(creator),
+            ohttp_key: Some(key.to_string()),
+            created_at,
+        }
+    }
+
+    #[test]
+    fn one_account_owns_a_url() {
+        let beats = [
+            beat("http://a", 1, "k2", 9),
+            beat("http://b", 2, "kb", 8),
+            beat("http://a", 1, "k1", 5),
+        ];
+        let owner = url_owner(&beats, "http://a", None).unwrap();
+        assert_eq!(owner.account, Address::repeat_byte(1));
+        assert_eq!(owner.heartbeats.len(), 2);
+        assert_eq!(owner.ohttp_key(), Some("k2"));
+        assert!(owner.ignored.is_empty());
+    }
+
+    #[test]
+    fn two_accounts_make_a_url_ambiguous_unless_one_is_expected() {
+        let beats = [beat("http://a", 3, "evil", 9), beat("http://a", 1, "k1", 5)];
+        match url_owner(&beats, "http://a", None) {
+            Err(OhttpError::AmbiguousRelayer { relayer, accounts }) => {
+                assert_eq!(relayer, "http://a");
+                assert_eq!(
+                    accounts,
+                    vec![Address::repeat_byte(3), Address::repeat_byte(1)]
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        let owner = url_owner(&beats, "http://a", Some(Address::repeat_byte(1))).unwrap();
+        assert_eq!(owner.ohttp_key(), Some("k1"));
+        assert_eq!(owner.ignored, vec![Address::repeat_byte(3)]);
+    }
+
+    #[test]
+    fn an_expected_account_without_a_live_heartbeat_is_not_replaced() {
+        let beats = [beat("http://a", 3, "evil", 9)];
+        assert!(matches!(
+            url_owner(&beats, "http://a", Some(Address::repeat_byte(1))),
+            Err(OhttpError::NoLiveHeartbeat {
+                account: Some(_),
+                ..
+            })
+        ));
+        assert!(matches!(
+            url_owner(&beats, "http://other", None),
+            Err(OhttpError::NoLiveHeartbeat { account: None, .. })
+        ));
+    }
+}

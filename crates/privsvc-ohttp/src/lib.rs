@@ -9,7 +9,9 @@
 //!   [`InProcessTransport`].
 //! - [`AnonymousListener`]: serve axum without ever seeing peer addresses.
 //!
-//! - [`padding`]: every request and response plaintext is padded to a size class.
+//! - [`padding`]: every request and response plaintext is padded to a size class; an inner
+//!   answer may ask for a larger one ([`MinResponseClass`]).
+//! - [`source`]: how rate limits count a source address ([`SourceKey`]: IPv6 per /64).
 //!
 //! Feature `server` (default): the gateway endpoint, the relay, the anonymous listener and
 //! `InProcessTransport` (axum, tower-http, tokio's network runtime). Without it the crate is
@@ -35,12 +37,13 @@ pub mod listener;
 pub mod padding;
 #[cfg(feature = "server")]
 pub mod relay;
+pub mod source;
 pub mod transport;
 
 pub use binary::{BinaryRequest, OhttpResponse};
 pub use client::{encapsulate, ohttp_call, PendingResponse};
 #[cfg(feature = "server")]
-pub use endpoint::{gateway_router, serve_ohttp, ViaOhttp};
+pub use endpoint::{gateway_router, serve_ohttp, MinResponseClass, ViaOhttp};
 pub use error::OhttpError;
 pub use gateway::{OhttpGateway, ResponseSealer};
 pub use http_util::normalize_relayer_url;
@@ -50,6 +53,7 @@ pub use listener::{Anonymous, AnonymousListener};
 pub use privsvc_rt::http::{Fetch, FetchRequest, FetchResponse, HttpError, ReqwestFetch};
 #[cfg(feature = "server")]
 pub use relay::{OhttpRelay, PeerIp, RelayConfig, RelayListener, DEFAULT_RATE_LIMIT_PER_MIN};
+pub use source::SourceKey;
 #[cfg(feature = "server")]
 pub use transport::InProcessTransport;
 pub use transport::{HttpTransport, OhttpTransport, RelayerRequest, RelayerResponse, Transport};

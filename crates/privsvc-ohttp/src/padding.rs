@@ -46,6 +46,24 @@ pub fn pad(message: &[u8], classes: &[usize]) -> Result<Zeroizing<Vec<u8>>, Ohtt
     Ok(out)
 }
 
+/// [`pad`] to the smallest class of `classes` that holds both `message` and `at_least` bytes:
+/// an answer that must not be told apart from larger ones of its kind is padded to their
+/// class. `at_least` beyond the largest class is [`OhttpError::TooLarge`].
+pub fn pad_at_least(
+    message: &[u8],
+    classes: &[usize],
+    at_least: usize,
+) -> Result<Zeroizing<Vec<u8>>, OhttpError> {
+    let len = message.len().max(at_least);
+    let class = class_of(len, classes).ok_or(OhttpError::TooLarge {
+        size: len,
+        limit: classes.last().copied().unwrap_or(0),
+    })?;
+    let mut out = Zeroizing::new(vec![0u8; class]);
+    out[..message.len()].copy_from_slice(message);
+    Ok(out)
+}
+
 /// Whether `len` is exactly one of `classes` (what a padded message must measure).
 pub fn is_class(len: usize, classes: &[usize]) -> bool {
     classes.contains(&len)
@@ -66,6 +84,32 @@ mod tests {
             }
             assert_eq!(class_of(0, classes), Some(classes[0]));
         }
+    }
+
+    #[test]
+    fn pad_at_least_raises_the_class_only() {
+        let padded = pad_at_least(b"abc", &RESPONSE_CLASSES, 8_192).unwrap();
+        assert_eq!(padded.len(), 8_192);
+        assert_eq!(&padded[..3], b"abc");
+        assert!(padded[3..].iter().all(|&b| b == 0));
+        // Not a class itself: the next class up.
+        assert_eq!(
+            pad_at_least(b"abc", &RESPONSE_CLASSES, 1_025)
+                .unwrap()
+                .len(),
+            8_192
+        );
+        assert_eq!(
+            pad_at_least(b"abc", &RESPONSE_CLASSES, 0).unwrap().len(),
+            1_024
+        );
+        // A larger message keeps its own, larger class.
+        let big = vec![1u8; 9_000];
+        assert_eq!(
+            pad_at_least(&big, &RESPONSE_CLASSES, 8_192).unwrap().len(),
+            65_536
+        );
+        assert!(pad_at_least(b"abc", &RESPONSE_CLASSES, 65_537).is_err());
     }
 
     #[test]

@@ -52,6 +52,7 @@ use crate::http_util::{
     declared_too_large, has_content_type, json_error, normalize_relayer_url, read_body,
     read_response, BodyError,
 };
+use crate::source::SourceKey;
 use crate::{
     OhttpError, CONTENT_TYPE_OHTTP_REQ, MAX_ENCAPSULATED_BYTES, MAX_RESPONSE_BYTES, TARGET_HEADER,
 };
@@ -108,6 +109,14 @@ impl Default for RelayConfig {
 /// `Display`) and offers no accessor: only the relay's in-memory rate limiter reads it.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct PeerIp(Option<IpAddr>);
+
+impl From<IpAddr> for PeerIp {
+    /// The source of a request served in-process through [`OhttpRelay::router`] (insert it
+    /// as `ConnectInfo<PeerIp>`), as [`RelayListener`] would have seen it.
+    fn from(ip: IpAddr) -> Self {
+        PeerIp(Some(ip))
+    }
+}
 
 impl fmt::Debug for PeerIp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -170,33 +179,13 @@ impl Connected<IncomingStream<'_, RelayListener>> for PeerIp {
     }
 }
 
-/// What a source is counted as: an IPv4 address, or the /64 prefix of an IPv6 address (one
-/// host usually holds a whole /64). IPv4-mapped IPv6 addresses count as their IPv4 address.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-enum Source {
-    V4(u32),
-    V6Prefix(u64),
-}
-
-impl Source {
-    fn of(ip: IpAddr) -> Self {
-        match ip {
-            IpAddr::V4(v4) => Source::V4(u32::from(v4)),
-            IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-                Some(v4) => Source::V4(u32::from(v4)),
-                None => Source::V6Prefix((u128::from(v6) >> 64) as u64),
-            },
-        }
-    }
-}
-
 /// Fixed one-minute windows, counted from the relay's start; a window's counts are dropped when
 /// it ends. In memory only, never logged.
 struct RateLimiter {
     per_min: u32,
     start: tokio::time::Instant,
     /// (window number, requests per source in that window).
-    counts: Mutex<(u64, HashMap<Source, u32>)>,
+    counts: Mutex<(u64, HashMap<SourceKey, u32>)>,
 }
 
 impl RateLimiter {
@@ -221,7 +210,7 @@ impl RateLimiter {
             counts.0 = window;
             counts.1.clear();
         }
-        let n = counts.1.entry(Source::of(ip)).or_insert(0);
+        let n = counts.1.entry(SourceKey::of(ip)).or_insert(0);
         if *n >= self.per_min {
             let window_end = RATE_WINDOW.as_secs() * (window + 1);
             return Err(window_end.saturating_sub(elapsed.as_secs()).max(1));
@@ -566,14 +555,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sources_are_ipv4_addresses_and_ipv6_slash_64_prefixes() {
-        // `Source` has no Debug on purpose (it holds an address): compare with `assert!`.
-        let same =
-            |a: &str, b: &str| Source::of(a.parse().unwrap()) == Source::of(b.parse().unwrap());
-        assert!(same("10.0.0.1", "::ffff:10.0.0.1"));
-        assert!(!same("10.0.0.1", "10.0.0.2"));
-        assert!(same("2001:db8:1:2::1", "2001:db8:1:2:ffff::9"));
-        assert!(!same("2001:db8:1:2::1", "2001:db8:1:3::1"));
+    fn one_ipv6_slash_64_is_one_source() {
+        // The keying itself is tested in `crate::source`; here: the limiter uses it.
+        let limiter = RateLimiter::new(2);
+        let at = Duration::from_secs;
+        for i in 1..=2 {
+            let ip: IpAddr = format!("2001:db8:1:2::{i:x}").parse().unwrap();
+            assert_eq!(limiter.allow_at(ip, at(1)), Ok(()));
+        }
+        for i in 3..=50 {
+            let ip: IpAddr = format!("2001:db8:1:2:{i:x}::{i:x}").parse().unwrap();
+            assert!(limiter.allow_at(ip, at(1)).is_err());
+        }
+        let next: IpAddr = "2001:db8:1:3::1".parse().unwrap();
+        assert_eq!(limiter.allow_at(next, at(1)), Ok(()));
     }
 
     #[test]

@@ -52,4 +52,27 @@ pub trait Transport: privsvc_rt::MaybeSend + privsvc_rt::MaybeSync {
         relayer_url: &str,
         request: RelayerRequest,
     ) -> Result<RelayerResponse, crate::OhttpError>;
+
+    /// Whether this transport encapsulates requests to the relayers' gateway keys (OHTTP).
+    /// Such a transport cannot ask a relayer who it is without a key, so a client finds the
+    /// key in the heartbeats of the account that owns the relayer's URL and gives it with
+    /// [`Transport::bind_relayer`] before its first call. Default: false.
+    fn uses_gateway_keys(&self) -> bool {
+        false
+    }
+
+    /// `relayer_url` belongs to `account` (DESIGN 10, "Relayer identity"): from now on use
+    /// `gateway_key`, the key of that account's newest live heartbeat, or with `None` look the
+    /// key up in that account's heartbeats only, never in another account's. Transports
+    /// without gateway keys ignore it (the default). A wrapper around another transport should
+    /// forward it.
+    fn bind_relayer(
+        &self,
+        relayer_url: &str,
+        account: alloy_primitives::Address,
+        gateway_key: Option<&str>,
+    ) -> Result<(), crate::OhttpError> {
+        let _ = (relayer_url, account, gateway_key);
+        Ok(())
+    }
 }

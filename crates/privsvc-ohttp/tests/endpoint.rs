@@ -298,3 +298,59 @@ async fn answers_are_padded_to_response_classes() {
     assert_eq!(answer.status, 502);
     assert!(error_of(&answer.body).contains("too large for OHTTP"));
 }
+
+/// An inner answer carrying `MinResponseClass` is padded to at least that class, whatever its
+/// status or length: a tiny 200 and a tiny 404 of such a route measure the same as a large
+/// answer of the class, and an answer larger than the class keeps its own, larger class.
+#[tokio::test]
+async fn min_response_class_raises_small_answers_to_one_size() {
+    use axum::http::StatusCode;
+    use axum::response::IntoResponse;
+    use privsvc_ohttp::padding::{RESPONSE_CLASSES, RESPONSE_OVERHEAD};
+    use privsvc_ohttp::MinResponseClass;
+
+    let gateway = gateway();
+    let api = Router::new()
+        .route(
+            "/small",
+            axum::routing::get(|| async { "ok".into_response() }),
+        )
+        .route(
+            "/missing",
+            axum::routing::get(|| async { (StatusCode::NOT_FOUND, "{}").into_response() }),
+        )
+        .route(
+            "/large",
+            axum::routing::get(|| async { vec![b'x'; 10_000].into_response() }),
+        )
+        .layer(axum::middleware::map_response(
+            |mut r: axum::response::Response| async move {
+                r.extensions_mut()
+                    .insert(MinResponseClass(RESPONSE_CLASSES[1]));
+                r
+            },
+        ))
+        .route("/plain", axum::routing::get(|| async { "plain" }));
+    let app = api
+        .clone()
+        .merge(gateway_router(Some(gateway.clone()), api));
+    let (url, _task) = serve(app).await;
+    for (path, status, class) in [
+        ("/small", 200, RESPONSE_CLASSES[1]),
+        ("/missing", 404, RESPONSE_CLASSES[1]),
+        ("/large", 200, RESPONSE_CLASSES[2]),
+        ("/plain", 200, RESPONSE_CLASSES[0]),
+    ] {
+        let (message, pending) = encapsulate(
+            &gateway.public_key(),
+            &to_binary_request(&get(path)),
+            "http",
+            "relayer.test",
+        )
+        .unwrap();
+        let (outer, _, sealed) = post_raw(&url, "message/ohttp-req", message).await;
+        assert_eq!(outer, 200);
+        assert_eq!(sealed.len(), class + RESPONSE_OVERHEAD, "{path}");
+        assert_eq!(pending.open(&sealed).unwrap().status, status, "{path}");
+    }
+}

@@ -511,3 +511,52 @@ async fn rate_limit_per_source_address_through_the_relay_listener() {
         .unwrap();
     assert_eq!(health.status().as_u16(), 200);
 }
+
+/// A client with an IPv6 /64 sends each request from another of its 2^64 addresses: the relay
+/// counts the /64 as one source. Driven in-process through the relay's router with the source
+/// address its listener would report (this machine cannot bind many addresses of one /64).
+#[tokio::test]
+async fn an_ipv6_slash_64_is_one_source_at_the_relay() {
+    use axum::body::Body;
+    use axum::extract::ConnectInfo;
+    use axum::http::Request;
+    use privsvc_ohttp::PeerIp;
+    use tower::ServiceExt as _;
+
+    let Relayed {
+        relay,
+        relayer_task: _relayer_task,
+        ..
+    } = relayed(
+        b"relay slash-64 seed, 32 bytes...",
+        "127.0.0.1",
+        RelayConfig {
+            rate_limit_per_min: 3,
+            ..config()
+        },
+    )
+    .await;
+    let router = relay.router();
+    let from = |ip: std::net::IpAddr| {
+        let router = router.clone();
+        async move {
+            // No target header: 400 when the request is not over the limit.
+            let mut request = Request::post("/ohttp").body(Body::empty()).unwrap();
+            request
+                .extensions_mut()
+                .insert(ConnectInfo(PeerIp::from(ip)));
+            router.oneshot(request).await.unwrap().status().as_u16()
+        }
+    };
+    let mut statuses = Vec::new();
+    for i in 0..20u32 {
+        let ip = format!("2001:db8:4:4:{:x}::{:x}", i, i + 1)
+            .parse()
+            .unwrap();
+        statuses.push(from(ip).await);
+    }
+    assert_eq!(statuses[..3], [400; 3], "{statuses:?}");
+    assert!(statuses[3..].iter().all(|s| *s == 429), "{statuses:?}");
+    assert_eq!(from("2001:db8:4:5::1".parse().unwrap()).await, 400);
+    assert_eq!(from("::ffff:192.0.2.1".parse().unwrap()).await, 400);
+}

@@ -103,7 +103,7 @@ async fn ohttp_transport_with_key_from_heartbeat() {
 }
 
 #[tokio::test]
-async fn ohttp_transport_skips_heartbeats_with_a_foreign_key() {
+async fn ohttp_transport_refuses_a_url_named_by_two_accounts_unless_bound() {
     let s = stack().await;
     let attacker_key = OhttpGateway::from_seed(b"attacker's gateway seed 32 bytes")
         .unwrap()
@@ -112,20 +112,46 @@ async fn ohttp_transport_skips_heartbeats_with_a_foreign_key() {
     s.chain
         .heartbeat(1, &s.relayer_url, Some(&attacker_key))
         .await;
-    // And one whose payload claims the relayer's address without being created by it.
+    // And one whose payload claims the relayer's address without being created by it (not a
+    // heartbeat at all: dropped when read).
     s.chain
         .heartbeat_claiming(2, addr(0), &s.relayer_url, Some(&attacker_key))
         .await;
+    // Two accounts name the URL: neither is believed (DESIGN 10, "Relayer identity").
     let transport = OhttpTransport::new(&s.relay_url, s.chain.reader.clone()).unwrap();
+    let err = transport.gateway_key(&s.relayer_url).await.unwrap_err();
+    assert!(
+        matches!(&err, OhttpError::AmbiguousRelayer { accounts, .. } if accounts.len() == 2),
+        "{err:?}"
+    );
+    // Bound to the relayer's account, only that account's heartbeat gives the key.
+    transport
+        .bind_relayer(&s.relayer_url, addr(0), None)
+        .unwrap();
     assert_eq!(
         transport.gateway_key(&s.relayer_url).await.unwrap(),
         s.gateway.public_key()
     );
     converse(&transport, &s.relayer_url).await;
+    // Bound to the other account, its key is refused by the confirmation through the relay.
+    let other = OhttpTransport::new(&s.relay_url, s.chain.reader.clone()).unwrap();
+    other.bind_relayer(&s.relayer_url, addr(1), None).unwrap();
+    assert!(matches!(
+        other.gateway_key(&s.relayer_url).await,
+        Err(OhttpError::NoGatewayKey(_))
+    ));
+    // A binding with a key uses that key without reading the ledger.
+    let given = OhttpTransport::without_ledger(&s.relay_url).unwrap();
+    assert!(given.uses_gateway_keys());
+    given
+        .bind_relayer(&s.relayer_url, addr(0), Some(&s.gateway.public_key()))
+        .unwrap();
+    assert_eq!(given.relayer_account(&s.relayer_url), Some(addr(0)));
+    converse(&given, &s.relayer_url).await;
 }
 
 #[tokio::test]
-async fn ohttp_transport_follows_a_key_rotation() {
+async fn ohttp_transport_reports_a_key_rotation_and_looks_again_only_when_asked() {
     let s = stack().await;
     let transport = OhttpTransport::new(&s.relay_url, s.chain.reader.clone()).unwrap();
     let pinned = OhttpTransport::without_ledger(&s.relay_url).unwrap();
@@ -133,6 +159,7 @@ async fn ohttp_transport_follows_a_key_rotation() {
         .set_gateway_key(&s.relayer_url, &s.gateway.public_key())
         .unwrap();
     converse(&transport, &s.relayer_url).await;
+    assert_eq!(transport.relayer_account(&s.relayer_url), Some(addr(0)));
     let old_key = s.gateway.public_key();
 
     // The relayer rotates: key 2 becomes current, key 1 is retired, a new heartbeat follows.
@@ -143,26 +170,36 @@ async fn ohttp_transport_follows_a_key_rotation() {
     let new_key = s.gateway.public_key();
     s.chain.heartbeat(0, &s.relayer_url, Some(&new_key)).await;
 
-    // The cached key no longer opens (400); the transport looks the key up again, once.
+    // The old key no longer opens (400): the transport says so and never looks the key up
+    // again by itself (DESIGN 10: keys are never re-discovered silently).
+    let err = transport
+        .send(&s.relayer_url, get("/v1/info"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, OhttpError::GatewayRefused { .. }), "{err:?}");
+    assert!(transport.is_gateway_refused(&s.relayer_url));
     assert_eq!(
         transport.gateway_key(&s.relayer_url).await.unwrap(),
         old_key
     );
+    assert!(matches!(
+        transport.send(&s.relayer_url, get("/v1/info")).await,
+        Err(OhttpError::GatewayRefused { .. })
+    ));
+    // Asked to, it looks again, in the heartbeats of the relayer's account only.
+    transport.forget_gateway_key(&s.relayer_url);
     converse(&transport, &s.relayer_url).await;
     assert_eq!(
         transport.gateway_key(&s.relayer_url).await.unwrap(),
         new_key
     );
 
-    // A key set by hand is never replaced: the caller sees the gateway's refusal.
+    // A key set by hand is never replaced either: the caller sees the gateway's refusal.
     let err = pinned
         .send(&s.relayer_url, get("/v1/info"))
         .await
         .unwrap_err();
-    assert!(
-        matches!(err, OhttpError::Refused { status: 400, .. }),
-        "{err:?}"
-    );
+    assert!(matches!(err, OhttpError::GatewayRefused { .. }), "{err:?}");
 }
 
 #[tokio::test]

@@ -1,8 +1,9 @@
 //! The relayer's HTTP API (SPEC "Endpoints"): `GET /v1/info`, `POST /v1/records`,
 //! `GET /v1/records/{id}`, `GET /healthz`, and `POST /v1/ohttp` ([`ohttp_router`]). `GET
 //! /metrics` is served only on its own listener (`METRICS_BIND`, [`metrics_router`]), never on
-//! the public one: its counters would tell anyone when each submission was accepted. Errors are
-//! `{ "error": reason }`.
+//! the public one: its counters would tell anyone when each submission was accepted. The
+//! public `/healthz` rounds `queue` up to a multiple of 100; the exact record is served on
+//! `METRICS_BIND` too. Errors are `{ "error": reason }`.
 //!
 //! Idempotence (DESIGN 9): a valid submission whose sealed envelope is already stored (queued,
 //! in flight, written or failed) is answered 202 with the existing id, whatever its token:
@@ -54,18 +55,37 @@ pub fn api_router(shared: Arc<Shared>) -> Router {
         .with_state(shared)
 }
 
-/// `GET /metrics` alone, for the `METRICS_BIND` listener.
+/// `GET /metrics` and the exact `GET /healthz`, for the `METRICS_BIND` listener.
 pub fn metrics_router(shared: Arc<Shared>) -> Router {
     Router::new()
         .route("/metrics", get(metrics))
+        .route("/healthz", get(exact_healthz))
         .with_state(shared)
 }
 
-/// The source address of an OHTTP request that did not come from a configured OHTTP relay
-/// (tokens off), attached to the encapsulated request so that a submission inside it counts
-/// against that address's limit like a direct one.
+/// The source address of an OHTTP request that did not come from a configured OHTTP relay,
+/// attached to the encapsulated request so that a submission or an issuer request inside it
+/// counts against that address's limit like a direct one.
 #[derive(Clone, Copy)]
 pub struct OhttpSource(IpAddr);
+
+impl OhttpSource {
+    /// The address that posted the `/v1/ohttp` request (only the rate limiters may use it).
+    pub(crate) fn ip(self) -> IpAddr {
+        self.0
+    }
+}
+
+/// The source a rate limit counts a request against: the connection's address, or for a
+/// request inside `POST /v1/ohttp` the address that posted it ([`OhttpSource`]); `None` for
+/// requests from a configured OHTTP relay (it limits its own clients) and for in-process
+/// requests without an address.
+pub(crate) fn request_source(extensions: &axum::http::Extensions) -> Option<IpAddr> {
+    extensions
+        .get::<ConnectInfo<PeerAddr>>()
+        .and_then(|c| c.0.ip())
+        .or_else(|| extensions.get::<OhttpSource>().map(|s| s.ip()))
+}
 
 #[derive(Clone)]
 struct OhttpState {
@@ -136,11 +156,7 @@ async fn info(State(s): State<Arc<Shared>>) -> Json<Value> {
 }
 
 async fn submit(State(s): State<Arc<Shared>>, req: Request) -> Response {
-    let peer = req
-        .extensions()
-        .get::<ConnectInfo<PeerAddr>>()
-        .and_then(|c| c.0.ip())
-        .or_else(|| req.extensions().get::<OhttpSource>().map(|s| s.0));
+    let peer = request_source(req.extensions());
     let (status, response) = match accept(&s, peer, req.into_body()).await {
         Ok(id) => (
             StatusCode::ACCEPTED,
@@ -290,13 +306,21 @@ async fn accept(s: &Shared, peer: Option<std::net::IpAddr>, body: Body) -> Resul
             ));
         }
     };
-    s.queue.lock().expect("queue lock").push(record);
+    s.queue
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(record);
     s.notify.notify_one();
     Ok(id)
 }
 
 async fn status(State(s): State<Arc<Shared>>, Path(id): Path<String>) -> Response {
-    if let Some(position) = s.queue.lock().expect("queue lock").position(&id) {
+    if let Some(position) = s
+        .queue
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .position(&id)
+    {
         return Json(json!({ "id": id, "state": "queued", "position": position })).into_response();
     }
     match s.store.state(&id) {
@@ -320,7 +344,13 @@ async fn status(State(s): State<Arc<Shared>>, Path(id): Path<String>) -> Respons
     }
 }
 
+/// The public health record: `queue` rounded up, no ledger call (see [`crate::health`]).
 async fn healthz(State(s): State<Arc<Shared>>) -> Response {
+    Json(crate::health::public_health(&s).await).into_response()
+}
+
+/// The health record with the exact queue length (`METRICS_BIND` only).
+async fn exact_healthz(State(s): State<Arc<Shared>>) -> Response {
     Json(crate::health::health(&s).await).into_response()
 }
 

@@ -4,9 +4,11 @@
 //! [`planner::on_tx`]) and applies a revert's verdict ([`planner::after_revert`]).
 //!
 //! A batch: records already on the ledger (owner holds an entity with the same envelope) are
-//! marked written and left out (their txHash is read from the entity's `EntityCreated` log,
+//! marked written and left out; when the store cannot mark one, it goes back to the queue, never
+//! into the batch (DESIGN 10: a store error requeues a record, never writes it twice). (Their
+//! txHash is read from the entity's `EntityCreated` log,
 //! [`LedgerReader::creation_tx`](privsvc_ledger::LedgerReader::creation_tx); the zero hash
-//! only when the node cannot tell); the rest get a create (random 128-bit salt) and a transfer to
+//! only when the node cannot tell.) The rest get a create (random 128-bit salt) and a transfer to
 //! their owner, addressed by keys predicted from the relayer's entity nonce; tokens add one
 //! spends entity per epoch.
 //!
@@ -263,19 +265,27 @@ pub(crate) async fn send_batch(
         }
     };
     let mut batch = Vec::with_capacity(records.len());
+    // Records on the ledger whose written state could not be stored: never in a batch.
+    let mut unmarked = Vec::new();
     for rec in records {
         match written.get(&rec.id) {
             Some(info) => {
-                if shared
+                match shared
                     .store
                     .set_record(&rec.id, StoredState::Written(info.clone()), now_ms())
                     .await
-                    .is_ok()
                 {
-                    shared.metrics.written(1);
-                    shared.finished(1);
-                } else {
-                    batch.push(rec);
+                    Ok(()) => {
+                        shared.metrics.written(1);
+                        shared.finished(1);
+                    }
+                    Err(e) => {
+                        // It is on the ledger: writing it again would make a second entity.
+                        // Back to the queue; the next batch finds it again and retries the
+                        // store.
+                        tracing::error!(error = %e, "cannot mark a record found on the ledger as written; requeued");
+                        unmarked.push(rec);
+                    }
                 }
             }
             None => batch.push(rec),
@@ -287,8 +297,15 @@ pub(crate) async fn send_batch(
     let (batch, twins): (Vec<_>, Vec<_>) = batch
         .into_iter()
         .partition(|rec| seen.insert(envelope_sha256(&rec.envelope)));
+    if batch.is_empty() && !unmarked.is_empty() {
+        // Only store failures: the driver backs off before it tries again.
+        shared.requeue(twins);
+        shared.requeue(unmarked);
+        return Outcome::NotSent;
+    }
     let outcome = send_unique(shared, batch, stop).await;
     shared.requeue(twins);
+    shared.requeue(unmarked);
     outcome
 }
 
@@ -550,7 +567,7 @@ pub(crate) async fn finish_batch(
                 tracing::error!(error = %e, "cannot record a mined batch");
             }
             {
-                let mut live = shared.live.lock().expect("live lock");
+                let mut live = shared.live.lock().unwrap_or_else(|p| p.into_inner());
                 live.batches += 1;
                 live.last_flush_block = Some(block);
             }
@@ -569,7 +586,11 @@ pub(crate) async fn finish_batch(
             if let Err(e) = shared.store.batch_dropped(batch_id, now).await {
                 tracing::error!(error = %e, "cannot record a reverted batch");
             }
-            shared.live.lock().expect("live lock").last_flush_block = Some(block);
+            shared
+                .live
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .last_flush_block = Some(block);
             tracing::warn!(batch_size = size, "batch reverted");
             Outcome::Reverted(reason)
         }
@@ -644,7 +665,7 @@ pub(crate) async fn isolate(
         );
     }
     let verdict = {
-        let mut attempts = shared.attempts.lock().expect("attempts lock");
+        let mut attempts = shared.attempts.lock().unwrap_or_else(|p| p.into_inner());
         planner::after_revert(reason, offenders, keep, &mut attempts, |r| r.id.as_str())
     };
     for rec in verdict.give_up {

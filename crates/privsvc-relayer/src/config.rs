@@ -23,11 +23,12 @@
 //! | `ISSUER_CODES_FILE` | `--issuer-codes-file` | none | one-time attestation codes, one a line; when given, issuance needs one |
 //! | `ISSUER_APPS` | `--issuer-apps` | none | comma-separated apps whose keys the issuer creates unasked: today's at start, each next day's during the day before (`ISSUER=on`) |
 //! | `ISSUER_MAX_NEW_APPS` | `--issuer-max-new-apps` | 20 | apps a UTC day for which a first signed issue request may create a key (`ISSUER=on`; 0 = only `ISSUER_APPS`) |
-//! | `ISSUER_RATE_LIMIT_PER_MIN` | `--issuer-rate-limit-per-min` | 60 | requests a minute per source address to `/v1/issuer/*` and `/v1/tokens/issue` (`ISSUER=on`) |
+//! | `ISSUER_MAX_ACTIVE_APPS` | `--issuer-max-active-apps` | 200 | apps outside `ISSUER_APPS` that get a next-day key, at most: the most used of the day's apps (most wallets, then most tokens issued); the others' keys lapse (`ISSUER=on`; 0 = only `ISSUER_APPS`) |
+//! | `ISSUER_RATE_LIMIT_PER_MIN` | `--issuer-rate-limit-per-min` | 60 | requests a minute per source (IPv4 address, IPv6 /64) to `/v1/issuer/*` and `/v1/tokens/issue`, direct or inside `POST /v1/ohttp` from an address not in `OHTTP_RELAY_IPS` (`ISSUER=on`) |
 //! | `OHTTP` | `--ohttp` | `off` | `on` serves `POST /v1/ohttp` |
 //! | `OHTTP_SEED` | none (env only) | none | 32-byte hex seed of the gateway key (required with `OHTTP=on`) |
-//! | `RATE_LIMIT_PER_MIN` | `--rate-limit-per-min` | 30 | submissions a minute per source address (tokens off), whether posted to `/v1/records` or inside `POST /v1/ohttp` from an address not in `OHTTP_RELAY_IPS` |
-//! | `OHTTP_RELAY_IPS` | `--ohttp-relay-ips` | empty | comma-separated IPs of the OHTTP relays this relayer trusts to limit their clients: their `POST /v1/ohttp` is not counted per address |
+//! | `RATE_LIMIT_PER_MIN` | `--rate-limit-per-min` | 30 | submissions a minute per source (IPv4 address, IPv6 /64; tokens off), whether posted to `/v1/records` or inside `POST /v1/ohttp` from an address not in `OHTTP_RELAY_IPS` |
+//! | `OHTTP_RELAY_IPS` | `--ohttp-relay-ips` | empty | comma-separated IPs of the OHTTP relays this relayer trusts to limit their clients: their `POST /v1/ohttp` (submissions and issuer requests inside) is not counted per address |
 //! | `METRICS_BIND` | `--metrics-bind` | off | `host:port` of a separate listener serving `GET /metrics` (never served on `BIND`); `off` or empty: no metrics endpoint |
 //! | `QUEUE_CAPACITY` | `--queue-capacity` | 10000 | queued records, at most (503 beyond) |
 //! | `HEARTBEAT_MS` | `--heartbeat-ms` | 600000 | heartbeat interval |
@@ -190,6 +191,8 @@ pub struct RelayerConfig {
     pub issuer_apps: Vec<String>,
     /// New apps a UTC day that issue requests may create a key for (`ISSUER_MAX_NEW_APPS`).
     pub issuer_max_new_apps: u32,
+    /// Apps outside `issuer_apps` that get a next-day key, at most (`ISSUER_MAX_ACTIVE_APPS`).
+    pub issuer_max_active_apps: u32,
     /// Requests a minute per source address to the issuer routes (`ISSUER_RATE_LIMIT_PER_MIN`).
     pub issuer_rate_limit_per_min: u32,
     /// How often the issuer checks whether a key is due (not a setting; tests shorten it).
@@ -264,6 +267,8 @@ struct Cli {
     issuer_apps: Option<String>,
     #[arg(long, env = "ISSUER_MAX_NEW_APPS")]
     issuer_max_new_apps: Option<String>,
+    #[arg(long, env = "ISSUER_MAX_ACTIVE_APPS")]
+    issuer_max_active_apps: Option<String>,
     #[arg(long, env = "ISSUER_RATE_LIMIT_PER_MIN")]
     issuer_rate_limit_per_min: Option<String>,
     #[arg(long, env = "OHTTP")]
@@ -412,6 +417,7 @@ impl RelayerConfig {
             issuer_codes: None,
             issuer_apps: Vec::new(),
             issuer_max_new_apps: 20,
+            issuer_max_active_apps: privsvc_tokens::DEFAULT_MAX_ACTIVE_APPS,
             issuer_rate_limit_per_min: 1_000_000,
             issuer_schedule_period: Duration::from_secs(60),
             ohttp_seed: None,
@@ -553,6 +559,13 @@ impl RelayerConfig {
             0,
             10_000,
         )?;
+        c.issuer_max_active_apps = num(
+            "ISSUER_MAX_ACTIVE_APPS",
+            cli.issuer_max_active_apps,
+            privsvc_tokens::DEFAULT_MAX_ACTIVE_APPS,
+            0,
+            100_000,
+        )?;
         c.issuer_rate_limit_per_min = num(
             "ISSUER_RATE_LIMIT_PER_MIN",
             cli.issuer_rate_limit_per_min,
@@ -690,7 +703,10 @@ mod tests {
         assert_eq!(c.tokens, TokenMode::Off);
         assert!(c.ohttp_seed.is_none());
         assert_eq!(c.issuer_max_new_apps, 20);
+        assert_eq!(c.issuer_max_active_apps, 200);
         assert_eq!(c.issuer_rate_limit_per_min, 60);
+        let c = parse(&["--issuer-max-active-apps", "0"]).unwrap();
+        assert_eq!(c.issuer_max_active_apps, 0);
         assert!(c.issuer_apps.is_empty());
         let c = parse(&["--issuer-apps", " notes, chat ,,notes"]).unwrap();
         assert_eq!(c.issuer_apps, vec!["notes".to_string(), "chat".to_string()]);
@@ -726,6 +742,10 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("ISSUER_MAX_NEW_APPS"), "{e}");
+        let e = parse(&["--issuer-max-active-apps", "lots"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("ISSUER_MAX_ACTIVE_APPS"), "{e}");
         let e = parse(&["--issuer-rate-limit-per-min", "0"])
             .unwrap_err()
             .to_string();

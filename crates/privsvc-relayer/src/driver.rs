@@ -27,13 +27,17 @@ pub async fn run(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
         }
         let chain = ChainView {
             reconciled,
-            last_flush_block: shared.live.lock().expect("live lock").last_flush_block,
+            last_flush_block: shared
+                .live
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .last_flush_block,
             min_interval_blocks: shared.cfg.min_interval_blocks,
             head: head.take(),
         };
         let now = now_ms();
         let action = {
-            let q = shared.queue.lock().expect("queue lock");
+            let q = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
             planner::plan(&q, now, &shared.plan_params(), &chain)
         };
         match action {
@@ -70,7 +74,7 @@ pub async fn run(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
                 }
                 // The queue may have grown during the jitter: take the batch planned now.
                 let records = {
-                    let mut q = shared.queue.lock().expect("queue lock");
+                    let mut q = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
                     let plan = q.plan(now_ms(), &shared.plan_params());
                     plan.batch
                         .iter()
@@ -109,7 +113,7 @@ async fn fail_expired(shared: &Shared, expired: Vec<(String, u32)>) {
     let now = now_ms();
     for (id, k) in expired {
         let hold = {
-            let mut q = shared.queue.lock().expect("queue lock");
+            let mut q = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
             q.remove(&id).map(|r| r.max_hold_ms)
         };
         let Some(hold) = hold else { continue };

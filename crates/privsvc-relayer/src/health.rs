@@ -1,8 +1,16 @@
 //! Heartbeats (DESIGN 4), status retention, and the health record (SPEC "Health record").
 //!
-//! The double-spend count of the health record is refreshed by a background task at most once
-//! a minute ([`DOUBLE_SPEND_REFRESH`]), never per `/healthz` request: a request costs no
-//! ledger queries beyond the balance, and the queries the ledger sees do not follow requests.
+//! No `/healthz` request makes a ledger call: the balance read (the record's ledger check) is
+//! refreshed by a background task every [`LEDGER_CHECK_REFRESH`] (10 s), the double-spend
+//! count at most once a minute ([`DOUBLE_SPEND_REFRESH`]). The ledger's view of the relayer's
+//! calls does not follow requests, and polling `/healthz` costs the ledger nothing.
+//!
+//! n-1 (DESIGN 10): the public `/healthz` ([`public_health`]) reports `queue` rounded up to a
+//! multiple of [`PUBLIC_QUEUE_STEP`] (0 reads 100). An exact, real-time queue length lets a
+//! party that holds a victim's submission (the OHTTP relay) send it exactly when the queue is
+//! empty and surround it with its own records. The exact figures are served only on
+//! `METRICS_BIND` (`/metrics` and `/healthz` there) and in-process
+//! ([`crate::RelayerHandle::health`]).
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -42,7 +50,7 @@ pub async fn beat(shared: &Shared) -> Result<(), LedgerError> {
         .ok_or_else(|| LedgerError::Decode("heartbeat receipt has no created entity".into()))?;
     let now = now_ms();
     {
-        let mut live = shared.live.lock().expect("live lock");
+        let mut live = shared.live.lock().unwrap_or_else(|p| p.into_inner());
         live.heartbeat = Some(key);
         live.last_beat_ms = now;
     }
@@ -111,6 +119,50 @@ pub async fn run_pruning(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
     }
 }
 
+/// How often the background task reads the balance for the health record: `/healthz` causes
+/// at most one ledger call per this period, and never one per request.
+pub const LEDGER_CHECK_REFRESH: Duration = Duration::from_secs(10);
+
+/// The public `/healthz` reports the queue rounded up to a multiple of this (0 reads 100).
+pub const PUBLIC_QUEUE_STEP: u64 = 100;
+
+/// The queue length as the public `/healthz` shows it: `exact` rounded up to a multiple of
+/// [`PUBLIC_QUEUE_STEP`], never 0 (an empty queue reads 100, like one of 1 to 100).
+pub fn public_queue(exact: u64) -> u64 {
+    exact
+        .div_ceil(PUBLIC_QUEUE_STEP)
+        .max(1)
+        .saturating_mul(PUBLIC_QUEUE_STEP)
+}
+
+/// Read the balance now and keep it (and whether the read worked) for the health record.
+pub async fn refresh_ledger_check(shared: &Shared) {
+    let balance = shared.ledger.balance(shared.address).await;
+    if balance.is_err() {
+        shared.metrics.ledger_error();
+    }
+    let mut live = shared.live.lock().unwrap_or_else(|p| p.into_inner());
+    match balance {
+        Ok(wei) => {
+            live.balance_wei = Some(wei);
+            live.balance_failed = false;
+        }
+        Err(_) => live.balance_failed = true,
+    }
+}
+
+/// Re-read the balance every [`LEDGER_CHECK_REFRESH`] until stopped (the first read is made
+/// at start, before the relayer serves).
+pub async fn run_ledger_check(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(LEDGER_CHECK_REFRESH) => {}
+            _ = stop.changed() => return,
+        }
+        refresh_ledger_check(&shared).await;
+    }
+}
+
 /// How often the background task recounts double spends.
 pub const DOUBLE_SPEND_REFRESH: Duration = Duration::from_secs(60);
 
@@ -120,7 +172,7 @@ pub async fn refresh_double_spends(shared: &Shared) {
     if result.is_err() {
         shared.metrics.ledger_error();
     }
-    let mut live = shared.live.lock().expect("live lock");
+    let mut live = shared.live.lock().unwrap_or_else(|p| p.into_inner());
     match result {
         Ok(n) => {
             live.double_spends = n;
@@ -149,7 +201,8 @@ pub struct Health {
     pub ok: bool,
     /// The relayer's address.
     pub address: String,
-    /// Records accepted and not yet finished.
+    /// Records accepted and not yet finished: exact in-process and on `METRICS_BIND`, rounded
+    /// up to a multiple of [`PUBLIC_QUEUE_STEP`] on the public `/healthz`.
     pub queue: u64,
     /// Batches written.
     pub batches: u64,
@@ -159,7 +212,8 @@ pub struct Health {
     pub heartbeat: String,
     /// Time of the latest heartbeat (epoch ms; 0 before the first).
     pub last_beat: u64,
-    /// Balance in the native currency (ether units).
+    /// Balance in the native currency (ether units), as of the last background read (at most
+    /// [`LEDGER_CHECK_REFRESH`] old).
     pub balance_native: f64,
     /// Tokens spent here that other relayers' spends entities also list (as of the last
     /// background count, at most a minute old).
@@ -212,16 +266,20 @@ pub async fn double_spends(shared: &Shared) -> Result<u64, LedgerError> {
     Ok(seen.len() as u64)
 }
 
-/// Build the health record (the double-spend count is the background task's last one).
+/// The health record with exact figures, for `METRICS_BIND` and in-process callers. It makes
+/// no ledger call: the balance and the double-spend count are the background tasks' last.
 pub async fn health(shared: &Shared) -> Health {
-    let balance = shared.ledger.balance(shared.address).await;
-    if balance.is_err() {
-        shared.metrics.ledger_error();
-    }
-    let live = shared.live.lock().expect("live lock").clone();
+    let live = shared
+        .live
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
     let ledger = &shared.metrics.ledger;
     Health {
-        ok: balance.is_ok() && !live.double_spends_failed && !ledger.failing(),
+        ok: live.balance_wei.is_some()
+            && !live.balance_failed
+            && !live.double_spends_failed
+            && !ledger.failing(),
         ledger_failing: ledger.failing(),
         ledger_consecutive_failures: ledger.consecutive_failures(),
         address: shared.address.to_checksum(None),
@@ -230,7 +288,30 @@ pub async fn health(shared: &Shared) -> Health {
         last_flush_block: live.last_flush_block.unwrap_or(0).to_string(),
         heartbeat: live.heartbeat.map(|k| k.to_string()).unwrap_or_default(),
         last_beat: live.last_beat_ms,
-        balance_native: balance.map(wei_to_native).unwrap_or(0.0),
+        balance_native: live.balance_wei.map(wei_to_native).unwrap_or(0.0),
         double_spends_detected: live.double_spends,
+    }
+}
+
+/// The health record of the public `/healthz`: [`health`] with `queue` rounded up
+/// ([`public_queue`]).
+pub async fn public_health(shared: &Shared) -> Health {
+    let mut h = health(shared).await;
+    h.queue = public_queue(h.queue);
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_public_queue_is_rounded_up_to_hundreds_and_never_empty() {
+        assert_eq!(public_queue(0), 100);
+        assert_eq!(public_queue(1), 100);
+        assert_eq!(public_queue(100), 100);
+        assert_eq!(public_queue(101), 200);
+        assert_eq!(public_queue(9_999), 10_000);
+        assert_eq!(public_queue(u64::MAX), u64::MAX);
     }
 }

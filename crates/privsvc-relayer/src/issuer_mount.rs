@@ -1,5 +1,17 @@
-//! The token issuer mounted on a relayer with `ISSUER=on`: its routes behind a per-address
+//! The token issuer mounted on a relayer with `ISSUER=on`: its routes behind a per-source
 //! rate limit (`ISSUER_RATE_LIMIT_PER_MIN`), and its key schedule as a background task.
+//!
+//! Limit (DESIGN 10): a request is counted against its connection's address, or, inside
+//! `POST /v1/ohttp`, against the address that posted it, unless that address is a configured
+//! OHTTP relay (`OHTTP_RELAY_IPS`), exactly as for submissions; IPv6 sources count per /64
+//! ([`crate::ratelimit`]). Otherwise anyone could get unlimited blind signatures by
+//! encapsulating issue requests.
+//!
+//! Size (DESIGN 10): every answer of the issuer routes, success or error (the limit's 429
+//! included), asks the OHTTP gateway for the 8 192-byte response class
+//! ([`ISSUER_RESPONSE_CLASS`]): an issue response of three or more tokens needs that class, so
+//! without it an onlooker of the client's link would tell token fetches from everything else
+//! by size.
 //!
 //! The issuer publishes keys through the relayer's one serialized writer. Only the schedule
 //! (a bounded number of keys a day) and signed issue requests within the new-app limit can make
@@ -7,18 +19,23 @@
 
 use std::sync::Arc;
 
-use axum::extract::{ConnectInfo, Request, State};
+use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::{Json, Router};
+use privsvc_ohttp::MinResponseClass;
 use privsvc_tokens::{issuer_router, now_ms, Issuer, IssuerConfig};
 
-use crate::listener::PeerAddr;
+use crate::api::request_source;
 use crate::ratelimit::RateLimiter;
 use crate::state::Shared;
 use crate::writer::SerializedWriter;
 use crate::RelayerError;
+
+/// The response class every answer of the issuer routes is padded to through OHTTP: the class
+/// of the largest issue response (20 blind signatures, about 7 KB of JSON).
+pub const ISSUER_RESPONSE_CLASS: usize = privsvc_ohttp::padding::RESPONSE_CLASSES[1];
 
 /// Open the issuer (data in `<DATA_DIR>/issuer`) on the relayer's `writer`; returns its
 /// rate-limited routes and the issuer (for [`run_schedule`]).
@@ -32,6 +49,7 @@ pub fn mount(
     config.attestation_codes = cfg.issuer_codes.as_ref().map(|c| c.0.clone());
     config.apps = cfg.issuer_apps.clone();
     config.max_new_apps = cfg.issuer_max_new_apps;
+    config.max_active_apps = cfg.issuer_max_active_apps;
     let issuer = Arc::new(
         Issuer::open(config, Arc::new(writer.clone()), shared.ledger.clone())
             .map_err(|e| RelayerError::Issuer(e.to_string()))?,
@@ -40,8 +58,10 @@ pub fn mount(
         limiter: RateLimiter::new(cfg.issuer_rate_limit_per_min),
         per_min: cfg.issuer_rate_limit_per_min,
     });
-    let routes =
-        issuer_router(issuer.clone()).layer(axum::middleware::from_fn_with_state(limiter, limit));
+    // The size layer goes outside the limit, so a 429 is padded like every other answer.
+    let routes = issuer_router(issuer.clone())
+        .layer(axum::middleware::from_fn_with_state(limiter, limit))
+        .layer(axum::middleware::map_response(issuer_size));
     Ok((routes, issuer))
 }
 
@@ -60,15 +80,20 @@ struct IssuerLimit {
     per_min: u32,
 }
 
+/// Mark an issuer answer for the [`ISSUER_RESPONSE_CLASS`] (used only by the OHTTP gateway).
+async fn issuer_size(mut response: Response) -> Response {
+    response
+        .extensions_mut()
+        .insert(MinResponseClass(ISSUER_RESPONSE_CLASS));
+    response
+}
+
 /// 429 with `Retry-After` (seconds to the next one-minute window) and a JSON reason when the
-/// source address is over its limit. Requests without an address (through the OHTTP gateway,
-/// in-process) are limited at the OHTTP relay instead.
+/// request's source ([`request_source`]: its address, or the address that posted it inside
+/// `POST /v1/ohttp`) is over its limit. Requests from a configured OHTTP relay are limited at
+/// the relay, per client address.
 async fn limit(State(l): State<Arc<IssuerLimit>>, req: Request, next: Next) -> Response {
-    let peer = req
-        .extensions()
-        .get::<ConnectInfo<PeerAddr>>()
-        .and_then(|c| c.0.ip());
-    if let Some(ip) = peer {
+    if let Some(ip) = request_source(req.extensions()) {
         let now = now_ms();
         if !l.limiter.allow(ip, now) {
             let retry = 60 - (now / 1000) % 60;

@@ -35,6 +35,15 @@
 //! of `/healthz` is refreshed in the background once a minute ([`health`]); `DATA_DIR` is 0700,
 //! the queue database 0600, with `secure_delete` on.
 //!
+//! Revision 3 (DESIGN 10): the public `/healthz` rounds `queue` up to a multiple of 100 and
+//! makes no ledger call (its balance is read in the background every 10 s; exact figures on
+//! `METRICS_BIND` only) ([`health`]); the planner batches the records whose holds it can meet
+//! and skips the others, which never block the records behind them ([`queue`]); the issuer
+//! routes are limited per source like submissions, also inside `POST /v1/ohttp`, and pad
+//! their OHTTP answers to the 8 192-byte class ([`issuer_mount`]); IPv6 sources are limited
+//! per /64 ([`ratelimit`]); a store error while marking a record found on the ledger requeues
+//! it, never writes it again ([`batcher`]).
+//!
 //! Reconciliation: a record found already on the ledger (its owner holds an entity with its
 //! envelope) is marked written with the hash of the transaction that created that entity, read
 //! with `LedgerReader::creation_tx` (`eth_getLogs`); the zero hash only when the node cannot
@@ -253,6 +262,10 @@ impl Relayer {
             cfg: config,
         });
 
+        // The health record's ledger check, read once before serving and then in the
+        // background (never per request).
+        health::refresh_ledger_check(&shared).await;
+
         // With ISSUER=on the issuer routes are served directly and through the OHTTP gateway.
         let (issuer_routes, issuer_handle) = if shared.cfg.issuer_on {
             let (routes, issuer) = issuer_mount::mount(&shared, &serialized)?;
@@ -321,6 +334,10 @@ impl Relayer {
             shared.clone(),
             stop_rx.clone(),
         )));
+        tasks.push(tokio::spawn(health::run_ledger_check(
+            shared.clone(),
+            stop_rx.clone(),
+        )));
         if let Some(issuer) = issuer_handle {
             tasks.push(tokio::spawn(issuer_mount::run_schedule(
                 issuer,
@@ -386,7 +403,9 @@ impl RelayerHandle {
         self.shared.writer.clone()
     }
 
-    /// The current health record.
+    /// The current health record, with the exact queue length (the public `/healthz` rounds
+    /// it up). Makes no ledger call: the balance is the background read's, at most
+    /// [`health::LEDGER_CHECK_REFRESH`] old.
     pub async fn health(&self) -> Health {
         health::health(&self.shared).await
     }

@@ -25,6 +25,14 @@ impl PeerAddr {
     }
 }
 
+impl From<IpAddr> for PeerAddr {
+    /// The source of a request served in-process through [`crate::RelayerHandle::router`]
+    /// (insert it as `ConnectInfo<PeerAddr>`), as the listener would have seen it.
+    fn from(ip: IpAddr) -> Self {
+        PeerAddr(Some(ip))
+    }
+}
+
 impl fmt::Debug for PeerAddr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("<peer>")

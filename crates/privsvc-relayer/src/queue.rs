@@ -2,15 +2,22 @@
 //!
 //! Policy, evaluated whenever something changes:
 //! 1. A held record (minAnonymity k > 1) whose maxHoldMs has passed fails: no batch of k formed.
-//! 2. The candidate batch takes queued records oldest first, at most MAX_BATCH, then drops every
-//!    record whose k exceeds the number of records of ITS project (`project` attribute) in the
-//!    batch, until that is stable (DESIGN 9: k counts the record's peers, not records of other
-//!    projects). Per project this keeps the records with k <= m, m the largest count such that
-//!    m of the project's records have k <= m: one sort, no repeated passes.
-//! 3. The target size is max(minBatch, the largest k among queued records), at most MAX_BATCH,
-//!    so that a held record gets its chance: batches wait for it, but never longer than
-//!    maxWaitMs for their oldest member.
-//! 4. Flush when the candidate reaches the target, or when its oldest member has waited
+//! 2. Eligible records (DESIGN 10): per project (`project` attribute), m is the largest count
+//!    such that m of the project's queued records have k <= m; the records with k <= m are
+//!    eligible (their holds can be met now: DESIGN 9, k counts the record's peers, not records
+//!    of other projects). A record whose hold cannot be met is skipped: it never blocks, and
+//!    never takes the place of, the records behind it. The per-project counts are kept up to
+//!    date on every push and remove.
+//! 3. The candidate batch takes eligible records oldest first, at most MAX_BATCH. When that cut
+//!    leaves a project short of a record's k, the record is dropped (the fixpoint of dropping
+//!    unmet records, one sort per project) and the batch is filled up with eligible records
+//!    without a hold (which only add peers).
+//! 4. Flush when the candidate holds minBatch records, unless it holds records of a project
+//!    with an unmet hold (they are that hold's only possible peers: flushing them would take
+//!    its chance away), or when its oldest member has waited maxWaitMs. So a held record gets
+//!    its chance, for at most maxWaitMs, from the records of its own project only: holds never
+//!    delay records of other projects (a flood of holds that can never be met, each in its own
+//!    project, changes no batch), never take their places, and never delay anything beyond
 //!    maxWaitMs. The scheduler adds the minIntervalBlocks rule and the flush jitter.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -18,13 +25,43 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use crate::store::StoredRecord;
 
 /// The queue (ordered by arrival sequence), with indexes that keep [`Queue::plan`] cheap:
-/// held records by deadline and the multiset of their k.
+/// held records by deadline, and per project the records without a hold and the multiset of
+/// the holds' k.
 #[derive(Debug, Default)]
 pub struct Queue {
     by_seq: BTreeMap<u64, StoredRecord>,
     seq_of: HashMap<String, u64>,
     held: BTreeSet<(u64, u64)>,
+    projects: HashMap<String, ProjectCounts>,
+}
+
+/// The queued records of one project, as [`met_count`] needs them.
+#[derive(Debug, Default)]
+struct ProjectCounts {
+    /// Records without a hold (k <= 1).
+    unheld: usize,
+    /// Held records: k -> how many.
     held_k: BTreeMap<u32, usize>,
+}
+
+impl ProjectCounts {
+    fn is_empty(&self) -> bool {
+        self.unheld == 0 && self.held_k.is_empty()
+    }
+}
+
+/// The largest m such that m of the project's records have k <= m (0 when none): every record
+/// of the project with k <= m can be batched now.
+fn met_count(counts: &ProjectCounts) -> usize {
+    let mut have = counts.unheld;
+    let mut met = have;
+    for (k, n) in &counts.held_k {
+        have += n;
+        if *k as usize <= have {
+            met = have;
+        }
+    }
+    met
 }
 
 /// Batching settings used by [`Queue::plan`].
@@ -84,11 +121,15 @@ fn keep_met_peers(batch: &mut Vec<&StoredRecord>) {
 }
 
 impl Queue {
-    /// Add a record.
+    /// Add a record (a record with the id of a queued one replaces it).
     pub fn push(&mut self, rec: StoredRecord) {
+        self.remove(&rec.id);
+        let counts = self.projects.entry(rec.project.clone()).or_default();
         if rec.min_anonymity > 1 {
             self.held.insert((deadline(&rec), rec.seq));
-            *self.held_k.entry(rec.min_anonymity).or_insert(0) += 1;
+            *counts.held_k.entry(rec.min_anonymity).or_insert(0) += 1;
+        } else {
+            counts.unheld += 1;
         }
         self.seq_of.insert(rec.id.clone(), rec.seq);
         self.by_seq.insert(rec.seq, rec);
@@ -98,16 +139,28 @@ impl Queue {
     pub fn remove(&mut self, id: &str) -> Option<StoredRecord> {
         let seq = self.seq_of.remove(id)?;
         let rec = self.by_seq.remove(&seq)?;
-        if rec.min_anonymity > 1 {
-            self.held.remove(&(deadline(&rec), rec.seq));
-            if let Some(n) = self.held_k.get_mut(&rec.min_anonymity) {
-                *n -= 1;
-                if *n == 0 {
-                    self.held_k.remove(&rec.min_anonymity);
+        if let Some(counts) = self.projects.get_mut(&rec.project) {
+            if rec.min_anonymity > 1 {
+                self.held.remove(&(deadline(&rec), rec.seq));
+                if let Some(n) = counts.held_k.get_mut(&rec.min_anonymity) {
+                    *n -= 1;
+                    if *n == 0 {
+                        counts.held_k.remove(&rec.min_anonymity);
+                    }
                 }
+            } else {
+                counts.unheld = counts.unheld.saturating_sub(1);
+            }
+            if counts.is_empty() {
+                self.projects.remove(&rec.project);
             }
         }
         Some(rec)
+    }
+
+    /// The queued records, oldest first.
+    pub fn records(&self) -> impl Iterator<Item = &StoredRecord> {
+        self.by_seq.values()
     }
 
     /// Records queued ahead of `id`, or `None` when it is not queued.
@@ -126,8 +179,9 @@ impl Queue {
         self.by_seq.is_empty()
     }
 
-    /// Decide what to do at `now_ms`. Costs O(expired) when holds expired, otherwise at most
-    /// O(MAX_BATCH), independent of the queue length.
+    /// Decide what to do at `now_ms`. Costs O(expired) when holds expired, otherwise the
+    /// records scanned: at most MAX_BATCH eligible ones plus the records with unmet holds
+    /// among them (one hash lookup each).
     pub fn plan(&self, now_ms: u64, p: &PlanParams) -> Plan {
         let mut plan = Plan::default();
         for (d, seq) in &self.held {
@@ -144,8 +198,7 @@ impl Queue {
         }
         let mut wake = self.held.first().map(|(d, _)| *d);
         let max_batch = p.max_batch.max(1);
-        let max_k = self.held_k.keys().next_back().copied().unwrap_or(1) as usize;
-        let target = p.min_batch.max(1).max(max_k).min(max_batch);
+        let target = p.min_batch.max(1).min(max_batch);
         let Some(oldest) = self.by_seq.values().next().map(|r| r.accepted_ms) else {
             plan.wake_at_ms = wake;
             return plan;
@@ -155,13 +208,11 @@ impl Queue {
             plan.wake_at_ms = min_opt(wake, due);
             return plan;
         }
-        let mut batch: Vec<&StoredRecord> = self.by_seq.values().take(max_batch).collect();
-        if !self.held_k.is_empty() {
-            keep_met_peers(&mut batch);
-        }
+        let batch = self.eligible_batch(max_batch);
         if let Some(oldest_in) = batch.iter().map(|r| r.accepted_ms).min() {
             let due = oldest_in.saturating_add(p.max_wait_ms);
-            if batch.len() >= target || due <= now_ms {
+            let ready = batch.len() >= target && !self.peers_of_unmet_holds(&batch);
+            if ready || due <= now_ms {
                 plan.batch = batch.iter().map(|r| r.id.clone()).collect();
             } else {
                 wake = min_opt(wake, due);
@@ -169,6 +220,58 @@ impl Queue {
         }
         plan.wake_at_ms = wake;
         plan
+    }
+
+    /// Whether `rec` can be batched now (its project's m is at least its k); `met` memoises m
+    /// per project.
+    fn eligible<'q>(&'q self, rec: &'q StoredRecord, met: &mut HashMap<&'q str, usize>) -> bool {
+        if rec.min_anonymity <= 1 {
+            return true;
+        }
+        let m = *met
+            .entry(rec.project.as_str())
+            .or_insert_with(|| self.projects.get(&rec.project).map_or(0, met_count));
+        rec.min_anonymity as usize <= m
+    }
+
+    /// Whether `batch` holds a record of a project with an unmet hold (policy 4).
+    fn peers_of_unmet_holds(&self, batch: &[&StoredRecord]) -> bool {
+        let mut seen: HashMap<&str, bool> = HashMap::new();
+        batch.iter().any(|r| {
+            *seen.entry(r.project.as_str()).or_insert_with(|| {
+                self.projects.get(&r.project).is_some_and(|c| {
+                    c.held_k
+                        .keys()
+                        .next_back()
+                        .is_some_and(|k| *k as usize > met_count(c))
+                })
+            })
+        })
+    }
+
+    /// At most `max_batch` eligible records, oldest first, every one with at least its k
+    /// records of its project in the batch (policy 2 and 3).
+    fn eligible_batch(&self, max_batch: usize) -> Vec<&StoredRecord> {
+        // m of each project with holds, computed when first needed.
+        let mut met: HashMap<&str, usize> = HashMap::new();
+        let mut rest = self.by_seq.values();
+        let mut batch: Vec<&StoredRecord> = Vec::new();
+        for rec in rest.by_ref() {
+            if self.eligible(rec, &mut met) {
+                batch.push(rec);
+                if batch.len() == max_batch {
+                    break;
+                }
+            }
+        }
+        if batch.iter().any(|r| r.min_anonymity > 1) {
+            // The cut at MAX_BATCH may leave a project short of a record's k.
+            keep_met_peers(&mut batch);
+            // Records without a hold only add peers: they cannot unmeet anyone.
+            let room = max_batch - batch.len();
+            batch.extend(rest.filter(|r| r.min_anonymity <= 1).take(room));
+        }
+        batch
     }
 }
 
@@ -254,8 +357,8 @@ mod tests {
         for s in 2..=10 {
             q.push(rec_in(&format!("other{}", s % 3), s, 100, 1, 0));
         }
-        // The oldest four are taken; the P-record has no peer among them and stays.
-        assert_eq!(q.plan(200, &P).batch, vec!["r2", "r3", "r4"]);
+        // The P-record has no peer: it is skipped and takes no place in the batch.
+        assert_eq!(q.plan(200, &P).batch, vec!["r2", "r3", "r4", "r5"]);
         for s in 2..=10 {
             q.remove(&format!("r{s}"));
         }
@@ -271,6 +374,106 @@ mod tests {
         for id in ["r1", "r11", "r12"] {
             assert!(plan.batch.contains(&id.to_string()), "{plan:?}");
         }
+    }
+
+    #[test]
+    fn unmet_holds_ahead_never_block_or_delay_the_records_behind_them() {
+        // MAX_BATCH (and more) held records first, each alone in its project: never met.
+        let mut q = Queue::default();
+        for s in 1..=10 {
+            q.push(rec_in(&format!("lone{s}"), s, 100, 2, 600_000));
+        }
+        // Then three honest records: min_batch is reached, they go at once, all of them.
+        for s in 11..=13 {
+            q.push(rec_in("honest", s, 150, 1, 0));
+        }
+        let plan = q.plan(200, &P);
+        assert_eq!(plan.batch, vec!["r11", "r12", "r13"]);
+        assert!(plan.expired.is_empty());
+        // One honest record alone: it waits maxWaitMs for its own sake, not the holds'.
+        let mut q = Queue::default();
+        for s in 1..=10 {
+            q.push(rec_in(&format!("lone{s}"), s, 100, 50, 600_000));
+        }
+        q.push(rec_in("honest", 11, 150, 1, 0));
+        let plan = q.plan(200, &P);
+        assert!(plan.batch.is_empty());
+        assert_eq!(plan.wake_at_ms, Some(1150));
+        assert_eq!(q.plan(1150, &P).batch, vec!["r11"]);
+    }
+
+    #[test]
+    fn an_unmet_hold_holds_back_its_own_project_for_at_most_max_wait() {
+        let p = PlanParams {
+            min_batch: 1,
+            max_wait_ms: 1000,
+            max_batch: 10,
+        };
+        let mut q = Queue::default();
+        q.push(rec_in("P", 1, 100, 3, 20_000));
+        q.push(rec_in("P", 2, 200, 1, 0));
+        // Its only possible peer waits for a third P-record, at most maxWaitMs.
+        let plan = q.plan(300, &p);
+        assert!(plan.batch.is_empty());
+        assert_eq!(plan.wake_at_ms, Some(1200));
+        // Records of other projects do not wait for it.
+        q.push(rec_in("Q", 3, 300, 1, 0));
+        assert!(q.plan(300, &p).batch.is_empty(), "the P-record still waits");
+        let mut other = Queue::default();
+        other.push(rec_in("P", 1, 100, 3, 20_000));
+        other.push(rec_in("Q", 3, 300, 1, 0));
+        assert_eq!(other.plan(300, &p).batch, vec!["r3"]);
+        // The third P-record meets the hold: all go.
+        q.push(rec_in("P", 4, 400, 1, 0));
+        assert_eq!(q.plan(400, &p).batch, vec!["r1", "r2", "r3", "r4"]);
+        // Or maxWaitMs passes: the peers go without it.
+        q.remove("r4");
+        assert_eq!(q.plan(1200, &p).batch, vec!["r2", "r3"]);
+    }
+
+    #[test]
+    fn a_cut_at_max_batch_drops_short_projects_and_fills_with_free_records() {
+        // Project A's three k=3 records straddle the MAX_BATCH cut (4): the two inside cannot
+        // go without the third; free records behind take their places.
+        let mut q = Queue::default();
+        q.push(rec_in("B", 1, 100, 1, 0));
+        q.push(rec_in("B", 2, 100, 1, 0));
+        q.push(rec_in("A", 3, 100, 3, 60_000));
+        q.push(rec_in("A", 4, 100, 3, 60_000));
+        q.push(rec_in("A", 5, 100, 3, 60_000));
+        q.push(rec_in("C", 6, 100, 1, 0));
+        q.push(rec_in("C", 7, 100, 1, 0));
+        assert_eq!(q.plan(200, &P).batch, vec!["r1", "r2", "r6", "r7"]);
+        for id in ["r1", "r2", "r6", "r7"] {
+            q.remove(id);
+        }
+        // Now A's three are at the head: they go together.
+        assert_eq!(q.plan(200, &P).batch, vec!["r3", "r4", "r5"]);
+    }
+
+    #[test]
+    fn met_count_is_the_largest_m_with_m_records_of_k_at_most_m() {
+        let counts = |unheld: usize, held: &[(u32, usize)]| ProjectCounts {
+            unheld,
+            held_k: held.iter().copied().collect(),
+        };
+        assert_eq!(met_count(&counts(0, &[])), 0);
+        assert_eq!(met_count(&counts(2, &[])), 2);
+        assert_eq!(met_count(&counts(0, &[(2, 1)])), 0);
+        assert_eq!(met_count(&counts(1, &[(2, 1)])), 2);
+        assert_eq!(met_count(&counts(1, &[(3, 1)])), 1);
+        assert_eq!(met_count(&counts(0, &[(2, 2), (5, 1)])), 2);
+        assert_eq!(met_count(&counts(2, &[(2, 2), (5, 1)])), 5);
+        // Removing and re-adding keeps the counts exact.
+        let mut q = Queue::default();
+        q.push(rec_in("P", 1, 0, 2, 1000));
+        q.push(rec_in("P", 2, 0, 1, 0));
+        q.push(rec_in("P", 2, 0, 1, 0));
+        assert_eq!(met_count(&q.projects["P"]), 2);
+        q.remove("r2");
+        assert_eq!(met_count(&q.projects["P"]), 0);
+        q.remove("r1");
+        assert!(q.projects.is_empty());
     }
 
     #[test]

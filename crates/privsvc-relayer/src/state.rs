@@ -31,6 +31,11 @@ pub struct Live {
     pub double_spends: u64,
     /// The last background count failed (the ledger or the store did not answer).
     pub double_spends_failed: bool,
+    /// The balance of the last background read ([`crate::health::run_ledger_check`]); `None`
+    /// before the first one answered.
+    pub balance_wei: Option<alloy_primitives::U256>,
+    /// The last background balance read failed.
+    pub balance_failed: bool,
 }
 
 /// Everything the relayer's tasks share.
@@ -92,7 +97,7 @@ impl Shared {
         if records.is_empty() {
             return;
         }
-        let mut q = self.queue.lock().expect("queue lock");
+        let mut q = self.queue.lock().unwrap_or_else(|p| p.into_inner());
         for r in records {
             q.push(r);
         }

@@ -396,7 +396,7 @@ impl Store {
     fn send(&self, cmd: Cmd) -> Result<(), StoreError> {
         self.tx
             .lock()
-            .expect("store sender lock")
+            .unwrap_or_else(|p| p.into_inner())
             .send(cmd)
             .map_err(|_| StoreError::Closed)
     }
@@ -503,7 +503,7 @@ impl Store {
     }
 
     fn reader(&self) -> std::sync::MutexGuard<'_, Connection> {
-        self.read.lock().expect("store reader lock")
+        self.read.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Queued records (not in a batch), oldest first.

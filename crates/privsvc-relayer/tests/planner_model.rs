@@ -13,6 +13,10 @@
 //! - every written batch holds, for each of its records, at least minAnonymity records of
 //!   that record's project;
 //! - written batches are at least minIntervalBlocks apart.
+//!
+//! And at every step (DESIGN 10, the planner): records with unmet holds from many projects
+//! (each alone in its project, so never met) never keep an eligible record waiting. Whatever
+//! they are, the batch planned is exactly the one planned for the same queue without them.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -271,12 +275,21 @@ impl Model {
     }
 
     fn submit(&mut self, project: u8, k: u32, hold_ms: u64) {
+        self.submit_in(format!("P{project}"), k, hold_ms);
+    }
+
+    /// A held record alone in a project of its own: its hold is never met.
+    fn submit_lone(&mut self, k: u32, hold_ms: u64) {
+        self.submit_in(format!("{LONE}{}", self.seq + 1), k.max(2), hold_ms);
+    }
+
+    fn submit_in(&mut self, project: String, k: u32, hold_ms: u64) {
         self.seq += 1;
         let rec = StoredRecord {
             id: format!("r{}", self.seq),
             seq: self.seq,
             app: "app".into(),
-            project: format!("P{project}"),
+            project,
             envelope_digest: [0; 32],
             owner: Address::ZERO,
             envelope: self.seq.to_be_bytes().to_vec(),
@@ -368,12 +381,33 @@ impl Model {
         }
     }
 
+    /// The planner's batch is the same with and without the records with unmet holds.
+    fn assert_unmet_holds_block_nothing(&self) {
+        let full = self.queue.plan(self.now, &self.params);
+        if !full.expired.is_empty() {
+            return;
+        }
+        let mut honest = Queue::default();
+        for rec in self.queue.records() {
+            if !rec.project.starts_with(LONE) {
+                honest.push(rec.clone());
+            }
+        }
+        let plain = honest.plan(self.now, &self.params);
+        assert_eq!(
+            full.batch, plain.batch,
+            "records with unmet holds changed the batch at {}",
+            self.now
+        );
+    }
+
     /// One iteration of the driver's loop (or one round of the batch it follows).
     fn step(&mut self) {
         if self.inflight.is_some() {
             self.follow();
             return;
         }
+        self.assert_unmet_holds_block_nothing();
         let chain = ChainView {
             reconciled: self.reconciled,
             last_flush_block: self.last_flush_block,
@@ -561,9 +595,13 @@ fn observation(r: Receipt) -> TxObservation {
     }
 }
 
+/// Project prefix of the records whose holds are never met.
+const LONE: &str = "lone";
+
 #[derive(Debug, Clone)]
 enum Op {
     Submit { project: u8, k: u32, hold_ms: u64 },
+    SubmitLone { k: u32, hold_ms: u64 },
     Step,
     Tick(u64),
     Mine,
@@ -578,6 +616,7 @@ fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         4 => (0u8..2, 1u32..=3, 500u64..4000)
             .prop_map(|(project, k, hold_ms)| Op::Submit { project, k, hold_ms }),
+        3 => (2u32..=8, 500u64..20_000).prop_map(|(k, hold_ms)| Op::SubmitLone { k, hold_ms }),
         6 => Just(Op::Step),
         2 => (1u64..1500).prop_map(Op::Tick),
         3 => Just(Op::Mine),
@@ -598,6 +637,7 @@ fn run(params: PlanParams, min_interval_blocks: u64, ops: Vec<Op>) -> Result<(),
                 k,
                 hold_ms,
             } => m.submit(project, k, hold_ms),
+            Op::SubmitLone { k, hold_ms } => m.submit_lone(k, hold_ms),
             Op::Step => m.step(),
             Op::Tick(ms) => m.now += ms,
             Op::Mine => m.chain.mine(),
@@ -713,4 +753,53 @@ fn a_lost_heartbeat_answer_neither_duplicates_nor_stalls() {
     });
     ops.extend([Op::Step, Op::Step, Op::Mine, Op::Step, Op::Step, Op::Mine]);
     run(params, 0, ops).expect("invariants hold");
+}
+
+/// A fixed interleaving: more held records than MAX_BATCH, each alone in its project (never
+/// met, a long hold), then one honest record. The honest record is written at the next flush,
+/// long before the holds expire (on the planner that took the oldest MAX_BATCH records and
+/// dropped the unmet ones, nothing was written until the holds expired).
+#[test]
+fn unmet_holds_from_many_projects_never_delay_an_eligible_record() {
+    let params = PlanParams {
+        min_batch: 1,
+        max_wait_ms: 0,
+        max_batch: 4,
+    };
+    let mut m = Model::new(params, 0);
+    m.step(); // reconcile (nothing stored)
+    for _ in 0..10 {
+        m.submit_lone(2, 600_000);
+    }
+    m.submit(0, 1, 0);
+    let honest = format!("r{}", m.seq);
+    for _ in 0..4 {
+        m.step();
+        m.chain.mine();
+        m.now += 10;
+    }
+    assert_eq!(m.chain.written.get(&honest), Some(&1), "not written");
+    assert_eq!(m.queue.len(), 10, "the held records stay queued");
+    // Everything still ends: the holds expire and fail.
+    run(
+        params,
+        0,
+        (0..30)
+            .map(|i| Op::SubmitLone {
+                k: 2 + i % 5,
+                hold_ms: 5_000,
+            })
+            .chain([
+                Op::Submit {
+                    project: 1,
+                    k: 1,
+                    hold_ms: 0,
+                },
+                Op::Step,
+                Op::Step,
+                Op::Mine,
+            ])
+            .collect(),
+    )
+    .expect("invariants hold");
 }

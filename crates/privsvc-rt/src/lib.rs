@@ -19,7 +19,9 @@ mod task;
 mod time;
 
 pub use task::{abort_handle, spawn, AbortHandle, JoinError, JoinHandle};
-pub use time::{now_unix_ms, sleep, timeout, Elapsed, Instant, SystemTime, UNIX_EPOCH};
+pub use time::{
+    now_unix_ms, sleep, sleep_background, timeout, Elapsed, Instant, SystemTime, UNIX_EPOCH,
+};
 
 /// `Send` natively; every type in wasm32 (one thread; JavaScript values are not `Send`).
 #[cfg(not(target_arch = "wasm32"))]

@@ -25,6 +25,45 @@ pub async fn sleep(duration: Duration) {
     gloo_timers::future::sleep(duration).await;
 }
 
+/// Wait `duration` in a background task: like [`sleep`], but in Node.js the timer does not keep
+/// the process alive (it is `unref`'d), so a session's schedule never holds a script open.
+/// Natively it is [`sleep`].
+pub async fn sleep_background(duration: Duration) {
+    #[cfg(not(target_arch = "wasm32"))]
+    tokio::time::sleep(duration).await;
+    #[cfg(target_arch = "wasm32")]
+    unref::sleep(duration).await;
+}
+
+#[cfg(target_arch = "wasm32")]
+mod unref {
+    use std::time::Duration;
+
+    use wasm_bindgen::prelude::*;
+    use wasm_bindgen::JsCast;
+
+    #[wasm_bindgen]
+    extern "C" {
+        #[wasm_bindgen(js_name = setTimeout)]
+        fn set_timeout(handler: &js_sys::Function, ms: f64) -> JsValue;
+    }
+
+    /// `setTimeout`, then `unref()` on the handle where it has one (Node.js).
+    pub(super) async fn sleep(duration: Duration) {
+        let (tx, rx) = futures::channel::oneshot::channel::<()>();
+        let callback = Closure::once_into_js(move || {
+            let _ = tx.send(());
+        });
+        let handle = set_timeout(callback.unchecked_ref(), duration.as_millis() as f64);
+        if let Ok(unref) = js_sys::Reflect::get(&handle, &JsValue::from_str("unref")) {
+            if let Some(f) = unref.dyn_ref::<js_sys::Function>() {
+                let _ = f.call0(&handle);
+            }
+        }
+        let _ = rx.await;
+    }
+}
+
 /// The time limit of [`timeout`] passed before the future finished.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Elapsed;

@@ -1,5 +1,6 @@
 //! [`FileTokenStore`]: client tokens in one JSON file that survives restarts, with the issuer
-//! key pins in an SQLite file next to it (feature `sqlite`, native only).
+//! key pins in an SQLite file and the relayer pins in a JSON file next to it (feature `sqlite`,
+//! native only).
 
 use std::fs::File;
 use std::io::Write as _;
@@ -11,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::acceptance::KeyPins;
 use crate::error::TokenError;
 use crate::message::{epoch_of, now_ms};
+use crate::relayer_pins::{FileRelayerPins, RelayerPins};
 use crate::sqlite_pins::SqliteKeyPins;
 use crate::store::{merge, of_app, remove_token, StoredToken, TokenStore};
 
@@ -25,6 +27,9 @@ const FILE_VERSION: u32 = 1;
 
 /// A store in one JSON file that survives restarts (the analogue of the browser store).
 ///
+/// The file is private: 0600 in a directory created 0700, each change written to a temporary
+/// file with an unpredictable name.
+///
 /// Every change writes a temporary file in the same directory, syncs it, renames it over the
 /// store file and syncs the directory, so the file always holds either the old or the new
 /// contents. A token is removed durably before it is handed out: after a crash it may be lost,
@@ -33,6 +38,7 @@ pub struct FileTokenStore {
     path: PathBuf,
     tokens: Mutex<Vec<StoredToken>>,
     pins: Arc<SqliteKeyPins>,
+    relayer_pins: Arc<FileRelayerPins>,
     _lock: Mutex<rusqlite::Connection>,
 }
 
@@ -55,8 +61,7 @@ impl FileTokenStore {
     pub fn open(path: impl Into<PathBuf>) -> Result<Self, TokenError> {
         let path = path.into();
         let dir = parent_dir(&path);
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| store_err("cannot create directory for", &path, e))?;
+        private_dir(&dir).map_err(|e| store_err("cannot create directory for", &path, e))?;
         let lock = hold_lock(&path)?;
         let tokens = match std::fs::read(&path) {
             Ok(bytes) => {
@@ -78,10 +83,12 @@ impl FileTokenStore {
             &Self::pins_path(&path),
             epoch_of(now_ms()),
         )?);
+        let relayer_pins = Arc::new(FileRelayerPins::open(Self::relayer_pins_path(&path))?);
         Ok(FileTokenStore {
             path,
             tokens: Mutex::new(tokens),
             pins,
+            relayer_pins,
             _lock: Mutex::new(lock),
         })
     }
@@ -95,6 +102,14 @@ impl FileTokenStore {
     pub fn pins_path(path: &Path) -> PathBuf {
         let mut name = path.as_os_str().to_os_string();
         name.push(".pins.sqlite");
+        PathBuf::from(name)
+    }
+
+    /// The file of the store's relayer pins ([`FileRelayerPins`]):
+    /// `<store file>.relayers.json`.
+    pub fn relayer_pins_path(path: &Path) -> PathBuf {
+        let mut name = path.as_os_str().to_os_string();
+        name.push(".relayers.json");
         PathBuf::from(name)
     }
 
@@ -121,11 +136,13 @@ impl FileTokenStore {
             tokens: tokens.to_vec(),
         })
         .map_err(|e| store_err("cannot encode", &self.path, e))?;
+        // An unpredictable name, created only if absent, readable by the owner alone: nobody
+        // can plant a file or a link where the tokens are about to be written.
         let mut tmp_name = self.path.clone().into_os_string();
-        tmp_name.push(format!(".tmp-{}", std::process::id()));
+        tmp_name.push(format!(".tmp-{:032x}", rand::random::<u128>()));
         let tmp = PathBuf::from(tmp_name);
         let result = (|| {
-            let mut f = File::create(&tmp)?;
+            let mut f = private_file(&tmp)?;
             f.write_all(&body)?;
             f.sync_all()?;
             drop(f);
@@ -160,6 +177,24 @@ fn hold_lock(path: &Path) -> Result<rusqlite::Connection, TokenError> {
     Ok(conn)
 }
 
+/// Creates `dir` (and missing parents) with mode 0700 on Unix.
+fn private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir)
+}
+
+/// Creates `path`, which must not exist, with mode 0600 on Unix.
+fn private_file(path: &Path) -> std::io::Result<File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(path)
+}
+
 fn parent_dir(path: &Path) -> PathBuf {
     match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
@@ -187,5 +222,10 @@ impl TokenStore for FileTokenStore {
     /// In `<store file>.pins.sqlite`: they survive restarts like the tokens.
     fn key_pins(&self) -> Option<Arc<dyn KeyPins>> {
         Some(self.pins.clone())
+    }
+
+    /// In `<store file>.relayers.json`: they survive restarts like the tokens.
+    fn relayer_pins(&self) -> Option<Arc<dyn RelayerPins>> {
+        Some(self.relayer_pins.clone())
     }
 }

@@ -7,6 +7,14 @@
 //! active app is published during day D at a random moment of its second half
 //! ([`next_day_moment`], [`next_day_due`], [`Issuer::run_key_schedule`]), so relayers and
 //! clients can refuse a key created after its day began (see [`crate::acceptance`]).
+//!
+//! Revision 3 (DESIGN 10): issue requests are idempotent for their validity window. The
+//! issuer remembers the answer to each signed issue request, keyed by (wallet, `ts`, SHA-256
+//! of the blinded values), in its SQLite store until `ts` + [`MAX_CLOCK_SKEW_MS`]; the same
+//! request again (an OHTTP relay replaying the encapsulated bytes, a client retrying) gets the
+//! remembered answer, byte for byte, and costs no quota. Next-day keys go to at most
+//! `max_active_apps` apps outside the configured ones ([`IssuerConfig::max_active_apps`]), so
+//! apps kept alive by one request a day cannot make the daily publications grow without bound.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
@@ -18,12 +26,12 @@ use base64::Engine as _;
 use privsvc_ledger::{LedgerError, LedgerReader, LedgerWriter};
 use sha2::{Digest, Sha256};
 
-use crate::issuer_store::{IssuerStore, StoreError};
+use crate::issuer_store::{Committed, IssuerStore, RememberedAnswer, RequestKey, StoreError};
 use crate::key_entity::{
     issuer_key_create, issuer_key_options, issuer_key_payload, issuer_key_query,
 };
 use crate::message::{epoch_of, issuance_message, now_ms, DAY_MS};
-use crate::protocol::{IssueRequest, IssueResponse, IssuerKeyResponse};
+use crate::protocol::{ErrorBody, IssueRequest, IssueResponse, IssuerKeyResponse};
 use crate::signer::BlindSigner;
 use crate::suite::{import_issuer_key, token_suite, IssuerKey, IssuerSecretKey, MODULUS_BYTES};
 
@@ -37,6 +45,8 @@ pub const DEFAULT_QUOTA: u32 = 100;
 pub const MAX_APP_BYTES: usize = 128;
 /// Default of [`IssuerConfig::max_new_apps`] (`ISSUER_MAX_NEW_APPS`).
 pub const DEFAULT_MAX_NEW_APPS: u32 = 20;
+/// Default of [`IssuerConfig::max_active_apps`] (`ISSUER_MAX_ACTIVE_APPS`).
+pub const DEFAULT_MAX_ACTIVE_APPS: u32 = 200;
 /// Next-day keys are published no later than this long before midnight UTC.
 pub const PUBLISH_MARGIN_MS: u64 = 15 * 60 * 1000;
 
@@ -59,13 +69,18 @@ pub struct IssuerConfig {
     pub apps: Vec<String>,
     /// Apps that issue requests may create a key for, per UTC day (`ISSUER_MAX_NEW_APPS`).
     pub max_new_apps: u32,
+    /// Apps outside [`IssuerConfig::apps`] that get a next-day key, at most
+    /// (`ISSUER_MAX_ACTIVE_APPS`): the most used of the day's active apps (most wallets, then
+    /// most tokens issued, then by name).
+    pub max_active_apps: u32,
     /// The clock (default [`now_ms`]).
     pub clock: Clock,
 }
 
 impl IssuerConfig {
     /// Defaults: quota [`DEFAULT_QUOTA`], no attestation codes, no configured apps,
-    /// [`DEFAULT_MAX_NEW_APPS`] new apps a day, the system clock.
+    /// [`DEFAULT_MAX_NEW_APPS`] new apps a day, next-day keys for at most
+    /// [`DEFAULT_MAX_ACTIVE_APPS`] other apps, the system clock.
     pub fn new(data_dir: impl Into<PathBuf>, chain_id: u64) -> Self {
         IssuerConfig {
             data_dir: data_dir.into(),
@@ -74,6 +89,7 @@ impl IssuerConfig {
             attestation_codes: None,
             apps: Vec::new(),
             max_new_apps: DEFAULT_MAX_NEW_APPS,
+            max_active_apps: DEFAULT_MAX_ACTIVE_APPS,
             clock: Arc::new(now_ms),
         }
     }
@@ -107,6 +123,7 @@ impl std::fmt::Debug for IssuerConfig {
             )
             .field("apps", &self.apps)
             .field("max_new_apps", &self.max_new_apps)
+            .field("max_active_apps", &self.max_active_apps)
             .finish()
     }
 }
@@ -321,8 +338,9 @@ impl Issuer {
     /// One step of the key schedule at the issuer's clock: today's key of every configured
     /// app when missing, any stored key not yet published (today's or tomorrow's), and, once
     /// the day's random moment ([`next_day_moment`]) has passed, tomorrow's key of every
-    /// configured app and of every app that was issued tokens today. Failures are logged and
-    /// retried at the next step; returns how many keys failed.
+    /// configured app and of the [`IssuerConfig::max_active_apps`] most used other apps that
+    /// were issued tokens today. Failures are logged and retried at the next step; returns
+    /// how many keys failed.
     pub async fn publish_due_keys(&self) -> usize {
         let now = self.now();
         let today = epoch_of(now);
@@ -342,8 +360,15 @@ impl Issuer {
         match moment {
             Ok(moment) if next_day_due(now, moment) => {
                 let mut apps: BTreeSet<String> = self.config.apps.iter().cloned().collect();
-                match self.store.active_apps(today) {
-                    Ok(active) => apps.extend(active),
+                match self.store.ranked_active_apps(today) {
+                    Ok(active) => {
+                        let max = usize::try_from(self.config.max_active_apps).unwrap_or(0);
+                        let others = active
+                            .into_iter()
+                            .filter(|a| !self.config.apps.contains(a))
+                            .take(max);
+                        apps.extend(others);
+                    }
                     Err(e) => {
                         tracing::error!(error = %e, "issuer key schedule: cannot read the store")
                     }
@@ -410,8 +435,38 @@ impl Issuer {
     }
 
     /// `POST /v1/tokens/issue`.
+    ///
+    /// A signed request answered before within its validity window (the same wallet, `ts` and
+    /// blinded values) gets that answer again, byte for byte once serialized, and costs no
+    /// quota: 200 with the same blind signatures and `remaining`, or 409 when it created the
+    /// app's key. Refusals are not remembered: nothing happened, so a copy is judged anew.
     pub async fn issue(&self, req: &IssueRequest) -> Result<IssueResponse, IssuerError> {
         let now = self.now();
+        let (blinded, request) = self.check_request(req, now)?;
+        if let Some(answer) = self.store.remembered(&request, now)? {
+            tracing::debug!("issue request answered again");
+            return replayed(req, answer);
+        }
+        match self.issue_new(req, blinded, &request, now).await {
+            // A copy of this request that was being answered at the same time won: its answer.
+            Err(IssuerError::Refused(
+                refusal @ (IssueRefusal::AttestationUsed | IssueRefusal::QuotaExceeded { .. }),
+            )) => match self.store.remembered(&request, self.now())? {
+                Some(answer) => replayed(req, answer),
+                None => Err(refusal.into()),
+            },
+            other => other,
+        }
+    }
+
+    /// Every check of a request that needs no state: epoch, count, `ts`, app, issuer, chain,
+    /// blinded values, the wallet's signature. Returns the decoded blinded values and the
+    /// request's replay key.
+    fn check_request(
+        &self,
+        req: &IssueRequest,
+        now: u64,
+    ) -> Result<(Vec<Vec<u8>>, RequestKey), IssuerError> {
         let today = epoch_of(now);
         if req.epoch != today {
             return Err(IssueRefusal::EpochNotToday { today }.into());
@@ -439,6 +494,7 @@ impl Issuer {
             .into());
         }
         let mut blinded = Vec::with_capacity(n);
+        let mut digest = Sha256::new();
         for (i, b) in req.blinded.iter().enumerate() {
             let raw = base64::engine::general_purpose::STANDARD
                 .decode(b)
@@ -451,6 +507,7 @@ impl Issuer {
                     raw.len()
                 )));
             }
+            digest.update(&raw);
             blinded.push(raw);
         }
         let message =
@@ -458,6 +515,23 @@ impl Issuer {
         if recover_wallet(&req.wallet_signature, &message) != Some(req.wallet) {
             return Err(IssueRefusal::BadWalletSignature.into());
         }
+        let request = RequestKey {
+            wallet: req.wallet.to_string(),
+            ts: req.ts,
+            blinded_digest: digest.finalize().into(),
+        };
+        Ok((blinded, request))
+    }
+
+    /// A checked request not answered before: attestation code, quota, the app's key, then
+    /// sign and count (the answer is remembered in the same transaction).
+    async fn issue_new(
+        &self,
+        req: &IssueRequest,
+        blinded: Vec<Vec<u8>>,
+        request: &RequestKey,
+        now: u64,
+    ) -> Result<IssueResponse, IssuerError> {
         let code = match &self.codes {
             None => None,
             Some(codes) => {
@@ -473,19 +547,19 @@ impl Issuer {
                 Some(h)
             }
         };
-        let wallet = req.wallet.to_string();
         let quota = self.config.quota_per_wallet;
-        let issued = self.store.issued(&req.app, req.epoch, &wallet)?;
-        let count = u32::try_from(n).unwrap_or(u32::MAX);
+        let issued = self.store.issued(&req.app, req.epoch, &request.wallet)?;
+        let count = u32::try_from(blinded.len()).unwrap_or(u32::MAX);
         if issued.saturating_add(count) > quota {
             return Err(IssueRefusal::QuotaExceeded {
                 remaining: quota.saturating_sub(issued),
             }
             .into());
         }
+        let expires = answer_expiry(req.ts);
 
         if self.store.key(&req.app, req.epoch)?.is_none() {
-            return Err(self.create_for_request(&req.app, req.epoch).await);
+            return self.create_for_request(req, request, expires, now).await;
         }
         let (signer, _, _) = self.day_key(&req.app, req.epoch).await?;
         // Each signature is checked (s^e = m) inside `BlindSigner::sign` before it is returned.
@@ -501,71 +575,102 @@ impl Issuer {
             crate::TokenError::Malformed(m) => IssuerError::BadRequest(m),
             other => IssuerError::Internal(other.to_string()),
         })?;
-
-        let total =
-            match self
-                .store
-                .commit_issue(&req.app, req.epoch, &wallet, count, quota, code.as_ref())
-            {
-                Ok(t) => t,
-                Err(StoreError::QuotaExceeded) => {
-                    let issued = self.store.issued(&req.app, req.epoch, &wallet)?;
-                    return Err(IssueRefusal::QuotaExceeded {
-                        remaining: quota.saturating_sub(issued),
-                    }
-                    .into());
-                }
-                Err(StoreError::CodeUsed) => return Err(IssueRefusal::AttestationUsed.into()),
-                Err(e) => return Err(e.into()),
-            };
-        tracing::debug!(count, "issued tokens");
-        Ok(IssueResponse {
-            blind_signatures: signatures
-                .iter()
-                .map(|s| base64::engine::general_purpose::STANDARD.encode(s))
-                .collect(),
+        let blind_signatures: Vec<String> = signatures
+            .iter()
+            .map(|s| base64::engine::general_purpose::STANDARD.encode(s))
+            .collect();
+        let response = |total: u32| IssueResponse {
+            blind_signatures: blind_signatures.clone(),
             remaining: quota.saturating_sub(total),
-        })
+        };
+        let committed = self.store.commit_issue(
+            &req.app,
+            req.epoch,
+            count,
+            quota,
+            code.as_ref(),
+            request,
+            expires,
+            self.now(),
+            |total| serde_json::to_vec(&response(total)).unwrap_or_default(),
+        );
+        match committed {
+            Ok(Committed::Issued(total)) => {
+                tracing::debug!(count, "issued tokens");
+                Ok(response(total))
+            }
+            Ok(Committed::Replay(answer)) => replayed(req, answer),
+            Err(StoreError::QuotaExceeded) => {
+                let issued = self.store.issued(&req.app, req.epoch, &request.wallet)?;
+                Err(IssueRefusal::QuotaExceeded {
+                    remaining: quota.saturating_sub(issued),
+                }
+                .into())
+            }
+            Err(StoreError::CodeUsed) => Err(IssueRefusal::AttestationUsed.into()),
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// A valid, signed request within quota for an app without a key today: create and publish
-    /// the key if the app may have one (always [`IssuerError`]: `KeyCreated` or why not).
-    async fn create_for_request(&self, app: &str, epoch: u32) -> IssuerError {
+    /// the key if the app may have one. Always an error (`KeyCreated`, remembered for the
+    /// request's validity window before the key is made, or why not), unless a copy of the
+    /// request was answered first (then that answer).
+    async fn create_for_request(
+        &self,
+        req: &IssueRequest,
+        request: &RequestKey,
+        expires: u64,
+        now: u64,
+    ) -> Result<IssueResponse, IssuerError> {
+        let (app, epoch) = (req.app.as_str(), req.epoch);
         let configured = self.config.apps.iter().any(|a| a == app);
         if !configured {
-            match self.store.key(app, epoch.saturating_sub(1)) {
-                Ok(Some(_)) => {
-                    return IssueRefusal::AppLapsed {
-                        app: app.to_string(),
-                    }
-                    .into()
+            if self.store.key(app, epoch.saturating_sub(1))?.is_some() {
+                return Err(IssueRefusal::AppLapsed {
+                    app: app.to_string(),
                 }
-                Ok(None) => {}
-                Err(e) => return e.into(),
+                .into());
             }
-            match self
+            if !self
                 .store
-                .reserve_new_app(app, epoch, self.config.max_new_apps)
+                .reserve_new_app(app, epoch, self.config.max_new_apps)?
             {
-                Ok(true) => {}
-                Ok(false) => {
-                    return IssueRefusal::NewAppLimit {
-                        max: self.config.max_new_apps,
-                    }
-                    .into()
+                return Err(IssueRefusal::NewAppLimit {
+                    max: self.config.max_new_apps,
                 }
-                Err(e) => return e.into(),
+                .into());
             }
+        }
+        let created = IssuerError::KeyCreated {
+            app: app.to_string(),
+            epoch,
+        };
+        let answer = RememberedAnswer {
+            status: 409,
+            body: serde_json::to_vec(&ErrorBody {
+                error: created.to_string(),
+            })
+            .unwrap_or_default(),
+        };
+        // Remembered first: a copy arriving while the key is made gets this 409 too, and is
+        // not signed under the new key at the wallet's expense.
+        let remembered = self.store.remember(request, epoch, expires, now, &answer)?;
+        if remembered != answer {
+            return replayed(req, remembered);
         }
         match self.day_key(app, epoch).await {
             Ok(_) => {
                 tracing::info!(epoch, "created a key for a new app");
-                IssuerError::KeyCreated {
-                    app: app.to_string(),
-                    epoch,
-                }
+                Err(created)
             }
-            Err(e) => e,
+            Err(e) => {
+                // Nothing was created: a copy of the request may try again.
+                if let Err(forget) = self.store.forget(request) {
+                    tracing::error!(error = %forget, "issuer: cannot forget an answer");
+                }
+                Err(e)
+            }
         }
     }
 
@@ -682,6 +787,28 @@ impl Issuer {
             }
         }
         Ok(found)
+    }
+}
+
+/// Until when the answer to a request with `ts` is remembered: the end of its validity window
+/// (a copy after it is refused as stale).
+fn answer_expiry(ts: u64) -> u64 {
+    ts.saturating_add(MAX_CLOCK_SKEW_MS)
+}
+
+/// The remembered answer to `req` as the issuer's result: the 200 body, or the 409 of a
+/// request that created the app's key.
+fn replayed(req: &IssueRequest, answer: RememberedAnswer) -> Result<IssueResponse, IssuerError> {
+    match answer.status {
+        200 => serde_json::from_slice(&answer.body)
+            .map_err(|e| IssuerError::Internal(format!("remembered answer unreadable: {e}"))),
+        409 => Err(IssuerError::KeyCreated {
+            app: req.app.clone(),
+            epoch: req.epoch,
+        }),
+        other => Err(IssuerError::Internal(format!(
+            "remembered answer has status {other}"
+        ))),
     }
 }
 

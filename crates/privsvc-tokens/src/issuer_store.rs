@@ -1,6 +1,8 @@
 //! The issuer's durable state in one SQLite file: per-(app, epoch) secret keys and their ledger
 //! entity, tokens issued per wallet, attestation codes already used, apps created by issue
-//! requests per day (the `ISSUER_MAX_NEW_APPS` count) and the day's next-key publication moment.
+//! requests per day (the `ISSUER_MAX_NEW_APPS` count), the day's next-key publication moment,
+//! and the answers to signed issue requests within their validity window (so that a replayed
+//! request gets the same answer and costs no quota).
 
 use std::path::Path;
 use std::sync::Mutex;
@@ -26,6 +28,37 @@ pub enum StoreError {
     /// The attestation code was used meanwhile (checked again inside the transaction).
     #[error("attestation code already used")]
     CodeUsed,
+}
+
+/// One signed issue request, as replays are recognised: the wallet, its `ts` and the SHA-256
+/// of the concatenated decoded blinded values (the values its signature covers, with the app,
+/// epoch, issuer and chain).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestKey {
+    /// The requesting wallet (EIP-55).
+    pub wallet: String,
+    /// The request's `ts` (epoch ms).
+    pub ts: u64,
+    /// SHA-256 of the concatenated decoded blinded values.
+    pub blinded_digest: [u8; 32],
+}
+
+/// The answer given to a signed issue request, kept for its validity window.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RememberedAnswer {
+    /// HTTP status (200, or 409 when the request created the app's key).
+    pub status: u16,
+    /// The JSON body, byte for byte.
+    pub body: Vec<u8>,
+}
+
+/// What [`IssuerStore::commit_issue`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Committed {
+    /// Counted: the wallet's new issued total; the answer is remembered.
+    Issued(u32),
+    /// The same request was answered meanwhile: its answer, nothing counted.
+    Replay(RememberedAnswer),
 }
 
 /// A stored per-(app, epoch) key.
@@ -64,7 +97,11 @@ impl IssuerStore {
              CREATE TABLE IF NOT EXISTS new_apps (
                  epoch INTEGER NOT NULL, app TEXT NOT NULL, PRIMARY KEY (epoch, app));
              CREATE TABLE IF NOT EXISTS publish_moments (
-                 epoch INTEGER PRIMARY KEY, moment_ms INTEGER NOT NULL);",
+                 epoch INTEGER PRIMARY KEY, moment_ms INTEGER NOT NULL);
+             CREATE TABLE IF NOT EXISTS issue_answers (
+                 wallet TEXT NOT NULL, ts INTEGER NOT NULL, blinded_digest BLOB NOT NULL,
+                 epoch INTEGER NOT NULL, expires_ms INTEGER NOT NULL, status INTEGER NOT NULL,
+                 body BLOB NOT NULL, PRIMARY KEY (wallet, ts, blinded_digest));",
         )?;
         Ok(IssuerStore {
             conn: Mutex::new(conn),
@@ -150,19 +187,74 @@ impl IssuerStore {
         Ok(n.is_some())
     }
 
-    /// In one transaction: check quota and code again, mark the code used and add `count` to
-    /// the wallet's issued tokens. Returns the new issued total.
+    /// The answer remembered for `request`, unless its validity window ended before `now_ms`.
+    pub fn remembered(
+        &self,
+        request: &RequestKey,
+        now_ms: u64,
+    ) -> Result<Option<RememberedAnswer>, StoreError> {
+        remembered_in(&self.conn(), request, now_ms)
+    }
+
+    /// Remember `answer` for `request` until `expires_ms` unless an answer is remembered
+    /// already; returns the answer remembered afterwards (the first one wins). Answers whose
+    /// window ended before `now_ms` are forgotten first.
+    pub fn remember(
+        &self,
+        request: &RequestKey,
+        epoch: u32,
+        expires_ms: u64,
+        now_ms: u64,
+        answer: &RememberedAnswer,
+    ) -> Result<RememberedAnswer, StoreError> {
+        let mut conn = self.conn();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        forget_expired(&tx, now_ms)?;
+        if let Some(existing) = remembered_in(&tx, request, now_ms)? {
+            return Ok(existing);
+        }
+        insert_answer(&tx, request, epoch, expires_ms, answer)?;
+        tx.commit()?;
+        Ok(answer.clone())
+    }
+
+    /// Forget the answer remembered for `request` (its effect did not happen after all).
+    pub fn forget(&self, request: &RequestKey) -> Result<(), StoreError> {
+        self.conn().execute(
+            "DELETE FROM issue_answers WHERE wallet = ?1 AND ts = ?2 AND blinded_digest = ?3",
+            params![
+                request.wallet,
+                ts_sql(request.ts),
+                &request.blinded_digest[..]
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// In one transaction: if `request` has a remembered answer, return it and count nothing
+    /// ([`Committed::Replay`]); else check quota and code again, mark the code used, add
+    /// `count` to the wallet's issued tokens and remember the answer `body(new total)` as a
+    /// 200 until `expires_ms` ([`Committed::Issued`]).
+    #[allow(clippy::too_many_arguments)]
     pub fn commit_issue(
         &self,
         app: &str,
         epoch: u32,
-        wallet: &str,
         count: u32,
         quota: u32,
         code_hash: Option<&[u8; 32]>,
-    ) -> Result<u32, StoreError> {
+        request: &RequestKey,
+        expires_ms: u64,
+        now_ms: u64,
+        body: impl FnOnce(u32) -> Vec<u8>,
+    ) -> Result<Committed, StoreError> {
         let mut conn = self.conn();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        forget_expired(&tx, now_ms)?;
+        if let Some(answer) = remembered_in(&tx, request, now_ms)? {
+            return Ok(Committed::Replay(answer));
+        }
+        let wallet = request.wallet.as_str();
         let issued: u32 = tx
             .query_row(
                 "SELECT count FROM issued WHERE app = ?1 AND epoch = ?2 AND wallet = ?3",
@@ -189,15 +281,26 @@ impl IssuerStore {
              ON CONFLICT (app, epoch, wallet) DO UPDATE SET count = ?4",
             params![app, epoch, wallet, total],
         )?;
+        let answer = RememberedAnswer {
+            status: 200,
+            body: body(total),
+        };
+        insert_answer(&tx, request, epoch, expires_ms, &answer)?;
         tx.commit()?;
-        Ok(total)
+        Ok(Committed::Issued(total))
     }
 
-    /// Forget keys, counters, new-app records and moments of epochs before `min_epoch` (no
-    /// longer issuable or redeemable).
+    /// Forget keys, counters, new-app records, moments and remembered answers of epochs
+    /// before `min_epoch` (no longer issuable or redeemable).
     pub fn prune(&self, min_epoch: u32) -> Result<(), StoreError> {
         let conn = self.conn();
-        for table in ["issuer_keys", "issued", "new_apps", "publish_moments"] {
+        for table in [
+            "issuer_keys",
+            "issued",
+            "new_apps",
+            "publish_moments",
+            "issue_answers",
+        ] {
             conn.execute(
                 &format!("DELETE FROM {table} WHERE epoch < ?1"),
                 params![min_epoch],
@@ -262,6 +365,24 @@ impl IssuerStore {
         Ok(apps)
     }
 
+    /// [`IssuerStore::active_apps`] of `epoch`, most used first: by the number of wallets
+    /// that were issued tokens that day, then by the tokens issued, then by name. The issuer
+    /// publishes next-day keys for the first `ISSUER_MAX_ACTIVE_APPS` of them.
+    pub fn ranked_active_apps(&self, epoch: u32) -> Result<Vec<String>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare(
+            "SELECT k.app FROM issuer_keys k JOIN issued i
+               ON i.app = k.app AND i.epoch = k.epoch
+             WHERE k.epoch = ?1 AND i.count > 0
+             GROUP BY k.app
+             ORDER BY COUNT(*) DESC, SUM(i.count) DESC, k.app",
+        )?;
+        let apps = stmt
+            .query_map(params![epoch], |r| r.get::<_, String>(0))?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(apps)
+    }
+
     /// (app, epoch) of stored keys not yet published, for epochs `min_epoch` and later.
     pub fn unpublished(&self, min_epoch: u32) -> Result<Vec<(String, u32)>, StoreError> {
         let conn = self.conn();
@@ -292,6 +413,66 @@ impl IssuerStore {
         )?;
         Ok(u64::try_from(ms).unwrap_or(0))
     }
+}
+
+/// `ts` as SQLite stores it (an INTEGER is signed).
+fn ts_sql(ts: u64) -> i64 {
+    i64::try_from(ts).unwrap_or(i64::MAX)
+}
+
+fn remembered_in(
+    conn: &Connection,
+    request: &RequestKey,
+    now_ms: u64,
+) -> Result<Option<RememberedAnswer>, StoreError> {
+    let row = conn
+        .query_row(
+            "SELECT status, body FROM issue_answers
+             WHERE wallet = ?1 AND ts = ?2 AND blinded_digest = ?3 AND expires_ms >= ?4",
+            params![
+                request.wallet,
+                ts_sql(request.ts),
+                &request.blinded_digest[..],
+                ts_sql(now_ms)
+            ],
+            |r| Ok((r.get::<_, u16>(0)?, r.get::<_, Vec<u8>>(1)?)),
+        )
+        .optional()?;
+    Ok(row.map(|(status, body)| RememberedAnswer { status, body }))
+}
+
+fn insert_answer(
+    conn: &Connection,
+    request: &RequestKey,
+    epoch: u32,
+    expires_ms: u64,
+    answer: &RememberedAnswer,
+) -> Result<(), StoreError> {
+    conn.execute(
+        "INSERT OR REPLACE INTO issue_answers
+           (wallet, ts, blinded_digest, epoch, expires_ms, status, body)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        params![
+            request.wallet,
+            ts_sql(request.ts),
+            &request.blinded_digest[..],
+            epoch,
+            ts_sql(expires_ms),
+            answer.status,
+            answer.body
+        ],
+    )?;
+    Ok(())
+}
+
+/// Forget the answers whose validity window ended before `now_ms` (a replay of their request
+/// is refused as stale anyway).
+fn forget_expired(conn: &Connection, now_ms: u64) -> Result<(), StoreError> {
+    conn.execute(
+        "DELETE FROM issue_answers WHERE expires_ms < ?1",
+        params![ts_sql(now_ms)],
+    )?;
+    Ok(())
 }
 
 /// Create `dir` (and its parents) if missing; a directory this call creates is 0700 (Unix).

@@ -66,6 +66,7 @@ pub mod issuer_http;
 #[cfg(feature = "sqlite")]
 pub mod issuer_store;
 pub mod key_entity;
+pub mod relayer_pins;
 #[cfg(feature = "server")]
 pub mod router;
 pub mod signer;
@@ -79,10 +80,13 @@ pub use fetch::{fetch_issuer_key, fetch_issuer_key_entity, PublishedKey};
 #[cfg(feature = "server")]
 pub use issuer::{
     next_day_due, next_day_moment, Clock, IssueRefusal, Issuer, IssuerConfig, IssuerError,
-    DEFAULT_MAX_NEW_APPS,
+    DEFAULT_MAX_ACTIVE_APPS, DEFAULT_MAX_NEW_APPS,
 };
 pub use issuer_http::{DirectIssuerTransport, IssuerReply, IssuerTransport};
 pub use protocol::MAX_TOKENS_PER_REQUEST;
+#[cfg(not(target_arch = "wasm32"))]
+pub use relayer_pins::FileRelayerPins;
+pub use relayer_pins::{MemoryRelayerPins, RelayerPins};
 #[cfg(feature = "server")]
 pub use router::issuer_router;
 pub use signer::BlindSigner;

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::acceptance::{KeyPins, MemoryKeyPins};
 use crate::error::TokenError;
 use crate::protocol::TokenRedemption;
+use crate::relayer_pins::{MemoryRelayerPins, RelayerPins};
 
 /// An unspent token as a store keeps it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -65,6 +66,11 @@ pub trait TokenStore: privsvc_rt::MaybeSend + privsvc_rt::MaybeSync {
     fn key_pins(&self) -> Option<Arc<dyn KeyPins>> {
         None
     }
+    /// The relayer pins (url -> account, [`RelayerPins`]) that go with this store (as
+    /// persistent as the store), if it has any; a client uses them unless it is given others.
+    fn relayer_pins(&self) -> Option<Arc<dyn RelayerPins>> {
+        None
+    }
 }
 
 /// Unspent tokens of `app` in `store` for a day relayers accept now.
@@ -102,6 +108,7 @@ pub(crate) fn remove_token(all: &mut Vec<StoredToken>, app: &str, nonce: &str) -
 pub struct MemoryTokenStore {
     tokens: Mutex<Vec<StoredToken>>,
     pins: Arc<MemoryKeyPins>,
+    relayer_pins: Arc<MemoryRelayerPins>,
 }
 
 impl std::fmt::Debug for MemoryTokenStore {
@@ -145,6 +152,11 @@ impl TokenStore for MemoryTokenStore {
     /// In memory, like the tokens: shared by every client given this store.
     fn key_pins(&self) -> Option<Arc<dyn KeyPins>> {
         Some(self.pins.clone())
+    }
+
+    /// In memory, like the tokens: shared by every client given this store.
+    fn relayer_pins(&self) -> Option<Arc<dyn RelayerPins>> {
+        Some(self.relayer_pins.clone())
     }
 }
 

@@ -187,7 +187,14 @@ impl TokenWallet {
             )));
         }
         let epoch = epoch_of(now_ms());
-        let key = self.issuer_key(app, epoch, attestation.clone()).await?;
+        let key = self
+            .issuer_key(
+                app,
+                epoch,
+                attestation.clone(),
+                count.min(MAX_TOKENS_PER_REQUEST),
+            )
+            .await?;
         let mut all = Vec::with_capacity(count);
         let mut remaining = 0;
         let mut left = count;
@@ -226,6 +233,7 @@ impl TokenWallet {
         app: &str,
         epoch: u32,
         attestation: Option<String>,
+        count: usize,
     ) -> Result<IssuerKey, TokenError> {
         let o = &self.inner;
         match accept_issuer_key(o.reader.as_ref(), o.pins.as_ref(), o.issuer, app, epoch).await {
@@ -241,7 +249,7 @@ impl TokenWallet {
         let resp = self.send("GET", &path, None).await?;
         let status = resp.status;
         if status == 404 {
-            self.create_key(app, epoch, attestation).await?;
+            self.create_key(app, epoch, attestation, count).await?;
         } else if !(200..300).contains(&status) {
             let reason = error_reason(&resp).unwrap_or_default();
             return Err(TokenError::Issuer(format!(
@@ -268,20 +276,27 @@ impl TokenWallet {
         }
     }
 
-    /// Ask the issuer to create the app's first key: a signed issue request for one token whose
-    /// blinded value is random (no key exists to blind under). 409 = created; 200 = a key
-    /// appeared meanwhile (the placeholder is discarded).
+    /// Ask the issuer to create the app's first key: a signed issue request for `count` tokens
+    /// (the count of the acquisition it precedes, so that it looks like every other issue
+    /// request) whose blinded values are random (no key exists to blind under). 409 = created;
+    /// 200 = a key appeared meanwhile (the placeholders are discarded).
     async fn create_key(
         &self,
         app: &str,
         epoch: u32,
         attestation: Option<String>,
+        count: usize,
     ) -> Result<(), TokenError> {
-        let mut placeholder = [0u8; crate::suite::MODULUS_BYTES];
-        rand::rngs::OsRng.fill_bytes(&mut placeholder[1..]);
         let b64 = base64::engine::general_purpose::STANDARD;
+        let placeholders = (0..count.max(1))
+            .map(|_| {
+                let mut placeholder = [0u8; crate::suite::MODULUS_BYTES];
+                rand::rngs::OsRng.fill_bytes(&mut placeholder[1..]);
+                b64.encode(placeholder)
+            })
+            .collect();
         let resp = self
-            .post_issue(app, epoch, vec![b64.encode(placeholder)], attestation)
+            .post_issue(app, epoch, placeholders, attestation)
             .await?;
         let status = resp.status;
         if status == 409 || (200..300).contains(&status) {

@@ -440,3 +440,211 @@ async fn acceptance_refuses_late_keys_of_established_apps_and_swapped_keys() {
     assert!(matches!(err, TokenError::KeyTooLate { .. }), "{err}");
     env.devnet.shutdown().await;
 }
+
+/// POST `req` and return the status and the raw body bytes.
+async fn post_issue_raw(url: &str, req: &IssueRequest) -> (u16, Vec<u8>) {
+    let r = reqwest::Client::new()
+        .post(format!("{url}/v1/tokens/issue"))
+        .json(req)
+        .send()
+        .await
+        .unwrap();
+    (r.status().as_u16(), r.bytes().await.unwrap().to_vec())
+}
+
+/// `n` token messages of `app` blinded under `key`: (message, blinding state).
+fn blinded_tokens(key: &IssuerKey, app: &str, epoch: u32, n: usize) -> Vec<(Vec<u8>, Blinded)> {
+    (0..n)
+        .map(|_| {
+            let msg = token_message(app, epoch, &rand::random()).unwrap();
+            let b = token_suite().blind(key, &msg).unwrap();
+            (msg, b)
+        })
+        .collect()
+}
+
+fn raw_blinded(tokens: &[(Vec<u8>, Blinded)]) -> Vec<Vec<u8>> {
+    tokens
+        .iter()
+        .map(|(_, b)| b.blinded_message().to_vec())
+        .collect()
+}
+
+/// A party that holds a copy of a signed issue request (the OHTTP relay replaying the
+/// encapsulated bytes, or anyone on the issuer's side of it) sends it again and again, at once
+/// and after a restart of the issuer: every copy gets the first answer byte for byte (the same
+/// blind signatures, the same `remaining`), and the wallet's quota is charged once.
+#[tokio::test]
+async fn a_replayed_issue_request_gets_its_first_answer_and_costs_no_quota() {
+    let env = env().await;
+    let dir = tempfile::tempdir().unwrap();
+    let chain = env.devnet.chain_id();
+    let app = "replayed";
+    let mut config = IssuerConfig::new(dir.path(), chain);
+    config.apps = vec![app.into()];
+    config.quota_per_wallet = 6;
+    let (issuer, url, server) = serve(&env, config.clone()).await;
+    assert_eq!(issuer.publish_due_keys().await, 0);
+    let me = issuer.address();
+    let e = today();
+    let key = fetch_issuer_key(env.reader.as_ref(), me, app, e)
+        .await
+        .unwrap();
+    let w = LocalWallet::random();
+    let tokens = blinded_tokens(&key, app, e, 3);
+    let req = signed(me, chain, &w, app, e, now_ms(), &raw_blinded(&tokens)).await;
+
+    let (status, first) = post_issue_raw(&url, &req).await;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&first));
+    let answer: IssueResponse = serde_json::from_slice(&first).unwrap();
+    assert_eq!(answer.remaining, 3);
+    // The tokens are real.
+    let b64 = base64::engine::general_purpose::STANDARD;
+    for ((msg, blinded), bs) in tokens.iter().zip(&answer.blind_signatures) {
+        let sig = token_suite()
+            .finalize(&key, &b64.decode(bs).unwrap(), blinded, msg)
+            .unwrap();
+        let nonce: [u8; 32] = msg[msg.len() - 32..].try_into().unwrap();
+        verify_token(&key, app, &TokenRedemption::new(e, &nonce, &sig)).unwrap();
+    }
+
+    // Twenty copies, ten of them at once.
+    let mut copies = tokio::task::JoinSet::new();
+    for _ in 0..10 {
+        let (url, req) = (url.clone(), req.clone());
+        copies.spawn(async move { post_issue_raw(&url, &req).await });
+    }
+    while let Some(copy) = copies.join_next().await {
+        assert_eq!(copy.unwrap(), (200, first.clone()));
+    }
+    for _ in 0..10 {
+        assert_eq!(post_issue_raw(&url, &req).await, (200, first.clone()));
+    }
+
+    // The answers are remembered durably: a restarted issuer gives the same one.
+    server.abort();
+    let _ = server.await;
+    drop(issuer);
+    let (_issuer, url, _server) = serve(&env, config).await;
+    assert_eq!(post_issue_raw(&url, &req).await, (200, first.clone()));
+
+    // The wallet was charged once: its three other tokens are still there, then no more.
+    let more = blinded_tokens(&key, app, e, 3);
+    let fresh = signed(me, chain, &w, app, e, now_ms(), &raw_blinded(&more)).await;
+    let (status, body) = post_issue_raw(&url, &fresh).await;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    let answer: IssueResponse = serde_json::from_slice(&body).unwrap();
+    assert_eq!(answer.remaining, 0);
+    let one = blinded_tokens(&key, app, e, 1);
+    let beyond = signed(me, chain, &w, app, e, now_ms(), &raw_blinded(&one)).await;
+    assert_eq!(post_issue_raw(&url, &beyond).await.0, 403);
+    // A copy of the first request still gets its answer, quota or not.
+    assert_eq!(post_issue_raw(&url, &req).await, (200, first));
+    env.devnet.shutdown().await;
+}
+
+/// The request that created a new app's key (409) replayed after the key exists is answered
+/// 409 again: its placeholder values are not signed under the new key at the wallet's expense.
+#[tokio::test]
+async fn a_replayed_key_creating_request_is_not_signed_later() {
+    let env = env().await;
+    let dir = tempfile::tempdir().unwrap();
+    let chain = env.devnet.chain_id();
+    let mut config = IssuerConfig::new(dir.path(), chain);
+    config.quota_per_wallet = 2;
+    let (issuer, url, _server) = serve(&env, config).await;
+    let me = issuer.address();
+    let e = today();
+    let w = LocalWallet::random();
+    let first = signed(me, chain, &w, "brand-new", e, now_ms(), &[placeholder()]).await;
+    let (status, created) = post_issue_raw(&url, &first).await;
+    assert_eq!(status, 409, "{}", String::from_utf8_lossy(&created));
+    let key = fetch_issuer_key(env.reader.as_ref(), me, "brand-new", e)
+        .await
+        .unwrap();
+    for _ in 0..5 {
+        assert_eq!(post_issue_raw(&url, &first).await, (409, created.clone()));
+    }
+    // The whole quota is left for the wallet's real request.
+    let tokens = blinded_tokens(&key, "brand-new", e, 2);
+    let real = signed(
+        me,
+        chain,
+        &w,
+        "brand-new",
+        e,
+        now_ms(),
+        &raw_blinded(&tokens),
+    )
+    .await;
+    let (status, body) = post_issue_raw(&url, &real).await;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    assert_eq!(
+        serde_json::from_slice::<IssueResponse>(&body)
+            .unwrap()
+            .remaining,
+        0
+    );
+    env.devnet.shutdown().await;
+}
+
+/// Twenty new apps a day, each kept alive by one request a day, would make the issuer publish
+/// ever more next-day keys. At most `max_active_apps` apps outside the configured ones get
+/// one: the most used (most wallets, then most tokens).
+#[tokio::test]
+async fn next_day_keys_go_to_at_most_max_active_apps_besides_the_configured_ones() {
+    let env = env().await;
+    let dir = tempfile::tempdir().unwrap();
+    let chain = env.devnet.chain_id();
+    let e = today();
+    let day_start = u64::from(e) * DAY_MS;
+    // Just before midnight: the day's moment for next-day keys has passed, whatever it is.
+    let clock = Arc::new(AtomicU64::new(day_start + DAY_MS - 10 * 60_000));
+    let mut config = IssuerConfig::new(dir.path(), chain);
+    config.apps = vec!["configured".into()];
+    config.max_active_apps = 2;
+    let c = clock.clone();
+    config.clock = Arc::new(move || c.load(Ordering::SeqCst));
+    let (issuer, url, _server) = serve(&env, config).await;
+    let me = issuer.address();
+    let t = clock.load(Ordering::SeqCst);
+
+    // Four new apps, issued tokens by 3, 2, 1 and 1 wallets (the configured app by one).
+    let wallets: Vec<LocalWallet> = (0..3).map(|_| LocalWallet::random()).collect();
+    for (app, users) in [
+        ("app-a", 3),
+        ("app-b", 2),
+        ("app-c", 1),
+        ("app-d", 1),
+        ("configured", 1),
+    ] {
+        let req = signed(me, chain, &wallets[0], app, e, t, &[placeholder()]).await;
+        assert_eq!(post_issue(&url, &req).await.0, 409, "{app}");
+        let key = fetch_issuer_key(env.reader.as_ref(), me, app, e)
+            .await
+            .unwrap();
+        for w in &wallets[..users] {
+            let tokens = blinded_tokens(&key, app, e, 1);
+            let req = signed(me, chain, w, app, e, t, &raw_blinded(&tokens)).await;
+            let (s, b) = post_issue(&url, &req).await;
+            assert_eq!(s, 200, "{app}: {b}");
+        }
+    }
+    assert_eq!(issuer.publish_due_keys().await, 0);
+    for (app, expected) in [
+        ("configured", true),
+        ("app-a", true),
+        ("app-b", true),
+        ("app-c", false),
+        ("app-d", false),
+    ] {
+        assert_eq!(
+            issuer.public_key(app, e + 1).await.unwrap().is_some(),
+            expected,
+            "{app}"
+        );
+        let status = get_key(&url, app, e + 1).await.0;
+        assert_eq!(status, if expected { 200 } else { 404 }, "{app}");
+    }
+    env.devnet.shutdown().await;
+}

@@ -269,3 +269,35 @@ fn file_store_pins_survive_a_reopen_and_memory_pins_are_the_stores() {
         b"one"
     );
 }
+
+/// The file store is private: the directory it creates is 0700 and the token file 0600, and a
+/// link planted where a predictable temporary file would go is never written through (today's
+/// name, `<file>.tmp-<pid>`, was predictable: an attacker sharing the directory could make the
+/// store write the tokens into a file of theirs).
+#[cfg(unix)]
+#[test]
+fn file_store_is_private_and_its_temporary_files_unpredictable() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = dir.path().join("wallet").join("tokens.json");
+    let stolen = dir.path().join("stolen");
+    std::fs::write(&stolen, b"").unwrap();
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::remove_dir(path.parent().unwrap()).unwrap();
+    let store = FileTokenStore::open(&path).unwrap();
+    let mut planted = path.clone().into_os_string();
+    planted.push(format!(".tmp-{}", std::process::id()));
+    std::os::unix::fs::symlink(&stolen, &planted).unwrap();
+    store.add(&aged_tokens("notes", 3)).unwrap();
+    assert_eq!(
+        std::fs::read(&stolen).unwrap(),
+        b"",
+        "the tokens were written through a planted link"
+    );
+    let file_mode = std::fs::metadata(&path).unwrap().mode() & 0o777;
+    assert_eq!(file_mode, 0o600, "token file mode {file_mode:o}");
+    let dir_mode = std::fs::metadata(path.parent().unwrap()).unwrap().mode() & 0o777;
+    assert_eq!(dir_mode, 0o700, "store directory mode {dir_mode:o}");
+    assert_eq!(store.list("notes").unwrap().len(), 3);
+}

@@ -44,12 +44,6 @@ struct Options {
     cover_batches: Option<usize>,
     token_attestation: Option<String>,
     token_min_age_ms: Option<u64>,
-    /// Tokens to prefetch per issuer at random moments after the session starts (absent: the
-    /// client's default; the JS layer sends 0 in Node.js, where its timers would keep the
-    /// process alive).
-    token_prefetch: Option<usize>,
-    /// The window of that prefetch, ms (default 6 hours).
-    token_prefetch_within_ms: Option<u64>,
     trusted_relayers_only: Option<bool>,
     /// The wallet's account (when a wallet is given).
     wallet_address: Option<String>,
@@ -173,15 +167,6 @@ impl RawClient {
             }
             if let Some(ms) = o.token_min_age_ms {
                 b = b.token_min_age_ms(ms);
-            }
-            if o.token_prefetch.is_some() || o.token_prefetch_within_ms.is_some() {
-                b = b.token_prefetch(
-                    o.token_prefetch
-                        .unwrap_or(privsvc_client::DEFAULT_TOKEN_PREFETCH),
-                    o.token_prefetch_within_ms
-                        .map(std::time::Duration::from_millis)
-                        .unwrap_or(privsvc_tokens::DEFAULT_PREFETCH_WITHIN),
-                );
             }
             b = b.token_store(store);
             if let Some(t) = o.trusted_relayers_only {

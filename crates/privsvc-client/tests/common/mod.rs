@@ -7,13 +7,12 @@ use std::time::{Duration, Instant};
 
 use alloy_primitives::{Address, B256, U256};
 use async_trait::async_trait;
-use privsvc_client::{ClientBuilder, CreateParams, Expires, PrivateClient};
-use privsvc_devnet::{BlockTime, Devnet, DevnetConfig, DevnetHandle, DEV_PRIVATE_KEYS};
+use privsvc_client::{ClientBuilder, CreateParams, Expires, PrivateClient, SessionSchedule};
+use privsvc_devnet::{DevnetHandle, DEV_PRIVATE_KEYS};
 use privsvc_ledger::{Entity, LedgerError, LedgerReader, LedgerWriter, QueryOptions, QueryPage};
-use privsvc_ohttp::{OhttpRelay, RelayConfig};
-use privsvc_relayer::{Health, OhttpSeed, Relayer, RelayerConfig, RelayerHandle, TokenMode};
+use privsvc_relayer::{Health, RelayerHandle};
+use privsvc_testkit::{LocalStack, RelayerSpec};
 use privsvc_vault::LocalWallet;
-use tempfile::TempDir;
 
 pub const APP: &str = "notes";
 /// Minimum token age of the test clients (the default is 60 s).
@@ -60,18 +59,14 @@ pub fn note(text: &str) -> CreateParams {
         .attribute("kind", "note")
 }
 
+/// The stack of the client tests: relayer A (dev account 0) and B (dev account 1), built with
+/// `privsvc_testkit::LocalStack`.
 pub struct Stack {
-    pub node: DevnetHandle,
+    pub inner: LocalStack,
     pub reader: Arc<dyn LedgerReader>,
-    pub a: Option<RelayerHandle>,
-    pub b: Option<RelayerHandle>,
     pub a_url: String,
     pub b_url: String,
     pub relay_url: Option<String>,
-    /// The OHTTP relay, when the stack has one.
-    pub relay: Option<OhttpRelay>,
-    relay_task: Option<tokio::task::JoinHandle<()>>,
-    dirs: Vec<TempDir>,
 }
 
 pub fn reader(node: &DevnetHandle) -> Arc<dyn LedgerReader> {
@@ -85,106 +80,62 @@ pub fn writer(node: &DevnetHandle, i: usize) -> Arc<dyn LedgerWriter> {
     Arc::new(privsvc_ledger::RpcWriter::new(ledger, key, node.chain_id()))
 }
 
-fn base_config(dir: &TempDir) -> RelayerConfig {
-    let mut c = RelayerConfig::for_tests(dir.path());
-    c.block_time = Duration::from_millis(100);
-    c.max_wait_ms = 100;
-    c
-}
-
 impl Stack {
     pub async fn start(opts: StackOptions) -> Stack {
-        let node = Devnet::start(DevnetConfig {
-            block_time: BlockTime::OnDemand,
-            ..Default::default()
-        })
-        .await
-        .expect("devnet starts");
-        let reader = reader(&node);
-        let (da, db) = (TempDir::new().unwrap(), TempDir::new().unwrap());
-
-        let mut ca = base_config(&da);
+        let mut a = RelayerSpec::new("a");
+        let mut b = RelayerSpec::new("b");
         if opts.tokens {
-            ca.tokens = TokenMode::Required;
-            ca.issuer_on = true;
+            a = a.issuer();
+            b = b.tokens_from("a");
         }
         if opts.ohttp {
-            ca.ohttp_seed = Some(OhttpSeed::new([1u8; 32]));
+            a = a.ohttp_seed([1u8; 32]);
+            b = b.ohttp_seed([2u8; 32]);
         }
         if opts.a_slow {
-            ca.min_batch = 2;
-            ca.max_wait_ms = A_SLOW_WAIT_MS;
+            a = a.with(|c| {
+                c.min_batch = 2;
+                c.max_wait_ms = A_SLOW_WAIT_MS;
+            });
         }
         if opts.a_holds {
-            ca.min_batch = 100;
-            ca.max_wait_ms = 600_000;
-        }
-        let a = Relayer::start(ca, reader.clone(), writer(&node, 0))
-            .await
-            .expect("relayer A starts");
-
-        let mut cb = base_config(&db);
-        if opts.tokens {
-            cb.tokens = TokenMode::Required;
-            cb.issuer_address = Some(a.address());
-            cb.issuer_url = Some(a.url().to_string());
-        }
-        if opts.ohttp {
-            cb.ohttp_seed = Some(OhttpSeed::new([2u8; 32]));
-        }
-        let b = Relayer::start(cb, reader.clone(), writer(&node, 1))
-            .await
-            .expect("relayer B starts");
-
-        // Both heartbeats must be on the ledger (discovery and the OHTTP relay read them).
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while a.health().await.heartbeat.is_empty() || b.health().await.heartbeat.is_empty() {
-            assert!(Instant::now() < deadline, "heartbeats not published");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-
-        let (relay, relay_url, relay_task) = if opts.ohttp {
-            let relay = OhttpRelay::new(
-                reader.clone(),
-                RelayConfig {
-                    allow_http: true,
-                    refresh_interval: Duration::from_millis(500),
-                    // Every test client shares 127.0.0.1.
-                    rate_limit_per_min: 1_000_000,
-                    ..RelayConfig::default()
-                },
-            )
-            .expect("relay");
-            relay.refresh().await.expect("relay refresh");
-            let _refresh = relay.spawn_refresh();
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let url = format!("http://{}", listener.local_addr().unwrap());
-            let served = relay.clone();
-            let task = tokio::spawn(async move {
-                served.serve(listener).await.ok();
+            a = a.with(|c| {
+                c.min_batch = 100;
+                c.max_wait_ms = 600_000;
             });
-            (Some(relay), Some(url), Some(task))
-        } else {
-            (None, None, None)
-        };
-
-        Stack {
-            a_url: a.url().to_string(),
-            b_url: b.url().to_string(),
-            node,
-            reader,
-            a: Some(a),
-            b: Some(b),
-            relay_url,
-            relay,
-            relay_task,
-            dirs: vec![da, db],
         }
+        let mut builder = LocalStack::builder().relayer(a).relayer(b);
+        if opts.ohttp {
+            builder = builder.ohttp_relay();
+        }
+        let inner = builder.start().await.expect("the local stack starts");
+        Stack {
+            reader: inner.reader(),
+            a_url: inner.url("a"),
+            b_url: inner.url("b"),
+            relay_url: inner.relay_url(),
+            inner,
+        }
+    }
+
+    /// Relayer A.
+    pub fn a(&self) -> &RelayerHandle {
+        self.inner.relayer("a")
+    }
+
+    /// Relayer B.
+    pub fn b(&self) -> &RelayerHandle {
+        self.inner.relayer("b")
+    }
+
+    /// The devnet.
+    pub fn node(&self) -> &DevnetHandle {
+        self.inner.devnet()
     }
 
     /// Requests the OHTTP relay forwarded to a relayer (0 without a relay).
     pub fn relayed(&self) -> u64 {
-        self.relay.as_ref().map_or(0, OhttpRelay::forwarded)
+        self.inner.relayed()
     }
 
     /// A client builder for `wallet` with fast test timings (both relayers, no delay).
@@ -200,9 +151,11 @@ impl Stack {
         b
     }
 
+    /// A client of a fresh wallet, ready to write (holding a ripe token when tokens are on).
     pub async fn client(&self) -> (Arc<LocalWallet>, PrivateClient) {
         let wallet = Arc::new(LocalWallet::random());
         let client = self.builder(&wallet).build().await.expect("client builds");
+        ready(&client).await;
         (wallet, client)
     }
 
@@ -236,36 +189,71 @@ impl Stack {
 
     /// Stops relayer A and starts it again on the same queue database, flushing at once.
     pub async fn restart_a_flushing(&mut self) {
-        if let Some(a) = self.a.take() {
-            a.shutdown().await;
-        }
-        let mut c = base_config(&self.dirs[0]);
-        c.min_batch = 1;
-        let a = Relayer::start(c, self.reader.clone(), writer(&self.node, 0))
+        self.inner
+            .restart_relayer("a", |c| {
+                c.min_batch = 1;
+                c.max_wait_ms = 100;
+            })
             .await
             .expect("relayer A restarts");
-        self.a_url = a.url().to_string();
-        self.a = Some(a);
+        self.a_url = self.inner.url("a");
     }
 
-    pub async fn shutdown(mut self) {
-        if let Some(t) = self.relay_task.take() {
-            t.abort();
-        }
-        if let Some(a) = self.a.take() {
-            a.shutdown().await;
-        }
-        if let Some(b) = self.b.take() {
-            b.shutdown().await;
-        }
-        self.node.shutdown().await;
+    /// Mines enough blocks for the covers of every batch so far to be final (a scan fetches a
+    /// batch only 16 blocks after it; this devnet makes a block per transaction only).
+    pub async fn settle(&self) {
+        settle(self.node());
+    }
+
+    /// Stops relayer A cleanly.
+    pub async fn stop_a(&mut self) {
+        self.inner.stop_relayer("a").await;
+    }
+
+    /// Stops relayer A as in a crash.
+    pub async fn crash_a(&mut self) {
+        self.inner.crash_relayer("a").await;
+    }
+
+    pub async fn shutdown(self) {
+        self.inner.shutdown().await;
+    }
+}
+
+/// Mines `2 x COVER_WINDOW_BLOCKS` empty blocks on `node`: afterwards the covers of every
+/// batch so far are final, and a scan fetches it.
+pub fn settle(node: &DevnetHandle) {
+    node.mine_blocks(2 * privsvc_client::COVER_WINDOW_BLOCKS)
+        .expect("mining empty blocks");
+}
+
+/// The session timers of the tests: a tail every 100 to 300 ms, status polls for up to 300 ms
+/// after `written`, the first token refill within 50 ms, later ones every 2 to 4 s.
+pub fn fast_schedule() -> SessionSchedule {
+    SessionSchedule {
+        tail: (Duration::from_millis(100), Duration::from_millis(300)),
+        status_tail: (Duration::ZERO, Duration::from_millis(300)),
+        refill_below: 5,
+        first_refill: (Duration::ZERO, Duration::from_millis(50)),
+        later_refill: (Duration::from_secs(2), Duration::from_secs(4)),
+    }
+}
+
+/// Waits until `client` holds a ripe token when one of its relayers requires tokens (the
+/// session's first refill, then the tokens' minimum age); fails after 15 s.
+pub async fn ready(client: &PrivateClient) {
+    if !client.relayers().iter().any(|r| r.info.tokens_required) {
+        return;
+    }
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while client.ripe_tokens() == 0 {
+        assert!(Instant::now() < deadline, "no ripe token after 15 s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 
 /// A client builder for `wallet` on `reader` and `relayers` with fast test timings: no delay,
-/// polls every 100 ms, inclusion timeout 5 s, no session-start token prefetch (its random
-/// moments would make the issuer traffic of a test unpredictable; tests call
-/// `prefetch_later` themselves).
+/// polls every 100 ms, inclusion timeout 5 s, the [`fast_schedule`].
 pub fn fast_builder(
     wallet: Arc<LocalWallet>,
     reader: Arc<dyn LedgerReader>,
@@ -279,7 +267,7 @@ pub fn fast_builder(
         .delay_ms(0, 0)
         .poll_interval(Duration::from_millis(100))
         .inclusion_timeout(Duration::from_secs(5))
-        .token_prefetch(0, Duration::ZERO)
+        .schedule(fast_schedule())
 }
 
 /// Polls `relayer`'s health every `every` until `done` holds; fails with `what` after 10 s.

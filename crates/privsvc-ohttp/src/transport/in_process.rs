@@ -87,7 +87,8 @@ impl Transport for InProcessTransport {
         if !request.path.starts_with('/') {
             return Err(OhttpError::InvalidUrl(request.path));
         }
-        let (status, _headers, body) = dispatch(&router, to_binary_request(&request), false).await;
+        let (status, _headers, body, _) =
+            dispatch(&router, to_binary_request(&request), false).await;
         Ok(RelayerResponse { status, body })
     }
 }

@@ -1,12 +1,21 @@
 //! `OhttpTransport`: every relayer call goes through an OHTTP relay, encapsulated to the
 //! relayer's gateway key.
 //!
-//! Gateway keys come from the relayers' heartbeats on the ledger. Before a key is used for real
-//! requests it is confirmed through the relay itself: `GET /v1/info`, encapsulated to the
-//! candidate key, must answer the heartbeat creator's address and the same `ohttpKey`. (A direct
-//! `/v1/info` call would reveal the client's address, which is what OHTTP exists to hide.) A
-//! confirmed key is cached; when the gateway can no longer open requests (it rotated its key),
-//! the key is looked up again once.
+//! Relayer identity (DESIGN 10): a relayer URL belongs to ONE account, and the gateway key comes
+//! only from that account's heartbeats on the ledger. The account is bound by the caller
+//! ([`Transport::bind_relayer`]; the client binds the account it pinned, was given or found as
+//! the URL's only owner, with the key of that account's heartbeat), or learnt on the first
+//! lookup: the one account whose live heartbeats name the URL (heartbeats of two accounts make
+//! it ambiguous, [`OhttpError::AmbiguousRelayer`]); afterwards it stays bound for the
+//! transport's lifetime and other accounts' heartbeats are ignored. Before a looked-up key is
+//! used, `GET /v1/info` encapsulated to it must answer that account's address and the same
+//! `ohttpKey` through the relay (a direct call would reveal the client's address); the answer
+//! only confirms, it never supplies the address or the key.
+//!
+//! A gateway that answers 400 to a request ([`OhttpError::GatewayRefused`]) is not sent
+//! anything more: the key is never looked up again silently (a relay that could make the client
+//! re-read the heartbeats whenever it likes could time that read to a heartbeat of its own).
+//! [`OhttpTransport::forget_gateway_key`] or a new binding lifts it.
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -18,16 +27,20 @@ use privsvc_ledger::LedgerReader;
 use privsvc_rt::http::{Fetch, ReqwestFetch};
 
 use crate::client::ohttp_call;
-use crate::heartbeat::{live_heartbeats, DEFAULT_HEARTBEAT_INTERVAL};
+use crate::heartbeat::{live_heartbeats, url_owner, DEFAULT_HEARTBEAT_INTERVAL};
 use crate::http_util::normalize_relayer_url;
 use crate::transport::{RelayerRequest, RelayerResponse, Transport};
 use crate::{OhttpError, CALL_TIMEOUT};
 
-#[derive(Clone)]
-struct CachedKey {
-    key: String,
-    /// Set by the caller: never replaced by a ledger lookup.
-    explicit: bool,
+/// What the transport knows about one relayer URL.
+#[derive(Clone, Default)]
+struct Known {
+    /// The account that owns the URL: bound by the caller, or learnt on the first lookup.
+    account: Option<Address>,
+    /// The gateway key in use, once known.
+    key: Option<String>,
+    /// The gateway refused a request (400): nothing more is sent until the caller acts.
+    refused: bool,
 }
 
 /// Sends every relayer call through the OHTTP relay at `relay_url`.
@@ -36,7 +49,7 @@ pub struct OhttpTransport {
     fetch: Arc<dyn Fetch>,
     reader: Option<Arc<dyn LedgerReader>>,
     heartbeat_interval: Duration,
-    keys: RwLock<HashMap<String, CachedKey>>,
+    relayers: RwLock<HashMap<String, Known>>,
 }
 
 impl std::fmt::Debug for OhttpTransport {
@@ -71,7 +84,7 @@ impl OhttpTransport {
             fetch: Arc::new(ReqwestFetch::new(CALL_TIMEOUT)?),
             reader: None,
             heartbeat_interval: DEFAULT_HEARTBEAT_INTERVAL,
-            keys: RwLock::new(HashMap::new()),
+            relayers: RwLock::new(HashMap::new()),
         })
     }
 
@@ -93,72 +106,104 @@ impl OhttpTransport {
         self
     }
 
-    /// Use `key_hex` (an `ohttpKey`) for `relayer_url` without looking at the ledger.
+    /// Use `key_hex` (an `ohttpKey`) for `relayer_url` without looking at the ledger. Lifts a
+    /// refusal ([`OhttpError::GatewayRefused`]) of the relayer; a bound account stays bound.
     pub fn set_gateway_key(&self, relayer_url: &str, key_hex: &str) -> Result<(), OhttpError> {
         crate::client::decode_gateway_key(key_hex)?;
         let url = normalize_relayer_url(relayer_url)?;
-        self.keys.write().unwrap_or_else(|p| p.into_inner()).insert(
-            url,
-            CachedKey {
-                key: key_hex.trim().to_string(),
-                explicit: true,
-            },
-        );
+        let mut relayers = self.relayers.write().unwrap_or_else(|p| p.into_inner());
+        let known = relayers.entry(url).or_default();
+        known.key = Some(key_hex.trim().to_string());
+        known.refused = false;
         Ok(())
     }
 
-    /// Drop the cached key of `relayer_url`.
+    /// Drop the key of `relayer_url` and lift a refusal of it: the next call looks the key up
+    /// again, in the heartbeats of the account bound to the URL only (the binding stays).
     pub fn forget_gateway_key(&self, relayer_url: &str) {
         if let Ok(url) = normalize_relayer_url(relayer_url) {
-            self.keys
-                .write()
-                .unwrap_or_else(|p| p.into_inner())
-                .remove(&url);
+            let mut relayers = self.relayers.write().unwrap_or_else(|p| p.into_inner());
+            if let Some(known) = relayers.get_mut(&url) {
+                known.key = None;
+                known.refused = false;
+            }
         }
     }
 
-    fn cached(&self, url: &str) -> Option<CachedKey> {
-        self.keys
+    /// The account bound to `relayer_url` (given with [`Transport::bind_relayer`] or learnt
+    /// on the first lookup), if any.
+    pub fn relayer_account(&self, relayer_url: &str) -> Option<Address> {
+        let url = normalize_relayer_url(relayer_url).ok()?;
+        self.known(&url).and_then(|k| k.account)
+    }
+
+    /// Whether the gateway of `relayer_url` refused a request ([`OhttpError::GatewayRefused`])
+    /// and nothing more is sent to it.
+    pub fn is_gateway_refused(&self, relayer_url: &str) -> bool {
+        normalize_relayer_url(relayer_url)
+            .ok()
+            .and_then(|url| self.known(&url))
+            .is_some_and(|k| k.refused)
+    }
+
+    fn known(&self, url: &str) -> Option<Known> {
+        self.relayers
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .get(url)
             .cloned()
     }
 
-    /// The gateway key used for `relayer_url`: cached, or found in the live heartbeats and
-    /// confirmed through the relay.
+    /// The gateway key used for `relayer_url`: known, or found in the live heartbeats of the
+    /// URL's account and confirmed through the relay.
     pub async fn gateway_key(&self, relayer_url: &str) -> Result<String, OhttpError> {
         let url = normalize_relayer_url(relayer_url)?;
-        if let Some(cached) = self.cached(&url) {
-            return Ok(cached.key);
+        let known = self.known(&url).unwrap_or_default();
+        if let Some(key) = known.key {
+            return Ok(key);
         }
-        let key = self.discover(&url).await?;
-        self.keys.write().unwrap_or_else(|p| p.into_inner()).insert(
-            url,
-            CachedKey {
-                key: key.clone(),
-                explicit: false,
-            },
-        );
-        Ok(key)
+        let (account, key) = self.discover(&url, known.account).await?;
+        let mut relayers = self.relayers.write().unwrap_or_else(|p| p.into_inner());
+        let entry = relayers.entry(url.clone()).or_default();
+        match entry.account {
+            // Bound to another account meanwhile: that binding stands.
+            Some(bound) if bound != account => return Err(OhttpError::NoGatewayKey(url)),
+            _ => entry.account = Some(account),
+        }
+        Ok(entry.key.get_or_insert(key).clone())
     }
 
-    async fn discover(&self, url: &str) -> Result<String, OhttpError> {
+    /// The URL's owner (the bound account, else the only account whose live heartbeats name
+    /// it) and the newest of its keys that the gateway confirms through the relay.
+    async fn discover(
+        &self,
+        url: &str,
+        expected: Option<Address>,
+    ) -> Result<(Address, String), OhttpError> {
         let reader = self
             .reader
             .as_ref()
             .ok_or_else(|| OhttpError::NoGatewayKey(url.to_string()))?;
         let heartbeats = live_heartbeats(reader.as_ref(), self.heartbeat_interval).await?;
-        let mut tried = Vec::new();
-        for heartbeat in heartbeats.into_iter().filter(|h| h.url == url) {
-            let Some(key) = heartbeat.ohttp_key else {
+        let owner = url_owner(&heartbeats, url, expected)?;
+        for other in &owner.ignored {
+            tracing::warn!(
+                relayer = %url,
+                account = %owner.account,
+                other = %other,
+                "a heartbeat of another account names this relayer's URL; ignored"
+            );
+        }
+        let mut tried: Vec<&str> = Vec::new();
+        for heartbeat in &owner.heartbeats {
+            let Some(key) = heartbeat.ohttp_key.as_deref() else {
                 continue;
             };
-            if heartbeat.address != Some(heartbeat.creator) || tried.contains(&key) {
+            if tried.contains(&key) {
                 continue;
             }
-            if self.confirm(url, &key, heartbeat.creator).await {
-                return Ok(key);
+            if self.confirm(url, key, owner.account).await {
+                return Ok((owner.account, key.to_string()));
             }
             tried.push(key);
         }
@@ -166,8 +211,8 @@ impl OhttpTransport {
     }
 
     /// `GET /v1/info` through the relay with `key`: the gateway must open it and answer
-    /// `creator` and `key`.
-    async fn confirm(&self, url: &str, key: &str, creator: Address) -> bool {
+    /// `account` and `key`. The answer only confirms what the heartbeat says.
+    async fn confirm(&self, url: &str, key: &str, account: Address) -> bool {
         let request = RelayerRequest {
             method: "GET".into(),
             path: "/v1/info".into(),
@@ -181,11 +226,16 @@ impl OhttpTransport {
             return false;
         }
         serde_json::from_slice::<Info>(&answer.body).is_ok_and(|info| {
-            info.address.parse::<Address>().ok() == Some(creator)
+            info.address.parse::<Address>().ok() == Some(account)
                 && info
                     .ohttp_key
                     .is_some_and(|k| k.trim().eq_ignore_ascii_case(key.trim()))
         })
+    }
+
+    fn refuse(&self, url: &str) {
+        let mut relayers = self.relayers.write().unwrap_or_else(|p| p.into_inner());
+        relayers.entry(url.to_string()).or_default().refused = true;
     }
 }
 
@@ -198,29 +248,57 @@ impl Transport for OhttpTransport {
         request: RelayerRequest,
     ) -> Result<RelayerResponse, OhttpError> {
         let url = normalize_relayer_url(relayer_url)?;
+        if self.known(&url).is_some_and(|k| k.refused) {
+            return Err(OhttpError::GatewayRefused { relayer: url });
+        }
         let key = self.gateway_key(&url).await?;
-        let first = ohttp_call(
-            &self.relay_url,
-            &url,
-            &key,
-            request.clone(),
-            self.fetch.as_ref(),
-        )
-        .await;
-        let answer = match first {
-            // The gateway cannot open our request: its key changed. Look it up again, once.
-            Err(OhttpError::Refused { status: 400, .. })
-                if self.reader.is_some() && self.cached(&url).is_some_and(|c| !c.explicit) =>
-            {
-                self.forget_gateway_key(&url);
-                let key = self.gateway_key(&url).await?;
-                ohttp_call(&self.relay_url, &url, &key, request, self.fetch.as_ref()).await?
-            }
-            other => other?,
-        };
+        let answer =
+            match ohttp_call(&self.relay_url, &url, &key, request, self.fetch.as_ref()).await {
+                // The gateway cannot open a well-formed request: the key of the relayer's heartbeat
+                // no longer opens there (or the relay says so). Never look for another key.
+                Err(OhttpError::Refused { status: 400, .. }) => {
+                    self.refuse(&url);
+                    tracing::warn!(
+                        relayer = %url,
+                        "the relayer's OHTTP gateway refused a request (400); not using it again"
+                    );
+                    return Err(OhttpError::GatewayRefused { relayer: url });
+                }
+                other => other?,
+            };
         Ok(RelayerResponse {
             status: answer.status,
             body: answer.body,
         })
+    }
+
+    fn uses_gateway_keys(&self) -> bool {
+        true
+    }
+
+    /// Binds `relayer_url` to `account`: with `gateway_key`, that key is used from now on (it
+    /// replaces any key, one set by hand included); with `None`, the key is looked up in
+    /// `account`'s heartbeats (a key already known is kept when the account does not change).
+    /// Lifts a refusal of the relayer.
+    fn bind_relayer(
+        &self,
+        relayer_url: &str,
+        account: Address,
+        gateway_key: Option<&str>,
+    ) -> Result<(), OhttpError> {
+        if let Some(key) = gateway_key {
+            crate::client::decode_gateway_key(key)?;
+        }
+        let url = normalize_relayer_url(relayer_url)?;
+        let mut relayers = self.relayers.write().unwrap_or_else(|p| p.into_inner());
+        let known = relayers.entry(url).or_default();
+        if let Some(key) = gateway_key {
+            known.key = Some(key.trim().to_string());
+        } else if known.account != Some(account) {
+            known.key = None;
+        }
+        known.account = Some(account);
+        known.refused = false;
+        Ok(())
     }
 }

@@ -1,0 +1,1028 @@
+//! The active phases: after the simulated day, each active party attacks victims of its own,
+//! one phase after another so that one attack does not disturb another's measurement. Each phase
+//! scores its own guesses against what really happened.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use alloy_primitives::{Address, B256};
+use async_trait::async_trait;
+use privsvc_client::{CreateParams, EntitiesQuery, Expires, PrivateClient};
+use privsvc_ledger::system::Heartbeat;
+use privsvc_ledger::{query_all, Create, CreationFlags, Entity, LedgerWriter, Operation, Select};
+use privsvc_ohttp::{OhttpGateway, RelayerRequest, Transport};
+use privsvc_testkit::{Action, Forwarder, Interceptor, TapRequest};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde_json::{json, Value};
+
+use crate::attacks::ActiveOutcomes;
+use crate::population::{Identity, World};
+use crate::scenario::APP;
+
+/// Dev account of the OHTTP relay's operator (publishes its own heartbeat).
+const RELAY_ACCOUNT: usize = 3;
+/// Dev account of the user who copies records.
+const COPIER_ACCOUNT: usize = 4;
+/// Answers at least this large are issue answers (the only ones above the 1 KiB class).
+const ISSUE_ANSWER_BYTES: usize = 2_000;
+
+/// Runs the active phases the scenario switches on and scores them.
+pub async fn run_phases(world: &World, rng: &mut StdRng) -> ActiveOutcomes {
+    let mut phases = Phases {
+        world,
+        next: world.scenario.users,
+        out: ActiveOutcomes::default(),
+    };
+    let a = world.scenario.active.clone();
+    let started = Instant::now();
+    let log = |phase: &str| {
+        eprintln!(
+            "  [{:>5.0} s] active phase: {phase}",
+            started.elapsed().as_secs_f64()
+        )
+    };
+    if a.replay_submissions {
+        log("replayed submissions");
+        phases.replay_submissions(rng).await;
+    }
+    if a.replay_issue_requests {
+        log("replayed issue requests");
+        phases.replay_issue_requests(rng).await;
+    }
+    if a.ratchet {
+        log("a position that counts down");
+        phases.ratchet(rng).await;
+    }
+    if a.refusing_relayer {
+        log("a refusing relayer");
+        phases.refusal(rng).await;
+    }
+    if a.n_minus_one {
+        log("n-1 with /healthz and filler records");
+        phases.n_minus_one(rng, Isolation::Healthz).await;
+        log("n-1 by flooding with filler records");
+        phases.n_minus_one(rng, Isolation::Flood).await;
+    }
+    if a.copies {
+        log("record copies");
+        phases.copies(rng).await;
+    }
+    if a.key_substitution {
+        log("gateway key substitution");
+        phases.key_substitution(rng).await;
+    }
+    log("done");
+    phases.out
+}
+
+struct Phases<'a> {
+    world: &'a World,
+    next: usize,
+    out: ActiveOutcomes,
+}
+
+fn note(rng: &mut StdRng) -> CreateParams {
+    CreateParams::new(
+        format!("victim note {}", rng.gen::<u32>()).into_bytes(),
+        "text/plain",
+        Expires::Hours(1),
+    )
+    .attribute("kind", "note")
+}
+
+impl<'a> Phases<'a> {
+    fn victims(&mut self, rng: &mut StdRng, n: usize) -> Vec<Identity> {
+        let mut out = Vec::new();
+        for _ in 0..n {
+            if let Ok(id) = Identity::new(self.next, rng) {
+                out.push(id);
+            }
+            self.next += 1;
+        }
+        out
+    }
+
+    fn stack(&self) -> &'a privsvc_testkit::LocalStack {
+        &self.world.stack
+    }
+
+    /// A victim's client, with `relayers` named or discovered, and `bad` relayers marked bad.
+    async fn client(
+        &self,
+        id: &Identity,
+        relayers: Option<Vec<String>>,
+        bad: &[String],
+        configure: impl FnOnce(privsvc_client::ClientBuilder) -> privsvc_client::ClientBuilder,
+    ) -> Option<PrivateClient> {
+        let mut b = self
+            .world
+            .client_builder(id, id.reader(self.stack()), 1)
+            .rarity_k(0);
+        if let Some(r) = relayers {
+            b = b.relayers(r);
+        }
+        let client = configure(b).build().await.ok()?;
+        for url in bad {
+            client.set_relayer_bad(url, true);
+        }
+        // Like an app whose user waits for the session to be ready: a ripe token when a
+        // relayer requires them (the session's first refill, then the tokens' minimum age).
+        if client.relayers().iter().any(|r| r.info.tokens_required) {
+            let deadline = Instant::now() + Duration::from_secs(15);
+            while client.ripe_tokens() == 0 && Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+        Some(client)
+    }
+
+    async fn owned_by(&self, owner: Address) -> Vec<Entity> {
+        let q = format!("$owner = addr({})", owner.to_checksum(None));
+        let select = Select {
+            key: true,
+            owner: true,
+            creator: true,
+            created_at: true,
+            ..Select::default()
+        };
+        query_all(self.stack().reader().as_ref(), &q, &select, None)
+            .await
+            .unwrap_or_default()
+    }
+
+    /// The relay replays every POST of the victims 3 times: a second entity, or an answer of
+    /// another size or status, wins.
+    async fn replay_submissions(&mut self, rng: &mut StdRng) {
+        let Some(tap) = self.stack().tap("relay") else {
+            return;
+        };
+        let victims = self.victims(rng, self.world.scenario.victims);
+        let replayer = Arc::new(Replayer::new(victims.iter().map(|v| v.ip), 3, 1));
+        tap.set_interceptor(Some(replayer.clone()));
+        let started = Instant::now();
+        let mut writes = Vec::new();
+        for v in &victims {
+            let Some(client) = self.client(v, None, &[], |b| b).await else {
+                continue;
+            };
+            let r = bounded(client.create_entity(note(rng))).await;
+            writes.push((v.ip, r.map(|r| r.owner)));
+        }
+        tokio::time::sleep(Duration::from_millis(
+            self.world.scenario.max_wait_ms + 3_000,
+        ))
+        .await;
+        tap.set_interceptor(None);
+        let differing = replayer.differing(tap, started);
+        for (ip, owner) in writes {
+            let duplicate = match owner {
+                Some(o) => self.owned_by(o).await.len() > 1,
+                None => false,
+            };
+            self.out.push(
+                "replay-submission",
+                duplicate || differing.contains(&ip),
+                0.0,
+            );
+        }
+    }
+
+    /// The relay replays every issue request of the victims 20 times: an answer of another size
+    /// or status, or a victim who can no longer obtain tokens, wins.
+    async fn replay_issue_requests(&mut self, rng: &mut StdRng) {
+        let Some(tap) = self.stack().tap("relay") else {
+            return;
+        };
+        let victims = self.victims(rng, self.world.scenario.victims);
+        let replayer = Arc::new(Replayer::new(
+            victims.iter().map(|v| v.ip),
+            20,
+            ISSUE_ANSWER_BYTES,
+        ));
+        tap.set_interceptor(Some(replayer.clone()));
+        let started = Instant::now();
+        let a_url = self.stack().url("A");
+        for v in &victims {
+            // Relayer A only: the write needs a token.
+            if let Some(client) = self.client(v, Some(vec![a_url.clone()]), &[], |b| b).await {
+                let _ = bounded(client.create_entity(note(rng))).await;
+            }
+        }
+        tokio::time::sleep(Duration::from_secs(6)).await;
+        tap.set_interceptor(None);
+        let differing = replayer.differing(tap, started);
+        let replayed = replayer.replayed_sources();
+        for v in &victims {
+            if !replayed.contains(&v.ip) {
+                continue;
+            }
+            let starved = !self.can_still_get_tokens(v).await;
+            self.out
+                .push("replay-issue", starved || differing.contains(&v.ip), 0.0);
+        }
+    }
+
+    /// Whether `v` can still obtain one token from A's issuer through the relay.
+    async fn can_still_get_tokens(&self, v: &Identity) -> bool {
+        let stack = self.stack();
+        let (Some(relay), a) = (stack.relay_url(), stack.relayer("A")) else {
+            return false;
+        };
+        let reader = v.reader(stack);
+        let Ok(transport) = privsvc_ohttp::OhttpTransport::new(&relay, reader.clone()) else {
+            return false;
+        };
+        let transport = transport.with_fetch(Arc::new(
+            privsvc_rt::http::ReqwestFetch::with_client(v.http.clone()),
+        ));
+        let mut o =
+            privsvc_tokens::TokenWalletOptions::new(v.wallet.clone(), reader, a.address(), a.url());
+        o.transport = Arc::new(ThroughOhttp(Arc::new(transport)));
+        privsvc_tokens::TokenWallet::new(o)
+            .acquire(APP, 1, None)
+            .await
+            .is_ok()
+    }
+
+    /// Relayer C answers `queued` with a position that counts down forever: a write still
+    /// waiting after its inclusion timeout and a margin wins.
+    async fn ratchet(&mut self, rng: &mut StdRng) {
+        let Some(interceptor) = self.relayer_interceptor("C", Behaviour::Ratchet) else {
+            return;
+        };
+        let tap = self.stack().tap("C").expect("C has a tap");
+        tap.set_interceptor(Some(interceptor));
+        let (b, c) = (self.stack().url("B"), self.stack().url("C"));
+        let victims = self.victims(rng, self.world.scenario.victims);
+        let mut tasks = Vec::new();
+        for v in &victims {
+            let Some(client) = self
+                .client(
+                    v,
+                    Some(vec![c.clone(), b.clone()]),
+                    std::slice::from_ref(&b),
+                    |x| x.inclusion_timeout(Duration::from_secs(4)),
+                )
+                .await
+            else {
+                continue;
+            };
+            let params = note(rng);
+            tasks.push(tokio::spawn(async move {
+                tokio::time::timeout(Duration::from_secs(16), client.create_entity(params))
+                    .await
+                    .is_err()
+            }));
+        }
+        for t in tasks {
+            let still_waiting = t.await.unwrap_or(false);
+            self.out.push("ratchet", still_waiting, 0.0);
+        }
+        tap.set_interceptor(None);
+    }
+
+    /// Relayer C answers 400 to every submission: a write that fails wins.
+    async fn refusal(&mut self, rng: &mut StdRng) {
+        let Some(interceptor) = self.relayer_interceptor("C", Behaviour::Refuse) else {
+            return;
+        };
+        let tap = self.stack().tap("C").expect("C has a tap");
+        tap.set_interceptor(Some(interceptor));
+        let (b, c) = (self.stack().url("B"), self.stack().url("C"));
+        let victims = self.victims(rng, self.world.scenario.victims);
+        for v in &victims {
+            let Some(client) = self
+                .client(
+                    v,
+                    Some(vec![c.clone(), b.clone()]),
+                    std::slice::from_ref(&b),
+                    |x| x,
+                )
+                .await
+            else {
+                continue;
+            };
+            let failed =
+                tokio::time::timeout(Duration::from_secs(30), client.create_entity(note(rng)))
+                    .await
+                    .map_or(true, |r| r.is_err());
+            self.out.push("refusal", failed, 0.0);
+        }
+        tap.set_interceptor(None);
+    }
+
+    fn relayer_interceptor(
+        &self,
+        name: &str,
+        behaviour: Behaviour,
+    ) -> Option<Arc<dyn Interceptor>> {
+        let seed = self.stack().ohttp_seed_of(name)?;
+        let gateway = OhttpGateway::from_seed(&seed).ok()?;
+        Some(Arc::new(RelayerActor {
+            gateway,
+            behaviour,
+            fake: Mutex::new(BTreeMap::new()),
+        }))
+    }
+
+    /// n-1 at relayer C, which also takes submissions straight from clients the relay never
+    /// sees (a direct crowd). `Healthz`: the relay holds the target's submission until C's
+    /// public `/healthz` reads an empty queue (at most 10 s), then sends it with `MIN_BATCH - 1`
+    /// filler records of its own, so that the batch flushes at once. `Flood`: it first flushes
+    /// C's queue with `MIN_BATCH` fillers, then sends the target with `MIN_BATCH - 1` more. A
+    /// target alone with its fillers (no other honest record in the batch) wins; the chance rate
+    /// is how often a direct crowd record is alone in its batch in the same phase.
+    async fn n_minus_one(&mut self, rng: &mut StdRng, mode: Isolation) {
+        let Some(tap) = self.stack().tap("relay") else {
+            return;
+        };
+        let c = self.stack().url("C");
+        let crowd = self.victims(rng, 2);
+        let victims = self.victims(rng, self.world.scenario.victims);
+        let Some(filler_id) = self.victims(rng, 1).pop() else {
+            return;
+        };
+        let Some(filler) = self.direct_client(&filler_id, &c).await else {
+            return;
+        };
+        let isolator = Arc::new(Isolator {
+            armed: Mutex::new(None),
+            target_url: c.clone(),
+            healthz: format!("{c}/healthz"),
+            http: reqwest::Client::new(),
+            mode,
+            filler: Arc::new(filler),
+            min_batch: self.world.scenario.min_batch,
+            filler_owners: Arc::new(Mutex::new(BTreeSet::new())),
+        });
+        tap.set_interceptor(Some(isolator.clone()));
+        // The direct crowd writes to C all along, straight to C.
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let crowd_owners = Arc::new(Mutex::new(Vec::new()));
+        let mut crowd_tasks = Vec::new();
+        for id in &crowd {
+            let Some(client) = self.direct_client(id, &c).await else {
+                continue;
+            };
+            let (stop, owners) = (stop.clone(), crowd_owners.clone());
+            let seed: u64 = rng.gen();
+            crowd_tasks.push(tokio::spawn(async move {
+                let mut rng = StdRng::seed_from_u64(seed);
+                let mut n = 0u32;
+                while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                    n += 1;
+                    tokio::time::sleep(Duration::from_millis(rng.gen_range(300..2_500))).await;
+                    let p = CreateParams::new(
+                        format!("crowd {n}").into_bytes(),
+                        "text/plain",
+                        Expires::Hours(1),
+                    )
+                    .attribute("kind", "note");
+                    if let Some(r) = bounded(client.create_entity(p)).await {
+                        owners
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .push(r.owner);
+                    }
+                }
+            }));
+        }
+        let mut owners = Vec::new();
+        for v in &victims {
+            tokio::time::sleep(Duration::from_millis(rng.gen_range(1_000..3_000))).await;
+            let Some(client) = self
+                .client(v, Some(vec![c.clone()]), &[], |b| b.delay_ms(0, 0))
+                .await
+            else {
+                continue;
+            };
+            isolator.arm(v.ip);
+            if let Some(r) = bounded(client.create_entity(note(rng))).await {
+                owners.push(r.owner);
+            }
+        }
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(
+            self.world.scenario.max_wait_ms + 2_000,
+        ))
+        .await;
+        for t in crowd_tasks {
+            t.abort();
+        }
+        tap.set_interceptor(None);
+        let fillers = isolator
+            .filler_owners
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let crowd_owners = crowd_owners
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let records = self.app_records().await;
+        let lone = crowd_owners
+            .iter()
+            .filter(|o| isolated(&records, **o, &fillers))
+            .count();
+        let baseline = lone as f64 / crowd_owners.len().max(1) as f64;
+        let id = match mode {
+            Isolation::Healthz => "n-minus-one",
+            Isolation::Flood => "n-minus-one-flood",
+        };
+        for owner in owners {
+            self.out
+                .push(id, isolated(&records, owner, &fillers), baseline);
+        }
+    }
+
+    /// A client of `id` that writes straight to relayer `url` (no OHTTP relay, no delay).
+    async fn direct_client(&self, id: &Identity, url: &str) -> Option<PrivateClient> {
+        PrivateClient::builder(APP)
+            .wallet(id.wallet.clone())
+            .reader(id.reader(self.stack()))
+            .fetch(Arc::new(privsvc_rt::http::ReqwestFetch::with_client(
+                id.http.clone(),
+            )))
+            .relayers([url.to_string()])
+            .token_min_age_ms(self.world.scenario.token_min_age_ms)
+            .delay_ms(0, 0)
+            .poll_interval(self.world.scenario.poll)
+            .rarity_k(0)
+            .build()
+            .await
+            .ok()
+    }
+
+    async fn app_records(&self) -> Vec<Entity> {
+        let select = Select {
+            key: true,
+            owner: true,
+            creator: true,
+            created_at: true,
+            ..Select::default()
+        };
+        let e = format!("project = {}", privsvc_client::read::str_literal(APP));
+        query_all(self.stack().reader().as_ref(), &e, &select, None)
+            .await
+            .unwrap_or_default()
+    }
+
+    /// Another user copies a record of each of a few users (create with the same payload and
+    /// attributes, transfer to the owner); then each owner starts a new session and scans.
+    /// `copies` wins when the owner's records include the copy; `copy-fetch` when the address
+    /// that fetched the copy's batch is the owner's.
+    async fn copies(&mut self, rng: &mut StdRng) {
+        let Ok(writer) = self.stack().writer(COPIER_ACCOUNT).await else {
+            return;
+        };
+        let truth = self
+            .world
+            .truth
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let mut by_user: BTreeMap<usize, B256> = BTreeMap::new();
+        for w in &truth.writes {
+            if let Ok(o) = &w.outcome {
+                by_user.entry(w.user).or_insert(o.entity_key);
+            }
+        }
+        let chosen: Vec<(usize, B256)> = by_user
+            .into_iter()
+            .take(self.world.scenario.victims)
+            .collect();
+        let reader = self.stack().reader();
+        let copier = writer.address();
+        let ids = self.world.ids.clone();
+        // One copy at a time, its owner's new session scanning right after, so that the copy's
+        // neighbours on the ledger are not other copies.
+        for (user, key) in &chosen {
+            let Some(id) = ids.get(*user) else { continue };
+            let Ok(Some(original)) = reader.entity(*key, None).await else {
+                continue;
+            };
+            let (Some(mut create), Some(owner)) = (copy_of(&original), original.owner) else {
+                continue;
+            };
+            create.salt = rng.gen();
+            let Ok(keys) = writer.predict_keys(&[create.salt]).await else {
+                continue;
+            };
+            let ops = vec![
+                Operation::Create(create),
+                Operation::Transfer {
+                    key: keys[0],
+                    new_owner: owner,
+                },
+            ];
+            if writer.execute(&ops).await.is_err() {
+                continue;
+            }
+            let Ok(Some(copy)) = reader.entity(keys[0], None).await else {
+                continue;
+            };
+            let block = copy.created_at.unwrap_or(0);
+            let since = Instant::now();
+            let accepted = match self.client(id, None, &[], |b| b).await {
+                Some(client) => bounded(client.my_entities(&EntitiesQuery::new().refresh()))
+                    .await
+                    .unwrap_or_default()
+                    .iter()
+                    .any(|r| r.entity_key == keys[0]),
+                None => false,
+            };
+            self.out.push("copies", accepted, 0.0);
+            // The RPC's view since the copy landed: who fetched the copy's batch first.
+            let fetchers: Vec<IpAddr> = self
+                .stack()
+                .tap("rpc")
+                .map(|tap| tap.exchanges())
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|e| e.at >= since)
+                .filter(|e| {
+                    let body: Value =
+                        serde_json::from_slice(&e.request.body).unwrap_or(Value::Null);
+                    body["method"] == "arkiv_query"
+                        && body["params"][0].as_str().is_some_and(|x| {
+                            crate::attacks::batches_in(x).contains(&(block, copier))
+                        })
+                })
+                .map(|e| e.request.source)
+                .collect();
+            let scanning = ids.len().max(1);
+            self.out.push(
+                "copy-fetch",
+                fetchers.first() == Some(&id.ip),
+                1.0 / scanning as f64,
+            );
+        }
+    }
+
+    /// The relay's operator publishes a heartbeat naming relayer A's URL with the relay's own
+    /// gateway key, and answers what is encapsulated to that key itself, forwarding it to A
+    /// (a man in the middle). A victim whose submission the relay decrypted wins.
+    async fn key_substitution(&mut self, rng: &mut StdRng) {
+        let stack = self.stack();
+        let (Some(tap), Some(relay_direct)) = (stack.tap("relay"), stack.relay_direct_url()) else {
+            return;
+        };
+        let Ok(writer) = stack.writer(RELAY_ACCOUNT).await else {
+            return;
+        };
+        let seed: [u8; 32] = rng.gen();
+        let Ok(gateway) = OhttpGateway::from_seed(&seed) else {
+            return;
+        };
+        let a_url = stack.url("A");
+        let Some(a_seed) = stack.ohttp_seed_of("A") else {
+            return;
+        };
+        let Ok(a_key) = OhttpGateway::from_seed(&a_seed).map(|g| g.public_key()) else {
+            return;
+        };
+        let heartbeat = Heartbeat {
+            url: a_url.clone(),
+            address: writer.address(),
+            chain_id: stack.devnet().chain_id(),
+            version: privsvc_client::API_VERSION.into(),
+            ohttp_key: Some(gateway.public_key()),
+        };
+        let salt: u128 = rng.gen();
+        let Ok(keys) = writer.predict_keys(&[salt]).await else {
+            return;
+        };
+        let Ok(create) = heartbeat.to_create(salt) else {
+            return;
+        };
+        if writer.execute(&[Operation::Create(create)]).await.is_err() {
+            return;
+        }
+        let mitm = Arc::new(Mitm {
+            public_key: gateway.public_key(),
+            gateway,
+            address: writer.address(),
+            target: a_url.clone(),
+            real_key: a_key,
+            relay: relay_direct,
+            decrypted: Mutex::new(Vec::new()),
+        });
+        tap.set_interceptor(Some(mitm.clone()));
+        let (b, c) = (stack.url("B"), stack.url("C"));
+        let victims = self.victims(rng, self.world.scenario.victims);
+        for v in &victims {
+            if let Some(client) = self.client(v, None, &[b.clone(), c.clone()], |x| x).await {
+                let _ =
+                    tokio::time::timeout(Duration::from_secs(30), client.create_entity(note(rng)))
+                        .await;
+            }
+        }
+        tap.set_interceptor(None);
+        let decrypted = mitm
+            .decrypted
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        for v in &victims {
+            let read = decrypted
+                .iter()
+                .any(|(ip, path)| *ip == v.ip && path == "/v1/records");
+            self.out.push("key-substitution", read, 0.0);
+        }
+        // Remove the heartbeat, so that nothing after this phase meets it.
+        let _ = writer.execute(&[Operation::Delete { key: keys[0] }]).await;
+    }
+}
+
+/// Whether `owner`'s record shares its batch with no other record of the app except the
+/// attacker's fillers (whose one-time owners the attacker knows).
+fn isolated(records: &[Entity], owner: Address, fillers: &BTreeSet<Address>) -> bool {
+    let Some(mine) = records.iter().find(|r| r.owner == Some(owner)) else {
+        return false;
+    };
+    let batch = (mine.created_at, mine.creator);
+    !records.iter().any(|r| {
+        r.key != mine.key
+            && (r.created_at, r.creator) == batch
+            && !r.owner.is_some_and(|o| fillers.contains(&o))
+    })
+}
+
+/// The result of a victim's action, or `None` when it failed or took longer than a minute.
+async fn bounded<T, E>(f: impl std::future::Future<Output = Result<T, E>>) -> Option<T> {
+    tokio::time::timeout(Duration::from_secs(60), f)
+        .await
+        .ok()
+        .and_then(Result::ok)
+}
+
+/// A create with the payload, content type and attributes of `e` (its salt to be set).
+fn copy_of(e: &Entity) -> Option<Create> {
+    let attrs = e.attributes.clone()?;
+    let blocks = e.expires_at?.saturating_sub(e.created_at?);
+    Some(Create {
+        salt: 0,
+        expires_at: 0,
+        min_lifetime: blocks.max(1),
+        flags: CreationFlags::default(),
+        content_type: e
+            .content_type
+            .clone()
+            .unwrap_or_else(|| "application/json".into()),
+        payload: e.payload.clone()?,
+        attributes: attrs,
+    })
+}
+
+/// Replays the POSTs of chosen sources `times` times, a second after the original; only those
+/// at least `min_bytes` long.
+struct Replayer {
+    sources: BTreeSet<IpAddr>,
+    times: usize,
+    /// Replays continue only when the first replay's answer is at least this large (1: all).
+    min_answer: usize,
+    replayed: Arc<Mutex<BTreeSet<IpAddr>>>,
+}
+
+impl Replayer {
+    fn new(sources: impl Iterator<Item = IpAddr>, times: usize, min_answer: usize) -> Self {
+        Replayer {
+            sources: sources.collect(),
+            times,
+            min_answer,
+            replayed: Arc::new(Mutex::new(BTreeSet::new())),
+        }
+    }
+
+    fn replayed_handle(&self) -> Arc<Mutex<BTreeSet<IpAddr>>> {
+        self.replayed.clone()
+    }
+
+    fn replayed_sources(&self) -> BTreeSet<IpAddr> {
+        self.replayed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// The sources of the originals (after `since`) at least one of whose replays was answered
+    /// with another status or another size.
+    fn differing(&self, tap: &privsvc_testkit::Tap, since: Instant) -> BTreeSet<IpAddr> {
+        let ex: Vec<privsvc_testkit::Exchange> = tap
+            .exchanges()
+            .into_iter()
+            .filter(|e| e.at >= since)
+            .collect();
+        let mut out = BTreeSet::new();
+        for original in ex
+            .iter()
+            .filter(|e| !e.injected && self.sources.contains(&e.request.source))
+        {
+            for replay in ex
+                .iter()
+                .filter(|e| e.injected && e.request.body == original.request.body)
+            {
+                if replay.status != original.status
+                    || replay.response.len() != original.response.len()
+                {
+                    out.insert(original.request.source);
+                }
+            }
+        }
+        out
+    }
+}
+
+#[async_trait]
+impl Interceptor for Replayer {
+    async fn intercept(&self, request: &TapRequest, forward: &Forwarder) -> Action {
+        if request.method == "POST" && self.sources.contains(&request.source) {
+            let (request, forward, times, min_answer) = (
+                request.clone(),
+                forward.clone(),
+                self.times,
+                self.min_answer,
+            );
+            let replayed = self.replayed_handle();
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                // The first replay tells what the request was by the size of its answer.
+                let probe = forward.send(&request).await;
+                if probe.body.len() < min_answer {
+                    return;
+                }
+                replayed
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(request.source);
+                for _ in 1..times {
+                    forward.send(&request).await;
+                }
+            });
+        }
+        Action::Forward
+    }
+}
+
+/// What a relayer in the lab's hands does to submissions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Behaviour {
+    /// Accept, then answer `queued` with a position one lower at every poll, forever.
+    Ratchet,
+    /// Answer 400 to every submission.
+    Refuse,
+}
+
+/// A relayer's tap turned active: it holds the relayer's gateway key, so it opens requests and
+/// answers them itself.
+struct RelayerActor {
+    gateway: OhttpGateway,
+    behaviour: Behaviour,
+    fake: Mutex<BTreeMap<String, u64>>,
+}
+
+#[async_trait]
+impl Interceptor for RelayerActor {
+    async fn intercept(&self, request: &TapRequest, _forward: &Forwarder) -> Action {
+        if request.path != "/v1/ohttp" {
+            return Action::Forward;
+        }
+        let Ok((inner, sealer)) = self.gateway.open(&request.body) else {
+            return Action::Forward;
+        };
+        let answer: Option<(u16, Value)> =
+            match (self.behaviour, inner.method.as_str(), inner.path.as_str()) {
+                (Behaviour::Refuse, "POST", "/v1/records") => {
+                    Some((400, json!({ "error": "the envelope is malformed" })))
+                }
+                (Behaviour::Ratchet, "POST", "/v1/records") => {
+                    let id = format!("{:032x}", rand::random::<u128>());
+                    self.fake
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .insert(id.clone(), 1_000_000);
+                    Some((202, json!({ "id": id })))
+                }
+                (Behaviour::Ratchet, "GET", path) => {
+                    let id = path.trim_start_matches("/v1/records/").to_string();
+                    let mut fake = self.fake.lock().unwrap_or_else(|p| p.into_inner());
+                    fake.get_mut(&id).map(|position| {
+                        *position = position.saturating_sub(1);
+                        (
+                            200,
+                            json!({ "id": id, "state": "queued", "position": *position }),
+                        )
+                    })
+                }
+                _ => None,
+            };
+        let Some((status, body)) = answer else {
+            return Action::Forward;
+        };
+        let headers = vec![("content-type".to_string(), "application/json".to_string())];
+        match sealer.seal(status, &headers, body.to_string().as_bytes()) {
+            Ok(sealed) => Action::Respond {
+                status: 200,
+                content_type: Some("message/ohttp-res".into()),
+                body: sealed,
+            },
+            Err(_) => Action::Forward,
+        }
+    }
+}
+
+/// How the relay isolates a target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Isolation {
+    /// Wait until `/healthz` reads an empty queue, then send the target with fillers.
+    Healthz,
+    /// Flush the queue with fillers first, then send the target with fillers.
+    Flood,
+}
+
+/// The relay's n-1 attack on relayer C (see [`Phases::n_minus_one`]).
+struct Isolator {
+    /// The source whose next request to C is the target submission.
+    armed: Mutex<Option<IpAddr>>,
+    target_url: String,
+    healthz: String,
+    http: reqwest::Client,
+    mode: Isolation,
+    filler: Arc<PrivateClient>,
+    min_batch: usize,
+    /// The one-time owners of the relay's own filler records (the attacker knows them).
+    filler_owners: Arc<Mutex<BTreeSet<Address>>>,
+}
+
+impl Isolator {
+    fn arm(&self, ip: IpAddr) {
+        *self.armed.lock().unwrap_or_else(|p| p.into_inner()) = Some(ip);
+    }
+
+    async fn queue_is_empty(&self) -> bool {
+        let Ok(r) = self.http.get(&self.healthz).send().await else {
+            return false;
+        };
+        r.json::<Value>()
+            .await
+            .ok()
+            .and_then(|v| v["queue"].as_u64())
+            == Some(0)
+    }
+
+    /// Sends `n` filler records to C, each on its own task.
+    fn fillers(&self, n: usize) -> Vec<tokio::task::JoinHandle<()>> {
+        (0..n)
+            .map(|i| {
+                let (filler, owners) = (self.filler.clone(), self.filler_owners.clone());
+                tokio::spawn(async move {
+                    let p = CreateParams::new(
+                        format!("filler {i}").into_bytes(),
+                        "text/plain",
+                        Expires::Hours(1),
+                    )
+                    .attribute("kind", "note");
+                    if let Some(r) = bounded(filler.create_entity(p)).await {
+                        owners
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .insert(r.owner);
+                    }
+                })
+            })
+            .collect()
+    }
+}
+
+#[async_trait]
+impl Interceptor for Isolator {
+    async fn intercept(&self, request: &TapRequest, _forward: &Forwarder) -> Action {
+        let to_c = request
+            .header("x-privsvc-target")
+            .map(|t| t.trim_end_matches('/'))
+            == Some(self.target_url.trim_end_matches('/'));
+        let target = {
+            let mut armed = self.armed.lock().unwrap_or_else(|p| p.into_inner());
+            to_c && *armed == Some(request.source) && armed.take().is_some()
+        };
+        if !target {
+            return Action::Forward;
+        }
+        match self.mode {
+            Isolation::Healthz => {
+                let deadline = Instant::now() + Duration::from_secs(10);
+                while Instant::now() < deadline && !self.queue_is_empty().await {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+            Isolation::Flood => {
+                // Flush whatever is queued: MIN_BATCH fillers make a batch at once.
+                for t in self.fillers(self.min_batch) {
+                    let _ = t.await;
+                }
+            }
+        }
+        // The target goes now, its companions right behind it.
+        drop(self.fillers(self.min_batch.saturating_sub(1)));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        Action::Forward
+    }
+}
+
+/// The relay as a man in the middle for the relayer whose URL its own heartbeat names.
+struct Mitm {
+    gateway: OhttpGateway,
+    public_key: String,
+    address: Address,
+    target: String,
+    real_key: String,
+    relay: String,
+    decrypted: Mutex<Vec<(IpAddr, String)>>,
+}
+
+#[async_trait]
+impl Interceptor for Mitm {
+    async fn intercept(&self, request: &TapRequest, _forward: &Forwarder) -> Action {
+        let to_target = request
+            .header("x-privsvc-target")
+            .map(|t| t.trim_end_matches('/'))
+            == Some(self.target.trim_end_matches('/'));
+        if !to_target {
+            return Action::Forward;
+        }
+        let Ok((inner, sealer)) = self.gateway.open(&request.body) else {
+            return Action::Forward;
+        };
+        self.decrypted
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((request.source, inner.path.clone()));
+        let fetch = privsvc_rt::http::ReqwestFetch::with_client(reqwest::Client::new());
+        let answer = privsvc_ohttp::ohttp_call(
+            &self.relay,
+            &self.target,
+            &self.real_key,
+            RelayerRequest {
+                method: inner.method.clone(),
+                path: inner.path.clone(),
+                body: (!inner.body.is_empty()).then(|| inner.body.clone()),
+            },
+            &fetch,
+        )
+        .await;
+        let (status, mut body) = match answer {
+            Ok(a) => (a.status, a.body),
+            Err(_) => (502, b"{\"error\":\"unreachable\"}".to_vec()),
+        };
+        if inner.path == "/v1/info" {
+            if let Ok(mut info) = serde_json::from_slice::<Value>(&body) {
+                info["address"] = json!(self.address.to_checksum(None));
+                info["ohttpKey"] = json!(self.public_key);
+                body = info.to_string().into_bytes();
+            }
+        }
+        let headers = vec![("content-type".to_string(), "application/json".to_string())];
+        match sealer.seal(status, &headers, &body) {
+            Ok(sealed) => Action::Respond {
+                status: 200,
+                content_type: Some("message/ohttp-res".into()),
+                body: sealed,
+            },
+            Err(_) => Action::Forward,
+        }
+    }
+}
+
+/// Issuer calls through an OHTTP transport (for the lab's own token acquisitions).
+struct ThroughOhttp(Arc<dyn Transport>);
+
+#[async_trait]
+impl privsvc_tokens::IssuerTransport for ThroughOhttp {
+    async fn send(
+        &self,
+        issuer_url: &str,
+        method: &str,
+        path: &str,
+        body: Option<Vec<u8>>,
+    ) -> Result<privsvc_tokens::IssuerReply, privsvc_tokens::TokenError> {
+        let res = self
+            .0
+            .send(
+                issuer_url,
+                RelayerRequest {
+                    method: method.to_string(),
+                    path: path.to_string(),
+                    body,
+                },
+            )
+            .await
+            .map_err(|e| privsvc_tokens::TokenError::Http(e.to_string()))?;
+        Ok(privsvc_tokens::IssuerReply {
+            status: res.status,
+            body: res.body,
+        })
+    }
+}

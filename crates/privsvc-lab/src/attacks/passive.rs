@@ -1,0 +1,739 @@
+//! Passive attacks: each party watches the simulated day and guesses.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
+
+use alloy_primitives::Address;
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+
+use super::{pick, AttackResult, Score};
+use crate::stats::Trial;
+use crate::views::{Ms, RelayRequest, RpcCall, Views};
+
+/// A batch: `(block, creator)`.
+type Batch = (u64, Address);
+
+/// Fetch calls of one source closer than this belong to one burst (one scan's fetch).
+const BURST_GAP_MS: Ms = 2_000.0;
+/// Timestamp reads up to this long after a burst count as the burst's.
+const TIMESTAMP_LAG_MS: Ms = 3_000.0;
+/// A listing this soon after a batch appeared is "right after it landed".
+const LANDING_LAG_MS: Ms = 1_500.0;
+/// Sources with a request this close to an event count as active at that moment.
+const ACTIVE_WINDOW_MS: Ms = 30_000.0;
+/// OHTTP request class boundary: requests above it are in the 32 KiB class or larger.
+const SMALL_REQUEST_CLASS: usize = 4_096;
+/// The envelope size from which a submission no longer fits the 4 KiB request class.
+const BIG_ENVELOPE: usize = 4_096;
+
+pub(super) fn all(views: &Views, score: &Score, min_age_ms: u64, seed: u64) -> Vec<AttackResult> {
+    let mut rng = StdRng::seed_from_u64(seed ^ 0x5eed);
+    let bursts = fetch_bursts(&views.rpc);
+    vec![
+        issue_to_spend(views, score, min_age_ms),
+        timestamps(&bursts, views, score, &mut rng),
+        wallet_named(views, score, &mut rng),
+        landing_listing(views, score, &mut rng),
+        polls_stop(views, score, true),
+        polls_stop(views, score, false),
+        size_class(views, score, true),
+        size_class(views, score, false),
+        cover_intersection(&bursts, score, &mut rng),
+        arrival_order(views, score),
+        onlooker_relayer_timing(views, score),
+        issuer_onlooker_wallet(views, score),
+    ]
+}
+
+/// The batches named by a fetch expression: `($creator = addr(0x…) AND $createdAt = u64(N))`.
+pub(crate) fn batches_in(expression: &str) -> Vec<Batch> {
+    let mut out = Vec::new();
+    let mut rest = expression;
+    while let Some(i) = rest.find("$creator = addr(") {
+        rest = &rest[i + "$creator = addr(".len()..];
+        let Some(end) = rest.find(')') else { break };
+        let creator = rest[..end].parse::<Address>().ok();
+        rest = &rest[end..];
+        let Some(j) = rest.find("$createdAt = u64(") else {
+            break;
+        };
+        let after = &rest[j + "$createdAt = u64(".len()..];
+        let Some(close) = after.find(')') else { break };
+        if let (Some(c), Ok(block)) = (creator, after[..close].parse::<u64>()) {
+            out.push((block, c));
+        }
+        rest = &after[close..];
+    }
+    out
+}
+
+fn expression(call: &RpcCall) -> Option<&str> {
+    (call.method == "arkiv_query")
+        .then(|| call.params.get(0).and_then(|e| e.as_str()))
+        .flatten()
+}
+
+/// A scan's batch fetch as the RPC sees it.
+#[derive(Debug, Clone)]
+pub(crate) struct Burst {
+    pub(crate) source: IpAddr,
+    pub(crate) start: Ms,
+    pub(crate) end: Ms,
+    pub(crate) batches: BTreeSet<Batch>,
+    pub(crate) timestamps_read: BTreeSet<u64>,
+}
+
+pub(crate) fn fetch_bursts(rpc: &[RpcCall]) -> Vec<Burst> {
+    let mut by_source: BTreeMap<IpAddr, Vec<&RpcCall>> = BTreeMap::new();
+    for c in rpc {
+        by_source.entry(c.source).or_default().push(c);
+    }
+    let mut bursts = Vec::new();
+    for (source, mut calls) in by_source {
+        calls.sort_by(|a, b| a.at.total_cmp(&b.at));
+        let mut current: Option<Burst> = None;
+        for c in &calls {
+            let Some(e) = expression(c) else { continue };
+            let batches = batches_in(e);
+            if batches.is_empty() {
+                continue;
+            }
+            match &mut current {
+                Some(b) if c.at - b.end <= BURST_GAP_MS => {
+                    b.end = c.at;
+                    b.batches.extend(batches);
+                }
+                _ => {
+                    if let Some(b) = current.take() {
+                        bursts.push(b);
+                    }
+                    current = Some(Burst {
+                        source,
+                        start: c.at,
+                        end: c.at,
+                        batches: batches.into_iter().collect(),
+                        timestamps_read: BTreeSet::new(),
+                    });
+                }
+            }
+        }
+        if let Some(b) = current {
+            bursts.push(b);
+        }
+        for b in bursts.iter_mut().filter(|b| b.source == source) {
+            for c in &calls {
+                if c.method == "eth_getBlockByNumber"
+                    && c.at >= b.start - 500.0
+                    && c.at <= b.end + TIMESTAMP_LAG_MS
+                {
+                    if let Some(n) = c
+                        .params
+                        .get(0)
+                        .and_then(|v| v.as_str())
+                        .and_then(|s| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok())
+                    {
+                        b.timestamps_read.insert(n);
+                    }
+                }
+            }
+        }
+    }
+    bursts.sort_by(|a, b| a.start.total_cmp(&b.start));
+    bursts
+}
+
+/// The users whose record is in `batch`.
+fn writers(score: &Score, batch: &Batch) -> BTreeSet<usize> {
+    score
+        .writers_of_batch
+        .get(batch)
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// Issuer: a spend comes `minAgeMs` after the issue request that the write caused; guess the
+/// wallet whose latest issue request before `spend - minAgeMs` is the most recent.
+fn issue_to_spend(views: &Views, score: &Score, min_age_ms: u64) -> AttackResult {
+    let mut trials = Vec::new();
+    let Some(issuer) = views.issuer.as_deref() else {
+        return AttackResult::new(
+            "issue-to-spend",
+            "issuer",
+            "which wallet spent this token (issue-to-spend timing)",
+            &trials,
+        );
+    };
+    let seen = views.relayers.get(issuer).cloned().unwrap_or_default();
+    // Issue requests: (time, wallet).
+    let mut issues: Vec<(Ms, Address)> = seen
+        .iter()
+        .filter(|r| r.method == "POST" && r.path.starts_with("/v1/tokens/issue"))
+        .filter_map(|r| {
+            let wallet = r.json()?["wallet"].as_str()?.parse::<Address>().ok()?;
+            Some((r.at, wallet))
+        })
+        .collect();
+    issues.sort_by(|a, b| a.0.total_cmp(&b.0));
+    // Spends the issuer sees: redemptions at its own relayer (arrival), other relayers' spends
+    // entities (the batch's time). Scored through the submissions' owners.
+    let mut owner_of_token: BTreeMap<[u8; 32], Address> = BTreeMap::new();
+    for reqs in views.relayers.values() {
+        for r in reqs
+            .iter()
+            .filter(|r| r.method == "POST" && r.path == "/v1/records")
+        {
+            let Some(body) = r.json() else { continue };
+            let (Some(owner), Ok(token)) = (
+                body["owner"]
+                    .as_str()
+                    .and_then(|o| o.parse::<Address>().ok()),
+                serde_json::from_value::<privsvc_tokens::TokenRedemption>(body["token"].clone()),
+            ) else {
+                continue;
+            };
+            if let Ok(id) = token.token_id(crate::scenario::APP) {
+                owner_of_token.insert(id, owner);
+            }
+        }
+    }
+    let mut spends: Vec<(Ms, [u8; 32])> = Vec::new();
+    for r in seen
+        .iter()
+        .filter(|r| r.method == "POST" && r.path == "/v1/records")
+    {
+        if let Some(body) = r.json() {
+            if let Ok(token) =
+                serde_json::from_value::<privsvc_tokens::TokenRedemption>(body["token"].clone())
+            {
+                if let Ok(id) = token.token_id(crate::scenario::APP) {
+                    spends.push((r.at, id));
+                }
+            }
+        }
+    }
+    let issuer_address = views.relayer_addresses.get(issuer).copied();
+    for s in views
+        .ledger
+        .spends
+        .iter()
+        .filter(|s| Some(s.creator) != issuer_address)
+    {
+        if let Some(t) = views.ledger.time_of(s.block) {
+            spends.extend(s.ids.iter().map(|id| (t, *id)));
+        }
+    }
+    for (at, id) in spends {
+        let Some(writer) = owner_of_token
+            .get(&id)
+            .and_then(|o| score.writer_of_owner.get(o))
+        else {
+            continue;
+        };
+        let before: Vec<&(Ms, Address)> = issues.iter().filter(|(t, _)| *t < at).collect();
+        let candidates: BTreeSet<Address> = before.iter().map(|(_, w)| *w).collect();
+        if candidates.is_empty() {
+            continue;
+        }
+        let bound = at - min_age_ms as f64 + 500.0;
+        let guess = before
+            .iter()
+            .rev()
+            .find(|(t, _)| *t <= bound)
+            .or(before.last())
+            .map(|(_, w)| *w);
+        trials.push(Trial {
+            success: guess == score.wallets.get(*writer).copied(),
+            chance: 1.0 / candidates.len() as f64,
+        });
+    }
+    AttackResult::new(
+        "issue-to-spend",
+        "issuer",
+        "which wallet spent this token (issue-to-spend timing)",
+        &trials,
+    )
+}
+
+/// RPC: the block timestamps a scan reads pick the user's batches among the fetched ones.
+fn timestamps(bursts: &[Burst], _views: &Views, score: &Score, rng: &mut StdRng) -> AttackResult {
+    let mut trials = Vec::new();
+    for b in bursts {
+        let Some(user) = score.user(&b.source) else {
+            continue;
+        };
+        let all: Vec<Batch> = b.batches.iter().copied().collect();
+        let own = all
+            .iter()
+            .filter(|x| writers(score, x).contains(&user))
+            .count();
+        if own == 0 {
+            continue;
+        }
+        let read: Vec<Batch> = all
+            .iter()
+            .copied()
+            .filter(|x| b.timestamps_read.contains(&x.0))
+            .collect();
+        let guess = pick(if read.is_empty() { &all } else { &read }, rng);
+        trials.push(Trial {
+            success: guess.is_some_and(|g| writers(score, &g).contains(&user)),
+            chance: own as f64 / all.len() as f64,
+        });
+    }
+    AttackResult::new(
+        "timestamps",
+        "RPC",
+        "which fetched batch is the user's (block timestamps read)",
+        &trials,
+    )
+}
+
+/// RPC: a request that names the wallet's address maps the source to the wallet.
+fn wallet_named(views: &Views, score: &Score, rng: &mut StdRng) -> AttackResult {
+    let mut params_by_source: BTreeMap<IpAddr, String> = BTreeMap::new();
+    for c in &views.rpc {
+        params_by_source
+            .entry(c.source)
+            .or_default()
+            .push_str(&c.params.to_string().to_lowercase());
+    }
+    let mut trials = Vec::new();
+    for (source, params) in &params_by_source {
+        let Some(user) = score.user(source) else {
+            continue;
+        };
+        let named: Vec<Address> = score
+            .wallets
+            .iter()
+            .copied()
+            .filter(|w| params.contains(&format!("{w:#x}")))
+            .collect();
+        let guess = pick(
+            if named.is_empty() {
+                &score.wallets
+            } else {
+                &named
+            },
+            rng,
+        );
+        trials.push(Trial {
+            success: guess == score.wallets.get(user).copied(),
+            chance: 1.0 / score.wallets.len().max(1) as f64,
+        });
+    }
+    AttackResult::new(
+        "wallet-named",
+        "RPC",
+        "which address is which wallet (the wallet named in a request)",
+        &trials,
+    )
+}
+
+/// Sources with a request within [`ACTIVE_WINDOW_MS`] of `at`.
+fn active_sources<'a>(times: impl Iterator<Item = (&'a IpAddr, Ms)>, at: Ms) -> BTreeSet<IpAddr> {
+    times
+        .filter(|(_, t)| (t - at).abs() <= ACTIVE_WINDOW_MS)
+        .map(|(s, _)| *s)
+        .collect()
+}
+
+/// The batches of the app with at least one simulated user's record, with their landing time.
+fn landed_batches(views: &Views, score: &Score) -> Vec<(Batch, Ms, BTreeSet<usize>)> {
+    score
+        .writers_of_batch
+        .iter()
+        .filter_map(|(b, w)| views.ledger.time_of(b.0).map(|t| (*b, t, w.clone())))
+        .collect()
+}
+
+/// RPC: the source that lists the app right after a batch landed wrote a record of it.
+fn landing_listing(views: &Views, score: &Score, rng: &mut StdRng) -> AttackResult {
+    let listings: Vec<&RpcCall> = views
+        .rpc
+        .iter()
+        .filter(|c| {
+            expression(c).is_some_and(|e| {
+                e.starts_with("project = ") && batches_in(e).is_empty() && !e.contains("privsvc")
+            })
+        })
+        .collect();
+    let mut trials = Vec::new();
+    for (_, landed, writers) in landed_batches(views, score) {
+        let active = active_sources(views.rpc.iter().map(|c| (&c.source, c.at)), landed);
+        let candidates: Vec<IpAddr> = active.iter().copied().collect();
+        let honest = candidates
+            .iter()
+            .filter(|s| score.user(s).is_some_and(|u| writers.contains(&u)))
+            .count();
+        if honest == 0 {
+            continue;
+        }
+        let first = listings
+            .iter()
+            .filter(|c| c.at > landed && c.at <= landed + LANDING_LAG_MS)
+            .min_by(|a, b| a.at.total_cmp(&b.at))
+            .map(|c| c.source);
+        let guess = first.or_else(|| pick(&candidates, rng));
+        trials.push(Trial {
+            success: guess
+                .and_then(|g| score.user(&g))
+                .is_some_and(|u| writers.contains(&u)),
+            chance: honest as f64 / candidates.len() as f64,
+        });
+    }
+    AttackResult::new(
+        "landing-listing",
+        "RPC",
+        "who wrote a batch (a listing right after it landed)",
+        &trials,
+    )
+}
+
+/// Relay (`by_target`) or onlooker: the source whose requests stop right after a batch
+/// landed wrote a record of it.
+fn polls_stop(views: &Views, score: &Score, by_target: bool) -> AttackResult {
+    let requests: Vec<&RelayRequest> = views.relay.iter().filter(|r| !r.injected).collect();
+    let mut trials = Vec::new();
+    for ((block, creator), landed, writers) in landed_batches(views, score) {
+        let _ = block;
+        let target = views
+            .relayer_addresses
+            .iter()
+            .find(|(_, a)| **a == creator)
+            .and_then(|(n, _)| views.relayer_urls.get(n))
+            .cloned();
+        let relevant: Vec<&&RelayRequest> = requests
+            .iter()
+            .filter(|r| !by_target || target.as_deref() == Some(r.target.as_str()))
+            .collect();
+        let active = active_sources(relevant.iter().map(|r| (&r.source, r.at)), landed);
+        let honest = active
+            .iter()
+            .filter(|s| score.user(s).is_some_and(|u| writers.contains(&u)))
+            .count();
+        if honest == 0 {
+            continue;
+        }
+        // For each active source: the end of its run of requests (no request within 3 s after).
+        let mut best: Option<(Ms, IpAddr)> = None;
+        for s in &active {
+            let times: Vec<Ms> = relevant
+                .iter()
+                .filter(|r| r.source == *s)
+                .map(|r| r.at)
+                .collect();
+            for (i, t) in times.iter().enumerate() {
+                let last_of_run = times.get(i + 1).is_none_or(|n| n - t > 3_000.0);
+                if last_of_run && *t >= landed - 500.0 && *t <= landed + 3_000.0 {
+                    let d = (t - landed).abs();
+                    if best.is_none_or(|(bd, _)| d < bd) {
+                        best = Some((d, *s));
+                    }
+                }
+            }
+        }
+        trials.push(Trial {
+            success: best
+                .and_then(|(_, s)| score.user(&s))
+                .is_some_and(|u| writers.contains(&u)),
+            chance: honest as f64 / active.len() as f64,
+        });
+    }
+    if by_target {
+        AttackResult::new(
+            "polls-stop-relay",
+            "OHTTP relay",
+            "who wrote a batch (status polls stop when it lands)",
+            &trials,
+        )
+    } else {
+        AttackResult::new(
+            "polls-stop-onlooker",
+            "onlooker",
+            "who wrote a batch (requests stop when it lands)",
+            &trials,
+        )
+    }
+}
+
+/// Relay (`by_target`) or onlooker: a record in the 4 KiB-or-larger envelope class was sent as a
+/// 32 KiB-class request; the source that sent one just before the batch wrote it.
+fn size_class(views: &Views, score: &Score, by_target: bool) -> AttackResult {
+    let requests: Vec<&RelayRequest> = views.relay.iter().filter(|r| !r.injected).collect();
+    let mut trials = Vec::new();
+    for r in views
+        .ledger
+        .records
+        .iter()
+        .filter(|r| r.envelope_len >= BIG_ENVELOPE)
+    {
+        let Some(writer) = score.writer_of_entity.get(&r.key) else {
+            continue;
+        };
+        let Some(landed) = views.ledger.time_of(r.block) else {
+            continue;
+        };
+        let target = views
+            .relayer_addresses
+            .iter()
+            .find(|(_, a)| **a == r.creator)
+            .and_then(|(n, _)| views.relayer_urls.get(n))
+            .cloned();
+        let window = |x: &&&RelayRequest| x.at <= landed && x.at >= landed - 20_000.0;
+        let big: Vec<&&RelayRequest> = requests
+            .iter()
+            .filter(|x| x.request_bytes > SMALL_REQUEST_CLASS)
+            .filter(|x| !by_target || target.as_deref() == Some(x.target.as_str()))
+            .filter(window)
+            .collect();
+        let active: BTreeSet<IpAddr> = requests
+            .iter()
+            .filter(|x| !by_target || target.as_deref() == Some(x.target.as_str()))
+            .filter(window)
+            .map(|x| x.source)
+            .collect();
+        if active.is_empty() {
+            continue;
+        }
+        let guess = big
+            .iter()
+            .max_by(|a, b| a.at.total_cmp(&b.at))
+            .map(|x| x.source);
+        trials.push(Trial {
+            success: guess.and_then(|g| score.user(&g)) == Some(*writer),
+            chance: 1.0 / active.len() as f64,
+        });
+    }
+    if by_target {
+        AttackResult::new(
+            "size-class-relay",
+            "OHTTP relay",
+            "who wrote a large record (request size class)",
+            &trials,
+        )
+    } else {
+        AttackResult::new(
+            "size-class-onlooker",
+            "onlooker",
+            "who wrote a large record (request size class)",
+            &trials,
+        )
+    }
+}
+
+/// RPC: intersect one source's fetch sets across its scans and sessions; what remains is the
+/// user's.
+fn cover_intersection(bursts: &[Burst], score: &Score, rng: &mut StdRng) -> AttackResult {
+    let mut by_source: BTreeMap<IpAddr, Vec<&Burst>> = BTreeMap::new();
+    for b in bursts {
+        by_source.entry(b.source).or_default().push(b);
+    }
+    let mut trials = Vec::new();
+    for (source, bs) in by_source {
+        let Some(user) = score.user(&source) else {
+            continue;
+        };
+        if bs.len() < 2 {
+            continue;
+        }
+        let union: BTreeSet<Batch> = bs.iter().flat_map(|b| b.batches.iter().copied()).collect();
+        let own = union
+            .iter()
+            .filter(|x| writers(score, x).contains(&user))
+            .count();
+        if own == 0 {
+            continue;
+        }
+        // Intersect the sets that overlap the running intersection (scans of the same batches).
+        let mut inter: Option<BTreeSet<Batch>> = None;
+        for b in &bs {
+            inter = Some(match inter {
+                None => b.batches.clone(),
+                Some(i) => {
+                    let next: BTreeSet<Batch> = i.intersection(&b.batches).copied().collect();
+                    if next.is_empty() {
+                        i
+                    } else {
+                        next
+                    }
+                }
+            });
+        }
+        let candidates: Vec<Batch> = inter.unwrap_or_default().into_iter().collect();
+        let guess = pick(&candidates, rng);
+        trials.push(Trial {
+            success: guess.is_some_and(|g| writers(score, &g).contains(&user)),
+            chance: own as f64 / union.len() as f64,
+        });
+    }
+    AttackResult::new(
+        "cover-intersection",
+        "RPC",
+        "which batch is the user's (fetch sets intersected across scans)",
+        &trials,
+    )
+}
+
+/// Relay with the public ledger: the k-th create of a batch is the k-th submission to arrive.
+fn arrival_order(views: &Views, score: &Score) -> AttackResult {
+    let mut trials = Vec::new();
+    for (name, address) in &views.relayer_addresses {
+        let Some(seen) = views.relayers.get(name) else {
+            continue;
+        };
+        // Arrival time of each owner's first submission.
+        let mut arrival: BTreeMap<Address, Ms> = BTreeMap::new();
+        for r in seen
+            .iter()
+            .filter(|r| r.method == "POST" && r.path == "/v1/records")
+        {
+            if let Some(owner) = r
+                .json()
+                .and_then(|b| b["owner"].as_str().and_then(|o| o.parse::<Address>().ok()))
+            {
+                arrival.entry(owner).or_insert(r.at);
+            }
+        }
+        for ((_, creator), keys) in &views.ledger.batch_order {
+            if creator != address || keys.len() < 2 {
+                continue;
+            }
+            let owners: Vec<Option<Address>> = keys
+                .iter()
+                .map(|k| {
+                    views
+                        .ledger
+                        .records
+                        .iter()
+                        .find(|r| r.key == *k)
+                        .map(|r| r.owner)
+                })
+                .collect();
+            let mut by_arrival: Vec<(Ms, usize)> = owners
+                .iter()
+                .enumerate()
+                .filter_map(|(i, o)| o.and_then(|o| arrival.get(&o)).map(|t| (*t, i)))
+                .collect();
+            if by_arrival.len() < 2 {
+                continue;
+            }
+            by_arrival.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let k = by_arrival.len();
+            for (rank, (_, position)) in by_arrival.iter().enumerate() {
+                if score.writer_of_entity.contains_key(&keys[*position]) {
+                    trials.push(Trial {
+                        success: rank == *position,
+                        chance: 1.0 / k as f64,
+                    });
+                }
+            }
+        }
+    }
+    AttackResult::new(
+        "arrival-order",
+        "OHTTP relay + ledger",
+        "which record of a batch arrived when (ledger order = arrival order)",
+        &trials,
+    )
+}
+
+/// The source whose request reached the relay last before `at` (within 1 s), and the sources
+/// active in the 5 s before.
+fn last_relay_source_before(views: &Views, at: Ms) -> (Option<IpAddr>, BTreeSet<IpAddr>) {
+    let before: Vec<&RelayRequest> = views
+        .relay
+        .iter()
+        .filter(|r| !r.injected && r.at <= at && r.at >= at - 5_000.0)
+        .collect();
+    let last = before
+        .iter()
+        .filter(|r| r.at >= at - 1_000.0)
+        .max_by(|a, b| a.at.total_cmp(&b.at))
+        .map(|r| r.source);
+    (last, before.iter().map(|r| r.source).collect())
+}
+
+/// Onlooker with a relayer: the submission arrives at the relayer just after the client's
+/// request reached the relay.
+fn onlooker_relayer_timing(views: &Views, score: &Score) -> AttackResult {
+    let mut trials = Vec::new();
+    for seen in views.relayers.values() {
+        for r in seen
+            .iter()
+            .filter(|r| r.encapsulated && r.method == "POST" && r.path == "/v1/records")
+        {
+            let Some(writer) = r
+                .json()
+                .and_then(|b| b["owner"].as_str().and_then(|o| o.parse::<Address>().ok()))
+                .and_then(|o| score.writer_of_owner.get(&o).copied())
+            else {
+                continue;
+            };
+            let (guess, active) = last_relay_source_before(views, r.at);
+            if active.is_empty() {
+                continue;
+            }
+            trials.push(Trial {
+                success: guess.and_then(|g| score.user(&g)) == Some(writer),
+                chance: 1.0 / active.len() as f64,
+            });
+        }
+    }
+    AttackResult::new(
+        "onlooker-relayer-timing",
+        "onlooker + relayer",
+        "which address sent this submission (arrival times)",
+        &trials,
+    )
+}
+
+/// Issuer with an onlooker: the issue request reaches the issuer just after the client's request
+/// reached the relay: address and wallet linked.
+fn issuer_onlooker_wallet(views: &Views, score: &Score) -> AttackResult {
+    let mut trials = Vec::new();
+    if let Some(seen) = views.issuer.as_deref().and_then(|i| views.relayers.get(i)) {
+        for r in seen.iter().filter(|r| {
+            r.encapsulated && r.method == "POST" && r.path.starts_with("/v1/tokens/issue")
+        }) {
+            let Some(wallet) = r
+                .json()
+                .and_then(|b| b["wallet"].as_str().and_then(|w| w.parse::<Address>().ok()))
+            else {
+                continue;
+            };
+            let (guess, active) = last_relay_source_before(views, r.at);
+            if active.is_empty() {
+                continue;
+            }
+            let guessed_wallet = guess
+                .and_then(|g| score.user(&g))
+                .and_then(|u| score.wallets.get(u).copied());
+            trials.push(Trial {
+                success: guessed_wallet == Some(wallet),
+                chance: 1.0 / active.len() as f64,
+            });
+        }
+    }
+    AttackResult::new(
+        "issuer-onlooker-wallet",
+        "issuer + onlooker",
+        "which address is which wallet (issue request timing)",
+        &trials,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batches_are_parsed_from_fetch_expressions() {
+        let e = "project = str('lab') AND (($creator = addr(0x52908400098527886E0F7030069857D2E4169EE7) AND $createdAt = u64(12)) OR ($creator = addr(0x52908400098527886E0F7030069857D2E4169EE7) AND $createdAt = u64(15)))";
+        let b = batches_in(e);
+        assert_eq!(b.len(), 2);
+        assert_eq!(b[0].0, 12);
+        assert_eq!(b[1].0, 15);
+        assert!(batches_in("project = str('lab') AND $createdAt > u64(4)").is_empty());
+    }
+}

@@ -1,0 +1,120 @@
+//! Reading the public ledger at the end of a run: the app's records, the spends entities, and the
+//! order of creates inside each batch (from the node's logs).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use alloy_primitives::{Address, B256};
+use privsvc_ledger::system::{spends_query, SpendsEntity};
+use privsvc_ledger::{query_all, ArkivValue, AttributeSelect, RpcLedger, Select};
+use serde_json::json;
+
+use crate::views::{LedgerRecord, LedgerView, Ms, Spends};
+use crate::LabError;
+
+fn select_all() -> Select {
+    Select {
+        key: true,
+        owner: true,
+        creator: true,
+        created_at: true,
+        payload: true,
+        attributes: AttributeSelect::All,
+        ..Select::default()
+    }
+}
+
+/// Reads the records of `app`, every spends entity of today and yesterday, and the order of the
+/// records' creates; `block_seen` is when the lab saw each block appear.
+pub async fn read(
+    rpc_url: &str,
+    app: &str,
+    block_seen: BTreeMap<u64, Ms>,
+) -> Result<LedgerView, LabError> {
+    let ledger = RpcLedger::new(rpc_url)?;
+    let expression = format!("project = {}", privsvc_client::read::str_literal(app));
+    let entities = query_all(&ledger, &expression, &select_all(), None).await?;
+    let mut records = Vec::new();
+    for e in entities {
+        let (Some(owner), Some(creator), Some(block)) = (e.owner, e.creator, e.created_at) else {
+            continue;
+        };
+        let tag = e.attributes.as_ref().and_then(|attrs| {
+            attrs
+                .iter()
+                .find(|a| a.name == "tag")
+                .and_then(|a| match &a.value {
+                    ArkivValue::Str(s) => Some(s.clone()),
+                    _ => None,
+                })
+        });
+        records.push(LedgerRecord {
+            key: e.key,
+            owner,
+            creator,
+            block,
+            envelope_len: e.payload.as_ref().map_or(0, Vec::len),
+            tag,
+        });
+    }
+    let today = u64::from(privsvc_tokens::epoch_of(privsvc_tokens::now_ms()));
+    let mut spends = Vec::new();
+    for epoch in [today.saturating_sub(1), today] {
+        for e in query_all(&ledger, &spends_query(epoch), &select_all(), None).await? {
+            let (Some(creator), Some(block)) = (e.creator, e.created_at) else {
+                continue;
+            };
+            if let Ok(s) = SpendsEntity::from_entity(&e) {
+                spends.push(Spends {
+                    block,
+                    creator,
+                    ids: s.token_ids,
+                });
+            }
+        }
+    }
+    let batch_order = create_order(&ledger, &records).await?;
+    Ok(LedgerView {
+        records,
+        block_seen,
+        spends,
+        batch_order,
+    })
+}
+
+/// The order of the records' creates in each batch, from the node's `EntityCreated` logs (whose
+/// second topic is the entity key), in log order.
+async fn create_order(
+    ledger: &RpcLedger,
+    records: &[LedgerRecord],
+) -> Result<BTreeMap<(u64, Address), Vec<B256>>, LabError> {
+    let by_key: BTreeMap<B256, (u64, Address)> = records
+        .iter()
+        .map(|r| (r.key, (r.block, r.creator)))
+        .collect();
+    let blocks: BTreeSet<u64> = records.iter().map(|r| r.block).collect();
+    let mut order: BTreeMap<(u64, Address), Vec<B256>> = BTreeMap::new();
+    for block in blocks {
+        let filter = json!({
+            "address": privsvc_ledger::ARKIV_ADDRESS.to_checksum(None),
+            "fromBlock": format!("0x{block:x}"),
+            "toBlock": format!("0x{block:x}"),
+        });
+        let logs = ledger.call("eth_getLogs", json!([filter])).await?;
+        for log in logs.as_array().into_iter().flatten() {
+            let Some(key) = log["topics"]
+                .get(1)
+                .and_then(|t| t.as_str())
+                .and_then(|t| t.parse::<B256>().ok())
+            else {
+                continue;
+            };
+            if let Some(batch) = by_key.get(&key) {
+                let keys = order.entry(*batch).or_default();
+                if !keys.contains(&key) {
+                    keys.push(key);
+                }
+            }
+        }
+    }
+    Ok(order)
+}

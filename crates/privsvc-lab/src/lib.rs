@@ -1,0 +1,177 @@
+//! The attack lab: privacy measured the way an attacker would measure it.
+//!
+//! [`run`] starts the real stack on loopback (`privsvc_testkit::LocalStack`: the devnet, relayer
+//! A with the token issuer, relayer B taking A's tokens, relayer C without tokens, the OHTTP
+//! relay), every party fronted by a recording tap in its position, and a population of simulated
+//! users (each with its own wallet and its own loopback address) who write and read records
+//! through the real `PrivateClient` over a compressed day. Then each party's view is built from
+//! the taps and the public ledger ([`views`]), never from a client's state; each attack guesses
+//! from one view (or an allowed pair of views); the lab scores the guesses against what really
+//! happened ([`truth`]) and reports the success rate, the chance rate and a 95% interval.
+//!
+//! `cargo run --release --example attack_lab` runs the documented scenario and prints the table;
+//! `docs/PRIVACY.md` holds the results and how to read them.
+#![forbid(unsafe_code)]
+
+pub mod active;
+pub mod attacks;
+pub mod ledger_view;
+pub mod population;
+pub mod report;
+pub mod scenario;
+pub mod stats;
+pub mod truth;
+pub mod views;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use privsvc_testkit::{BlockTime, LocalStack, RelayerSpec};
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+
+pub use report::LabReport;
+pub use scenario::{Active, Leaks, Scenario};
+
+use crate::population::{Identity, World};
+use crate::report::PopulationFigures;
+use crate::truth::Truth;
+use crate::views::{ms_since, Views};
+
+/// Why a lab run could not be carried out.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LabError {
+    /// The stack did not start.
+    #[error("stack: {0}")]
+    Stack(#[from] privsvc_testkit::StackError),
+    /// A ledger read failed.
+    #[error("ledger: {0}")]
+    Ledger(#[from] privsvc_ledger::LedgerError),
+    /// The lab's own setup failed.
+    #[error("setup: {0}")]
+    Setup(String),
+}
+
+/// The three relayers and the relay, every party recorded.
+async fn start_stack(sc: &Scenario) -> Result<LocalStack, LabError> {
+    let (min_batch, max_wait_ms) = (sc.min_batch, sc.max_wait_ms);
+    let batching = move |c: &mut privsvc_relayer::RelayerConfig| {
+        c.min_batch = min_batch;
+        c.max_wait_ms = max_wait_ms;
+        c.flush_jitter_ms = 500;
+        c.max_min_anonymity = 10;
+        c.issuer_quota = 100;
+    };
+    Ok(LocalStack::builder()
+        .block_time(BlockTime::Interval(sc.block_time))
+        .record_traffic()
+        .relayer(RelayerSpec::new("A").issuer().ohttp().with(batching))
+        .relayer(
+            RelayerSpec::new("B")
+                .tokens_from("A")
+                .ohttp()
+                .with(batching),
+        )
+        .relayer(RelayerSpec::new("C").ohttp().with(batching))
+        .ohttp_relay()
+        .start()
+        .await?)
+}
+
+/// Records when each block appeared, as the node (and so the RPC) knows it.
+fn watch_blocks(
+    stack: &LocalStack,
+    epoch: Instant,
+    seen: Arc<Mutex<BTreeMap<u64, f64>>>,
+) -> tokio::task::JoinHandle<()> {
+    let reader = privsvc_ledger::RpcLedger::new(stack.devnet().url());
+    tokio::spawn(async move {
+        let Ok(reader) = reader else { return };
+        loop {
+            if let Ok(n) = privsvc_ledger::LedgerReader::block_number(&reader).await {
+                let t = ms_since(epoch, Instant::now());
+                seen.lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .entry(n)
+                    .or_insert(t);
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+}
+
+/// Runs `scenario` and measures every attack.
+pub async fn run(scenario: Scenario) -> Result<LabReport, LabError> {
+    let started = Instant::now();
+    let stack = start_stack(&scenario).await?;
+    let mut rng = StdRng::seed_from_u64(scenario.seed);
+    let ids: Vec<Identity> = (0..scenario.users)
+        .map(|i| Identity::new(i, &mut rng))
+        .collect::<Result<_, _>>()?;
+    let epoch = Instant::now();
+    let truth = Truth {
+        users: ids.iter().map(Identity::user).collect(),
+        ..Truth::default()
+    };
+    let world = Arc::new(World {
+        stack,
+        scenario: scenario.clone(),
+        epoch,
+        truth: Mutex::new(truth),
+        ids: ids.clone(),
+    });
+    let seen = Arc::new(Mutex::new(BTreeMap::new()));
+    let watcher = watch_blocks(&world.stack, epoch, seen.clone());
+
+    eprintln!(
+        "  the simulated day: {} users, {} s",
+        scenario.users,
+        scenario.day.as_secs()
+    );
+    population::run_day(world.clone(), ids).await;
+    // The day's last batches land before the active phases start.
+    tokio::time::sleep(Duration::from_millis(scenario.max_wait_ms + 3_000)).await;
+    let day_end = ms_since(epoch, Instant::now());
+    let outcomes = active::run_phases(&world, &mut rng).await;
+    // Let the last batches land.
+    tokio::time::sleep(Duration::from_millis(scenario.max_wait_ms + 3_000)).await;
+    watcher.abort();
+
+    let block_seen = seen.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let ledger = ledger_view::read(&world.stack.devnet().url(), scenario::APP, block_seen).await?;
+    let mut views = Views::from_stack(&world.stack, epoch, ledger);
+    views.issuer = Some("A".into());
+    let truth = world
+        .truth
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    let mut attacks = attacks::passive(
+        &views.until(day_end),
+        &truth,
+        scenario.token_min_age_ms,
+        scenario.seed,
+    );
+    attacks.extend(attacks::active(&views, &truth, &outcomes));
+    let population = PopulationFigures {
+        sessions: truth.sessions.len(),
+        failed_sessions: truth.sessions.iter().filter(|s| s.error.is_some()).count(),
+        written: truth.writes.iter().filter(|w| w.outcome.is_ok()).count(),
+        failed_writes: truth.writes.iter().filter(|w| w.outcome.is_err()).count(),
+        scans: truth.scans.len(),
+        rpc_calls: views.rpc.len(),
+        relay_requests: views.relay.len(),
+        relayer_requests: views.relayers.values().map(Vec::len).sum(),
+    };
+    if let Ok(world) = Arc::try_unwrap(world) {
+        world.stack.shutdown().await;
+    }
+    Ok(LabReport {
+        scenario,
+        attacks,
+        population,
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}

@@ -1,0 +1,443 @@
+//! The simulated population: users with their own wallets and network addresses, each running a
+//! few sessions of the real `PrivateClient` over the compressed day, through the stack's RPC tap
+//! and OHTTP relay tap. What they did is written down in a [`Truth`].
+
+use std::collections::BTreeSet;
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use alloy_primitives::{Address, B256, U256};
+use async_trait::async_trait;
+use privsvc_client::{
+    CreateParams, EntitiesQuery, Expires, LocalWallet, PrivateClient, ProveParams, Wallet,
+};
+use privsvc_ledger::{Entity, LedgerError, LedgerReader, QueryOptions, QueryPage, RpcLedger};
+use privsvc_testkit::LocalStack;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use crate::scenario::{Scenario, APP};
+use crate::truth::{Scan, Session, Truth, User, Write, Written};
+
+/// The network address of user `index`: 127.0.1.1, 127.0.1.2, ... then 127.0.2.1, ...
+pub fn user_ip(index: usize) -> IpAddr {
+    let n = index + 1;
+    IpAddr::V4(Ipv4Addr::new(
+        127,
+        0,
+        1 + (n / 250) as u8,
+        (n % 250) as u8 + 1,
+    ))
+}
+
+/// A user's network identity: the wallet, an HTTP client bound to the user's own address, and
+/// the token store the user's sessions share (as a browser's persistent store would be).
+#[derive(Clone)]
+pub struct Identity {
+    /// The user's index.
+    pub index: usize,
+    /// The wallet.
+    pub wallet: Arc<LocalWallet>,
+    /// The source address.
+    pub ip: IpAddr,
+    /// HTTP from that address (ledger, relay, issuer).
+    pub http: reqwest::Client,
+    /// The user's token store, kept across sessions.
+    pub tokens: Arc<dyn privsvc_tokens::TokenStore>,
+}
+
+impl Identity {
+    /// User `index` with a wallet drawn from `rng`.
+    pub fn new(index: usize, rng: &mut StdRng) -> Result<Identity, crate::LabError> {
+        let ip = user_ip(index);
+        let key: [u8; 32] = rng.gen();
+        let wallet = Arc::new(
+            LocalWallet::from_bytes(&key).map_err(|e| crate::LabError::Setup(e.to_string()))?,
+        );
+        let http = reqwest::Client::builder()
+            .local_address(ip)
+            .timeout(Duration::from_secs(30))
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| crate::LabError::Setup(format!("http client: {e}")))?;
+        Ok(Identity {
+            index,
+            wallet,
+            ip,
+            http,
+            tokens: privsvc_tokens::memory_store(),
+        })
+    }
+
+    /// The truth's record of this user.
+    pub fn user(&self) -> User {
+        User {
+            index: self.index,
+            wallet: self.wallet.address(),
+            ip: self.ip,
+        }
+    }
+
+    /// A reader of the stack's RPC from this user's address.
+    pub fn reader(&self, stack: &LocalStack) -> Arc<dyn LedgerReader> {
+        Arc::new(RpcLedger::with_client(self.http.clone(), stack.rpc_url()))
+    }
+}
+
+/// The lab's side of a run: the stack, the scenario, what happened.
+pub struct World {
+    /// The stack.
+    pub stack: LocalStack,
+    /// The scenario.
+    pub scenario: Scenario,
+    /// When the run started (time zero of every view).
+    pub epoch: Instant,
+    /// Ground truth.
+    pub truth: Mutex<Truth>,
+    /// The population's identities.
+    pub ids: Vec<Identity>,
+}
+
+impl World {
+    fn record_session(&self, s: Session) -> usize {
+        let mut t = self.truth.lock().unwrap_or_else(|p| p.into_inner());
+        t.sessions.push(s);
+        t.sessions.len() - 1
+    }
+
+    fn update_session(&self, index: usize, ended: Instant, error: Option<String>) {
+        let mut t = self.truth.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(s) = t.sessions.get_mut(index) {
+            s.ended = ended;
+            s.error = error;
+        }
+    }
+
+    /// Records a write.
+    pub fn record_write(&self, w: Write) {
+        self.truth
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .writes
+            .push(w);
+    }
+
+    fn record_scan(&self, s: Scan) {
+        self.truth
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .scans
+            .push(s);
+    }
+
+    /// A client builder for `id` as an application builds one: relayers discovered from
+    /// heartbeats, every relayer call through the OHTTP relay, the scenario's timings.
+    pub fn client_builder(
+        &self,
+        id: &Identity,
+        reader: Arc<dyn LedgerReader>,
+        min_anonymity: u64,
+    ) -> privsvc_client::ClientBuilder {
+        let sc = &self.scenario;
+        let mut b = PrivateClient::builder(APP)
+            .wallet(id.wallet.clone())
+            .reader(reader)
+            .fetch(Arc::new(privsvc_rt::http::ReqwestFetch::with_client(
+                id.http.clone(),
+            )))
+            .token_store(id.tokens.clone())
+            .token_min_age_ms(sc.token_min_age_ms)
+            .token_ripe_wait_ms(sc.token_min_age_ms * 4)
+            .delay_ms(0, sc.delay_ms_max)
+            .poll_interval(sc.poll)
+            .schedule(lab_schedule(sc))
+            .min_anonymity(min_anonymity);
+        if sc.leaks.on_demand_tokens {
+            b = b.allow_on_demand(true);
+        }
+        if let Some(relay) = self.stack.relay_url() {
+            b = b.ohttp_relay(relay);
+        }
+        if min_anonymity > 1 {
+            b = b.max_hold_ms(20_000);
+        }
+        if sc.leaks.no_covers {
+            b = b.cover_batches(0);
+        }
+        b
+    }
+}
+
+/// The session timers of the compressed day: tails every 1.5 to 4.5 s (a tenth of the real
+/// 15 to 45 s), status polls for up to 6 s after `written`, the first refill within 5 s of a
+/// session's start, later ones 5 to 60 s apart. With the `on_demand_tokens` leak there are no
+/// refills; with `no_poll_tail` the polls stop at `written`.
+pub fn lab_schedule(sc: &Scenario) -> privsvc_client::SessionSchedule {
+    let never = (Duration::from_secs(86_400), Duration::from_secs(86_400));
+    privsvc_client::SessionSchedule {
+        tail: (Duration::from_millis(1_500), Duration::from_millis(4_500)),
+        status_tail: if sc.leaks.no_poll_tail {
+            (Duration::ZERO, Duration::ZERO)
+        } else {
+            (Duration::ZERO, Duration::from_secs(6))
+        },
+        refill_below: 5,
+        first_refill: if sc.leaks.on_demand_tokens {
+            never
+        } else {
+            (Duration::ZERO, Duration::from_secs(5))
+        },
+        later_refill: if sc.leaks.on_demand_tokens {
+            never
+        } else {
+            (Duration::from_secs(5), Duration::from_secs(60))
+        },
+    }
+}
+
+/// One session's plan, drawn from the lab's seeded randomness.
+#[derive(Debug, Clone)]
+struct SessionPlan {
+    start: Duration,
+    writes: Vec<WritePlan>,
+    min_anonymity: u64,
+    prove: bool,
+}
+
+#[derive(Debug, Clone)]
+struct WritePlan {
+    think: Duration,
+    big: bool,
+    scan_after: bool,
+}
+
+fn exp_delay(rng: &mut StdRng, mean: Duration) -> Duration {
+    let u: f64 = rng.gen_range(1e-6..1.0);
+    mean.mul_f64(-u.ln()).min(mean * 4)
+}
+
+fn plan_sessions(sc: &Scenario, rng: &mut StdRng) -> Vec<SessionPlan> {
+    let count = rng.gen_range(1..=sc.max_sessions.max(1));
+    // Session starts spread over the first 70% of the day, in order.
+    let mut starts: Vec<Duration> = (0..count)
+        .map(|_| sc.day.mul_f64(rng.gen_range(0.0..0.7)))
+        .collect();
+    starts.sort();
+    starts
+        .into_iter()
+        .map(|start| {
+            let writes = (0..rng.gen_range(1..=sc.max_writes.max(1)))
+                .map(|_| WritePlan {
+                    think: exp_delay(rng, sc.think),
+                    big: rng.gen_bool(sc.big_record_share),
+                    scan_after: rng.gen_bool(0.5),
+                })
+                .collect();
+            SessionPlan {
+                start,
+                writes,
+                min_anonymity: if rng.gen_bool(sc.k_anonymity_share) {
+                    rng.gen_range(2..=3)
+                } else {
+                    1
+                },
+                prove: rng.gen_bool(sc.prove_share),
+            }
+        })
+        .collect()
+}
+
+/// A record's payload: a short note, or one large enough for the 4 096-byte envelope.
+fn payload(rng: &mut StdRng, big: bool) -> Vec<u8> {
+    let len = if big {
+        rng.gen_range(2_000..2_800)
+    } else {
+        rng.gen_range(10..120)
+    };
+    (0..len).map(|_| rng.gen_range(b'a'..=b'z')).collect()
+}
+
+/// Runs the population over the day; returns when every user finished.
+pub async fn run_day(world: Arc<World>, ids: Vec<Identity>) {
+    let mut rng = StdRng::seed_from_u64(world.scenario.seed);
+    let mut tasks = Vec::new();
+    for id in ids {
+        let plans = plan_sessions(&world.scenario, &mut rng);
+        let seed: u64 = rng.gen();
+        let world = world.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut rng = StdRng::seed_from_u64(seed);
+            for plan in plans {
+                let at = world.epoch + plan.start;
+                tokio::time::sleep_until(at.into()).await;
+                run_session(&world, &id, &plan, &mut rng).await;
+            }
+        }));
+    }
+    for t in tasks {
+        let _ = t.await;
+    }
+}
+
+async fn run_session(world: &World, id: &Identity, plan: &SessionPlan, rng: &mut StdRng) {
+    let started = Instant::now();
+    let session = world.record_session(Session {
+        user: id.index,
+        started,
+        ended: started,
+        error: None,
+    });
+    let own_blocks = Arc::new(Mutex::new(BTreeSet::new()));
+    let rpc = id.reader(&world.stack);
+    let reader: Arc<dyn LedgerReader> = if world.scenario.leaks.timestamps_of_own_blocks {
+        Arc::new(OwnTimestampsReader {
+            inner: rpc.clone(),
+            own_blocks: own_blocks.clone(),
+        })
+    } else {
+        rpc.clone()
+    };
+    if world.scenario.leaks.wallet_named {
+        let _ = rpc.code_at(id.wallet.address()).await;
+    }
+    let client = match world
+        .client_builder(id, reader, plan.min_anonymity)
+        .build()
+        .await
+    {
+        Ok(c) => c,
+        Err(e) => {
+            world.update_session(session, Instant::now(), Some(e.to_string()));
+            return;
+        }
+    };
+    let mut written: Vec<B256> = Vec::new();
+    for w in &plan.writes {
+        tokio::time::sleep(w.think).await;
+        let params = CreateParams::new(payload(rng, w.big), "text/plain", Expires::Hours(1))
+            .attribute("kind", "note");
+        let requested = Instant::now();
+        let outcome = client.create_entity(params).await;
+        let resolved = Instant::now();
+        let outcome = match outcome {
+            Ok(r) => {
+                written.push(r.entity_key);
+                if let Ok(Some(e)) = world.stack.reader().entity(r.entity_key, None).await {
+                    if let Some(b) = e.created_at {
+                        own_blocks
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .insert(b);
+                    }
+                }
+                if world.scenario.leaks.list_on_landing {
+                    let _ = privsvc_client::list_app(rpc.as_ref(), APP, None, None).await;
+                }
+                Ok(Written {
+                    entity_key: r.entity_key,
+                    owner: r.owner,
+                    relayer: r.relayer,
+                })
+            }
+            Err(e) => Err(e.to_string()),
+        };
+        world.record_write(Write {
+            user: id.index,
+            session,
+            requested,
+            resolved,
+            outcome,
+            min_anonymity: plan.min_anonymity,
+            big: w.big,
+        });
+        if w.scan_after {
+            scan(world, id, session, &client).await;
+        }
+    }
+    tokio::time::sleep(exp_delay(rng, world.scenario.think)).await;
+    scan(world, id, session, &client).await;
+    if plan.prove {
+        if let Some(key) = written.first() {
+            let _ = client
+                .prove_ownership(
+                    *key,
+                    &ProveParams {
+                        challenge: format!("challenge {}", rng.gen::<u64>()),
+                        verifier: "shop.example".into(),
+                        ttl_seconds: None,
+                    },
+                )
+                .await;
+        }
+    }
+    world.update_session(session, Instant::now(), None);
+}
+
+async fn scan(world: &World, id: &Identity, session: usize, client: &PrivateClient) {
+    let started = Instant::now();
+    let found = client
+        .my_entities(&EntitiesQuery::new().refresh())
+        .await
+        .map(|r| r.len())
+        .unwrap_or(0);
+    world.record_scan(Scan {
+        user: id.index,
+        session,
+        started,
+        ended: Instant::now(),
+        found,
+    });
+}
+
+/// The leak `timestamps_of_own_blocks`: after every batch fetch, reads the timestamps of the
+/// user's own blocks among the fetched ones, and only those.
+struct OwnTimestampsReader {
+    inner: Arc<dyn LedgerReader>,
+    own_blocks: Arc<Mutex<BTreeSet<u64>>>,
+}
+
+#[async_trait]
+impl LedgerReader for OwnTimestampsReader {
+    async fn chain_id(&self) -> Result<u64, LedgerError> {
+        self.inner.chain_id().await
+    }
+    async fn block_number(&self) -> Result<u64, LedgerError> {
+        self.inner.block_number().await
+    }
+    async fn query(&self, e: &str, o: &QueryOptions) -> Result<QueryPage, LedgerError> {
+        let page = self.inner.query(e, o).await?;
+        if o.select.payload && o.cursor.is_none() {
+            let own: Vec<u64> = self
+                .own_blocks
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .iter()
+                .copied()
+                .filter(|b| e.contains(&format!("$createdAt = u64({b})")))
+                .collect();
+            for b in own {
+                let _ = self.inner.block_timestamp(b).await;
+            }
+        }
+        Ok(page)
+    }
+    async fn entity(&self, k: B256, b: Option<u64>) -> Result<Option<Entity>, LedgerError> {
+        self.inner.entity(k, b).await
+    }
+    async fn block_timestamp(&self, n: u64) -> Result<Option<u64>, LedgerError> {
+        self.inner.block_timestamp(n).await
+    }
+    async fn code_at(&self, a: Address) -> Result<Vec<u8>, LedgerError> {
+        self.inner.code_at(a).await
+    }
+    async fn entity_nonce(&self, a: Address) -> Result<u64, LedgerError> {
+        self.inner.entity_nonce(a).await
+    }
+    async fn balance(&self, a: Address) -> Result<U256, LedgerError> {
+        self.inner.balance(a).await
+    }
+    async fn creation_tx(&self, key: B256, created_at: u64) -> Result<Option<B256>, LedgerError> {
+        self.inner.creation_tx(key, created_at).await
+    }
+}

@@ -1,0 +1,112 @@
+//! The lab's report: the scenario, the table of attacks, and what to do with it.
+
+use std::fmt::Write as _;
+
+use crate::attacks::AttackResult;
+use crate::scenario::Scenario;
+use crate::stats::Verdict;
+
+/// What a lab run found.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct LabReport {
+    /// The scenario.
+    pub scenario: Scenario,
+    /// Every attack's result.
+    pub attacks: Vec<AttackResult>,
+    /// Records written, writes failed, sessions, scans.
+    pub population: PopulationFigures,
+    /// Wall time of the run, seconds.
+    pub seconds: f64,
+}
+
+/// What the population did.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct PopulationFigures {
+    /// Sessions started.
+    pub sessions: usize,
+    /// Sessions whose client could not be built.
+    pub failed_sessions: usize,
+    /// Records written.
+    pub written: usize,
+    /// Writes that failed.
+    pub failed_writes: usize,
+    /// `myEntities` calls.
+    pub scans: usize,
+    /// Requests each party saw: RPC calls, relay requests, relayer requests.
+    pub rpc_calls: usize,
+    /// Relay requests.
+    pub relay_requests: usize,
+    /// Requests the relayers saw.
+    pub relayer_requests: usize,
+}
+
+impl LabReport {
+    /// The attack `id`.
+    pub fn attack(&self, id: &str) -> Option<&AttackResult> {
+        self.attacks.iter().find(|a| a.id == id)
+    }
+
+    /// Attacks that beat chance and are not residuals of the design.
+    pub fn open_channels(&self) -> Vec<&AttackResult> {
+        self.attacks
+            .iter()
+            .filter(|a| a.verdict == Verdict::Wins && !a.residual)
+            .collect()
+    }
+
+    /// The table in Markdown.
+    pub fn table(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "| party | attack | trials | chance | measured (95% CI) | verdict |\n|-|-|-|-|-|-|"
+        );
+        for a in &self.attacks {
+            let m = &a.measured;
+            let verdict = match (a.verdict, a.residual) {
+                (Verdict::NoData, _) => "no data".to_string(),
+                (Verdict::AtChance, _) => "at chance".to_string(),
+                (Verdict::Wins, true) => "**wins** (residual)".to_string(),
+                (Verdict::Wins, false) => "**WINS**".to_string(),
+            };
+            let _ = writeln!(
+                out,
+                "| {} | {} (`{}`) | {} | {:.3} | {:.3} ({:.3}-{:.3}) | {} |",
+                a.party, a.attack, a.id, m.trials, m.chance, m.rate, m.low, m.high, verdict
+            );
+        }
+        out
+    }
+
+    /// The scenario and population in a few lines.
+    pub fn summary(&self) -> String {
+        let s = &self.scenario;
+        let p = &self.population;
+        format!(
+            "seed {}, {} users (at most {} sessions of at most {} writes), day {} s, blocks {} ms, \
+             MIN_BATCH {}, MAX_WAIT_MS {}, token min age {} ms, delay 0-{} ms, leaks {:?}\n\
+             {} sessions ({} failed to start), {} records written, {} writes failed, {} scans; \
+             seen: {} RPC calls, {} relay requests, {} relayer requests; {:.0} s",
+            s.seed,
+            s.users,
+            s.max_sessions,
+            s.max_writes,
+            s.day.as_secs(),
+            s.block_time.as_millis(),
+            s.min_batch,
+            s.max_wait_ms,
+            s.token_min_age_ms,
+            s.delay_ms_max,
+            s.leaks,
+            p.sessions,
+            p.failed_sessions,
+            p.written,
+            p.failed_writes,
+            p.scans,
+            p.rpc_calls,
+            p.relay_requests,
+            p.relayer_requests,
+            self.seconds
+        )
+    }
+}

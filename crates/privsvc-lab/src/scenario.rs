@@ -1,0 +1,190 @@
+//! The scenario of a lab run: the population, its compressed day, the stack's timings, and the
+//! leaks deliberately switched on to show that each attack can win.
+
+use std::time::Duration;
+
+/// The app (key namespace and `project`) of every simulated user.
+pub const APP: &str = "lab";
+
+/// Channels that a leaky setting opens on purpose, each the pattern an attack looks for. A lab
+/// run with all of them off measures the code as it is; each attack's test turns its own on and
+/// asserts that the attack wins there (an attack that cannot win against a leaky client proves
+/// nothing).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Leaks {
+    /// After each batch fetch, also read the block timestamps of the user's own batches, and
+    /// only those (what the client did before revision 3).
+    pub timestamps_of_own_blocks: bool,
+    /// At session start, ask the RPC for the code at the wallet's address.
+    pub wallet_named: bool,
+    /// Right after a write resolves, list the project at the RPC.
+    pub list_on_landing: bool,
+    /// Fetch tokens when a write needs one and spend them once ripe (`allowOnDemand`), with no
+    /// scheduled refills.
+    pub on_demand_tokens: bool,
+    /// No cover batches: a scan fetches only the user's batches.
+    pub no_covers: bool,
+    /// Status polls stop the moment a record is written (no random tail of polls).
+    pub no_poll_tail: bool,
+}
+
+impl Leaks {
+    /// Every leak at once.
+    pub fn all() -> Self {
+        Leaks {
+            timestamps_of_own_blocks: true,
+            wallet_named: true,
+            list_on_landing: true,
+            on_demand_tokens: true,
+            no_covers: true,
+            no_poll_tail: true,
+        }
+    }
+}
+
+/// Which active parties act during a run (each in its own phase after the simulated day, on
+/// victims of its own, so that one attack does not disturb another's measurement).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Active {
+    /// The OHTTP relay replays submissions.
+    pub replay_submissions: bool,
+    /// The OHTTP relay replays issue requests.
+    pub replay_issue_requests: bool,
+    /// The OHTTP relay publishes a heartbeat naming a real relayer's URL with its own gateway key.
+    pub key_substitution: bool,
+    /// The OHTTP relay isolates a submission (n-1) with `/healthz` and filler records.
+    pub n_minus_one: bool,
+    /// Another user copies records (create and transfer to the owner).
+    pub copies: bool,
+    /// A relayer answers `queued` with a position that counts down forever.
+    pub ratchet: bool,
+    /// A relayer answers 400 to every submission.
+    pub refusing_relayer: bool,
+}
+
+impl Default for Active {
+    fn default() -> Self {
+        Active {
+            replay_submissions: true,
+            replay_issue_requests: true,
+            key_substitution: true,
+            n_minus_one: true,
+            copies: true,
+            ratchet: true,
+            refusing_relayer: true,
+        }
+    }
+}
+
+impl Active {
+    /// No active party.
+    pub fn none() -> Self {
+        Active {
+            replay_submissions: false,
+            replay_issue_requests: false,
+            key_substitution: false,
+            n_minus_one: false,
+            copies: false,
+            ratchet: false,
+            refusing_relayer: false,
+        }
+    }
+}
+
+/// Parameters of a lab run. Times are wall-clock: the simulated day is compressed into
+/// `day`, and the stack's and clients' timers are scaled to it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Scenario {
+    /// Seed of the lab's own choices (who does what, when); the clients' own randomness is
+    /// their own.
+    pub seed: u64,
+    /// Simulated users, each with its own wallet and network address.
+    pub users: usize,
+    /// Sessions per user, at most (at least 1).
+    pub max_sessions: usize,
+    /// Writes per session, at most (at least 1).
+    pub max_writes: usize,
+    /// Fraction of sessions whose writes ask for `minAnonymity` 2 or 3.
+    pub k_anonymity_share: f64,
+    /// Fraction of writes with a payload large enough for the 4 096-byte envelope.
+    pub big_record_share: f64,
+    /// Fraction of sessions that make an ownership proof.
+    pub prove_share: f64,
+    /// Length of the simulated day.
+    #[serde(with = "millis")]
+    pub day: Duration,
+    /// Mean think time between two actions of a session.
+    #[serde(with = "millis")]
+    pub think: Duration,
+    /// Devnet block interval.
+    #[serde(with = "millis")]
+    pub block_time: Duration,
+    /// Relayers' `MIN_BATCH`.
+    pub min_batch: usize,
+    /// Relayers' `MAX_WAIT_MS`.
+    pub max_wait_ms: u64,
+    /// Clients' token minimum age.
+    pub token_min_age_ms: u64,
+    /// Clients' random delay before a submission, at most.
+    pub delay_ms_max: u64,
+    /// Clients' status poll interval.
+    #[serde(with = "millis")]
+    pub poll: Duration,
+    /// Victims of each active phase.
+    pub victims: usize,
+    /// Leaks switched on.
+    pub leaks: Leaks,
+    /// Active parties.
+    pub active: Active,
+}
+
+mod millis {
+    pub fn serialize<S: serde::Serializer>(
+        d: &std::time::Duration,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(d.as_millis() as u64)
+    }
+}
+
+impl Default for Scenario {
+    /// The documented run: 50 users over a 4-minute day.
+    fn default() -> Self {
+        Scenario {
+            seed: 7,
+            users: 50,
+            max_sessions: 3,
+            max_writes: 3,
+            k_anonymity_share: 0.25,
+            big_record_share: 0.1,
+            prove_share: 0.2,
+            day: Duration::from_secs(240),
+            think: Duration::from_secs(4),
+            block_time: Duration::from_millis(1000),
+            min_batch: 3,
+            max_wait_ms: 4_000,
+            token_min_age_ms: 3_000,
+            delay_ms_max: 3_000,
+            poll: Duration::from_millis(500),
+            victims: 4,
+            leaks: Leaks::default(),
+            active: Active::default(),
+        }
+    }
+}
+
+impl Scenario {
+    /// The short form of the test command: a fixed seed, 12 users, a 75-second day.
+    pub fn short() -> Self {
+        Scenario {
+            seed: 11,
+            users: 12,
+            max_sessions: 2,
+            max_writes: 2,
+            day: Duration::from_secs(75),
+            think: Duration::from_secs(3),
+            victims: 3,
+            ..Scenario::default()
+        }
+    }
+}
