@@ -103,6 +103,11 @@ export async function createPrivateClient(options = {}) {
   }
   const store = o.tokenStore;
   checkTokenStore(store, 'tokenStore');
+  if (o.tokenPrefetch !== undefined || o.tokenPrefetchWithinMs !== undefined) {
+    throw new PrivsvcError('`tokenPrefetch` is gone (revision 3): the session refills its token store on its own schedule (`schedule.refillBelow`, `schedule.firstRefillMs`, `schedule.laterRefillMs`); TokenWallet.prefetchLater remains');
+  }
+  const relayers = relayerOptions(o.relayers);
+  const schedule = scheduleOption(o.schedule);
   const reader = readerOf(o.publicClient);
   const wallet = o.wallet ? asWallet(o.wallet) : undefined;
   const isolateKeys = o.isolateKeys === undefined ? inBrowser : o.isolateKeys;
@@ -110,7 +115,7 @@ export async function createPrivateClient(options = {}) {
   const rustOptions = {
     app: o.app,
     project: o.project,
-    relayers: o.relayers,
+    relayers,
     ohttpRelay: o.ohttpRelay,
     delayMs: o.delayMs,
     minAnonymity: o.minAnonymity,
@@ -122,10 +127,11 @@ export async function createPrivateClient(options = {}) {
     coverBatches: o.coverBatches,
     tokenAttestation: o.tokenAttestation,
     tokenMinAgeMs: o.tokenMinAgeMs,
-    // In Node.js the session-start prefetch's pending timers would keep the process alive:
-    // off unless asked for (TokenWallet.prefetchLater is the explicit way).
-    tokenPrefetch: o.tokenPrefetch ?? (inBrowser ? undefined : 0),
-    tokenPrefetchWithinMs: o.tokenPrefetchWithinMs,
+    tokenRipeWaitMs: o.tokenRipeWaitMs,
+    allowOnDemand: o.allowOnDemand,
+    // The session's timers run in Node.js as in browsers; they never keep a process alive.
+    schedule,
+    seed: seedOption(o.seed),
     trustedRelayersOnly: o.trustedRelayersOnly,
     walletAddress: wallet ? await wallet.address() : undefined,
   };
@@ -147,6 +153,7 @@ export async function createPrivateClient(options = {}) {
   rustStore.free();
   const inner = await rust(created);
   const project = inner.project;
+  let closed = false;
   return {
     __privsvcClient: true,
     app: o.app,
@@ -184,7 +191,77 @@ export async function createPrivateClient(options = {}) {
     relayerAddresses() {
       return JSON.parse(inner.relayerAddresses());
     },
+    /**
+     * Tokens a write requested now could spend (obtained before now and at least
+     * `tokenMinAgeMs` old). 0: a write goes to a relayer that requires none, or fails with
+     * NoTokenReady at once. The session's refills keep the store stocked.
+     */
+    ripeTokens() {
+      return inner.ripeTokens();
+    },
+    /** Ends the session: its timers (tail, refills, status polls) stop. */
+    close() {
+      if (closed) return;
+      closed = true;
+      inner.free();
+    },
   };
+}
+
+/**
+ * The `relayers` option for Rust: each a URL or `{ url, address }` (the relayer's account,
+ * known out of band: discovery is skipped for it).
+ */
+function relayerOptions(list) {
+  if (list === undefined || list === null) return undefined;
+  if (!Array.isArray(list)) throw new PrivsvcError('`relayers` is an array of URLs or { url, address }');
+  return list.map((r) => {
+    if (typeof r === 'string') return r;
+    if (r && typeof r === 'object' && typeof r.url === 'string' && (r.address === undefined || typeof r.address === 'string')) {
+      return r.address === undefined ? { url: r.url } : { url: r.url, address: r.address };
+    }
+    throw new PrivsvcError('each of `relayers` is a URL or { url, address }');
+  });
+}
+
+const SCHEDULE_RANGES = ['tailMs', 'statusTailMs', 'firstRefillMs', 'laterRefillMs'];
+
+/**
+ * The `schedule` option (SessionSchedule, ms): `tailMs`, `statusTailMs`, `firstRefillMs`,
+ * `laterRefillMs` as `[low, high]` and `refillBelow`; absent fields keep their defaults.
+ */
+function scheduleOption(schedule) {
+  if (schedule === undefined || schedule === null) return undefined;
+  if (typeof schedule !== 'object') throw new PrivsvcError('`schedule` is an object');
+  const out = {};
+  for (const [k, v] of Object.entries(schedule)) {
+    if (v === undefined) continue;
+    if (SCHEDULE_RANGES.includes(k)) {
+      if (!Array.isArray(v) || v.length !== 2 || !v.every((x) => Number.isSafeInteger(x) && x >= 0)) {
+        throw new PrivsvcError(`schedule.${k} is [lowMs, highMs], whole milliseconds`);
+      }
+      out[k] = v;
+    } else if (k === 'refillBelow') {
+      if (!Number.isSafeInteger(v) || v < 0) throw new PrivsvcError('schedule.refillBelow is a whole number');
+      out[k] = v;
+    } else {
+      throw new PrivsvcError(`schedule has no \`${k}\` (it has ${[...SCHEDULE_RANGES, 'refillBelow'].join(', ')})`);
+    }
+  }
+  return out;
+}
+
+/** The `seed` option as decimal text of a u64 (a number or a bigint). */
+function seedOption(seed) {
+  if (seed === undefined || seed === null) return undefined;
+  let n;
+  try {
+    n = BigInt(seed);
+  } catch {
+    n = -1n;
+  }
+  if (n < 0n || n >= 1n << 64n) throw new PrivsvcError('`seed` is a whole number from 0 to 2^64 - 1');
+  return n.toString();
 }
 
 /**
@@ -303,6 +380,13 @@ function secondsOf(value) {
  * - `createdTimestamp`: Unix seconds of that block, when the caller already knows it (also taken
  *   from `entity.createdTimestamp` when the row carries it).
  * Without either every record is refused, with a reason saying so.
+ *
+ * A refusal is `{ ok: false, code, reason }`: `code` for programs (`copy`, `republished`,
+ * `wrong-owner`, `signature-mismatch`, `untrusted-creator`, `creation-time-unknown`, `ledger`,
+ * ...), `reason` for people. A copy (anyone can create an entity with a copied envelope and
+ * transfer it to the owner) is detected only with a reader: the ledger is asked for the other
+ * entities of the owner (a verifier may: it is not the user), and a later one with the same
+ * envelope is refused with `code: "copy"` and `original`, the key of the record it copies.
  */
 export async function verifyRecord(entity, { app, relayers, owner, createdTimestamp, reader, publicClient, client } = {}) {
   if (!entity || typeof entity !== 'object') throw new PrivsvcError('verifyRecord: `entity` must be a ledger row (an object)');
@@ -310,22 +394,26 @@ export async function verifyRecord(entity, { app, relayers, owner, createdTimest
   const source = reader ?? publicClient ?? client;
   if (ts === undefined && source !== undefined) {
     const block = secondsOf(entity.createdAt);
-    if (block === undefined) return { ok: false, reason: 'the entity has no createdAt block number, so its creation time cannot be read' };
+    if (block === undefined) return { ok: false, code: 'creation-time-unknown', reason: 'the entity has no createdAt block number, so its creation time cannot be read' };
     try {
       ts = await readerOf(source).blockTimestamp(block);
     } catch (e) {
-      return { ok: false, reason: `cannot read the time of the entity's creation block ${block}: ${e.message}` };
+      return { ok: false, code: 'ledger', reason: `cannot read the time of the entity's creation block ${block}: ${e.message}` };
     }
-    if (ts === undefined) return { ok: false, reason: `the ledger has no block ${block} (the entity's createdAt), so its creation time is unknown` };
+    if (ts === undefined) return { ok: false, code: 'creation-time-unknown', reason: `the ledger has no block ${block} (the entity's createdAt), so its creation time is unknown` };
   }
   if (ts === undefined) {
     return {
       ok: false,
+      code: 'creation-time-unknown',
       reason:
         "verifyRecord needs the time the entity was created, to refuse a copied envelope republished late: pass `reader` (your publicClient, an RPC URL or a private client) to read it from the ledger, or `createdTimestamp` (Unix seconds of the entity's createdAt block)",
     };
   }
-  const answer = JSON.parse(raw.rawVerifyRecord(JSON.stringify(entity), JSON.stringify({ app, relayers, owner, createdTimestamp: ts })));
+  const args = [JSON.stringify(entity), JSON.stringify({ app, relayers, owner, createdTimestamp: ts })];
+  // With a reader, the Rust verify_record_on_ledger also refuses a copy: an earlier entity of
+  // the same owner carries the same envelope (`code: "copy"`, `original`: that entity's key).
+  const answer = JSON.parse(source === undefined ? raw.rawVerifyRecord(...args) : await rust(raw.rawVerifyRecordOnLedger(...args, readerOf(source).rpc)));
   if (!answer.ok) return answer;
   const r = answer.record;
   const data = hexToBytes(r.data);

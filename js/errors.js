@@ -10,6 +10,8 @@ export class PrivsvcError extends Error {
   constructor(message, options) {
     super(message, options);
     this.name = 'PrivsvcError';
+    /** Stable code for programs (`err.code === 'PRIVSVC'`). */
+    this.code = 'PRIVSVC';
   }
 }
 
@@ -18,6 +20,8 @@ export class NonDeterministicWalletError extends PrivsvcError {
   constructor(message, options) {
     super(message, options);
     this.name = 'NonDeterministicWalletError';
+    /** Stable code for programs (`err.code === 'NON_DETERMINISTIC_WALLET'`). */
+    this.code = 'NON_DETERMINISTIC_WALLET';
   }
 }
 
@@ -26,6 +30,8 @@ export class SmartContractWalletError extends PrivsvcError {
   constructor(message, options) {
     super(message, options);
     this.name = 'SmartContractWalletError';
+    /** Stable code for programs (`err.code === 'SMART_CONTRACT_WALLET'`). */
+    this.code = 'SMART_CONTRACT_WALLET';
   }
 }
 
@@ -34,14 +40,23 @@ export class IssuerEquivocationError extends PrivsvcError {
   constructor(message, options) {
     super(message, options);
     this.name = 'IssuerEquivocationError';
+    /** Stable code for programs (`err.code === 'ISSUER_EQUIVOCATION'`). */
+    this.code = 'ISSUER_EQUIVOCATION';
   }
 }
 
-/** No token old enough to spend, and no relayer that needs none. */
+/**
+ * A write found no token it may spend (one obtained before the write was requested and at
+ * least `tokenMinAgeMs` old) and no relayer that requires none; thrown at once, the issuer is
+ * not asked (unless `allowOnDemand`). `code` is `NO_TOKEN_READY`: retry once
+ * `client.ripeTokens()` is above 0 (the session refills on its own schedule).
+ */
 export class NoTokenReady extends PrivsvcError {
   constructor(message, options) {
     super(message, options);
     this.name = 'NoTokenReady';
+    /** Stable code for programs (`err.code === 'NO_TOKEN_READY'`). */
+    this.code = 'NO_TOKEN_READY';
   }
 }
 

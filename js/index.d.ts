@@ -39,15 +39,30 @@ export const inBrowser: boolean;
  * Base class of privsvc errors: no relayer available, every relayer failed, a `strict`
  * refusal, invalid attribute names, an unknown record in `proveOwnership`, a bad option.
  */
-export class PrivsvcError extends Error {}
+export class PrivsvcError extends Error {
+  /** Stable code for programs: `PRIVSVC`, or the subclass's code. */
+  readonly code: 'PRIVSVC' | 'NON_DETERMINISTIC_WALLET' | 'SMART_CONTRACT_WALLET' | 'ISSUER_EQUIVOCATION' | 'NO_TOKEN_READY';
+}
 /** The wallet gave two different derivation signatures. */
-export class NonDeterministicWalletError extends PrivsvcError {}
+export class NonDeterministicWalletError extends PrivsvcError {
+  readonly code: 'NON_DETERMINISTIC_WALLET';
+}
 /** The wallet is a contract account. */
-export class SmartContractWalletError extends PrivsvcError {}
+export class SmartContractWalletError extends PrivsvcError {
+  readonly code: 'SMART_CONTRACT_WALLET';
+}
 /** The issuer published two keys for one app and day. */
-export class IssuerEquivocationError extends PrivsvcError {}
-/** No token ripe to spend and no relayer that needs none. */
-export class NoTokenReady extends PrivsvcError {}
+export class IssuerEquivocationError extends PrivsvcError {
+  readonly code: 'ISSUER_EQUIVOCATION';
+}
+/**
+ * A write found no token it may spend (obtained before the write was requested and at least
+ * `tokenMinAgeMs` old) and no relayer that requires none; thrown at once, without asking the
+ * issuer (unless `allowOnDemand`). Retry once `client.ripeTokens()` is above 0.
+ */
+export class NoTokenReady extends PrivsvcError {
+  readonly code: 'NO_TOKEN_READY';
+}
 
 /** Hex string with `0x`. */
 export type Hex = `0x${string}`;
@@ -289,31 +304,79 @@ export interface BrowserTokenStore extends CustomTokenStore {
   /** Every relayer pin. */
   relayerPins(): Record<string, Hex>;
 }
-/** Where the client keeps unspent tokens. */
-export type TokenStore = { readonly kind: 'memory' } | BrowserTokenStore | CustomTokenStore;
+/**
+ * `fileTokenStore(path)` (Node.js): tokens, issuer-key pins and relayer pins in one JSON file
+ * (directory 0700, file 0600, atomic writes); one process at a time per file.
+ */
+export interface FileTokenStore extends Omit<BrowserTokenStore, 'kind'> {
+  readonly kind: 'file';
+  /** The file's absolute path. */
+  readonly slot: string;
+}
+/**
+ * Where the client keeps unspent tokens. A store with `relayerPin(url)` and
+ * `pinRelayer(url, address)` (browserTokenStore, fileTokenStore, or a caller's) also keeps
+ * the relayer pins the client makes on first use of a relayer URL; without them the pins last
+ * the session.
+ */
+export type TokenStore = { readonly kind: 'memory' } | BrowserTokenStore | FileTokenStore | CustomTokenStore;
 /** In memory (the default). */
 export function memoryStore(): TokenStore;
 /** localStorage key `privsvc:tokens` (or `privsvc:tokens:<name>`; a name has no `#`). */
 export function browserTokenStore(name?: string): BrowserTokenStore;
+/** Node.js: the JSON file at `path` (created 0600 in a 0700 directory when missing). */
+export function fileTokenStore(path: string): FileTokenStore;
+
+/** A relayer given by URL, or by URL and the account that runs it (skips discovery for it). */
+export type RelayerRef = string | { url: string; address?: Hex };
+
+/**
+ * The session's timers (the Rust client's SessionSchedule). Ranges are `[lowMs, highMs]`;
+ * each wait is drawn uniformly from its range with the client's own randomness. Absent fields
+ * keep their defaults.
+ */
+export interface SessionSchedule {
+  /** Between two tails (incremental listings of the project), pending write or not. Default [15000, 45000]. */
+  tailMs?: [number, number];
+  /** How long a written record's status polls go on after `written`. Default [0, 60000]. */
+  statusTailMs?: [number, number];
+  /** A refill is scheduled when the store holds fewer usable tokens of the app. Default 5. */
+  refillBelow?: number;
+  /** The session's first refill. Default [0, 600000]. */
+  firstRefillMs?: [number, number];
+  /** Each later refill (and later look at the store). Default [600000, 21600000]. */
+  laterRefillMs?: [number, number];
+}
 
 export interface PrivateClientOptions {
   app: string;
   /** Token minimum age, ms (default 60000; short values are for devnet demos). */
   tokenMinAgeMs?: number;
   /**
-   * Tokens to fetch per issuer at random moments over `tokenPrefetchWithinMs` after the session
-   * starts, in auto token mode (default 5 in browsers; 0 in Node.js, where the pending timers
-   * would keep the process alive: set it, or call `TokenWallet.prefetchLater`).
+   * Let a write that finds no ripe token fetch tokens from the issuer and spend one once
+   * `tokenMinAgeMs` old (default false). A timing risk, the app's explicit choice: the issuer
+   * then sees an issue request moments before the write's token is spent. Without it a write
+   * spends only a token obtained before it was requested, goes to a relayer that requires none,
+   * or throws NoTokenReady at once.
    */
-  tokenPrefetch?: number;
-  /** The window of `tokenPrefetch`, ms (default 6 hours). */
-  tokenPrefetchWithinMs?: number;
+  allowOnDemand?: boolean;
+  /** With `allowOnDemand`, the longest a write waits for fetched tokens to ripen, ms (default 90000). */
+  tokenRipeWaitMs?: number;
+  /**
+   * The session's timers: tail, status polls after `written`, token refills (in Node.js as in
+   * browsers; they never keep a process alive). `myEntities({ refresh: true })` waits for the
+   * next tail.
+   */
+  schedule?: SessionSchedule;
+  /** Seed of the client's own random choices (delays, relayer choice, timers); tests only. */
+  seed?: number | bigint;
   /** EIP-712 chainId of the derivation message (default the privsvc network). */
   chainId?: number;
   wallet?: WalletLike;
   vault?: Vault;
   project?: string;
-  relayers?: string[];
+  /** The relayers to use (default: discovered from heartbeats). */
+  relayers?: RelayerRef[];
   ohttpRelay?: string;
   isolateKeys?: boolean;
   publicClient?: PublicClientLike;
@@ -386,6 +449,11 @@ export interface PrivateClient {
   readonly reader: LedgerReader;
   readonly chainId: number;
   createEntity(params: CreateParams): Promise<CreateResult>;
+  /**
+   * The user's records, from the session's listing. `refresh`: wait for the session's next
+   * tail (at most `schedule.tailMs[1]` and a second) and scan what it listed; the client never
+   * lists because the app asked.
+   */
   myEntities(query?: { refresh?: boolean; where?: Record<string, string | number | bigint> }): Promise<MyRecord[]>;
   proveOwnership(entityKey: Hex, params: { challenge: string; verifier: string; ttlSeconds?: number }): Promise<OwnershipProof>;
   check(record: { attributes?: AttributeInputs; expires?: number; payload?: Uint8Array }): CheckWarning[];
@@ -393,6 +461,13 @@ export interface PrivateClient {
   scopeAddress(name: string): Promise<Hex>;
   relayers(): RelayerEntry[];
   relayerAddresses(): Hex[];
+  /**
+   * Tokens a write requested now could spend (obtained and at least `tokenMinAgeMs` old); 0:
+   * a write goes to a relayer that requires none, or throws NoTokenReady.
+   */
+  ripeTokens(): number;
+  /** Ends the session: its timers stop. */
+  close(): void;
 }
 export function createPrivateClient(options: PrivateClientOptions): Promise<PrivateClient>;
 
@@ -414,7 +489,18 @@ export function verifyRecord(
     publicClient?: PublicClientLike;
     client?: PublicClientLike | PrivateClient;
   },
-): Promise<{ ok: true; record: Record<string, unknown> & { data: Uint8Array; toText(): string } } | { ok: false; reason: string }>;
+): Promise<{ ok: true; record: Record<string, unknown> & { data: Uint8Array; toText(): string } } | VerifyRefusal>;
+/** Why verifyRecord refused an entity: `code` for programs, `reason` for people. */
+export interface VerifyRefusal {
+  ok: false;
+  code:
+    | 'copy' | 'republished' | 'creation-time-unknown' | 'ledger' | 'missing-field' | 'wrong-content-type'
+    | 'bad-envelope' | 'bad-attributes' | 'bad-entity' | 'wrong-app' | 'attributes-mismatch'
+    | 'signature-mismatch' | 'wrong-owner' | 'lifetime-mismatch' | 'untrusted-creator';
+  reason: string;
+  /** With `code: "copy"`: the key of the earlier entity (the record) this one copies. */
+  original?: Hex;
+}
 /** Live relayers whose `/v1/info` matches their heartbeat. */
 export function discoverRelayers(publicClient?: PublicClientLike, fetch?: typeof globalThis.fetch): Promise<RelayerEntry[]>;
 /** The project's records without payloads at one pinned block (entities in the ledger's JSON form). */

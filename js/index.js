@@ -15,5 +15,5 @@ export {
 } from './errors.js';
 export * from './core.js';
 export { FETCH_INIT, DEFAULT_RPC_URL, ledgerReader } from './net.js';
-export { memoryStore, browserTokenStore } from './store.js';
+export { memoryStore, browserTokenStore, fileTokenStore } from './store.js';
 export * from './client.js';

@@ -128,7 +128,7 @@ function writeItem(storage, key, value) {
   try {
     storage.setItem(key, JSON.stringify(value));
   } catch (e) {
-    throw new PrivsvcError(`cannot write localStorage (${e && e.name === 'QuotaExceededError' ? 'quota exceeded' : e && e.message})`);
+    throw new PrivsvcError(`cannot write the token store ${key} (${e && e.name === 'QuotaExceededError' ? 'quota exceeded' : e && e.message})`);
   }
 }
 
@@ -165,8 +165,54 @@ function pinMethods(own, save, others) {
   };
 }
 
+/**
+ * The Node.js file token store: unspent tokens, the issuer-key pins and the relayer pins
+ * (url -> address) in one JSON file at `path`, as the Rust client's file store keeps its pins
+ * next to its tokens. The directory is made 0700 and the file written 0600, each write to a
+ * temporary file of an unpredictable name renamed over it. Every method reads and writes the
+ * file synchronously: one process at a time per file. Pass it as `tokenStore` (or a
+ * TokenWallet's `store`).
+ */
+export function fileTokenStore(path) {
+  const proc = globalThis.process;
+  const fs = proc && typeof proc.getBuiltinModule === 'function' ? proc.getBuiltinModule('node:fs') : undefined;
+  const paths = fs && proc.getBuiltinModule('node:path');
+  if (!fs) throw new PrivsvcError('fileTokenStore needs Node.js 22 (a browser page has browserTokenStore)');
+  if (typeof path !== 'string' || path === '') throw new PrivsvcError('fileTokenStore(path): the file to keep tokens in');
+  const file = paths.resolve(path);
+  const dir = paths.dirname(file);
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const storage = {
+    getItem() {
+      try {
+        return fs.readFileSync(file, 'utf8');
+      } catch (e) {
+        if (e && e.code === 'ENOENT') return null;
+        throw new PrivsvcError(`cannot read the token store ${file}: ${e && e.message}`);
+      }
+    },
+    setItem(_, text) {
+      const temp = paths.join(dir, `.${paths.basename(file)}.${randomId()}${randomId()}.tmp`);
+      const fd = fs.openSync(temp, 'wx', 0o600);
+      try {
+        fs.writeFileSync(fd, text);
+        fs.fsyncSync(fd);
+      } finally {
+        fs.closeSync(fd);
+      }
+      try {
+        fs.renameSync(temp, file);
+      } catch (e) {
+        fs.rmSync(temp, { force: true });
+        throw e;
+      }
+    },
+  };
+  return singleProcessStore(storage, file, 'file');
+}
+
 /** Without Web Locks: the pool itself, read-modified-written synchronously (one process only). */
-function singleProcessStore(storage, slot) {
+function singleProcessStore(storage, slot, kind = 'browser') {
   const load = () => readItem(storage, slot);
   let current;
   const own = () => {
@@ -181,7 +227,7 @@ function singleProcessStore(storage, slot) {
     return r;
   };
   return Object.freeze({
-    kind: 'browser',
+    kind,
     slot,
     crossTab: false,
     ready: async () => {},

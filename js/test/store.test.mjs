@@ -64,3 +64,31 @@ test('without Web Locks the browser store keeps tokens, key pins and relayer pin
   }
   assert.throws(() => browserTokenStore(), PrivsvcError);
 });
+
+test('fileTokenStore (Node.js) keeps tokens, key pins and relayer pins in a private file', async () => {
+  const { mkdtempSync, statSync, readdirSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const { fileTokenStore } = await import('../index.js');
+  const dir = join(mkdtempSync(join(tmpdir(), 'privsvc-file-store-')), 'store');
+  const file = join(dir, 'tokens.json');
+  const a = fileTokenStore(file);
+  await a.ready();
+  assert.equal(a.kind, 'file');
+  assert.equal(a.slot, file);
+  a.add([token('notes', 1), token('notes', 2), token('other', 3)]);
+  const issuer = '0x00000000000000000000000000000000000000AA';
+  assert.equal(a.pinKey(issuer, 'notes', 20000, 'AAAA'), 'AAAA');
+  assert.equal(a.pinRelayer('http://relayer.example', '0x00000000000000000000000000000000000000BB'), '0x00000000000000000000000000000000000000BB');
+  assert.equal(a.pinRelayer('http://relayer.example', '0x00000000000000000000000000000000000000CC'), '0x00000000000000000000000000000000000000BB');
+  assert.equal(a.remove('notes', token('notes', 1).nonce), true);
+  // Another instance (a later session) reads what the first wrote.
+  const b = fileTokenStore(file);
+  assert.deepEqual(b.list('notes').map((t) => t.nonce), [token('notes', 2).nonce]);
+  assert.equal(b.keyPin(issuer, 'notes', 20000), 'AAAA');
+  assert.deepEqual(b.relayerPins(), { 'http://relayer.example': '0x00000000000000000000000000000000000000BB' });
+  assert.equal(statSync(file).mode & 0o777, 0o600);
+  assert.equal(statSync(dir).mode & 0o777, 0o700);
+  assert.deepEqual(readdirSync(dir), ['tokens.json'], 'no temporary file left behind');
+  assert.throws(() => fileTokenStore(''), PrivsvcError);
+});

@@ -12,7 +12,8 @@ use js_sys::Promise;
 use privsvc_attributes::Attributes;
 use privsvc_client::{
     discover_relayers, verify_ownership_proof, CreateParams, EntitiesQuery, Expires, MyRecord,
-    OwnershipProof, PrivateClient, PrivsvcError, ProofExpectation, ProveParams,
+    OwnershipProof, PrivateClient, PrivsvcError, ProofExpectation, ProveParams, RejectReason,
+    RelayerRef, SessionSchedule,
 };
 use privsvc_ledger::LedgerReader;
 use serde::Deserialize;
@@ -32,7 +33,7 @@ use crate::js_traits::{JsVault, JsWallet};
 struct Options {
     app: String,
     project: Option<String>,
-    relayers: Option<Vec<String>>,
+    relayers: Option<Vec<RelayerInput>>,
     ohttp_relay: Option<String>,
     delay_ms: Option<(u64, u64)>,
     min_anonymity: Option<u64>,
@@ -44,9 +45,85 @@ struct Options {
     cover_batches: Option<usize>,
     token_attestation: Option<String>,
     token_min_age_ms: Option<u64>,
+    /// With `allowOnDemand`, the longest a write waits for tokens it fetched to ripen, ms.
+    token_ripe_wait_ms: Option<u64>,
+    /// Let a write that finds no ripe token fetch tokens and spend one once ripe (a timing
+    /// risk, the app's explicit choice; default false).
+    allow_on_demand: Option<bool>,
+    /// The session's timers (SessionSchedule in ms; absent fields keep their defaults).
+    schedule: Option<Schedule>,
+    /// Seed of the client's own randomness (decimal text of a u64; tests only).
+    seed: Option<String>,
     trusted_relayers_only: Option<bool>,
     /// The wallet's account (when a wallet is given).
     wallet_address: Option<String>,
+}
+
+/// A relayer of the `relayers` option: a URL, or `{ url, address }` (the account that runs it,
+/// which skips discovery for that relayer).
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum RelayerInput {
+    Url(String),
+    WithAddress {
+        url: String,
+        address: Option<String>,
+    },
+}
+
+impl RelayerInput {
+    fn to_ref(&self) -> Result<RelayerRef, JsValue> {
+        match self {
+            RelayerInput::Url(url) => Ok(RelayerRef::new(url.clone())),
+            RelayerInput::WithAddress { url, address: None } => Ok(RelayerRef::new(url.clone())),
+            RelayerInput::WithAddress {
+                url,
+                address: Some(a),
+            } => {
+                let address: Address = a.parse().map_err(|_| {
+                    config_error(format!("relayers: invalid address {a:?} for {url}"))
+                })?;
+                Ok(RelayerRef::with_address(url.clone(), address))
+            }
+        }
+    }
+}
+
+/// The `schedule` option: [`SessionSchedule`] with every range as `[lowMs, highMs]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+struct Schedule {
+    /// Between two tails (default 15 000 to 45 000 ms).
+    tail_ms: Option<(u64, u64)>,
+    /// How long the status polls of a written record go on after `written` (default 0 to
+    /// 60 000 ms).
+    status_tail_ms: Option<(u64, u64)>,
+    /// A refill is scheduled when the store holds fewer usable tokens than this (default 5).
+    refill_below: Option<usize>,
+    /// The session's first refill (default 0 to 600 000 ms).
+    first_refill_ms: Option<(u64, u64)>,
+    /// Each later refill (default 600 000 ms to 6 hours).
+    later_refill_ms: Option<(u64, u64)>,
+}
+
+impl Schedule {
+    fn to_schedule(&self) -> SessionSchedule {
+        let d = SessionSchedule::default();
+        let range = |r: Option<(u64, u64)>, default: (Duration, Duration)| match r {
+            Some((a, b)) => (
+                Duration::from_millis(a.min(b)),
+                Duration::from_millis(a.max(b)),
+            ),
+            None => default,
+        };
+        SessionSchedule {
+            tail: range(self.tail_ms, d.tail),
+            status_tail: range(self.status_tail_ms, d.status_tail),
+            refill_below: self.refill_below.unwrap_or(d.refill_below),
+            first_refill: range(self.first_refill_ms, d.first_refill),
+            later_refill: range(self.later_refill_ms, d.later_refill),
+        }
+    }
 }
 
 /// The JS error of a client error: its SPEC class in `name`.
@@ -132,8 +209,12 @@ impl RawClient {
             if let Some(p) = o.project {
                 b = b.project(p);
             }
-            if let Some(r) = o.relayers {
-                b = b.relayers(r);
+            if let Some(r) = &o.relayers {
+                let refs = r
+                    .iter()
+                    .map(RelayerInput::to_ref)
+                    .collect::<Result<Vec<_>, _>>()?;
+                b = b.relayers(refs);
             }
             if let Some(u) = o.ohttp_relay {
                 b = b.ohttp_relay(u);
@@ -168,6 +249,23 @@ impl RawClient {
             if let Some(ms) = o.token_min_age_ms {
                 b = b.token_min_age_ms(ms);
             }
+            if let Some(ms) = o.token_ripe_wait_ms {
+                b = b.token_ripe_wait_ms(ms);
+            }
+            if let Some(on) = o.allow_on_demand {
+                b = b.allow_on_demand(on);
+            }
+            if let Some(s) = &o.schedule {
+                b = b.schedule(s.to_schedule());
+            }
+            if let Some(text) = &o.seed {
+                let seed: u64 = text
+                    .parse()
+                    .map_err(|_| config_error(format!("seed: not a u64: {text:?}")))?;
+                b = b.seed(seed);
+            }
+            // The store's relayer pins (browserTokenStore's, a caller's store with
+            // relayerPin/pinRelayer, or the memory store's) are the client's, as in Rust.
             b = b.token_store(store);
             if let Some(t) = o.trusted_relayers_only {
                 b = b.trusted_relayers_only(t);
@@ -207,6 +305,14 @@ impl RawClient {
             .map(|r| json!({"url": r.url, "address": address_text(&r.address), "bad": r.bad, "info": r.info}))
             .collect();
         Value::Array(list).to_string()
+    }
+
+    /// `ripeTokens()`: tokens of the app a write requested now could spend (obtained and at
+    /// least `tokenMinAgeMs` old). 0: a write goes to a relayer that requires no token, or
+    /// fails with `NoTokenReady`.
+    #[wasm_bindgen(js_name = ripeTokens)]
+    pub fn ripe_tokens(&self) -> u32 {
+        self.inner.ripe_tokens().try_into().unwrap_or(u32::MAX)
     }
 
     /// `relayerAddresses()`: JSON array of addresses.
@@ -402,16 +508,39 @@ pub fn raw_discover_relayers(reader: JsValue, fetch: JsValue) -> Promise {
     })
 }
 
-/// `verifyRecord(entity, { app?, relayers?, owner?, createdTimestamp? })`: `entity` is the
-/// ledger's JSON form (`arkiv_query` with key, owner, creator, payload, attributes selected);
-/// resolves nothing, answers JSON `{ ok: true, record }` or `{ ok: false, reason }`.
-#[wasm_bindgen(js_name = rawVerifyRecord)]
-pub fn raw_verify_record(entity: &str, options: &str) -> Result<String, JsValue> {
+/// The parsed arguments of `verifyRecord`.
+struct VerifyArgs {
+    entity: privsvc_ledger::Entity,
+    app: Option<String>,
+    relayers: Option<Vec<Address>>,
+    owner: Option<Address>,
+    created_timestamp: Option<u64>,
+}
+
+impl VerifyArgs {
+    fn options(&self) -> privsvc_client::VerifyOptions<'_> {
+        privsvc_client::VerifyOptions {
+            app: self.app.as_deref(),
+            relayers: self.relayers.as_deref(),
+            owner: self.owner,
+            created_timestamp: self.created_timestamp,
+        }
+    }
+}
+
+/// Parses `verifyRecord`'s entity and options; `Ok(Err(answer))` when the entity is not a
+/// ledger entity (the answer is the refusal).
+fn verify_args(entity: &str, options: &str) -> Result<Result<VerifyArgs, String>, JsValue> {
     let value: Value =
         serde_json::from_str(entity).map_err(|e| config_error(format!("invalid entity: {e}")))?;
     let entity = match privsvc_ledger::wire::entity_from_json(&value) {
         Ok(e) => e,
-        Err(e) => return Ok(json!({"ok": false, "reason": e.to_string()}).to_string()),
+        Err(e) => {
+            return Ok(Err(json!({
+                "ok": false, "code": "bad-entity", "reason": e.to_string()
+            })
+            .to_string()))
+        }
     };
     let o: Value =
         serde_json::from_str(options).map_err(|e| config_error(format!("invalid options: {e}")))?;
@@ -429,16 +558,40 @@ pub fn raw_verify_record(entity: &str, options: &str) -> Result<String, JsValue>
         Value::Null => None,
         v => Some(parse(v)?),
     };
-    let verdict = privsvc_client::verify_record(
-        &entity,
-        &privsvc_client::VerifyOptions {
-            app: o["app"].as_str(),
-            relayers: relayers.as_deref(),
-            owner,
-            created_timestamp: o["createdTimestamp"].as_u64(),
-        },
-    );
-    Ok(match verdict {
+    Ok(Ok(VerifyArgs {
+        entity,
+        app: o["app"].as_str().map(str::to_owned),
+        relayers,
+        owner,
+        created_timestamp: o["createdTimestamp"].as_u64(),
+    }))
+}
+
+/// The short code of a refusal (`copy`, `republished`, `wrong-owner`, ...), for apps to branch
+/// on; the reason is the text for people.
+fn reject_code(reason: &RejectReason) -> &'static str {
+    match reason {
+        RejectReason::MissingField(_) => "missing-field",
+        RejectReason::WrongContentType(_) => "wrong-content-type",
+        RejectReason::BadEnvelope(_) => "bad-envelope",
+        RejectReason::BadAttributes(_) => "bad-attributes",
+        RejectReason::WrongApp { .. } => "wrong-app",
+        RejectReason::AttributesMismatch(_) => "attributes-mismatch",
+        RejectReason::SignatureMismatch { .. } => "signature-mismatch",
+        RejectReason::WrongOwner { .. } => "wrong-owner",
+        RejectReason::LifetimeMismatch { .. } => "lifetime-mismatch",
+        RejectReason::UntrustedCreator(_) => "untrusted-creator",
+        RejectReason::CreationTimeUnknown => "creation-time-unknown",
+        RejectReason::Republished { .. } => "republished",
+        RejectReason::Copy { .. } => "copy",
+        RejectReason::Ledger(_) => "ledger",
+    }
+}
+
+/// `verifyRecord`'s answer: `{ ok: true, record }` or `{ ok: false, code, reason }` (with
+/// `original`, the record copied, for a copy).
+fn verdict_json(verdict: Result<privsvc_client::VerifiedRecord, RejectReason>) -> String {
+    match verdict {
         Ok(r) => json!({"ok": true, "record": {
             "key": r.key.to_string(),
             "owner": address_text(&r.owner),
@@ -455,6 +608,49 @@ pub fn raw_verify_record(entity: &str, options: &str) -> Result<String, JsValue>
             "envelope": r.envelope,
         }})
         .to_string(),
-        Err(reason) => json!({"ok": false, "reason": reason.to_string()}).to_string(),
+        Err(reason) => {
+            let mut v =
+                json!({"ok": false, "code": reject_code(&reason), "reason": reason.to_string()});
+            if let RejectReason::Copy { original } = &reason {
+                v["original"] = json!(original.to_string());
+            }
+            v.to_string()
+        }
+    }
+}
+
+/// `verifyRecord(entity, { app?, relayers?, owner?, createdTimestamp })` without a ledger:
+/// `entity` is the ledger's JSON form (`arkiv_query` with key, owner, creator, payload,
+/// attributes selected); answers JSON `{ ok: true, record }` or `{ ok: false, code, reason }`.
+/// Copies are not detected here (that needs the ledger: [`raw_verify_record_on_ledger`]).
+#[wasm_bindgen(js_name = rawVerifyRecord)]
+pub fn raw_verify_record(entity: &str, options: &str) -> Result<String, JsValue> {
+    let args = match verify_args(entity, options)? {
+        Ok(a) => a,
+        Err(answer) => return Ok(answer),
+    };
+    Ok(verdict_json(privsvc_client::verify_record(
+        &args.entity,
+        &args.options(),
+    )))
+}
+
+/// `verifyRecord` with a reader (`reader`, a ledger reader's `rpc` function): the Rust
+/// `verify_record_on_ledger`, which reads the creation block's time when `createdTimestamp` is
+/// absent and refuses a copy (`code: "copy"`, `original`: an earlier entity of the same owner
+/// with the same envelope). Resolves to the same JSON as `rawVerifyRecord`.
+#[wasm_bindgen(js_name = rawVerifyRecordOnLedger)]
+pub fn raw_verify_record_on_ledger(entity: &str, options: &str, reader: JsValue) -> Promise {
+    let args = verify_args(entity, options);
+    let reader = JsLedger::from_value(&reader);
+    future_to_promise(async move {
+        let args = match args? {
+            Ok(a) => a,
+            Err(answer) => return Ok(JsValue::from_str(&answer)),
+        };
+        let reader = reader?;
+        let verdict =
+            privsvc_client::verify_record_on_ledger(&args.entity, &args.options(), &reader).await;
+        Ok(JsValue::from_str(&verdict_json(verdict)))
     })
 }
