@@ -119,6 +119,7 @@ export PRIVSVC_RELAYER_B=$(url_of 'relayer B ')
 export PRIVSVC_OHTTP_RELAY=$(url_of 'OHTTP relay ')
 export PRIVSVC_WEB_URL=$(url_of 'web page')
 export PRIVSVC_CLIENT_BIN=$EXAMPLES/client
+export PRIVSVC_WEB_SEED_BIN=$EXAMPLES/web_seed
 export PRIVSVC_CHROMIUM=$CHROMIUM
 log "stack: rpc $PRIVSVC_RPC_URL, relayers $PRIVSVC_RELAYER_A $PRIVSVC_RELAYER_B, OHTTP relay $PRIVSVC_OHTTP_RELAY, page $PRIVSVC_WEB_URL"
 

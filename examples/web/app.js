@@ -70,12 +70,16 @@ $('connect').onclick = async () => {
       tokenStore: store,
       delayMs: [0, 500],
       pollMs: 500,
+      // The demo's session timers (a tail every 200-500 ms, the first token refill at once);
+      // the defaults (a tail every 15-45 s, refills within 10 min) are for real use.
+      schedule: config.schedule,
     });
     const address = (await w.request({ method: 'eth_accounts' }))[0];
     show('wallet', el('span', 'ok', 'connected'), ` ${kind} `, el('code', '', short(address)), `, keys in ${client.vault.constructor.name}`);
     showRelayers();
-    $('write').disabled = false;
     $('list').disabled = false;
+    await tokenReady();
+    $('write').disabled = false;
   } catch (e) {
     show('wallet', failure(e));
     $('connect').disabled = false;
@@ -112,8 +116,21 @@ $('write').onclick = async () => {
   }
 };
 
+/**
+ * A write spends only a token obtained before it was requested (else NoTokenReady): with a
+ * relayer that requires tokens, wait for the session's first refill to ripen.
+ */
+async function tokenReady() {
+  if (!client.relayers().some((r) => r.info && r.info.tokensRequired)) return;
+  show('written', 'waiting for a ripe token (the session fetches tokens on its own schedule)…');
+  while (client.ripeTokens() === 0) await new Promise((r) => setTimeout(r, 200));
+  show('written', `${client.ripeTokens()} tokens ready`);
+}
+
 async function list() {
-  const mine = await client.myEntities();
+  // `refresh`: after the session's next tail. A record shows once its batch's covers are final
+  // (16 blocks after it).
+  const mine = await client.myEntities({ refresh: true });
   $('count').textContent = `${mine.length} record${mine.length === 1 ? '' : 's'}`;
   const body = $('records').tBodies[0];
   body.replaceChildren();

@@ -100,6 +100,17 @@ const sameOrigin = await listen(async (req, res, body) => {
   res.writeHead(404).end();
 });
 
+/** Mines 32 empty blocks on the stack's devnet: a scan fetches every batch so far. */
+async function settle() {
+  const res = await fetch(process.env.PRIVSVC_RPC_URL, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'anvil_mine', params: ['0x20'] }),
+  });
+  const body = await res.json();
+  if (body.error) throw new Error(`anvil_mine: ${body.error.message}`);
+}
+
 let passed = 0;
 let failed = 0;
 async function check(name, fn) {
@@ -133,10 +144,15 @@ try {
 
   await check('the page writes a record and lists it', async () => {
     await page.$eval('#text', (e) => { e.value = 'written in Chromium'; });
+    // The button is enabled once the session holds a ripe token.
+    await page.waitForFunction(() => !document.getElementById('write').disabled, { timeout: 60000 });
     await page.click('#write');
     await page.waitForFunction(() => /written|Error/.test(document.getElementById('written').textContent), { timeout: 120000 });
     const text = await page.$eval('#written', (e) => e.textContent);
     assert(text.startsWith('written'), `write line: ${text}`);
+    // A scan fetches a batch once 16 blocks followed it: mine them, then list again.
+    await settle();
+    await page.click('#list');
     await page.waitForFunction(() => document.querySelectorAll('#records tbody tr').length > 0, { timeout: 60000 });
     const rows = await page.$$eval('#records tbody tr', (trs) => trs.map((tr) => tr.textContent));
     assert(rows.some((r) => r.includes('written in Chromium')), `rows: ${rows}`);
@@ -228,9 +244,13 @@ try {
         const c = await m.createPrivateClient({
           app: 'notes', vault: m.KeyVault.random('notes').vault, publicClient: `${location.origin}/rpc`,
           relayers: [`${location.origin}/relayer`], delayMs: [0, 0], pollMs: 250, rarityK: 0,
+          schedule: { tailMs: [200, 500] },
         });
         const w = await c.createEntity({ payload: new TextEncoder().encode('no referer'), contentType: 'text/plain', expires: 3600 });
-        const mine = await c.myEntities();
+        // Settle (32 empty blocks), then list after the session's next tail.
+        await fetch(`${location.origin}/rpc`, { ...m.FETCH_INIT, method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'anvil_mine', params: ['0x20'] }) });
+        const mine = await c.myEntities({ refresh: true });
+        c.close();
         return { written: w.entityKey, found: mine.some((x) => x.entityKey === w.entityKey), cookie: document.cookie };
       });
       assert(r.found && r.cookie.includes('secret-session-cookie'), JSON.stringify(r));
