@@ -32,7 +32,8 @@ use anyhow::{anyhow, bail, Context, Result};
 use clap::Parser;
 use privsvc::client::{
     verify_ownership_proof, CreateParams, CreateResult, EntitiesQuery, Expires, LocalWallet,
-    OwnershipProof, PrivateClient, ProofExpectation, ProofRejection, ProveParams, Wallet,
+    OwnershipProof, PrivateClient, PrivsvcError, ProofExpectation, ProofRejection, ProveParams,
+    SessionSchedule, Wallet, COVER_WINDOW_BLOCKS,
 };
 use privsvc::devnet::{Address, BlockTime, DevnetHandle};
 use privsvc::ledger::{LedgerReader, RpcLedger};
@@ -46,6 +47,51 @@ const APP: &str = "notes";
 /// Minimum token age of the demo clients (short, to keep the demo fast; the default is 60 s).
 const TOKEN_MIN_AGE_MS: u64 = 2_000;
 const BLOCK_TIME: Duration = Duration::from_secs(2);
+/// The session timers of the demo's clients, and of the JS clients of `--serve` (its
+/// `/config.json`): a tail every 200 to 500 ms (default 15 to 45 s), status polls for up to
+/// 300 ms after `written`, the first token refill within 100 ms, later ones every 2 to 4 s.
+fn demo_schedule() -> SessionSchedule {
+    SessionSchedule {
+        tail: (Duration::from_millis(200), Duration::from_millis(500)),
+        status_tail: (Duration::ZERO, Duration::from_millis(300)),
+        refill_below: 5,
+        first_refill: (Duration::ZERO, Duration::from_millis(100)),
+        later_refill: (Duration::from_secs(2), Duration::from_secs(4)),
+    }
+}
+
+/// [`demo_schedule`] as the JS package's `schedule` option.
+fn demo_schedule_js() -> serde_json::Value {
+    let ms = |(a, b): (Duration, Duration)| {
+        serde_json::json!([a.as_millis() as u64, b.as_millis() as u64])
+    };
+    let s = demo_schedule();
+    serde_json::json!({
+        "tailMs": ms(s.tail),
+        "statusTailMs": ms(s.status_tail),
+        "refillBelow": s.refill_below,
+        "firstRefillMs": ms(s.first_refill),
+        "laterRefillMs": ms(s.later_refill),
+    })
+}
+
+/// Waits until `client` holds a ripe token when one of its relayers requires tokens (its
+/// session's first refill, then the tokens' minimum age): a write spends only a token obtained
+/// before it was requested.
+async fn ripe(client: &PrivateClient) -> Result<()> {
+    if !client.relayers().iter().any(|r| r.info.tokens_required) {
+        return Ok(());
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while client.ripe_tokens() == 0 {
+        if Instant::now() > deadline {
+            bail!("no ripe token after 30 s");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(())
+}
+
 /// The whole scenario must finish within this time.
 const SCENARIO_LIMIT: Duration = Duration::from_secs(90);
 
@@ -117,6 +163,9 @@ fn relayer(name: &str) -> RelayerSpec {
             c.flush_jitter_ms = 200; // FLUSH_JITTER_MS
             c.max_min_anonymity = 10; // MAX_MIN_ANONYMITY
             c.rate_limit_per_min = 600; // RATE_LIMIT_PER_MIN (tokens off)
+                                        // HEARTBEAT_MS: a heartbeat every 30 s (default 10 min), so that the relayers stay
+                                        // live (a heartbeat lives 600 blocks) while tests mine empty blocks to settle.
+            c.heartbeat_ms = 30_000;
         })
 }
 
@@ -153,6 +202,7 @@ impl Stack {
             .delay_ms(0, 800)
             .poll_interval(Duration::from_millis(250))
             .min_anonymity(min_anonymity)
+            .schedule(demo_schedule())
             .build()
             .await?)
     }
@@ -167,6 +217,7 @@ impl Stack {
             .delay_ms(0, 0)
             .poll_interval(Duration::from_millis(250))
             .rarity_k(0)
+            .schedule(demo_schedule())
             .build()
             .await?)
     }
@@ -195,6 +246,15 @@ impl Stack {
         self.inner.devnet()
     }
 
+    /// Mines enough empty blocks for the covers of every batch so far to be final: a scan
+    /// fetches a batch only once `COVER_WINDOW_BLOCKS` blocks followed it.
+    fn settle(&self) -> Result<()> {
+        self.node()
+            .mine_blocks(2 * COVER_WINDOW_BLOCKS)
+            .context("mining empty blocks")?;
+        Ok(())
+    }
+
     async fn shutdown(self) {
         self.inner.shutdown().await;
     }
@@ -213,6 +273,7 @@ async fn start_crowd(stack: &Stack) -> Result<Crowd> {
     let mut tasks = Vec::new();
     for url in [stack.a().url(), stack.b().url()] {
         let client = stack.pinned(&wallet, url).await?;
+        ripe(&client).await?;
         let stop = stop.clone();
         tasks.push(tokio::spawn(async move {
             let mut written = Vec::new();
@@ -224,7 +285,12 @@ async fn start_crowd(stack: &Stack) -> Result<Crowd> {
                     "text/plain",
                     Expires::Hours(1),
                 );
-                written.push(client.create_entity(params).await?);
+                match client.create_entity(params).await {
+                    Ok(r) => written.push(r),
+                    // The crowd outran its refills: wait for the next one, as an app would.
+                    Err(PrivsvcError::NoTokenReady { .. }) => {}
+                    Err(e) => return Err(e.into()),
+                }
                 tokio::time::sleep(Duration::from_millis(300)).await;
             }
             Ok(written)
@@ -304,6 +370,10 @@ async fn scenario(stack: &Stack, checks: &mut Checks, started: Instant) -> Resul
         .client(&wallet, 2)
         .await
         .context("building the minAnonymity 2 client")?;
+    // A write spends only a token obtained before it was requested: wait for the sessions'
+    // first refills to ripen, so that relayer A (tokens required) can take writes too.
+    ripe(&user).await?;
+    ripe(&user_k2).await?;
     let relayers = user.relayers();
     println!(
         "  client ready in {}: {} relayers discovered from heartbeats, reached through the OHTTP relay",
@@ -431,7 +501,10 @@ async fn scenario(stack: &Stack, checks: &mut Checks, started: Instant) -> Resul
     // Listing: the user's records are found by opening tags, nothing else identifies them.
     println!();
     let t = Instant::now();
-    let mine = user.my_entities(&EntitiesQuery::new()).await?;
+    // A scan fetches a batch once its covers are final (16 blocks later); `refresh` waits for
+    // the session's next tail, which lists what is new.
+    stack.settle()?;
+    let mine = user.my_entities(&EntitiesQuery::new().refresh()).await?;
     let listed_in = t.elapsed();
     let scan = user.last_scan().await.unwrap_or_default();
     println!(
@@ -578,9 +651,10 @@ async fn scenario(stack: &Stack, checks: &mut Checks, started: Instant) -> Resul
             Err(e) => checks.check(false, format!("a crowd task failed: {e}")),
         }
     }
+    stack.settle()?;
     let crowd_found: BTreeSet<_> = crowd
         .client
-        .my_entities(&EntitiesQuery::new())
+        .my_entities(&EntitiesQuery::new().refresh())
         .await?
         .iter()
         .map(|m| m.entity_key)
@@ -713,6 +787,7 @@ async fn run(args: &Args) -> Result<bool> {
             "app": APP,
             "relayers": [stack.a().url(), stack.b().url()],
             "ohttpRelay": stack.relay_url,
+            "schedule": demo_schedule_js(),
         });
         let web = web::start(args.web_port, stack.node().url().to_string(), config).await?;
         serve(&stack, &web).await?;

@@ -8,12 +8,18 @@
 //! The records are written directly by dev account 3 (not through a relayer), 200 per
 //! transaction, each with a valid tag of a random vault: the client lists them, opens every tag
 //! and finds none of them its own, as for a real app full of other users' records.
+//!
+//! `--copy 0x<entity key>` instead does what anyone can do to a record (DESIGN 10, "a record is
+//! (owner, envelope)"): dev account 3 creates an entity with the record's sealed envelope and
+//! attributes and transfers it to the record's owner; prints the copy's key. The JS tests use
+//! it to check that `verifyRecord` with a reader reports the copy.
 
 use anyhow::{Context, Result};
 use clap::Parser;
 use privsvc::devnet::DEV_PRIVATE_KEYS;
 use privsvc::ledger::{
-    ArkivValue, Attribute, Create, CreationFlags, LedgerWriter, Operation, RpcLedger, RpcWriter,
+    ArkivValue, Attribute, Create, CreationFlags, LedgerReader, LedgerWriter, Operation, RpcLedger,
+    RpcWriter,
 };
 use privsvc::vault::{tag_to_text, KeyVault};
 
@@ -32,6 +38,48 @@ struct Args {
     /// Creates per transaction.
     #[arg(long, default_value_t = 200)]
     per_tx: usize,
+    /// Instead of seeding: copy this record to its owner (prints the copy's key).
+    #[arg(long)]
+    copy: Option<String>,
+}
+
+/// Creates a copy of the record at `key` (same envelope and attributes, same lifetime) from
+/// `writer`'s account and transfers it to the record's owner; the copy's key.
+async fn copy_record(writer: &RpcWriter, reader: &RpcLedger, key: &str) -> Result<String> {
+    let key = key.parse().context("--copy: an entity key (0x + 64 hex)")?;
+    let entity = reader
+        .entity(key, None)
+        .await?
+        .context("--copy: no such entity")?;
+    let owner = entity.owner.context("the entity has no owner")?;
+    let lifetime = match (entity.created_at, entity.expires_at) {
+        (Some(c), Some(e)) if e > c => e - c,
+        _ => 1_800,
+    };
+    let receipt = writer
+        .execute(&[Operation::Create(Create {
+            salt: rand::random(),
+            expires_at: 0,
+            min_lifetime: lifetime,
+            flags: CreationFlags::default(),
+            content_type: entity.content_type.clone().unwrap_or_default(),
+            payload: entity
+                .payload
+                .clone()
+                .context("the entity has no payload")?,
+            attributes: entity.attributes.clone().unwrap_or_default(),
+        })])
+        .await?;
+    anyhow::ensure!(receipt.success, "the copy reverted");
+    let copy = receipt.created[0].key;
+    let receipt = writer
+        .execute(&[Operation::Transfer {
+            key: copy,
+            new_owner: owner,
+        }])
+        .await?;
+    anyhow::ensure!(receipt.success, "the transfer reverted");
+    Ok(copy.to_string())
 }
 
 #[tokio::main]
@@ -42,6 +90,11 @@ async fn main() -> Result<()> {
         .try_into()
         .map_err(|_| anyhow::anyhow!("dev key length"))?;
     let writer = RpcWriter::connect(RpcLedger::new(args.rpc_url.clone())?, &key).await?;
+    if let Some(original) = &args.copy {
+        let reader = RpcLedger::new(args.rpc_url.clone())?;
+        println!("{}", copy_record(&writer, &reader, original).await?);
+        return Ok(());
+    }
     let (other, _) = KeyVault::random(&args.project);
     let started = std::time::Instant::now();
     let mut written = 0;

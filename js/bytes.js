@@ -1,5 +1,5 @@
-// Byte helpers shared by index.js and client.js (not part of the package's API).
-import { PrivsvcError } from './index.js';
+// Byte helpers shared by the package's modules (not part of the package's API).
+import { PrivsvcError } from './errors.js';
 
 /** The bytes of hex text (`0x` optional); throws PrivsvcError on anything else. */
 export function hexToBytes(hex) {

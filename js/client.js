@@ -1,52 +1,23 @@
-// createPrivateClient: the client of docs/API.md §3 over the Rust PrivateClient compiled to wasm
-// (tokens with their minimum age, OHTTP, cover batches, verification against the ledger). The
-// wallet and the vault stay JavaScript objects; Rust reaches them through small adapters.
+// createPrivateClient: SPEC's client over the Rust PrivateClient compiled to wasm (tokens with
+// their minimum age, OHTTP, cover batches, verification against the ledger). The wallet and the
+// vault stay JavaScript objects; Rust reaches them through small adapters.
 import { raw } from './wasm.js';
 import { hexToBytes } from './bytes.js';
+import { PrivsvcError, checkProofParams, rust } from './errors.js';
+import { fetchAdapter, ledgerReader, readerOf } from './net.js';
 import {
-  PrivsvcError,
-  NonDeterministicWalletError,
-  SmartContractWalletError,
-  IssuerEquivocationError,
-  NoTokenReady,
   asWallet,
   checkRecord,
-  derivationTypedData,
   fromBase64,
   fromWire,
   inBrowser,
   KeyVault,
-  ledgerReader,
   TAG_BYTES,
   toBase64,
   WorkerVault,
   toWire,
   vaultFromWallet,
-} from './index.js';
-
-/** The public test network's RPC, the default `publicClient`. */
-export const DEFAULT_RPC_URL = 'https://rpc.tiramisu.db-chain.testnet.arkiv.network';
-
-// A function, not a constant: index.js and this module import each other.
-const classes = () => ({ PrivsvcError, NonDeterministicWalletError, SmartContractWalletError, IssuerEquivocationError, NoTokenReady });
-
-async function rust(promise) {
-  try {
-    return await promise;
-  } catch (e) {
-    const cls = classes()[e && e.name] || PrivsvcError;
-    throw new cls(e && e.message ? e.message : String(e));
-  }
-}
-
-/** The RPC URL of a `publicClient` option: a URL, or a client that names its URL. */
-export function rpcUrlOf(publicClient) {
-  if (publicClient === undefined) return DEFAULT_RPC_URL;
-  if (typeof publicClient === 'string') return publicClient;
-  const url = publicClient.url || (publicClient.transport && publicClient.transport.url) || (publicClient.publicClient && rpcUrlOf(publicClient.publicClient));
-  if (typeof url === 'string') return url;
-  throw new PrivsvcError('publicClient must be an RPC URL or a client with a `url` (viem: transport.url)');
-}
+} from './core.js';
 
 /** What Rust calls on a wallet. */
 function walletAdapter(w) {
@@ -67,7 +38,7 @@ function vaultAdapter(v) {
     scopeRecord: (name) => v.scopeRecord(name),
     makeTag: (ref) => v.makeTag(ref),
     // `tags`: one Uint8Array of raw tags. The built-in vaults take it as it is; a custom vault
-    // gets the ledger form (base64 strings), as `openTags(tags)` of docs/API.md §3.3.
+    // gets the ledger form (base64 strings), as SPEC's openTags(tags).
     openTags: (tags) => (v instanceof KeyVault || v instanceof WorkerVault ? v.openTags(tags) : v.openTags(ledgerTags(tags))),
     addressOf: (ref) => v.addressOf(ref),
     coverScores: (anchor, candidates) => v.coverScores(anchor, candidates),
@@ -117,7 +88,7 @@ function myRecord(r) {
 }
 
 /**
- * Creates a client (docs/API.md §3.1): derives the keys from one wallet signature
+ * Creates a client (SPEC `createPrivateClient`): derives the keys from one wallet signature
  * (asked twice and compared) unless a `vault` is given, in a worker when `isolateKeys` (default
  * in browsers), contacts the relayers and starts fetching tokens when one requires them.
  */
@@ -132,16 +103,20 @@ export async function createPrivateClient(options = {}) {
   }
   const store = o.tokenStore;
   checkTokenStore(store, 'tokenStore');
-  const rpcUrl = rpcUrlOf(o.publicClient);
+  if (o.tokenPrefetch !== undefined || o.tokenPrefetchWithinMs !== undefined) {
+    throw new PrivsvcError('`tokenPrefetch` is gone (revision 3): the session refills its token store on its own schedule (`schedule.refillBelow`, `schedule.firstRefillMs`, `schedule.laterRefillMs`); TokenWallet.prefetchLater remains');
+  }
+  const relayers = relayerOptions(o.relayers);
+  const schedule = scheduleOption(o.schedule);
+  const reader = readerOf(o.publicClient);
   const wallet = o.wallet ? asWallet(o.wallet) : undefined;
   const isolateKeys = o.isolateKeys === undefined ? inBrowser : o.isolateKeys;
-  const vault = o.vault || (await vaultFromWallet(o.wallet, o.app, { isolateKeys, publicClient: rpcUrl, chainId: o.chainId }));
+  const vault = o.vault || (await vaultFromWallet(o.wallet, o.app, { isolateKeys, chainId: o.chainId }));
   const rustOptions = {
     app: o.app,
     project: o.project,
-    relayers: o.relayers,
+    relayers,
     ohttpRelay: o.ohttpRelay,
-    rpcUrl,
     delayMs: o.delayMs,
     minAnonymity: o.minAnonymity,
     maxHoldMs: o.maxHoldMs,
@@ -152,19 +127,22 @@ export async function createPrivateClient(options = {}) {
     coverBatches: o.coverBatches,
     tokenAttestation: o.tokenAttestation,
     tokenMinAgeMs: o.tokenMinAgeMs,
-    // In Node.js the session-start prefetch's pending timers would keep the process alive:
-    // off unless asked for (TokenWallet.prefetchLater is the explicit way).
-    tokenPrefetch: o.tokenPrefetch ?? (inBrowser ? undefined : 0),
-    tokenPrefetchWithinMs: o.tokenPrefetchWithinMs,
+    tokenRipeWaitMs: o.tokenRipeWaitMs,
+    allowOnDemand: o.allowOnDemand,
+    // The session's timers run in Node.js as in browsers; they never keep a process alive.
+    schedule,
+    seed: seedOption(o.seed),
     trustedRelayersOnly: o.trustedRelayersOnly,
     walletAddress: wallet ? await wallet.address() : undefined,
   };
   const source = tokens && tokens.sourceOf ? await tokens.sourceOf() : undefined;
   const custom = tokens && !tokens.sourceOf && isTokenSource(tokens) ? tokens : undefined;
+  await storeReady(store);
   const rustStore = rawStore(store);
   // `create` takes its own reference to the store at once: the JS handle is freed right after.
   const created = raw.RawClient.create(
     JSON.stringify(rustOptions),
+    reader.rpc,
     wallet ? walletAdapter(wallet) : undefined,
     vaultAdapter(vault),
     rustStore,
@@ -175,11 +153,14 @@ export async function createPrivateClient(options = {}) {
   rustStore.free();
   const inner = await rust(created);
   const project = inner.project;
+  let closed = false;
   return {
+    __privsvcClient: true,
     app: o.app,
     project,
     vault,
-    publicClient: rpcUrl,
+    publicClient: o.publicClient === undefined ? reader.url : o.publicClient,
+    reader,
     chainId: inner.chainId,
     async createEntity({ payload, contentType, attributes = {}, expires, scope, encrypt = false } = {}) {
       const bytes = payload instanceof Uint8Array ? payload : new TextEncoder().encode(String(payload ?? ''));
@@ -192,7 +173,8 @@ export async function createPrivateClient(options = {}) {
       return JSON.parse(await rust(inner.myEntities(refresh, w))).map(myRecord);
     },
     async proveOwnership(entityKey, { challenge, verifier, ttlSeconds } = {}) {
-      return JSON.parse(await rust(inner.proveOwnership(entityKey, String(challenge), String(verifier), ttlSeconds)));
+      checkProofParams('proveOwnership', { challenge, verifier });
+      return JSON.parse(await rust(inner.proveOwnership(String(entityKey), challenge, verifier, ttlSeconds)));
     },
     check({ attributes, expires, payload } = {}) {
       return checkRecord({ attributes, expires, payload });
@@ -209,7 +191,77 @@ export async function createPrivateClient(options = {}) {
     relayerAddresses() {
       return JSON.parse(inner.relayerAddresses());
     },
+    /**
+     * Tokens a write requested now could spend (obtained before now and at least
+     * `tokenMinAgeMs` old). 0: a write goes to a relayer that requires none, or fails with
+     * NoTokenReady at once. The session's refills keep the store stocked.
+     */
+    ripeTokens() {
+      return inner.ripeTokens();
+    },
+    /** Ends the session: its timers (tail, refills, status polls) stop. */
+    close() {
+      if (closed) return;
+      closed = true;
+      inner.free();
+    },
   };
+}
+
+/**
+ * The `relayers` option for Rust: each a URL or `{ url, address }` (the relayer's account,
+ * known out of band: discovery is skipped for it).
+ */
+function relayerOptions(list) {
+  if (list === undefined || list === null) return undefined;
+  if (!Array.isArray(list)) throw new PrivsvcError('`relayers` is an array of URLs or { url, address }');
+  return list.map((r) => {
+    if (typeof r === 'string') return r;
+    if (r && typeof r === 'object' && typeof r.url === 'string' && (r.address === undefined || typeof r.address === 'string')) {
+      return r.address === undefined ? { url: r.url } : { url: r.url, address: r.address };
+    }
+    throw new PrivsvcError('each of `relayers` is a URL or { url, address }');
+  });
+}
+
+const SCHEDULE_RANGES = ['tailMs', 'statusTailMs', 'firstRefillMs', 'laterRefillMs'];
+
+/**
+ * The `schedule` option (SessionSchedule, ms): `tailMs`, `statusTailMs`, `firstRefillMs`,
+ * `laterRefillMs` as `[low, high]` and `refillBelow`; absent fields keep their defaults.
+ */
+function scheduleOption(schedule) {
+  if (schedule === undefined || schedule === null) return undefined;
+  if (typeof schedule !== 'object') throw new PrivsvcError('`schedule` is an object');
+  const out = {};
+  for (const [k, v] of Object.entries(schedule)) {
+    if (v === undefined) continue;
+    if (SCHEDULE_RANGES.includes(k)) {
+      if (!Array.isArray(v) || v.length !== 2 || !v.every((x) => Number.isSafeInteger(x) && x >= 0)) {
+        throw new PrivsvcError(`schedule.${k} is [lowMs, highMs], whole milliseconds`);
+      }
+      out[k] = v;
+    } else if (k === 'refillBelow') {
+      if (!Number.isSafeInteger(v) || v < 0) throw new PrivsvcError('schedule.refillBelow is a whole number');
+      out[k] = v;
+    } else {
+      throw new PrivsvcError(`schedule has no \`${k}\` (it has ${[...SCHEDULE_RANGES, 'refillBelow'].join(', ')})`);
+    }
+  }
+  return out;
+}
+
+/** The `seed` option as decimal text of a u64 (a number or a bigint). */
+function seedOption(seed) {
+  if (seed === undefined || seed === null) return undefined;
+  let n;
+  try {
+    n = BigInt(seed);
+  } catch {
+    n = -1n;
+  }
+  if (n < 0n || n >= 1n << 64n) throw new PrivsvcError('`seed` is a whole number from 0 to 2^64 - 1');
+  return n.toString();
 }
 
 /**
@@ -217,40 +269,40 @@ export async function createPrivateClient(options = {}) {
  * `fetch` (optional) carries the `/v1/info` calls.
  */
 export async function discoverRelayers(publicClient, fetch) {
-  return JSON.parse(await rust(raw.rawDiscoverRelayers(rpcUrlOf(publicClient), fetchAdapter(fetch))));
+  return JSON.parse(await rust(raw.rawDiscoverRelayers(readerOf(publicClient).rpc, fetchAdapter(fetch))));
 }
 
 /**
- * The project's records without payloads, all read at one pinned block (docs/API.md §3.5):
+ * The project's records without payloads, all read at one pinned block (SPEC `listApp`):
  * `{ block, entities }`, entities in the ledger's JSON form. With `relayers` (addresses), only
  * records those relayers created.
  */
 export async function listApp(client, project, relayers) {
   const list = relayers === undefined ? undefined : JSON.stringify(relayers);
-  return JSON.parse(await rust(raw.rawListApp(rpcUrlOf(client), project, list)));
+  return JSON.parse(await rust(raw.rawListApp(readerOf(client).rpc, project, list)));
 }
 
 /**
- * Full records (payloads included) of whole batches (docs/API.md §3.5): `batches` is
+ * Full records (payloads included) of whole batches (SPEC `fetchBatches`): `batches` is
  * `[{ block, creator }]`; answers the entities in the ledger's JSON form. Batches are combined
  * into few queries, so the RPC sees a set of batches, not which one mattered.
  */
 export async function fetchBatches(client, project, batches) {
   const list = batches.map(({ block, creator }) => ({ block: Number(block), creator }));
-  return JSON.parse(await rust(raw.rawFetchBatches(rpcUrlOf(client), project, JSON.stringify(list))));
+  return JSON.parse(await rust(raw.rawFetchBatches(readerOf(client).rpc, project, JSON.stringify(list))));
 }
 
-/** Every live relayer heartbeat on the ledger, newest first, unverified (docs/API.md §3.5). */
+/** Every live relayer heartbeat on the ledger, newest first, unverified (SPEC `heartbeatRelayers`). */
 export async function heartbeatRelayers(reader) {
-  return JSON.parse(await rust(raw.rawHeartbeatRelayers(rpcUrlOf(reader))));
+  return JSON.parse(await rust(raw.rawHeartbeatRelayers(readerOf(reader).rpc)));
 }
 
 /**
- * The issuer's key for (`app`, `epoch`) as published on the ledger (docs/API.md §3.6): its
+ * The issuer's key for (`app`, `epoch`) as published on the ledger (SPEC `fetchIssuerKey`): its
  * SPKI DER bytes. Throws IssuerEquivocationError when the issuer published two keys.
  */
 export async function fetchIssuerKey(reader, issuer, app, epoch) {
-  const b64 = await rust(raw.rawFetchIssuerKey(rpcUrlOf(reader), issuer, app, epoch));
+  const b64 = await rust(raw.rawFetchIssuerKey(readerOf(reader).rpc, issuer, app, epoch));
   return fromBase64(b64);
 }
 
@@ -266,7 +318,7 @@ export function acceptableEpochs(ms = Date.now()) {
 
 /**
  * Sends one relayer request through an OHTTP relay, encapsulated to the relayer's gateway key
- * (docs/API.md §3.8): `relayUrl` the relay, `target` the relayer's base URL, `gatewayKey` its
+ * (SPEC `ohttpCall`): `relayUrl` the relay, `target` the relayer's base URL, `gatewayKey` its
  * hex `ohttpKey`; resolves to `{ status, body }` (`body` a `Uint8Array`, the relayer's answer).
  * The relay sees the target and ciphertext only; the relayer sees the request only.
  */
@@ -277,112 +329,131 @@ export async function ohttpCall(relayUrl, target, gatewayKey, { method = 'GET', 
   return rust(raw.rawOhttpCall(relayUrl, target, gatewayKey, method, path, bytes, fetchAdapter(fetch)));
 }
 
-function named(name, message, extra) {
-  const e = new Error(message);
-  e.name = name;
-  return Object.assign(e, extra);
-}
-
-/**
- * The `fetch` option (docs/API.md §3.1) as the function the wasm client calls for relayer,
- * relay and issuer requests: redirects are never followed (`redirect: "manual"`: a redirected
- * request is not even sent), each request has a time limit, and a body over the limit is
- * refused. Without a `fetch` option the platform fetch goes through the same adapter.
- */
-function fetchAdapter(fetchFn = (url, init) => globalThis.fetch(url, init)) {
-  if (typeof fetchFn !== 'function') throw new PrivsvcError('`fetch` must be a fetch function');
-  return async (method, url, headers, body, timeoutMs, maxBody) => {
-    const res = await fetchFn(url, {
-      method,
-      headers: Object.fromEntries(headers),
-      body,
-      redirect: 'manual',
-      signal: AbortSignal.timeout(timeoutMs),
-    });
-    if (res.type === 'opaqueredirect' || res.redirected) {
-      throw named('Redirected', 'the server answered with a redirect, which privsvc does not follow');
-    }
-    const header = (name) => (res.headers && typeof res.headers.get === 'function' ? res.headers.get(name) : null);
-    const declared = Number(header('content-length'));
-    if (declared > maxBody) throw named('TooLarge', 'answer too large', { size: declared });
-    const bytes = new Uint8Array(await res.arrayBuffer());
-    if (bytes.length > maxBody) throw named('TooLarge', 'answer too large', { size: bytes.length });
-    return { status: res.status, contentType: header('content-type') ?? undefined, body: bytes };
-  };
-}
-
 /** Whether `x` is a caller's TokenSource: `take(app)` and `putBack(app, token)`. */
 function isTokenSource(x) {
   return x !== null && typeof x === 'object' && typeof x.take === 'function' && typeof x.putBack === 'function';
 }
 
 /**
- * The Rust side of a token store: browserTokenStore()'s localStorage item, a caller's
- * TokenStore, or (memoryStore() or none) a fresh memory store.
+ * The Rust side of a token store: a caller's TokenStore or browserTokenStore() (JavaScript
+ * objects the Rust code calls), or (memoryStore() or none) a fresh memory store.
  */
 function rawStore(store) {
-  const custom = store !== undefined && store.kind !== 'memory' && store.kind !== 'browser';
-  return new raw.RawTokenStore(store && store.kind === 'browser' ? store.slot : undefined, custom ? store : undefined);
+  return new raw.RawTokenStore(store === undefined || store.kind === 'memory' ? undefined : store);
+}
+
+/** Waits until `store` may be used (browserTokenStore() claims its lease first). */
+async function storeReady(store) {
+  if (store && typeof store.ready === 'function') await store.ready();
 }
 
 /** Refuses a `store` that is none of memoryStore(), browserTokenStore() or a TokenStore. */
 function checkTokenStore(store, what) {
-  if (store === undefined || store.kind === 'memory' || store.kind === 'browser') return;
+  if (store === undefined || store.kind === 'memory') return;
   const methods = ['list', 'add', 'remove', 'prune'];
   if (store === null || typeof store !== 'object' || !methods.every((m) => typeof store[m] === 'function')) {
     throw new PrivsvcError(`${what} must be memoryStore(), browserTokenStore() or a TokenStore with synchronous list(app), add(tokens), remove(app, nonce) and prune(minEpoch)`);
   }
 }
 
-/**
- * Verifies a ledger entity as a privsvc record (docs/API.md §3.4): `entity` in the ledger's
- * JSON form with key, owner, creator, payload and attributes. The republish rule needs the
- * creation block's time: give `createdTimestamp` (Unix seconds), or a `client` (RPC URL or
- * client) to read it. Returns `{ ok: true, record }` or `{ ok: false, reason }`.
- */
-export async function verifyRecord(entity, { app, relayers, owner, createdTimestamp, client } = {}) {
-  let ts = createdTimestamp;
-  if (ts === undefined && client !== undefined && entity && entity.createdAt !== undefined) {
-    const reader = ledgerReaderOf(client);
-    const block = await reader.request({ method: 'eth_getBlockByNumber', params: [`0x${BigInt(entity.createdAt).toString(16)}`, false] });
-    if (block && block.timestamp !== undefined) ts = Number(BigInt(block.timestamp));
+/** Unix seconds of `value` (a number, bigint or decimal/0x text), else undefined. */
+function secondsOf(value) {
+  if (value === undefined || value === null) return undefined;
+  try {
+    const n = Number(BigInt(value));
+    return Number.isSafeInteger(n) && n >= 0 ? n : undefined;
+  } catch {
+    return undefined;
   }
-  const answer = JSON.parse(raw.rawVerifyRecord(JSON.stringify(entity), JSON.stringify({ app, relayers, owner, createdTimestamp: ts })));
+}
+
+/**
+ * Verifies a ledger entity as a privsvc record (SPEC `verifyRecord`): `entity` in the ledger's
+ * JSON form (a row of `listApp`, `fetchBatches` or `arkiv_query`) with key, owner, creator,
+ * payload and attributes. Returns `{ ok: true, record }` or `{ ok: false, reason }`.
+ *
+ * A copied envelope republished after its window is refused, which needs the time of the
+ * entity's creation block (`createdAt`). Give one of:
+ * - `reader` (alias `publicClient`, or `client`): an RPC URL, a viem public client (any
+ *   transport, `custom(window.ethereum)` included), an EIP-1193 provider or a private client;
+ *   the block's time is read from it;
+ * - `createdTimestamp`: Unix seconds of that block, when the caller already knows it (also taken
+ *   from `entity.createdTimestamp` when the row carries it).
+ * Without either every record is refused, with a reason saying so.
+ *
+ * A refusal is `{ ok: false, code, reason }`: `code` for programs (`copy`, `republished`,
+ * `wrong-owner`, `signature-mismatch`, `untrusted-creator`, `creation-time-unknown`, `ledger`,
+ * ...), `reason` for people. A copy (anyone can create an entity with a copied envelope and
+ * transfer it to the owner) is detected only with a reader: the ledger is asked for the other
+ * entities of the owner (a verifier may: it is not the user), and a later one with the same
+ * envelope is refused with `code: "copy"` and `original`, the key of the record it copies.
+ */
+export async function verifyRecord(entity, { app, relayers, owner, createdTimestamp, reader, publicClient, client } = {}) {
+  if (!entity || typeof entity !== 'object') throw new PrivsvcError('verifyRecord: `entity` must be a ledger row (an object)');
+  let ts = secondsOf(createdTimestamp ?? entity.createdTimestamp);
+  const source = reader ?? publicClient ?? client;
+  if (ts === undefined && source !== undefined) {
+    const block = secondsOf(entity.createdAt);
+    if (block === undefined) return { ok: false, code: 'creation-time-unknown', reason: 'the entity has no createdAt block number, so its creation time cannot be read' };
+    try {
+      ts = await readerOf(source).blockTimestamp(block);
+    } catch (e) {
+      return { ok: false, code: 'ledger', reason: `cannot read the time of the entity's creation block ${block}: ${e.message}` };
+    }
+    if (ts === undefined) return { ok: false, code: 'creation-time-unknown', reason: `the ledger has no block ${block} (the entity's createdAt), so its creation time is unknown` };
+  }
+  if (ts === undefined) {
+    return {
+      ok: false,
+      code: 'creation-time-unknown',
+      reason:
+        "verifyRecord needs the time the entity was created, to refuse a copied envelope republished late: pass `reader` (your publicClient, an RPC URL or a private client) to read it from the ledger, or `createdTimestamp` (Unix seconds of the entity's createdAt block)",
+    };
+  }
+  const args = [JSON.stringify(entity), JSON.stringify({ app, relayers, owner, createdTimestamp: ts })];
+  // With a reader, the Rust verify_record_on_ledger also refuses a copy: an earlier entity of
+  // the same owner carries the same envelope (`code: "copy"`, `original`: that entity's key).
+  const answer = JSON.parse(source === undefined ? raw.rawVerifyRecord(...args) : await rust(raw.rawVerifyRecordOnLedger(...args, readerOf(source).rpc)));
   if (!answer.ok) return answer;
   const r = answer.record;
   const data = hexToBytes(r.data);
   return { ok: true, record: { ...r, data, attributes: fromWire(r.attributes), toText: () => new TextDecoder().decode(data) } };
 }
 
-function ledgerReaderOf(client) {
-  return ledgerReader(rpcUrlOf(client && client.publicClient !== undefined ? client.publicClient : client));
-}
-
 /**
- * Client-side token handling (docs/API.md §3.6): fetch tokens with the wallet ahead of time,
+ * Client-side token handling (SPEC `TokenWallet`): fetch tokens with the wallet ahead of time,
  * keep them in a store, and give a client a source to spend them from (`tokens: w.source()`).
- * `reader` is the ledger (RPC URL or client); `issuer` the issuer's address and `issuerUrl` its
- * base URL (a relayer's info `issuer` and `issuerUrl`).
+ * `reader` is the ledger (a `publicClient` value, see `ledgerReader`); `issuer` the issuer's
+ * address and `issuerUrl` its base URL (a relayer's info `issuer` and `issuerUrl`).
+ * `ohttpRelay`: every issuer call goes through this OHTTP relay, encapsulated to the gateway
+ * key that the issuer's own heartbeat on the ledger names (so the issuer never sees the
+ * client's address), as a client's issuer calls do when it has an `ohttpRelay`. `fetch` carries
+ * the issuer (or relay) calls, as the client's `fetch` option.
  */
 export class TokenWallet {
   #ready;
   #store;
-  constructor({ wallet, reader, issuer, issuerUrl, store, allowOnDemand, attestation, minAgeMs } = {}) {
+  constructor({ wallet, reader, issuer, issuerUrl, store, allowOnDemand, attestation, minAgeMs, ohttpRelay, fetch } = {}) {
     checkTokenStore(store, 'store');
-    this.#store = rawStore(store);
+    if (ohttpRelay !== undefined && typeof ohttpRelay !== 'string') throw new PrivsvcError('TokenWallet: `ohttpRelay` must be the relay URL');
+    const rpc = readerOf(reader).rpc;
+    const send = fetchAdapter(fetch);
     const w = asWallet(wallet);
+    this.#store = rawStore(store);
+    const rawStoreHandle = this.#store;
     this.#ready = (async () => {
+      await storeReady(store);
       const options = {
-        rpcUrl: rpcUrlOf(reader),
         issuer,
         issuerUrl,
         walletAddress: await w.address(),
         allowOnDemand,
         attestation,
         minAgeMs,
+        ohttpRelay,
       };
       try {
-        return new raw.RawTokenWallet(JSON.stringify(options), walletAdapter(w), this.#store, fetchAdapter());
+        return new raw.RawTokenWallet(JSON.stringify(options), rpc, walletAdapter(w), rawStoreHandle, send);
       } catch (e) {
         throw new PrivsvcError(e.message);
       }
@@ -405,8 +476,25 @@ export class TokenWallet {
       throw new PrivsvcError(e.message);
     }
   }
-  /** The token source for `createPrivateClient({ tokens })`. */
+  /**
+   * The token source for `createPrivateClient({ tokens })`; also a TokenSource itself:
+   * `take(app)` resolves to one ripe token `{ epoch, nonce, signature }` removed from the store
+   * (or null), `putBack(app, token)` returns a token that no relayer saw.
+   */
   source() {
-    return Object.freeze({ sourceOf: async () => (await this.#ready).source() });
+    // A RawTokenSource moves into the client that is given it: each use gets its own.
+    const fresh = async () => (await this.#ready).source();
+    const inner = fresh();
+    inner.catch(() => {});
+    return Object.freeze({
+      sourceOf: fresh,
+      async take(app) {
+        const t = await rust((await inner).take(String(app)));
+        return t === null ? null : JSON.parse(t);
+      },
+      async putBack(app, token) {
+        await rust((await inner).putBack(String(app), JSON.stringify({ epoch: token.epoch, nonce: token.nonce, signature: token.signature })));
+      },
+    });
   }
 }

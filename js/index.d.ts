@@ -1,4 +1,4 @@
-// TypeScript declarations of the privsvc JS package (docs/API.md §3).
+// TypeScript declarations of the privsvc JS package (SPEC "Client library").
 
 /** Chain id of the privsvc network. */
 export const NETWORK_CHAIN_ID: 7738577;
@@ -10,25 +10,59 @@ export const TAG_BYTES: 44;
 export const PRIVSVC_PROJECT: 'privsvc-7f3k';
 /** Relayer API version. */
 export const API_VERSION: 'privsvc-relayer/1';
-/** Envelope version. */
+/** Envelope version (PROTOCOL revision 2; SPEC's table still says 1). */
 export const ENVELOPE_VERSION: 2;
+/** Content type of a record entity's payload (the sealed envelope). */
+export const ENVELOPE_CONTENT_TYPE: 'application/json';
+/** Ledger block time, seconds. */
+export const BLOCK_TIME_SECONDS: 2;
 /** Default validity of an ownership proof, seconds. */
 export const DEFAULT_PROOF_TTL_SECONDS: 300;
+/** Default minimum age of a token before it is spent, ms. */
+export const DEFAULT_TOKEN_MIN_AGE_MS: 60000;
+/**
+ * The options of every fetch the package makes itself (relayer, OHTTP relay, issuer, ledger
+ * reads to an RPC URL), besides method, headers, body and signal.
+ */
+export const FETCH_INIT: {
+  readonly redirect: 'manual';
+  readonly referrerPolicy: 'no-referrer';
+  readonly credentials: 'omit';
+  readonly cache: 'no-store';
+};
 /** The public test network's RPC (default `publicClient`). */
 export const DEFAULT_RPC_URL: string;
 /** True in browsers and Web Workers, false in Node.js. */
 export const inBrowser: boolean;
 
-/** Base class of privsvc errors (the original specification's ArkognitoError). */
-export class PrivsvcError extends Error {}
+/**
+ * Base class of privsvc errors: no relayer available, every relayer failed, a `strict`
+ * refusal, invalid attribute names, an unknown record in `proveOwnership`, a bad option.
+ */
+export class PrivsvcError extends Error {
+  /** Stable code for programs: `PRIVSVC`, or the subclass's code. */
+  readonly code: 'PRIVSVC' | 'NON_DETERMINISTIC_WALLET' | 'SMART_CONTRACT_WALLET' | 'ISSUER_EQUIVOCATION' | 'NO_TOKEN_READY';
+}
 /** The wallet gave two different derivation signatures. */
-export class NonDeterministicWalletError extends PrivsvcError {}
+export class NonDeterministicWalletError extends PrivsvcError {
+  readonly code: 'NON_DETERMINISTIC_WALLET';
+}
 /** The wallet is a contract account. */
-export class SmartContractWalletError extends PrivsvcError {}
+export class SmartContractWalletError extends PrivsvcError {
+  readonly code: 'SMART_CONTRACT_WALLET';
+}
 /** The issuer published two keys for one app and day. */
-export class IssuerEquivocationError extends PrivsvcError {}
-/** No token ripe to spend and no relayer that needs none. */
-export class NoTokenReady extends PrivsvcError {}
+export class IssuerEquivocationError extends PrivsvcError {
+  readonly code: 'ISSUER_EQUIVOCATION';
+}
+/**
+ * A write found no token it may spend (obtained before the write was requested and at least
+ * `tokenMinAgeMs` old) and no relayer that requires none; thrown at once, without asking the
+ * issuer (unless `allowOnDemand`). Retry once `client.ripeTokens()` is above 0.
+ */
+export class NoTokenReady extends PrivsvcError {
+  readonly code: 'NO_TOKEN_READY';
+}
 
 /** Hex string with `0x`. */
 export type Hex = `0x${string}`;
@@ -48,8 +82,12 @@ export interface ViemLikeWalletClient {
 }
 /** A wallet: an EIP-1193 provider or a viem-like wallet client. */
 export type WalletLike = Eip1193Provider | ViemLikeWalletClient;
-/** A ledger reader: an RPC URL, or anything with `request({ method, params })`. */
-export type PublicClientLike = string | Eip1193Provider;
+/**
+ * Where ledger reads go: an RPC URL (privsvc's own fetch, FETCH_INIT); a viem public client
+ * (over `http(url)`: that URL with privsvc's fetch; over any other transport, `custom(...)`
+ * included: the client's `request`); an EIP-1193 provider; or a `ledgerReader`.
+ */
+export type PublicClientLike = string | Eip1193Provider | { transport: { type?: string; url?: string }; request: Eip1193Provider['request'] } | LedgerReader;
 
 /** An in-memory dev wallet (EIP-1193); never for real funds. */
 export function devWallet(key?: Hex): Eip1193Provider & { address: Hex; isDevWallet: true };
@@ -118,10 +156,13 @@ export interface Signer {
   signEnvelope(body: EnvelopeBodyInput, attributes: AttributeInputs | WireAttributes): string | Promise<string>;
   signProof(body: OwnershipProofBody, chainId?: number): Hex | Promise<Hex>;
 }
+/**
+ * Options of the key derivation. A contract wallet is refused because its derivation signature
+ * does not recover to its address; no RPC is asked for the wallet's code.
+ */
 export interface DeriveOptions {
+  /** EIP-712 chainId of the derivation message (default NETWORK_CHAIN_ID). */
   chainId?: number;
-  /** Where to look for contract code at the wallet's address (else the wallet's eth_getCode). */
-  publicClient?: PublicClientLike;
 }
 /** What every vault provides. */
 export interface Vault {
@@ -157,7 +198,19 @@ export class KeyVault implements Vault {
 }
 /** Keys in a dedicated worker (Web Worker or worker_threads). */
 export class WorkerVault implements Vault {
+  /**
+   * The bundled worker without keys: load them with `loadWallet`, `loadSignature`,
+   * `loadRandom` or `loadRecoveryCode` (every other operation rejects until then).
+   */
   static spawn(): Promise<WorkerVault>;
+  /** Loads the keys of `app` from the wallet (derivation signature asked twice and checked). */
+  loadWallet(wallet: WalletLike, app: string, opts?: DeriveOptions): Promise<void>;
+  /** Loads the keys of `app` from a derivation signature already held. */
+  loadSignature(signature: Hex, app: string): Promise<void>;
+  /** Loads a fresh random root for `app`; resolves to its 24-word recovery code. */
+  loadRandom(app: string): Promise<string>;
+  /** Loads the random root of `app` from its recovery code. */
+  loadRecoveryCode(code: string, app: string): Promise<void>;
   static fromWallet(wallet: WalletLike, app: string, opts?: DeriveOptions): Promise<WorkerVault>;
   static fromSignature(signature: Hex, app: string): Promise<WorkerVault>;
   static random(app: string): Promise<{ vault: WorkerVault; recoveryCode: string }>;
@@ -190,14 +243,21 @@ export function verifyOwnershipProof(
   expect: { challenge: string; verifier: string; client: PublicClientLike | PrivateClient; now?: number },
 ): Promise<{ ok: true } | { ok: false; reason: string }>;
 
-/** A minimal JSON-RPC ledger reader. */
+/** A minimal JSON-RPC ledger reader (what `ledgerReader` makes). */
 export interface LedgerReader {
-  url?: string;
+  /** The RPC URL when privsvc sends the reads itself. */
+  readonly url?: string;
+  /** One JSON-RPC call: its result. */
   request(args: { method: string; params?: unknown[] }): Promise<any>;
+  /** One JSON-RPC call as the wasm client makes it: the answer's JSON text. */
+  rpc(method: string, paramsJson: string): Promise<string>;
   chainId(): Promise<number>;
   getCode(address: Hex): Promise<Hex>;
+  /** Unix seconds of block `number`, or undefined when the ledger has no such block. */
+  blockTimestamp(number: number | bigint): Promise<number | undefined>;
   entity(key: Hex): Promise<any | undefined>;
 }
+/** A ledger reader over `publicClient`; `fetch` carries the reads to an RPC URL. */
 export function ledgerReader(publicClient: PublicClientLike, fetch?: typeof globalThis.fetch): LedgerReader;
 
 /** A stored, unspent token. */
@@ -219,34 +279,104 @@ export interface CustomTokenStore {
   remove(app: string, nonce: string): boolean;
   prune(minEpoch: number): void;
 }
-/** Where the client keeps unspent tokens. */
-export type TokenStore =
-  | { readonly kind: 'memory' }
-  | { readonly kind: 'browser'; readonly slot: string; list(app: string): StoredToken[] }
-  | CustomTokenStore;
+/**
+ * `browserTokenStore()`: tokens, issuer-key pins and relayer pins in localStorage, coordinated
+ * across tabs with Web Locks (`crossTab`; without Web Locks, one tab only).
+ */
+export interface BrowserTokenStore extends CustomTokenStore {
+  readonly kind: 'browser';
+  /** The localStorage key: `privsvc:tokens` or `privsvc:tokens:<name>`. */
+  readonly slot: string;
+  /** Whether tabs coordinate (Web Locks present). */
+  readonly crossTab: boolean;
+  /** Resolves once this instance holds the tokens it may spend (clients await it). */
+  ready(): Promise<void>;
+  /** Every stored token (all tabs), read-only; of `app` when given. */
+  stored(app?: string): StoredToken[];
+  /** The issuer key pinned for (issuer, app, epoch), SPKI DER in base64. */
+  keyPin(issuer: Hex, app: string, epoch: number): string | undefined;
+  /** Pins a key unless one is pinned; the pinned key. */
+  pinKey(issuer: Hex, app: string, epoch: number, spkiBase64: string): string;
+  /** The relayer account pinned for `url`. */
+  relayerPin(url: string): Hex | undefined;
+  /** Pins `address` for `url` unless one is pinned; the pinned address. */
+  pinRelayer(url: string, address: Hex): Hex;
+  /** Every relayer pin. */
+  relayerPins(): Record<string, Hex>;
+}
+/**
+ * `fileTokenStore(path)` (Node.js): tokens, issuer-key pins and relayer pins in one JSON file
+ * (directory 0700, file 0600, atomic writes); one process at a time per file.
+ */
+export interface FileTokenStore extends Omit<BrowserTokenStore, 'kind'> {
+  readonly kind: 'file';
+  /** The file's absolute path. */
+  readonly slot: string;
+}
+/**
+ * Where the client keeps unspent tokens. A store with `relayerPin(url)` and
+ * `pinRelayer(url, address)` (browserTokenStore, fileTokenStore, or a caller's) also keeps
+ * the relayer pins the client makes on first use of a relayer URL; without them the pins last
+ * the session.
+ */
+export type TokenStore = { readonly kind: 'memory' } | BrowserTokenStore | FileTokenStore | CustomTokenStore;
 /** In memory (the default). */
 export function memoryStore(): TokenStore;
-/** localStorage key `privsvc:tokens` (or `privsvc:tokens:<name>`). */
-export function browserTokenStore(name?: string): TokenStore;
+/** localStorage key `privsvc:tokens` (or `privsvc:tokens:<name>`; a name has no `#`). */
+export function browserTokenStore(name?: string): BrowserTokenStore;
+/** Node.js: the JSON file at `path` (created 0600 in a 0700 directory when missing). */
+export function fileTokenStore(path: string): FileTokenStore;
+
+/** A relayer given by URL, or by URL and the account that runs it (skips discovery for it). */
+export type RelayerRef = string | { url: string; address?: Hex };
+
+/**
+ * The session's timers (the Rust client's SessionSchedule). Ranges are `[lowMs, highMs]`;
+ * each wait is drawn uniformly from its range with the client's own randomness. Absent fields
+ * keep their defaults.
+ */
+export interface SessionSchedule {
+  /** Between two tails (incremental listings of the project), pending write or not. Default [15000, 45000]. */
+  tailMs?: [number, number];
+  /** How long a written record's status polls go on after `written`. Default [0, 60000]. */
+  statusTailMs?: [number, number];
+  /** A refill is scheduled when the store holds fewer usable tokens of the app. Default 5. */
+  refillBelow?: number;
+  /** The session's first refill. Default [0, 600000]. */
+  firstRefillMs?: [number, number];
+  /** Each later refill (and later look at the store). Default [600000, 21600000]. */
+  laterRefillMs?: [number, number];
+}
 
 export interface PrivateClientOptions {
   app: string;
   /** Token minimum age, ms (default 60000; short values are for devnet demos). */
   tokenMinAgeMs?: number;
   /**
-   * Tokens to fetch per issuer at random moments over `tokenPrefetchWithinMs` after the session
-   * starts, in auto token mode (default 5 in browsers; 0 in Node.js, where the pending timers
-   * would keep the process alive: set it, or call `TokenWallet.prefetchLater`).
+   * Let a write that finds no ripe token fetch tokens from the issuer and spend one once
+   * `tokenMinAgeMs` old (default false). A timing risk, the app's explicit choice: the issuer
+   * then sees an issue request moments before the write's token is spent. Without it a write
+   * spends only a token obtained before it was requested, goes to a relayer that requires none,
+   * or throws NoTokenReady at once.
    */
-  tokenPrefetch?: number;
-  /** The window of `tokenPrefetch`, ms (default 6 hours). */
-  tokenPrefetchWithinMs?: number;
+  allowOnDemand?: boolean;
+  /** With `allowOnDemand`, the longest a write waits for fetched tokens to ripen, ms (default 90000). */
+  tokenRipeWaitMs?: number;
+  /**
+   * The session's timers: tail, status polls after `written`, token refills (in Node.js as in
+   * browsers; they never keep a process alive). `myEntities({ refresh: true })` waits for the
+   * next tail.
+   */
+  schedule?: SessionSchedule;
+  /** Seed of the client's own random choices (delays, relayer choice, timers); tests only. */
+  seed?: number | bigint;
   /** EIP-712 chainId of the derivation message (default the privsvc network). */
   chainId?: number;
   wallet?: WalletLike;
   vault?: Vault;
   project?: string;
-  relayers?: string[];
+  /** The relayers to use (default: discovered from heartbeats). */
+  relayers?: RelayerRef[];
   ohttpRelay?: string;
   isolateKeys?: boolean;
   publicClient?: PublicClientLike;
@@ -264,7 +394,7 @@ export interface PrivateClientOptions {
   trustedRelayersOnly?: boolean;
   /**
    * Carries relayer, OHTTP relay and issuer calls (called as `fetch(url, { method, headers,
-   * body, redirect: 'manual', signal })`); not the ledger reads of `publicClient`.
+   * body, ...FETCH_INIT, signal })`); not the ledger reads of `publicClient`.
    */
   fetch?: typeof globalThis.fetch;
 }
@@ -313,9 +443,17 @@ export interface PrivateClient {
   readonly app: string;
   readonly project: string;
   readonly vault: Vault;
-  readonly publicClient: string;
+  /** The `publicClient` option (its URL when none was given). */
+  readonly publicClient: PublicClientLike;
+  /** The reader all ledger reads go through. */
+  readonly reader: LedgerReader;
   readonly chainId: number;
   createEntity(params: CreateParams): Promise<CreateResult>;
+  /**
+   * The user's records, from the session's listing. `refresh`: wait for the session's next
+   * tail (at most `schedule.tailMs[1]` and a second) and scan what it listed; the client never
+   * lists because the app asked.
+   */
   myEntities(query?: { refresh?: boolean; where?: Record<string, string | number | bigint> }): Promise<MyRecord[]>;
   proveOwnership(entityKey: Hex, params: { challenge: string; verifier: string; ttlSeconds?: number }): Promise<OwnershipProof>;
   check(record: { attributes?: AttributeInputs; expires?: number; payload?: Uint8Array }): CheckWarning[];
@@ -323,14 +461,46 @@ export interface PrivateClient {
   scopeAddress(name: string): Promise<Hex>;
   relayers(): RelayerEntry[];
   relayerAddresses(): Hex[];
+  /**
+   * Tokens a write requested now could spend (obtained and at least `tokenMinAgeMs` old); 0:
+   * a write goes to a relayer that requires none, or throws NoTokenReady.
+   */
+  ripeTokens(): number;
+  /** Ends the session: its timers stop. */
+  close(): void;
 }
 export function createPrivateClient(options: PrivateClientOptions): Promise<PrivateClient>;
 
-/** Verifies a ledger entity (its JSON form) as a privsvc record. */
+/**
+ * Verifies a ledger entity (its JSON form: a row of listApp, fetchBatches or arkiv_query) as a
+ * privsvc record. Needs the time of the entity's creation block: give `reader` (or
+ * `publicClient`, or `client`) to read it, or `createdTimestamp` (also read from
+ * `entity.createdTimestamp`); without either every record is refused with a reason saying so.
+ */
 export function verifyRecord(
   entity: object,
-  options?: { app?: string; relayers?: Hex[]; owner?: Hex; createdTimestamp?: number; client?: PublicClientLike | PrivateClient },
-): Promise<{ ok: true; record: Record<string, unknown> & { data: Uint8Array; toText(): string } } | { ok: false; reason: string }>;
+  options?: {
+    app?: string;
+    relayers?: Hex[];
+    owner?: Hex;
+    /** Unix seconds of the entity's creation block (its `createdAt`). */
+    createdTimestamp?: number;
+    reader?: PublicClientLike | PrivateClient;
+    publicClient?: PublicClientLike;
+    client?: PublicClientLike | PrivateClient;
+  },
+): Promise<{ ok: true; record: Record<string, unknown> & { data: Uint8Array; toText(): string } } | VerifyRefusal>;
+/** Why verifyRecord refused an entity: `code` for programs, `reason` for people. */
+export interface VerifyRefusal {
+  ok: false;
+  code:
+    | 'copy' | 'republished' | 'creation-time-unknown' | 'ledger' | 'missing-field' | 'wrong-content-type'
+    | 'bad-envelope' | 'bad-attributes' | 'bad-entity' | 'wrong-app' | 'attributes-mismatch'
+    | 'signature-mismatch' | 'wrong-owner' | 'lifetime-mismatch' | 'untrusted-creator';
+  reason: string;
+  /** With `code: "copy"`: the key of the earlier entity (the record) this one copies. */
+  original?: Hex;
+}
 /** Live relayers whose `/v1/info` matches their heartbeat. */
 export function discoverRelayers(publicClient?: PublicClientLike, fetch?: typeof globalThis.fetch): Promise<RelayerEntry[]>;
 /** The project's records without payloads at one pinned block (entities in the ledger's JSON form). */
@@ -353,8 +523,81 @@ export function ohttpCall(
   request: { method?: string; path: string; body?: Uint8Array | string | object },
   fetch?: typeof globalThis.fetch,
 ): Promise<{ status: number; body: Uint8Array }>;
-/** The RPC URL of a `publicClient` option. */
-export function rpcUrlOf(publicClient?: PublicClientLike | { url?: string; transport?: { url?: string } }): string;
+/** SPEC's relayer info (`GET /v1/info`). */
+export interface InfoResponse {
+  address: Hex;
+  version: string;
+  chainId: number;
+  minBatch: number;
+  maxWaitMs: number;
+  minIntervalBlocks: number;
+  tokensRequired: boolean;
+  /** Only when tokens are required. */
+  issuer?: Hex;
+  /** Only when tokens are required. */
+  issuerUrl?: string;
+  maxMinAnonymity: number;
+  maxHoldMs: number;
+  /** Only when OHTTP is on: the gateway key configuration, hex. */
+  ohttpKey?: string;
+}
+/** SPEC's submit request (body of `POST /v1/records`). */
+export interface SubmitRequest {
+  app: string;
+  /** The record's one-time owner. */
+  owner: Hex;
+  /** The sealed envelope, padded to 512, 1024, 4096 or 16384 bytes. */
+  envelope: string;
+  attributes: WireAttributes;
+  expSeconds: 3600 | 86400 | 604800 | 2592000 | 7776000;
+  /** Required when the relayer requires tokens. */
+  token?: TokenRedemption;
+  minAnonymity?: number;
+  maxHoldMs?: number;
+}
+/** SPEC's record status (`GET /v1/records/:id`). */
+export interface StatusResponse {
+  id: string;
+  state: 'queued' | 'written' | 'failed';
+  /** Queued only: requests ahead. */
+  position?: number;
+  /** Written only. */
+  entityKey?: Hex;
+  /** Written only. */
+  txHash?: Hex;
+  /** Written only: decimal block number. */
+  block?: string;
+  /** Written only: the records of the record's project in its batch. */
+  batchSize?: number;
+  /** Failed only: the reason. */
+  error?: string;
+}
+/** SPEC's issue request (`POST /v1/tokens/issue`), with revision 2's `issuer` and `chainId`. */
+export interface IssueRequest {
+  /** The issuer the request is for. */
+  issuer: Hex;
+  /** The ledger's chain id. */
+  chainId: number;
+  app: string;
+  /** Today's UTC day number. */
+  epoch: number;
+  wallet: Hex;
+  /** Blinded token messages, standard base64, 1 to 20. */
+  blinded: string[];
+  /** Epoch milliseconds. */
+  ts: number;
+  /** The wallet's personal_sign over `issuanceMessage(req, ts)`, hex. */
+  walletSignature: string;
+  /** When the issuer requires codes. */
+  attestation?: string;
+}
+/** SPEC's issue response. */
+export interface IssueResponse {
+  /** One per blinded value, standard base64. */
+  blindSignatures: string[];
+  /** Tokens the wallet may still obtain for this app today. */
+  remaining: number;
+}
 
 /** A redeemable token: `{ epoch, nonce (hex), signature (base64) }`. */
 export interface TokenRedemption {
@@ -367,10 +610,11 @@ export interface TokenRedemption {
  * object whose `take(app)` hands out one unspent token (or null) and whose `putBack` takes back
  * a token whose submission failed before any relayer saw it.
  */
-export type TokenSource =
-  | { sourceOf(): Promise<unknown> }
-  | { take(app: string): Promise<TokenRedemption | null>; putBack(app: string, token: TokenRedemption): Promise<void> };
-/** Client-side token handling (docs/API.md §3.6). */
+export interface TokenSource {
+  take(app: string): Promise<TokenRedemption | null>;
+  putBack(app: string, token: TokenRedemption): Promise<void>;
+}
+/** Client-side token handling (SPEC `TokenWallet`). */
 export class TokenWallet {
   constructor(options: {
     wallet: WalletLike;
@@ -381,6 +625,10 @@ export class TokenWallet {
     allowOnDemand?: boolean;
     attestation?: string;
     minAgeMs?: number;
+    /** Every issuer call through this OHTTP relay (gateway key from the issuer's heartbeat). */
+    ohttpRelay?: string;
+    /** Carries the issuer (or relay) calls, as the client's `fetch` option. */
+    fetch?: typeof globalThis.fetch;
   });
   acquire(app: string, count: number, attestation?: string): Promise<{ count: number; remaining: number }>;
   prefetchLater(app: string, count: number, withinMs?: number): Promise<void>;
@@ -427,7 +675,7 @@ export function verifyToken(key: { spki: Uint8Array } | Uint8Array, token: Token
 /** SHA-256 of a prepared token message, hex. */
 export function tokenId(prepared: Uint8Array): string;
 /** The text a wallet signs for an issue request at `ts` (Unix ms). */
-export function issuanceMessage(req: { issuer: Hex; chainId: number; app: string; epoch: number; wallet: Hex; blinded: string[]; ts: number; walletSignature: string }, ts: number): string;
+export function issuanceMessage(req: IssueRequest, ts: number): string;
 /** The gateway side of Oblivious HTTP. */
 export class OhttpGateway {
   static fromSeed(seed: Uint8Array): OhttpGateway;

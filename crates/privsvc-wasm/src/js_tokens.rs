@@ -3,13 +3,22 @@
 //!
 //! A JS token store has four synchronous methods over plain token objects
 //! `{ app, epoch, nonce, signature, obtainedMs }`: `list(app)` (array), `add(tokens)`,
-//! `remove(app, nonce)` (true when it was there) and `prune(minEpoch)`. A JS token source has
+//! `remove(app, nonce)` (true when it was there) and `prune(minEpoch)`; with `keyPin(issuer,
+//! app, epoch)` and `pinKey(issuer, app, epoch, spkiBase64)` as well (`browserTokenStore()` has
+//! them) it also keeps the issuer-key pins that go with its tokens, and with `relayerPin(url)`
+//! and `pinRelayer(url, address)` (optionally `unpinRelayer(url)` and `relayerPins()`) the
+//! relayer pins (url -> account) the client makes on first use. A JS token source has
 //! two asynchronous ones over `{ epoch, nonce, signature }`: `take(app)` (a token or `null`) and
 //! `putBack(app, token)`.
 
 use async_trait::async_trait;
 use js_sys::{Array, Function, Object, Promise, Reflect};
-use privsvc_tokens::{StoredToken, TokenError, TokenRedemption, TokenSource, TokenStore};
+use std::sync::Arc;
+
+use alloy_primitives::Address;
+use privsvc_tokens::{
+    KeyPins, RelayerPins, StoredToken, TokenError, TokenRedemption, TokenSource, TokenStore,
+};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use wasm_bindgen::{JsCast, JsValue};
@@ -104,6 +113,120 @@ impl TokenStore for JsTokenStore {
 
     fn prune(&self, min_epoch: u32) -> Result<(), TokenError> {
         self.call("prune", &[JsValue::from(min_epoch)]).map(drop)
+    }
+
+    /// The store's own pins when it has `keyPin` and `pinKey` (persisted with its tokens).
+    fn key_pins(&self) -> Option<Arc<dyn KeyPins>> {
+        has_methods(&self.target, &["keyPin", "pinKey"]).map(|_| {
+            Arc::new(JsTokenStore {
+                target: self.target.clone(),
+            }) as Arc<dyn KeyPins>
+        })
+    }
+
+    /// The store's relayer pins when it has `relayerPin` and `pinRelayer` (persisted with its
+    /// tokens, as a file store's are next to its file); else none, and the client keeps them
+    /// in memory for the session.
+    fn relayer_pins(&self) -> Option<Arc<dyn RelayerPins>> {
+        has_methods(&self.target, &["relayerPin", "pinRelayer"]).map(|_| {
+            Arc::new(JsTokenStore {
+                target: self.target.clone(),
+            }) as Arc<dyn RelayerPins>
+        })
+    }
+}
+
+fn address_of(answer: &JsValue, what: &str) -> Result<Address, TokenError> {
+    answer
+        .as_string()
+        .and_then(|t| t.parse().ok())
+        .ok_or_else(|| TokenError::Store(format!("tokenStore.{what} did not answer an address")))
+}
+
+impl RelayerPins for JsTokenStore {
+    fn get(&self, url: &str) -> Result<Option<Address>, TokenError> {
+        let answer = self.call("relayerPin", &[url.into()])?;
+        if answer.is_undefined() || answer.is_null() {
+            return Ok(None);
+        }
+        address_of(&answer, "relayerPin").map(Some)
+    }
+
+    fn pin(&self, url: &str, account: Address) -> Result<Address, TokenError> {
+        let answer = self.call(
+            "pinRelayer",
+            &[url.into(), account.to_checksum(None).into()],
+        )?;
+        address_of(&answer, "pinRelayer")
+    }
+
+    fn unpin(&self, url: &str) -> Result<bool, TokenError> {
+        if method(&self.target, "unpinRelayer").is_none() {
+            return Err(TokenError::Store(
+                "tokenStore has no `unpinRelayer` method".into(),
+            ));
+        }
+        Ok(self.call("unpinRelayer", &[url.into()])?.is_truthy())
+    }
+
+    fn list(&self) -> Result<Vec<(String, Address)>, TokenError> {
+        if method(&self.target, "relayerPins").is_none() {
+            return Ok(Vec::new());
+        }
+        let answer = self.call("relayerPins", &[])?;
+        let map: std::collections::BTreeMap<String, String> =
+            from_js(&answer, "tokenStore.relayerPins").map_err(TokenError::Store)?;
+        map.into_iter()
+            .map(|(url, a)| {
+                a.parse().map(|a| (url.clone(), a)).map_err(|_| {
+                    TokenError::Store(format!("tokenStore.relayerPins: {url}: not an address"))
+                })
+            })
+            .collect()
+    }
+}
+
+fn spki_of(answer: &JsValue, what: &str) -> Result<Vec<u8>, TokenError> {
+    let text = answer.as_string().ok_or_else(|| {
+        TokenError::Store(format!("tokenStore.{what} did not answer base64 text"))
+    })?;
+    privsvc_envelope::from_base64(&text)
+        .map_err(|_| TokenError::Store(format!("tokenStore.{what}: not standard base64")))
+}
+
+impl KeyPins for JsTokenStore {
+    fn get(&self, issuer: Address, app: &str, epoch: u32) -> Result<Option<Vec<u8>>, TokenError> {
+        let answer = self.call(
+            "keyPin",
+            &[
+                issuer.to_checksum(None).into(),
+                app.into(),
+                JsValue::from(epoch),
+            ],
+        )?;
+        if answer.is_undefined() || answer.is_null() {
+            return Ok(None);
+        }
+        spki_of(&answer, "keyPin").map(Some)
+    }
+
+    fn pin(
+        &self,
+        issuer: Address,
+        app: &str,
+        epoch: u32,
+        spki: &[u8],
+    ) -> Result<Vec<u8>, TokenError> {
+        let answer = self.call(
+            "pinKey",
+            &[
+                issuer.to_checksum(None).into(),
+                app.into(),
+                JsValue::from(epoch),
+                privsvc_envelope::to_base64(spki).into(),
+            ],
+        )?;
+        spki_of(&answer, "pinKey")
     }
 }
 

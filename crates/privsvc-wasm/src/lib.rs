@@ -16,9 +16,9 @@
 #[cfg(target_arch = "wasm32")]
 mod bridge;
 #[cfg(target_arch = "wasm32")]
-mod browser_store;
-#[cfg(target_arch = "wasm32")]
 mod client;
+#[cfg(target_arch = "wasm32")]
+mod constants;
 mod convert;
 mod dev_wallet;
 mod envelope;
@@ -26,6 +26,8 @@ mod error;
 #[cfg(target_arch = "wasm32")]
 mod fetch;
 mod fingerprint;
+#[cfg(target_arch = "wasm32")]
+mod js_ledger;
 #[cfg(target_arch = "wasm32")]
 mod js_tokens;
 #[cfg(target_arch = "wasm32")]
@@ -44,6 +46,8 @@ mod vault;
 
 #[cfg(target_arch = "wasm32")]
 pub use client::{raw_discover_relayers, raw_verify_ownership_proof, raw_verify_record, RawClient};
+#[cfg(target_arch = "wasm32")]
+pub use constants::raw_constants;
 pub use dev_wallet::RawLocalWallet;
 pub use envelope::{
     raw_canonical_attributes, raw_envelope_digest, raw_hour_of, raw_open_envelope,

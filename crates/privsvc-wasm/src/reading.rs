@@ -1,6 +1,6 @@
-//! The low-level reading exports (docs/API.md §3.5): `listApp`, `fetchBatches`, `heartbeatRelayers`
-//! and `fetchIssuerKey`, over `RpcLedger` (the platform fetch), answering JSON text. Entities are
-//! in the ledger's JSON form, the one `verifyRecord` takes.
+//! SPEC's low-level reading exports: `listApp`, `fetchBatches`, `heartbeatRelayers` and
+//! `fetchIssuerKey`, over the app's ledger reader ([`JsLedger`]), answering JSON text. Entities are in
+//! the ledger's JSON form, the one `verifyRecord` takes.
 
 use std::sync::Arc;
 
@@ -8,7 +8,7 @@ use alloy_primitives::Address;
 use js_sys::Promise;
 use privsvc_client::{fetch_batches, heartbeat_relayers, list_app, BatchId};
 use privsvc_ledger::wire::entity_to_json;
-use privsvc_ledger::{LedgerReader, RpcLedger};
+use privsvc_ledger::LedgerReader;
 use privsvc_tokens::TokenError;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -16,15 +16,14 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 
 use crate::error::js_error;
+use crate::js_ledger::JsLedger;
 
 fn error(name: &str, message: String) -> JsValue {
     js_error(name, &message)
 }
 
-fn reader(rpc_url: String) -> Result<Arc<dyn LedgerReader>, JsValue> {
-    Ok(Arc::new(
-        RpcLedger::new(rpc_url).map_err(|e| error("PrivsvcError", e.to_string()))?,
-    ))
+fn reader(rpc: &JsValue) -> Result<Arc<dyn LedgerReader>, JsValue> {
+    Ok(Arc::new(JsLedger::from_value(rpc)?))
 }
 
 fn address(text: &str, what: &str) -> Result<Address, JsValue> {
@@ -36,9 +35,10 @@ fn address(text: &str, what: &str) -> Result<Address, JsValue> {
 /// payloads at one pinned block (only those created by `relayers`, a JSON array of addresses,
 /// when given).
 #[wasm_bindgen(js_name = rawListApp)]
-pub fn raw_list_app(rpc_url: String, project: String, relayers: Option<String>) -> Promise {
+pub fn raw_list_app(reader_rpc: JsValue, project: String, relayers: Option<String>) -> Promise {
+    let reader = reader(&reader_rpc);
     future_to_promise(async move {
-        let reader = reader(rpc_url)?;
+        let reader = reader?;
         let relayers: Option<Vec<Address>> = match relayers {
             None => None,
             Some(text) => {
@@ -75,9 +75,10 @@ struct BatchInput {
 /// `fetchBatches(client, project, [{ block, creator }])`: the full records (payloads included)
 /// of whole batches, as a JSON array.
 #[wasm_bindgen(js_name = rawFetchBatches)]
-pub fn raw_fetch_batches(rpc_url: String, project: String, batches: String) -> Promise {
+pub fn raw_fetch_batches(reader_rpc: JsValue, project: String, batches: String) -> Promise {
+    let reader = reader(&reader_rpc);
     future_to_promise(async move {
-        let reader = reader(rpc_url)?;
+        let reader = reader?;
         let input: Vec<BatchInput> = serde_json::from_str(&batches)
             .map_err(|e| error("PrivsvcError", format!("batches: {e}")))?;
         let ids = input
@@ -100,9 +101,10 @@ pub fn raw_fetch_batches(rpc_url: String, project: String, batches: String) -> P
 /// `heartbeatRelayers(reader)`: every live heartbeat, newest first, unverified:
 /// `[{ url, creator, address, ohttpKey, createdAt }]`.
 #[wasm_bindgen(js_name = rawHeartbeatRelayers)]
-pub fn raw_heartbeat_relayers(rpc_url: String) -> Promise {
+pub fn raw_heartbeat_relayers(reader_rpc: JsValue) -> Promise {
+    let reader = reader(&reader_rpc);
     future_to_promise(async move {
-        let reader = reader(rpc_url)?;
+        let reader = reader?;
         let list = heartbeat_relayers(reader.as_ref())
             .await
             .map_err(|e| error("PrivsvcError", e.to_string()))?;
@@ -126,9 +128,15 @@ pub fn raw_heartbeat_relayers(rpc_url: String) -> Promise {
 /// the ledger, its SPKI DER in standard base64; rejects with `IssuerEquivocationError` when the
 /// issuer published two keys.
 #[wasm_bindgen(js_name = rawFetchIssuerKey)]
-pub fn raw_fetch_issuer_key(rpc_url: String, issuer: String, app: String, epoch: u32) -> Promise {
+pub fn raw_fetch_issuer_key(
+    reader_rpc: JsValue,
+    issuer: String,
+    app: String,
+    epoch: u32,
+) -> Promise {
+    let reader = reader(&reader_rpc);
     future_to_promise(async move {
-        let reader = reader(rpc_url)?;
+        let reader = reader?;
         let issuer = address(&issuer, "issuer")?;
         match privsvc_tokens::fetch_issuer_key(reader.as_ref(), issuer, &app, epoch).await {
             Ok(key) => Ok(JsValue::from_str(&privsvc_envelope::to_base64(key.spki()))),

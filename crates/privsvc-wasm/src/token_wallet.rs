@@ -5,10 +5,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use alloy_primitives::Address;
+use async_trait::async_trait;
 use js_sys::Promise;
-use privsvc_ledger::{LedgerReader, RpcLedger};
+use privsvc_ledger::LedgerReader;
+use privsvc_ohttp::{OhttpTransport, RelayerRequest, Transport};
 use privsvc_tokens::{
-    available_in, memory_store, TokenSource, TokenStore, TokenWallet, TokenWalletOptions,
+    available_in, memory_store, IssuerReply, IssuerTransport, TokenError, TokenRedemption,
+    TokenSource, TokenStore, TokenWallet, TokenWalletOptions,
 };
 use serde::Deserialize;
 use serde_json::json;
@@ -17,6 +20,7 @@ use wasm_bindgen_futures::future_to_promise;
 
 use crate::bridge::Bridge;
 use crate::error::js_error;
+use crate::js_ledger::JsLedger;
 use crate::js_tokens::JsTokenStore;
 use crate::js_traits::JsWallet;
 
@@ -24,21 +28,53 @@ use crate::js_traits::JsWallet;
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 struct Options {
-    rpc_url: String,
     issuer: String,
     issuer_url: String,
     wallet_address: String,
     allow_on_demand: Option<bool>,
     attestation: Option<String>,
     min_age_ms: Option<u64>,
+    /// The OHTTP relay every issuer call goes through (the gateway key from the issuer's
+    /// heartbeat), as a client with `ohttpRelay` sends them.
+    ohttp_relay: Option<String>,
+}
+
+/// Issuer calls carried through the OHTTP relay to the issuer's relayer (its `/v1/ohttp`), as
+/// the Rust client's issuer calls are when it has a relay.
+struct ThroughRelay(OhttpTransport);
+
+#[async_trait(?Send)]
+impl IssuerTransport for ThroughRelay {
+    async fn send(
+        &self,
+        issuer_url: &str,
+        method: &str,
+        path: &str,
+        body: Option<Vec<u8>>,
+    ) -> Result<IssuerReply, TokenError> {
+        let request = RelayerRequest {
+            method: method.to_string(),
+            path: path.to_string(),
+            body,
+        };
+        let res = self
+            .0
+            .send(issuer_url, request)
+            .await
+            .map_err(|e| TokenError::Http(format!("through the OHTTP relay: {e}")))?;
+        Ok(IssuerReply {
+            status: res.status,
+            body: res.body,
+        })
+    }
 }
 
 fn error(message: impl Into<String>) -> JsValue {
     js_error("PrivsvcError", &message.into())
 }
 
-/// A token store: `memoryStore()`, `browserTokenStore(name?)` or a caller's object (`list`,
-/// `add`, `remove`, `prune`).
+/// A token store: `memoryStore()`, or a JavaScript object (`list`, `add`, `remove`, `prune`,
+/// optionally `keyPin` and `pinKey`): `browserTokenStore(name?)` or a caller's own.
 #[wasm_bindgen]
 pub struct RawTokenStore {
     inner: Arc<dyn TokenStore>,
@@ -46,14 +82,13 @@ pub struct RawTokenStore {
 
 #[wasm_bindgen]
 impl RawTokenStore {
-    /// The localStorage store in item `slot`, else the caller's `custom` store, else a new
-    /// memory store.
+    /// The caller's `custom` store (`browserTokenStore()` is one, written in JavaScript), else
+    /// a new memory store.
     #[wasm_bindgen(constructor)]
-    pub fn new(slot: Option<String>, custom: JsValue) -> RawTokenStore {
-        let inner: Arc<dyn TokenStore> = match (slot, JsTokenStore::from_value(&custom)) {
-            (Some(slot), _) => Arc::new(crate::browser_store::LocalStorageTokenStore::new(slot)),
-            (None, Some(store)) => Arc::new(store),
-            (None, None) => memory_store(),
+    pub fn new(custom: JsValue) -> RawTokenStore {
+        let inner: Arc<dyn TokenStore> = match JsTokenStore::from_value(&custom) {
+            Some(store) => Arc::new(store),
+            None => memory_store(),
         };
         RawTokenStore { inner }
     }
@@ -91,12 +126,48 @@ impl RawTokenSource {
 }
 
 #[wasm_bindgen]
+impl RawTokenSource {
+    /// `take(app)`: one ripe token, removed from the store, as JSON `{ epoch, nonce, signature }`,
+    /// or `null` when none is ready.
+    pub fn take(&self, app: String) -> Promise {
+        let source = self.inner.clone();
+        future_to_promise(async move {
+            let token = source.take(&app).await.map_err(|e| error(e.to_string()))?;
+            Ok(match token {
+                Some(t) => {
+                    JsValue::from_str(&serde_json::to_string(&t).map_err(|e| error(e.to_string()))?)
+                }
+                None => JsValue::NULL,
+            })
+        })
+    }
+
+    /// `putBack(app, token)`: returns a token (JSON) that no relayer saw to the store.
+    #[wasm_bindgen(js_name = putBack)]
+    pub fn put_back(&self, app: String, token: &str) -> Promise {
+        let source = self.inner.clone();
+        let token: Result<TokenRedemption, _> = serde_json::from_str(token);
+        future_to_promise(async move {
+            let token = token.map_err(|e| error(format!("invalid token: {e}")))?;
+            source
+                .put_back(&app, token)
+                .await
+                .map_err(|e| error(e.to_string()))?;
+            Ok(JsValue::UNDEFINED)
+        })
+    }
+}
+
+#[wasm_bindgen]
 impl RawTokenWallet {
-    /// A token wallet from `options` (JSON), a wallet adapter, its token store and the adapter
-    /// of the fetch its issuer calls go through (`undefined`: reqwest's).
+    /// A token wallet from `options` (JSON), the ledger reader's `rpc` function, a wallet
+    /// adapter, its token store and the adapter of the fetch its issuer calls go through
+    /// (`undefined`: reqwest's). With `ohttpRelay` in the options every issuer call goes through
+    /// that relay, encapsulated to the gateway key of the issuer's heartbeat.
     #[wasm_bindgen(constructor)]
     pub fn new(
         options: &str,
+        reader: JsValue,
         wallet: JsValue,
         store: &RawTokenStore,
         fetch: JsValue,
@@ -112,10 +183,9 @@ impl RawTokenWallet {
             .issuer
             .parse()
             .map_err(|_| error("`issuer` must be the issuer's address"))?;
-        let reader: Arc<dyn LedgerReader> =
-            Arc::new(RpcLedger::new(o.rpc_url).map_err(|e| error(e.to_string()))?);
+        let reader: Arc<dyn LedgerReader> = Arc::new(JsLedger::from_value(&reader)?);
         let wallet = Arc::new(JsWallet::new(address, Bridge::start(wallet)));
-        let mut options = TokenWalletOptions::new(wallet, reader, issuer, o.issuer_url);
+        let mut options = TokenWalletOptions::new(wallet, reader.clone(), issuer, o.issuer_url);
         let store = store.store();
         if let Some(pins) = store.key_pins() {
             options.pins = pins;
@@ -125,10 +195,21 @@ impl RawTokenWallet {
             options.allow_on_demand = on;
         }
         options.attestation = o.attestation;
-        if let Some(fetch) = fetch {
-            options.transport = Arc::new(privsvc_tokens::DirectIssuerTransport::with_fetch(
-                Arc::new(fetch),
-            ));
+        let fetch: Option<Arc<dyn privsvc_rt::http::Fetch>> = fetch.map(|f| Arc::new(f) as _);
+        match (o.ohttp_relay, fetch) {
+            (Some(relay), fetch) => {
+                let mut t = OhttpTransport::new(&relay, reader)
+                    .map_err(|e| error(format!("ohttpRelay: {e}")))?;
+                if let Some(f) = fetch {
+                    t = t.with_fetch(f);
+                }
+                options.transport = Arc::new(ThroughRelay(t));
+            }
+            (None, Some(fetch)) => {
+                options.transport =
+                    Arc::new(privsvc_tokens::DirectIssuerTransport::with_fetch(fetch));
+            }
+            (None, None) => {}
         }
         if let Some(ms) = o.min_age_ms {
             options.min_age_ms = ms;

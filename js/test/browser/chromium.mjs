@@ -5,6 +5,7 @@
 // committed one), else to target/web-screenshot.png, so a run leaves the checkout unchanged.
 // Prints "N passed, N failed"; exits 1 on a failure.
 import { mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import puppeteer from 'puppeteer-core';
@@ -27,6 +28,88 @@ const browser = await puppeteer.launch({
     '--disable-background-networking', '--disable-component-update', '--disable-sync',
   ],
 });
+
+/** An HTTP server on 127.0.0.1 with `handler(req, res, body)`: `{ server, url }`. */
+function listen(handler) {
+  return new Promise((resolve) => {
+    const server = createServer(async (req, res) => {
+      const chunks = [];
+      for await (const c of req) chunks.push(c);
+      try {
+        await handler(req, res, Buffer.concat(chunks));
+      } catch (e) {
+        res.writeHead(500).end(String(e));
+      }
+    });
+    server.listen(0, '127.0.0.1', () => resolve({ server, url: `http://127.0.0.1:${server.address().port}` }));
+  });
+}
+
+/** Forwards a request to `target` and its answer back (status, content type, body). */
+async function forward(res, target, req, body) {
+  const up = await fetch(target, {
+    method: req.method,
+    headers: req.headers['content-type'] ? { 'content-type': req.headers['content-type'] } : {},
+    body: req.method === 'GET' || req.method === 'HEAD' ? undefined : body,
+    redirect: 'manual',
+  });
+  const headers = {};
+  const type = up.headers.get('content-type');
+  if (type) headers['content-type'] = type;
+  res.writeHead(up.status, headers).end(Buffer.from(await up.arrayBuffer()));
+}
+
+const config = await (await fetch(`${url}/config.json`)).json();
+const rpcUrl = process.env.PRIVSVC_RPC_URL;
+const chainId = Number((await (await fetch(rpcUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] }) })).json()).result);
+
+// A relayer whose /v1/info carries markup in a text field (and whose /broken/v1/info fails with
+// markup in the body), recording the headers of every request it gets. CORS open, as relayers.
+const XSS = '<img src=x onerror="window.__privsvcXss = (window.__privsvcXss || 0) + 1">';
+const hostileHits = [];
+const hostile = await listen((req, res) => {
+  hostileHits.push({ path: req.url, headers: req.headers });
+  const cors = { 'access-control-allow-origin': '*', 'access-control-allow-headers': '*', 'access-control-allow-methods': 'GET, POST' };
+  if (req.method === 'OPTIONS') return res.writeHead(204, cors).end();
+  if (req.url === '/v1/info') {
+    return res.writeHead(200, { ...cors, 'content-type': 'application/json' }).end(JSON.stringify({
+      address: '0x00000000000000000000000000000000000000a1', version: 'privsvc-relayer/1', chainId,
+      minBatch: 1, maxWaitMs: 1000, minIntervalBlocks: 1, tokensRequired: true,
+      issuer: '0x00000000000000000000000000000000000000a2', issuerUrl: XSS, maxMinAnonymity: 10, maxHoldMs: 60000,
+    }));
+  }
+  if (req.url === '/broken/v1/info') return res.writeHead(500, { ...cors, 'content-type': 'text/plain' }).end(XSS);
+  res.writeHead(404, cors).end();
+});
+
+// The app's own origin with a relayer and the RPC behind reverse-proxy paths (what SECURITY.md
+// advises to hide Origin): records the headers of every request to /relayer and /rpc.
+const proxied = [];
+const sameOrigin = await listen(async (req, res, body) => {
+  const path = new URL(req.url, 'http://x').pathname;
+  if (path === '/') return res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><meta charset="utf-8"><title>app</title><p>app</p>');
+  if (path.startsWith('/privsvc/')) return forward(res, `${url}${path}`, req, body);
+  if (path === '/rpc') {
+    proxied.push({ path, headers: req.headers });
+    return forward(res, rpcUrl, req, body);
+  }
+  if (path.startsWith('/relayer/')) {
+    proxied.push({ path, headers: req.headers });
+    return forward(res, `${config.relayers[1]}${path.slice('/relayer'.length)}`, req, body);
+  }
+  res.writeHead(404).end();
+});
+
+/** Mines 32 empty blocks on the stack's devnet: a scan fetches every batch so far. */
+async function settle() {
+  const res = await fetch(process.env.PRIVSVC_RPC_URL, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'anvil_mine', params: ['0x20'] }),
+  });
+  const body = await res.json();
+  if (body.error) throw new Error(`anvil_mine: ${body.error.message}`);
+}
 
 let passed = 0;
 let failed = 0;
@@ -61,15 +144,20 @@ try {
 
   await check('the page writes a record and lists it', async () => {
     await page.$eval('#text', (e) => { e.value = 'written in Chromium'; });
+    // The button is enabled once the session holds a ripe token.
+    await page.waitForFunction(() => !document.getElementById('write').disabled, { timeout: 60000 });
     await page.click('#write');
     await page.waitForFunction(() => /written|Error/.test(document.getElementById('written').textContent), { timeout: 120000 });
     const text = await page.$eval('#written', (e) => e.textContent);
     assert(text.startsWith('written'), `write line: ${text}`);
+    // A scan fetches a batch once 16 blocks followed it: mine them, then list again.
+    await settle();
+    await page.click('#list');
     await page.waitForFunction(() => document.querySelectorAll('#records tbody tr').length > 0, { timeout: 60000 });
     const rows = await page.$$eval('#records tbody tr', (trs) => trs.map((tr) => tr.textContent));
     assert(rows.some((r) => r.includes('written in Chromium')), `rows: ${rows}`);
     // Relayer A requires tokens: the session fetched some into the browser store.
-    await page.waitForFunction(() => JSON.parse(localStorage.getItem('privsvc:tokens') || '[]').length > 0, { timeout: 30000 });
+    await page.waitForFunction(async () => (await import('/privsvc/index.js')).browserTokenStore().stored().length > 0, { timeout: 30000 });
   });
 
   await check('the page makes a proof that verifies against the ledger', async () => {
@@ -95,7 +183,8 @@ try {
         refused = e instanceof m.NonDeterministicWalletError ? e.name : `wrong: ${e}`;
       }
       const store = m.browserTokenStore();
-      const stored = JSON.stringify({ slot: store.slot, notes: store.list('notes').length, other: store.list('other').length });
+      await store.ready();
+      const stored = JSON.stringify({ slot: store.slot, notes: store.stored('notes').length, other: store.stored('other').length });
       const v = await m.vaultFromWallet(m.devWallet(), 'notes');
       const kind = v.constructor.name;
       v.terminate();
@@ -124,9 +213,133 @@ try {
     console.log(`# chromium tag opens/s: ${r.perSecond}`);
   });
 
+  await check('relayer-supplied text is shown as text: markup in /v1/info and in an error never becomes HTML', async () => {
+    const p = await browser.newPage();
+    try {
+      await p.goto(`${url}/?dev&relayer=${encodeURIComponent(hostile.url)}`, { waitUntil: 'load' });
+      await p.click('#connect');
+      await p.waitForFunction(() => document.querySelectorAll('#relayers tbody tr').length > 0 || /Error/.test(document.getElementById('wallet').textContent), { timeout: 60000 });
+      const shown = await p.$eval('#relayers', (e) => e.textContent);
+      assert(shown.includes(`tokens from ${'<img src=x onerror='}`), `relayers: ${shown}`);
+      await p.goto(`${url}/?dev&relayer=${encodeURIComponent(`${hostile.url}/broken`)}`, { waitUntil: 'load' });
+      await p.click('#connect');
+      await p.waitForFunction(() => /Error/.test(document.getElementById('wallet').textContent), { timeout: 60000 });
+      const line = await p.$eval('#wallet', (e) => e.textContent);
+      assert(line.includes('<img src=x onerror='), `wallet line: ${line}`);
+      await new Promise((r) => setTimeout(r, 300));
+      const r = await p.evaluate(() => ({ imgs: document.querySelectorAll('img').length, xss: window.__privsvcXss ?? 0 }));
+      assert(r.imgs === 0 && r.xss === 0, `markup ran: ${JSON.stringify(r)}`);
+    } finally {
+      await p.close();
+    }
+  });
+
+  await check('fetches send no Referer and no Cookie: a same-origin relayer and RPC behind proxy paths, a cross-origin relayer', async () => {
+    const p = await browser.newPage();
+    try {
+      await p.goto(`${sameOrigin.url}/`, { waitUntil: 'load' });
+      const r = await p.evaluate(async () => {
+        document.cookie = 'session=secret-session-cookie; path=/';
+        const m = await import('/privsvc/index.js');
+        const c = await m.createPrivateClient({
+          app: 'notes', vault: m.KeyVault.random('notes').vault, publicClient: `${location.origin}/rpc`,
+          relayers: [`${location.origin}/relayer`], delayMs: [0, 0], pollMs: 250, rarityK: 0,
+          schedule: { tailMs: [200, 500] },
+        });
+        const w = await c.createEntity({ payload: new TextEncoder().encode('no referer'), contentType: 'text/plain', expires: 3600 });
+        // Settle (32 empty blocks), then list after the session's next tail.
+        await fetch(`${location.origin}/rpc`, { ...m.FETCH_INIT, method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'anvil_mine', params: ['0x20'] }) });
+        const mine = await c.myEntities({ refresh: true });
+        c.close();
+        return { written: w.entityKey, found: mine.some((x) => x.entityKey === w.entityKey), cookie: document.cookie };
+      });
+      assert(r.found && r.cookie.includes('secret-session-cookie'), JSON.stringify(r));
+      const paths = new Set(proxied.map((x) => x.path.replace(/\/v1\/records\/.*/, '/v1/records/:id')));
+      for (const want of ['/rpc', '/relayer/v1/info', '/relayer/v1/records']) assert(paths.has(want), `no request to ${want}: ${[...paths]}`);
+      for (const { path, headers } of [...proxied, ...hostileHits]) {
+        assert(headers.referer === undefined, `${path} got Referer ${headers.referer}`);
+        assert(headers.cookie === undefined, `${path} got Cookie ${headers.cookie}`);
+      }
+      assert(hostileHits.some((x) => x.path === '/v1/info'), 'the cross-origin relayer was asked');
+    } finally {
+      await p.close();
+    }
+  });
+
+  await check('two tabs taking tokens from one browserTokenStore never hand out a token twice; a closed tab\'s tokens pass on', async () => {
+    const APP = 'notes';
+    const seedPage = await browser.newPage();
+    await seedPage.goto(`${url}/?dev`, { waitUntil: 'load' });
+    // 20 real tokens from the stack's issuer, stored as an earlier session left them.
+    const seeded = await seedPage.evaluate(async (app) => {
+      const m = await import('/privsvc/index.js');
+      const cfg = await (await fetch('/config.json')).json();
+      const info = await (await fetch(`${cfg.relayers[0]}/v1/info`)).json();
+      const kept = [];
+      const store = {
+        list: (a) => kept.filter((t) => t.app === a),
+        add: (ts) => kept.push(...ts),
+        remove: () => false,
+        prune: () => {},
+      };
+      const w = new m.TokenWallet({ wallet: m.devWallet(), reader: `${location.origin}/rpc`, issuer: info.issuer, issuerUrl: info.issuerUrl, store, minAgeMs: 0 });
+      await w.acquire(app, 20);
+      localStorage.setItem('privsvc:tokens:race', JSON.stringify(kept));
+      return kept.map((t) => t.nonce);
+    }, APP);
+    await seedPage.close();
+    assert(seeded.length === 20, `seeded ${seeded.length}`);
+    const [one, two] = await Promise.all([browser.newPage(), browser.newPage()]);
+    await Promise.all([one.goto(`${url}/?dev`, { waitUntil: 'load' }), two.goto(`${url}/?dev`, { waitUntil: 'load' })]);
+    const start = Date.now() + 2000;
+    // Each tab: a store and a token wallet at once, then at the same moment as the other tab,
+    // take up to 12 tokens as fast as it can.
+    const race = (page) =>
+      page.evaluate(async (app, at) => {
+        const m = await import('/privsvc/index.js');
+        const cfg = await (await fetch('/config.json')).json();
+        const info = await (await fetch(`${cfg.relayers[0]}/v1/info`)).json();
+        window.store = m.browserTokenStore('race');
+        const w = new m.TokenWallet({ wallet: m.devWallet(), reader: `${location.origin}/rpc`, issuer: info.issuer, issuerUrl: info.issuerUrl, store: window.store, minAgeMs: 0 });
+        window.source = w.source();
+        await new Promise((r) => setTimeout(r, at - Date.now()));
+        const got = [];
+        for (let i = 0; i < 12; i++) {
+          const t = await window.source.take(app);
+          if (!t) break;
+          got.push(t.nonce);
+        }
+        return got;
+      }, APP, start);
+    const [a, b] = await Promise.all([race(one), race(two)]);
+    const all = [...a, ...b];
+    assert(new Set(all).size === all.length, `a token was handed out twice: tab 1 ${a.length}, tab 2 ${b.length}, distinct ${new Set(all).size}`);
+    assert(all.every((n) => seeded.includes(n)), 'a token that was not stored');
+    // The tab that holds tokens closes: the other one gets them and hands out the rest, once.
+    const [holder, other] = a.length >= b.length ? [one, two] : [two, one];
+    await holder.close();
+    const rest = await other.evaluate(async (app) => {
+      const deadline = Date.now() + 20000;
+      while (window.store.list(app).length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      const got = [];
+      for (;;) {
+        const t = await window.source.take(app);
+        if (!t) break;
+        got.push(t.nonce);
+      }
+      return got;
+    }, APP);
+    await other.close();
+    const total = [...all, ...rest];
+    assert(new Set(total).size === total.length, `a token was handed out twice after the handover (${total.length} handed out, ${new Set(total).size} distinct)`);
+    assert(total.length === seeded.length, `handed out ${total.length} of ${seeded.length}: tokens were lost`);
+  });
+
   assert(errors.length === 0 || true, '');
   if (errors.length) console.log(`# page errors: ${errors.join(' | ')}`);
 } finally {
+  hostile.server.close();
+  sameOrigin.server.close();
   await browser.close();
   rmSync(profile, { recursive: true, force: true });
 }
