@@ -240,18 +240,20 @@ impl EntityCache {
         *entry.attrs == *ids
     }
 
-    /// Drops the user's copies: of the user's listed records (tag opened) that share an owner
-    /// and a tag, only the earliest is the record (a later one is an entity anyone created with
+    /// Drops the user's copies: of the user's listed records (tag opened) that share a tag,
+    /// only the earliest is the record (a later one is an entity anyone created with
     /// a copied envelope and transferred to the owner). Within one block the one created by a
     /// relayer of `trusted` is kept when it is the only such; otherwise none of them is, since
     /// the listing cannot tell which came first. Dropped copies become `Other`: never fetched,
     /// verified or returned.
     pub(crate) fn drop_copies(&mut self, trusted: &[Address]) {
-        let mut groups: HashMap<(Address, Vec<u8>), Vec<B256>> = HashMap::new();
+        // Grouped by tag alone: the owner a listing saw may be stale (a copy listed before its
+        // transfer to the user is never listed again), and a tag belongs to one record.
+        let mut groups: HashMap<Vec<u8>, Vec<B256>> = HashMap::new();
         for (key, e) in self.entries.iter() {
             if let (Class::Mine(_), Some(tag)) = (e.class, e.tag) {
                 groups
-                    .entry((e.owner, tag.as_slice().to_vec()))
+                    .entry(tag.as_slice().to_vec())
                     .or_default()
                     .push(*key);
             }
@@ -380,5 +382,33 @@ mod tests {
         assert_eq!(c.entries.len(), 2);
         assert_eq!(c.batches.len(), 1);
         assert_eq!(c.block, Some(12));
+    }
+
+    #[test]
+    fn a_copy_listed_under_another_owner_is_dropped_by_its_tag() {
+        let tag_text = privsvc_vault::tag_to_text(&[7u8; privsvc_vault::TAG_BYTES]);
+        let with_tag = |k: u8, block: u64| {
+            let mut e = entity(k, block, 100, "a");
+            if let Some(attrs) = e.attributes.as_mut() {
+                attrs.push(Attribute {
+                    name: "tag".into(),
+                    value: ArkivValue::Str(tag_text.clone()),
+                });
+            }
+            e
+        };
+        let mut c = EntityCache::default();
+        // The record (owner 2, block 5) and a copy listed at block 6 while still owned by the
+        // copier (owner 3): the owners differ, the tag is the same.
+        c.merge(10, vec![with_tag(2, 5), with_tag(3, 6)]);
+        for e in c.entries.values_mut() {
+            e.class = Class::Mine(RecordRef([1; 16]));
+        }
+        c.drop_copies(&[]);
+        assert!(matches!(
+            c.entries[&B256::repeat_byte(2)].class,
+            Class::Mine(_)
+        ));
+        assert!(matches!(c.entries[&B256::repeat_byte(3)].class, Class::Other));
     }
 }
