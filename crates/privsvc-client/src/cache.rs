@@ -409,6 +409,9 @@ mod tests {
             c.entries[&B256::repeat_byte(2)].class,
             Class::Mine(_)
         ));
-        assert!(matches!(c.entries[&B256::repeat_byte(3)].class, Class::Other));
+        assert!(matches!(
+            c.entries[&B256::repeat_byte(3)].class,
+            Class::Other
+        ));
     }
 }
