@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 
 use privsvc::client::{
     verify_ownership_proof, CreateParams, CreateResult, EntitiesQuery, Expires, LocalWallet,
-    OwnershipProof, PrivateClient, ProofExpectation, ProofRejection, ProveParams, Wallet,
+    OwnershipProof, PrivateClient, ProofExpectation, ProofRejection, ProveParams, SessionSchedule,
+    Wallet, COVER_WINDOW_BLOCKS,
 };
 use privsvc::devnet::Address;
 use privsvc::ledger::{ArkivValue, LedgerReader, RpcLedger};
@@ -84,6 +85,28 @@ impl Stack {
 }
 
 /// Every live record of `project` on the ledger.
+/// The session timers of the tests: a tail every 100 to 300 ms, status polls for up to 300 ms
+/// after `written`, the first token refill within 50 ms, later ones every 2 to 4 s.
+fn fast_schedule() -> SessionSchedule {
+    SessionSchedule {
+        tail: (Duration::from_millis(100), Duration::from_millis(300)),
+        status_tail: (Duration::ZERO, Duration::from_millis(300)),
+        refill_below: 5,
+        first_refill: (Duration::ZERO, Duration::from_millis(50)),
+        later_refill: (Duration::from_secs(2), Duration::from_secs(4)),
+    }
+}
+
+/// The user's latest batches are fetched only once their creation window is closed
+/// (docs/PROTOCOL.md §8.4): mine past it before listing.
+fn settle(stack: &Stack) {
+    stack
+        .inner
+        .devnet()
+        .mine_blocks(2 * COVER_WINDOW_BLOCKS)
+        .expect("mining empty blocks");
+}
+
 async fn ledger_records(reader: &dyn LedgerReader, project: &str) -> Vec<privsvc::ledger::Entity> {
     privsvc::client::list_app(reader, project, None, None)
         .await
@@ -179,6 +202,7 @@ async fn main_job_scenario() {
     let client = |wallet: &Arc<LocalWallet>, k: u64| {
         PrivateClient::builder(APP)
             .token_min_age_ms(TOKEN_MIN_AGE_MS)
+            .schedule(fast_schedule())
             .wallet(wallet.clone())
             .reader(stack.reader.clone())
             .ohttp_relay(stack.relay_url.clone())
@@ -209,9 +233,13 @@ async fn main_job_scenario() {
     for url in stack.urls() {
         let c = PrivateClient::builder(APP)
             .token_min_age_ms(TOKEN_MIN_AGE_MS)
+            .schedule(fast_schedule())
             .wallet(crowd_wallet.clone())
             .reader(stack.reader.clone())
             .relayers([url])
+            // The crowd writes back to back: at relayer A it fetches tokens when it has no
+            // ripe one (the user under test does not).
+            .allow_on_demand(true)
             .delay_ms(0, 0)
             .poll_interval(Duration::from_millis(100))
             .build()
@@ -279,7 +307,11 @@ async fn main_job_scenario() {
         .any(|w| w == PLAN[1].text.as_bytes()));
 
     // my_entities: exactly the four, with their contents (one was written by the other session).
-    let mine = user.my_entities(&EntitiesQuery::new()).await.unwrap();
+    settle(&stack);
+    let mine = user
+        .my_entities(&EntitiesQuery::new().refresh())
+        .await
+        .unwrap();
     let found: BTreeSet<_> = mine.iter().map(|m| m.entity_key).collect();
     let expected: BTreeSet<_> = written.iter().map(|r| r.entity_key).collect();
     assert_eq!(found, expected);
@@ -335,8 +367,10 @@ async fn main_job_scenario() {
     for t in crowd {
         crowd_written.extend(t.await.unwrap());
     }
+    settle(&stack);
     let crowd_client = PrivateClient::builder(APP)
         .token_min_age_ms(TOKEN_MIN_AGE_MS)
+        .schedule(fast_schedule())
         .wallet(crowd_wallet)
         .reader(stack.reader.clone())
         .relayers(stack.urls())
@@ -344,7 +378,7 @@ async fn main_job_scenario() {
         .await
         .unwrap();
     let crowd_found: BTreeSet<_> = crowd_client
-        .my_entities(&EntitiesQuery::new())
+        .my_entities(&EntitiesQuery::new().refresh())
         .await
         .unwrap()
         .iter()
@@ -400,6 +434,7 @@ async fn load_1000_records_from_20_clients() {
     for _ in 0..CLIENTS {
         let builder = PrivateClient::builder(APP)
             .token_min_age_ms(TOKEN_MIN_AGE_MS)
+            .schedule(fast_schedule())
             .wallet(Arc::new(LocalWallet::random()))
             .reader(stack.reader.clone())
             .relayers(stack.urls())
@@ -450,12 +485,13 @@ async fn load_1000_records_from_20_clients() {
     );
     let counted = t.elapsed();
 
-    // Each client finds exactly its own records.
+    // Each client finds exactly its own records (once their creation windows are closed).
+    settle(&stack);
     let t = Instant::now();
     let listings = futures::future::join_all(
         clients
             .iter()
-            .map(|c| async move { c.my_entities(&EntitiesQuery::new()).await }),
+            .map(|c| async move { c.my_entities(&EntitiesQuery::new().refresh()).await }),
     )
     .await;
     for (c, (listing, written)) in listings.into_iter().zip(&per_client).enumerate() {
