@@ -9,10 +9,10 @@
 //! transaction, each with a valid tag of a random vault: the client lists them, opens every tag
 //! and finds none of them its own, as for a real app full of other users' records.
 //!
-//! `--copy 0x<entity key>` instead does what anyone can do to a record (DESIGN 10, "a record is
-//! (owner, envelope)"): dev account 3 creates an entity with the record's sealed envelope and
-//! attributes and transfers it to the record's owner; prints the copy's key. The JS tests use
-//! it to check that `verifyRecord` with a reader reports the copy.
+//! `--copy 0x<entity key>` instead does what anyone can do to a record (docs/PROTOCOL.md §8.4:
+//! "a record is (owner, envelope)"): dev account 3 creates an entity with the record's sealed
+//! envelope and attributes and transfers it to the record's owner; prints the copy's key. The JS
+//! tests use it to check that `verifyRecord` with a reader reports the copy.
 
 use anyhow::{Context, Result};
 use clap::Parser;

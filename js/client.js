@@ -1,4 +1,4 @@
-// createPrivateClient: SPEC's client over the Rust PrivateClient compiled to wasm (tokens with
+// createPrivateClient (docs/API.md §3.1): the Rust PrivateClient compiled to wasm (tokens with
 // their minimum age, OHTTP, cover batches, verification against the ledger). The wallet and the
 // vault stay JavaScript objects; Rust reaches them through small adapters.
 import { raw } from './wasm.js';
@@ -38,7 +38,7 @@ function vaultAdapter(v) {
     scopeRecord: (name) => v.scopeRecord(name),
     makeTag: (ref) => v.makeTag(ref),
     // `tags`: one Uint8Array of raw tags. The built-in vaults take it as it is; a custom vault
-    // gets the ledger form (base64 strings), as SPEC's openTags(tags).
+    // gets the ledger form (base64 strings), as a vault's openTags(tags) (docs/API.md §3.3).
     openTags: (tags) => (v instanceof KeyVault || v instanceof WorkerVault ? v.openTags(tags) : v.openTags(ledgerTags(tags))),
     addressOf: (ref) => v.addressOf(ref),
     coverScores: (anchor, candidates) => v.coverScores(anchor, candidates),
@@ -88,7 +88,7 @@ function myRecord(r) {
 }
 
 /**
- * Creates a client (SPEC `createPrivateClient`): derives the keys from one wallet signature
+ * Creates a client (docs/API.md §3.1): derives the keys from one wallet signature
  * (asked twice and compared) unless a `vault` is given, in a worker when `isolateKeys` (default
  * in browsers), contacts the relayers and starts fetching tokens when one requires them.
  */
@@ -273,7 +273,7 @@ export async function discoverRelayers(publicClient, fetch) {
 }
 
 /**
- * The project's records without payloads, all read at one pinned block (SPEC `listApp`):
+ * The project's records without payloads, all read at one pinned block (docs/API.md §3.5):
  * `{ block, entities }`, entities in the ledger's JSON form. With `relayers` (addresses), only
  * records those relayers created.
  */
@@ -283,7 +283,7 @@ export async function listApp(client, project, relayers) {
 }
 
 /**
- * Full records (payloads included) of whole batches (SPEC `fetchBatches`): `batches` is
+ * Full records (payloads included) of whole batches (docs/API.md §3.5): `batches` is
  * `[{ block, creator }]`; answers the entities in the ledger's JSON form. Batches are combined
  * into few queries, so the RPC sees a set of batches, not which one mattered.
  */
@@ -292,13 +292,13 @@ export async function fetchBatches(client, project, batches) {
   return JSON.parse(await rust(raw.rawFetchBatches(readerOf(client).rpc, project, JSON.stringify(list))));
 }
 
-/** Every live relayer heartbeat on the ledger, newest first, unverified (SPEC `heartbeatRelayers`). */
+/** Every live relayer heartbeat on the ledger, newest first, unverified (docs/API.md §3.5). */
 export async function heartbeatRelayers(reader) {
   return JSON.parse(await rust(raw.rawHeartbeatRelayers(readerOf(reader).rpc)));
 }
 
 /**
- * The issuer's key for (`app`, `epoch`) as published on the ledger (SPEC `fetchIssuerKey`): its
+ * The issuer's key for (`app`, `epoch`) as published on the ledger (docs/API.md §3.6): its
  * SPKI DER bytes. Throws IssuerEquivocationError when the issuer published two keys.
  */
 export async function fetchIssuerKey(reader, issuer, app, epoch) {
@@ -318,7 +318,7 @@ export function acceptableEpochs(ms = Date.now()) {
 
 /**
  * Sends one relayer request through an OHTTP relay, encapsulated to the relayer's gateway key
- * (SPEC `ohttpCall`): `relayUrl` the relay, `target` the relayer's base URL, `gatewayKey` its
+ * (docs/API.md §3.8): `relayUrl` the relay, `target` the relayer's base URL, `gatewayKey` its
  * hex `ohttpKey`; resolves to `{ status, body }` (`body` a `Uint8Array`, the relayer's answer).
  * The relay sees the target and ciphertext only; the relayer sees the request only.
  */
@@ -368,7 +368,7 @@ function secondsOf(value) {
 }
 
 /**
- * Verifies a ledger entity as a privsvc record (SPEC `verifyRecord`): `entity` in the ledger's
+ * Verifies a ledger entity as a privsvc record (docs/API.md §3.4): `entity` in the ledger's
  * JSON form (a row of `listApp`, `fetchBatches` or `arkiv_query`) with key, owner, creator,
  * payload and attributes. Returns `{ ok: true, record }` or `{ ok: false, reason }`.
  *
@@ -421,7 +421,7 @@ export async function verifyRecord(entity, { app, relayers, owner, createdTimest
 }
 
 /**
- * Client-side token handling (SPEC `TokenWallet`): fetch tokens with the wallet ahead of time,
+ * Client-side token handling (docs/API.md §3.6): fetch tokens with the wallet ahead of time,
  * keep them in a store, and give a client a source to spend them from (`tokens: w.source()`).
  * `reader` is the ledger (a `publicClient` value, see `ledgerReader`); `issuer` the issuer's
  * address and `issuerUrl` its base URL (a relayer's info `issuer` and `issuerUrl`).

@@ -1,4 +1,5 @@
-// privsvc for browsers and Node.js 22: SPEC's client API over the privsvc-wasm bindings.
+// privsvc for browsers and Node.js 22: the client API of docs/API.md §3 over the privsvc-wasm
+// bindings.
 //
 // The cryptography (key derivation, tags, envelopes, proofs, fingerprint checks) is the Rust code
 // of the privsvc crates compiled to WebAssembly; this file only adapts wallets, moves values
@@ -9,8 +10,8 @@ import { PrivsvcError, NonDeterministicWalletError, SmartContractWalletError, ca
 import { readerOf } from './net.js';
 
 // ---------------------------------------------------------------------------------------------
-// Constants (PROTOCOL "Constants"): read from the Rust crates through the wasm module, so they
-// cannot drift from what the Rust code checks.
+// Constants (docs/PROTOCOL.md "Constants and notation"): read from the Rust crates through the
+// wasm module, so they cannot drift from what the Rust code checks.
 
 const CONSTANTS = JSON.parse(raw.rawConstants());
 
@@ -151,7 +152,7 @@ export function nameProblem(name) {
   return raw.rawNameProblem(String(name));
 }
 
-/** Throws PrivsvcError naming the first attribute whose name is not valid (SPEC names). */
+/** Throws PrivsvcError naming the first attribute with an invalid name (docs/PROTOCOL.md §2). */
 export function assertNodeSafeNames(attributes = {}) {
   for (const name of Object.keys(attributes)) {
     const problem = nameProblem(name);
@@ -175,7 +176,7 @@ export function fromBase64(text) {
 }
 
 /**
- * Seals an envelope (PROTOCOL 3): `signer` (a vault's `signer(ref)`) signs `body`
+ * Seals an envelope (docs/PROTOCOL.md §3): `signer` (a vault's `signer(ref)`) signs `body`
  * (`{ app, exp, hour, ct, enc, data }`) over `attributes` with the record's one-time owner key;
  * answers the padded envelope text.
  */
@@ -193,8 +194,8 @@ export function parseEnvelope(envelope) {
 }
 
 /**
- * The digest a record's one-time owner signs (PROTOCOL 3), `0x` hex: `body` is `{ app, exp,
- * hour, ct, enc, data }` and its types are those of `attributes`.
+ * The digest a record's one-time owner signs (docs/PROTOCOL.md §3), `0x` hex: `body` is
+ * `{ app, exp, hour, ct, enc, data }` and its types are those of `attributes`.
  */
 export function envelopeDigest(body, attributes) {
   const b = { app: body.app, exp: body.exp, hour: body.hour, ct: body.ct, enc: !!body.enc, data: toBase64(bytesOf(body.data, 'data')) };
@@ -264,7 +265,7 @@ export function fromWire(wire = {}) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Fingerprinting (SPEC "Fingerprinting")
+// Fingerprinting (docs/API.md §3.7)
 
 function timeIn(d, floor) {
   if (d instanceof Date) return new Date(call(() => floor(d.getTime())));
@@ -392,7 +393,7 @@ export function devWallet(key) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Vaults (SPEC "Vaults")
+// Vaults (docs/API.md §3.3)
 
 /** Typed data with `domain.chainId` as a number, the form wallets expect. */
 function typedDataObject(json) {
@@ -474,7 +475,7 @@ function toWireMaybe(attributes = {}) {
   return toWire(attributes);
 }
 
-/** The user's keys for one app, held in this thread (SPEC `KeyVault`). */
+/** The user's keys for one app, held in this thread (docs/API.md §3.3). */
 export class KeyVault {
   #raw;
   /** @internal use the static constructors. */
@@ -545,7 +546,7 @@ export class KeyVault {
   decrypt(ref, data) {
     return call(() => this.#raw.decrypt(ref, bytesOf(data, 'data')));
   }
-  /** Cover scores (PROTOCOL 8.3), 32 bytes per candidate. */
+  /** Cover scores (docs/PROTOCOL.md §8.4), 32 bytes per candidate. */
   coverScores(anchor, candidates) {
     return call(() => this.#raw.coverScores(anchor, candidates));
   }
@@ -654,7 +655,7 @@ class WorkerSigner {
   }
 }
 
-/** The user's keys in a dedicated worker: the page never holds the root (SPEC `WorkerVault`). */
+/** The user's keys in a dedicated worker: the page never holds the root (docs/API.md §3.3). */
 export class WorkerVault {
   #worker;
   #app;
@@ -762,7 +763,7 @@ export class WorkerVault {
   decrypt(ref, data) {
     return this.#worker.ask('decrypt', ref, bytesOf(data, 'data'));
   }
-  /** Cover scores (PROTOCOL 8.3). */
+  /** Cover scores (docs/PROTOCOL.md §8.4). */
   coverScores(anchor, candidates) {
     return this.#worker.ask('coverScores', anchor, candidates);
   }
@@ -789,7 +790,7 @@ export async function vaultFromWallet(wallet, app, { isolateKeys = inBrowser, ..
 }
 
 // ---------------------------------------------------------------------------------------------
-// Ownership proofs (SPEC "Verification and proofs")
+// Ownership proofs (docs/API.md §3.4)
 
 /** Signs an ownership proof with a record's signer; the proof object (Rust client's JSON form). */
 export async function signOwnershipProof(signer, { entityKey, challenge, verifier, ttlSeconds, chainId, now } = {}) {
@@ -824,7 +825,7 @@ export async function verifyOwnershipProof(proof, { challenge, verifier, client,
 }
 
 // ---------------------------------------------------------------------------------------------
-// Lower-level helpers used by relayers (SPEC "Tokens", "Oblivious HTTP")
+// Lower-level helpers used by relayers (docs/API.md §3.6 and §3.8)
 
 /** The RFC 9474 suite tokens use. */
 export function tokenSuite() {
@@ -861,7 +862,7 @@ export function issuanceMessage(req, ts) {
 }
 
 /**
- * The gateway side of Oblivious HTTP (SPEC `OhttpGateway`): `publicKey` (the `ohttpKey` to
+ * The gateway side of Oblivious HTTP (docs/API.md §3.8): `publicKey` (the `ohttpKey` to
  * publish) and `open(message)`, which answers the request `{ method, path, headers, body }`
  * and `seal(response)` for its answer (`{ status, headers?, body? }`, once).
  */

@@ -1,4 +1,4 @@
-// The package's error classes (SPEC "Client errors") and the conversion of the errors thrown by
+// The package's error classes (docs/API.md §3.8) and the conversion of the errors thrown by
 // the wasm module or sent back by the vault worker into them. Imported by every other module;
 // imports nothing, so there is no cycle.
 
@@ -69,8 +69,8 @@ const ERROR_CLASSES = {
 };
 
 /**
- * The SPEC error class of an error thrown by the wasm module or sent back by a worker (its
- * `name` picks the class; anything else becomes a PrivsvcError).
+ * The package's error class (docs/API.md §3.8) of an error thrown by the wasm module or sent
+ * back by a worker (its `name` picks the class; anything else becomes a PrivsvcError).
  * @internal
  */
 export function toSpecError(e) {
@@ -80,7 +80,7 @@ export function toSpecError(e) {
   return new cls(e && e.message ? e.message : String(e));
 }
 
-/** Runs `fn`, rethrowing what it throws as a SPEC error. @internal */
+/** Runs `fn`, rethrowing what it throws as a package error. @internal */
 export function call(fn) {
   try {
     return fn();
@@ -89,7 +89,7 @@ export function call(fn) {
   }
 }
 
-/** Awaits `promise`, rethrowing its rejection as a SPEC error. @internal */
+/** Awaits `promise`, rethrowing its rejection as a package error. @internal */
 export async function rust(promise) {
   try {
     return await promise;

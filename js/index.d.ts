@@ -1,4 +1,4 @@
-// TypeScript declarations of the privsvc JS package (SPEC "Client library").
+// TypeScript declarations of the privsvc JS package (docs/API.md §3).
 
 /** Chain id of the privsvc network. */
 export const NETWORK_CHAIN_ID: 7738577;
@@ -10,7 +10,7 @@ export const TAG_BYTES: 44;
 export const PRIVSVC_PROJECT: 'privsvc-7f3k';
 /** Relayer API version. */
 export const API_VERSION: 'privsvc-relayer/1';
-/** Envelope version (PROTOCOL revision 2; SPEC's table still says 1). */
+/** Envelope version (docs/PROTOCOL.md §3, revision 2; the original specification says 1). */
 export const ENVELOPE_VERSION: 2;
 /** Content type of a record entity's payload (the sealed envelope). */
 export const ENVELOPE_CONTENT_TYPE: 'application/json';
@@ -523,7 +523,7 @@ export function ohttpCall(
   request: { method?: string; path: string; body?: Uint8Array | string | object },
   fetch?: typeof globalThis.fetch,
 ): Promise<{ status: number; body: Uint8Array }>;
-/** SPEC's relayer info (`GET /v1/info`). */
+/** Relayer info (`GET /v1/info`, docs/PROTOCOL.md §9.2). */
 export interface InfoResponse {
   address: Hex;
   version: string;
@@ -541,7 +541,7 @@ export interface InfoResponse {
   /** Only when OHTTP is on: the gateway key configuration, hex. */
   ohttpKey?: string;
 }
-/** SPEC's submit request (body of `POST /v1/records`). */
+/** Submit request (body of `POST /v1/records`, docs/PROTOCOL.md §9.3). */
 export interface SubmitRequest {
   app: string;
   /** The record's one-time owner. */
@@ -555,7 +555,7 @@ export interface SubmitRequest {
   minAnonymity?: number;
   maxHoldMs?: number;
 }
-/** SPEC's record status (`GET /v1/records/:id`). */
+/** Record status (`GET /v1/records/:id`, docs/PROTOCOL.md §9.4). */
 export interface StatusResponse {
   id: string;
   state: 'queued' | 'written' | 'failed';
@@ -572,7 +572,7 @@ export interface StatusResponse {
   /** Failed only: the reason. */
   error?: string;
 }
-/** SPEC's issue request (`POST /v1/tokens/issue`), with revision 2's `issuer` and `chainId`. */
+/** Issue request (`POST /v1/tokens/issue`, docs/PROTOCOL.md §9.5), with `issuer` and `chainId`. */
 export interface IssueRequest {
   /** The issuer the request is for. */
   issuer: Hex;
@@ -591,7 +591,7 @@ export interface IssueRequest {
   /** When the issuer requires codes. */
   attestation?: string;
 }
-/** SPEC's issue response. */
+/** Issue response (docs/PROTOCOL.md §9.5). */
 export interface IssueResponse {
   /** One per blinded value, standard base64. */
   blindSignatures: string[];
@@ -614,7 +614,7 @@ export interface TokenSource {
   take(app: string): Promise<TokenRedemption | null>;
   putBack(app: string, token: TokenRedemption): Promise<void>;
 }
-/** Client-side token handling (SPEC `TokenWallet`). */
+/** Client-side token handling (docs/API.md §3.6). */
 export class TokenWallet {
   constructor(options: {
     wallet: WalletLike;

@@ -1,4 +1,5 @@
-// privsvc for browsers and Node.js 22: SPEC's client API over the privsvc-wasm bindings.
+// privsvc for browsers and Node.js 22: the client API of docs/API.md §3 over the privsvc-wasm
+// bindings.
 //
 // The cryptography (key derivation, tags, envelopes, proofs, fingerprint checks) is the Rust code
 // of the privsvc crates compiled to WebAssembly. This module only gathers the package's exports:

@@ -47,10 +47,11 @@ function headerOf(res, name) {
 const platformFetch = (url, init) => globalThis.fetch(url, init);
 
 /**
- * SPEC's `fetch` option as the function the wasm client calls for relayer, relay and issuer
- * requests, `send(method, url, headers, body, timeoutMs, maxBody)` resolving to `{ status,
- * contentType, body }`: called with FETCH_INIT, a time limit, and a body size limit; a redirect
- * rejects with an error named `Redirected`, a body over the limit with one named `TooLarge`.
+ * The `fetch` option (docs/API.md §3.1) as the function the wasm client calls for relayer,
+ * relay and issuer requests, `send(method, url, headers, body, timeoutMs, maxBody)` resolving to
+ * `{ status, contentType, body }`: called with FETCH_INIT, a time limit, and a body size limit;
+ * a redirect rejects with an error named `Redirected`, a body over the limit with one named
+ * `TooLarge`.
  * Without a `fetch` option the platform fetch goes through the same adapter.
  * @internal
  */

@@ -1,4 +1,4 @@
-// Token stores (SPEC "Tokens"): memoryStore() and browserTokenStore(). The Rust token code calls
+// Token stores (docs/API.md §3.6): memoryStore(), browserTokenStore(). The Rust token code calls
 // a store synchronously (list, add, remove, prune, and the key pins), but the only cross-tab lock
 // a browser has, the Web Locks API, is asynchronous. So the browser store gives each store
 // instance (each tab, each client) its own lease of tokens, which only that instance writes,

@@ -1,4 +1,4 @@
-// The package's shape: every runtime export is declared in index.d.ts, the SPEC constants and
+// The package's shape: every runtime export is declared in index.d.ts, the constants and
 // protocol types are there, no module imports another in a cycle, and the old error name is
 // gone.
 import { test } from 'node:test';
@@ -16,7 +16,7 @@ test('every runtime export is declared in index.d.ts', () => {
   assert.deepEqual(missing, []);
 });
 
-test('SPEC constants and protocol types are exported, the constants from the Rust crates', () => {
+test('constants and protocol types are exported, the constants from the Rust crates', () => {
   assert.equal(pkg.ENVELOPE_CONTENT_TYPE, 'application/json');
   assert.equal(pkg.BLOCK_TIME_SECONDS, 2);
   assert.equal(pkg.NETWORK_CHAIN_ID, 7738577);

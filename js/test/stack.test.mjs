@@ -702,7 +702,8 @@ test('a third-party app with viem: a wallet client writes, a public client over 
   const listed = listing.entities.find((e) => e.key === r.entityKey);
   const [row] = (await fetchBatches(publicClient, APP, [{ block: Number(listed.createdAt), creator: listed.creator }])).filter((e) => e.key === r.entityKey);
   const relayers = c.relayerAddresses();
-  // Exactly as SPEC shows it: no reader, no timestamp. Refused, with a reason for a JS developer.
+  // Exactly as the original specification shows it (docs/API.md §4.1): no reader, no timestamp.
+  // Refused, with a reason for a JS developer.
   const bare = await verifyRecord(row, { app: APP, relayers });
   assert.equal(bare.ok, false);
   assert.match(bare.reason, /pass `reader`/);

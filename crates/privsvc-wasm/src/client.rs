@@ -27,7 +27,7 @@ use crate::error::js_error;
 use crate::js_ledger::JsLedger;
 use crate::js_traits::{JsVault, JsWallet};
 
-/// The options of `createPrivateClient` that reach Rust (SPEC's table, JSON).
+/// The options of `createPrivateClient` that reach Rust (the table of docs/API.md §3.1, as JSON).
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 struct Options {
@@ -126,7 +126,7 @@ impl Schedule {
     }
 }
 
-/// The JS error of a client error: its SPEC class in `name`.
+/// The JS error of a client error: its class of docs/API.md §3.8 in `name`.
 fn client_error(e: PrivsvcError) -> JsValue {
     let name = match &e {
         PrivsvcError::NonDeterministicWallet => "NonDeterministicWalletError",
@@ -151,7 +151,7 @@ fn record_json(r: &MyRecord) -> Value {
     v
 }
 
-/// A privsvc client session (SPEC `createPrivateClient`), driven by `js/index.js`.
+/// A privsvc client session (`createPrivateClient`, docs/API.md §3.1), driven by `js/index.js`.
 #[wasm_bindgen]
 pub struct RawClient {
     inner: Rc<PrivateClient>,

@@ -1,6 +1,6 @@
-//! SPEC's low-level reading exports: `listApp`, `fetchBatches`, `heartbeatRelayers` and
-//! `fetchIssuerKey`, over the app's ledger reader ([`JsLedger`]), answering JSON text. Entities are in
-//! the ledger's JSON form, the one `verifyRecord` takes.
+//! The low-level reading exports of docs/API.md §3.5 and §3.6: `listApp`, `fetchBatches`,
+//! `heartbeatRelayers` and `fetchIssuerKey`, over the app's ledger reader ([`JsLedger`]),
+//! answering JSON text. Entities are in the ledger's JSON form, the one `verifyRecord` takes.
 
 use std::sync::Arc;
 
