@@ -60,6 +60,10 @@ pub async fn run_phases(world: &World, rng: &mut StdRng) -> ActiveOutcomes {
         log("a refusing relayer");
         phases.refusal(rng).await;
     }
+    if a.head_of_line {
+        log("head-of-line: holds that can never be met");
+        phases.head_of_line(rng).await;
+    }
     if a.n_minus_one {
         log("n-1 with /healthz and filler records");
         phases.n_minus_one(rng, Isolation::Healthz).await;
@@ -327,6 +331,65 @@ impl<'a> Phases<'a> {
             self.out.push("refusal", failed, 0.0);
         }
         tap.set_interceptor(None);
+    }
+
+    /// A user floods relayer C with [`FLOOD_HOLDS`] submissions whose holds can never be met
+    /// (`minAnonymity` 10, each in a project of its own, more than C's `MAX_BATCH`), then the
+    /// victims write to C: a write still waiting 20 s after it was asked for wins (C flushes a
+    /// lone record after `MAX_WAIT_MS`, 4 s). Before revision 3 the planner looked only at the
+    /// oldest `MAX_BATCH` records, and such a flood stalled every honest record behind it for
+    /// `maxHoldMs`.
+    async fn head_of_line(&mut self, rng: &mut StdRng) {
+        let c = self.stack().url("C");
+        let Some(flooder) = self.victims(rng, 1).pop() else {
+            return;
+        };
+        let mut flood = Vec::new();
+        for i in 0..FLOOD_HOLDS {
+            let Ok(client) = PrivateClient::builder(APP)
+                .project(format!("flood-{i}"))
+                .wallet(flooder.wallet.clone())
+                .reader(flooder.reader(self.stack()))
+                .fetch(Arc::new(privsvc_rt::http::ReqwestFetch::with_client(
+                    flooder.http.clone(),
+                )))
+                .relayers([c.clone()])
+                .delay_ms(0, 0)
+                .min_anonymity(10)
+                .max_hold_ms(300_000)
+                .rarity_k(0)
+                .build()
+                .await
+            else {
+                continue;
+            };
+            let params = note(rng);
+            flood.push(tokio::spawn(async move {
+                let _ = client.create_entity(params).await;
+            }));
+        }
+        // The flood is queued before the victims arrive.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let victims = self.victims(rng, self.world.scenario.victims);
+        let this = &*self;
+        let outcomes = futures::future::join_all(victims.iter().map(|v| {
+            let (params, c) = (note(rng), c.clone());
+            async move {
+                let client = this.client(v, Some(vec![c]), &[], |x| x).await?;
+                Some(
+                    tokio::time::timeout(Duration::from_secs(20), client.create_entity(params))
+                        .await
+                        .is_err(),
+                )
+            }
+        }))
+        .await;
+        for t in flood {
+            t.abort();
+        }
+        for stalled in outcomes.into_iter().flatten() {
+            self.out.push("head-of-line", stalled, 0.0);
+        }
     }
 
     fn relayer_interceptor(
@@ -887,6 +950,10 @@ enum Isolation {
     /// Flush the queue with fillers first, then send the target with fillers.
     Flood,
 }
+
+/// Submissions with unmeetable holds in the head-of-line phase: more than relayer C's
+/// `MAX_BATCH` in the lab (10).
+const FLOOD_HOLDS: usize = 14;
 
 /// How long the n-1 relay holds a target at most (`MAX_WAIT_MS` and the flush jitter empty
 /// any queue within it).

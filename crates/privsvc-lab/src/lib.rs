@@ -76,6 +76,8 @@ async fn start_stack(sc: &Scenario) -> Result<LocalStack, LabError> {
         )
         .relayer(RelayerSpec::new("C").ohttp().with(move |c| {
             batching(c);
+            // Small enough for the head-of-line flood to overrun it.
+            c.max_batch = 10;
             // The exact figures, for the leaky n-1 setting (`Leaks::exact_healthz`).
             c.metrics_bind = Some(std::net::SocketAddr::from(([127, 0, 0, 1], 0)));
         }))

@@ -64,6 +64,8 @@ pub struct Active {
     pub ratchet: bool,
     /// A relayer answers 400 to every submission.
     pub refusing_relayer: bool,
+    /// A user floods a relayer with submissions whose holds can never be met.
+    pub head_of_line: bool,
 }
 
 impl Default for Active {
@@ -76,6 +78,7 @@ impl Default for Active {
             copies: true,
             ratchet: true,
             refusing_relayer: true,
+            head_of_line: true,
         }
     }
 }
@@ -91,6 +94,7 @@ impl Active {
             copies: false,
             ratchet: false,
             refusing_relayer: false,
+            head_of_line: false,
         }
     }
 }

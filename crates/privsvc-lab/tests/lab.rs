@@ -35,6 +35,7 @@ const EVERY_ATTACK: &[&str] = &[
     "copy-fetch",
     "ratchet",
     "refusal",
+    "head-of-line",
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -70,6 +70,11 @@ pub const ACTIVE_ATTACKS: &[(&str, &str, &str)] = &[
         "relayer (active)",
         "a write failed by a relayer answering 400",
     ),
+    (
+        "head-of-line",
+        "another user (active)",
+        "a write stalled behind submissions whose holds can never be met",
+    ),
 ];
 
 pub(super) fn all(_views: &Views, _score: &Score, outcomes: &ActiveOutcomes) -> Vec<AttackResult> {
