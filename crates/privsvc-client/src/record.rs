@@ -71,8 +71,9 @@ pub struct CreateResult {
     pub tx_hash: B256,
     /// Relayer URL that wrote it; empty when the record was recovered.
     pub relayer: String,
-    /// Records of the project in the batch, this one included, counted in the client's listing
-    /// of the ledger (never the relayer's word).
+    /// Records of the project in the batch, this one included. With `min_anonymity` 1 it is the
+    /// relayer's figure from its `written` answer; above 1 it is counted in the session's own
+    /// listing of the ledger (the tail that showed the record), never taken from the relayer.
     pub batch_size: u64,
     /// The relayer did not answer but the record had landed; nothing was written twice.
     pub recovered: bool,
