@@ -167,6 +167,14 @@ pub async fn run(scenario: Scenario) -> Result<LabReport, LabError> {
         failed_sessions: truth.sessions.iter().filter(|s| s.error.is_some()).count(),
         written: truth.writes.iter().filter(|w| w.outcome.is_ok()).count(),
         failed_writes: truth.writes.iter().filter(|w| w.outcome.is_err()).count(),
+        write_errors: truth
+            .writes
+            .iter()
+            .filter_map(|w| w.outcome.as_ref().err())
+            .fold(std::collections::BTreeMap::new(), |mut m, e| {
+                *m.entry(e.clone()).or_default() += 1;
+                m
+            }),
         scans: truth.scans.len(),
         rpc_calls: views.rpc.len(),
         relay_requests: views.relay.len(),

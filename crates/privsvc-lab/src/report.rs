@@ -30,6 +30,8 @@ pub struct PopulationFigures {
     pub written: usize,
     /// Writes that failed.
     pub failed_writes: usize,
+    /// The failed writes' errors, each with how many writes failed with it.
+    pub write_errors: std::collections::BTreeMap<String, usize>,
     /// `myEntities` calls.
     pub scans: usize,
     /// Requests each party saw: RPC calls, relay requests, relayer requests.
@@ -116,6 +118,10 @@ impl LabReport {
             p.relay_requests,
             p.relayer_requests,
             self.seconds
-        )
+        ) + &p
+            .write_errors
+            .iter()
+            .map(|(e, n)| format!("\n  {n} write(s) failed with: {e}"))
+            .collect::<String>()
     }
 }
