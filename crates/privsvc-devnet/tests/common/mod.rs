@@ -43,26 +43,17 @@ pub async fn rpc(url: &str, method: &str, params: Json) -> Result<Json, RpcErr> 
     Ok(resp["result"].clone())
 }
 
-/// Load one section of the Arkiv vectors, `conformance/arkiv/<section>.json` (every section
-/// the tests use is there; the fallback below, to the original collection file beside a
-/// checkout, is never taken in this repository).
+/// Load one section of the Arkiv vectors, `conformance/arkiv/<section>.json`.
 pub fn vectors(section: &str) -> Vec<Json> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let local = root
-        .join("conformance/arkiv")
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../conformance/arkiv")
         .join(format!("{section}.json"));
-    if let Ok(s) = std::fs::read_to_string(&local) {
-        return serde_json::from_str::<Json>(&s)
-            .expect("valid JSON")
-            .as_array()
-            .expect("array")
-            .clone();
-    }
-    // check-citations: ignore-next-line (a path in code, not a citation)
-    let shared = root.join("../shared/arkiv-vectors.json");
-    let s = std::fs::read_to_string(&shared).expect("vectors available");
-    let all: Json = serde_json::from_str(&s).expect("valid JSON");
-    all[section].as_array().expect("section").clone()
+    let s = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str::<Json>(&s)
+        .expect("valid JSON")
+        .as_array()
+        .expect("array")
+        .clone()
 }
 
 /// A left-aligned, NUL-padded bytes32 name.
