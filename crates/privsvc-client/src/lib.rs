@@ -104,6 +104,7 @@ pub use read::{fetch_batches, list_app, BatchId, Listing};
 pub use record::{CreateParams, CreateResult, MyRecord};
 pub use relayer_api::RelayerStatus;
 pub use schedule::SessionSchedule;
+pub use tokens::ThroughTransport;
 pub use transport::default_transport;
 pub use verify::{
     block_timestamps, creation_timestamp, verify_record, verify_record_on_ledger, RejectReason,

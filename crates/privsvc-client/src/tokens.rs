@@ -382,8 +382,9 @@ pub(crate) fn prefetch_moments(count: usize, within: Duration) -> Vec<Duration> 
         .collect()
 }
 
-/// Issuer calls carried by the client's relayer transport (OHTTP through the relay).
-struct ThroughTransport(Arc<dyn Transport>);
+/// Issuer calls carried by a relayer [`Transport`] (OHTTP through the relay): what the client
+/// gives its `TokenWallet`, and what a caller with its own wallet can give one.
+pub struct ThroughTransport(pub Arc<dyn Transport>);
 
 #[cfg_attr(not(target_arch = "wasm32"), async_trait::async_trait)]
 #[cfg_attr(target_arch = "wasm32", async_trait::async_trait(?Send))]

@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use privsvc_client::{CreateParams, EntitiesQuery, Expires, PrivateClient};
 use privsvc_ledger::system::Heartbeat;
 use privsvc_ledger::{query_all, Create, CreationFlags, Entity, LedgerWriter, Operation, Select};
-use privsvc_ohttp::{OhttpGateway, RelayerRequest, Transport};
+use privsvc_ohttp::{OhttpGateway, RelayerRequest};
 use privsvc_testkit::{Action, Forwarder, Interceptor, TapRequest};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -256,7 +256,7 @@ impl<'a> Phases<'a> {
         ));
         let mut o =
             privsvc_tokens::TokenWalletOptions::new(v.wallet.clone(), reader, a.address(), a.url());
-        o.transport = Arc::new(ThroughOhttp(Arc::new(transport)));
+        o.transport = Arc::new(privsvc_client::ThroughTransport(Arc::new(transport)));
         privsvc_tokens::TokenWallet::new(o)
             .acquire(APP, 1, None)
             .await
@@ -1125,36 +1125,5 @@ impl Interceptor for Mitm {
             },
             Err(_) => Action::Forward,
         }
-    }
-}
-
-/// Issuer calls through an OHTTP transport (for the lab's own token acquisitions).
-struct ThroughOhttp(Arc<dyn Transport>);
-
-#[async_trait]
-impl privsvc_tokens::IssuerTransport for ThroughOhttp {
-    async fn send(
-        &self,
-        issuer_url: &str,
-        method: &str,
-        path: &str,
-        body: Option<Vec<u8>>,
-    ) -> Result<privsvc_tokens::IssuerReply, privsvc_tokens::TokenError> {
-        let res = self
-            .0
-            .send(
-                issuer_url,
-                RelayerRequest {
-                    method: method.to_string(),
-                    path: path.to_string(),
-                    body,
-                },
-            )
-            .await
-            .map_err(|e| privsvc_tokens::TokenError::Http(e.to_string()))?;
-        Ok(privsvc_tokens::IssuerReply {
-            status: res.status,
-            body: res.body,
-        })
     }
 }
