@@ -78,6 +78,10 @@ impl Measured {
 /// The normal quantile of the table's 95% intervals.
 pub const Z_95: f64 = 1.96;
 
+/// The normal quantile of a one-sided 95% test: the leaky-setting check asks only whether an
+/// attack beats chance (never whether it falls below), so it tests one side.
+pub const Z_ONE_SIDED_95: f64 = 1.645;
+
 /// The normal quantile that keeps the family-wise error of a whole run near 5%: one-sided
 /// 0.25% per attack (Bonferroni over about 20 attacks). The test command's "no open channel"
 /// check uses it, so that one of twenty honest attacks landing above its 95% interval by luck

@@ -9,7 +9,7 @@ use rand::SeedableRng;
 
 use super::{pick, AttackResult, Score};
 use crate::stats::Trial;
-use crate::views::{Ms, RelayRequest, RpcCall, Views};
+use crate::views::{LedgerRecord, Ms, RelayRequest, RpcCall, Views};
 
 /// A batch: `(block, creator)`.
 type Batch = (u64, Address);
@@ -22,8 +22,9 @@ const TIMESTAMP_LAG_MS: Ms = 3_000.0;
 const LANDING_LAG_MS: Ms = 1_500.0;
 /// Sources with a request this close to an event count as active at that moment.
 const ACTIVE_WINDOW_MS: Ms = 30_000.0;
-/// OHTTP request class boundary: requests above it are in the 32 KiB class or larger.
-const SMALL_REQUEST_CLASS: usize = 4_096;
+/// The smallest encapsulated OHTTP request of the 32 KiB class: its padded plaintext alone is
+/// 32 KiB (a 4 KiB-class request is 4 KiB plus the encapsulation's header and tag).
+const BIG_REQUEST_BYTES: usize = 32_768;
 /// The envelope size from which a submission no longer fits the 4 KiB request class.
 const BIG_ENVELOPE: usize = 4_096;
 
@@ -486,50 +487,58 @@ fn polls_stop(views: &Views, score: &Score, by_target: bool) -> AttackResult {
 }
 
 /// Relay (`by_target`) or onlooker: a record in the 4 KiB-or-larger envelope class was sent as a
-/// 32 KiB-class request; the source that sent one just before the batch wrote it.
+/// 32 KiB-class request. Records leave a relayer's queue in arrival order, so the attacker
+/// matches first in, first out: each large record, in landing order, takes the earliest large
+/// request (to its relayer, for the relay) of the 20 s before it landed that no earlier record
+/// took.
 fn size_class(views: &Views, score: &Score, by_target: bool) -> AttackResult {
     let requests: Vec<&RelayRequest> = views.relay.iter().filter(|r| !r.injected).collect();
-    let mut trials = Vec::new();
-    for r in views
+    let mut big_records: Vec<(Ms, &LedgerRecord)> = views
         .ledger
         .records
         .iter()
         .filter(|r| r.envelope_len >= BIG_ENVELOPE)
-    {
-        let Some(writer) = score.writer_of_entity.get(&r.key) else {
-            continue;
-        };
-        let Some(landed) = views.ledger.time_of(r.block) else {
-            continue;
-        };
+        .filter_map(|r| Some((views.ledger.time_of(r.block)?, r)))
+        .collect();
+    big_records.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut taken: BTreeSet<usize> = BTreeSet::new();
+    let mut trials = Vec::new();
+    for (landed, r) in big_records {
         let target = views
             .relayer_addresses
             .iter()
             .find(|(_, a)| **a == r.creator)
             .and_then(|(n, _)| views.relayer_urls.get(n))
             .cloned();
-        let window = |x: &&&RelayRequest| x.at <= landed && x.at >= landed - 20_000.0;
-        let big: Vec<&&RelayRequest> = requests
+        let in_view = |x: &RelayRequest| {
+            (!by_target || target.as_deref() == Some(x.target.as_str()))
+                && x.at <= landed
+                && x.at >= landed - 20_000.0
+        };
+        let guess = requests
             .iter()
-            .filter(|x| x.request_bytes > SMALL_REQUEST_CLASS)
-            .filter(|x| !by_target || target.as_deref() == Some(x.target.as_str()))
-            .filter(window)
-            .collect();
+            .enumerate()
+            .filter(|(i, x)| {
+                x.request_bytes >= BIG_REQUEST_BYTES && in_view(x) && !taken.contains(i)
+            })
+            .min_by(|a, b| a.1.at.total_cmp(&b.1.at))
+            .map(|(i, x)| (i, x.source));
+        if let Some((i, _)) = guess {
+            taken.insert(i);
+        }
+        let Some(writer) = score.writer_of_entity.get(&r.key) else {
+            continue;
+        };
         let active: BTreeSet<IpAddr> = requests
             .iter()
-            .filter(|x| !by_target || target.as_deref() == Some(x.target.as_str()))
-            .filter(window)
+            .filter(|x| in_view(x))
             .map(|x| x.source)
             .collect();
         if active.is_empty() {
             continue;
         }
-        let guess = big
-            .iter()
-            .max_by(|a, b| a.at.total_cmp(&b.at))
-            .map(|x| x.source);
         trials.push(Trial {
-            success: guess.and_then(|g| score.user(&g)) == Some(*writer),
+            success: guess.and_then(|(_, g)| score.user(&g)) == Some(*writer),
             chance: 1.0 / active.len() as f64,
         });
     }
