@@ -62,6 +62,7 @@ fn leaks(text: &str) -> Result<Leaks, String> {
             "no-covers" => l.no_covers = true,
             "no-poll-tail" => l.no_poll_tail = true,
             "exact-healthz" => l.exact_healthz = true,
+            "issuer-via-ohttp" => l.issuer_unlimited_via_ohttp = true,
             other => return Err(format!("unknown leak {other:?}")),
         }
     }

@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use alloy_primitives::{Address, B256};
 use async_trait::async_trait;
-use privsvc_client::{CreateParams, EntitiesQuery, Expires, PrivateClient};
+use futures::StreamExt;
+use privsvc_client::{CreateParams, EntitiesQuery, Expires, LocalWallet, PrivateClient};
 use privsvc_ledger::system::Heartbeat;
 use privsvc_ledger::{query_all, Create, CreationFlags, Entity, LedgerWriter, Operation, Select};
 use privsvc_ohttp::{OhttpGateway, RelayerRequest};
@@ -28,6 +29,13 @@ const RELAY_ACCOUNT: usize = 3;
 const COPIER_ACCOUNT: usize = 4;
 /// Answers at least this large are issue answers (the only ones above the 1 KiB class).
 const ISSUE_ANSWER_BYTES: usize = 2_000;
+/// The flooding user's address in the issuer-flood phase (no user of the population has it).
+pub const FLOODER_IP: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(127, 0, 0, 77));
+/// Relayer A's `ISSUER_RATE_LIMIT_PER_MIN` in the lab.
+pub const ISSUER_LIMIT_PER_MIN: u32 = 20;
+/// Issue requests of the issuer flood: more than the two one-minute windows a burst can touch
+/// allow between them.
+const ISSUER_FLOOD_REQUESTS: usize = 3 * ISSUER_LIMIT_PER_MIN as usize + 10;
 
 /// Runs the active phases the scenario switches on and scores them.
 pub async fn run_phases(world: &World, rng: &mut StdRng) -> ActiveOutcomes {
@@ -77,6 +85,10 @@ pub async fn run_phases(world: &World, rng: &mut StdRng) -> ActiveOutcomes {
     if a.key_substitution {
         log("gateway key substitution");
         phases.key_substitution(rng).await;
+    }
+    if a.issuer_flood {
+        log("issuer flood through /v1/ohttp from one address");
+        phases.issuer_flood(rng).await;
     }
     log("done");
     phases.out
@@ -261,6 +273,53 @@ impl<'a> Phases<'a> {
             .acquire(APP, 1, None)
             .await
             .is_ok()
+    }
+
+    /// One address with a fresh wallet per request asks A's issuer for a token through
+    /// `POST /v1/ohttp` directly (not through the relay), many requests at once. A burst touches
+    /// at most two of the limiter's one-minute windows, so at most twice the per-minute limit
+    /// may be answered: each request past that is a trial, and an answered one wins.
+    async fn issuer_flood(&mut self, rng: &mut StdRng) {
+        let stack = self.stack();
+        let a = stack.relayer("A");
+        let Ok(flooder) = Identity::at(usize::MAX, FLOODER_IP, rng) else {
+            return;
+        };
+        let reader = flooder.reader(stack);
+        let endpoint = format!("{}/v1/ohttp", a.url());
+        let Ok(transport) = privsvc_ohttp::OhttpTransport::new(&endpoint, reader.clone()) else {
+            return;
+        };
+        let transport = Arc::new(privsvc_client::ThroughTransport(Arc::new(
+            transport.with_fetch(Arc::new(privsvc_rt::http::ReqwestFetch::with_client(
+                flooder.http.clone(),
+            ))),
+        )));
+        let wallets: Vec<[u8; 32]> = (0..ISSUER_FLOOD_REQUESTS).map(|_| rng.gen()).collect();
+        let answered = futures::stream::iter(wallets)
+            .map(|key| {
+                let (reader, transport) = (reader.clone(), transport.clone());
+                async move {
+                    let wallet = Arc::new(LocalWallet::from_bytes(&key).ok()?);
+                    let mut o = privsvc_tokens::TokenWalletOptions::new(
+                        wallet,
+                        reader,
+                        a.address(),
+                        a.url(),
+                    );
+                    o.transport = transport;
+                    bounded(privsvc_tokens::TokenWallet::new(o).acquire(APP, 1, None)).await
+                }
+            })
+            .buffer_unordered(8)
+            .filter_map(|x| async move { x })
+            .count()
+            .await;
+        let allowed = 2 * ISSUER_LIMIT_PER_MIN as usize;
+        let past = answered.saturating_sub(allowed);
+        for i in 0..ISSUER_FLOOD_REQUESTS - allowed {
+            self.out.push("issuer-flood", i < past, 0.0);
+        }
     }
 
     /// Relayer C answers `queued` with a position that counts down forever: a write still

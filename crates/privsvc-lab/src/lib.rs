@@ -24,6 +24,7 @@ pub mod truth;
 pub mod views;
 
 use std::collections::BTreeMap;
+use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -64,10 +65,20 @@ async fn start_stack(sc: &Scenario) -> Result<LocalStack, LabError> {
         c.max_min_anonymity = 10;
         c.issuer_quota = 100;
     };
+    // The OHTTP relay reaches A from 127.0.0.1 (every user has an address of its own).
+    let mut relay_ips = vec![IpAddr::from([127, 0, 0, 1])];
+    if sc.leaks.issuer_unlimited_via_ohttp {
+        relay_ips.push(active::FLOODER_IP);
+    }
+    let issuer_limits = move |c: &mut privsvc_relayer::RelayerConfig| {
+        batching(c);
+        c.issuer_rate_limit_per_min = active::ISSUER_LIMIT_PER_MIN;
+        c.ohttp_relay_ips = relay_ips.clone();
+    };
     Ok(LocalStack::builder()
         .block_time(BlockTime::Interval(sc.block_time))
         .record_traffic()
-        .relayer(RelayerSpec::new("A").issuer().ohttp().with(batching))
+        .relayer(RelayerSpec::new("A").issuer().ohttp().with(issuer_limits))
         .relayer(
             RelayerSpec::new("B")
                 .tokens_from("A")

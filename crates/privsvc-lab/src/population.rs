@@ -50,7 +50,11 @@ pub struct Identity {
 impl Identity {
     /// User `index` with a wallet drawn from `rng`.
     pub fn new(index: usize, rng: &mut StdRng) -> Result<Identity, crate::LabError> {
-        let ip = user_ip(index);
+        Identity::at(index, user_ip(index), rng)
+    }
+
+    /// User `index` at the address `ip`, with a wallet drawn from `rng`.
+    pub fn at(index: usize, ip: IpAddr, rng: &mut StdRng) -> Result<Identity, crate::LabError> {
         let key: [u8; 32] = rng.gen();
         let wallet = Arc::new(
             LocalWallet::from_bytes(&key).map_err(|e| crate::LabError::Setup(e.to_string()))?,

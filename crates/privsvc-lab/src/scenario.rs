@@ -29,6 +29,10 @@ pub struct Leaks {
     /// The n-1 relay reads relayer C's exact queue length (its `METRICS_BIND` `/healthz`), as
     /// the public `/healthz` showed it before revision 3.
     pub exact_healthz: bool,
+    /// Issuer routes inside `POST /v1/ohttp` from the flooding user's address are not limited
+    /// (its address is listed among relayer A's `OHTTP_RELAY_IPS`): before revision 3 no
+    /// issuer route reached through `/v1/ohttp` counted against its source.
+    pub issuer_unlimited_via_ohttp: bool,
 }
 
 impl Leaks {
@@ -42,6 +46,7 @@ impl Leaks {
             no_covers: true,
             no_poll_tail: true,
             exact_healthz: true,
+            issuer_unlimited_via_ohttp: true,
         }
     }
 }
@@ -66,6 +71,9 @@ pub struct Active {
     pub refusing_relayer: bool,
     /// A user floods a relayer with submissions whose holds can never be met.
     pub head_of_line: bool,
+    /// A user with many wallets asks the issuer for tokens through `POST /v1/ohttp` from its
+    /// own address, as fast as it can.
+    pub issuer_flood: bool,
 }
 
 impl Default for Active {
@@ -79,6 +87,7 @@ impl Default for Active {
             ratchet: true,
             refusing_relayer: true,
             head_of_line: true,
+            issuer_flood: true,
         }
     }
 }
@@ -95,6 +104,7 @@ impl Active {
             ratchet: false,
             refusing_relayer: false,
             head_of_line: false,
+            issuer_flood: false,
         }
     }
 }

@@ -8,7 +8,7 @@
 //!   fail one honest run in three by luck), so that a change that opens a channel fails the
 //!   test command.
 //! - `every_passive_attack_wins_when_its_leak_is_on`: the same population with every leak of
-//!   `privsvc_lab::Leaks` switched on (the n-1 relay reading the exact queue among them), 16
+//!   `privsvc_lab::Leaks` switched on (the n-1 relay reading the exact queue among them), 24
 //!   users for enough guesses: each attack must beat chance there (one-sided at 95%,
 //!   `stats::Z_ONE_SIDED_95`). An attack that cannot win against a leaky setting proves nothing.
 
@@ -37,6 +37,7 @@ const EVERY_ATTACK: &[&str] = &[
     "ratchet",
     "refusal",
     "head-of-line",
+    "issuer-flood",
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -65,10 +66,13 @@ async fn the_short_form_finds_no_open_channel() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_passive_attack_wins_when_its_leak_is_on() {
     let scenario = Scenario {
-        users: 16,
+        users: 24,
         day: Duration::from_secs(60),
         big_record_share: 0.4,
         victims: 6,
+        // No random send delay: the client before revision 3 spent an on-demand token exactly
+        // `minAgeMs` after fetching it, which is what `issue-to-spend` looks for.
+        delay_ms_max: 0,
         // Every leak but `no_covers`: without covers the user's batches are the whole fetch
         // set, so the covers' attacks (`timestamps`, `cover-intersection`) have nothing to
         // find; `timestamps` wins here on its own leak.
@@ -78,6 +82,7 @@ async fn every_passive_attack_wins_when_its_leak_is_on() {
         },
         active: Active {
             n_minus_one: true,
+            issuer_flood: true,
             ..Active::none()
         },
         ..Scenario::short()
@@ -94,12 +99,14 @@ async fn every_passive_attack_wins_when_its_leak_is_on() {
         "onlooker-relayer-timing",
         "issuer-onlooker-wallet",
         "n-minus-one",
+        "issuer-flood",
     ] {
         let a = report
             .attack(id)
             .unwrap_or_else(|| panic!("no result for {id}"));
         assert!(
-            a.measured.beats_chance_at(privsvc_lab::stats::Z_ONE_SIDED_95),
+            a.measured
+                .beats_chance_at(privsvc_lab::stats::Z_ONE_SIDED_95),
             "{id} does not win against its leak: {:?}",
             a.measured
         );

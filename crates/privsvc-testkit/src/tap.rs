@@ -3,7 +3,12 @@
 //! method, path, headers and both bodies, and, in front of a relayer whose OHTTP seed it knows,
 //! the request inside each `POST /v1/ohttp`. An [`Interceptor`] makes the party active: it can
 //! answer instead of forwarding, hold a request, or send requests of its own.
+//!
+//! A tap forwards each request from its client's own loopback address (a client of its own per
+//! IPv4 loopback source), so the party behind it sees the real source and its per-source limits
+//! and `OHTTP_RELAY_IPS` apply as they would without the tap.
 
+use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -113,6 +118,8 @@ struct Inner {
     gateway: Option<OhttpGateway>,
     interceptor: RwLock<Option<Arc<dyn Interceptor>>>,
     client: reqwest::Client,
+    /// Clients bound to each IPv4 loopback source seen, so the target sees that source.
+    clients_by_source: Mutex<HashMap<IpAddr, reqwest::Client>>,
     next_id: AtomicU64,
 }
 
@@ -161,6 +168,27 @@ impl Forwarder {
 }
 
 impl Inner {
+    /// The client that forwards from `source` (the shared one for a source it cannot bind).
+    fn client_for(&self, source: IpAddr) -> reqwest::Client {
+        if !(source.is_ipv4() && source.is_loopback()) {
+            return self.client.clone();
+        }
+        let mut clients = self
+            .clients_by_source
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = clients.get(&source) {
+            return c.clone();
+        }
+        match forwarding_client(Some(source)) {
+            Ok(c) => {
+                clients.insert(source, c.clone());
+                c
+            }
+            Err(_) => self.client.clone(),
+        }
+    }
+
     async fn forward(&self, request: &TapRequest) -> Forwarded {
         let Some(target) = self
             .target
@@ -172,7 +200,7 @@ impl Inner {
         };
         let method = Method::from_bytes(request.method.as_bytes()).unwrap_or(Method::GET);
         let mut builder = self
-            .client
+            .client_for(request.source)
             .request(method, format!("{target}{}", request.path));
         for (name, value) in &request.headers {
             if !matches!(
@@ -277,10 +305,7 @@ impl Tap {
             Some(seed) => Some(OhttpGateway::from_seed(seed)?),
             None => None,
         };
-        let client = reqwest::Client::builder()
-            .timeout(FORWARD_TIMEOUT)
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
+        let client = forwarding_client(None)
             .map_err(|e| crate::StackError::Config(format!("http client: {e}")))?;
         let inner = Arc::new(Inner {
             name: name.to_string(),
@@ -289,6 +314,7 @@ impl Tap {
             gateway,
             interceptor: RwLock::new(None),
             client,
+            clients_by_source: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(0),
         });
         let listener = tokio::net::TcpListener::bind(SocketAddr::new(bind, 0)).await?;
@@ -438,4 +464,15 @@ async fn handle(
         response.headers_mut().insert("content-type", ct);
     }
     response
+}
+
+/// An HTTP client for forwarding, bound to `source` when given.
+fn forwarding_client(source: Option<IpAddr>) -> Result<reqwest::Client, reqwest::Error> {
+    let mut b = reqwest::Client::builder()
+        .timeout(FORWARD_TIMEOUT)
+        .redirect(reqwest::redirect::Policy::none());
+    if let Some(ip) = source {
+        b = b.local_address(ip);
+    }
+    b.build()
 }

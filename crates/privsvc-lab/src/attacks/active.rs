@@ -75,6 +75,11 @@ pub const ACTIVE_ATTACKS: &[(&str, &str, &str)] = &[
         "another user (active)",
         "a write stalled behind submissions whose holds can never be met",
     ),
+    (
+        "issuer-flood",
+        "another user (active)",
+        "tokens past the per-source issuer limit (many wallets, one address, through /v1/ohttp)",
+    ),
 ];
 
 pub(super) fn all(_views: &Views, _score: &Score, outcomes: &ActiveOutcomes) -> Vec<AttackResult> {

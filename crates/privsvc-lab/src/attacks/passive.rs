@@ -20,6 +20,9 @@ const BURST_GAP_MS: Ms = 2_000.0;
 const TIMESTAMP_LAG_MS: Ms = 3_000.0;
 /// A listing this soon after a batch appeared is "right after it landed".
 const LANDING_LAG_MS: Ms = 1_500.0;
+/// Sources that list the app this close to a landing are the sessions live at that moment: each
+/// live session lists at least once a tail interval (at most 4.5 s in the lab's schedule).
+const LISTING_WINDOW_MS: Ms = 5_000.0;
 /// Sources with a request this close to an event count as active at that moment.
 const ACTIVE_WINDOW_MS: Ms = 30_000.0;
 /// The smallest encapsulated OHTTP request of the 32 KiB class: its padded plaintext alone is
@@ -389,8 +392,16 @@ fn landing_listing(views: &Views, score: &Score, rng: &mut StdRng) -> AttackResu
         .collect();
     let mut trials = Vec::new();
     for (_, landed, writers) in landed_batches(views, score) {
-        let active = active_sources(views.rpc.iter().map(|c| (&c.source, c.at)), landed);
-        let candidates: Vec<IpAddr> = active.iter().copied().collect();
+        // The candidates are the live sessions (a writer's session is live): sources whose
+        // listings surround the landing. Every RPC source of the last half-minute would count
+        // sessions already closed, which never list, and understate chance.
+        let candidates: Vec<IpAddr> = listings
+            .iter()
+            .filter(|c| (c.at - landed).abs() <= LISTING_WINDOW_MS)
+            .map(|c| c.source)
+            .collect::<BTreeSet<IpAddr>>()
+            .into_iter()
+            .collect();
         let honest = candidates
             .iter()
             .filter(|s| score.user(s).is_some_and(|u| writers.contains(&u)))
@@ -398,11 +409,20 @@ fn landing_listing(views: &Views, score: &Score, rng: &mut StdRng) -> AttackResu
         if honest == 0 {
             continue;
         }
-        let first = listings
+        // A full listing (no `$createdAt >` bound: not a session's incremental tail) right
+        // after the landing is the likeliest confirmation; else the first listing at all.
+        let after: Vec<&&RpcCall> = listings
             .iter()
             .filter(|c| c.at > landed && c.at <= landed + LANDING_LAG_MS)
-            .min_by(|a, b| a.at.total_cmp(&b.at))
-            .map(|c| c.source);
+            .collect();
+        let earliest = |full: bool| {
+            after
+                .iter()
+                .filter(|c| !full || expression(c).is_some_and(|e| !e.contains("$createdAt >")))
+                .min_by(|a, b| a.at.total_cmp(&b.at))
+                .map(|c| c.source)
+        };
+        let first = earliest(true).or_else(|| earliest(false));
         let guess = first.or_else(|| pick(&candidates, rng));
         trials.push(Trial {
             success: guess
