@@ -35,7 +35,7 @@ struct Args {
     #[arg(long)]
     day_secs: Option<u64>,
     /// Leaks to switch on: `none`, `all`, or a comma list of timestamps, wallet, landing,
-    /// on-demand, no-covers, no-poll-tail, exact-healthz.
+    /// on-demand, no-covers, no-poll-tail, exact-healthz, issuer-via-ohttp, long-attempts.
     #[arg(long, default_value = "none")]
     leaks: String,
     /// Skip the active phases.
@@ -63,6 +63,7 @@ fn leaks(text: &str) -> Result<Leaks, String> {
             "no-poll-tail" => l.no_poll_tail = true,
             "exact-healthz" => l.exact_healthz = true,
             "issuer-via-ohttp" => l.issuer_unlimited_via_ohttp = true,
+            "long-attempts" => l.long_attempts = true,
             other => return Err(format!("unknown leak {other:?}")),
         }
     }

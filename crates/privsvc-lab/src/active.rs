@@ -334,6 +334,11 @@ impl<'a> Phases<'a> {
         tap.set_interceptor(Some(interceptor));
         let (b, c) = (self.stack().url("B"), self.stack().url("C"));
         let victims = self.victims(rng, self.world.scenario.victims);
+        let attempt = if self.world.scenario.leaks.long_attempts {
+            Duration::from_secs(600)
+        } else {
+            Duration::from_secs(4)
+        };
         let mut tasks = Vec::new();
         for v in &victims {
             let Some(client) = self
@@ -341,7 +346,7 @@ impl<'a> Phases<'a> {
                     v,
                     Some(vec![c.clone(), b.clone()]),
                     std::slice::from_ref(&b),
-                    |x| x.inclusion_timeout(Duration::from_secs(4)),
+                    |x| x.inclusion_timeout(attempt),
                 )
                 .await
             else {

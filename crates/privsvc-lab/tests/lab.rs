@@ -83,6 +83,7 @@ async fn every_passive_attack_wins_when_its_leak_is_on() {
         active: Active {
             n_minus_one: true,
             issuer_flood: true,
+            ratchet: true,
             ..Active::none()
         },
         ..Scenario::short()
@@ -100,6 +101,7 @@ async fn every_passive_attack_wins_when_its_leak_is_on() {
         "issuer-onlooker-wallet",
         "n-minus-one",
         "issuer-flood",
+        "ratchet",
     ] {
         let a = report
             .attack(id)

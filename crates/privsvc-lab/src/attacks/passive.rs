@@ -257,12 +257,18 @@ fn issue_to_spend(
         // very write would: `minAgeMs` before the spend, within the window. A spend with no
         // such request tells it nothing, and it abstains.
         let ripe = at - min_age_ms as f64;
-        let Some(guess) = before
+        let in_window: Vec<Address> = before
             .iter()
             .rev()
-            .find(|(t, _)| *t <= ripe + 500.0 && *t >= ripe - window)
+            .filter(|(t, _)| *t <= ripe + 500.0 && *t >= ripe - window)
             .map(|(_, w)| *w)
-        else {
+            .collect();
+        // Another relayer's spends entity lands a batching round after the spend: in that wider
+        // window the attacker guesses only when one issue request alone falls there.
+        if window > arrival_window && in_window.len() != 1 {
+            continue;
+        }
+        let Some(guess) = in_window.first().copied() else {
             continue;
         };
         trials.push(Trial {
