@@ -73,9 +73,12 @@ pub const CONTENT_TYPE_OHTTP_REQ: &str = "message/ohttp-req";
 pub const CONTENT_TYPE_OHTTP_RES: &str = "message/ohttp-res";
 /// The header naming the relayer a relay should forward to.
 pub const TARGET_HEADER: &str = "x-privsvc-target";
-/// A `tracing_subscriber::EnvFilter` directive every binary using this crate must add.
+/// A `tracing_subscriber::EnvFilter` directive that silences the `ohttp` crate: a second guard.
 ///
-/// The `ohttp` crate logs derived response keys at TRACE level (through the `log` crate): with
-/// a `log` bridge installed, a TRACE log would hold what decrypts responses. Append this
-/// directive (`"info,ohttp=off"`, or `format!("{user_filter},{SILENCE_OHTTP_LOGS}")`).
+/// The `ohttp` crate logs derived response keys at TRACE level (through the `log` crate). This
+/// crate already compiles every `log` record above DEBUG out of any build that links it (the
+/// `log` features `max_level_debug` and `release_max_level_debug`), so no filter can let them
+/// through; binaries append this directive as well (`"info,ohttp=off"`, or
+/// `format!("{user_filter},{SILENCE_OHTTP_LOGS}")`) in case a future `ohttp` logs at a lower
+/// level.
 pub const SILENCE_OHTTP_LOGS: &str = "ohttp=off";

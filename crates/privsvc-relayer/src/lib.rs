@@ -18,8 +18,9 @@
 //! The listener ([`listener`]) gives axum an unprintable peer address (used only by the
 //! in-memory rate limiters of submissions and of the issuer routes, and dropped at accept when
 //! tokens are required and `ISSUER` is off); log fields are an allowlist
-//! ([`state::ledger_error_kind`]). Binaries should add
-//! `privsvc_ohttp::SILENCE_OHTTP_LOGS` to their log filter.
+//! ([`state::ledger_error_kind`]). The `ohttp` crate's TRACE records (key material) are
+//! compiled out by `privsvc-ohttp`; `privsvc_ohttp::SILENCE_OHTTP_LOGS` in a log filter is a
+//! second guard.
 //!
 //! Rate limit: with tokens off, submissions are limited per source address (`RATE_LIMIT_PER_MIN`,
 //! [`ratelimit`]), whether posted to `/v1/records` or encapsulated in `POST /v1/ohttp` by an
