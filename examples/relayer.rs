@@ -12,11 +12,8 @@
 //! uses the devnet's first dev account: handy for trying the API locally.
 //! Log level: `RUST_LOG` (default `info`); logs never hold client addresses or bodies.
 
-use std::sync::Arc;
-
 use anyhow::Context;
 use privsvc::devnet::{BlockTime, Devnet, DevnetConfig, DEV_PRIVATE_KEYS};
-use privsvc::ledger::{RpcLedger, RpcWriter};
 use privsvc::relayer::{Relayer, RelayerConfig, RelayerKey};
 
 #[tokio::main]
@@ -45,24 +42,7 @@ async fn main() -> anyhow::Result<()> {
     } else {
         None
     };
-    let key = config
-        .key
-        .clone()
-        .context("RELAYER_KEY_FILE (or RELAYER_KEY) is required: the relayer signs its batches")?;
-    let reader = Arc::new(RpcLedger::with_timeout(
-        config.rpc_url.clone(),
-        config.ledger_timeout,
-    )?);
-    let writer = Arc::new(
-        RpcWriter::connect(
-            RpcLedger::with_timeout(config.rpc_url.clone(), config.ledger_timeout)?,
-            key.bytes(),
-        )
-        .await
-        .context("connecting the relayer's writer to the ledger")?,
-    );
-    drop(key);
-    let relayer = Relayer::start(config, reader, writer).await?;
+    let relayer = Relayer::start_on_ledger(config).await?;
     println!(
         "privsvc relayer {} listening on {}",
         relayer.address(),

@@ -394,6 +394,39 @@ fn http_url(name: &'static str, text: String) -> Result<String, ConfigError> {
 }
 
 impl RelayerConfig {
+    /// The ledger reader and writer this configuration names: JSON-RPC at `rpc_url` with
+    /// `ledger_timeout` per call, the writer signing with `key` (the chain id read from the
+    /// node). Without a key this is [`crate::RelayerError::Config`] naming `RELAYER_KEY_FILE`.
+    pub async fn connect_ledger(
+        &self,
+    ) -> Result<
+        (
+            std::sync::Arc<dyn privsvc_ledger::LedgerReader>,
+            std::sync::Arc<dyn privsvc_ledger::LedgerWriter>,
+        ),
+        crate::RelayerError,
+    > {
+        let key = self.key.as_ref().ok_or_else(|| {
+            invalid(
+                "RELAYER_KEY_FILE",
+                "a key is required: the relayer signs its batches (RELAYER_KEY_FILE, a 0600 file \
+                 holding the hex key)",
+            )
+        })?;
+        let ledger = |what: &str, e: privsvc_ledger::LedgerError| {
+            crate::RelayerError::Ledger(format!("{what} at {}: {e}", self.rpc_url))
+        };
+        let connect = || {
+            privsvc_ledger::RpcLedger::with_timeout(self.rpc_url.clone(), self.ledger_timeout)
+                .map_err(|e| ledger("the ledger's JSON-RPC", e))
+        };
+        let reader = std::sync::Arc::new(connect()?);
+        let writer = privsvc_ledger::RpcWriter::connect(connect()?, key.bytes())
+            .await
+            .map_err(|e| ledger("connecting the writer", e))?;
+        Ok((reader, std::sync::Arc::new(writer)))
+    }
+
     /// Defaults suitable for tests: short timers, no jitter, tokens off, a given data dir.
     pub fn for_tests(data_dir: impl Into<PathBuf>) -> Self {
         Self {
@@ -680,6 +713,36 @@ mod tests {
         let cli = Cli::try_parse_from(std::iter::once("relayer").chain(args.iter().copied()))
             .map_err(|e| ConfigError::Parse(e.to_string()))?;
         RelayerConfig::from_cli(cli, None, None)
+    }
+
+    #[tokio::test]
+    async fn connecting_the_ledger_without_a_key_names_the_key_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = RelayerConfig::for_tests(dir.path().to_path_buf());
+        c.key = None;
+        let Err(e) = c.connect_ledger().await else {
+            panic!("a relayer without a key cannot write")
+        };
+        assert!(e.to_string().contains("RELAYER_KEY_FILE"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn connecting_a_ledger_that_does_not_answer_names_its_url() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = RelayerConfig::for_tests(dir.path().to_path_buf());
+        c.key = Some(RelayerKey::from_hex(&"11".repeat(32)).unwrap());
+        // A port nothing listens on (bound, then released).
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        c.rpc_url = format!("http://127.0.0.1:{port}");
+        c.ledger_timeout = Duration::from_secs(2);
+        let Err(e) = c.connect_ledger().await else {
+            panic!("no ledger answers there")
+        };
+        assert!(e.to_string().contains(&c.rpc_url), "{e}");
     }
 
     #[test]

@@ -157,6 +157,15 @@ impl Relayer {
         Self::start_with(config, ledger, writer, |_| None).await
     }
 
+    /// Connects to the ledger `config` names ([`RelayerConfig::connect_ledger`]) and starts
+    /// the relayer on it, as a relayer binary does. The key is needed only to connect the
+    /// writer; the relayer keeps it in that writer alone.
+    pub async fn start_on_ledger(mut config: RelayerConfig) -> Result<RelayerHandle, RelayerError> {
+        let (reader, writer) = config.connect_ledger().await?;
+        config.key = None;
+        Self::start(config, reader, writer).await
+    }
+
     /// Like [`Relayer::start`], with `extra` building additional routes (e.g. the token issuer)
     /// from the relayer's serialized writer, which every create from the account must use.
     pub async fn start_with(

@@ -416,15 +416,25 @@ impl LocalStack {
     async fn launch(
         &self,
         r: &StackRelayer,
-        config: RelayerConfig,
+        mut config: RelayerConfig,
     ) -> Result<RelayerHandle, StackError> {
-        let writer = self.writer(r.account).await?;
-        let handle = Relayer::start(config, self.reader.clone(), writer)
-            .await
-            .map_err(|source| StackError::Relayer {
-                name: r.spec.name.clone(),
-                source,
-            })?;
+        let key = DEV_PRIVATE_KEYS.get(r.account).ok_or_else(|| {
+            StackError::Config(format!(
+                "there are {} dev accounts, {} asked",
+                DEV_PRIVATE_KEYS.len(),
+                r.account
+            ))
+        })?;
+        config.key =
+            Some(RelayerKey::from_hex(key).map_err(|e| StackError::Config(e.to_string()))?);
+        config.rpc_url = self.devnet.url();
+        let handle =
+            Relayer::start_on_ledger(config)
+                .await
+                .map_err(|source| StackError::Relayer {
+                    name: r.spec.name.clone(),
+                    source,
+                })?;
         if let Some(tap) = &r.tap {
             tap.set_target(&format!("http://{}", handle.local_addr()));
         }
