@@ -251,7 +251,7 @@ async fn accept(s: &Shared, peer: Option<std::net::IpAddr>, body: Body) -> Resul
     // spent or invalid one, or arriving while the queue is full still gets its id. A new
     // envelope (the common case) costs no extra read.
     let envelope_digest = envelope_sha256(&sub.envelope);
-    let project = crate::entities::project_key(&sub.attributes);
+    let project = crate::project::project_key(&sub.attributes);
     let token = match token_of(s, &sub, now).await {
         Ok(token) => token,
         Err(refusal) => return existing_or(s, &envelope_digest, refusal),

@@ -25,25 +25,6 @@ pub fn record_create(rec: &StoredRecord, salt: u128) -> Result<Create, String> {
     system::record_create(&attrs, &rec.envelope, rec.exp_seconds, salt).map_err(|e| e.to_string())
 }
 
-/// The grouping key of a record's `project` attribute: its wire JSON
-/// (`{"type":"str","value":"notes"}`), so values of different types never collide. Records
-/// with equal keys count toward each other's minAnonymity (docs/PROTOCOL.md §7). Empty when absent
-/// (validation refuses such records).
-pub fn project_key(attributes: &Attributes) -> String {
-    attributes
-        .get(system::PROJECT_ATTRIBUTE)
-        .map(|v| v.to_wire().to_string())
-        .unwrap_or_default()
-}
-
-/// [`project_key`] of attributes in stored wire form (`{name: {type, value}}` JSON text);
-/// empty when unreadable.
-pub fn project_key_of_wire(attributes: &str) -> String {
-    Attributes::from_wire_json(attributes.as_bytes())
-        .map(|a| project_key(&a))
-        .unwrap_or_default()
-}
-
 /// The spends entities of a batch: one per epoch, payload = the token ids (32 bytes each) in
 /// a uniformly random order (OS RNG), unrelated to the order of the batch's records.
 pub fn spends_creates(

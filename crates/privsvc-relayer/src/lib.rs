@@ -70,6 +70,7 @@ pub mod issuer_mount;
 pub mod listener;
 pub mod metrics;
 pub mod planner;
+pub mod project;
 pub mod queue;
 pub mod ratelimit;
 pub mod reconcile;

@@ -65,7 +65,7 @@ pub struct StoredRecord {
     /// The app.
     pub app: String,
     /// The record's `project` attribute as its wire JSON (`{"type":..,"value":..}`): the
-    /// records that count toward its minAnonymity (see [`crate::entities::project_key`]).
+    /// records that count toward its minAnonymity (see [`crate::project::project_key`]).
     pub project: String,
     /// SHA-256 of the sealed envelope (UNIQUE in the store).
     pub envelope_digest: [u8; 32],
@@ -317,7 +317,7 @@ fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
         .map_or(0, |d| d.as_millis() as i64);
     for (id, envelope, attributes, state) in rows {
         let digest = envelope_sha256(&envelope);
-        let project = crate::entities::project_key_of_wire(&attributes);
+        let project = crate::project::project_key_of_wire(&attributes);
         let first: Option<String> = tx
             .query_row(
                 "SELECT id FROM records WHERE envelope_digest = ?1",

@@ -5,7 +5,8 @@
 //! Each returns whether the input was accepted and panics only when an invariant of an accepted
 //! input is broken.
 
-use crate::message::{issuance_message, ISSUANCE_DOMAIN};
+use crate::message::ISSUANCE_DOMAIN;
+use crate::protocol::issuance_message;
 use crate::protocol::{IssueRequest, TokenRedemption};
 
 /// A `token` member of a submit request. Accepted when its nonce and signature decode; then the

@@ -30,7 +30,8 @@ use crate::issuer_store::{Committed, IssuerStore, RememberedAnswer, RequestKey, 
 use crate::key_entity::{
     issuer_key_create, issuer_key_options, issuer_key_payload, issuer_key_query,
 };
-use crate::message::{epoch_of, issuance_message, now_ms, DAY_MS};
+use crate::message::{epoch_of, now_ms, DAY_MS};
+use crate::protocol::issuance_message;
 use crate::protocol::{ErrorBody, IssueRequest, IssueResponse, IssuerKeyResponse};
 use crate::signer::BlindSigner;
 use crate::suite::{import_issuer_key, token_suite, IssuerKey, IssuerSecretKey, MODULUS_BYTES};

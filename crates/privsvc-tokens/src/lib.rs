@@ -49,10 +49,11 @@ pub mod suite;
 
 pub use error::TokenError;
 pub use message::{
-    acceptable_epochs, epoch_of, issuance_message, now_ms, token_id, token_message, DAY_MS,
-    NONCE_BYTES,
+    acceptable_epochs, epoch_of, now_ms, token_id, token_message, DAY_MS, NONCE_BYTES,
 };
-pub use protocol::{ErrorBody, IssueRequest, IssueResponse, IssuerKeyResponse, TokenRedemption};
+pub use protocol::{
+    issuance_message, ErrorBody, IssueRequest, IssueResponse, IssuerKeyResponse, TokenRedemption,
+};
 pub use suite::{
     import_issuer_key, token_suite, verify_token, Blinded, IssuerKey, IssuerSecretKey, TokenSuite,
     MODULUS_BITS, MODULUS_BYTES, SUITE_NAME,

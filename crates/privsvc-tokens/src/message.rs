@@ -1,10 +1,8 @@
 //! The token message, token ids, UTC day numbers and the issuance message (docs/PROTOCOL.md §5).
 
-use base64::Engine as _;
 use sha2::{Digest, Sha256};
 
 use crate::error::TokenError;
-use crate::protocol::IssueRequest;
 
 /// Domain prefix of every token message.
 pub const TOKEN_DOMAIN: &[u8] = b"privsvc token v1";
@@ -62,38 +60,4 @@ pub fn now_ms() -> u64 {
         .duration_since(privsvc_rt::UNIX_EPOCH)
         .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
         .unwrap_or(0)
-}
-
-/// The EIP-191 `personal_sign` text a wallet signs to ask for tokens (LF line ends, no
-/// trailing newline):
-///
-/// ```text
-/// privsvc token issuance v2
-/// issuer: {EIP-55 address of the issuer}
-/// chain: {chain id}
-/// app: {app}
-/// epoch: {epoch}
-/// ts: {ts}
-/// blinded: {hex SHA-256 of the concatenated decoded blinded values}
-/// ```
-///
-/// Uses `req.issuer`, `req.chain_id`, `req.app`, `req.epoch` and `req.blinded`; `ts` is given
-/// separately. Naming the issuer and chain means a signed request cannot be replayed to another
-/// issuer or on another network. Fails when a blinded value is not standard base64.
-pub fn issuance_message(req: &IssueRequest, ts: u64) -> Result<String, TokenError> {
-    let mut h = Sha256::new();
-    for (i, b) in req.blinded.iter().enumerate() {
-        let raw = base64::engine::general_purpose::STANDARD
-            .decode(b)
-            .map_err(|e| TokenError::Malformed(format!("blinded value {i} is not base64: {e}")))?;
-        h.update(&raw);
-    }
-    let digest = hex::encode(h.finalize());
-    Ok(format!(
-        "{ISSUANCE_DOMAIN}\nissuer: {}\nchain: {}\napp: {}\nepoch: {}\nts: {ts}\nblinded: {digest}",
-        req.issuer.to_checksum(None),
-        req.chain_id,
-        req.app,
-        req.epoch
-    ))
 }

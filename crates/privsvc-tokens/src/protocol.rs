@@ -5,7 +5,8 @@ use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 
 use crate::error::TokenError;
-use crate::message::NONCE_BYTES;
+use crate::message::{ISSUANCE_DOMAIN, NONCE_BYTES};
+use sha2::{Digest, Sha256};
 
 /// Most blinded values one issue request may carry.
 pub const MAX_TOKENS_PER_REQUEST: usize = 20;
@@ -114,4 +115,38 @@ pub struct IssuerKeyResponse {
 pub struct ErrorBody {
     /// Human-readable reason.
     pub error: String,
+}
+
+/// The EIP-191 `personal_sign` text a wallet signs to ask for tokens (LF line ends, no
+/// trailing newline):
+///
+/// ```text
+/// privsvc token issuance v2
+/// issuer: {EIP-55 address of the issuer}
+/// chain: {chain id}
+/// app: {app}
+/// epoch: {epoch}
+/// ts: {ts}
+/// blinded: {hex SHA-256 of the concatenated decoded blinded values}
+/// ```
+///
+/// Uses `req.issuer`, `req.chain_id`, `req.app`, `req.epoch` and `req.blinded`; `ts` is given
+/// separately. Naming the issuer and chain means a signed request cannot be replayed to another
+/// issuer or on another network. Fails when a blinded value is not standard base64.
+pub fn issuance_message(req: &IssueRequest, ts: u64) -> Result<String, TokenError> {
+    let mut h = Sha256::new();
+    for (i, b) in req.blinded.iter().enumerate() {
+        let raw = base64::engine::general_purpose::STANDARD
+            .decode(b)
+            .map_err(|e| TokenError::Malformed(format!("blinded value {i} is not base64: {e}")))?;
+        h.update(&raw);
+    }
+    let digest = hex::encode(h.finalize());
+    Ok(format!(
+        "{ISSUANCE_DOMAIN}\nissuer: {}\nchain: {}\napp: {}\nepoch: {}\nts: {ts}\nblinded: {digest}",
+        req.issuer.to_checksum(None),
+        req.chain_id,
+        req.app,
+        req.epoch
+    ))
 }

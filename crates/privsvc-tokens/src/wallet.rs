@@ -13,7 +13,8 @@ use rand::{Rng as _, RngCore as _};
 use crate::acceptance::{accept_issuer_key, KeyPins, MemoryKeyPins};
 use crate::error::TokenError;
 use crate::issuer_http::{DirectIssuerTransport, IssuerReply, IssuerTransport};
-use crate::message::{epoch_of, issuance_message, now_ms, token_message, NONCE_BYTES};
+use crate::message::{epoch_of, now_ms, token_message, NONCE_BYTES};
+use crate::protocol::issuance_message;
 use crate::protocol::{
     ErrorBody, IssueRequest, IssueResponse, IssuerKeyResponse, TokenRedemption,
     MAX_TOKENS_PER_REQUEST,

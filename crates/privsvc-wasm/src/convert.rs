@@ -66,3 +66,13 @@ pub fn address_text(address: &Address) -> String {
 pub fn to_attributes(json: &str) -> Result<Attributes, WasmError> {
     Ok(Attributes::from_wire_json(json.as_bytes())?)
 }
+
+/// Parsing of a proof body given as JSON.
+pub struct ProofBodyInput;
+
+impl ProofBodyInput {
+    /// The body of `json` (`{ entityKey, challenge, verifier, notBefore, notAfter }`).
+    pub fn parse(json: &str) -> Result<privsvc_vault::OwnershipProofBody, WasmError> {
+        serde_json::from_str(json).map_err(|e| WasmError::argument("proof body", e.to_string()))
+    }
+}

@@ -2,22 +2,12 @@
 //! proof's form, limits and checks are privsvc-vault's; this module only converts JavaScript
 //! values.
 
-use privsvc_vault::{proof_body, OwnershipProof, OwnershipProofBody, NETWORK_CHAIN_ID};
+use privsvc_vault::{proof_body, OwnershipProof, NETWORK_CHAIN_ID};
 use wasm_bindgen::prelude::*;
 
 use crate::convert::{address_text, to_b256, to_u64};
 use crate::error::WasmError;
 use crate::vault::RawSigner;
-
-/// Parsing of a proof body given as JSON.
-pub struct ProofBodyInput;
-
-impl ProofBodyInput {
-    /// The body of `json` (`{ entityKey, challenge, verifier, notBefore, notAfter }`).
-    pub fn parse(json: &str) -> Result<OwnershipProofBody, WasmError> {
-        serde_json::from_str(json).map_err(|e| WasmError::argument("proof body", e.to_string()))
-    }
-}
 
 /// `signOwnershipProof(signer, { entityKey, challenge, verifier, ttlSeconds?, chainId? })` at
 /// Unix time `now`: the proof as JSON text (the form of `privsvc_client::OwnershipProof`).

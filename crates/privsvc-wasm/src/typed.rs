@@ -3,9 +3,9 @@
 use privsvc_vault::{derivation_signing_hash, derivation_typed_data, proof_typed_data};
 use wasm_bindgen::prelude::*;
 
+use crate::convert::ProofBodyInput;
 use crate::convert::{address_text, to_signature, to_u64};
 use crate::error::WasmError;
-use crate::proof::ProofBodyInput;
 
 fn chain(chain_id: Option<f64>) -> Result<Option<u64>, WasmError> {
     chain_id.map(|c| to_u64("chainId", c)).transpose()

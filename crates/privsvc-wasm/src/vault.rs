@@ -257,7 +257,7 @@ impl RawSigner {
     /// notAfter }`) for `chainId` (default the privsvc network): the signature in hex.
     #[wasm_bindgen(js_name = signProof)]
     pub fn sign_proof(&self, body: &str, chain_id: Option<f64>) -> Result<String, WasmError> {
-        let body = crate::proof::ProofBodyInput::parse(body)?;
+        let body = crate::convert::ProofBodyInput::parse(body)?;
         let chain = chain_id
             .map(|c| to_u64("chainId", c))
             .transpose()?
