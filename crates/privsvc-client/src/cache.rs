@@ -12,6 +12,26 @@ use privsvc_vault::{tag_from_text, RecordRef, Tag};
 use crate::read::BatchId;
 use crate::record::MyRecord;
 
+/// What one scan fetched (exposed for tests and benchmarks).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ScanStats {
+    /// Records listed by this scan at its pinned block: every live record of the project the
+    /// first time, then only those created since the previous listing.
+    pub listed: usize,
+    /// Live records of the project the client knows after this scan.
+    pub known: usize,
+    /// Tags opened (records not seen before).
+    pub tags_opened: usize,
+    /// Records whose tag opened.
+    pub matched: usize,
+    /// Batches fetched with payloads, cover batches included.
+    pub batches_fetched: usize,
+    /// Of those, cover batches.
+    pub cover_batches: usize,
+    /// Matched records that failed verification or decryption.
+    pub rejected: usize,
+}
+
 /// What the client knows of a listed record's tag.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Class {
@@ -85,7 +105,7 @@ pub(crate) struct EntityCache {
     /// Records written in this session (entity key to ref), usable before a scan.
     pub(crate) written: HashMap<B256, RecordRef>,
     /// What the latest scan did.
-    pub(crate) last_scan: Option<crate::entities::ScanStats>,
+    pub(crate) last_scan: Option<ScanStats>,
 }
 
 impl EntityCache {

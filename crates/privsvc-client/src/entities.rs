@@ -8,7 +8,7 @@ use privsvc_ledger::Entity;
 use privsvc_vault::{RecordRef, Tag};
 use rand::seq::SliceRandom;
 
-use crate::cache::{Class, EntityCache};
+use crate::cache::{Class, EntityCache, ScanStats};
 use crate::client::PrivateClient;
 use crate::covers::{covers_final, covers_of, newest_window};
 use crate::error::PrivsvcError;
@@ -57,26 +57,6 @@ pub struct ProveParams {
     pub verifier: String,
     /// Validity in seconds (default 300).
     pub ttl_seconds: Option<u64>,
-}
-
-/// What one scan fetched (exposed for tests and benchmarks).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ScanStats {
-    /// Records listed by this scan at its pinned block: every live record of the project the
-    /// first time, then only those created since the previous listing.
-    pub listed: usize,
-    /// Live records of the project the client knows after this scan.
-    pub known: usize,
-    /// Tags opened (records not seen before).
-    pub tags_opened: usize,
-    /// Records whose tag opened.
-    pub matched: usize,
-    /// Batches fetched with payloads, cover batches included.
-    pub batches_fetched: usize,
-    /// Of those, cover batches.
-    pub cover_batches: usize,
-    /// Matched records that failed verification or decryption.
-    pub rejected: usize,
 }
 
 /// The creators a copy check may trust: the trusted relayers when set, else the session's.

@@ -78,11 +78,12 @@ mod tokens;
 mod transport;
 pub mod verify;
 
+pub use cache::ScanStats;
 pub use client::{PrivateClient, DEFAULT_RPC_URL};
 pub use covers::COVER_WINDOW_BLOCKS;
 pub use discover::{discover_relayers, heartbeat_relayers, LiveHeartbeat};
 pub use discover::{discover_relayers_pinned, RelayerRef};
-pub use entities::{EntitiesQuery, ProveParams, ScanStats};
+pub use entities::{EntitiesQuery, ProveParams};
 pub use error::PrivsvcError;
 pub use options::{default_inclusion_timeout, ClientBuilder, ClientOptions, Tokens};
 pub use privsvc_attributes::{AttrType, AttrValue, Attributes};

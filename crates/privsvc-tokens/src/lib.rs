@@ -96,7 +96,8 @@ pub mod store;
 pub mod wallet;
 
 pub use source::{
-    StoreTokenSource, TokenSource, DEFAULT_MIN_AGE_MS, DEFAULT_RIPE_WAIT_MS, ON_DEMAND_TOKENS,
+    OnDemandIssuer, StoreTokenSource, TokenSource, DEFAULT_MIN_AGE_MS, DEFAULT_RIPE_WAIT_MS,
+    ON_DEMAND_TOKENS,
 };
 #[cfg(feature = "sqlite")]
 pub use store::FileTokenStore;

@@ -9,7 +9,6 @@ use crate::error::TokenError;
 use crate::message::{acceptable_epochs, now_ms};
 use crate::protocol::TokenRedemption;
 use crate::store::{StoredToken, TokenStore};
-use crate::wallet::TokenWallet;
 
 /// Default minimum age of a token before it is spent (60 s), so that issuance and spending are
 /// not adjacent in time.
@@ -30,6 +29,15 @@ pub trait TokenSource: privsvc_rt::MaybeSend + privsvc_rt::MaybeSync {
 /// minimum age and some margin).
 pub const DEFAULT_RIPE_WAIT_MS: u64 = 90_000;
 
+/// What fetches tokens into the store when the supply is empty and on-demand issuance is
+/// allowed: a `TokenWallet`.
+#[cfg_attr(not(target_arch = "wasm32"), async_trait)]
+#[cfg_attr(target_arch = "wasm32", async_trait(?Send))]
+pub trait OnDemandIssuer: privsvc_rt::MaybeSend + privsvc_rt::MaybeSync {
+    /// Fetch `count` tokens of `app` from the issuer into the store the source reads.
+    async fn fetch_into_store(&self, app: &str, count: usize) -> Result<(), TokenError>;
+}
+
 /// Tokens fetched when the supply of an app is empty and on-demand issuance is allowed.
 pub const ON_DEMAND_TOKENS: usize = 5;
 
@@ -42,7 +50,7 @@ pub struct StoreTokenSource {
     store: Arc<dyn TokenStore>,
     min_age_ms: u64,
     max_wait_ms: u64,
-    on_demand: Option<TokenWallet>,
+    on_demand: Option<Box<dyn OnDemandIssuer>>,
     /// Serialises on-demand refills, so concurrent writes start one issuance, not many.
     refill: tokio::sync::Mutex<()>,
 }
@@ -59,17 +67,18 @@ impl StoreTokenSource {
         }
     }
 
-    /// A source that fetches a token from `wallet`'s issuer when none is ready.
+    /// A source that fetches tokens through `issuer` (a `TokenWallet` writing into `store`)
+    /// when none is ready.
     pub fn with_on_demand(
         store: Arc<dyn TokenStore>,
         min_age_ms: u64,
-        wallet: TokenWallet,
+        issuer: impl OnDemandIssuer + 'static,
     ) -> Self {
         StoreTokenSource {
             store,
             min_age_ms,
             max_wait_ms: DEFAULT_RIPE_WAIT_MS,
-            on_demand: Some(wallet),
+            on_demand: Some(Box::new(issuer)),
             refill: tokio::sync::Mutex::new(()),
         }
     }
@@ -96,15 +105,14 @@ impl StoreTokenSource {
     /// When the supply of `app` is empty, fetch [`ON_DEMAND_TOKENS`] from the issuer into the
     /// store (never handed out before they ripen).
     async fn refill_if_empty(&self, app: &str) -> Result<(), TokenError> {
-        let Some(wallet) = &self.on_demand else {
+        let Some(issuer) = &self.on_demand else {
             return Ok(());
         };
         let _guard = self.refill.lock().await;
         if !self.usable(app, now_ms())?.is_empty() {
             return Ok(());
         }
-        wallet.acquire_tokens(app, ON_DEMAND_TOKENS, None).await?;
-        Ok(())
+        issuer.fetch_into_store(app, ON_DEMAND_TOKENS).await
     }
 
     /// Take a random token among `candidates` (retrying if a concurrent taker wins one).

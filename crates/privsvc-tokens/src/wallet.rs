@@ -19,7 +19,9 @@ use crate::protocol::{
     ErrorBody, IssueRequest, IssueResponse, IssuerKeyResponse, TokenRedemption,
     MAX_TOKENS_PER_REQUEST,
 };
-use crate::source::{StoreTokenSource, TokenSource, DEFAULT_MIN_AGE_MS, DEFAULT_RIPE_WAIT_MS};
+use crate::source::{
+    OnDemandIssuer, StoreTokenSource, TokenSource, DEFAULT_MIN_AGE_MS, DEFAULT_RIPE_WAIT_MS,
+};
 use crate::store::{memory_store, StoredToken, TokenStore};
 use crate::suite::{token_suite, IssuerKey};
 
@@ -411,4 +413,12 @@ fn error_reason(resp: &IssuerReply) -> Option<String> {
     serde_json::from_slice::<ErrorBody>(&resp.body)
         .ok()
         .map(|b| b.error)
+}
+
+#[cfg_attr(not(target_arch = "wasm32"), async_trait::async_trait)]
+#[cfg_attr(target_arch = "wasm32", async_trait::async_trait(?Send))]
+impl OnDemandIssuer for TokenWallet {
+    async fn fetch_into_store(&self, app: &str, count: usize) -> Result<(), TokenError> {
+        self.acquire_tokens(app, count, None).await.map(|_| ())
+    }
 }
