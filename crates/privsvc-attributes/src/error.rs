@@ -5,6 +5,7 @@ use crate::MAX_ATTRIBUTES;
 
 /// Why a set of attributes was refused. Messages name the attribute and the reason.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum AttributeError {
     /// One attribute's name or value is invalid.
     #[error("attribute {name:?}: {reason}")]

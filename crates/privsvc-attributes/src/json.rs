@@ -12,6 +12,7 @@ use std::fmt;
 
 /// Why [`parse_strict`] refused its input.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum StrictJsonError {
     /// The input is not JSON (serde_json's message with line and column).
     #[error("not valid JSON: {0}")]

@@ -4,6 +4,7 @@ use privsvc_fingerprint::CheckWarning;
 
 /// Errors of the privsvc client.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum PrivsvcError {
     /// No relayer could be used at all (none configured, none discovered, none reachable).
     #[error("no relayer available: {reason}; pass relayer URLs with `relayers(...)` or check that relayers publish heartbeats on this ledger")]

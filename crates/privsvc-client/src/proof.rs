@@ -90,6 +90,7 @@ pub struct ProofExpectation<'a> {
 /// Why a proof was not accepted. The first seven reasons are the checks that need no ledger
 /// ([`ProofCheckError`], with the same messages); the others come from the ledger.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ProofRejection {
     /// The window has not started yet.
     NotYetValid {

@@ -2,6 +2,7 @@
 
 /// Why the devnet could not start or persist.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum DevnetError {
     /// Invalid configuration.
     #[error("invalid devnet configuration: {0}")]

@@ -20,6 +20,7 @@ pub const DEV_PRIVATE_KEYS: [&str; 5] = [
 
 /// Errors of the dev signer.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SignerError {
     /// The key is not 32 bytes of hex or not a valid secp256k1 scalar.
     #[error("invalid private key: {0}")]

@@ -5,6 +5,7 @@ use privsvc_attributes::{AttrType, AttributeError};
 
 /// Why an envelope could not be sealed, parsed or verified.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum EnvelopeError {
     /// The envelope (or the text to pad) is larger than the largest padded size.
     #[error("envelope is {len} bytes; the largest padded size is 16384 bytes (make the payload smaller)")]

@@ -322,6 +322,7 @@ pub type DecodedOp = ModelOperation;
 /// [`DecodeError::Malformed`] is one of the node's custom errors; `Malformed` reverts with
 /// `Error(string)`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum DecodeError {
     /// Calldata too short, unknown selector, an undecodable `Operation[]`, or an operationData
     /// that does not decode as its tag's struct at all.

@@ -55,6 +55,7 @@ const TYPE_NAMES: [&str; 10] = [
 
 /// Why a value cannot be decoded or encoded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum CodecError {
     /// A word type (everything but `str` and `bytes`) was not 32 bytes long.
     #[error("a {type_name} value must be 32 bytes, got {len} (BadWordLength({len}))")]
@@ -493,6 +494,7 @@ pub fn format_dec(v: I256) -> String {
 
 /// Why an attribute name is refused by the node's `Ident32` rule.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum NameError {
     /// The name is empty (`Ident32Empty()`).
     #[error("attribute name is empty (Ident32Empty)")]

@@ -2,6 +2,7 @@
 
 /// Everything that can go wrong reading or writing the ledger.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum LedgerError {
     /// The node could not be reached or answered garbage at the HTTP level.
     #[error("ledger transport error: {0}")]

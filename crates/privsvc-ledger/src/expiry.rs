@@ -10,6 +10,7 @@ pub const BLOCK_TIME_SECONDS: u64 = 2;
 
 /// Why an expiry cannot be resolved.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ExpiryError {
     /// The resolved target is not after the including block (`ExpiryDeadOnArrival`).
     #[error("expiry {target} is not after block {current_block} (ExpiryDeadOnArrival)")]

@@ -36,6 +36,7 @@ pub const ALL: &str = "*";
 
 /// Why an expression cannot be built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum QueryBuildError {
     /// The attribute name is not a valid query identifier.
     #[error("invalid attribute name: {0}")]

@@ -6,6 +6,7 @@
 /// tells a sender *why* a message could not be opened (wrong key id, bad ciphertext, bad Binary
 /// HTTP), so that it cannot be used as an oracle.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum OhttpError {
     /// The relayer or relay could not be reached.
     #[error("transport error: {0}")]

@@ -50,6 +50,7 @@ use zeroize::Zeroizing;
 
 /// A bad configuration value, named by its variable.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ConfigError {
     /// A value failed its check.
     #[error("invalid {name}: {reason}")]

@@ -100,6 +100,7 @@ use state::{Live, Shared};
 
 /// Why the relayer could not start.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum RelayerError {
     /// Bad configuration.
     #[error(transparent)]

@@ -25,6 +25,7 @@ use tokio::sync::oneshot;
 
 /// Storage failures.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum StoreError {
     /// SQLite refused an operation.
     #[error("database error: {0}")]

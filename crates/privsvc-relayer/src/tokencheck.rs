@@ -46,6 +46,7 @@ impl Default for IssuerKeys {
 
 /// Why a token was refused (the 403 reason).
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum TokenRefusal {
     /// The reason, for the client.
     #[error("{0}")]

@@ -21,6 +21,7 @@ use async_trait::async_trait;
 
 /// Why an HTTP exchange failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum HttpError {
     /// The request could not be sent or its answer not received in time (the message leaves
     /// the URL out).

@@ -5,6 +5,7 @@ use privsvc_vault::VaultError;
 
 /// Everything that can go wrong creating, verifying, fetching or storing tokens.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum TokenError {
     /// An issuer public key could not be decoded or has the wrong parameters.
     #[error("invalid issuer key: {0}; expected a 2048-bit RSA public key (e = 65537) as SPKI DER")]

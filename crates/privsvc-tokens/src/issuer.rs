@@ -131,6 +131,7 @@ impl std::fmt::Debug for IssuerConfig {
 
 /// Why an issue request is refused (HTTP 403, `{ "error": "<this text>" }`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum IssueRefusal {
     /// `epoch` is not today's UTC day.
     #[error("epoch is not today's UTC day ({today})")]
@@ -193,6 +194,7 @@ pub enum IssueRefusal {
 
 /// Everything an issuer call can fail with; the router maps each to an HTTP status.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum IssuerError {
     /// Malformed request (400).
     #[error("{0}")]

@@ -15,6 +15,7 @@ pub const ISSUER_DB_FILE: &str = "issuer.sqlite";
 
 /// Errors of the issuer store.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum StoreError {
     /// SQLite failed.
     #[error("issuer database error: {0}")]

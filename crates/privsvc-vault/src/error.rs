@@ -2,6 +2,7 @@
 
 /// Everything that can go wrong deriving keys or signing with a vault.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum VaultError {
     /// The wallet gave two different derivation signatures.
     #[error("the wallet gave two different signatures for the same derivation message; privsvc needs a deterministic (RFC 6979) signer")]

@@ -35,6 +35,7 @@ pub struct OwnershipProof {
 
 /// Why a proof cannot be signed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+// Exhaustive on purpose: privsvc-client maps each reason to its own, one to one.
 pub enum ProofSignError {
     /// The asked validity is longer than [`MAX_PROOF_WINDOW_SECONDS`].
     #[error("an ownership proof is valid at most {max} s, {0} s asked; ask the verifier for a fresh challenge instead of a long-lived proof", max = MAX_PROOF_WINDOW_SECONDS)]
@@ -46,6 +47,7 @@ pub enum ProofSignError {
 
 /// Why a proof fails a check that needs no ledger (the message is meant for the verifier's user).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+// Exhaustive on purpose: privsvc-client maps each reason to its own, one to one.
 pub enum ProofCheckError {
     /// The window has not started yet.
     #[error("the proof is not valid before {not_before} (now {now})")]

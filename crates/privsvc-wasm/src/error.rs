@@ -7,6 +7,7 @@ use wasm_bindgen::JsValue;
 
 /// Everything a binding can fail with.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum WasmError {
     /// A vault operation failed (wallet checks, recovery code, decryption...).
     #[error(transparent)]

@@ -9,6 +9,7 @@ use base64::Engine;
 
 /// Why a cursor was refused (both map to -32005).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum CursorError {
     /// Not a cursor this node issued.
     #[error("malformed cursor")]
