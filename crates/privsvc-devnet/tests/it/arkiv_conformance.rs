@@ -14,12 +14,10 @@
 //! - err-41 names -32602 for `limit 0/201` and unknown options while the e2e source asserts only
 //!   an error; we assert -32602.
 
-mod common;
-
 use std::collections::{BTreeSet, HashMap};
 
 use alloy_primitives::{Address, Bytes, B256, U256};
-use common::*;
+use crate::common::*;
 use privsvc_devnet::exec::derive_key;
 use privsvc_devnet::query::lexer::{tokenize, Tok};
 use privsvc_devnet::query::literal::{parse_i32, parse_tagged};

@@ -8,10 +8,8 @@
 //! owned by `0xca4b…`) seeded at genesis. Created keys, logs and block numbers must equal the
 //! live receipts.
 
-mod common;
-
 use alloy_primitives::{Address, Bytes, B256, U256};
-use common::*;
+use crate::common::*;
 use privsvc_devnet::{Account, BlockTime, Devnet, DevnetConfig, EntityData, ARKIV_ADDRESS};
 use serde_json::{json, Value as Json};
 
