@@ -77,6 +77,8 @@ fn file_store_is_exclusive_and_rejects_garbage() {
 }
 
 const CHILD_ENV: &str = "PRIVSVC_TOKENS_STORE_CHILD";
+/// The child test's name as libtest knows it: its path inside the `it` test binary.
+const CHILD_TEST: &str = "stores::child_takes_two_tokens";
 
 /// Runs only inside the child process started by `file_store_survives_a_process_restart`.
 #[tokio::test]
@@ -105,7 +107,7 @@ async fn file_store_survives_a_process_restart() {
         let out = std::process::Command::new(std::env::current_exe().unwrap())
             .args([
                 "--exact",
-                "child_takes_two_tokens",
+                CHILD_TEST,
                 "--nocapture",
                 "--test-threads=1",
             ])
