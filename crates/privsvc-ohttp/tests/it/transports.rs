@@ -1,10 +1,8 @@
 //! The three `Transport` implementations against the same relayer API.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{addr, get, relayer_api, serve, served_stack, Stack};
+use crate::common::{addr, get, relayer_api, serve, served_stack, Stack};
 use privsvc_ohttp::{
     HttpTransport, InProcessTransport, OhttpError, OhttpGateway, OhttpTransport, RelayConfig,
     RelayerRequest, Transport,

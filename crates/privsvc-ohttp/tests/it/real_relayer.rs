@@ -2,11 +2,9 @@
 //! heartbeat, the relay verifies it, and `OhttpTransport` finds the gateway key in the heartbeat
 //! and reaches the relayer's endpoints through `POST /ohttp` -> `POST /v1/ohttp`.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::{get, Chain};
+use crate::common::{get, Chain};
 use privsvc_ohttp::{
     OhttpGateway, OhttpRelay, OhttpTransport, RelayConfig, RelayerRequest, Transport,
     MAX_ENCAPSULATED_BYTES,

@@ -14,8 +14,6 @@
 //! On the code before revision 3 each test fails: the transport took the newest heartbeat's key
 //! (the operator's), and after a 400 it re-discovered the key (the operator's again).
 
-mod common;
-
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -26,7 +24,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
-use common::{addr, get, relayer, serve, Chain};
+use crate::common::{addr, get, relayer, serve, Chain};
 use privsvc_ohttp::{
     OhttpError, OhttpGateway, OhttpTransport, RelayerRequest, Transport, CONTENT_TYPE_OHTTP_REQ,
     CONTENT_TYPE_OHTTP_RES, TARGET_HEADER,

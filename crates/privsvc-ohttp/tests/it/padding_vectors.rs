@@ -6,7 +6,7 @@
 //!
 //! The file is written by `examples/ohttp_vectors.rs`; this test never rewrites it.
 
-mod reference;
+use crate::reference;
 
 use privsvc_ohttp::binary::{
     decode_padded_request, decode_padded_response, encode_padded_request, encode_padded_response,
@@ -16,7 +16,7 @@ use privsvc_ohttp::{encapsulate, BinaryRequest, OhttpError, OhttpGateway};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-const VECTORS: &str = include_str!("../../../conformance/ohttp/vectors.json");
+const VECTORS: &str = include_str!("../../../../conformance/ohttp/vectors.json");
 
 fn vectors() -> Value {
     serde_json::from_str(VECTORS).expect("vectors.json is JSON")

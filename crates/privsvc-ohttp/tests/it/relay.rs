@@ -2,15 +2,13 @@
 //! client -> relay -> gateway -> relayer router, every error status, header stripping and
 //! connection pooling.
 
-mod common;
-
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::http::HeaderMap;
 use axum::routing::post;
 use axum::Router;
-use common::{
+use crate::common::{
     addr, client_from, get, relayed, relayer, serve, serve_recording, serve_relay_listener,
     served_stack, Chain, Relayed, Stack,
 };

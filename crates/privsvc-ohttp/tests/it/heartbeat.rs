@@ -1,10 +1,8 @@
 //! Reading live heartbeats from a devnet written by RpcWriter.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{addr, Chain};
+use crate::common::{addr, Chain};
 use privsvc_ohttp::heartbeat::{live_heartbeats, live_window_blocks};
 
 #[tokio::test]

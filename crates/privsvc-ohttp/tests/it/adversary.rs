@@ -10,8 +10,6 @@
 //! revision 2) every assertion on equal sizes fails: a queued status answer sealed to 144 bytes
 //! and a written one to 317.
 
-mod common;
-
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -21,7 +19,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
-use common::{get, serve, Chain};
+use crate::common::{get, serve, Chain};
 use k256::ecdsa::SigningKey;
 use privsvc_attributes::Attributes;
 use privsvc_envelope::{seal_envelope, EnvelopeBody};

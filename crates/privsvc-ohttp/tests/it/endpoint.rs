@@ -1,14 +1,12 @@
 //! The relayer's `POST /v1/ohttp` endpoint over loopback: dispatch and every error status.
 
-mod common;
-
 use std::sync::Arc;
 
 use axum::body::Body;
 use axum::http::{HeaderMap, Request};
 use axum::routing::post;
 use axum::{Extension, Router};
-use common::{addr, get, relayer, serve};
+use crate::common::{addr, get, relayer, serve};
 use privsvc_ohttp::client::to_binary_request;
 use privsvc_ohttp::{
     encapsulate, gateway_router, BinaryRequest, OhttpGateway, RelayerRequest, ViaOhttp,
