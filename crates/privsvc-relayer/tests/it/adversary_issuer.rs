@@ -12,14 +12,12 @@
 //!   one;
 //! - the issuer routes answer 429 past the per-address limit.
 
-mod common;
-
 use std::sync::Arc;
 use std::time::Duration;
 
 use alloy_primitives::{Address, B256};
 use base64::Engine as _;
-use common::*;
+use crate::common::*;
 use privsvc_ledger::{LedgerWriter, Operation, RpcLedger};
 use privsvc_relayer::TokenMode;
 use privsvc_tokens::key_entity::issuer_key_create;

@@ -6,8 +6,6 @@
 //! devnet, real HTTP on 127.0.0.1, real OHTTP, real RSA blind signatures, real SQLite files.
 //! Each fails on the relayer before revision 3.
 
-mod common;
-
 use std::net::IpAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -17,8 +15,8 @@ use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::http::Request;
 use base64::Engine as _;
-use common::faultproxy::FaultProxy;
-use common::*;
+use crate::common::faultproxy::FaultProxy;
+use crate::common::*;
 use privsvc_ledger::{LedgerReader, LedgerWriter, RpcLedger, RpcWriter};
 use privsvc_ohttp::padding::{RESPONSE_CLASSES, RESPONSE_OVERHEAD};
 use privsvc_relayer::listener::PeerAddr;

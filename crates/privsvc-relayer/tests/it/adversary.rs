@@ -3,14 +3,12 @@
 //! loopback HTTP, the real embedded devnet, real SQLite files. Each test fails on the relayer
 //! before revision 2.
 
-mod common;
-
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::time::Duration;
 
 use alloy_primitives::B256;
-use common::*;
+use crate::common::*;
 use privsvc_relayer::{OhttpSeed, RelayerConfig, TokenMode};
 use serde_json::{json, Value};
 

@@ -1,14 +1,12 @@
 //! End-to-end tests of the relayer: real HTTP on loopback, a real devnet, real SQLite files.
 
-mod common;
-
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use alloy_primitives::{Address, B256};
 use async_trait::async_trait;
-use common::*;
+use crate::common::*;
 use privsvc_ledger::{
     BatchReceipt, LedgerError, LedgerWriter, Operation, PreparedTx, QueryOptions, Select,
 };

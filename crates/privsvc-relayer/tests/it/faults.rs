@@ -4,15 +4,13 @@
 //! were settled, the first reverts its batches, the second stalls for good, the third does not
 //! drain.
 
-mod common;
-
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use alloy_primitives::Address;
-use common::faultproxy::FaultProxy;
-use common::*;
+use crate::common::faultproxy::FaultProxy;
+use crate::common::*;
 use privsvc_devnet::{BlockTime, Devnet, DevnetConfig, DevnetHandle, DEV_PRIVATE_KEYS};
 use privsvc_ledger::{LedgerReader, LedgerWriter, RpcLedger, RpcWriter};
 use privsvc_relayer::{Relayer, RelayerConfig, RelayerHandle};

@@ -4,12 +4,10 @@
 //! `hour`. Real devnet, real relayer over HTTP. Before v2 the relayer accepted any copy at any time
 //! (the envelope carried no time at all).
 
-mod common;
-
 use std::time::Duration;
 
 use alloy_primitives::Address;
-use common::*;
+use crate::common::*;
 use k256::ecdsa::SigningKey;
 use privsvc_attributes::{AttrValue, Attributes};
 use privsvc_envelope::{hour_of, pad_envelope, seal_envelope, EnvelopeBody};
