@@ -2,13 +2,11 @@
 //! call goes through the HTTP stack the caller gives, directly and through the OHTTP relay, and
 //! none goes around it.
 
-mod common;
-
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use common::*;
+use crate::common::*;
 use privsvc_client::PrivsvcError;
 use privsvc_ohttp::{Fetch, FetchRequest, FetchResponse, HttpError, ReqwestFetch};
 use privsvc_vault::LocalWallet;

@@ -11,12 +11,10 @@
 //! agree within a tolerance. Each fetch burst reads the timestamps of all its blocks and no
 //! other.
 
-mod common;
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{fast_schedule, note, APP};
+use crate::common::{fast_schedule, note, APP};
 use privsvc_client::{EntitiesQuery, LocalWallet, PrivateClient, ProveParams};
 use privsvc_ledger::RpcLedger;
 use privsvc_testkit::{LocalStack, RelayerSpec};

@@ -3,14 +3,12 @@
 //! naming the owner), and only then is the same sealed envelope sent to another relayer. Never
 //! two entities.
 
-mod common;
-
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use common::*;
+use crate::common::*;
 use privsvc_client::EntitiesQuery;
 use privsvc_ledger::LedgerReader;
 use privsvc_ohttp::{HttpTransport, OhttpError, RelayerRequest, RelayerResponse, Transport};

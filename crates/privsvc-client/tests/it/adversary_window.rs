@@ -7,10 +7,10 @@
 //! 3600. Real devnet, real relayers, real client. Before v2 (no `hour`, no rule), the stale copy
 //! verified, showed in `my_entities` and backed an ownership proof like a fresh record.
 
-mod common;
+use crate::common;
 
 use alloy_primitives::{Address, B256};
-use common::{Stack, StackOptions};
+use crate::common::{Stack, StackOptions};
 use privsvc_attributes::Attributes;
 use privsvc_client::proof::unix_now;
 use privsvc_client::{

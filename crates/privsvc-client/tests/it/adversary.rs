@@ -11,8 +11,6 @@
 //! * the RPC cannot pick the user's batch among a scan's fetches better than chance, and
 //!   intersecting the fetch sets of fresh sessions of one user keeps the covers.
 
-mod common;
-
 use std::collections::{BTreeSet, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -20,7 +18,7 @@ use std::time::{Duration, Instant};
 use alloy_primitives::{Address, B256, U256};
 use async_trait::async_trait;
 use axum::extract::State;
-use common::*;
+use crate::common::*;
 use privsvc_attributes::{AttrValue, Attributes};
 use privsvc_client::{
     default_inclusion_timeout, verify_ownership_proof, EntitiesQuery, PrivateClient, PrivsvcError,

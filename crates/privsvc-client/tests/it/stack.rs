@@ -1,13 +1,11 @@
 //! The client against the real stack: devnet, two relayers (A runs the issuer), tokens, and an
 //! OHTTP relay, all on loopback.
 
-mod common;
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use alloy_primitives::B256;
-use common::*;
+use crate::common::*;
 use privsvc_client::{
     heartbeat_relayers, verify_ownership_proof, verify_record, AttrValue, CreateParams,
     CreateResult, EntitiesQuery, Expires, PrivateClient, PrivsvcError, ProofExpectation,

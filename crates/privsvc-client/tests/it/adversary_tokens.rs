@@ -16,14 +16,12 @@
 //! - an issuer that replaces its key for an (app, epoch) the client pinned is refused with
 //!   `IssuerEquivocation`, also in a later session (persistent pins).
 
-mod common;
-
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use alloy_primitives::Address;
 use axum::extract::State;
-use common::*;
+use crate::common::*;
 use privsvc_client::PrivsvcError;
 use privsvc_devnet::{BlockTime, Devnet, DevnetConfig, DevnetHandle};
 use privsvc_ledger::{LedgerReader, Operation, QueryOptions};
