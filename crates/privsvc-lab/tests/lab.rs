@@ -99,7 +99,8 @@ async fn every_passive_attack_wins_when_its_leak_is_on() {
             .attack(id)
             .unwrap_or_else(|| panic!("no result for {id}"));
         assert!(
-            a.measured.beats_chance_at(privsvc_lab::stats::Z_ONE_SIDED_95),
+            a.measured
+                .beats_chance_at(privsvc_lab::stats::Z_ONE_SIDED_95),
             "{id} does not win against its leak: {:?}",
             a.measured
         );
