@@ -15,10 +15,10 @@ use std::collections::{BTreeSet, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::common::*;
 use alloy_primitives::{Address, B256, U256};
 use async_trait::async_trait;
 use axum::extract::State;
-use crate::common::*;
 use privsvc_attributes::{AttrValue, Attributes};
 use privsvc_client::{
     default_inclusion_timeout, verify_ownership_proof, EntitiesQuery, PrivateClient, PrivsvcError,

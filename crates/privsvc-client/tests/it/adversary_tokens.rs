@@ -19,9 +19,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::common::*;
 use alloy_primitives::Address;
 use axum::extract::State;
-use crate::common::*;
 use privsvc_client::PrivsvcError;
 use privsvc_devnet::{BlockTime, Devnet, DevnetConfig, DevnetHandle};
 use privsvc_ledger::{LedgerReader, Operation, QueryOptions};

@@ -9,8 +9,8 @@
 
 use crate::common;
 
-use alloy_primitives::{Address, B256};
 use crate::common::{Stack, StackOptions};
+use alloy_primitives::{Address, B256};
 use privsvc_attributes::Attributes;
 use privsvc_client::proof::unix_now;
 use privsvc_client::{

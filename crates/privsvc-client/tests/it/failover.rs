@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use async_trait::async_trait;
 use crate::common::*;
+use async_trait::async_trait;
 use privsvc_client::EntitiesQuery;
 use privsvc_ledger::LedgerReader;
 use privsvc_ohttp::{HttpTransport, OhttpError, RelayerRequest, RelayerResponse, Transport};

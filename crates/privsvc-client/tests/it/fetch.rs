@@ -5,8 +5,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use crate::common::*;
+use async_trait::async_trait;
 use privsvc_client::PrivsvcError;
 use privsvc_ohttp::{Fetch, FetchRequest, FetchResponse, HttpError, ReqwestFetch};
 use privsvc_vault::LocalWallet;

@@ -1,10 +1,10 @@
 //! Integration tests of privsvc-client: one binary, one module per former test file.
 
-#[path = "../common/mod.rs"]
-mod common;
 mod adversary;
 mod adversary_tokens;
 mod adversary_window;
+#[path = "../common/mod.rs"]
+mod common;
 mod failover;
 mod fetch;
 mod fuzz_seeds;

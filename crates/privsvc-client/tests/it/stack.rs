@@ -4,8 +4,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use alloy_primitives::B256;
 use crate::common::*;
+use alloy_primitives::B256;
 use privsvc_client::{
     heartbeat_relayers, verify_ownership_proof, verify_record, AttrValue, CreateParams,
     CreateResult, EntitiesQuery, Expires, PrivateClient, PrivsvcError, ProofExpectation,

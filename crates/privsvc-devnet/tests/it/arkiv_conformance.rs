@@ -16,8 +16,8 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use alloy_primitives::{Address, Bytes, B256, U256};
 use crate::common::*;
+use alloy_primitives::{Address, Bytes, B256, U256};
 use privsvc_devnet::exec::derive_key;
 use privsvc_devnet::query::lexer::{tokenize, Tok};
 use privsvc_devnet::query::literal::{parse_i32, parse_tagged};

@@ -8,8 +8,8 @@
 //! owned by `0xca4b…`) seeded at genesis. Created keys, logs and block numbers must equal the
 //! live receipts.
 
-use alloy_primitives::{Address, Bytes, B256, U256};
 use crate::common::*;
+use alloy_primitives::{Address, Bytes, B256, U256};
 use privsvc_devnet::{Account, BlockTime, Devnet, DevnetConfig, EntityData, ARKIV_ADDRESS};
 use serde_json::{json, Value as Json};
 

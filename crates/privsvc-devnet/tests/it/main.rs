@@ -1,7 +1,7 @@
 //! Integration tests of privsvc-devnet: one binary, one module per former test file.
 
-mod common;
 mod arkiv_conformance;
+mod common;
 mod execution;
 mod fuzz_seeds;
 mod ledger_stack;

@@ -1,9 +1,9 @@
 //! The node-side decode rules and revert encodings of the `operations` and `errors` vector
 //! sections, exercised through `eth_call` (revert data in `error.data`) and real transactions.
 
+use crate::common::*;
 use alloy_primitives::{Address, Bytes, B256, U256};
 use alloy_sol_types::SolError;
-use crate::common::*;
 use privsvc_devnet::abi::{self, Operation};
 use privsvc_devnet::revert::Revert;
 use privsvc_devnet::{BlockTime, DevSigner, Devnet, DevnetConfig, ARKIV_ADDRESS};

@@ -13,13 +13,13 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::common::{get, serve, Chain};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
-use crate::common::{get, serve, Chain};
 use k256::ecdsa::SigningKey;
 use privsvc_attributes::Attributes;
 use privsvc_envelope::{seal_envelope, EnvelopeBody};

@@ -17,6 +17,7 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use crate::common::{addr, get, relayer, serve, Chain};
 use alloy_primitives::Address;
 use axum::body::Bytes;
 use axum::extract::State;
@@ -24,7 +25,6 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
-use crate::common::{addr, get, relayer, serve, Chain};
 use privsvc_ohttp::{
     OhttpError, OhttpGateway, OhttpTransport, RelayerRequest, Transport, CONTENT_TYPE_OHTTP_REQ,
     CONTENT_TYPE_OHTTP_RES, TARGET_HEADER,

@@ -2,11 +2,11 @@
 
 use std::sync::Arc;
 
+use crate::common::{addr, get, relayer, serve};
 use axum::body::Body;
 use axum::http::{HeaderMap, Request};
 use axum::routing::post;
 use axum::{Extension, Router};
-use crate::common::{addr, get, relayer, serve};
 use privsvc_ohttp::client::to_binary_request;
 use privsvc_ohttp::{
     encapsulate, gateway_router, BinaryRequest, OhttpGateway, RelayerRequest, ViaOhttp,

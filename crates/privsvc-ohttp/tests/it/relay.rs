@@ -5,13 +5,13 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::http::HeaderMap;
-use axum::routing::post;
-use axum::Router;
 use crate::common::{
     addr, client_from, get, relayed, relayer, serve, serve_recording, serve_relay_listener,
     served_stack, Chain, Relayed, Stack,
 };
+use axum::http::HeaderMap;
+use axum::routing::post;
+use axum::Router;
 use privsvc_ohttp::{
     ohttp_call, OhttpError, OhttpGateway, OhttpRelay, RelayConfig, RelayerRequest,
     MAX_ENCAPSULATED_BYTES,

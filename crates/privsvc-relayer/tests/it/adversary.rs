@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 use std::time::Duration;
 
-use alloy_primitives::B256;
 use crate::common::*;
+use alloy_primitives::B256;
 use privsvc_relayer::{OhttpSeed, RelayerConfig, TokenMode};
 use serde_json::{json, Value};
 

@@ -15,9 +15,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::common::*;
 use alloy_primitives::{Address, B256};
 use base64::Engine as _;
-use crate::common::*;
 use privsvc_ledger::{LedgerWriter, Operation, RpcLedger};
 use privsvc_relayer::TokenMode;
 use privsvc_tokens::key_entity::issuer_key_create;

@@ -11,12 +11,12 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::common::faultproxy::FaultProxy;
+use crate::common::*;
 use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::http::Request;
 use base64::Engine as _;
-use crate::common::faultproxy::FaultProxy;
-use crate::common::*;
 use privsvc_ledger::{LedgerReader, LedgerWriter, RpcLedger, RpcWriter};
 use privsvc_ohttp::padding::{RESPONSE_CLASSES, RESPONSE_OVERHEAD};
 use privsvc_relayer::listener::PeerAddr;

@@ -6,8 +6,8 @@
 
 use std::time::Duration;
 
-use alloy_primitives::Address;
 use crate::common::*;
+use alloy_primitives::Address;
 use k256::ecdsa::SigningKey;
 use privsvc_attributes::{AttrValue, Attributes};
 use privsvc_envelope::{hour_of, pad_envelope, seal_envelope, EnvelopeBody};

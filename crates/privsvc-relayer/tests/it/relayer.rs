@@ -4,9 +4,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::common::*;
 use alloy_primitives::{Address, B256};
 use async_trait::async_trait;
-use crate::common::*;
 use privsvc_ledger::{
     BatchReceipt, LedgerError, LedgerWriter, Operation, PreparedTx, QueryOptions, Select,
 };

@@ -105,12 +105,7 @@ async fn file_store_survives_a_process_restart() {
     let mut taken = HashSet::new();
     for _ in 0..2 {
         let out = std::process::Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                CHILD_TEST,
-                "--nocapture",
-                "--test-threads=1",
-            ])
+            .args(["--exact", CHILD_TEST, "--nocapture", "--test-threads=1"])
             .env(CHILD_ENV, &path)
             .output()
             .unwrap();
