@@ -15,7 +15,6 @@ use std::collections::{BTreeSet, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::common::*;
 use alloy_primitives::{Address, B256, U256};
 use async_trait::async_trait;
 use axum::extract::State;
@@ -30,6 +29,8 @@ use privsvc_ledger::{LedgerReader, RpcLedger};
 use privsvc_ohttp::{HttpTransport, OhttpError, RelayerRequest, RelayerResponse, Transport};
 use privsvc_relayer::{Relayer, RelayerConfig};
 use privsvc_vault::{tag_to_text, KeyVault, LocalWallet, Vault};
+
+use crate::common::*;
 
 /// A JSON-RPC proxy on loopback that records every request body it forwards to the devnet.
 struct RpcProxy {

@@ -19,7 +19,6 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::common::*;
 use alloy_primitives::Address;
 use axum::extract::State;
 use privsvc_client::PrivsvcError;
@@ -31,6 +30,8 @@ use privsvc_tokens::key_entity::{issuer_key_create, issuer_key_query};
 use privsvc_tokens::{epoch_of, now_ms, token_suite, IssuerKey, SqliteKeyPins};
 use privsvc_vault::LocalWallet;
 use tempfile::TempDir;
+
+use crate::common::*;
 
 /// Minimum token age of the clients here.
 const MIN_AGE_MS: u64 = 1_500;

@@ -7,9 +7,6 @@
 //! 3600. Real devnet, real relayers, real client. Before v2 (no `hour`, no rule), the stale copy
 //! verified, showed in `my_entities` and backed an ownership proof like a fresh record.
 
-use crate::common;
-
-use crate::common::{Stack, StackOptions};
 use alloy_primitives::{Address, B256};
 use privsvc_attributes::Attributes;
 use privsvc_client::proof::unix_now;
@@ -21,6 +18,8 @@ use privsvc_client::{
 use privsvc_envelope::{hour_of, EnvelopeBody};
 use privsvc_ledger::{LedgerWriter, Operation};
 use privsvc_vault::{tag_to_text, RecordRef};
+
+use crate::common::{self, Stack, StackOptions};
 
 /// A record of `client` sealed (as the client seals) with the given `hour`.
 async fn seal_at(client: &PrivateClient, hour: u64) -> (RecordRef, Address, String, Attributes) {

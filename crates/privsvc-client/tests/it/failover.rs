@@ -7,12 +7,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::common::*;
 use async_trait::async_trait;
 use privsvc_client::EntitiesQuery;
 use privsvc_ledger::LedgerReader;
 use privsvc_ohttp::{HttpTransport, OhttpError, RelayerRequest, RelayerResponse, Transport};
 use privsvc_vault::LocalWallet;
+
+use crate::common::*;
 
 /// Real HTTP, except that the answer to `POST /v1/records` sent to `target` is lost: the
 /// relayer receives the whole request and answers, and the client gets a transport error.

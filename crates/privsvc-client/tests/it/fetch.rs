@@ -5,11 +5,12 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::common::*;
 use async_trait::async_trait;
 use privsvc_client::PrivsvcError;
 use privsvc_ohttp::{Fetch, FetchRequest, FetchResponse, HttpError, ReqwestFetch};
 use privsvc_vault::LocalWallet;
+
+use crate::common::*;
 
 /// Passes requests to reqwest and writes down each one's method and URL, or refuses them all.
 struct Recording {

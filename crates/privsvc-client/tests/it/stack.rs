@@ -4,7 +4,6 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::common::*;
 use alloy_primitives::B256;
 use privsvc_client::{
     heartbeat_relayers, verify_ownership_proof, verify_record, AttrValue, CreateParams,
@@ -14,6 +13,8 @@ use privsvc_client::{
 use privsvc_ledger::{ArkivValue, Create, CreationFlags, Operation};
 use privsvc_relayer::Health;
 use privsvc_vault::LocalWallet;
+
+use crate::common::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn write_read_prove_everything_through_ohttp_with_tokens() {

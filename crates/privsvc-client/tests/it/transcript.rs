@@ -14,11 +14,12 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::common::{fast_schedule, note, APP};
 use privsvc_client::{EntitiesQuery, LocalWallet, PrivateClient, ProveParams};
 use privsvc_ledger::RpcLedger;
 use privsvc_testkit::{LocalStack, RelayerSpec};
 use serde_json::Value;
+
+use crate::common::{fast_schedule, note, APP};
 
 /// The moments of the session's actions, from its start.
 const WRITE_1: Duration = Duration::from_millis(3_000);

@@ -16,7 +16,6 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use crate::common::*;
 use alloy_primitives::{Address, Bytes, B256, U256};
 use privsvc_devnet::exec::derive_key;
 use privsvc_devnet::query::lexer::{tokenize, Tok};
@@ -26,6 +25,8 @@ use privsvc_devnet::{
     BlockTime, DevSigner, Devnet, DevnetConfig, DevnetHandle, EntityData, StoredAttr,
 };
 use serde_json::{json, Value as Json};
+
+use crate::common::*;
 
 fn render_tok(t: &Tok) -> String {
     match t {

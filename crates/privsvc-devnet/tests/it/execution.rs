@@ -1,13 +1,14 @@
 //! Transaction verification, execution semantics, reverts, history, expiry and persistence,
 //! all over JSON-RPC with real signatures.
 
-use crate::common::*;
 use alloy_consensus::TxEip1559;
 use alloy_primitives::{Address, Bytes, TxKind, B256, U256};
 use alloy_sol_types::SolError;
 use privsvc_devnet::abi;
 use privsvc_devnet::{BlockTime, DevSigner, Devnet, DevnetConfig, DevnetHandle, ARKIV_ADDRESS};
 use serde_json::{json, Value as Json};
+
+use crate::common::*;
 
 async fn node() -> DevnetHandle {
     Devnet::start(DevnetConfig {

@@ -8,10 +8,11 @@
 //! owned by `0xca4b…`) seeded at genesis. Created keys, logs and block numbers must equal the
 //! live receipts.
 
-use crate::common::*;
 use alloy_primitives::{Address, Bytes, B256, U256};
 use privsvc_devnet::{Account, BlockTime, Devnet, DevnetConfig, EntityData, ARKIV_ADDRESS};
 use serde_json::{json, Value as Json};
+
+use crate::common::*;
 
 fn seeded(key: &str, owner: Address, expires_at: u64) -> EntityData {
     EntityData {

@@ -1,13 +1,14 @@
 //! The node-side decode rules and revert encodings of the `operations` and `errors` vector
 //! sections, exercised through `eth_call` (revert data in `error.data`) and real transactions.
 
-use crate::common::*;
 use alloy_primitives::{Address, Bytes, B256, U256};
 use alloy_sol_types::SolError;
 use privsvc_devnet::abi::{self, Operation};
 use privsvc_devnet::revert::Revert;
 use privsvc_devnet::{BlockTime, DevSigner, Devnet, DevnetConfig, ARKIV_ADDRESS};
 use serde_json::{json, Value as Json};
+
+use crate::common::*;
 
 async fn revert_of(url: &str, from: Address, data: Bytes) -> String {
     let e = rpc(

@@ -13,7 +13,6 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::common::{get, serve, Chain};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -33,6 +32,8 @@ use privsvc_ohttp::{
 };
 use privsvc_relayer::{OhttpSeed, Relayer, RelayerConfig, RelayerHandle};
 use serde_json::{json, Value};
+
+use crate::common::{get, serve, Chain};
 
 const APP: &str = "padapp";
 

@@ -17,7 +17,6 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use crate::common::{addr, get, relayer, serve, Chain};
 use alloy_primitives::Address;
 use axum::body::Bytes;
 use axum::extract::State;
@@ -29,6 +28,8 @@ use privsvc_ohttp::{
     OhttpError, OhttpGateway, OhttpTransport, RelayerRequest, Transport, CONTENT_TYPE_OHTTP_REQ,
     CONTENT_TYPE_OHTTP_RES, TARGET_HEADER,
 };
+
+use crate::common::{addr, get, relayer, serve, Chain};
 
 /// The operator's dev account.
 const OPERATOR: usize = 3;

@@ -2,7 +2,6 @@
 
 use std::sync::Arc;
 
-use crate::common::{addr, get, relayer, serve};
 use axum::body::Body;
 use axum::http::{HeaderMap, Request};
 use axum::routing::post;
@@ -13,6 +12,8 @@ use privsvc_ohttp::{
     MAX_ENCAPSULATED_BYTES,
 };
 use tower::ServiceExt;
+
+use crate::common::{addr, get, relayer, serve};
 
 const SEED: &[u8] = b"endpoint test seed, 32 bytes....";
 

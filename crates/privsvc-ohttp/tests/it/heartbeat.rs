@@ -2,8 +2,9 @@
 
 use std::time::Duration;
 
-use crate::common::{addr, Chain};
 use privsvc_ohttp::heartbeat::{live_heartbeats, live_window_blocks};
+
+use crate::common::{addr, Chain};
 
 #[tokio::test]
 async fn live_heartbeats_newest_first_within_two_intervals() {

@@ -6,8 +6,6 @@
 //!
 //! The file is written by `examples/ohttp_vectors.rs`; this test never rewrites it.
 
-use crate::reference;
-
 use privsvc_ohttp::binary::{
     decode_padded_request, decode_padded_response, encode_padded_request, encode_padded_response,
     encode_request, encode_response,
@@ -15,6 +13,8 @@ use privsvc_ohttp::binary::{
 use privsvc_ohttp::{encapsulate, BinaryRequest, OhttpError, OhttpGateway};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+
+use crate::reference;
 
 const VECTORS: &str = include_str!("../../../../conformance/ohttp/vectors.json");
 

@@ -4,12 +4,13 @@
 
 use std::time::{Duration, Instant};
 
-use crate::common::{get, Chain};
 use privsvc_ohttp::{
     OhttpGateway, OhttpRelay, OhttpTransport, RelayConfig, RelayerRequest, Transport,
     MAX_ENCAPSULATED_BYTES,
 };
 use privsvc_relayer::{OhttpSeed, Relayer, RelayerConfig, RelayerHandle};
+
+use crate::common::{get, Chain};
 
 const SEED: [u8; 32] = [5u8; 32];
 

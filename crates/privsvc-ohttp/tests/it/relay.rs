@@ -5,16 +5,17 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::common::{
-    addr, client_from, get, relayed, relayer, serve, serve_recording, serve_relay_listener,
-    served_stack, Chain, Relayed, Stack,
-};
 use axum::http::HeaderMap;
 use axum::routing::post;
 use axum::Router;
 use privsvc_ohttp::{
     ohttp_call, OhttpError, OhttpGateway, OhttpRelay, RelayConfig, RelayerRequest,
     MAX_ENCAPSULATED_BYTES,
+};
+
+use crate::common::{
+    addr, client_from, get, relayed, relayer, serve, serve_recording, serve_relay_listener,
+    served_stack, Chain, Relayed, Stack,
 };
 
 /// Heartbeat interval of these tests: live = created within the last 10 blocks.

@@ -9,9 +9,6 @@
 //! opens it and seals a response that the reference opens. Binary HTTP always goes through our
 //! wrappers (`privsvc_ohttp::binary`).
 
-use crate::reference;
-
-use crate::reference::{aes_open, aes_seal, open as reference_open, response_keys};
 use hpke::kem::X25519HkdfSha256;
 use hpke::{Deserializable, Kem as _, Serializable};
 use privsvc_ohttp::binary::{
@@ -21,6 +18,8 @@ use privsvc_ohttp::binary::{
 use privsvc_ohttp::client::decode_gateway_key;
 use privsvc_ohttp::padding::{pad, REQUEST_CLASSES};
 use privsvc_ohttp::{encapsulate, BinaryRequest, OhttpError, OhttpGateway};
+
+use crate::reference::{self, aes_open, aes_seal, open as reference_open, response_keys};
 
 // RFC 9458 Appendix A, verbatim.
 const SKR: &str = "3c168975674b2fa8e465970b79c8dcf09f1c741626480bd4c6162fc5b6a98e1a";

@@ -2,11 +2,12 @@
 
 use std::time::Duration;
 
-use crate::common::{addr, get, relayer_api, serve, served_stack, Stack};
 use privsvc_ohttp::{
     HttpTransport, InProcessTransport, OhttpError, OhttpGateway, OhttpTransport, RelayConfig,
     RelayerRequest, Transport,
 };
+
+use crate::common::{addr, get, relayer_api, serve, served_stack, Stack};
 
 fn submit(app: &str) -> RelayerRequest {
     RelayerRequest {

@@ -7,10 +7,11 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 use std::time::Duration;
 
-use crate::common::*;
 use alloy_primitives::B256;
 use privsvc_relayer::{OhttpSeed, RelayerConfig, TokenMode};
 use serde_json::{json, Value};
+
+use crate::common::*;
 
 const T: Duration = Duration::from_secs(60);
 const SEED: [u8; 32] = [7u8; 32];

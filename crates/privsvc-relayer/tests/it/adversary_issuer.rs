@@ -15,7 +15,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::common::*;
 use alloy_primitives::{Address, B256};
 use base64::Engine as _;
 use privsvc_ledger::{LedgerWriter, Operation, RpcLedger};
@@ -27,6 +26,8 @@ use privsvc_tokens::{
 };
 use privsvc_vault::{LocalWallet, Wallet};
 use serde_json::Value;
+
+use crate::common::*;
 
 const T: Duration = Duration::from_secs(30);
 

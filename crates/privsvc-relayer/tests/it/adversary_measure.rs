@@ -11,8 +11,6 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::common::faultproxy::FaultProxy;
-use crate::common::*;
 use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::http::Request;
@@ -28,6 +26,9 @@ use privsvc_tokens::{
 use privsvc_vault::{LocalWallet, Wallet};
 use serde_json::{json, Value};
 use tower::ServiceExt as _;
+
+use crate::common::faultproxy::FaultProxy;
+use crate::common::*;
 
 const T: Duration = Duration::from_secs(30);
 const SEED: [u8; 32] = [9u8; 32];

@@ -6,12 +6,13 @@
 
 use std::time::Duration;
 
-use crate::common::*;
 use alloy_primitives::Address;
 use k256::ecdsa::SigningKey;
 use privsvc_attributes::{AttrValue, Attributes};
 use privsvc_envelope::{hour_of, pad_envelope, seal_envelope, EnvelopeBody};
 use serde_json::{json, Value};
+
+use crate::common::*;
 
 fn unix_now() -> u64 {
     privsvc_relayer::state::now_ms() / 1000

@@ -8,12 +8,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::common::faultproxy::FaultProxy;
-use crate::common::*;
 use alloy_primitives::Address;
 use privsvc_devnet::{BlockTime, Devnet, DevnetConfig, DevnetHandle, DEV_PRIVATE_KEYS};
 use privsvc_ledger::{LedgerReader, LedgerWriter, RpcLedger, RpcWriter};
 use privsvc_relayer::{Relayer, RelayerConfig, RelayerHandle};
+
+use crate::common::faultproxy::FaultProxy;
+use crate::common::*;
 
 /// Timeout of one ledger request of the relayer in these tests; proxy delays exceed it.
 const CALL_TIMEOUT: Duration = Duration::from_millis(1_000);

@@ -4,7 +4,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::common::*;
 use alloy_primitives::{Address, B256};
 use async_trait::async_trait;
 use privsvc_ledger::{
@@ -12,6 +11,8 @@ use privsvc_ledger::{
 };
 use privsvc_relayer::{OhttpSeed, TokenMode};
 use serde_json::{json, Value};
+
+use crate::common::*;
 
 const T: Duration = Duration::from_secs(30);
 
