@@ -1,5 +1,4 @@
 //! Shared helpers of the devnet tests: a JSON-RPC client, vector loading, calldata building.
-#![allow(dead_code)]
 
 use std::path::PathBuf;
 
