@@ -1,5 +1,5 @@
 // The transcript rule of docs/PROTOCOL.md §8.2, from JS (the twin of
-// crates/privsvc-client/tests/transcript.rs):
+// crates/privsvc-client/tests/it/transcript.rs):
 // every request the client sends (to the RPC, a relayer, the issuer) and its timing is a function
 // of public data, the client's own randomness and timers, and, for batch fetches only, the
 // user's batches among their covers.

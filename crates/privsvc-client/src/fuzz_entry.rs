@@ -1,6 +1,6 @@
 //! Entry points shared by the client's fuzz targets (`fuzz/fuzz_targets/client_*.rs`) and their
-//! stable seed replay (`tests/fuzz_seeds.rs`): what a relayer or a ledger node sends the client
-//! during discovery.
+//! stable seed replay (`tests/it/fuzz_seeds.rs`): what a relayer or a ledger node sends the
+//! client during discovery.
 //!
 //! Each returns whether the input was accepted and panics only when an invariant of an accepted
 //! input is broken.

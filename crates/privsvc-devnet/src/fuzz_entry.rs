@@ -1,5 +1,5 @@
 //! Entry points shared by the devnet's fuzz targets (`fuzz/fuzz_targets/devnet_*.rs`) and their
-//! stable seed replay (`tests/fuzz_seeds.rs`).
+//! stable seed replay (`tests/it/fuzz_seeds.rs`).
 //!
 //! Each takes bytes as a JSON-RPC client would send them, returns whether they were accepted,
 //! and panics only when an invariant of an accepted input is broken.

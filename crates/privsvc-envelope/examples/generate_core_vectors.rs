@@ -7,7 +7,7 @@
 //! The optional second directory receives the envelope seeds of the `parse_envelope` fuzz
 //! target (`accept-*` and `reject-*` files derived from the same vectors).
 //!
-//! The conformance test (tests/conformance.rs) never runs this; it compares the library with
+//! The conformance test (tests/it/conformance.rs) never runs this; it compares the library with
 //! the committed files, so regenerating is a deliberate act that shows up in review.
 
 use std::collections::BTreeMap;

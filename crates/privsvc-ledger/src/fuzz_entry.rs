@@ -1,5 +1,5 @@
 //! Entry points shared by the ledger's fuzz targets (`fuzz/fuzz_targets/ledger_*.rs`) and their
-//! stable seed replay (`tests/fuzz_seeds.rs`).
+//! stable seed replay (`tests/it/fuzz_seeds.rs`).
 //!
 //! Each takes bytes as a node (or a relayer's calldata) would deliver them, returns whether they
 //! were accepted, and panics only when an invariant of an accepted input is broken.

@@ -8,8 +8,8 @@
 //! Every input is fixed here (gateway seed, ephemeral `ikmE`, response nonces, messages), so
 //! the output is the same on every run. Encapsulation uses the reference RFC 9458 code of
 //! `tests/reference` (on the `hpke` crate, with the ephemeral key `DeriveKeyPair(ikmE)`); the
-//! Binary HTTP plaintexts come from this crate's encoders. `tests/padding_vectors.rs` checks the
-//! file against this crate's gateway and client.
+//! Binary HTTP plaintexts come from this crate's encoders. `tests/it/padding_vectors.rs` checks
+//! the file against this crate's gateway and client.
 
 #[path = "../tests/reference/mod.rs"]
 mod reference;

@@ -1,6 +1,6 @@
 //! Entry points shared by the OHTTP fuzz targets (`fuzz/fuzz_targets/ohttp_*.rs`) and their
-//! stable seed replay (`tests/fuzz_seeds.rs`): the bytes a gateway or a client decodes from the
-//! network.
+//! stable seed replay (`tests/it/fuzz_seeds.rs`): the bytes a gateway or a client decodes from
+//! the network.
 //!
 //! Each returns whether the input was accepted and panics only when an invariant of an accepted
 //! input is broken.

@@ -1,6 +1,6 @@
 //! Entry point shared by the `relayer_submit` fuzz target and its stable seed replay
-//! (`tests/fuzz_seeds.rs`): the body of `POST /v1/records` through [`crate::validate::validate_at`]
-//! at the fixed clock [`FUZZ_NOW_SECS`].
+//! (`tests/it/fuzz_seeds.rs`): the body of `POST /v1/records` through
+//! [`crate::validate::validate_at`] at the fixed clock [`FUZZ_NOW_SECS`].
 
 use alloy_primitives::Address;
 

@@ -1,7 +1,7 @@
 //! The batcher's decisions as pure functions: plain data in, plain actions out. No store, no
 //! ledger, no clock, no timer: the driver ([`crate::driver`]) observes those, asks here what to
 //! do, applies the answer and feeds the result back. The model test
-//! (`tests/planner_model.rs`) drives the same functions against an in-memory store and a
+//! (`tests/it/planner_model.rs`) drives the same functions against an in-memory store and a
 //! simulated chain.
 //!
 //! Three decisions (docs/RELIABILITY.md, "The batcher as a state machine"):

@@ -1,6 +1,6 @@
 //! Entry points shared by the token fuzz targets (`fuzz/fuzz_targets/tokens_*.rs`) and their
-//! stable seed replay (`tests/fuzz_seeds.rs`): the token redemption of a submit request and the
-//! body of an issue request, as relayers and issuers read them from the network.
+//! stable seed replay (`tests/it/fuzz_seeds.rs`): the token redemption of a submit request and
+//! the body of an issue request, as relayers and issuers read them from the network.
 //!
 //! Each returns whether the input was accepted and panics only when an invariant of an accepted
 //! input is broken.

@@ -1,7 +1,7 @@
 //! A small reference implementation of RFC 9458 (X25519 / HKDF-SHA256 / AES-128-GCM only) on
 //! the `hpke` crate (RFC 9180), independent of the `ohttp` crate our gateway and client use.
-//! Shared by `tests/rfc_vectors.rs`, `tests/padding_vectors.rs` and
-//! `examples/ohttp_vectors.rs` (which includes this file with `#[path]`).
+//! Shared by the `rfc_vectors` and `padding_vectors` modules of `tests/it` (declared in
+//! `tests/it/main.rs`) and `examples/ohttp_vectors.rs` (both include this file with `#[path]`).
 #![allow(dead_code)]
 
 use std::convert::Infallible;
