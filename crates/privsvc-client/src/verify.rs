@@ -55,7 +55,7 @@ pub struct VerifiedRecord {
 
 /// Why [`verify_record`] refused an entity.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
+// Exhaustive on purpose: the JS package gives each reason its own code (privsvc-wasm).
 pub enum RejectReason {
     /// A field needed for verification was not selected or is absent.
     #[error("the entity lacks {0} (query it with that field selected)")]
