@@ -264,13 +264,7 @@ impl LocalStack {
 
     /// A ledger writer for dev account `account` on the devnet.
     pub async fn writer(&self, account: usize) -> Result<Arc<RpcWriter>, StackError> {
-        let key = DEV_PRIVATE_KEYS.get(account).ok_or_else(|| {
-            StackError::Config(format!(
-                "there are {} dev accounts, {account} asked",
-                DEV_PRIVATE_KEYS.len()
-            ))
-        })?;
-        let key = RelayerKey::from_hex(key).map_err(|e| StackError::Config(e.to_string()))?;
+        let key = dev_key(account)?;
         Ok(Arc::new(
             RpcWriter::connect(RpcLedger::new(self.devnet.url())?, key.bytes()).await?,
         ))
@@ -418,15 +412,7 @@ impl LocalStack {
         r: &StackRelayer,
         mut config: RelayerConfig,
     ) -> Result<RelayerHandle, StackError> {
-        let key = DEV_PRIVATE_KEYS.get(r.account).ok_or_else(|| {
-            StackError::Config(format!(
-                "there are {} dev accounts, {} asked",
-                DEV_PRIVATE_KEYS.len(),
-                r.account
-            ))
-        })?;
-        config.key =
-            Some(RelayerKey::from_hex(key).map_err(|e| StackError::Config(e.to_string()))?);
+        config.key = Some(dev_key(r.account)?);
         config.rpc_url = self.devnet.url();
         let handle =
             Relayer::start_on_ledger(config)
@@ -497,4 +483,15 @@ impl LocalStack {
             tasks,
         })
     }
+}
+
+/// The key of dev account `account` of the devnet.
+fn dev_key(account: usize) -> Result<RelayerKey, StackError> {
+    let key = DEV_PRIVATE_KEYS.get(account).ok_or_else(|| {
+        StackError::Config(format!(
+            "there are {} dev accounts, {account} asked",
+            DEV_PRIVATE_KEYS.len()
+        ))
+    })?;
+    RelayerKey::from_hex(key).map_err(|e| StackError::Config(e.to_string()))
 }
