@@ -35,7 +35,9 @@ struct Args {
     #[arg(long)]
     day_secs: Option<u64>,
     /// Leaks to switch on: `none`, `all`, or a comma list of timestamps, wallet, landing,
-    /// on-demand, no-covers, no-poll-tail, exact-healthz, issuer-via-ohttp, long-attempts.
+    /// on-demand, no-covers, no-poll-tail, exact-healthz, issuer-via-ohttp, long-attempts,
+    /// fresh-covers, newest-heartbeat, copies-accepted, refusal-ends-write, arrival-order,
+    /// resubmissions, issue-replays, oldest-only.
     #[arg(long, default_value = "none")]
     leaks: String,
     /// Skip the active phases.
@@ -64,6 +66,14 @@ fn leaks(text: &str) -> Result<Leaks, String> {
             "exact-healthz" => l.exact_healthz = true,
             "issuer-via-ohttp" => l.issuer_unlimited_via_ohttp = true,
             "long-attempts" => l.long_attempts = true,
+            "fresh-covers" => l.fresh_covers = true,
+            "newest-heartbeat" => l.newest_heartbeat_identity = true,
+            "copies-accepted" => l.copies_accepted = true,
+            "refusal-ends-write" => l.refusal_ends_write = true,
+            "arrival-order" => l.arrival_order_kept = true,
+            "resubmissions" => l.resubmissions_stored_again = true,
+            "issue-replays" => l.issue_replays_signed_again = true,
+            "oldest-only" => l.planner_oldest_only = true,
             other => return Err(format!("unknown leak {other:?}")),
         }
     }

@@ -179,13 +179,19 @@ impl<'a> Phases<'a> {
         let replayer = Arc::new(Replayer::new(victims.iter().map(|v| v.ip), 3, 1));
         tap.set_interceptor(Some(replayer.clone()));
         let started = Instant::now();
-        // The victims write at the same time (each its own session).
+        // The victims write at the same time (each its own session); with the leak, to C.
         let this = &*self;
+        let to = this
+            .world
+            .scenario
+            .leaks
+            .resubmissions_stored_again
+            .then(|| vec![this.stack().url("C")]);
         let writes: Vec<(IpAddr, Option<Address>)> =
             futures::future::join_all(victims.iter().map(|v| {
-                let params = note(rng);
+                let (params, to) = (note(rng), to.clone());
                 async move {
-                    let client = this.client(v, None, &[], |b| b).await?;
+                    let client = this.client(v, to, &[], |b| b).await?;
                     let r = bounded(client.create_entity(params)).await;
                     Some((v.ip, r.map(|r| r.owner)))
                 }
@@ -339,19 +345,20 @@ impl<'a> Phases<'a> {
         } else {
             Duration::from_secs(4)
         };
-        let mut tasks = Vec::new();
-        for v in &victims {
-            let Some(client) = self
-                .client(
-                    v,
-                    Some(vec![c.clone(), b.clone()]),
-                    std::slice::from_ref(&b),
-                    |x| x.inclusion_timeout(attempt),
-                )
+        // The victims' sessions start at the same time.
+        let this = &*self;
+        let clients = futures::future::join_all(victims.iter().map(|v| {
+            let (b, c) = (b.clone(), c.clone());
+            async move {
+                this.client(v, Some(vec![c, b.clone()]), std::slice::from_ref(&b), |x| {
+                    x.inclusion_timeout(attempt)
+                })
                 .await
-            else {
-                continue;
-            };
+            }
+        }))
+        .await;
+        let mut tasks = Vec::new();
+        for client in clients.into_iter().flatten() {
             let params = note(rng);
             tasks.push(tokio::spawn(async move {
                 tokio::time::timeout(Duration::from_secs(40), client.create_entity(params))
@@ -379,9 +386,15 @@ impl<'a> Phases<'a> {
         let this = &*self;
         let outcomes = futures::future::join_all(victims.iter().map(|v| {
             let (params, b, c) = (note(rng), b.clone(), c.clone());
+            // The leak: C alone, so that a refused write cannot move.
+            let relayers = if this.world.scenario.leaks.refusal_ends_write {
+                vec![c]
+            } else {
+                vec![c, b.clone()]
+            };
             async move {
                 let client = this
-                    .client(v, Some(vec![c, b.clone()]), std::slice::from_ref(&b), |x| x)
+                    .client(v, Some(relayers), std::slice::from_ref(&b), |x| x)
                     .await?;
                 Some(
                     tokio::time::timeout(Duration::from_secs(30), client.create_entity(params))
@@ -409,6 +422,7 @@ impl<'a> Phases<'a> {
             return;
         };
         let mut flood = Vec::new();
+        let flood_started = Instant::now();
         for i in 0..FLOOD_HOLDS {
             let Ok(client) = PrivateClient::builder(APP)
                 .project(format!("flood-{i}"))
@@ -420,7 +434,7 @@ impl<'a> Phases<'a> {
                 .relayers([c.clone()])
                 .delay_ms(0, 0)
                 .min_anonymity(10)
-                .max_hold_ms(300_000)
+                .max_hold_ms(FLOOD_HOLD.as_millis() as u64)
                 .rarity_k(0)
                 .build()
                 .await
@@ -454,6 +468,9 @@ impl<'a> Phases<'a> {
         for stalled in outcomes.into_iter().flatten() {
             self.out.push("head-of-line", stalled, 0.0);
         }
+        // The flood's holds expire before the next phase, which also uses C (its queue is
+        // then empty again, and with `planner_oldest_only` no longer stalled).
+        tokio::time::sleep_until((flood_started + FLOOD_HOLD + Duration::from_secs(2)).into()).await;
     }
 
     fn relayer_interceptor(
@@ -699,11 +716,17 @@ impl<'a> Phases<'a> {
             let block = copy.created_at.unwrap_or(0);
             let since = Instant::now();
             let accepted = match self.client(id, None, &[], |b| b).await {
-                Some(client) => bounded(client.my_entities(&EntitiesQuery::new().refresh()))
-                    .await
-                    .unwrap_or_default()
-                    .iter()
-                    .any(|r| r.entity_key == keys[0]),
+                Some(client) => {
+                    let mine = bounded(client.my_entities(&EntitiesQuery::new().refresh()))
+                        .await
+                        .unwrap_or_default();
+                    let mut keys_found: Vec<B256> = mine.iter().map(|r| r.entity_key).collect();
+                    if self.world.scenario.leaks.copies_accepted {
+                        keys_found
+                            .extend(copies_as_accepted_before(id.reader(self.stack()), &mine).await);
+                    }
+                    keys_found.contains(&keys[0])
+                }
                 None => false,
             };
             self.out.push("copies", accepted, 0.0);
@@ -785,13 +808,33 @@ impl<'a> Phases<'a> {
         tap.set_interceptor(Some(mitm.clone()));
         let (b, c) = (stack.url("B"), stack.url("C"));
         let victims = self.victims(rng, self.world.scenario.victims);
-        for v in &victims {
-            if let Some(client) = self.client(v, None, &[b.clone(), c.clone()], |x| x).await {
-                let _ =
-                    tokio::time::timeout(Duration::from_secs(30), client.create_entity(note(rng)))
-                        .await;
+        let leak = self.world.scenario.leaks.newest_heartbeat_identity;
+        // The victims write at the same time (each its own session).
+        let this = &*self;
+        futures::future::join_all(victims.iter().map(|v| {
+            let (params, a_url, bad) = (note(rng), a_url.clone(), [b.clone(), c.clone()]);
+            async move {
+                // The leak: the account of the newest heartbeat naming A's URL, from any
+                // account, pinned as A's (the relay's own heartbeat is the newest).
+                let pinned = if leak {
+                    newest_heartbeat_account(v.reader(stack).as_ref(), &a_url).await
+                } else {
+                    None
+                };
+                let configure = |x: privsvc_client::ClientBuilder| match pinned {
+                    Some(account) => {
+                        x.relayers([privsvc_client::RelayerRef::with_address(a_url, account)])
+                    }
+                    None => x,
+                };
+                if let Some(client) = this.client(v, None, &bad, configure).await {
+                    let _ =
+                        tokio::time::timeout(Duration::from_secs(30), client.create_entity(params))
+                            .await;
+                }
             }
-        }
+        }))
+        .await;
         tap.set_interceptor(None);
         let decrypted = mitm
             .decrypted
@@ -832,6 +875,61 @@ async fn bounded<T, E>(f: impl std::future::Future<Output = Result<T, E>>) -> Op
 }
 
 /// A create with the payload, content type and attributes of `e` (its salt to be set).
+/// The account of the newest live heartbeat naming `url`, whoever created it (how the client
+/// found a relayer's identity before revision 3).
+async fn newest_heartbeat_account(
+    reader: &dyn privsvc_ledger::LedgerReader,
+    url: &str,
+) -> Option<Address> {
+    let url = privsvc_ohttp::normalize_relayer_url(url).ok()?;
+    privsvc_client::heartbeat_relayers(reader)
+        .await
+        .ok()?
+        .into_iter()
+        .filter(|h| h.url == url)
+        .max_by_key(|h| h.created_at)
+        .map(|h| h.creator)
+}
+
+/// The copies the client before revision 3 accepted besides `mine`: every entity of the app
+/// owned by the one-time owner of one of the user's records, fetched with that record's batch
+/// (as a scan fetched every batch holding one of the user's tags), whose envelope is the
+/// record's.
+async fn copies_as_accepted_before(
+    reader: Arc<dyn privsvc_ledger::LedgerReader>,
+    mine: &[privsvc_client::MyRecord],
+) -> Vec<B256> {
+    let Ok(listing) = privsvc_client::list_app(reader.as_ref(), APP, None, None).await else {
+        return Vec::new();
+    };
+    let known: BTreeSet<B256> = mine.iter().map(|r| r.entity_key).collect();
+    let mut out = Vec::new();
+    for row in listing.entities.iter().filter(|e| !known.contains(&e.key)) {
+        let Some(record) = mine.iter().find(|r| Some(r.owner) == row.owner) else {
+            continue;
+        };
+        let (Some(block), Some(creator)) = (row.created_at, row.creator) else {
+            continue;
+        };
+        let batches = [
+            privsvc_client::BatchId { block, creator },
+            privsvc_client::BatchId {
+                block: record.created_at,
+                creator: record.creator,
+            },
+        ];
+        let Ok(fetched) = privsvc_client::fetch_batches(reader.as_ref(), APP, &batches, None).await
+        else {
+            continue;
+        };
+        let payload_of = |key: B256| fetched.iter().find(|e| e.key == key).map(|e| &e.payload);
+        if payload_of(row.key).is_some() && payload_of(row.key) == payload_of(record.entity_key) {
+            out.push(row.key);
+        }
+    }
+    out
+}
+
 fn copy_of(e: &Entity) -> Option<Create> {
     let attrs = e.attributes.clone()?;
     let blocks = e.expires_at?.saturating_sub(e.created_at?);
@@ -1018,6 +1116,8 @@ enum Isolation {
 /// Submissions with unmeetable holds in the head-of-line phase: more than relayer C's
 /// `MAX_BATCH` in the lab (10).
 const FLOOD_HOLDS: usize = 14;
+/// The flood's `maxHoldMs`: longer than the victims are watched (2 s after the flood, for 20 s).
+const FLOOD_HOLD: Duration = Duration::from_secs(25);
 
 /// How long the n-1 relay holds a target at most (`MAX_WAIT_MS` and the flush jitter empty
 /// any queue within it).

@@ -58,22 +58,28 @@ pub enum LabError {
 /// The three relayers and the relay, every party recorded.
 async fn start_stack(sc: &Scenario) -> Result<LocalStack, LabError> {
     let (min_batch, max_wait_ms) = (sc.min_batch, sc.max_wait_ms);
+    let leaks = sc.leaks.clone();
     let batching = move |c: &mut privsvc_relayer::RelayerConfig| {
         c.min_batch = min_batch;
         c.max_wait_ms = max_wait_ms;
         c.flush_jitter_ms = 500;
         c.max_min_anonymity = 10;
         c.issuer_quota = 100;
+        c.lab_leaks.arrival_order = leaks.arrival_order_kept;
     };
     // The OHTTP relay reaches A from 127.0.0.1 (every user has an address of its own).
     let mut relay_ips = vec![IpAddr::from([127, 0, 0, 1])];
     if sc.leaks.issuer_unlimited_via_ohttp {
         relay_ips.push(active::FLOODER_IP);
     }
+    let issue_replays_signed_again = sc.leaks.issue_replays_signed_again;
+    let resubmissions_stored_again = sc.leaks.resubmissions_stored_again;
+    let planner_oldest_only = sc.leaks.planner_oldest_only;
     let issuer_limits = move |c: &mut privsvc_relayer::RelayerConfig| {
         batching(c);
         c.issuer_rate_limit_per_min = active::ISSUER_LIMIT_PER_MIN;
         c.ohttp_relay_ips = relay_ips.clone();
+        c.lab_leaks.issue_replays_signed_again = issue_replays_signed_again;
     };
     Ok(LocalStack::builder()
         .block_time(BlockTime::Interval(sc.block_time))
@@ -91,6 +97,8 @@ async fn start_stack(sc: &Scenario) -> Result<LocalStack, LabError> {
             c.max_batch = 10;
             // The exact figures, for the leaky n-1 setting (`Leaks::exact_healthz`).
             c.metrics_bind = Some(std::net::SocketAddr::from(([127, 0, 0, 1], 0)));
+            c.lab_leaks.resubmissions_stored_again = resubmissions_stored_again;
+            c.lab_leaks.planner_oldest_only = planner_oldest_only;
         }))
         .ohttp_relay()
         .start()

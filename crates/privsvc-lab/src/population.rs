@@ -166,7 +166,7 @@ impl World {
         if min_anonymity > 1 {
             b = b.max_hold_ms(20_000);
         }
-        if sc.leaks.no_covers {
+        if sc.leaks.no_covers || sc.leaks.fresh_covers {
             b = b.cover_batches(0);
         }
         b
@@ -294,10 +294,17 @@ async fn run_session(world: &World, id: &Identity, plan: &SessionPlan, rng: &mut
     });
     let own_blocks = Arc::new(Mutex::new(BTreeSet::new()));
     let rpc = id.reader(&world.stack);
-    let reader: Arc<dyn LedgerReader> = if world.scenario.leaks.timestamps_of_own_blocks {
-        Arc::new(OwnTimestampsReader {
+    let leaks = &world.scenario.leaks;
+    let reader: Arc<dyn LedgerReader> = if leaks.timestamps_of_own_blocks || leaks.fresh_covers {
+        Arc::new(LeakyReader {
             inner: rpc.clone(),
-            own_blocks: own_blocks.clone(),
+            own_blocks: leaks
+                .timestamps_of_own_blocks
+                .then(|| own_blocks.clone()),
+            fresh_covers: leaks.fresh_covers.then(|| FreshCovers {
+                lab: world.stack.reader(),
+                rng: Mutex::new(StdRng::seed_from_u64(rng.gen())),
+            }),
         })
     } else {
         rpc.clone()
@@ -394,15 +401,84 @@ async fn scan(world: &World, id: &Identity, session: usize, client: &PrivateClie
     });
 }
 
-/// The leak `timestamps_of_own_blocks`: after every batch fetch, reads the timestamps of the
-/// user's own blocks among the fetched ones, and only those.
-struct OwnTimestampsReader {
+/// Cover batches the `fresh_covers` leak adds to each batch fetch.
+const FRESH_COVERS: usize = 4;
+/// The newest batches of the app the `fresh_covers` leak draws its covers from.
+const FRESH_WINDOW: usize = 12;
+
+/// The session reader with the leaks that change what a scan reads.
+/// `timestamps_of_own_blocks`: after every batch fetch, reads the timestamps of the user's own
+/// blocks among the fetched ones, and only those. `fresh_covers`: every batch fetch is joined
+/// by a fetch of [`FRESH_COVERS`] batches drawn afresh among the app's [`FRESH_WINDOW`] newest.
+struct LeakyReader {
     inner: Arc<dyn LedgerReader>,
-    own_blocks: Arc<Mutex<BTreeSet<u64>>>,
+    own_blocks: Option<Arc<Mutex<BTreeSet<u64>>>>,
+    fresh_covers: Option<FreshCovers>,
+}
+
+/// Where the `fresh_covers` leak finds the app's batches (the lab's own, unobserved reader)
+/// and its coin.
+struct FreshCovers {
+    lab: Arc<dyn LedgerReader>,
+    rng: Mutex<StdRng>,
+}
+
+impl LeakyReader {
+    async fn read_own_timestamps(&self, expression: &str) {
+        let Some(own_blocks) = &self.own_blocks else {
+            return;
+        };
+        let own: Vec<u64> = own_blocks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .copied()
+            .filter(|b| expression.contains(&format!("$createdAt = u64({b})")))
+            .collect();
+        for b in own {
+            let _ = self.inner.block_timestamp(b).await;
+        }
+    }
+
+    async fn fetch_fresh_covers(&self, expression: &str) {
+        let Some(fresh) = &self.fresh_covers else {
+            return;
+        };
+        let fetched = crate::attacks::batches_in(expression);
+        if fetched.is_empty() {
+            return;
+        }
+        let Ok(listing) = privsvc_client::list_app(fresh.lab.as_ref(), APP, None, None).await
+        else {
+            return;
+        };
+        let mut newest: Vec<(u64, Address)> = listing
+            .entities
+            .iter()
+            .filter_map(|e| Some((e.created_at?, e.creator?)))
+            .filter(|b| !fetched.contains(b))
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        newest.reverse();
+        newest.truncate(FRESH_WINDOW);
+        let covers: Vec<privsvc_client::BatchId> = {
+            let mut rng = fresh.rng.lock().unwrap_or_else(|p| p.into_inner());
+            rand::seq::SliceRandom::choose_multiple(newest.as_slice(), &mut *rng, FRESH_COVERS)
+                .map(|(block, creator)| privsvc_client::BatchId {
+                    block: *block,
+                    creator: *creator,
+                })
+                .collect()
+        };
+        if !covers.is_empty() {
+            let _ = privsvc_client::fetch_batches(self.inner.as_ref(), APP, &covers, None).await;
+        }
+    }
 }
 
 #[async_trait]
-impl LedgerReader for OwnTimestampsReader {
+impl LedgerReader for LeakyReader {
     async fn chain_id(&self) -> Result<u64, LedgerError> {
         self.inner.chain_id().await
     }
@@ -412,17 +488,8 @@ impl LedgerReader for OwnTimestampsReader {
     async fn query(&self, e: &str, o: &QueryOptions) -> Result<QueryPage, LedgerError> {
         let page = self.inner.query(e, o).await?;
         if o.select.payload && o.cursor.is_none() {
-            let own: Vec<u64> = self
-                .own_blocks
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .iter()
-                .copied()
-                .filter(|b| e.contains(&format!("$createdAt = u64({b})")))
-                .collect();
-            for b in own {
-                let _ = self.inner.block_timestamp(b).await;
-            }
+            self.read_own_timestamps(e).await;
+            self.fetch_fresh_covers(e).await;
         }
         Ok(page)
     }

@@ -36,6 +36,31 @@ pub struct Leaks {
     /// The ratchet phase's victims give a relayer attempt 10 minutes instead of 4 s (the client
     /// before revision 3 kept waiting while the queue position moved).
     pub long_attempts: bool,
+    /// A scan's covers are drawn afresh each time among the app's newest batches (what the
+    /// client before revision 3 did for a scan with nothing new of the user's) instead of the
+    /// client's keyed covers.
+    pub fresh_covers: bool,
+    /// The key-substitution phase's victims take a relayer's account from the newest heartbeat
+    /// naming its URL, from any account (the discovery before revision 3), and pin it.
+    pub newest_heartbeat_identity: bool,
+    /// After each listing, the copies phase's victims also take every entity that carries the
+    /// tag, owner and envelope of one of their records (the client before revision 3 accepted a
+    /// copy as the record), fetching its batch to read it.
+    pub copies_accepted: bool,
+    /// The refusal phase's victims cannot move a refused write (they name the refusing relayer
+    /// alone): a 400 ends the write, as it did before revision 3.
+    pub refusal_ends_write: bool,
+    /// Every relayer writes a batch in the records' arrival order (no shuffle).
+    pub arrival_order_kept: bool,
+    /// Relayer C (tokens off) has no envelope idempotence, and the replayed-submissions
+    /// phase's victims write to it: a replayed submission is written again.
+    pub resubmissions_stored_again: bool,
+    /// Relayer A's issuer signs a replayed issue request again at the wallet's expense (the
+    /// issuer before revision 3 remembered no answer).
+    pub issue_replays_signed_again: bool,
+    /// Relayer C's planner looks for a batch among its oldest `MAX_BATCH` records only (the
+    /// planner before revision 3).
+    pub planner_oldest_only: bool,
 }
 
 impl Leaks {
@@ -51,6 +76,14 @@ impl Leaks {
             exact_healthz: true,
             issuer_unlimited_via_ohttp: true,
             long_attempts: true,
+            fresh_covers: true,
+            newest_heartbeat_identity: true,
+            copies_accepted: true,
+            refusal_ends_write: true,
+            arrival_order_kept: true,
+            resubmissions_stored_again: true,
+            issue_replays_signed_again: true,
+            planner_oldest_only: true,
         }
     }
 }

@@ -221,6 +221,9 @@ pub struct RelayerConfig {
     pub receipt_timeout: Duration,
     /// Block time assumed when waiting for `min_interval_blocks`.
     pub block_time: Duration,
+    /// The attack lab's leaky settings (feature `lab-leaks`, never in a deployment).
+    #[cfg(feature = "lab-leaks")]
+    pub lab_leaks: crate::lab_leaks::LabLeaks,
 }
 
 /// The command line and environment, as parsed by clap (every value optional: defaults and
@@ -465,7 +468,18 @@ impl RelayerConfig {
             ledger_timeout: Duration::from_secs(5),
             receipt_timeout: Duration::from_secs(30),
             block_time: Duration::from_secs(2),
+            #[cfg(feature = "lab-leaks")]
+            lab_leaks: crate::lab_leaks::LabLeaks::default(),
         }
+    }
+
+    /// The leaky settings in force: [`RelayerConfig::lab_leaks`] with the `lab-leaks` feature,
+    /// none without it.
+    pub(crate) fn leaks(&self) -> crate::lab_leaks::LabLeaks {
+        #[cfg(feature = "lab-leaks")]
+        return self.lab_leaks;
+        #[cfg(not(feature = "lab-leaks"))]
+        crate::lab_leaks::LabLeaks::default()
     }
 
     /// Read the configuration from the environment and the given command line (`args[0]` is the

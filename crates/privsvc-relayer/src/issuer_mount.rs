@@ -50,6 +50,10 @@ pub fn mount(
     config.apps = cfg.issuer_apps.clone();
     config.max_new_apps = cfg.issuer_max_new_apps;
     config.max_active_apps = cfg.issuer_max_active_apps;
+    #[cfg(feature = "lab-leaks")]
+    {
+        config.lab_replays_signed_again = cfg.lab_leaks.issue_replays_signed_again;
+    }
     let issuer = Arc::new(
         Issuer::open(config, Arc::new(writer.clone()), shared.ledger.clone())
             .map_err(|e| RelayerError::Issuer(e.to_string()))?,

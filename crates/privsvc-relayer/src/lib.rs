@@ -67,6 +67,8 @@ pub mod entities;
 pub mod fuzz_entry;
 pub mod health;
 pub mod issuer_mount;
+#[doc(hidden)]
+pub mod lab_leaks;
 pub mod listener;
 pub mod metrics;
 pub mod planner;
@@ -243,6 +245,7 @@ impl Relayer {
         };
 
         let mut q = queue::Queue::default();
+        q.set_oldest_only(config.leaks().planner_oldest_only);
         let occupancy = queued.len() + sending as usize;
         for r in queued {
             q.push(r);

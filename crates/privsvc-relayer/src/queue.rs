@@ -33,6 +33,8 @@ pub struct Queue {
     seq_of: HashMap<String, u64>,
     held: BTreeSet<(u64, u64)>,
     projects: HashMap<String, ProjectCounts>,
+    /// The lab's leaky setting `LabLeaks::planner_oldest_only`.
+    oldest_only: bool,
 }
 
 /// The queued records of one project, as [`met_count`] needs them.
@@ -158,6 +160,12 @@ impl Queue {
         Some(rec)
     }
 
+    /// The attack lab's leaky setting ([`crate::lab_leaks::LabLeaks::planner_oldest_only`]): a
+    /// batch is looked for among the oldest `MAX_BATCH` records only.
+    pub fn set_oldest_only(&mut self, on: bool) {
+        self.oldest_only = on;
+    }
+
     /// The queued records, oldest first.
     pub fn records(&self) -> impl Iterator<Item = &StoredRecord> {
         self.by_seq.values()
@@ -254,7 +262,12 @@ impl Queue {
     fn eligible_batch(&self, max_batch: usize) -> Vec<&StoredRecord> {
         // m of each project with holds, computed when first needed.
         let mut met: HashMap<&str, usize> = HashMap::new();
-        let mut rest = self.by_seq.values();
+        let window = if self.oldest_only {
+            max_batch
+        } else {
+            usize::MAX
+        };
+        let mut rest = self.by_seq.values().take(window);
         let mut batch: Vec<&StoredRecord> = Vec::new();
         for rec in rest.by_ref() {
             if self.eligible(rec, &mut met) {

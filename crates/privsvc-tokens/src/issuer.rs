@@ -76,6 +76,11 @@ pub struct IssuerConfig {
     pub max_active_apps: u32,
     /// The clock (default [`now_ms`]).
     pub clock: Clock,
+    /// The attack lab's leaky setting (feature `lab-leaks`, never in a deployment): a request
+    /// answered before is forgotten and signed again at the wallet's expense, as the issuer did
+    /// before revision 3, so that the lab can show its replay attack winning.
+    #[cfg(feature = "lab-leaks")]
+    pub lab_replays_signed_again: bool,
 }
 
 impl IssuerConfig {
@@ -92,6 +97,8 @@ impl IssuerConfig {
             max_new_apps: DEFAULT_MAX_NEW_APPS,
             max_active_apps: DEFAULT_MAX_ACTIVE_APPS,
             clock: Arc::new(now_ms),
+            #[cfg(feature = "lab-leaks")]
+            lab_replays_signed_again: false,
         }
     }
 }
@@ -447,6 +454,11 @@ impl Issuer {
         let now = self.now();
         let (blinded, request) = self.check_request(req, now)?;
         if let Some(answer) = self.store.remembered(&request, now)? {
+            #[cfg(feature = "lab-leaks")]
+            if self.config.lab_replays_signed_again {
+                self.store.forget(&request)?;
+                return self.issue_new(req, blinded, &request, now).await;
+            }
             tracing::debug!("issue request answered again");
             return replayed(req, answer);
         }

@@ -234,7 +234,7 @@ try {
     }
   });
 
-  await check('fetches send no Referer and no Cookie: a same-origin relayer and RPC behind proxy paths, a cross-origin relayer', async () => {
+  await check('fetches send no Referer and no Cookie (a default fetch, the leaky control, sends both): a same-origin relayer and RPC behind proxy paths, a cross-origin relayer', async () => {
     const p = await browser.newPage();
     try {
       await p.goto(`${sameOrigin.url}/`, { waitUntil: 'load' });
@@ -251,12 +251,20 @@ try {
         await fetch(`${location.origin}/rpc`, { ...m.FETCH_INIT, method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'anvil_mine', params: ['0x20'] }) });
         const mine = await c.myEntities({ refresh: true });
         c.close();
+        // The leaky setting: a fetch with the platform's defaults (what the package sent before
+        // revision 3), marked so that the recorder can tell it apart. It must be caught.
+        await fetch(`${location.origin}/relayer/v1/info`, { headers: { 'x-leaky-control': '1' } });
         return { written: w.entityKey, found: mine.some((x) => x.entityKey === w.entityKey), cookie: document.cookie };
       });
       assert(r.found && r.cookie.includes('secret-session-cookie'), JSON.stringify(r));
-      const paths = new Set(proxied.map((x) => x.path.replace(/\/v1\/records\/.*/, '/v1/records/:id')));
+      const leaky = proxied.filter((x) => x.headers['x-leaky-control'] === '1');
+      const own = proxied.filter((x) => x.headers['x-leaky-control'] === undefined);
+      assert(leaky.length === 1, `the leaky control reached the recorder ${leaky.length} times`);
+      assert(leaky[0].headers.referer && leaky[0].headers.cookie?.includes('secret-session-cookie'),
+        `the recorder misses what a default fetch sends: ${JSON.stringify(leaky[0].headers)}`);
+      const paths = new Set(own.map((x) => x.path.replace(/\/v1\/records\/.*/, '/v1/records/:id')));
       for (const want of ['/rpc', '/relayer/v1/info', '/relayer/v1/records']) assert(paths.has(want), `no request to ${want}: ${[...paths]}`);
-      for (const { path, headers } of [...proxied, ...hostileHits]) {
+      for (const { path, headers } of [...own, ...hostileHits]) {
         assert(headers.referer === undefined, `${path} got Referer ${headers.referer}`);
         assert(headers.cookie === undefined, `${path} got Cookie ${headers.cookie}`);
       }
