@@ -261,24 +261,46 @@ impl<'a> Phases<'a> {
 
     /// Whether `v` can still obtain one token from A's issuer through the relay.
     async fn can_still_get_tokens(&self, v: &Identity) -> bool {
-        let stack = self.stack();
-        let (Some(relay), a) = (stack.relay_url(), stack.relayer("A")) else {
+        let Some(relay) = self.stack().relay_url() else {
             return false;
         };
-        let reader = v.reader(stack);
-        let Ok(transport) = privsvc_ohttp::OhttpTransport::new(&relay, reader.clone()) else {
+        let Some(transport) = self.ohttp_issuer_transport(&relay, v) else {
             return false;
         };
-        let transport = transport.with_fetch(Arc::new(
-            privsvc_rt::http::ReqwestFetch::with_client(v.http.clone()),
-        ));
-        let mut o =
-            privsvc_tokens::TokenWalletOptions::new(v.wallet.clone(), reader, a.address(), a.url());
-        o.transport = Arc::new(privsvc_client::ThroughTransport(Arc::new(transport)));
-        privsvc_tokens::TokenWallet::new(o)
+        self.token_wallet_of_a(v.wallet.clone(), v.reader(self.stack()), transport)
             .acquire(APP, 1, None)
             .await
             .is_ok()
+    }
+
+    /// Issuer calls of `id` to relayer A through the OHTTP endpoint `endpoint` (the relay, or
+    /// A's own `/v1/ohttp`), sent from `id`'s address.
+    fn ohttp_issuer_transport(
+        &self,
+        endpoint: &str,
+        id: &Identity,
+    ) -> Option<Arc<dyn privsvc_tokens::IssuerTransport>> {
+        let transport =
+            privsvc_ohttp::OhttpTransport::new(endpoint, id.reader(self.stack())).ok()?;
+        let transport = transport.with_fetch(Arc::new(
+            privsvc_rt::http::ReqwestFetch::with_client(id.http.clone()),
+        ));
+        Some(Arc::new(privsvc_client::ThroughTransport(Arc::new(
+            transport,
+        ))))
+    }
+
+    /// A token wallet of `wallet` for relayer A's issuer over `transport`.
+    fn token_wallet_of_a(
+        &self,
+        wallet: Arc<dyn privsvc_client::Wallet>,
+        reader: Arc<dyn privsvc_ledger::LedgerReader>,
+        transport: Arc<dyn privsvc_tokens::IssuerTransport>,
+    ) -> privsvc_tokens::TokenWallet {
+        let a = self.stack().relayer("A");
+        let mut o = privsvc_tokens::TokenWalletOptions::new(wallet, reader, a.address(), a.url());
+        o.transport = transport;
+        privsvc_tokens::TokenWallet::new(o)
     }
 
     /// One address with a fresh wallet per request asks A's issuer for a token through
@@ -286,35 +308,23 @@ impl<'a> Phases<'a> {
     /// at most two of the limiter's one-minute windows, so at most twice the per-minute limit
     /// may be answered: each request past that is a trial, and an answered one wins.
     async fn issuer_flood(&mut self, rng: &mut StdRng) {
-        let stack = self.stack();
-        let a = stack.relayer("A");
         let Ok(flooder) = Identity::at(usize::MAX, FLOODER_IP, rng) else {
             return;
         };
-        let reader = flooder.reader(stack);
-        let endpoint = format!("{}/v1/ohttp", a.url());
-        let Ok(transport) = privsvc_ohttp::OhttpTransport::new(&endpoint, reader.clone()) else {
+        let reader = flooder.reader(self.stack());
+        let endpoint = format!("{}/v1/ohttp", self.stack().url("A"));
+        let Some(transport) = self.ohttp_issuer_transport(&endpoint, &flooder) else {
             return;
         };
-        let transport = Arc::new(privsvc_client::ThroughTransport(Arc::new(
-            transport.with_fetch(Arc::new(privsvc_rt::http::ReqwestFetch::with_client(
-                flooder.http.clone(),
-            ))),
-        )));
         let wallets: Vec<[u8; 32]> = (0..ISSUER_FLOOD_REQUESTS).map(|_| rng.gen()).collect();
+        let this = &*self;
         let answered = futures::stream::iter(wallets)
             .map(|key| {
                 let (reader, transport) = (reader.clone(), transport.clone());
                 async move {
                     let wallet = Arc::new(LocalWallet::from_bytes(&key).ok()?);
-                    let mut o = privsvc_tokens::TokenWalletOptions::new(
-                        wallet,
-                        reader,
-                        a.address(),
-                        a.url(),
-                    );
-                    o.transport = transport;
-                    bounded(privsvc_tokens::TokenWallet::new(o).acquire(APP, 1, None)).await
+                    let tokens = this.token_wallet_of_a(wallet, reader, transport);
+                    bounded(tokens.acquire(APP, 1, None)).await
                 }
             })
             .buffer_unordered(8)
@@ -470,7 +480,8 @@ impl<'a> Phases<'a> {
         }
         // The flood's holds expire before the next phase, which also uses C (its queue is
         // then empty again, and with `planner_oldest_only` no longer stalled).
-        tokio::time::sleep_until((flood_started + FLOOD_HOLD + Duration::from_secs(2)).into()).await;
+        tokio::time::sleep_until((flood_started + FLOOD_HOLD + Duration::from_secs(2)).into())
+            .await;
     }
 
     fn relayer_interceptor(
@@ -722,8 +733,9 @@ impl<'a> Phases<'a> {
                         .unwrap_or_default();
                     let mut keys_found: Vec<B256> = mine.iter().map(|r| r.entity_key).collect();
                     if self.world.scenario.leaks.copies_accepted {
-                        keys_found
-                            .extend(copies_as_accepted_before(id.reader(self.stack()), &mine).await);
+                        keys_found.extend(
+                            copies_as_accepted_before(id.reader(self.stack()), &mine).await,
+                        );
                     }
                     keys_found.contains(&keys[0])
                 }

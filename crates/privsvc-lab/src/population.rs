@@ -298,9 +298,7 @@ async fn run_session(world: &World, id: &Identity, plan: &SessionPlan, rng: &mut
     let reader: Arc<dyn LedgerReader> = if leaks.timestamps_of_own_blocks || leaks.fresh_covers {
         Arc::new(LeakyReader {
             inner: rpc.clone(),
-            own_blocks: leaks
-                .timestamps_of_own_blocks
-                .then(|| own_blocks.clone()),
+            own_blocks: leaks.timestamps_of_own_blocks.then(|| own_blocks.clone()),
             fresh_covers: leaks.fresh_covers.then(|| FreshCovers {
                 lab: world.stack.reader(),
                 rng: Mutex::new(StdRng::seed_from_u64(rng.gen())),

@@ -81,18 +81,8 @@ async fn every_attack_wins_when_its_leak_is_on() {
             no_covers: false,
             ..Leaks::all()
         },
-        active: Active {
-            n_minus_one: true,
-            issuer_flood: true,
-            ratchet: true,
-            refusing_relayer: true,
-            copies: true,
-            key_substitution: true,
-            replay_submissions: true,
-            replay_issue_requests: true,
-            head_of_line: true,
-            ..Active::none()
-        },
+        // Every active party (the default).
+        active: Active::default(),
         ..Scenario::short()
     };
     let report = privsvc_lab::run(scenario).await.expect("the lab runs");
