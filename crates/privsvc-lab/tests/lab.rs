@@ -8,9 +8,13 @@
 //!   fail one honest run in three by luck), so that a change that opens a channel fails the
 //!   test command.
 //! - `every_attack_wins_when_its_leak_is_on`: the same population with every leak of
-//!   `privsvc_lab::Leaks` switched on (the n-1 relay reading the exact queue among them), 24
-//!   users for enough guesses: each attack must beat chance there (one-sided at 95%,
-//!   `stats::Z_ONE_SIDED_95`). An attack that cannot win against a leaky setting proves nothing.
+//!   `privsvc_lab::Leaks` switched on (the client's as the lab's stand-ins around the real
+//!   client, the servers' through the relayer's `lab-leaks` feature) and every active party,
+//!   24 users for enough guesses: each attack must beat chance there (one-sided at 95%,
+//!   `stats::Z_ONE_SIDED_95`), except two residuals no leak drives (`size-class-onlooker`,
+//!   `n-minus-one-flood`). An attack that cannot win against a leaky setting proves nothing.
+//!   The Referer and Cookie headers have their leaky control in the Chromium run
+//!   (`js/test/browser/chromium.mjs`).
 
 use std::time::Duration;
 
@@ -93,6 +97,7 @@ async fn every_attack_wins_when_its_leak_is_on() {
         "wallet-named",
         "landing-listing",
         "polls-stop-relay",
+        "polls-stop-onlooker",
         "size-class-relay",
         "onlooker-relayer-timing",
         "issuer-onlooker-wallet",
