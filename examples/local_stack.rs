@@ -38,7 +38,7 @@ use privsvc::client::{
 use privsvc::devnet::{Address, BlockTime, DevnetHandle};
 use privsvc::ledger::{LedgerReader, RpcLedger};
 use privsvc::ohttp::SILENCE_OHTTP_LOGS;
-use privsvc::relayer::RelayerHandle;
+use privsvc::relayer::Relayer;
 use privsvc_testkit::{LocalStack, RelayerSpec};
 
 /// The app (key namespace and `project` attribute) of the scenario.
@@ -234,11 +234,11 @@ impl Stack {
         }
     }
 
-    fn a(&self) -> &RelayerHandle {
+    fn a(&self) -> &Relayer {
         self.inner.relayer("A")
     }
 
-    fn b(&self) -> &RelayerHandle {
+    fn b(&self) -> &Relayer {
         self.inner.relayer("B")
     }
 

@@ -20,7 +20,7 @@ use privsvc::client::{
 };
 use privsvc::devnet::Address;
 use privsvc::ledger::{ArkivValue, LedgerReader, RpcLedger};
-use privsvc::relayer::RelayerHandle;
+use privsvc::relayer::Relayer;
 use privsvc_testkit::{LocalStack, RelayerSpec};
 
 /// Batching of both relayers.
@@ -67,11 +67,11 @@ impl Stack {
         }
     }
 
-    fn a(&self) -> &RelayerHandle {
+    fn a(&self) -> &Relayer {
         self.inner.relayer("a")
     }
 
-    fn b(&self) -> &RelayerHandle {
+    fn b(&self) -> &Relayer {
         self.inner.relayer("b")
     }
 

@@ -473,7 +473,7 @@ impl RelayerConfig {
         }
     }
 
-    /// The leaky settings in force: [`RelayerConfig::lab_leaks`] with the `lab-leaks` feature,
+    /// The leaky settings in force: `RelayerConfig::lab_leaks` with the `lab-leaks` feature,
     /// none without it.
     pub(crate) fn leaks(&self) -> crate::lab_leaks::LabLeaks {
         #[cfg(feature = "lab-leaks")]

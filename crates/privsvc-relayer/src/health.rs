@@ -10,7 +10,7 @@
 //! to a multiple of [`PUBLIC_QUEUE_STEP`] (0 reads 100). An exact, real-time queue length lets a
 //! party that holds a victim's submission (the OHTTP relay) send it exactly when the queue is empty
 //! and surround it with its own records. The exact figures are served only on `METRICS_BIND`
-//! (`/metrics` and `/healthz` there) and in-process ([`crate::RelayerHandle::health`]).
+//! (`/metrics` and `/healthz` there) and in-process ([`crate::Relayer::health`]).
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -202,7 +202,7 @@ pub struct Health {
     /// The relayer's address.
     pub address: String,
     /// Records accepted and not yet finished: exact in-process and on `METRICS_BIND`, rounded
-    /// up to a multiple of [`PUBLIC_QUEUE_STEP`] on the public `/healthz`.
+    /// up to a multiple of `PUBLIC_QUEUE_STEP` on the public `/healthz`.
     pub queue: u64,
     /// Batches written.
     pub batches: u64,
@@ -213,12 +213,12 @@ pub struct Health {
     /// Time of the latest heartbeat (epoch ms; 0 before the first).
     pub last_beat: u64,
     /// Balance in the native currency (ether units), as of the last background read (at most
-    /// [`LEDGER_CHECK_REFRESH`] old).
+    /// `LEDGER_CHECK_REFRESH` old).
     pub balance_native: f64,
     /// Tokens spent here that other relayers' spends entities also list (as of the last
     /// background count, at most a minute old).
     pub double_spends_detected: u64,
-    /// The last calls to the ledger all failed (at least [`crate::retry::FAILING_AFTER`]).
+    /// The last calls to the ledger all failed (at least `crate::retry::FAILING_AFTER`).
     pub ledger_failing: bool,
     /// Failed ledger calls in a row (0 after any success).
     pub ledger_consecutive_failures: u64,

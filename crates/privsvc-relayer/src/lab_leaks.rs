@@ -1,6 +1,6 @@
 //! Channels that revision 3 closed, reopened on purpose for the attack lab (docs/PRIVACY.md):
 //! an attack that cannot win against a leaky relayer proves nothing. Settable only with the
-//! `lab-leaks` feature ([`crate::RelayerConfig::lab_leaks`]); without it every switch is off
+//! `lab-leaks` feature (`RelayerConfig::lab_leaks`); without it every switch is off
 //! and the leaky branches are dead code.
 
 /// The leaky settings of one relayer. All off by default.

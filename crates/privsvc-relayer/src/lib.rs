@@ -15,73 +15,93 @@
 //! ```
 //!
 //! Privacy: no log line, at any level, holds a client address or any part of a request body.
-//! The listener ([`listener`]) gives axum an unprintable peer address (used only by the
+//! The listener (`listener`) gives axum an unprintable peer address (used only by the
 //! in-memory rate limiters of submissions and of the issuer routes, and dropped at accept when
 //! tokens are required and `ISSUER` is off); log fields are an allowlist
-//! ([`state::ledger_error_kind`]). The `ohttp` crate's TRACE records (key material) are
+//! (`state::ledger_error_kind`). The `ohttp` crate's TRACE records (key material) are
 //! compiled out by `privsvc-ohttp`; `privsvc_ohttp::SILENCE_OHTTP_LOGS` in a log filter is a
 //! second guard.
 //!
 //! Rate limit: with tokens off, submissions are limited per source address (`RATE_LIMIT_PER_MIN`,
-//! [`ratelimit`]), whether posted to `/v1/records` or encapsulated in `POST /v1/ohttp` by an
+//! `ratelimit`), whether posted to `/v1/records` or encapsulated in `POST /v1/ohttp` by an
 //! address that is not a configured OHTTP relay (`OHTTP_RELAY_IPS`). The configured relays are
 //! not counted here (their clients are limited per client address at the OHTTP relay,
 //! `privsvc_ohttp::RelayConfig::rate_limit_per_min`).
 //!
 //! Revision 2 (docs/PROTOCOL.md §7): the records of a batch, their transfers and the spends token
-//! ids are in a random order (OS RNG), never arrival order ([`batcher`]); the same sealed envelope
+//! ids are in a random order (OS RNG), never arrival order (`batcher`); the same sealed envelope
 //! submitted again gets the existing id and is never stored or written twice (UNIQUE envelope
-//! digest, [`store`]); minAnonymity k counts records of the record's own `project` ([`queue`]), and
+//! digest, `store`); minAnonymity k counts records of the record's own `project` (`queue`), and
 //! so does `batchSize`; `/metrics` is served only on `METRICS_BIND`; the double-spend count of
-//! `/healthz` is refreshed in the background once a minute ([`health`]); `DATA_DIR` is 0700, the
+//! `/healthz` is refreshed in the background once a minute (`health`); `DATA_DIR` is 0700, the
 //! queue database 0600, with `secure_delete` on.
 //!
 //! Revision 3 (docs/PROTOCOL.md §5.3 and §7): the public `/healthz` rounds `queue` up to a multiple
 //! of 100 and makes no ledger call (its balance is read in the background every 10 s; exact figures
-//! on `METRICS_BIND` only) ([`health`]); the planner batches the records whose holds it can meet
-//! and skips the others, which never block the records behind them ([`queue`]); the issuer routes
+//! on `METRICS_BIND` only) (`health`); the planner batches the records whose holds it can meet
+//! and skips the others, which never block the records behind them (`queue`); the issuer routes
 //! are limited per source like submissions, also inside `POST /v1/ohttp`, and pad their OHTTP
-//! answers to the 8 192-byte class ([`issuer_mount`]); IPv6 sources are limited per /64
-//! ([`ratelimit`]); a store error while marking a record found on the ledger requeues it, never
-//! writes it again ([`batcher`]).
+//! answers to the 8 192-byte class (`issuer_mount`); IPv6 sources are limited per /64
+//! (`ratelimit`); a store error while marking a record found on the ledger requeues it, never
+//! writes it again (`batcher`).
 //!
 //! Reconciliation: a record found already on the ledger (its owner holds an entity with its
 //! envelope) is marked written with the hash of the transaction that created that entity, read
 //! with `LedgerReader::creation_tx` (`eth_getLogs`); the zero hash only when the node cannot
 //! tell.
 //!
-//! Module map: [`config`] (env and flags), [`store`] (SQLite, group commit), [`queue`] (the
-//! batching decision), [`planner`] (the batcher's decisions, pure), [`driver`] (the batcher's
-//! loop: applies the planner's actions), [`batcher`] (batch transactions), [`reconcile`] (restart),
-//! [`writer`] (the one serialized writer; settles transactions of unknown fate), [`retry`]
-//! (per-call retries and hedges, ledger health), [`health`] (heartbeats, retention, health record),
-//! [`api`] (HTTP), [`validate`] (400 checks), [`tokencheck`] (402/403), [`ratelimit`] (429),
-//! [`metrics`] (Prometheus, on `METRICS_BIND` only).
+//! Module map: [`config`] (env and flags), `store` (SQLite, group commit), `queue` (the
+//! batching decision), `planner` (the batcher's decisions, pure), `driver` (the batcher's
+//! loop: applies the planner's actions), `batcher` (batch transactions), `reconcile` (restart),
+//! `writer` (the one serialized writer; settles transactions of unknown fate), `retry`
+//! (per-call retries and hedges, ledger health), `health` (heartbeats, retention, health record),
+//! `api` (HTTP), `validate` (400 checks), `tokencheck` (402/403), `ratelimit` (429),
+//! `metrics` (Prometheus, on `METRICS_BIND` only).
 #![forbid(unsafe_code)]
 
-pub mod api;
-pub mod batcher;
+mod api;
+mod batcher;
 pub mod config;
-pub mod driver;
-pub mod entities;
-pub mod fuzz_entry;
-pub mod health;
-pub mod issuer_mount;
+mod driver;
+mod entities;
+mod fuzz_entry;
+mod health;
+mod issuer_mount;
+mod lab_leaks;
+mod listener;
+mod metrics;
+mod planner;
+mod project;
+mod queue;
+mod ratelimit;
+mod reconcile;
+mod retry;
+mod state;
+mod store;
+mod tokencheck;
+mod validate;
+mod writer;
+
+/// Internals that the relayer's own tests, the fuzz targets and the attack lab reach; not part
+/// of the API (no stability promise), as rustls does with its `internal` module.
 #[doc(hidden)]
-pub mod lab_leaks;
-pub mod listener;
-pub mod metrics;
-pub mod planner;
-pub mod project;
-pub mod queue;
-pub mod ratelimit;
-pub mod reconcile;
-pub mod retry;
-pub mod state;
-pub mod store;
-pub mod tokencheck;
-pub mod validate;
-pub mod writer;
+pub mod testing {
+    /// The `relayer_submit` fuzz target's entry point.
+    pub mod fuzz_entry {
+        pub use crate::fuzz_entry::*;
+    }
+    pub use crate::lab_leaks::LabLeaks;
+    pub use crate::listener::PeerAddr;
+    /// The batcher's decisions, pure.
+    pub mod planner {
+        pub use crate::planner::*;
+    }
+    pub use crate::queue::{PlanParams, Queue};
+    pub use crate::state::now_ms;
+    pub use crate::store::StoredRecord;
+    pub use crate::tokencheck::PINS_FILE;
+    pub use crate::writer::SETTLE_ROUNDS;
+}
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize};
@@ -130,15 +150,13 @@ impl From<LedgerError> for RelayerError {
     }
 }
 
-/// Entry point: see [`Relayer::start`].
-pub struct Relayer;
-
-/// How long [`RelayerHandle::shutdown`] waits for the relayer's tasks (a batcher waiting on an
+/// How long [`Relayer::shutdown`] waits for the relayer's tasks (a batcher waiting on an
 /// unresponsive ledger is abandoned after it, as in a crash).
 pub const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// A running relayer.
-pub struct RelayerHandle {
+/// A running relayer: start one with [`Relayer::start`] (or [`Relayer::start_on_ledger`]),
+/// stop it with [`Relayer::shutdown`].
+pub struct Relayer {
     url: String,
     local_addr: SocketAddr,
     metrics_addr: Option<SocketAddr>,
@@ -157,14 +175,14 @@ impl Relayer {
         config: RelayerConfig,
         ledger: Arc<dyn LedgerReader>,
         writer: Arc<dyn LedgerWriter>,
-    ) -> Result<RelayerHandle, RelayerError> {
+    ) -> Result<Relayer, RelayerError> {
         Self::start_with(config, ledger, writer, |_| None).await
     }
 
     /// Connects to the ledger `config` names ([`RelayerConfig::connect_ledger`]) and starts
     /// the relayer on it, as a relayer binary does. The key is needed only to connect the
     /// writer; the relayer keeps it in that writer alone.
-    pub async fn start_on_ledger(mut config: RelayerConfig) -> Result<RelayerHandle, RelayerError> {
+    pub async fn start_on_ledger(mut config: RelayerConfig) -> Result<Relayer, RelayerError> {
         let (reader, writer) = config.connect_ledger().await?;
         config.key = None;
         Self::start(config, reader, writer).await
@@ -177,7 +195,7 @@ impl Relayer {
         ledger: Arc<dyn LedgerReader>,
         writer: Arc<dyn LedgerWriter>,
         extra: impl FnOnce(&SerializedWriter) -> Option<Router>,
-    ) -> Result<RelayerHandle, RelayerError> {
+    ) -> Result<Relayer, RelayerError> {
         config.validate()?;
         // Every ledger call is retried on its own (jittered backoff) and counted for health.
         let ledger_health = Arc::new(retry::LedgerHealth::default());
@@ -362,7 +380,7 @@ impl Relayer {
         }
         tasks.push(tokio::spawn(health::run_pruning(shared.clone(), stop_rx)));
         tracing::info!(url = %public_url, "relayer started");
-        Ok(RelayerHandle {
+        Ok(Relayer {
             url: public_url,
             local_addr,
             metrics_addr,
@@ -374,7 +392,7 @@ impl Relayer {
     }
 }
 
-impl RelayerHandle {
+impl Relayer {
     /// The public base URL.
     pub fn url(&self) -> &str {
         &self.url
@@ -407,7 +425,7 @@ impl RelayerHandle {
     }
 
     /// The full router (API, OHTTP gateway, extra routes, CORS) for in-process use. It does not
-    /// serve `/metrics` (see [`RelayerHandle::metrics_text`]).
+    /// serve `/metrics` (see [`Relayer::metrics_text`]).
     pub fn router(&self) -> Router {
         self.router.clone()
     }
@@ -420,7 +438,7 @@ impl RelayerHandle {
 
     /// The current health record, with the exact queue length (the public `/healthz` rounds
     /// it up). Makes no ledger call: the balance is the background read's, at most
-    /// [`health::LEDGER_CHECK_REFRESH`] old.
+    /// `health::LEDGER_CHECK_REFRESH` old.
     pub async fn health(&self) -> Health {
         health::health(&self.shared).await
     }

@@ -26,7 +26,7 @@ impl PeerAddr {
 }
 
 impl From<IpAddr> for PeerAddr {
-    /// The source of a request served in-process through [`crate::RelayerHandle::router`]
+    /// The source of a request served in-process through [`crate::Relayer::router`]
     /// (insert it as `ConnectInfo<PeerAddr>`), as the listener would have seen it.
     fn from(ip: IpAddr) -> Self {
         PeerAddr(Some(ip))

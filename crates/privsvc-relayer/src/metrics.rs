@@ -67,14 +67,6 @@ impl Metrics {
     pub fn heartbeat(&self) {
         self.heartbeats.fetch_add(1, Ordering::Relaxed);
     }
-    /// Accepted submissions so far.
-    pub fn accepted(&self) -> u64 {
-        self.submissions[0].load(Ordering::Relaxed)
-    }
-    /// Ledger errors so far.
-    pub fn ledger_errors(&self) -> u64 {
-        self.ledger_errors.load(Ordering::Relaxed)
-    }
 
     /// The Prometheus text exposition, with the current queue length.
     pub fn render(&self, queue_len: usize) -> String {

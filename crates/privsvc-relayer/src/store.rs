@@ -66,7 +66,7 @@ pub struct StoredRecord {
     /// The app.
     pub app: String,
     /// The record's `project` attribute as its wire JSON (`{"type":..,"value":..}`): the
-    /// records that count toward its minAnonymity (see [`crate::project::project_key`]).
+    /// records that count toward its minAnonymity (see `crate::project::project_key`).
     pub project: String,
     /// SHA-256 of the sealed envelope (UNIQUE in the store).
     pub envelope_digest: [u8; 32],
@@ -184,6 +184,8 @@ pub struct Store {
     tx: Mutex<mpsc::Sender<Cmd>>,
     read: Mutex<Connection>,
     path: PathBuf,
+    /// Group commits so far (read by the tests).
+    #[cfg_attr(not(test), allow(dead_code))]
     commits: Arc<AtomicU64>,
 }
 
@@ -384,6 +386,7 @@ impl Store {
         })
     }
 
+    #[cfg(test)]
     /// Transactions committed so far (each one fsync; concurrent commands share one).
     pub fn commits(&self) -> u64 {
         self.commits.load(Ordering::Relaxed)
@@ -577,6 +580,7 @@ impl Store {
         ))
     }
 
+    #[cfg(test)]
     /// Whether a token id is already spent here.
     pub fn token_spent(&self, token_id: &[u8; 32]) -> Result<bool, StoreError> {
         let conn = self.reader();

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use privsvc_devnet::{BlockTime, Devnet, DevnetConfig, DevnetHandle, DEV_PRIVATE_KEYS};
 use privsvc_ledger::{LedgerReader, RpcLedger, RpcWriter};
 use privsvc_ohttp::{OhttpRelay, RelayConfig};
-use privsvc_relayer::{OhttpSeed, Relayer, RelayerConfig, RelayerHandle, RelayerKey, TokenMode};
+use privsvc_relayer::{OhttpSeed, Relayer, RelayerConfig, RelayerKey, TokenMode};
 use tempfile::TempDir;
 use tokio::task::JoinHandle;
 
@@ -131,7 +131,7 @@ struct StackRelayer {
     seed: Option<[u8; 32]>,
     dir: TempDir,
     tap: Option<Tap>,
-    handle: Option<RelayerHandle>,
+    handle: Option<Relayer>,
 }
 
 /// The running OHTTP relay.
@@ -190,7 +190,7 @@ impl LocalStack {
     ///
     /// # Panics
     /// When the stack has no such relayer, or it is stopped: a test's own mistake.
-    pub fn relayer(&self, name: &str) -> &RelayerHandle {
+    pub fn relayer(&self, name: &str) -> &Relayer {
         self.slot(name)
             .handle
             .as_ref()
@@ -411,7 +411,7 @@ impl LocalStack {
         &self,
         r: &StackRelayer,
         mut config: RelayerConfig,
-    ) -> Result<RelayerHandle, StackError> {
+    ) -> Result<Relayer, StackError> {
         config.key = Some(dev_key(r.account)?);
         config.rpc_url = self.devnet.url();
         let handle =

@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use privsvc_client::{ClientBuilder, CreateParams, Expires, PrivateClient, SessionSchedule};
 use privsvc_devnet::{DevnetHandle, DEV_PRIVATE_KEYS};
 use privsvc_ledger::{Entity, LedgerError, LedgerReader, LedgerWriter, QueryOptions, QueryPage};
-use privsvc_relayer::{Health, RelayerHandle};
+use privsvc_relayer::{Health, Relayer};
 use privsvc_testkit::{LocalStack, RelayerSpec};
 use privsvc_vault::LocalWallet;
 
@@ -119,12 +119,12 @@ impl Stack {
     }
 
     /// Relayer A.
-    pub fn a(&self) -> &RelayerHandle {
+    pub fn a(&self) -> &Relayer {
         self.inner.relayer("a")
     }
 
     /// Relayer B.
-    pub fn b(&self) -> &RelayerHandle {
+    pub fn b(&self) -> &Relayer {
         self.inner.relayer("b")
     }
 
@@ -272,7 +272,7 @@ pub fn fast_builder(
 
 /// Polls `relayer`'s health every `every` until `done` holds; fails with `what` after 10 s.
 pub async fn wait_for_health(
-    relayer: &RelayerHandle,
+    relayer: &Relayer,
     every: Duration,
     what: &str,
     done: impl Fn(&Health) -> bool,

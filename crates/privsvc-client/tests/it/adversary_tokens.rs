@@ -25,7 +25,7 @@ use privsvc_client::PrivsvcError;
 use privsvc_devnet::{BlockTime, Devnet, DevnetConfig, DevnetHandle};
 use privsvc_ledger::{LedgerReader, Operation, QueryOptions};
 use privsvc_ohttp::{OhttpRelay, RelayConfig};
-use privsvc_relayer::{OhttpSeed, Relayer, RelayerConfig, RelayerHandle, TokenMode};
+use privsvc_relayer::{OhttpSeed, Relayer, RelayerConfig, TokenMode};
 use privsvc_tokens::key_entity::{issuer_key_create, issuer_key_query};
 use privsvc_tokens::{epoch_of, now_ms, token_suite, IssuerKey, SqliteKeyPins};
 use privsvc_vault::LocalWallet;
@@ -178,7 +178,7 @@ async fn issuer_relayer(
     reader: Arc<dyn LedgerReader>,
     dir: &TempDir,
     public_url: Option<String>,
-) -> RelayerHandle {
+) -> Relayer {
     let mut c = RelayerConfig::for_tests(dir.path());
     c.block_time = Duration::from_millis(100);
     c.max_wait_ms = 100;
@@ -203,7 +203,7 @@ struct Watched {
     node: DevnetHandle,
     reader: Arc<dyn LedgerReader>,
     dir: TempDir,
-    a: RelayerHandle,
+    a: Relayer,
     proxy: Proxy,
     proxy_url: String,
 }

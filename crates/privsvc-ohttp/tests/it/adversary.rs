@@ -30,7 +30,7 @@ use privsvc_ohttp::padding::{
 use privsvc_ohttp::{
     OhttpError, OhttpRelay, OhttpTransport, RelayConfig, RelayerRequest, Transport, TARGET_HEADER,
 };
-use privsvc_relayer::{OhttpSeed, Relayer, RelayerConfig, RelayerHandle};
+use privsvc_relayer::{OhttpSeed, Relayer, RelayerConfig};
 use serde_json::{json, Value};
 
 use crate::common::{get, serve, Chain};
@@ -95,7 +95,7 @@ async fn forward(State(o): State<Onlooker>, headers: HeaderMap, body: Bytes) -> 
 struct Stack {
     _chain: Chain,
     _dir: tempfile::TempDir,
-    relayer: RelayerHandle,
+    relayer: Relayer,
     onlooker: Onlooker,
     transport: OhttpTransport,
     _tasks: Vec<tokio::task::JoinHandle<()>>,
@@ -164,7 +164,7 @@ fn submission(note_len: usize, data_len: usize) -> Vec<u8> {
     let body = EnvelopeBody {
         app: APP.into(),
         exp: 3600,
-        hour: privsvc_envelope::hour_of(privsvc_relayer::state::now_ms() / 1000),
+        hour: privsvc_envelope::hour_of(privsvc_relayer::testing::now_ms() / 1000),
         ct: "text/plain".into(),
         enc: false,
         types: attrs.types(),

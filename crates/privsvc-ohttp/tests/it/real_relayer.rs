@@ -8,13 +8,13 @@ use privsvc_ohttp::{
     OhttpGateway, OhttpRelay, OhttpTransport, RelayConfig, RelayerRequest, Transport,
     MAX_ENCAPSULATED_BYTES,
 };
-use privsvc_relayer::{OhttpSeed, Relayer, RelayerConfig, RelayerHandle};
+use privsvc_relayer::{OhttpSeed, Relayer, RelayerConfig};
 
 use crate::common::{get, Chain};
 
 const SEED: [u8; 32] = [5u8; 32];
 
-async fn start_relayer(chain: &Chain, dir: &tempfile::TempDir, ohttp: bool) -> RelayerHandle {
+async fn start_relayer(chain: &Chain, dir: &tempfile::TempDir, ohttp: bool) -> Relayer {
     let mut config = RelayerConfig::for_tests(dir.path());
     config.block_time = Duration::from_millis(100);
     config.ohttp_seed = ohttp.then(|| OhttpSeed::new(SEED));

@@ -12,7 +12,7 @@ use privsvc_envelope::{seal_envelope, EnvelopeBody};
 use privsvc_ledger::{
     ArkivValue, Attribute, Create, CreationFlags, LedgerReader, LedgerWriter, Operation,
 };
-use privsvc_relayer::{Relayer, RelayerConfig, RelayerHandle};
+use privsvc_relayer::{Relayer, RelayerConfig};
 use privsvc_tokens::{token_message, token_suite, IssuerKey, IssuerSecretKey, TokenRedemption};
 use serde_json::{json, Value};
 
@@ -54,7 +54,7 @@ pub fn dev_address(i: usize) -> Address {
 }
 
 /// Start a relayer with dev account `i` and the given config.
-pub async fn start(node: &DevnetHandle, i: usize, cfg: RelayerConfig) -> RelayerHandle {
+pub async fn start(node: &DevnetHandle, i: usize, cfg: RelayerConfig) -> Relayer {
     start_with(node, cfg, writer(node, i)).await
 }
 
@@ -63,7 +63,7 @@ pub async fn start_with(
     node: &DevnetHandle,
     cfg: RelayerConfig,
     writer: Arc<dyn LedgerWriter>,
-) -> RelayerHandle {
+) -> Relayer {
     Relayer::start(cfg, reader(node), writer)
         .await
         .expect("relayer starts")
@@ -73,7 +73,7 @@ pub async fn start_with(
 /// Keep the temp dir alive as long as the relayer.
 pub async fn devnet_and_relayer(
     tweak: impl FnOnce(&mut RelayerConfig),
-) -> (DevnetHandle, tempfile::TempDir, RelayerHandle) {
+) -> (DevnetHandle, tempfile::TempDir, Relayer) {
     let (node, dir, c) = devnet_and_config(tweak).await;
     let relayer = start(&node, 0, c).await;
     (node, dir, relayer)
@@ -128,7 +128,7 @@ pub fn sealed_envelope(
     let body = EnvelopeBody {
         app: app.into(),
         exp,
-        hour: privsvc_envelope::hour_of(privsvc_relayer::state::now_ms() / 1000),
+        hour: privsvc_envelope::hour_of(privsvc_relayer::testing::now_ms() / 1000),
         ct: "text/plain".into(),
         enc: false,
         types: attrs.types(),

@@ -326,7 +326,7 @@ async fn a_swapped_key_is_equivocation_even_after_a_restart() {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt as _;
-        let pins = dir.path().join(privsvc_relayer::tokencheck::PINS_FILE);
+        let pins = dir.path().join(privsvc_relayer::testing::PINS_FILE);
         let mode = std::fs::metadata(pins).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
     }

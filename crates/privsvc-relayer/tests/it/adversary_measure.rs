@@ -17,7 +17,7 @@ use axum::http::Request;
 use base64::Engine as _;
 use privsvc_ledger::{LedgerReader, LedgerWriter, RpcLedger, RpcWriter};
 use privsvc_ohttp::padding::{RESPONSE_CLASSES, RESPONSE_OVERHEAD};
-use privsvc_relayer::listener::PeerAddr;
+use privsvc_relayer::testing::PeerAddr;
 use privsvc_relayer::{OhttpSeed, Relayer};
 use privsvc_tokens::{
     fetch_issuer_key, issuance_message, now_ms, token_message, token_suite, verify_token, Blinded,
@@ -404,7 +404,7 @@ async fn relayer_via(
     proxy: &FaultProxy,
     chain_id: u64,
     cfg: privsvc_relayer::RelayerConfig,
-) -> privsvc_relayer::RelayerHandle {
+) -> privsvc_relayer::Relayer {
     let key = k256::ecdsa::SigningKey::from_slice(
         &hex::decode(privsvc_devnet::DEV_PRIVATE_KEYS[0].trim_start_matches("0x")).unwrap(),
     )

@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use crate::common::*;
 
 fn unix_now() -> u64 {
-    privsvc_relayer::state::now_ms() / 1000
+    privsvc_relayer::testing::now_ms() / 1000
 }
 
 /// Waits past the next hour boundary when it is less than 30 s away, so that the hour a test

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use alloy_primitives::Address;
 use privsvc_devnet::{BlockTime, Devnet, DevnetConfig, DevnetHandle, DEV_PRIVATE_KEYS};
 use privsvc_ledger::{LedgerReader, LedgerWriter, RpcLedger, RpcWriter};
-use privsvc_relayer::{Relayer, RelayerConfig, RelayerHandle};
+use privsvc_relayer::{Relayer, RelayerConfig};
 
 use crate::common::faultproxy::FaultProxy;
 use crate::common::*;
@@ -20,7 +20,7 @@ use crate::common::*;
 const CALL_TIMEOUT: Duration = Duration::from_millis(1_000);
 
 /// A relayer of dev account 0 that reaches the ledger only through `proxy`.
-async fn relayer_via(proxy: &FaultProxy, chain_id: u64, cfg: RelayerConfig) -> RelayerHandle {
+async fn relayer_via(proxy: &FaultProxy, chain_id: u64, cfg: RelayerConfig) -> Relayer {
     let key = k256::ecdsa::SigningKey::from_slice(
         &hex::decode(DEV_PRIVATE_KEYS[0].trim_start_matches("0x")).unwrap(),
     )

@@ -1,5 +1,5 @@
 //! Stable replay of the `relayer_submit` fuzz seed corpus (fuzz/seeds/relayer_submit/*) through
-//! the entry function the cargo-fuzz target calls (`privsvc_relayer::fuzz_entry::submit_body`).
+//! the entry function the cargo-fuzz target calls (`privsvc_relayer::testing::fuzz_entry::submit_body`).
 //!
 //! Files named `accept-*` must be accepted, `reject-*` refused; any other file (a minimised
 //! crash kept as a regression seed) must only not panic. The seeds are written by
@@ -13,7 +13,7 @@ use alloy_primitives::Address;
 use k256::ecdsa::SigningKey;
 use privsvc_attributes::Attributes;
 use privsvc_envelope::{seal_envelope, EnvelopeBody};
-use privsvc_relayer::fuzz_entry::{submit_body, FUZZ_NOW_SECS, FUZZ_RELAYER};
+use privsvc_relayer::testing::fuzz_entry::{submit_body, FUZZ_NOW_SECS, FUZZ_RELAYER};
 use serde_json::{json, Value};
 
 fn seeds_dir() -> PathBuf {

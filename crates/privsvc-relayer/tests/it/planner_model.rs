@@ -1,4 +1,4 @@
-//! Property test of the batcher's state machine ([`privsvc_relayer::planner`]): random
+//! Property test of the batcher's state machine ([`privsvc_relayer::testing::planner`]): random
 //! interleavings of submissions, clock ticks, blocks, reverts, ledger faults (calls refused, and
 //! broadcasts applied whose answer is lost), a node losing its pool, heartbeats and relayer
 //! crashes with restarts, run against a model: an in-memory store (what survives a crash), a
@@ -21,12 +21,12 @@
 use std::collections::{BTreeMap, HashMap};
 
 use alloy_primitives::Address;
-use privsvc_relayer::planner::{
+use privsvc_relayer::testing::planner::{
     self, after_revert, Action, ChainView, TxDecision, TxObservation, MAX_REVERT_ATTEMPTS,
 };
-use privsvc_relayer::queue::{PlanParams, Queue};
-use privsvc_relayer::store::StoredRecord;
-use privsvc_relayer::writer::SETTLE_ROUNDS;
+use privsvc_relayer::testing::StoredRecord;
+use privsvc_relayer::testing::SETTLE_ROUNDS;
+use privsvc_relayer::testing::{PlanParams, Queue};
 use proptest::prelude::*;
 
 /// A signed transaction of the relayer account.
