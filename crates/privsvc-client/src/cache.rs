@@ -34,7 +34,7 @@ pub struct ScanStats {
 
 /// What the client knows of a listed record's tag.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Class {
+pub(crate) enum TagClass {
     /// Not opened yet.
     Unopened,
     /// Not the user's (no tag, a tag that does not open, or a record that failed verification).
@@ -59,7 +59,7 @@ pub(crate) struct Listed {
     /// Interned `(name, value)` ids of its other attributes (`project` and `tag` left out).
     pub(crate) attrs: Box<[u32]>,
     /// What the tag says.
-    pub(crate) class: Class,
+    pub(crate) class: TagClass,
 }
 
 impl Listed {
@@ -171,7 +171,7 @@ impl EntityCache {
                 expires_at: e.expires_at.unwrap_or(u64::MAX),
                 tag,
                 attrs: attrs.into_boxed_slice(),
-                class: Class::Unopened,
+                class: TagClass::Unopened,
             };
             *self.batches.entry(entry.batch()).or_default() += 1;
             self.expiry.entry(entry.expires_at).or_default().push(e.key);
@@ -271,7 +271,7 @@ impl EntityCache {
         // transfer to the user is never listed again), and a tag belongs to one record.
         let mut groups: HashMap<Vec<u8>, Vec<B256>> = HashMap::new();
         for (key, e) in self.entries.iter() {
-            if let (Class::Mine(_), Some(tag)) = (e.class, e.tag) {
+            if let (TagClass::Mine(_), Some(tag)) = (e.class, e.tag) {
                 groups
                     .entry(tag.as_slice().to_vec())
                     .or_default()
@@ -307,7 +307,7 @@ impl EntityCache {
             for key in keys.into_iter().filter(|k| Some(*k) != keep) {
                 tracing::warn!(entity = %key, "ignoring a copy of one of the user's records");
                 if let Some(e) = self.entries.get_mut(&key) {
-                    e.class = Class::Other;
+                    e.class = TagClass::Other;
                 }
                 self.unverified.remove(&key);
                 self.mine.remove(&key);
@@ -326,12 +326,12 @@ impl EntityCache {
         let mut out = Vec::new();
         for key in std::mem::take(&mut self.pending) {
             if let Some(e) = self.entries.get_mut(&key) {
-                if e.class != Class::Unopened {
+                if e.class != TagClass::Unopened {
                     continue;
                 }
                 match e.tag {
                     Some(t) => out.push((key, t)),
-                    None => e.class = Class::Other,
+                    None => e.class = TagClass::Other,
                 }
             }
         }
@@ -422,16 +422,16 @@ mod tests {
         // copier (owner 3): the owners differ, the tag is the same.
         c.merge(10, vec![with_tag(2, 5), with_tag(3, 6)]);
         for e in c.entries.values_mut() {
-            e.class = Class::Mine(RecordRef([1; 16]));
+            e.class = TagClass::Mine(RecordRef([1; 16]));
         }
         c.drop_copies(&[]);
         assert!(matches!(
             c.entries[&B256::repeat_byte(2)].class,
-            Class::Mine(_)
+            TagClass::Mine(_)
         ));
         assert!(matches!(
             c.entries[&B256::repeat_byte(3)].class,
-            Class::Other
+            TagClass::Other
         ));
     }
 }

@@ -8,7 +8,7 @@ use privsvc_ledger::Entity;
 use privsvc_vault::{RecordRef, Tag};
 use rand::seq::SliceRandom;
 
-use crate::cache::{Class, EntityCache, ScanStats};
+use crate::cache::{EntityCache, ScanStats, TagClass};
 use crate::client::PrivateClient;
 use crate::covers::{covers_final, covers_of, newest_window};
 use crate::error::PrivsvcError;
@@ -212,9 +212,9 @@ impl PrivateClient {
                 e.class = match r {
                     Some(r) if trusted.as_ref().is_none_or(|t| t.contains(&e.creator)) => {
                         cache.unverified.insert(*key, r);
-                        Class::Mine(r)
+                        TagClass::Mine(r)
                     }
-                    _ => Class::Other,
+                    _ => TagClass::Other,
                 };
             }
         }
@@ -315,7 +315,7 @@ impl PrivateClient {
                     stats.rejected += 1;
                     tracing::warn!(entity = %entity.key, %reason, "ignoring a record whose tag opened but which does not verify");
                     if let Some(e) = cache.entries.get_mut(&entity.key) {
-                        e.class = Class::Other;
+                        e.class = TagClass::Other;
                     }
                 }
             }

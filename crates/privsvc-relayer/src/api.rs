@@ -33,7 +33,7 @@ use serde_json::{json, Value};
 use crate::config::TokenMode;
 use crate::entities::API_VERSION;
 use crate::listener::PeerAddr;
-use crate::state::{now_ms, Shared};
+use crate::state::{now_ms, RelayerState};
 use crate::store::{envelope_sha256, SpentToken, StoreError, StoredRecord, StoredState};
 use crate::tokencheck::{check_token, TokenRefusal};
 use crate::validate::{validate, Limits};
@@ -46,7 +46,7 @@ fn error(status: StatusCode, reason: impl Into<String>) -> Response {
 }
 
 /// The API routes (without `/v1/ohttp`, the issuer and CORS, which [`crate::Relayer`] adds).
-pub fn api_router(shared: Arc<Shared>) -> Router {
+pub fn api_router(shared: Arc<RelayerState>) -> Router {
     Router::new()
         .route("/v1/info", get(info))
         .route("/v1/records", post(submit))
@@ -56,7 +56,7 @@ pub fn api_router(shared: Arc<Shared>) -> Router {
 }
 
 /// `GET /metrics` and the exact `GET /healthz`, for the `METRICS_BIND` listener.
-pub fn metrics_router(shared: Arc<Shared>) -> Router {
+pub fn metrics_router(shared: Arc<RelayerState>) -> Router {
     Router::new()
         .route("/metrics", get(metrics))
         .route("/healthz", get(exact_healthz))
@@ -89,7 +89,7 @@ pub(crate) fn request_source(extensions: &axum::http::Extensions) -> Option<IpAd
 
 #[derive(Clone)]
 struct OhttpState {
-    shared: Arc<Shared>,
+    shared: Arc<RelayerState>,
     gateway: Option<Arc<privsvc_ohttp::OhttpGateway>>,
     inner: Router,
 }
@@ -97,7 +97,7 @@ struct OhttpState {
 /// `POST /v1/ohttp`: opens the request with `gateway` (404 when `None`) and serves it with
 /// `inner`; a request from an address outside `OHTTP_RELAY_IPS` carries [`OhttpSource`].
 pub fn ohttp_router(
-    shared: Arc<Shared>,
+    shared: Arc<RelayerState>,
     gateway: Option<Arc<privsvc_ohttp::OhttpGateway>>,
     inner: Router,
 ) -> Router {
@@ -125,7 +125,7 @@ async fn ohttp(State(o): State<OhttpState>, req: Request) -> Response {
 }
 
 /// The relayer info document.
-pub fn info_json(s: &Shared) -> Value {
+pub fn info_json(s: &RelayerState) -> Value {
     let mut v = json!({
         "address": s.address.to_checksum(None),
         "version": API_VERSION,
@@ -151,11 +151,11 @@ pub fn info_json(s: &Shared) -> Value {
     v
 }
 
-async fn info(State(s): State<Arc<Shared>>) -> Json<Value> {
+async fn info(State(s): State<Arc<RelayerState>>) -> Json<Value> {
     Json(info_json(&s))
 }
 
-async fn submit(State(s): State<Arc<Shared>>, req: Request) -> Response {
+async fn submit(State(s): State<Arc<RelayerState>>, req: Request) -> Response {
     let peer = request_source(req.extensions());
     let (status, response) = match accept(&s, peer, req.into_body()).await {
         Ok(id) => (
@@ -174,7 +174,7 @@ type Refusal = (StatusCode, String);
 /// The id of the stored record with this envelope digest when there is one (a resubmission
 /// gets the first answer), else `refusal`.
 fn existing_or(
-    s: &Shared,
+    s: &RelayerState,
     digest: &[u8; 32],
     refusal: (StatusCode, String),
 ) -> Result<String, (StatusCode, String)> {
@@ -190,7 +190,7 @@ fn existing_or(
 
 /// The token a submission spends (`None` with tokens off), or the 402/403 refusal.
 async fn token_of(
-    s: &Shared,
+    s: &RelayerState,
     sub: &crate::validate::Submission,
     now: u64,
 ) -> Result<Option<SpentToken>, (StatusCode, String)> {
@@ -221,7 +221,11 @@ async fn token_of(
     })
 }
 
-async fn accept(s: &Shared, peer: Option<std::net::IpAddr>, body: Body) -> Result<String, Refusal> {
+async fn accept(
+    s: &RelayerState,
+    peer: Option<std::net::IpAddr>,
+    body: Body,
+) -> Result<String, Refusal> {
     let bytes = axum::body::to_bytes(body, MAX_SUBMIT_BYTES)
         .await
         .map_err(|_| (StatusCode::PAYLOAD_TOO_LARGE, "body over 64 KB".to_string()))?;
@@ -319,7 +323,7 @@ async fn accept(s: &Shared, peer: Option<std::net::IpAddr>, body: Body) -> Resul
     Ok(id)
 }
 
-async fn status(State(s): State<Arc<Shared>>, Path(id): Path<String>) -> Response {
+async fn status(State(s): State<Arc<RelayerState>>, Path(id): Path<String>) -> Response {
     if let Some(position) = s
         .queue
         .lock()
@@ -350,16 +354,16 @@ async fn status(State(s): State<Arc<Shared>>, Path(id): Path<String>) -> Respons
 }
 
 /// The public health record: `queue` rounded up, no ledger call (see [`crate::health`]).
-async fn healthz(State(s): State<Arc<Shared>>) -> Response {
+async fn healthz(State(s): State<Arc<RelayerState>>) -> Response {
     Json(crate::health::public_health(&s).await).into_response()
 }
 
 /// The health record with the exact queue length (`METRICS_BIND` only).
-async fn exact_healthz(State(s): State<Arc<Shared>>) -> Response {
+async fn exact_healthz(State(s): State<Arc<RelayerState>>) -> Response {
     Json(crate::health::health(&s).await).into_response()
 }
 
-async fn metrics(State(s): State<Arc<Shared>>) -> Response {
+async fn metrics(State(s): State<Arc<RelayerState>>) -> Response {
     let body = s.metrics.render(s.occupancy.load(Ordering::SeqCst));
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], body).into_response()
 }

@@ -37,7 +37,7 @@ use tokio::sync::watch;
 
 use crate::entities::{record_create, spends_creates};
 use crate::planner::{self, TxDecision, TxObservation};
-use crate::state::{now_ms, Shared};
+use crate::state::{now_ms, RelayerState};
 use crate::store::{envelope_sha256, BatchMember, StoredRecord, StoredState, WrittenInfo};
 use crate::writer::WriterTurn;
 
@@ -73,7 +73,7 @@ const LOOKUPS_IN_FLIGHT: usize = 4;
 /// One query per 32 owners (`$owner = addr(a) OR $owner = addr(b) ...`), a
 /// few at a time: a batch of 100 costs 4 queries, not 100.
 pub async fn already_written(
-    shared: &Shared,
+    shared: &RelayerState,
     records: &[StoredRecord],
 ) -> Result<HashMap<String, WrittenInfo>, LedgerError> {
     use futures::stream::{FuturesUnordered, StreamExt};
@@ -99,7 +99,7 @@ pub async fn already_written(
 
 /// The records of `records` (at most [`OWNERS_PER_LOOKUP`]) already on the ledger.
 async fn written_on_ledger(
-    shared: &Shared,
+    shared: &RelayerState,
     records: &[StoredRecord],
 ) -> Result<Vec<(String, WrittenInfo)>, LedgerError> {
     let Some(expr) = owners_query(records) else {
@@ -171,7 +171,7 @@ const LOOKUP_ROUNDS: u32 = 3;
 
 /// One query page, retried up to [`LOOKUP_ROUNDS`] times (each a retried call).
 async fn query_patiently(
-    shared: &Shared,
+    shared: &RelayerState,
     expr: &str,
     options: &QueryOptions,
 ) -> Result<privsvc_ledger::QueryPage, LedgerError> {
@@ -191,7 +191,7 @@ async fn query_patiently(
 /// The transaction that created `key` in `block` (the entity does not carry it; the ledger's
 /// `EntityCreated` log does). The zero hash when the node cannot tell (no log found, logs not
 /// served, or an error): the record is on the ledger either way and must not be written again.
-async fn creation_tx(shared: &Shared, key: B256, block: u64) -> B256 {
+async fn creation_tx(shared: &RelayerState, key: B256, block: u64) -> B256 {
     match shared.ledger.creation_tx(key, block).await {
         Ok(Some(tx)) => tx,
         Ok(None) => B256::ZERO,
@@ -215,7 +215,7 @@ fn ledger_project(rec: &StoredRecord) -> Option<ArkivValue> {
 /// Records of `rec`'s project in the batch `{block, creator}` (docs/PROTOCOL.md §7: batchSize
 /// counts the record's peers); 1 when unknown.
 async fn batch_size(
-    shared: &Shared,
+    shared: &RelayerState,
     creator: alloy_primitives::Address,
     block: u64,
     rec: &StoredRecord,
@@ -254,7 +254,7 @@ async fn batch_size(
 }
 
 pub(crate) async fn send_batch(
-    shared: &Shared,
+    shared: &RelayerState,
     records: Vec<StoredRecord>,
     stop: &mut watch::Receiver<bool>,
 ) -> Outcome {
@@ -316,7 +316,7 @@ pub(crate) async fn send_batch(
 
 /// Send a batch whose records all have distinct envelopes.
 async fn send_unique(
-    shared: &Shared,
+    shared: &RelayerState,
     mut batch: Vec<StoredRecord>,
     stop: &mut watch::Receiver<bool>,
 ) -> Outcome {
@@ -369,7 +369,7 @@ fn random_salt() -> u128 {
 /// records go in a uniformly random order (OS RNG), never the order of `batch`; the members
 /// (and their predicted keys) follow the order of the creates.
 fn batch_ops(
-    shared: &Shared,
+    shared: &RelayerState,
     batch: &[StoredRecord],
     nonce: u64,
 ) -> Result<(Vec<Operation>, Vec<BatchMember>), (usize, String)> {
@@ -401,7 +401,7 @@ fn batch_ops(
 }
 
 async fn build_and_send(
-    shared: &Shared,
+    shared: &RelayerState,
     turn: &mut WriterTurn<'_>,
     batch: &[StoredRecord],
     stop: &mut watch::Receiver<bool>,
@@ -461,7 +461,7 @@ async fn build_and_send(
 /// `fresh`: signed just now at the settled nonce (not from the store). Each round's
 /// observation is decided by [`planner::on_tx`].
 pub(crate) async fn finish_batch(
-    shared: &Shared,
+    shared: &RelayerState,
     turn: &WriterTurn<'_>,
     batch_id: i64,
     tx: &PreparedTx,
@@ -616,7 +616,7 @@ fn receipt_observation(r: BatchReceipt) -> TxObservation {
 }
 
 /// Record a batch that can never land as dropped (its records are queued again in the store).
-async fn drop_batch(shared: &Shared, batch_id: i64) {
+async fn drop_batch(shared: &RelayerState, batch_id: i64) {
     if let Err(e) = shared.store.batch_dropped(batch_id, now_ms()).await {
         tracing::error!(error = %e, "cannot record a dropped batch");
     }
@@ -624,7 +624,7 @@ async fn drop_batch(shared: &Shared, batch_id: i64) {
 
 /// Mark a record of a reverted batch failed with `error` (best effort: a store error leaves it
 /// to recovery) and count it.
-async fn fail_after_revert(shared: &Shared, id: &str, error: String) {
+async fn fail_after_revert(shared: &RelayerState, id: &str, error: String) {
     let _ = shared
         .store
         .set_record(id, StoredState::Failed(error), now_ms())
@@ -635,7 +635,7 @@ async fn fail_after_revert(shared: &Shared, id: &str, error: String) {
 
 /// After a revert: fail the records that revert alone, retry the others.
 pub(crate) async fn isolate(
-    shared: &Shared,
+    shared: &RelayerState,
     turn: &WriterTurn<'_>,
     batch: Vec<StoredRecord>,
     reason: &str,

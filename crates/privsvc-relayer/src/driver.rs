@@ -13,11 +13,11 @@ use tokio::sync::watch;
 
 use crate::batcher::{send_batch, sleep_or_stop, Outcome};
 use crate::planner::{self, Action, ChainView};
-use crate::state::{now_ms, Shared};
+use crate::state::{now_ms, RelayerState};
 use crate::store::StoredState;
 
 /// Run until `stop` turns true: reconcile stored batches, then schedule.
-pub async fn run(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+pub async fn run(shared: Arc<RelayerState>, mut stop: watch::Receiver<bool>) {
     let mut reconciled = false;
     // A head read is good for the one plan that asked for it.
     let mut head = None;
@@ -109,7 +109,7 @@ pub async fn run(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
 }
 
 /// Fail held records whose maxHoldMs passed (the planner's [`Action::FailExpired`]).
-async fn fail_expired(shared: &Shared, expired: Vec<(String, u32)>) {
+async fn fail_expired(shared: &RelayerState, expired: Vec<(String, u32)>) {
     let now = now_ms();
     for (id, k) in expired {
         let hold = {

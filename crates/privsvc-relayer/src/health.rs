@@ -23,10 +23,10 @@ use serde::Serialize;
 use tokio::sync::watch;
 
 use crate::entities::heartbeat_create;
-use crate::state::{now_ms, Shared};
+use crate::state::{now_ms, RelayerState};
 
 /// Publish one heartbeat through the serialized writer and record its key and time.
-pub async fn beat(shared: &Shared) -> Result<(), LedgerError> {
+pub async fn beat(shared: &RelayerState) -> Result<(), LedgerError> {
     let create = heartbeat_create(
         &shared.public_url,
         shared.address,
@@ -62,7 +62,7 @@ pub async fn beat(shared: &Shared) -> Result<(), LedgerError> {
 }
 
 /// Publish a heartbeat now and every HEARTBEAT_MS until stopped.
-pub async fn run_heartbeats(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+pub async fn run_heartbeats(shared: Arc<RelayerState>, mut stop: watch::Receiver<bool>) {
     let every = Duration::from_millis(shared.cfg.heartbeat_ms);
     loop {
         // Heartbeats never starve batches: a beat gives way while a batch waits for the
@@ -93,7 +93,7 @@ pub async fn run_heartbeats(shared: Arc<Shared>, mut stop: watch::Receiver<bool>
 }
 
 /// Delete finished statuses after the retention time, and spent tokens of past epochs.
-pub async fn run_pruning(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+pub async fn run_pruning(shared: Arc<RelayerState>, mut stop: watch::Receiver<bool>) {
     let every = Duration::from_millis((shared.cfg.status_retention_ms / 4).clamp(200, 60_000));
     loop {
         let now = now_ms();
@@ -136,7 +136,7 @@ pub fn public_queue(exact: u64) -> u64 {
 }
 
 /// Read the balance now and keep it (and whether the read worked) for the health record.
-pub async fn refresh_ledger_check(shared: &Shared) {
+pub async fn refresh_ledger_check(shared: &RelayerState) {
     let balance = shared.ledger.balance(shared.address).await;
     if balance.is_err() {
         shared.metrics.ledger_error();
@@ -153,7 +153,7 @@ pub async fn refresh_ledger_check(shared: &Shared) {
 
 /// Re-read the balance every [`LEDGER_CHECK_REFRESH`] until stopped (the first read is made
 /// at start, before the relayer serves).
-pub async fn run_ledger_check(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+pub async fn run_ledger_check(shared: Arc<RelayerState>, mut stop: watch::Receiver<bool>) {
     loop {
         tokio::select! {
             _ = tokio::time::sleep(LEDGER_CHECK_REFRESH) => {}
@@ -167,7 +167,7 @@ pub async fn run_ledger_check(shared: Arc<Shared>, mut stop: watch::Receiver<boo
 pub const DOUBLE_SPEND_REFRESH: Duration = Duration::from_secs(60);
 
 /// Count double spends now and keep the result for `/healthz`.
-pub async fn refresh_double_spends(shared: &Shared) {
+pub async fn refresh_double_spends(shared: &RelayerState) {
     let result = double_spends(shared).await;
     if result.is_err() {
         shared.metrics.ledger_error();
@@ -183,7 +183,7 @@ pub async fn refresh_double_spends(shared: &Shared) {
 }
 
 /// Recount double spends at start and every [`DOUBLE_SPEND_REFRESH`] until stopped.
-pub async fn run_double_spends(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+pub async fn run_double_spends(shared: Arc<RelayerState>, mut stop: watch::Receiver<bool>) {
     loop {
         refresh_double_spends(&shared).await;
         tokio::select! {
@@ -231,7 +231,7 @@ fn wei_to_native(wei: U256) -> f64 {
 
 /// Count the local spent tokens of the acceptable epochs that other relayers' spends entities
 /// also list.
-pub async fn double_spends(shared: &Shared) -> Result<u64, LedgerError> {
+pub async fn double_spends(shared: &RelayerState) -> Result<u64, LedgerError> {
     let epochs = privsvc_tokens::acceptable_epochs(now_ms());
     let local: HashSet<[u8; 32]> = shared
         .store
@@ -268,7 +268,7 @@ pub async fn double_spends(shared: &Shared) -> Result<u64, LedgerError> {
 
 /// The health record with exact figures, for `METRICS_BIND` and in-process callers. It makes
 /// no ledger call: the balance and the double-spend count are the background tasks' last.
-pub async fn health(shared: &Shared) -> Health {
+pub async fn health(shared: &RelayerState) -> Health {
     let live = shared
         .live
         .lock()
@@ -295,7 +295,7 @@ pub async fn health(shared: &Shared) -> Health {
 
 /// The health record of the public `/healthz`: [`health`] with `queue` rounded up
 /// ([`public_queue`]).
-pub async fn public_health(shared: &Shared) -> Health {
+pub async fn public_health(shared: &RelayerState) -> Health {
     let mut h = health(shared).await;
     h.queue = public_queue(h.queue);
     h

@@ -29,7 +29,7 @@ use privsvc_tokens::{issuer_router, now_ms, Issuer, IssuerConfig};
 
 use crate::api::request_source;
 use crate::ratelimit::RateLimiter;
-use crate::state::Shared;
+use crate::state::RelayerState;
 use crate::writer::SerializedWriter;
 use crate::RelayerError;
 
@@ -40,7 +40,7 @@ pub const ISSUER_RESPONSE_CLASS: usize = privsvc_ohttp::padding::RESPONSE_CLASSE
 /// Open the issuer (data in `<DATA_DIR>/issuer`) on the relayer's `writer`; returns its
 /// rate-limited routes and the issuer (for [`run_schedule`]).
 pub fn mount(
-    shared: &Shared,
+    shared: &RelayerState,
     writer: &SerializedWriter,
 ) -> Result<(Router, Arc<Issuer>), RelayerError> {
     let cfg = &shared.cfg;

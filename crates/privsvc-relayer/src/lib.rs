@@ -118,7 +118,7 @@ pub use health::Health;
 pub use store::StoreError;
 pub use writer::SerializedWriter;
 
-use state::{Live, Shared};
+use state::{HealthFigures, RelayerState};
 
 /// Why the relayer could not start.
 #[derive(Debug, thiserror::Error)]
@@ -161,7 +161,7 @@ pub struct Relayer {
     local_addr: SocketAddr,
     metrics_addr: Option<SocketAddr>,
     router: Router,
-    shared: Arc<Shared>,
+    shared: Arc<RelayerState>,
     stop: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
 }
@@ -214,9 +214,9 @@ impl Relayer {
         let address = writer.address();
         let store = store::Store::open(&config.data_dir)?;
         let queued = store.load_queued()?;
-        let sending = store.count_state("sending")?;
+        let sending = store.count_sending()?;
         let next_seq = store.max_seq()? + 1;
-        let live = Live {
+        let live = HealthFigures {
             batches: store
                 .meta("batches")?
                 .and_then(|v| v.parse().ok())
@@ -227,7 +227,7 @@ impl Relayer {
                 .meta("last_beat")?
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(0),
-            ..Live::default()
+            ..HealthFigures::default()
         };
 
         let listener = tokio::net::TcpListener::bind(config.bind)
@@ -271,7 +271,7 @@ impl Relayer {
         let (reconciled, ready) = watch::channel(false);
         let serialized = SerializedWriter::new(writer, config.receipt_timeout, ready)
             .with_round((config.block_time * 3).max(std::time::Duration::from_secs(1)));
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(RelayerState {
             address,
             chain_id,
             public_url: public_url.clone(),

@@ -7,11 +7,11 @@ use tokio::sync::watch;
 use privsvc_ledger::PreparedTx;
 
 use crate::batcher::{finish_batch, isolate, Outcome};
-use crate::state::Shared;
+use crate::state::RelayerState;
 use crate::store::{BatchMember, StoredRecord};
 
 /// Reconcile every stored, unfinished batch. Runs before the scheduler takes new batches.
-pub async fn reconcile(shared: &Shared, stop: &mut watch::Receiver<bool>) {
+pub async fn reconcile(shared: &RelayerState, stop: &mut watch::Receiver<bool>) {
     let pending = match shared.store.pending_batches() {
         Ok(p) => p,
         Err(e) => {
@@ -47,7 +47,7 @@ pub async fn reconcile(shared: &Shared, stop: &mut watch::Receiver<bool>) {
 }
 
 /// The records of a stored batch's members that the store still holds.
-fn member_records(shared: &Shared, members: &[BatchMember]) -> Vec<StoredRecord> {
+fn member_records(shared: &RelayerState, members: &[BatchMember]) -> Vec<StoredRecord> {
     members
         .iter()
         .filter_map(|m| shared.store.record(&m.record_id).ok().flatten())

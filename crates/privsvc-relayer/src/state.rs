@@ -18,7 +18,7 @@ use crate::writer::SerializedWriter;
 
 /// What `/healthz` reports besides counters.
 #[derive(Debug, Default, Clone)]
-pub struct Live {
+pub struct HealthFigures {
     /// Batches written (persisted across restarts).
     pub batches: u64,
     /// Block of the last batch.
@@ -39,7 +39,7 @@ pub struct Live {
 }
 
 /// Everything the relayer's tasks share.
-pub struct Shared {
+pub struct RelayerState {
     /// Configuration.
     pub cfg: RelayerConfig,
     /// The relayer's account.
@@ -75,14 +75,14 @@ pub struct Shared {
     /// Issuer key cache.
     pub issuer_keys: IssuerKeys,
     /// Health values.
-    pub live: Mutex<Live>,
+    pub live: Mutex<HealthFigures>,
     /// Set to true once stored batches are reconciled (gates `SerializedWriter::execute`).
     pub reconciled: tokio::sync::watch::Sender<bool>,
     /// Batch attempts per record that ended in a revert without an identified offender.
     pub attempts: Mutex<HashMap<String, u32>>,
 }
 
-impl Shared {
+impl RelayerState {
     /// Batching parameters.
     pub fn plan_params(&self) -> PlanParams {
         PlanParams {

@@ -140,7 +140,8 @@ pub struct StoredBatch {
     pub members: Vec<BatchMember>,
 }
 
-enum Cmd {
+/// One request to the store's writer thread, with the channel its answer goes back on.
+enum StoreCommand {
     Insert(
         Box<StoredRecord>,
         oneshot::Sender<Result<Box<StoredRecord>, StoreError>>,
@@ -181,7 +182,7 @@ enum Cmd {
 
 /// Handle to the store (cheap to share behind an `Arc`).
 pub struct Store {
-    tx: Mutex<mpsc::Sender<Cmd>>,
+    tx: Mutex<mpsc::Sender<StoreCommand>>,
     read: Mutex<Connection>,
     path: PathBuf,
     /// Group commits so far (read by the tests).
@@ -397,7 +398,7 @@ impl Store {
         &self.path
     }
 
-    fn send(&self, cmd: Cmd) -> Result<(), StoreError> {
+    fn send(&self, cmd: StoreCommand) -> Result<(), StoreError> {
         self.tx
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -409,7 +410,7 @@ impl Store {
     /// thread's answer.
     async fn request<T>(
         &self,
-        cmd: impl FnOnce(oneshot::Sender<Result<T, StoreError>>) -> Cmd,
+        cmd: impl FnOnce(oneshot::Sender<Result<T, StoreError>>) -> StoreCommand,
     ) -> Result<T, StoreError> {
         let (reply, rx) = oneshot::channel();
         self.send(cmd(reply))?;
@@ -420,7 +421,7 @@ impl Store {
     /// [`StoreError::AlreadyStored`] (nothing stored, no token spent) when its envelope is
     /// stored already, and with [`StoreError::TokenSpent`] when the token was spent before.
     pub async fn insert(&self, record: StoredRecord) -> Result<StoredRecord, StoreError> {
-        self.request(|reply| Cmd::Insert(Box::new(record), reply))
+        self.request(|reply| StoreCommand::Insert(Box::new(record), reply))
             .await
             .map(|b| *b)
     }
@@ -434,7 +435,7 @@ impl Store {
         members: Vec<BatchMember>,
         now_ms: u64,
     ) -> Result<i64, StoreError> {
-        self.request(|reply| Cmd::SaveBatch {
+        self.request(|reply| StoreCommand::SaveBatch {
             nonce,
             tx_hash,
             raw,
@@ -453,7 +454,7 @@ impl Store {
         block: u64,
         now_ms: u64,
     ) -> Result<(), StoreError> {
-        self.request(|reply| Cmd::BatchWritten {
+        self.request(|reply| StoreCommand::BatchWritten {
             batch_id,
             tx_hash,
             block,
@@ -465,7 +466,7 @@ impl Store {
 
     /// Mark a batch as not landed; its records that are still sending go back to the queue.
     pub async fn batch_dropped(&self, batch_id: i64, now_ms: u64) -> Result<(), StoreError> {
-        self.request(|reply| Cmd::BatchDropped {
+        self.request(|reply| StoreCommand::BatchDropped {
             batch_id,
             now_ms,
             reply,
@@ -480,7 +481,7 @@ impl Store {
         state: StoredState,
         now_ms: u64,
     ) -> Result<(), StoreError> {
-        self.request(|reply| Cmd::SetRecord {
+        self.request(|reply| StoreCommand::SetRecord {
             id: id.to_string(),
             state,
             now_ms,
@@ -491,14 +492,14 @@ impl Store {
 
     /// Set a metadata value.
     pub async fn set_meta(&self, key: &str, value: &str) -> Result<(), StoreError> {
-        self.request(|reply| Cmd::SetMeta(key.into(), value.into(), reply))
+        self.request(|reply| StoreCommand::SetMeta(key.into(), value.into(), reply))
             .await
     }
 
     /// Delete statuses of records finished before `before_ms`, finished batches of that age and
     /// spent tokens of epochs before `min_epoch`. Returns the number of records deleted.
     pub async fn prune(&self, before_ms: u64, min_epoch: u64) -> Result<usize, StoreError> {
-        self.request(|reply| Cmd::Prune {
+        self.request(|reply| StoreCommand::Prune {
             before_ms,
             min_epoch,
             reply,
@@ -668,12 +669,13 @@ impl Store {
         Ok(v.unwrap_or(0) as u64)
     }
 
-    /// How many records have the given state (tests and health).
-    pub fn count_state(&self, state: &str) -> Result<u64, StoreError> {
+    /// How many records are in a stored batch transaction that may be in flight (state
+    /// `sending`), as a restart finds them.
+    pub fn count_sending(&self) -> Result<u64, StoreError> {
         let conn = self.reader();
         let v: i64 = conn.query_row(
-            "SELECT COUNT(*) FROM records WHERE state = ?1",
-            [state],
+            "SELECT COUNT(*) FROM records WHERE state = 'sending'",
+            [],
             |r| r.get(0),
         )?;
         Ok(v as u64)
@@ -717,7 +719,7 @@ fn row_to_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredRecord> {
 /// Most commands folded into one transaction.
 const MAX_GROUP: usize = 1024;
 
-fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<Cmd>, commits: &AtomicU64) {
+fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<StoreCommand>, commits: &AtomicU64) {
     while let Ok(first) = rx.recv() {
         let mut group = vec![first];
         while group.len() < MAX_GROUP {
@@ -726,11 +728,11 @@ fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<Cmd>, commits: &AtomicU6
                 Err(_) => break,
             }
         }
-        let mut replies: Vec<Reply> = Vec::new();
+        let mut replies: Vec<CommandReply> = Vec::new();
         let result = (|| -> Result<(), rusqlite::Error> {
             let mut tx = conn.transaction()?;
             for cmd in group {
-                replies.push(apply(&mut tx, cmd));
+                replies.push(execute_command(&mut tx, cmd));
             }
             tx.commit()
         })();
@@ -742,7 +744,9 @@ fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<Cmd>, commits: &AtomicU6
     }
 }
 
-type Reply = Box<dyn FnOnce(Option<&StoreError>)>;
+/// Sends a command's answer once its group commit is known (the commit's error, if any,
+/// replaces the answer).
+type CommandReply = Box<dyn FnOnce(Option<&StoreError>)>;
 
 fn closed(e: &StoreError) -> StoreError {
     StoreError::Commit(e.to_string())
@@ -751,7 +755,7 @@ fn closed(e: &StoreError) -> StoreError {
 fn reply_with<T: Send + 'static>(
     reply: oneshot::Sender<Result<T, StoreError>>,
     result: Result<T, StoreError>,
-) -> Reply {
+) -> CommandReply {
     Box::new(move |commit_err: Option<&StoreError>| {
         let _ = match commit_err {
             Some(e) => reply.send(Err(closed(e))),
@@ -774,15 +778,16 @@ fn in_savepoint<T>(
     }
 }
 
-fn apply(tx: &mut rusqlite::Transaction<'_>, cmd: Cmd) -> Reply {
+/// Runs `cmd` inside the group commit's transaction (in a savepoint of its own).
+fn execute_command(tx: &mut rusqlite::Transaction<'_>, cmd: StoreCommand) -> CommandReply {
     match cmd {
-        Cmd::Insert(rec, reply) => {
+        StoreCommand::Insert(rec, reply) => {
             // No savepoint (this is the hot path): insert_record leaves nothing behind when it
             // fails.
             let r = insert_record(tx, &rec).map(|()| rec);
             reply_with(reply, r)
         }
-        Cmd::SaveBatch {
+        StoreCommand::SaveBatch {
             nonce,
             tx_hash,
             raw,
@@ -818,7 +823,7 @@ fn apply(tx: &mut rusqlite::Transaction<'_>, cmd: Cmd) -> Reply {
             });
             reply_with(reply, r)
         }
-        Cmd::BatchWritten {
+        StoreCommand::BatchWritten {
             batch_id,
             tx_hash,
             block,
@@ -859,7 +864,7 @@ fn apply(tx: &mut rusqlite::Transaction<'_>, cmd: Cmd) -> Reply {
             });
             reply_with(reply, r)
         }
-        Cmd::BatchDropped {
+        StoreCommand::BatchDropped {
             batch_id,
             now_ms,
             reply,
@@ -878,7 +883,7 @@ fn apply(tx: &mut rusqlite::Transaction<'_>, cmd: Cmd) -> Reply {
             });
             reply_with(reply, r)
         }
-        Cmd::SetRecord {
+        StoreCommand::SetRecord {
             id,
             state,
             now_ms,
@@ -915,7 +920,7 @@ fn apply(tx: &mut rusqlite::Transaction<'_>, cmd: Cmd) -> Reply {
             });
             reply_with(reply, r)
         }
-        Cmd::SetMeta(k, v, reply) => {
+        StoreCommand::SetMeta(k, v, reply) => {
             let r = in_savepoint(tx, |sp| {
                 sp.execute(
                     "INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)",
@@ -925,7 +930,7 @@ fn apply(tx: &mut rusqlite::Transaction<'_>, cmd: Cmd) -> Reply {
             });
             reply_with(reply, r)
         }
-        Cmd::Prune {
+        StoreCommand::Prune {
             before_ms,
             min_epoch,
             reply,
