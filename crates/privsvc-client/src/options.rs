@@ -111,6 +111,7 @@ impl From<(&str, Address)> for RelayerRef {
 
 /// Every option of a [`crate::PrivateClient`]. Build it with [`crate::PrivateClient::builder`].
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct ClientOptions {
     /// Key-derivation namespace; also the default project.
     pub app: String,

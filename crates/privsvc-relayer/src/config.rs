@@ -151,6 +151,7 @@ pub enum TokenMode {
 /// Everything the relayer needs to run. Build it with [`RelayerConfig::from_env_and_args`], or
 /// start from [`RelayerConfig::for_tests`] and set fields.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct RelayerConfig {
     /// Ledger JSON-RPC URL (used by the example main to build the reader and writer).
     pub rpc_url: String,

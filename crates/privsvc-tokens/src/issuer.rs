@@ -56,6 +56,7 @@ pub type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
 
 /// Issuer settings. `Debug` leaves the attestation codes out.
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct IssuerConfig {
     /// Directory of the issuer database (keys, counters, used codes).
     pub data_dir: PathBuf,

@@ -32,6 +32,7 @@ const KEY_VISIBLE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Settings of a [`TokenWallet`].
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct TokenWalletOptions {
     /// Signs issuance requests.
     pub wallet: Arc<dyn Wallet>,
