@@ -23,8 +23,8 @@ use privsvc_devnet::{BlockTime, DevSigner, Devnet, DevnetConfig, DEV_PRIVATE_KEY
 use privsvc_ledger::system::Heartbeat;
 use privsvc_ledger::{LedgerReader, LedgerWriter, Operation, RpcLedger, RpcWriter};
 use privsvc_ohttp::{
-    encapsulate, gateway_router, ohttp_call, AnonymousListener, BinaryRequest, HttpTransport,
-    OhttpGateway, OhttpRelay, RelayConfig, RelayerRequest, Transport,
+    encapsulate, gateway_router, ohttp_call, BinaryRequest, HttpTransport, OhttpGateway,
+    OhttpRelay, RelayConfig, RelayerRequest, Transport,
 };
 
 fn env_usize(name: &str, default: usize) -> usize {
@@ -108,7 +108,7 @@ async fn serve(router: Router) -> anyhow::Result<String> {
     let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let url = format!("http://{}", tcp.local_addr()?);
     tokio::spawn(async move {
-        let _ = axum::serve(AnonymousListener::new(tcp), router).await;
+        let _ = axum::serve(privsvc_ohttp::PrivateListener::anonymous(tcp), router).await;
     });
     Ok(url)
 }

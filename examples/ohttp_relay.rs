@@ -17,7 +17,8 @@ use std::time::Duration;
 
 use clap::Parser;
 use privsvc_ledger::{LedgerReader, RpcLedger};
-use privsvc_ohttp::relay::{RelayListener, DEFAULT_RATE_LIMIT_PER_MIN};
+use privsvc_ohttp::relay::DEFAULT_RATE_LIMIT_PER_MIN;
+use privsvc_ohttp::PrivateListener;
 use privsvc_ohttp::{OhttpRelay, RelayConfig, SILENCE_OHTTP_LOGS};
 
 /// Command-line options (each also read from the environment).
@@ -84,8 +85,8 @@ async fn main() -> anyhow::Result<()> {
         rate_limit_per_min = args.rate_limit_per_min,
         "OHTTP relay listening"
     );
-    // RelayListener keeps each peer's IP (unprintable) for the per-address rate limit.
-    axum::serve(RelayListener::new(tcp), relay.into_make_service())
+    // The listener keeps each peer's IP (unprintable) for the per-address rate limit.
+    axum::serve(PrivateListener::keeping_ip(tcp), relay.into_make_service())
         .with_graceful_shutdown(async {
             let _ = tokio::signal::ctrl_c().await;
         })

@@ -7,7 +7,8 @@
 //! - The relay: [`OhttpRelay`] (`POST /ohttp`, `GET /healthz`).
 //! - The [`Transport`] trait and its implementations [`HttpTransport`], [`OhttpTransport`],
 //!   [`InProcessTransport`].
-//! - [`AnonymousListener`]: serve axum without ever seeing peer addresses.
+//! - [`PrivateListener`]: serve axum with peer addresses that no log line can print (forgotten
+//!   at accept, or kept for a rate limiter only).
 //!
 //! - [`padding`]: every request and response plaintext is padded to a size class; an inner
 //!   answer may ask for a larger one ([`MinResponseClass`]).
@@ -48,11 +49,11 @@ pub use error::OhttpError;
 pub use gateway::{OhttpGateway, ResponseSealer};
 pub use http_util::normalize_relayer_url;
 #[cfg(feature = "server")]
-pub use listener::{Anonymous, AnonymousListener};
+pub use listener::{PeerIp, PrivateListener};
 /// The HTTP seam of the transports and of `ohttp_call` (a host may bring its own HTTP stack).
 pub use privsvc_rt::http::{Fetch, FetchRequest, FetchResponse, HttpError, ReqwestFetch};
 #[cfg(feature = "server")]
-pub use relay::{OhttpRelay, PeerIp, RelayConfig, RelayListener, DEFAULT_RATE_LIMIT_PER_MIN};
+pub use relay::{OhttpRelay, RelayConfig, DEFAULT_RATE_LIMIT_PER_MIN};
 pub use source::SourceKey;
 #[cfg(feature = "server")]
 pub use transport::InProcessTransport;

@@ -15,10 +15,10 @@
 //! `Retry-After` header beyond that. An IPv6 source counts by its /64 prefix (an IPv4-mapped
 //! address as its IPv4 address). The counts live in memory only, are dropped when their window
 //! ends, and are never logged or persisted. The address comes from the listener: serve through
-//! [`RelayListener`] (its [`PeerIp`] prints as `<peer>`, so axum's connection traces show
-//! nothing), as [`OhttpRelay::serve`] does. A relay served by another listener (for instance
-//! [`AnonymousListener`](crate::AnonymousListener)) sees no address and cannot limit; it says
-//! so once, at WARN level.
+//! [`PrivateListener::keeping_ip`] (its [`PeerIp`] prints as `<peer>`, so axum's connection
+//! traces show nothing), as [`OhttpRelay::serve`] does. A relay served by another listener (for
+//! instance [`PrivateListener::anonymous`]) sees no address and cannot limit; it says so once,
+//! at WARN level.
 //!
 //! ```no_run
 //! # async fn run(relay: privsvc_ohttp::OhttpRelay) -> std::io::Result<()> {
@@ -28,23 +28,21 @@
 //! ```
 
 use std::collections::{HashMap, HashSet};
-use std::fmt;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use alloy_primitives::Address;
-use axum::extract::connect_info::{Connected, IntoMakeServiceWithConnectInfo};
+use axum::extract::connect_info::IntoMakeServiceWithConnectInfo;
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::serve::IncomingStream;
 use axum::{Json, Router};
 use futures::StreamExt;
 use privsvc_ledger::LedgerReader;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tower_http::cors::CorsLayer;
 
 use crate::heartbeat::{live_heartbeats, DEFAULT_HEARTBEAT_INTERVAL};
@@ -52,6 +50,7 @@ use crate::http_util::{
     declared_too_large, has_content_type, json_error, normalize_relayer_url, read_body,
     read_response, BodyError,
 };
+use crate::listener::{PeerIp, PrivateListener};
 use crate::source::SourceKey;
 use crate::{
     OhttpError, CONTENT_TYPE_OHTTP_REQ, MAX_ENCAPSULATED_BYTES, MAX_RESPONSE_BYTES, TARGET_HEADER,
@@ -87,7 +86,7 @@ pub struct RelayConfig {
     pub on_demand_refresh_gap: Duration,
     /// `POST /ohttp` requests a minute per source address, at most (429 beyond; 0 counts as 1).
     /// Default [`DEFAULT_RATE_LIMIT_PER_MIN`]. Applies only when the relay is served through
-    /// [`RelayListener`] (see the module docs).
+    /// [`PrivateListener::keeping_ip`] (see the module docs).
     pub rate_limit_per_min: u32,
 }
 
@@ -102,80 +101,6 @@ impl Default for RelayConfig {
             on_demand_refresh_gap: Duration::from_secs(5),
             rate_limit_per_min: DEFAULT_RATE_LIMIT_PER_MIN,
         }
-    }
-}
-
-/// A client's source address as [`RelayListener`] saw it. It prints as `<peer>` (`Debug` and
-/// `Display`) and offers no accessor: only the relay's in-memory rate limiter reads it.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct PeerIp(Option<IpAddr>);
-
-impl From<IpAddr> for PeerIp {
-    /// The source of a request served in-process through [`OhttpRelay::router`] (insert it
-    /// as `ConnectInfo<PeerIp>`), as [`RelayListener`] would have seen it.
-    fn from(ip: IpAddr) -> Self {
-        PeerIp(Some(ip))
-    }
-}
-
-impl fmt::Debug for PeerIp {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("<peer>")
-    }
-}
-
-impl fmt::Display for PeerIp {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("<peer>")
-    }
-}
-
-/// The relay's TCP listener for `axum::serve`: it keeps each connection's source IP (no port)
-/// as an unprintable [`PeerIp`] for the rate limit. Serve with
-/// [`OhttpRelay::into_make_service`] (or simply [`OhttpRelay::serve`]).
-#[derive(Debug)]
-pub struct RelayListener {
-    inner: TcpListener,
-}
-
-impl RelayListener {
-    /// Wrap a bound listener.
-    pub fn new(inner: TcpListener) -> Self {
-        Self { inner }
-    }
-
-    /// The local address (the port a test bound with `:0`, for instance).
-    pub fn local_socket_addr(&self) -> std::io::Result<std::net::SocketAddr> {
-        self.inner.local_addr()
-    }
-}
-
-impl axum::serve::Listener for RelayListener {
-    type Io = TcpStream;
-    type Addr = PeerIp;
-
-    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
-        loop {
-            match self.inner.accept().await {
-                Ok((stream, peer)) => {
-                    // Nagle off: OHTTP messages are small request/response pairs.
-                    let _ = stream.set_nodelay(true);
-                    return (stream, PeerIp(Some(peer.ip())));
-                }
-                // Accept errors (e.g. too many open files): back off; the error names no peer.
-                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
-            }
-        }
-    }
-
-    fn local_addr(&self) -> std::io::Result<Self::Addr> {
-        self.inner.local_addr().map(|_| PeerIp(None))
-    }
-}
-
-impl Connected<IncomingStream<'_, RelayListener>> for PeerIp {
-    fn connect_info(stream: IncomingStream<'_, RelayListener>) -> Self {
-        *stream.remote_addr()
     }
 }
 
@@ -406,15 +331,15 @@ impl OhttpRelay {
         })
     }
 
-    /// Serve the relay on `tcp` through [`RelayListener`] (so that the rate limit applies),
+    /// Serve the relay on `tcp` through [`PrivateListener::keeping_ip`] (so that the rate limit applies),
     /// until the task is dropped or an I/O error occurs.
     pub async fn serve(&self, tcp: TcpListener) -> std::io::Result<()> {
-        axum::serve(RelayListener::new(tcp), self.into_make_service()).await
+        axum::serve(PrivateListener::keeping_ip(tcp), self.into_make_service()).await
     }
 
-    /// [`OhttpRelay::router`] as a service for `axum::serve` with a [`RelayListener`], carrying
+    /// [`OhttpRelay::router`] as a service for `axum::serve` with a [`PrivateListener::keeping_ip`], carrying
     /// each connection's [`PeerIp`] to the rate limit:
-    /// `axum::serve(RelayListener::new(tcp), relay.into_make_service())` (add
+    /// `axum::serve(PrivateListener::keeping_ip(tcp), relay.into_make_service())` (add
     /// `.with_graceful_shutdown(..)` as needed). To add layers, build it yourself:
     /// `relay.router().layer(..).into_make_service_with_connect_info::<PeerIp>()`.
     pub fn into_make_service(&self) -> IntoMakeServiceWithConnectInfo<Router, PeerIp> {
@@ -423,7 +348,7 @@ impl OhttpRelay {
     }
 
     /// The relay's HTTP interface: `POST /ohttp` and `GET /healthz` (CORS open). Served without
-    /// [`RelayListener`] it has no peer address and no rate limit (see the module docs).
+    /// [`PrivateListener::keeping_ip`] it has no peer address and no rate limit (see the module docs).
     pub fn router(&self) -> Router {
         Router::new()
             .route("/ohttp", post(forward))
@@ -445,16 +370,16 @@ async fn healthz(State(relay): State<OhttpRelay>) -> Response {
 }
 
 /// The per-address check of `POST /ohttp`: `Some(429)` over the limit. Without a peer address
-/// (not served through [`RelayListener`]) nothing can be counted: warn once, let it pass.
+/// (not served through [`PrivateListener::keeping_ip`]) nothing can be counted: warn once, let it pass.
 fn over_limit(relay: &OhttpRelay, request: &Request) -> Option<Response> {
     let peer = request
         .extensions()
         .get::<ConnectInfo<PeerIp>>()
-        .and_then(|ConnectInfo(PeerIp(ip))| *ip);
+        .and_then(|ConnectInfo(peer)| peer.ip());
     let Some(ip) = peer else {
         if !relay.state.warned_no_peer.swap(true, Ordering::Relaxed) {
             tracing::warn!(
-                "relay served without RelayListener: no peer address, so no per-address rate limit"
+                "relay served without PrivateListener::keeping_ip: no peer address, so no per-address rate limit"
             );
         }
         return None;
@@ -573,7 +498,7 @@ mod tests {
 
     #[test]
     fn peer_ips_never_print() {
-        let peer = PeerIp(Some("192.0.2.7".parse().unwrap()));
+        let peer = PeerIp::from("192.0.2.7".parse::<IpAddr>().unwrap());
         assert_eq!(format!("{peer:?} {peer}"), "<peer> <peer>");
     }
 

@@ -1,5 +1,5 @@
 //! Everything logged (TRACE, all targets) while clients hit the relay's per-address rate limit
-//! through `RelayListener`: the listener keeps the peer IP for the limit, yet no log line may
+//! through `PrivateListener::keeping_ip`: the listener keeps the peer IP for the limit, yet no log line may
 //! hold it (axum's connection traces print it as `<peer>`).
 //!
 //! One test per process: it installs the global subscriber.

@@ -32,11 +32,11 @@ use serde_json::{json, Value};
 
 use crate::config::TokenMode;
 use crate::entities::API_VERSION;
-use crate::listener::PeerAddr;
 use crate::state::{now_ms, RelayerState};
 use crate::store::{envelope_sha256, SpentToken, StoreError, StoredRecord, StoredState};
 use crate::tokencheck::{check_token, TokenRefusal};
 use crate::validate::{validate, Limits};
+use privsvc_ohttp::PeerIp;
 
 /// Submit body limit (docs/PROTOCOL.md §9.3: 64 KiB).
 pub const MAX_SUBMIT_BYTES: usize = 64 * 1024;
@@ -82,7 +82,7 @@ impl OhttpSource {
 /// requests without an address.
 pub(crate) fn request_source(extensions: &axum::http::Extensions) -> Option<IpAddr> {
     extensions
-        .get::<ConnectInfo<PeerAddr>>()
+        .get::<ConnectInfo<PeerIp>>()
         .and_then(|c| c.0.ip())
         .or_else(|| extensions.get::<OhttpSource>().map(|s| s.ip()))
 }
@@ -113,7 +113,7 @@ pub fn ohttp_router(
 async fn ohttp(State(o): State<OhttpState>, req: Request) -> Response {
     let source = req
         .extensions()
-        .get::<ConnectInfo<PeerAddr>>()
+        .get::<ConnectInfo<PeerIp>>()
         .and_then(|c| c.0.ip())
         .filter(|ip| !o.shared.cfg.ohttp_relay_ips.contains(ip));
     let (parts, body) = req.into_parts();

@@ -15,7 +15,8 @@
 //! ```
 //!
 //! Privacy: no log line, at any level, holds a client address or any part of a request body.
-//! The listener (`listener`) gives axum an unprintable peer address (used only by the
+//! The listener (`privsvc_ohttp::PrivateListener`, shared with the OHTTP relay) gives axum an
+//! unprintable peer address (used only by the
 //! in-memory rate limiters of submissions and of the issuer routes, and dropped at accept when
 //! tokens are required and `ISSUER` is off); log fields are an allowlist
 //! (`state::ledger_error_kind`). The `ohttp` crate's TRACE records (key material) are
@@ -68,7 +69,6 @@ mod fuzz_entry;
 mod health;
 mod issuer_mount;
 mod lab_leaks;
-mod listener;
 mod metrics;
 mod planner;
 mod project;
@@ -91,7 +91,6 @@ pub mod testing {
         pub use crate::fuzz_entry::*;
     }
     pub use crate::lab_leaks::LabLeaks;
-    pub use crate::listener::PeerAddr;
     /// The batcher's decisions, pure.
     pub mod planner {
         pub use crate::planner::*;
@@ -109,6 +108,7 @@ use std::sync::{Arc, Mutex};
 
 use axum::Router;
 use privsvc_ledger::{LedgerError, LedgerReader, LedgerWriter};
+use privsvc_ohttp::{PeerIp, PrivateListener};
 use tokio::sync::{watch, Notify};
 use tokio::task::JoinHandle;
 use tower_http::cors::CorsLayer;
@@ -330,9 +330,9 @@ impl Relayer {
                     .local_addr()
                     .map_err(|e| RelayerError::Bind(bind, e))?,
             );
-            let service = api::metrics_router(shared.clone())
-                .into_make_service_with_connect_info::<listener::PeerAddr>();
-            let listener = listener::PeerListener::new(listener, false);
+            let service =
+                api::metrics_router(shared.clone()).into_make_service_with_connect_info::<PeerIp>();
+            let listener = PrivateListener::anonymous(listener);
             let mut rx = stop_rx.clone();
             tasks.push(tokio::spawn(async move {
                 let _ = axum::serve(listener, service)
@@ -348,8 +348,12 @@ impl Relayer {
             let keep_peer = shared.cfg.tokens == TokenMode::Off || shared.cfg.issuer_on;
             let service = router
                 .clone()
-                .into_make_service_with_connect_info::<listener::PeerAddr>();
-            let listener = listener::PeerListener::new(listener, keep_peer);
+                .into_make_service_with_connect_info::<PeerIp>();
+            let listener = if keep_peer {
+                PrivateListener::keeping_ip(listener)
+            } else {
+                PrivateListener::anonymous(listener)
+            };
             tasks.push(tokio::spawn(async move {
                 let _ = axum::serve(listener, service)
                     .with_graceful_shutdown(async move {

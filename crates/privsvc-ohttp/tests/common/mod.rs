@@ -14,8 +14,7 @@ use privsvc_devnet::{BlockTime, DevSigner, Devnet, DevnetConfig, DevnetHandle, D
 use privsvc_ledger::system::Heartbeat;
 use privsvc_ledger::{LedgerReader, LedgerWriter, Operation, RpcLedger, RpcWriter};
 use privsvc_ohttp::{
-    gateway_router, Anonymous, OhttpGateway, OhttpRelay, RelayConfig, RelayerRequest,
-    SILENCE_OHTTP_LOGS,
+    gateway_router, OhttpGateway, OhttpRelay, RelayConfig, RelayerRequest, SILENCE_OHTTP_LOGS,
 };
 use tokio::net::{TcpListener, TcpStream};
 
@@ -45,19 +44,19 @@ struct RecordingListener {
 
 impl axum::serve::Listener for RecordingListener {
     type Io = TcpStream;
-    type Addr = Anonymous;
+    type Addr = ();
 
     async fn accept(&mut self) -> (Self::Io, Self::Addr) {
         loop {
             if let Ok((stream, peer)) = self.inner.accept().await {
                 self.peers.0.lock().unwrap().push(peer);
-                return (stream, Anonymous);
+                return (stream, ());
             }
         }
     }
 
     fn local_addr(&self) -> std::io::Result<Self::Addr> {
-        Ok(Anonymous)
+        Ok(())
     }
 }
 
@@ -298,7 +297,7 @@ pub fn client_from(ip: &str) -> reqwest::Client {
         .unwrap()
 }
 
-/// Serve `relay` through its own `RelayListener` (per-address rate limit) on 127.0.0.1:0;
+/// Serve `relay` through `PrivateListener::keeping_ip` (per-address rate limit) on 127.0.0.1:0;
 /// returns the relay's URL and the task.
 pub async fn serve_relay_listener(relay: &OhttpRelay) -> (String, tokio::task::JoinHandle<()>) {
     let tcp = TcpListener::bind("127.0.0.1:0").await.unwrap();

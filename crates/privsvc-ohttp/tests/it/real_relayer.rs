@@ -48,9 +48,12 @@ async fn client_relay_real_relayer() {
     let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let relay_url = format!("http://{}", tcp.local_addr().unwrap());
     tokio::spawn(async move {
-        axum::serve(privsvc_ohttp::AnonymousListener::new(tcp), relay.router())
-            .await
-            .unwrap()
+        axum::serve(
+            privsvc_ohttp::PrivateListener::anonymous(tcp),
+            relay.router(),
+        )
+        .await
+        .unwrap()
     });
 
     let transport = OhttpTransport::new(&relay_url, chain.reader.clone()).unwrap();

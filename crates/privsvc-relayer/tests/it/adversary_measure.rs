@@ -17,7 +17,7 @@ use axum::http::Request;
 use base64::Engine as _;
 use privsvc_ledger::{LedgerReader, LedgerWriter, RpcLedger, RpcWriter};
 use privsvc_ohttp::padding::{RESPONSE_CLASSES, RESPONSE_OVERHEAD};
-use privsvc_relayer::testing::PeerAddr;
+use privsvc_ohttp::PeerIp;
 use privsvc_relayer::{OhttpSeed, Relayer};
 use privsvc_tokens::{
     fetch_issuer_key, issuance_message, now_ms, token_message, token_suite, verify_token, Blinded,
@@ -344,7 +344,7 @@ async fn from_address(
                 .unwrap_or_default(),
         ))
         .unwrap();
-    req.extensions_mut().insert(ConnectInfo(PeerAddr::from(ip)));
+    req.extensions_mut().insert(ConnectInfo(PeerIp::from(ip)));
     router.clone().oneshot(req).await.unwrap().status().as_u16()
 }
 
