@@ -149,7 +149,7 @@ pub enum TokenMode {
 }
 
 /// Everything the relayer needs to run. Build it with [`RelayerConfig::from_env_and_args`], or
-/// start from [`RelayerConfig::for_tests`] and set fields.
+/// start from [`RelayerConfig::new`] (the documented defaults) and set fields.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct RelayerConfig {
@@ -432,17 +432,19 @@ impl RelayerConfig {
         Ok((reader, std::sync::Arc::new(writer)))
     }
 
-    /// Defaults suitable for tests: short timers, no jitter, tokens off, a given data dir.
-    pub fn for_tests(data_dir: impl Into<PathBuf>) -> Self {
+    /// The documented defaults (the table above: what a relayer started with no variable set
+    /// runs with), storing its data in `data_dir`. Set the fields that differ, then start it
+    /// with [`crate::Relayer::start_on_ledger`].
+    pub fn new(data_dir: impl Into<PathBuf>) -> Self {
         Self {
             rpc_url: "http://127.0.0.1:8545".into(),
             chain_id: None,
             key: None,
-            bind: "127.0.0.1:0".parse().expect("literal"),
+            bind: SocketAddr::from(([127, 0, 0, 1], 8787)),
             public_url: None,
             data_dir: data_dir.into(),
-            min_batch: 1,
-            max_wait_ms: 200,
+            min_batch: 8,
+            max_wait_ms: 30_000,
             min_interval_blocks: 1,
             max_batch: 100,
             max_min_anonymity: 50,
@@ -456,21 +458,35 @@ impl RelayerConfig {
             issuer_apps: Vec::new(),
             issuer_max_new_apps: 20,
             issuer_max_active_apps: privsvc_tokens::DEFAULT_MAX_ACTIVE_APPS,
-            issuer_rate_limit_per_min: 1_000_000,
+            issuer_rate_limit_per_min: 60,
             issuer_schedule_period: Duration::from_secs(60),
             ohttp_seed: None,
-            rate_limit_per_min: 1_000_000,
+            rate_limit_per_min: 30,
             ohttp_relay_ips: Vec::new(),
             metrics_bind: None,
             queue_capacity: 10_000,
             heartbeat_ms: 600_000,
-            flush_jitter_ms: 0,
+            flush_jitter_ms: 1_000,
             status_retention_ms: 3_600_000,
             ledger_timeout: Duration::from_secs(5),
             receipt_timeout: Duration::from_secs(30),
             block_time: Duration::from_secs(2),
             #[cfg(feature = "lab-leaks")]
             lab_leaks: crate::lab_leaks::LabLeaks::default(),
+        }
+    }
+
+    /// [`RelayerConfig::new`] made quick for tests: any free port, a batch of one after 200 ms,
+    /// no flush jitter, no per-source limits.
+    pub fn for_tests(data_dir: impl Into<PathBuf>) -> Self {
+        Self {
+            bind: SocketAddr::from(([127, 0, 0, 1], 0)),
+            min_batch: 1,
+            max_wait_ms: 200,
+            issuer_rate_limit_per_min: 1_000_000,
+            rate_limit_per_min: 1_000_000,
+            flush_jitter_ms: 0,
+            ..Self::new(data_dir)
         }
     }
 
@@ -501,14 +517,14 @@ impl RelayerConfig {
         env_key: Option<Zeroizing<String>>,
         env_seed: Option<Zeroizing<String>>,
     ) -> Result<Self, ConfigError> {
-        let mut c = Self::for_tests(
+        // Every default below is the field's value in `new` (one place for each).
+        let mut c = Self::new(
             cli.data_dir
                 .unwrap_or_else(|| PathBuf::from("./privsvc-relayer-data")),
         );
         c.rpc_url = http_url(
             "LEDGER_RPC_URL",
-            cli.rpc_url
-                .unwrap_or_else(|| "http://127.0.0.1:8545".into()),
+            cli.rpc_url.unwrap_or_else(|| c.rpc_url.clone()),
         )?;
         c.chain_id = match cli.chain_id {
             None => None,
@@ -529,7 +545,7 @@ impl RelayerConfig {
             (None, None) => None,
         };
         c.bind = match cli.bind {
-            None => "127.0.0.1:8787".parse().expect("literal"),
+            None => c.bind,
             Some(t) => t
                 .trim()
                 .parse()
@@ -539,24 +555,24 @@ impl RelayerConfig {
             .public_url
             .map(|u| http_url("PUBLIC_URL", u))
             .transpose()?;
-        c.min_batch = num("MIN_BATCH", cli.min_batch, 8usize, 1, 10_000)?;
-        c.max_wait_ms = num("MAX_WAIT_MS", cli.max_wait_ms, 30_000u64, 0, 86_400_000)?;
+        c.min_batch = num("MIN_BATCH", cli.min_batch, c.min_batch, 1, 10_000)?;
+        c.max_wait_ms = num("MAX_WAIT_MS", cli.max_wait_ms, c.max_wait_ms, 0, 86_400_000)?;
         c.min_interval_blocks = num(
             "MIN_INTERVAL_BLOCKS",
             cli.min_interval_blocks,
-            1u64,
+            c.min_interval_blocks,
             0,
             100_000,
         )?;
-        c.max_batch = num("MAX_BATCH", cli.max_batch, 100usize, 1, 1_000)?;
+        c.max_batch = num("MAX_BATCH", cli.max_batch, c.max_batch, 1, 1_000)?;
         c.max_min_anonymity = num(
             "MAX_MIN_ANONYMITY",
             cli.max_min_anonymity,
-            50usize.min(c.max_batch),
+            c.max_min_anonymity.min(c.max_batch),
             1,
             10_000,
         )?;
-        c.max_hold_ms = num("MAX_HOLD_MS", cli.max_hold_ms, 600_000u64, 0, 86_400_000)?;
+        c.max_hold_ms = num("MAX_HOLD_MS", cli.max_hold_ms, c.max_hold_ms, 0, 86_400_000)?;
         c.tokens = match cli.tokens.as_deref().map(str::trim) {
             None | Some("off") | Some("") | Some("false") => TokenMode::Off,
             Some("required") | Some("on") | Some("true") => TokenMode::Required,
@@ -580,7 +596,13 @@ impl RelayerConfig {
             .issuer_url
             .map(|u| http_url("ISSUER_URL", u))
             .transpose()?;
-        c.issuer_quota = num("ISSUER_QUOTA", cli.issuer_quota, 100u32, 1, 1_000_000)?;
+        c.issuer_quota = num(
+            "ISSUER_QUOTA",
+            cli.issuer_quota,
+            c.issuer_quota,
+            1,
+            1_000_000,
+        )?;
         c.issuer_codes = match cli.issuer_codes_file {
             None => None,
             Some(path) => {
@@ -604,21 +626,21 @@ impl RelayerConfig {
         c.issuer_max_new_apps = num(
             "ISSUER_MAX_NEW_APPS",
             cli.issuer_max_new_apps,
-            20u32,
+            c.issuer_max_new_apps,
             0,
             10_000,
         )?;
         c.issuer_max_active_apps = num(
             "ISSUER_MAX_ACTIVE_APPS",
             cli.issuer_max_active_apps,
-            privsvc_tokens::DEFAULT_MAX_ACTIVE_APPS,
+            c.issuer_max_active_apps,
             0,
             100_000,
         )?;
         c.issuer_rate_limit_per_min = num(
             "ISSUER_RATE_LIMIT_PER_MIN",
             cli.issuer_rate_limit_per_min,
-            60u32,
+            c.issuer_rate_limit_per_min,
             1,
             1_000_000,
         )?;
@@ -638,7 +660,7 @@ impl RelayerConfig {
         c.rate_limit_per_min = num(
             "RATE_LIMIT_PER_MIN",
             cli.rate_limit_per_min,
-            30u32,
+            c.rate_limit_per_min,
             1,
             1_000_000,
         )?;
@@ -655,29 +677,35 @@ impl RelayerConfig {
         c.queue_capacity = num(
             "QUEUE_CAPACITY",
             cli.queue_capacity,
-            10_000usize,
+            c.queue_capacity,
             1,
             10_000_000,
         )?;
         c.heartbeat_ms = num(
             "HEARTBEAT_MS",
             cli.heartbeat_ms,
-            600_000u64,
+            c.heartbeat_ms,
             1_000,
             86_400_000,
         )?;
-        c.flush_jitter_ms = num("FLUSH_JITTER_MS", cli.flush_jitter_ms, 1_000u64, 0, 60_000)?;
+        c.flush_jitter_ms = num(
+            "FLUSH_JITTER_MS",
+            cli.flush_jitter_ms,
+            c.flush_jitter_ms,
+            0,
+            60_000,
+        )?;
         c.status_retention_ms = num(
             "STATUS_RETENTION_MS",
             cli.status_retention_ms,
-            3_600_000u64,
+            c.status_retention_ms,
             1_000,
             86_400_000 * 7,
         )?;
         c.ledger_timeout = Duration::from_millis(num(
             "LEDGER_TIMEOUT_MS",
             cli.ledger_timeout_ms,
-            5_000u64,
+            u64::try_from(c.ledger_timeout.as_millis()).unwrap_or(u64::MAX),
             100,
             600_000,
         )?);
@@ -759,6 +787,19 @@ mod tests {
             panic!("no ledger answers there")
         };
         assert!(e.to_string().contains(&c.rpc_url), "{e}");
+    }
+
+    #[test]
+    fn new_holds_the_defaults_a_relayer_without_settings_runs_with() {
+        let parsed = parse(&["--data-dir", "/tmp/relayer-defaults"]).unwrap();
+        let built = RelayerConfig::new("/tmp/relayer-defaults");
+        assert_eq!(format!("{parsed:?}"), format!("{built:?}"));
+        assert_eq!(built.bind, "127.0.0.1:8787".parse().unwrap());
+        assert_eq!((built.min_batch, built.max_wait_ms), (8, 30_000));
+        assert_eq!(built.flush_jitter_ms, 1_000);
+        let quick = RelayerConfig::for_tests("/tmp/relayer-defaults");
+        assert_eq!((quick.min_batch, quick.flush_jitter_ms), (1, 0));
+        assert_eq!(quick.max_batch, built.max_batch);
     }
 
     #[test]
