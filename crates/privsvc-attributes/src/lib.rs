@@ -17,6 +17,7 @@
 #![forbid(unsafe_code)]
 
 mod error;
+#[cfg(feature = "fuzzing")]
 pub mod fuzz_entry;
 pub mod json;
 mod map;

@@ -64,6 +64,7 @@ pub mod discover;
 mod entities;
 mod error;
 #[cfg(not(target_arch = "wasm32"))]
+#[cfg(feature = "fuzzing")]
 pub mod fuzz_entry;
 pub mod options;
 pub mod proof;

@@ -58,6 +58,7 @@ pub mod decode;
 pub mod entity;
 pub mod error;
 pub mod exec;
+#[cfg(feature = "fuzzing")]
 pub mod fuzz_entry;
 pub mod query;
 pub mod revert;

@@ -44,6 +44,7 @@ mod body;
 mod codec;
 mod error;
 mod expiry;
+#[cfg(feature = "fuzzing")]
 pub mod fuzz_entry;
 mod parse;
 mod seal;

@@ -11,6 +11,7 @@ pub mod codec;
 pub mod entity;
 pub mod error;
 pub mod expiry;
+#[cfg(feature = "fuzzing")]
 pub mod fuzz_entry;
 pub mod keys;
 pub mod ops;

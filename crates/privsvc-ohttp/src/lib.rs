@@ -29,6 +29,7 @@ pub mod client;
 #[cfg(feature = "server")]
 pub mod endpoint;
 mod error;
+#[cfg(feature = "fuzzing")]
 pub mod fuzz_entry;
 pub mod gateway;
 pub mod heartbeat;

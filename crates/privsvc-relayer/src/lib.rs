@@ -65,6 +65,7 @@ mod batcher;
 pub mod config;
 mod driver;
 mod entities;
+#[cfg(feature = "fuzzing")]
 mod fuzz_entry;
 mod health;
 mod issuer_mount;
@@ -86,7 +87,8 @@ mod writer;
 /// of the API (no stability promise), as rustls does with its `internal` module.
 #[doc(hidden)]
 pub mod testing {
-    /// The `relayer_submit` fuzz target's entry point.
+    /// The `relayer_submit` fuzz target's entry point (feature `fuzzing`).
+    #[cfg(feature = "fuzzing")]
     pub mod fuzz_entry {
         pub use crate::fuzz_entry::*;
     }

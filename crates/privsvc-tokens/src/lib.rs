@@ -42,6 +42,7 @@
 
 pub mod acceptance;
 pub mod error;
+#[cfg(feature = "fuzzing")]
 pub mod fuzz_entry;
 pub mod message;
 pub mod protocol;

@@ -20,6 +20,7 @@
 #![forbid(unsafe_code)]
 
 pub mod error;
+#[cfg(feature = "fuzzing")]
 pub mod fuzz_entry;
 mod gcm_siv;
 #[cfg(not(target_arch = "wasm32"))]
