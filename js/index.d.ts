@@ -450,9 +450,9 @@ export interface PrivateClient {
   readonly chainId: number;
   createEntity(params: CreateParams): Promise<CreateResult>;
   /**
-   * The user's records, from the session's listing. `refresh`: wait for the session's next
-   * tail (at most `schedule.tailMs[1]` and a second) and scan what it listed; the client never
-   * lists because the app asked.
+   * The user's records, from the session's listing. `refresh`: wait for the first tail that
+   * starts after the call to finish its listing (at most `schedule.tailMs[1]` and 30 s) and scan
+   * what it listed; the client never lists because the app asked.
    */
   myEntities(query?: { refresh?: boolean; where?: Record<string, string | number | bigint> }): Promise<MyRecord[]>;
   proveOwnership(entityKey: Hex, params: { challenge: string; verifier: string; ttlSeconds?: number }): Promise<OwnershipProof>;

@@ -20,8 +20,9 @@ use crate::verify::{verify_record, VerifyOptions};
 /// Options of [`PrivateClient::my_entities`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EntitiesQuery {
-    /// Wait for the session's next tail (its incremental listing, every 15 to 45 s by default),
-    /// then scan what it listed. The client never lists because the app asked: a listing
+    /// Wait for the first tail (the session's incremental listing, every 15 to 45 s by
+    /// default) that starts after the call to finish, then scan what it listed: everything on
+    /// the ledger before the call is seen. The client never lists because the app asked: a listing
     /// right after a write would tell the RPC when the write landed.
     pub refresh: bool,
     /// Keep only records whose attributes have these values (filtered locally).
@@ -168,17 +169,18 @@ impl PrivateClient {
         self.scan(&mut cache).await
     }
 
-    /// Waits for the session's next tail, at most one tail interval and a second.
+    /// Waits until a tail that started after this call has listed (at most one tail interval
+    /// and 30 s).
     async fn next_tail(&self) {
-        let mut tails = self.tail.watch();
-        tails.borrow_and_update();
+        // The longest wait for the next tail to start, plus time for its listing to answer
+        // (a slow RPC; the tail itself gives up on a call after the reader's timeout).
         let bound = self
             .options
             .schedule
             .tail
             .1
-            .saturating_add(std::time::Duration::from_secs(1));
-        let _ = privsvc_rt::timeout(bound, tails.changed()).await;
+            .saturating_add(std::time::Duration::from_secs(30));
+        self.tail.next_started_after_now(bound).await;
     }
 
     async fn scan(&self, cache: &mut EntityCache) -> Result<ScanStats, PrivsvcError> {

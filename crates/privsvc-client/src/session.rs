@@ -3,6 +3,7 @@
 //! nothing from the ledger or the issuer itself: it consumes what the tail listed and what the
 //! refills stored (docs/PROTOCOL.md §8.2).
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,15 +14,18 @@ use crate::cache::EntityCache;
 use crate::error::PrivsvcError;
 use crate::rng::ClientRng;
 
-/// What the tail shares with those who wait for it: how many tails ran.
+/// What the tail shares with those who wait for it: how many tails started, and how many
+/// finished (tails run one after another, so tail n is the n-th to start and to finish).
 #[derive(Debug)]
 pub(crate) struct Tail {
+    started: AtomicU64,
     done: watch::Sender<u64>,
 }
 
 impl Tail {
     pub(crate) fn new() -> Self {
         Tail {
+            started: AtomicU64::new(0),
             done: watch::Sender::new(0),
         }
     }
@@ -31,8 +35,21 @@ impl Tail {
         self.done.subscribe()
     }
 
+    /// Waits, at most `bound`, until a tail that started after this call has finished: its
+    /// listing was made after everything the caller did before calling. A tail already under
+    /// way when this is called may have listed at an older head, so it does not count.
+    pub(crate) async fn next_started_after_now(&self, bound: Duration) {
+        let mut done = self.done.subscribe();
+        let want = self.started.load(Ordering::SeqCst).saturating_add(1);
+        let _ = privsvc_rt::timeout(bound, done.wait_for(|n| *n >= want)).await;
+    }
+
+    fn starting(&self) {
+        self.started.fetch_add(1, Ordering::SeqCst);
+    }
+
     fn ran(&self) {
-        self.done.send_modify(|n| *n = n.wrapping_add(1));
+        self.done.send_modify(|n| *n = n.saturating_add(1));
     }
 }
 
@@ -84,6 +101,7 @@ pub(crate) async fn run_tail(
 ) {
     loop {
         privsvc_rt::sleep_background(rng.between(interval)).await;
+        tail.starting();
         {
             let mut cache = cache.lock().await;
             if let Err(e) = lister.update(&mut cache).await {
