@@ -111,3 +111,33 @@ pub(crate) async fn run_tail(
         tail.ran();
     }
 }
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_wait_ends_with_the_first_tail_that_started_after_it_not_one_under_way() {
+        let tail = Arc::new(Tail::new());
+        tail.starting(); // tail 1 is listing when the app asks
+        let waiter = {
+            let tail = tail.clone();
+            tokio::spawn(async move {
+                tail.next_started_after_now(Duration::from_secs(10)).await;
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        tail.ran(); // tail 1 ends: its listing may predate the call
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(
+            !waiter.is_finished(),
+            "a tail under way at the call ended the wait"
+        );
+        tail.starting();
+        tail.ran(); // tail 2 started after the call
+        tokio::time::timeout(Duration::from_secs(2), waiter)
+            .await
+            .expect("the next tail ends the wait")
+            .unwrap();
+    }
+}
