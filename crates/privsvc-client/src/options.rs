@@ -495,7 +495,7 @@ mod tests {
     }
 
     #[test]
-    fn defaults_follow_spec() {
+    fn defaults_follow_the_table_in_docs_api() {
         let b = ClientBuilder::new("notes");
         let o = b.options();
         assert_eq!(o.project(), "notes");

@@ -197,7 +197,7 @@ fn library_attributes_are_not_inspected_and_order_is_stable() {
 }
 
 #[test]
-fn codes_serialise_as_in_spec() {
+fn codes_serialise_as_docs_api_lists_them() {
     let all = [
         (WarningCode::Timestamp, "timestamp"),
         (WarningCode::PreciseLocation, "precise-location"),
