@@ -892,6 +892,10 @@ mod web {
             tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], port))).await?;
         let url = format!("http://{}", listener.local_addr()?);
         tokio::spawn(async move {
+            // No Nagle delay on answers (a browser's listing is hundreds of small round trips).
+            let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+                let _ = tcp.set_nodelay(true);
+            });
             if let Err(e) = axum::serve(listener, app).await {
                 eprintln!("web server stopped: {e}");
             }

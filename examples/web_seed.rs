@@ -2,7 +2,7 @@
 //! browser benchmark measures `myEntities` on a large app (docs/BENCHMARKS.md, wasm section).
 //!
 //! ```text
-//! cargo run --release --example web_seed -- --rpc-url http://127.0.0.1:8545 --records 10000
+//! cargo run --release --example web_seed -- --rpc-url http://127.0.0.1:8545 --records 10000 [--mine]
 //! ```
 //!
 //! The records are written directly by dev account 3 (not through a relayer), 200 per
@@ -38,6 +38,13 @@ struct Args {
     /// Creates per transaction.
     #[arg(long, default_value_t = 200)]
     per_tx: usize,
+    /// Transactions sent before their receipts are awaited (consecutive nonces).
+    #[arg(long, default_value_t = 8)]
+    in_flight: usize,
+    /// After each round of transactions, ask the ledger for a block at once (`evm_mine`, the
+    /// devnet's): seeding a million records then takes minutes, not hours of 2 s blocks.
+    #[arg(long)]
+    mine: bool,
     /// Instead of seeding: copy this record to its owner (prints the copy's key).
     #[arg(long)]
     copy: Option<String>,
@@ -98,48 +105,47 @@ async fn main() -> Result<()> {
     let (other, _) = KeyVault::random(&args.project);
     let started = std::time::Instant::now();
     let mut written = 0;
+    if args.mine {
+        // Anything this account left pending (an interrupted seeding) is mined first.
+        writer
+            .ledger()
+            .call("evm_mine", serde_json::json!([]))
+            .await?;
+    }
+    let mut nonce = writer
+        .ledger()
+        .transaction_count(writer.address(), true)
+        .await?;
     while written < args.records {
-        let n = args.per_tx.min(args.records - written);
-        let ops: Vec<Operation> = (0..n)
-            .map(|i| -> Result<Operation> {
-                let tag = tag_to_text(&other.make_tag(&other.new_record()));
-                Ok(Operation::Create(Create {
-                    salt: rand::random(),
-                    expires_at: 0,
-                    min_lifetime: 1_800, // one hour of 2 s blocks
-                    flags: CreationFlags::default(),
-                    content_type: "application/json".into(),
-                    payload: b"{}".to_vec(),
-                    attributes: vec![
-                        Attribute {
-                            name: "kind".into(),
-                            value: ArkivValue::str(["a", "b", "c"][(written + i) % 3])?,
-                        },
-                        Attribute {
-                            name: "project".into(),
-                            value: ArkivValue::str(args.project.clone())?,
-                        },
-                        Attribute {
-                            name: "tag".into(),
-                            value: ArkivValue::str(tag)?,
-                        },
-                    ],
-                }))
-            })
-            .collect::<Result<_>>()?;
-        let tx = writer
-            .prepare(&ops, None)
-            .await
-            .context("preparing a batch")?;
-        writer.broadcast(&tx).await?;
-        loop {
-            if let Some(r) = writer.receipt(tx.hash).await? {
-                anyhow::ensure!(r.success, "batch reverted: {:?}", r.revert_reason);
-                break;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        // A round: up to `in_flight` transactions with consecutive nonces, then their receipts.
+        let mut round = Vec::new();
+        while round.len() < args.in_flight.max(1) && written < args.records {
+            let n = args.per_tx.min(args.records - written);
+            let ops = creates(&other, &args.project, written, n)?;
+            let tx = writer
+                .prepare(&ops, Some(nonce))
+                .await
+                .context("preparing a batch")?;
+            writer.broadcast(&tx).await?;
+            round.push(tx.hash);
+            nonce += 1;
+            written += n;
         }
-        written += n;
+        if args.mine {
+            writer
+                .ledger()
+                .call("evm_mine", serde_json::json!([]))
+                .await?;
+        }
+        for hash in round {
+            loop {
+                if let Some(r) = writer.receipt(hash).await? {
+                    anyhow::ensure!(r.success, "batch reverted: {:?}", r.revert_reason);
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+        }
     }
     println!(
         "seeded {written} records in project {:?} in {:.1} s",
@@ -147,4 +153,36 @@ async fn main() -> Result<()> {
         started.elapsed().as_secs_f64()
     );
     Ok(())
+}
+
+/// `n` creates of records of another user (random refs of one vault), the `i`-th with kind
+/// a, b or c in turn from `first`.
+fn creates(other: &KeyVault, project: &str, first: usize, n: usize) -> Result<Vec<Operation>> {
+    (0..n)
+        .map(|i| -> Result<Operation> {
+            let tag = tag_to_text(&other.make_tag(&other.new_record()));
+            Ok(Operation::Create(Create {
+                salt: rand::random(),
+                expires_at: 0,
+                min_lifetime: 7_200, // four hours of 2 s blocks (a bench seeds, then scans for a while)
+                flags: CreationFlags::default(),
+                content_type: "application/json".into(),
+                payload: b"{}".to_vec(),
+                attributes: vec![
+                    Attribute {
+                        name: "kind".into(),
+                        value: ArkivValue::str(["a", "b", "c"][(first + i) % 3])?,
+                    },
+                    Attribute {
+                        name: "project".into(),
+                        value: ArkivValue::str(project.to_owned())?,
+                    },
+                    Attribute {
+                        name: "tag".into(),
+                        value: ArkivValue::str(tag)?,
+                    },
+                ],
+            }))
+        })
+        .collect()
 }

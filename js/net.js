@@ -97,17 +97,18 @@ function urlOf(publicClient) {
  * included, through the client's `request`); an EIP-1193 provider (`request({ method, params
  * })`); or a reader this function made. `fetch` carries the reads to a URL (default: the
  * platform fetch). The reader has `request({ method, params })` (the JSON-RPC result) and the
- * helpers below; the wasm client calls its `rpc(method, paramsJson)`, which resolves to the
- * JSON-RPC answer's text.
+ * helpers below; `rpc(method, paramsJson)` resolves to the JSON-RPC answer's text (the wasm
+ * client calls `rpcBytes`, the same answer as bytes when the reads go to a URL).
  */
 export function ledgerReader(publicClient, fetchFn = platformFetch) {
   if (publicClient && publicClient.__privsvcReader) return publicClient;
   if (typeof fetchFn !== 'function') throw new PrivsvcError('`fetch` must be a fetch function');
   const url = urlOf(publicClient);
   let rpc;
+  let rpcBytes;
   if (url !== undefined) {
     let id = 0;
-    rpc = async (method, params) => {
+    rpcBytes = async (method, params) => {
       let res;
       try {
         res = await fetchFn(url, {
@@ -123,10 +124,14 @@ export function ledgerReader(publicClient, fetchFn = platformFetch) {
       if (isRedirect(res)) throw named('Transport', `${method}: the RPC answered with a redirect, which privsvc does not follow`);
       const declared = Number(headerOf(res, 'content-length'));
       if (declared > LEDGER_MAX_BODY) throw named('Transport', `${method}: answer too large`);
-      const text = await res.text();
-      if (!res.ok && !text.startsWith('{')) throw named('Transport', `${method}: HTTP ${res.status}`);
-      return text;
+      const bytes = new Uint8Array(await res.arrayBuffer());
+      if (bytes.length > LEDGER_MAX_BODY) throw named('Transport', `${method}: answer too large`);
+      // 0x7b: an answer that is not a JSON object is not JSON-RPC.
+      if (!res.ok && bytes[0] !== 0x7b) throw named('Transport', `${method}: HTTP ${res.status}`);
+      return bytes;
     };
+    const decoder = new TextDecoder();
+    rpc = async (method, params) => decoder.decode(await rpcBytes(method, params));
   } else if (publicClient && typeof publicClient.request === 'function') {
     rpc = async (method, params) => {
       try {
@@ -139,6 +144,7 @@ export function ledgerReader(publicClient, fetchFn = platformFetch) {
         return rpcJson({ jsonrpc: '2.0', id: 0, error: { code, message, data: e.data } });
       }
     };
+    rpcBytes = rpc;
   } else {
     throw new PrivsvcError(
       'publicClient must be an RPC URL, a viem public client or an EIP-1193 provider (request({ method, params }))',
@@ -153,6 +159,12 @@ export function ledgerReader(publicClient, fetchFn = platformFetch) {
     __privsvcReader: true,
     url,
     rpc,
+    /**
+     * `rpc` for the wasm client: the answer as bytes when the reads go to a URL (a listing page
+     * is decoded from them without a string on either side), as text otherwise.
+     * @internal
+     */
+    rpcBytes,
     request,
     /** The ledger's chain id. */
     async chainId() {

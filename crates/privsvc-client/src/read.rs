@@ -116,9 +116,10 @@ pub async fn list_app(
     .await
 }
 
-/// A listing spanning at least this many blocks is split into [`LISTING_PARTS`] block ranges
-/// listed concurrently (each range is paged on its own; a first listing of a large app is
-/// thousands of pages of at most 200).
+/// An incremental listing spanning at least this many blocks is split into [`LISTING_PARTS`]
+/// block ranges listed concurrently (each range is paged on its own; a first listing of a large
+/// app is thousands of pages of at most 200, and is always split). A tail's few blocks are one
+/// query.
 const MIN_BLOCKS_TO_SPLIT: u64 = 256;
 /// Block ranges of a large listing.
 const LISTING_PARTS: u64 = 4;
@@ -130,7 +131,12 @@ const PAGES_AHEAD: usize = 8;
 fn listing_parts(after: Option<u64>, block: u64) -> Vec<(Option<u64>, Option<u64>)> {
     let from = after.unwrap_or(0);
     let span = block.saturating_sub(from);
-    if span < MIN_BLOCKS_TO_SPLIT {
+    let least = if after.is_none() {
+        LISTING_PARTS
+    } else {
+        MIN_BLOCKS_TO_SPLIT
+    };
+    if span < least {
         return vec![(after, None)];
     }
     (0..LISTING_PARTS)
@@ -318,7 +324,16 @@ mod tests {
 
     #[test]
     fn listing_parts_cover_the_range_once() {
-        assert_eq!(listing_parts(None, 100), vec![(None, None)]);
+        assert_eq!(listing_parts(None, 3), vec![(None, None)]);
+        assert_eq!(
+            listing_parts(None, 100),
+            vec![
+                (None, Some(25)),
+                (Some(25), Some(50)),
+                (Some(50), Some(75)),
+                (Some(75), None)
+            ]
+        );
         assert_eq!(listing_parts(Some(90), 100), vec![(Some(90), None)]);
         assert_eq!(
             listing_parts(None, 1000),

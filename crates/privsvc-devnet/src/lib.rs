@@ -215,6 +215,10 @@ impl Devnet {
         let (stop, stop_rx) = watch::channel(false);
         let mut tasks = Vec::new();
         let app = rpc::router(node.clone());
+        // No Nagle delay on answers: a client's listing is hundreds of pages, one round trip each.
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
         let mut rx = stop_rx.clone();
         tasks.push(tokio::spawn(async move {
             let shutdown = async move {

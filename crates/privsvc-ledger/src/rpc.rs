@@ -390,9 +390,33 @@ pub(crate) fn rpc_answer(
     status: reqwest::StatusCode,
     text: &str,
 ) -> Result<Value, LedgerError> {
-    let mut v: Value = serde_json::from_str(text).map_err(|_| {
+    let v: Value = serde_json::from_str(text).map_err(|_| {
         LedgerError::Transport(format!("{method}: HTTP {status}, answer is not JSON-RPC"))
     })?;
+    result_of(method, v)
+}
+
+/// The `result` of the JSON-RPC answer `body` to `method`: [`LedgerError::Rpc`] for a JSON-RPC
+/// error, [`LedgerError::Transport`] for a body that is not JSON-RPC. For a reader whose
+/// transport is not `RpcLedger`'s (the wasm client's JavaScript RPC function).
+pub fn decode_answer(method: &str, body: &[u8]) -> Result<Value, LedgerError> {
+    let v: Value = serde_json::from_slice(body)
+        .map_err(|_| LedgerError::Transport(format!("{method}: the answer is not JSON-RPC")))?;
+    result_of(method, v)
+}
+
+/// The page of the JSON-RPC answer `body` to `arkiv_query`, decoded as `RpcLedger` decodes it:
+/// straight from the bytes into entities (borrowed strings, no `Value` tree) when the answer
+/// has the usual shape, else through the general decoder with its errors.
+pub fn decode_query_answer(body: &[u8]) -> Result<QueryPage, LedgerError> {
+    match fast::query_page(body) {
+        Some(page) => Ok(page),
+        None => query_page_from_json(&decode_answer("arkiv_query", body)?),
+    }
+}
+
+/// The `result` member of the parsed answer `v`, or its `error` as [`LedgerError::Rpc`].
+fn result_of(method: &str, mut v: Value) -> Result<Value, LedgerError> {
     if let Some(err) = v.get("error").filter(|e| !e.is_null()) {
         return Err(LedgerError::Rpc {
             code: err.get("code").and_then(Value::as_i64).unwrap_or(0),

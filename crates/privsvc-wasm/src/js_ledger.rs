@@ -4,17 +4,20 @@
 //! credentials, no HTTP cache) for an RPC URL, or the `request` of a viem client or an EIP-1193
 //! provider (a wagmi `custom()` transport included).
 //!
-//! The function is `rpc(method, paramsJson)` and resolves to the text of a JSON-RPC answer
-//! (`{ result }` or `{ error: { code, message, data? } }`); it rejects when the ledger cannot be
-//! reached.
+//! The function is `rpcBytes(method, paramsJson)` (or `rpc`) and resolves to a JSON-RPC answer
+//! (`{ result }` or `{ error: { code, message, data? } }`) as bytes (a `Uint8Array`, what a
+//! reader over a URL hands over: no string is made of a listing page on either side) or as
+//! text; it rejects when the ledger cannot be reached. `arkiv_query` pages are decoded by the
+//! borrowed-bytes decoder of the native reader ([`privsvc_ledger::rpc::decode_query_answer`]).
 
 use alloy_primitives::{Address, B256, U256};
 use alloy_sol_types::{SolCall, SolEvent};
 use async_trait::async_trait;
-use js_sys::{Function, Promise, Reflect};
+use js_sys::{Function, Promise, Reflect, Uint8Array};
 use privsvc_ledger::abi;
 use privsvc_ledger::codec::{parse_hex, parse_uint};
 use privsvc_ledger::entity::{QueryOptions, QueryPage};
+use privsvc_ledger::rpc::{decode_answer, decode_query_answer};
 use privsvc_ledger::wire::{self, parse_quantity, quantity};
 use privsvc_ledger::{Entity, LedgerError, LedgerReader};
 use serde_json::{json, Value};
@@ -29,7 +32,7 @@ pub struct JsLedger {
 }
 
 impl JsLedger {
-    /// The ledger of `value`, which must be `ledgerReader(...).rpc`.
+    /// The ledger of `value`, which must be `ledgerReader(...).rpcBytes` (or `.rpc`).
     pub fn from_value(value: &JsValue) -> Result<JsLedger, JsValue> {
         value
             .dyn_ref::<Function>()
@@ -37,13 +40,18 @@ impl JsLedger {
             .ok_or_else(|| {
                 js_error(
                     "PrivsvcError",
-                    "internal: the ledger reader is not a function (use ledgerReader(publicClient).rpc)",
+                    "internal: the ledger reader is not a function (use ledgerReader(publicClient).rpcBytes)",
                 )
             })
     }
 
     /// One JSON-RPC call: its `result`, or [`LedgerError::Rpc`] for a JSON-RPC error.
     pub async fn call(&self, method: &str, params: Value) -> Result<Value, LedgerError> {
+        decode_answer(method, &self.answer(method, params).await?)
+    }
+
+    /// The bytes of the answer to one JSON-RPC call.
+    async fn answer(&self, method: &str, params: Value) -> Result<Vec<u8>, LedgerError> {
         let transport = |m: String| LedgerError::Transport(format!("{method}: {m}"));
         let promise = self
             .rpc
@@ -56,12 +64,16 @@ impl JsLedger {
         let promise: Promise = promise
             .dyn_into()
             .map_err(|_| transport("the reader returned no promise".into()))?;
-        let text = JsFuture::from(promise)
+        let answer = JsFuture::from(promise)
             .await
-            .map_err(|e| transport(message_of(&e)))?
+            .map_err(|e| transport(message_of(&e)))?;
+        if let Some(bytes) = answer.dyn_ref::<Uint8Array>() {
+            return Ok(bytes.to_vec());
+        }
+        answer
             .as_string()
-            .ok_or_else(|| transport("the reader's answer is not text".into()))?;
-        answer(method, &text)
+            .map(String::into_bytes)
+            .ok_or_else(|| transport("the reader's answer is neither bytes nor text".into()))
     }
 
     async fn quantity_call(&self, method: &str, params: Value) -> Result<u64, LedgerError> {
@@ -77,26 +89,6 @@ fn message_of(e: &JsValue) -> String {
         .unwrap_or_else(|| "the ledger reader failed".into())
 }
 
-/// The `result` of the JSON-RPC answer `text` to `method`.
-fn answer(method: &str, text: &str) -> Result<Value, LedgerError> {
-    let mut v: Value = serde_json::from_str(text)
-        .map_err(|_| LedgerError::Transport(format!("{method}: the answer is not JSON-RPC")))?;
-    if let Some(err) = v.get("error").filter(|e| !e.is_null()) {
-        return Err(LedgerError::Rpc {
-            code: err.get("code").and_then(Value::as_i64).unwrap_or(0),
-            message: err
-                .get("message")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_owned(),
-            data: err.get("data").cloned(),
-        });
-    }
-    v.get_mut("result")
-        .map(Value::take)
-        .ok_or_else(|| LedgerError::Decode(format!("{method}: answer without result")))
-}
-
 fn addr_json(a: &Address) -> Value {
     Value::String(format!("0x{}", hex::encode(a)))
 }
@@ -105,21 +97,6 @@ fn data_of(v: &Value, what: &str) -> Result<Vec<u8>, LedgerError> {
     v.as_str()
         .and_then(parse_hex)
         .ok_or_else(|| LedgerError::Decode(format!("{what} is not 0x hex")))
-}
-
-/// The `result` of `arkiv_query` (`{ data: [entity], blockNumber, cursor? }`) as a page.
-fn query_page(r: &Value) -> Result<QueryPage, LedgerError> {
-    let entities = r["data"]
-        .as_array()
-        .ok_or_else(|| LedgerError::Decode("arkiv_query result without data".into()))?
-        .iter()
-        .map(wire::entity_from_json)
-        .collect::<Result<Vec<Entity>, _>>()?;
-    Ok(QueryPage {
-        entities,
-        block_number: parse_quantity(&r["blockNumber"])?,
-        cursor: r.get("cursor").and_then(Value::as_str).map(str::to_owned),
-    })
 }
 
 #[async_trait(?Send)]
@@ -140,13 +117,8 @@ impl LedgerReader for JsLedger {
         let mut options = options.clone();
         // Every entity is identified by its key; always ask for it (as RpcLedger does).
         options.select.key = true;
-        let r = self
-            .call(
-                "arkiv_query",
-                json!([expression, wire::query_options_to_json(&options)]),
-            )
-            .await?;
-        query_page(&r)
+        let params = json!([expression, wire::query_options_to_json(&options)]);
+        decode_query_answer(&self.answer("arkiv_query", params).await?)
     }
 
     async fn entity(
