@@ -211,6 +211,44 @@ impl EntityCache {
         id
     }
 
+    /// The interned `(name, value)` pairs in id order (a snapshot writes them so).
+    pub(crate) fn interned_pairs(&self) -> Vec<(&String, &AttrValue)> {
+        let mut pairs: Vec<(u32, &String, &AttrValue)> = self
+            .interned
+            .iter()
+            .flat_map(|(n, values)| values.iter().map(move |(v, id)| (*id, n, v)))
+            .collect();
+        pairs.sort_unstable_by_key(|(id, _, _)| *id);
+        pairs.into_iter().map(|(_, n, v)| (n, v)).collect()
+    }
+
+    /// Interns the next pair of a snapshot (it takes the next id); `None` for a pair seen before.
+    pub(crate) fn intern_pair(&mut self, name: String, value: AttrValue) -> Option<u32> {
+        if self.interned_id(&name, &value).is_some() {
+            return None;
+        }
+        Some(self.intern(name, value))
+    }
+
+    /// Adds a record of a snapshot as it was: the user's go to `unverified` (verified again by
+    /// the next scan), those not opened to `pending`. `false` for a key seen before.
+    pub(crate) fn restore(&mut self, key: B256, entry: Listed) -> bool {
+        if self.entries.contains_key(&key) {
+            return false;
+        }
+        match entry.class {
+            TagClass::Unopened => self.pending.push(key),
+            TagClass::Mine(r) => {
+                self.unverified.insert(key, r);
+            }
+            TagClass::Other => {}
+        }
+        *self.batches.entry(entry.batch()).or_default() += 1;
+        self.expiry.entry(entry.expires_at).or_default().push(key);
+        self.entries.insert(key, entry);
+        true
+    }
+
     /// The id of an interned `(name, value)` pair.
     fn interned_id(&self, name: &str, value: &AttrValue) -> Option<u32> {
         self.interned.get(name)?.get(value).copied()

@@ -49,6 +49,9 @@ pub struct PrivateClient {
     pub(crate) rng: Arc<ClientRng>,
     /// The randomness of scans (the order of a burst's reads).
     pub(crate) scan_rng: Arc<ClientRng>,
+    /// Where the listing is kept between sessions, when the options name a store and the vault
+    /// gives a scan-cache key.
+    pub(crate) scan_cache: Option<crate::scan_cache::ScanCache>,
     /// The session's background tasks (tail, refills, prefetches, status polls after
     /// `written`), stopped when the client is dropped.
     pub(crate) tasks: Mutex<Vec<privsvc_rt::AbortHandle>>,
@@ -134,6 +137,11 @@ impl PrivateClient {
             project: options.project().to_string(),
             with_attributes: options.rarity_k > 0,
         };
+        let scan_cache = scan_cache_of(&options, vault.as_ref(), chain_id).await;
+        let cache = match &scan_cache {
+            Some(c) => c.load(lister.with_attributes).await.unwrap_or_default(),
+            None => EntityCache::default(),
+        };
         let client = Self {
             options,
             vault,
@@ -141,13 +149,14 @@ impl PrivateClient {
             transport,
             relayers: Mutex::new(relayers),
             tokens,
-            cache: Arc::new(tokio::sync::Mutex::new(EntityCache::default())),
+            cache: Arc::new(tokio::sync::Mutex::new(cache)),
             chain_id,
             keys_isolated,
             lister,
             tail: Arc::new(Tail::new()),
             scan_rng,
             rng,
+            scan_cache,
             tasks: Mutex::new(Vec::new()),
         };
         // The session's first listing; the tail keeps it up to date from here on.
@@ -388,6 +397,33 @@ impl ClientBuilder {
     /// Builds the client (see [`PrivateClient::from_options`]).
     pub async fn build(self) -> Result<PrivateClient, PrivsvcError> {
         PrivateClient::from_options(self.options).await
+    }
+}
+
+/// The session's scan cache: the options' store under the vault's scan-cache key; `None`
+/// without a store, or with a vault that gives no key (a warning says so).
+async fn scan_cache_of(
+    options: &ClientOptions,
+    vault: &dyn Vault,
+    chain_id: u64,
+) -> Option<crate::scan_cache::ScanCache> {
+    let store = options.scan_cache.clone()?;
+    match vault.scan_cache_key().await {
+        Ok(Some(key)) => Some(crate::scan_cache::ScanCache::new(
+            store,
+            key,
+            chain_id,
+            options.project(),
+            options.scan_cache_resume_blocks,
+        )),
+        Ok(None) => {
+            tracing::warn!("the vault gives no scan-cache key; the listing is not kept");
+            None
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "no scan-cache key from the vault; the listing is not kept");
+            None
+        }
     }
 }
 

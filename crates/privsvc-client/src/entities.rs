@@ -325,6 +325,9 @@ impl PrivateClient {
         cache.scanned = true;
         cache.stale = false;
         cache.last_scan = Some(stats.clone());
+        if let Some(store) = &self.scan_cache {
+            store.save(cache).await;
+        }
         Ok(stats)
     }
 

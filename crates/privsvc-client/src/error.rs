@@ -73,6 +73,10 @@ pub enum PrivsvcError {
     /// The client was configured inconsistently.
     #[error("invalid client configuration: {0}")]
     Config(String),
+
+    /// The scan cache's store failed (the session goes on without it).
+    #[error("scan cache: {0}")]
+    ScanCache(String),
     /// The requested expiry cannot be used.
     #[error("invalid expiry: {0}")]
     Expiry(String),

@@ -73,8 +73,10 @@ pub mod read;
 pub mod record;
 pub mod relayer_api;
 mod rng;
+pub mod scan_cache;
 mod schedule;
 mod session;
+mod snapshot;
 mod tokens;
 mod transport;
 pub mod verify;
@@ -105,6 +107,9 @@ pub use protocol::{
 pub use read::{fetch_batches, list_app, BatchId, Listing};
 pub use record::{CreateParams, CreateResult, MyRecord};
 pub use relayer_api::RelayerStatus;
+#[cfg(not(target_arch = "wasm32"))]
+pub use scan_cache::FileScanCache;
+pub use scan_cache::ScanCacheStore;
 pub use schedule::SessionSchedule;
 pub use tokens::ThroughTransport;
 pub use transport::default_transport;

@@ -194,6 +194,13 @@ pub struct ClientOptions {
     /// default transport (direct or through `ohttp_relay`) and by direct issuer calls; not by
     /// a `transport` given here, nor by the ledger reader.
     pub fetch: Option<Arc<dyn Fetch>>,
+    /// Where the session's listing is kept between sessions, sealed under the vault's
+    /// scan-cache key (default: nowhere; see [`crate::scan_cache`]).
+    pub scan_cache: Option<Arc<dyn crate::scan_cache::ScanCacheStore>>,
+    /// The resume granularity of the scan cache in blocks (default
+    /// [`crate::scan_cache::DEFAULT_RESUME_BLOCKS`], an hour): a returning session lists from the
+    /// last multiple of it, never from the exact block its previous session reached.
+    pub scan_cache_resume_blocks: u64,
 }
 
 impl std::fmt::Debug for ClientOptions {
@@ -225,6 +232,8 @@ impl std::fmt::Debug for ClientOptions {
             .field("trusted_relayers_only", &self.trusted_relayers_only)
             .field("transport", &self.transport.is_some())
             .field("fetch", &self.fetch.is_some())
+            .field("scan_cache", &self.scan_cache.is_some())
+            .field("scan_cache_resume_blocks", &self.scan_cache_resume_blocks)
             .finish()
     }
 }
@@ -262,6 +271,8 @@ impl ClientOptions {
             trusted_relayers_only: false,
             transport: None,
             fetch: None,
+            scan_cache: None,
+            scan_cache_resume_blocks: crate::scan_cache::DEFAULT_RESUME_BLOCKS,
         }
     }
 
@@ -449,6 +460,22 @@ impl ClientBuilder {
     /// The session's timers (tail, status polls after `written`, token refills).
     pub fn schedule(mut self, schedule: crate::SessionSchedule) -> Self {
         self.options.schedule = schedule;
+        self
+    }
+    /// Keep the session's listing between sessions in `store` (see [`crate::scan_cache`]).
+    pub fn scan_cache(mut self, store: Arc<dyn crate::scan_cache::ScanCacheStore>) -> Self {
+        self.options.scan_cache = Some(store);
+        self
+    }
+    /// Keep the session's listing between sessions in the file `path` (mode 0600).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn scan_cache_file(self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.scan_cache(Arc::new(crate::scan_cache::FileScanCache::new(path)))
+    }
+    /// The scan cache's resume granularity in blocks (default an hour of blocks; 1 resumes from
+    /// the exact block, which lets the RPC link a user's sessions: for tests only).
+    pub fn scan_cache_resume_blocks(mut self, blocks: u64) -> Self {
+        self.options.scan_cache_resume_blocks = blocks;
         self
     }
     /// Seed the client's own random choices (reproducible tests).

@@ -206,6 +206,10 @@ impl Vault for IsolatedVault {
             .await
     }
 
+    async fn scan_cache_key(&self) -> Result<Option<crate::kdf::Secret32>, VaultError> {
+        self.call(|v| Some(v.scan_cache_key())).await
+    }
+
     async fn sign_envelope(
         &self,
         record: &RecordRef,

@@ -24,6 +24,9 @@ pub const LABEL_ENC: &str = "privsvc enc v1";
 /// HKDF info label of the cover key, and HMAC message prefix of cover scores.
 pub const LABEL_COVER: &str = "privsvc cover v1";
 
+/// HKDF info label of the key of the client's persisted scan cache.
+pub const LABEL_SCAN_CACHE: &str = "privsvc scan cache v1";
+
 /// A batch as cover scores name it: u64 big-endian block || 20-byte creator address.
 pub type BatchBytes = [u8; 28];
 
@@ -43,6 +46,12 @@ pub fn kdf(ikm: &[u8], label: &str, extra: &[u8]) -> Secret32 {
 /// The cover key: `kdf(root, "privsvc cover v1", empty)`. It only ranks cover batches.
 pub fn cover_key(root: &[u8; 32]) -> Secret32 {
     kdf(root, LABEL_COVER, &[])
+}
+
+/// The scan-cache key: `kdf(root, "privsvc scan cache v1", empty)`. It seals the client's
+/// persisted listing and nothing else.
+pub fn scan_cache_key(root: &[u8; 32]) -> Secret32 {
+    kdf(root, LABEL_SCAN_CACHE, &[])
 }
 
 /// Cover score of `candidate` for the user's batch `anchor`:

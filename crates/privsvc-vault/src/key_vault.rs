@@ -163,6 +163,11 @@ impl KeyVault {
             .collect()
     }
 
+    /// The key of the client's persisted scan cache ([`kdf::scan_cache_key`]).
+    pub fn scan_cache_key(&self) -> kdf::Secret32 {
+        kdf::scan_cache_key(&self.root)
+    }
+
     /// The one-time owner address of `record`.
     pub fn address_of(&self, record: &RecordRef) -> Result<Address, VaultError> {
         Ok(self.signer(record)?.address())

@@ -6,7 +6,7 @@ use privsvc_attributes::Attributes;
 use privsvc_envelope::EnvelopeBody;
 
 use crate::error::VaultError;
-use crate::kdf::BatchBytes;
+use crate::kdf::{BatchBytes, Secret32};
 use crate::key_vault::KeyVault;
 use crate::record_ref::RecordRef;
 use crate::tag::Tag;
@@ -77,6 +77,13 @@ pub trait Vault: privsvc_rt::MaybeSend + privsvc_rt::MaybeSync {
 
     /// Decrypts a payload encrypted for `record`.
     async fn decrypt(&self, record: &RecordRef, data: &[u8]) -> Result<Vec<u8>, VaultError>;
+
+    /// The key that seals the client's persisted scan cache ([`crate::kdf::scan_cache_key`]),
+    /// or `None` when this vault gives none (then the client keeps no cache). The default is
+    /// `None`. The key opens the cache alone: it derives no other key.
+    async fn scan_cache_key(&self) -> Result<Option<Secret32>, VaultError> {
+        Ok(None)
+    }
 }
 
 #[cfg_attr(not(target_arch = "wasm32"), async_trait)]
@@ -108,6 +115,10 @@ impl Vault for KeyVault {
         candidates: &[BatchBytes],
     ) -> Result<Vec<[u8; 32]>, VaultError> {
         Ok(KeyVault::cover_scores(self, anchor, candidates))
+    }
+
+    async fn scan_cache_key(&self) -> Result<Option<Secret32>, VaultError> {
+        Ok(Some(KeyVault::scan_cache_key(self)))
     }
 
     async fn sign_envelope(

@@ -9,6 +9,7 @@ mod failover;
 mod fetch;
 mod fuzz_seeds;
 mod proof;
+mod scan_cache;
 mod stack;
 mod transcript;
 mod verify_record;

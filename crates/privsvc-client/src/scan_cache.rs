@@ -1,0 +1,346 @@
+//! The persisted scan cache (docs/PROTOCOL.md §8.9): the session's listing kept between
+//! sessions, sealed under the vault's scan-cache key, so that a returning session lists only the
+//! records created since its resume block.
+//!
+//! The resume block is coarse and public: the last multiple of
+//! [`ClientOptions::scan_cache_resume_blocks`](crate::ClientOptions::scan_cache_resume_blocks)
+//! (default [`DEFAULT_RESUME_BLOCKS`], an hour of 2 s blocks) at or below the block the saving
+//! session had listed. The cache keeps only the records created up to it, so every returning user
+//! whose last session saved within the same hour resumes with the same listing query: the RPC
+//! cannot tell them apart by where they resume.
+//!
+//! Sealed form: `"PSVCSCAN" || version (1 byte) || nonce (12) || AES-256-GCM-SIV(key, nonce,
+//! snapshot, aad = "PSVCSCAN" || version || chain id (8, big-endian) || project)`. A cache that
+//! does not open (another root, another chain or project, a version change, corruption) is
+//! discarded, never trusted.
+
+use std::sync::Arc;
+
+use aes_gcm_siv::aead::{Aead, KeyInit, Payload};
+use aes_gcm_siv::{Aes256GcmSiv, Nonce};
+use async_trait::async_trait;
+use rand::RngCore;
+
+use crate::cache::EntityCache;
+use crate::error::PrivsvcError;
+
+/// The format version this build writes and reads.
+pub const SCAN_CACHE_VERSION: u8 = 1;
+/// The default resume granularity: 1,800 blocks (an hour of Arkiv's 2 s blocks).
+pub const DEFAULT_RESUME_BLOCKS: u64 = 1_800;
+/// The first bytes of a sealed cache.
+const MAGIC: &[u8; 8] = b"PSVCSCAN";
+const NONCE_BYTES: usize = 12;
+
+/// Where a client keeps its sealed scan cache between sessions: one opaque blob per client (a
+/// file, an IndexedDB record). The blob is already encrypted and authenticated.
+#[cfg_attr(not(target_arch = "wasm32"), async_trait)]
+#[cfg_attr(target_arch = "wasm32", async_trait(?Send))]
+pub trait ScanCacheStore: Send + Sync {
+    /// The stored blob, `None` when there is none.
+    async fn load(&self) -> Result<Option<Vec<u8>>, PrivsvcError>;
+    /// Replaces the stored blob.
+    async fn save(&self, sealed: Vec<u8>) -> Result<(), PrivsvcError>;
+    /// Deletes the stored blob (a cache that does not open).
+    async fn clear(&self) -> Result<(), PrivsvcError>;
+}
+
+/// The resume block of a listing made at `block`: the last multiple of `granularity` at or
+/// below it (`granularity` 0 or 1: `block` itself).
+pub fn resume_block(block: u64, granularity: u64) -> u64 {
+    if granularity <= 1 {
+        block
+    } else {
+        block - block % granularity
+    }
+}
+
+fn aad(chain_id: u64, project: &str) -> Vec<u8> {
+    let mut aad = Vec::with_capacity(17 + project.len());
+    aad.extend_from_slice(MAGIC);
+    aad.push(SCAN_CACHE_VERSION);
+    aad.extend_from_slice(&chain_id.to_be_bytes());
+    aad.extend_from_slice(project.as_bytes());
+    aad
+}
+
+/// Seals `snapshot` under `key` for the project on `chain_id`.
+pub(crate) fn seal(key: &[u8; 32], chain_id: u64, project: &str, snapshot: &[u8]) -> Vec<u8> {
+    let cipher = Aes256GcmSiv::new(key.into());
+    let mut nonce = [0u8; NONCE_BYTES];
+    rand::thread_rng().fill_bytes(&mut nonce);
+    let aad = aad(chain_id, project);
+    let sealed = cipher
+        .encrypt(
+            Nonce::from_slice(&nonce),
+            Payload {
+                msg: snapshot,
+                aad: &aad,
+            },
+        )
+        .expect("AES-GCM-SIV seals any message under 64 GiB");
+    let mut out = Vec::with_capacity(MAGIC.len() + 1 + NONCE_BYTES + sealed.len());
+    out.extend_from_slice(MAGIC);
+    out.push(SCAN_CACHE_VERSION);
+    out.extend_from_slice(&nonce);
+    out.extend_from_slice(&sealed);
+    out
+}
+
+/// Why a stored cache was discarded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Discarded {
+    /// Not a scan cache, or one of another format version.
+    Version,
+    /// It does not open under this vault's key for this chain and project (another root, or
+    /// altered bytes).
+    Key,
+    /// It opened but its content is not a well-formed listing.
+    Content,
+}
+
+/// Opens a sealed cache: the listing it holds, or why it is discarded.
+pub(crate) fn open(
+    key: &[u8; 32],
+    chain_id: u64,
+    project: &str,
+    sealed: &[u8],
+) -> Result<EntityCache, Discarded> {
+    let head = MAGIC.len() + 1 + NONCE_BYTES;
+    if sealed.len() < head || &sealed[..MAGIC.len()] != MAGIC {
+        return Err(Discarded::Version);
+    }
+    if sealed[MAGIC.len()] != SCAN_CACHE_VERSION {
+        return Err(Discarded::Version);
+    }
+    let nonce = Nonce::from_slice(&sealed[MAGIC.len() + 1..head]);
+    let aad = aad(chain_id, project);
+    let plain = Aes256GcmSiv::new(key.into())
+        .decrypt(
+            nonce,
+            Payload {
+                msg: &sealed[head..],
+                aad: &aad,
+            },
+        )
+        .map_err(|_| Discarded::Key)?;
+    crate::snapshot::decode(&plain).ok_or(Discarded::Content)
+}
+
+/// The scan cache of a client: its store and key, and the resume block it last saved.
+pub(crate) struct ScanCache {
+    pub(crate) store: Arc<dyn ScanCacheStore>,
+    key: privsvc_vault::kdf::Secret32,
+    chain_id: u64,
+    project: String,
+    granularity: u64,
+    saved: tokio::sync::Mutex<Option<u64>>,
+}
+
+impl ScanCache {
+    /// The cache of `store` under `key`.
+    pub(crate) fn new(
+        store: Arc<dyn ScanCacheStore>,
+        key: privsvc_vault::kdf::Secret32,
+        chain_id: u64,
+        project: &str,
+        granularity: u64,
+    ) -> Self {
+        ScanCache {
+            store,
+            key,
+            chain_id,
+            project: project.to_owned(),
+            granularity,
+            saved: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    /// The stored listing when it opens and carries the attributes the session needs
+    /// (`with_attributes`); anything else is deleted from the store and `None`.
+    pub(crate) async fn load(&self, with_attributes: bool) -> Option<EntityCache> {
+        let sealed = match self.store.load().await {
+            Ok(Some(s)) => s,
+            Ok(None) => return None,
+            Err(e) => {
+                tracing::warn!(error = %e, "the scan cache cannot be read; listing from the start");
+                return None;
+            }
+        };
+        let why = match open(&self.key, self.chain_id, &self.project, &sealed) {
+            Ok(cache) if cache.with_attributes || !with_attributes => {
+                *self.saved.lock().await = cache.block;
+                return Some(cache);
+            }
+            Ok(_) => "it has no attributes and this session checks rarity",
+            Err(Discarded::Version) => "it is not of this version",
+            Err(Discarded::Key) => "it does not open under this vault's key",
+            Err(Discarded::Content) => "its content is malformed",
+        };
+        tracing::warn!(reason = why, "discarding the scan cache");
+        if let Err(e) = self.store.clear().await {
+            tracing::warn!(error = %e, "the scan cache cannot be deleted");
+        }
+        None
+    }
+
+    /// Saves the records of `cache` up to its resume block, when that block moved since the
+    /// last save (at most once per resume unit) and the cache was scanned.
+    pub(crate) async fn save(&self, cache: &EntityCache) {
+        let Some(block) = cache.block.filter(|_| cache.scanned) else {
+            return;
+        };
+        let resume = resume_block(block, self.granularity);
+        let mut saved = self.saved.lock().await;
+        if saved.is_some_and(|s| s >= resume) {
+            return;
+        }
+        let snapshot = crate::snapshot::encode(cache, resume);
+        let sealed = seal(&self.key, self.chain_id, &self.project, &snapshot);
+        match self.store.save(sealed).await {
+            Ok(()) => *saved = Some(resume),
+            Err(e) => tracing::warn!(error = %e, "the scan cache cannot be saved"),
+        }
+    }
+}
+
+/// A scan cache in one file, written with mode 0600 (its directory 0700) through a temporary
+/// file renamed into place.
+#[cfg(not(target_arch = "wasm32"))]
+#[derive(Debug, Clone)]
+pub struct FileScanCache {
+    path: std::path::PathBuf,
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+impl FileScanCache {
+    /// The cache at `path` (created on the first save).
+    pub fn new(path: impl Into<std::path::PathBuf>) -> Self {
+        FileScanCache { path: path.into() }
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &std::path::Path {
+        &self.path
+    }
+
+    fn write(&self, sealed: &[u8]) -> std::io::Result<()> {
+        use std::io::Write;
+        let dir = match self.path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => std::path::PathBuf::from("."),
+        };
+        let mut builder = std::fs::DirBuilder::new();
+        builder.recursive(true);
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        builder.create(&dir)?;
+        let name = self
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "scan-cache".into());
+        let temp = dir.join(format!(".{name}.{:016x}.tmp", rand::random::<u64>()));
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let written = options.open(&temp).and_then(|mut f| {
+            f.write_all(sealed)?;
+            f.sync_all()
+        });
+        match written.and_then(|()| std::fs::rename(&temp, &self.path)) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                let _ = std::fs::remove_file(&temp);
+                Err(e)
+            }
+        }
+    }
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn io_error(path: &std::path::Path, e: std::io::Error) -> PrivsvcError {
+    PrivsvcError::ScanCache(format!("{}: {e}", path.display()))
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+#[async_trait]
+impl ScanCacheStore for FileScanCache {
+    async fn load(&self) -> Result<Option<Vec<u8>>, PrivsvcError> {
+        match std::fs::read(&self.path) {
+            Ok(b) => Ok(Some(b)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io_error(&self.path, e)),
+        }
+    }
+
+    async fn save(&self, sealed: Vec<u8>) -> Result<(), PrivsvcError> {
+        let this = self.clone();
+        tokio::task::spawn_blocking(move || this.write(&sealed))
+            .await
+            .map_err(|e| PrivsvcError::ScanCache(format!("the write task failed: {e}")))?
+            .map_err(|e| io_error(&self.path, e))
+    }
+
+    async fn clear(&self) -> Result<(), PrivsvcError> {
+        match std::fs::remove_file(&self.path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(io_error(&self.path, e)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resume_blocks_are_coarse() {
+        assert_eq!(resume_block(5_399, 1_800), 3_600);
+        assert_eq!(resume_block(3_600, 1_800), 3_600);
+        assert_eq!(resume_block(1_799, 1_800), 0);
+        assert_eq!(resume_block(1_234, 1), 1_234);
+        assert_eq!(resume_block(1_234, 0), 1_234);
+    }
+
+    #[test]
+    fn a_cache_opens_only_under_its_key_chain_project_and_version() {
+        let mut cache = EntityCache::default();
+        cache.finish_listing(3_700);
+        let snapshot = crate::snapshot::encode(&cache, 3_600);
+        let sealed = seal(&[1; 32], 7, "notes", &snapshot);
+        let opened = open(&[1; 32], 7, "notes", &sealed).expect("opens");
+        assert_eq!(opened.block, Some(3_600));
+        assert_eq!(
+            open(&[2; 32], 7, "notes", &sealed).err(),
+            Some(Discarded::Key)
+        );
+        assert_eq!(
+            open(&[1; 32], 8, "notes", &sealed).err(),
+            Some(Discarded::Key)
+        );
+        assert_eq!(
+            open(&[1; 32], 7, "other", &sealed).err(),
+            Some(Discarded::Key)
+        );
+        let mut older = sealed.clone();
+        older[MAGIC.len()] = SCAN_CACHE_VERSION - 1;
+        assert_eq!(
+            open(&[1; 32], 7, "notes", &older).err(),
+            Some(Discarded::Version)
+        );
+        let mut flipped = sealed.clone();
+        let last = flipped.len() - 1;
+        flipped[last] ^= 1;
+        assert_eq!(
+            open(&[1; 32], 7, "notes", &flipped).err(),
+            Some(Discarded::Key)
+        );
+        assert_eq!(
+            open(&[1; 32], 7, "notes", b"junk").err(),
+            Some(Discarded::Version)
+        );
+    }
+}

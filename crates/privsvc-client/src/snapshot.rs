@@ -1,0 +1,359 @@
+//! The plaintext form of a persisted listing (docs/PROTOCOL.md §8.9): the project's records
+//! created up to a resume block, with what the session learned of their tags. `scan_cache.rs`
+//! seals it; this module only encodes and decodes it.
+//!
+//! Layout (integers are LEB128 varints unless a width is given):
+//! `with_attributes u8 || resume || pairs || creators || records`, where
+//! - `pairs` = count, then per interned attribute pair: name length, name, value kind (u8:
+//!   0 str, 1 i32, 2 u64, 3 u256), value (str: length and bytes; i32: zigzag varint; u64:
+//!   varint; u256: 32 bytes big-endian);
+//! - `creators` = count, then 20 bytes each;
+//! - `records` = count, then per record: key (32 bytes), creator index, created block, lifetime
+//!   (expiry minus creation; `u64::MAX` expiry is lifetime 0), class (u8: 0 not opened, 1 not the
+//!   user's, 2 the user's), for class 0 the owner (20 bytes) and the tag (44 bytes), for class 2
+//!   the ref (16 bytes), the owner and the tag, then the attribute-pair ids (count, ids).
+//!
+//! A record that is not the user's keeps neither owner nor tag: a million of them take about
+//! 45 MB.
+
+use std::collections::HashMap;
+
+use alloy_primitives::{Address, B256, U256};
+use privsvc_attributes::AttrValue;
+use privsvc_vault::{RecordRef, Tag, TAG_BYTES};
+
+use crate::cache::{EntityCache, Listed, TagClass};
+
+/// Encodes the records of `cache` created at or before `resume`.
+pub(crate) fn encode(cache: &EntityCache, resume: u64) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64 + cache.entries.len() * 48);
+    out.push(u8::from(cache.with_attributes));
+    put(&mut out, resume);
+    let pairs = cache.interned_pairs();
+    put(&mut out, pairs.len() as u64);
+    for (name, value) in pairs {
+        put_bytes(&mut out, name.as_bytes());
+        match value {
+            AttrValue::Str(s) => {
+                out.push(0);
+                put_bytes(&mut out, s.as_bytes());
+            }
+            AttrValue::I32(x) => {
+                out.push(1);
+                put(&mut out, zigzag(*x));
+            }
+            AttrValue::U64(x) => {
+                out.push(2);
+                put(&mut out, *x);
+            }
+            AttrValue::U256(x) => {
+                out.push(3);
+                out.extend_from_slice(&x.to_be_bytes::<32>());
+            }
+        }
+    }
+    let kept: Vec<(&B256, &Listed)> = cache
+        .entries
+        .iter()
+        .filter(|(_, e)| e.created_at <= resume)
+        .collect();
+    let mut creators: HashMap<Address, u64> = HashMap::new();
+    let mut order = Vec::new();
+    for (_, e) in &kept {
+        creators.entry(e.creator).or_insert_with(|| {
+            order.push(e.creator);
+            order.len() as u64 - 1
+        });
+    }
+    put(&mut out, order.len() as u64);
+    for c in &order {
+        out.extend_from_slice(c.as_slice());
+    }
+    put(&mut out, kept.len() as u64);
+    for (key, e) in kept {
+        out.extend_from_slice(key.as_slice());
+        put(&mut out, creators[&e.creator]);
+        put(&mut out, e.created_at);
+        put(
+            &mut out,
+            if e.expires_at == u64::MAX {
+                0
+            } else {
+                e.expires_at.saturating_sub(e.created_at).max(1)
+            },
+        );
+        let owner_and_tag = |out: &mut Vec<u8>| {
+            out.extend_from_slice(e.owner.as_slice());
+            match &e.tag {
+                Some(t) => out.extend_from_slice(t),
+                None => out.extend_from_slice(&[0; TAG_BYTES]),
+            }
+        };
+        match e.class {
+            TagClass::Unopened => {
+                out.push(0);
+                owner_and_tag(&mut out);
+            }
+            TagClass::Other => out.push(1),
+            TagClass::Mine(r) => {
+                out.push(2);
+                out.extend_from_slice(r.as_bytes());
+                owner_and_tag(&mut out);
+            }
+        }
+        put(&mut out, e.attrs.len() as u64);
+        for id in e.attrs.iter() {
+            put(&mut out, u64::from(*id));
+        }
+    }
+    out
+}
+
+/// A listing decoded from `bytes`: the cache (its block is the resume block, the user's
+/// records wait for verification) and whether it carries every attribute. `None` for bytes that
+/// are not a well-formed snapshot.
+pub(crate) fn decode(bytes: &[u8]) -> Option<EntityCache> {
+    let mut r = Reader { bytes, at: 0 };
+    let with_attributes = match r.byte()? {
+        0 => false,
+        1 => true,
+        _ => return None,
+    };
+    let resume = r.varint()?;
+    let mut cache = EntityCache::default();
+    cache.with_attributes = with_attributes;
+    let pairs = r.count()?;
+    for _ in 0..pairs {
+        let name = r.text()?;
+        let value = match r.byte()? {
+            0 => AttrValue::Str(r.text()?),
+            1 => AttrValue::I32(unzigzag(r.varint()?)?),
+            2 => AttrValue::U64(r.varint()?),
+            3 => AttrValue::U256(U256::from_be_bytes::<32>(r.array()?)),
+            _ => return None,
+        };
+        cache.intern_pair(name, value)?;
+    }
+    let creators: Vec<Address> = (0..r.count()?)
+        .map(|_| r.array::<20>().map(Address::from))
+        .collect::<Option<_>>()?;
+    let records = r.count()?;
+    cache.entries.reserve(records);
+    for _ in 0..records {
+        let key = B256::from(r.array::<32>()?);
+        let creator = *creators.get(usize::try_from(r.varint()?).ok()?)?;
+        let created_at = r.varint()?;
+        if created_at > resume {
+            return None;
+        }
+        let expires_at = match r.varint()? {
+            0 => u64::MAX,
+            lifetime => created_at.checked_add(lifetime)?,
+        };
+        let owner_and_tag = |r: &mut Reader<'_>| -> Option<(Address, Option<Tag>)> {
+            let owner = Address::from(r.array::<20>()?);
+            let tag: Tag = r.array()?;
+            Some((owner, (tag != [0; TAG_BYTES]).then_some(tag)))
+        };
+        let (class, owner, tag) = match r.byte()? {
+            0 => {
+                let (owner, tag) = owner_and_tag(&mut r)?;
+                (TagClass::Unopened, owner, tag)
+            }
+            1 => (TagClass::Other, Address::ZERO, None),
+            2 => {
+                let record = RecordRef(r.array()?);
+                let (owner, tag) = owner_and_tag(&mut r)?;
+                (TagClass::Mine(record), owner, tag)
+            }
+            _ => return None,
+        };
+        let attrs = (0..r.count()?)
+            .map(|_| {
+                u32::try_from(r.varint()?)
+                    .ok()
+                    .filter(|id| *id < pairs as u32)
+            })
+            .collect::<Option<Box<[u32]>>>()?;
+        let entry = Listed {
+            owner,
+            creator,
+            created_at,
+            expires_at,
+            tag,
+            attrs,
+            class,
+        };
+        if !cache.restore(key, entry) {
+            return None;
+        }
+    }
+    if r.at != bytes.len() {
+        return None;
+    }
+    cache.finish_listing(resume);
+    Some(cache)
+}
+
+fn zigzag(x: i32) -> u64 {
+    u64::from(((x << 1) ^ (x >> 31)) as u32)
+}
+
+fn unzigzag(v: u64) -> Option<i32> {
+    let v = u32::try_from(v).ok()?;
+    Some(((v >> 1) as i32) ^ -((v & 1) as i32))
+}
+
+fn put(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    put(out, b.len() as u64);
+    out.extend_from_slice(b);
+}
+
+/// A cursor over snapshot bytes; every read is bounds-checked.
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl Reader<'_> {
+    fn byte(&mut self) -> Option<u8> {
+        let b = *self.bytes.get(self.at)?;
+        self.at += 1;
+        Some(b)
+    }
+
+    fn varint(&mut self) -> Option<u64> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = self.byte()?;
+            v |= u64::from(b & 0x7f).checked_shl(shift)?;
+            if b & 0x80 == 0 {
+                return Some(v);
+            }
+        }
+        None
+    }
+
+    /// A count, no larger than the bytes left (every counted item takes at least one byte).
+    fn count(&mut self) -> Option<usize> {
+        let n = usize::try_from(self.varint()?).ok()?;
+        (n <= self.bytes.len() - self.at).then_some(n)
+    }
+
+    fn take(&mut self, n: usize) -> Option<&[u8]> {
+        let end = self.at.checked_add(n)?;
+        let s = self.bytes.get(self.at..end)?;
+        self.at = end;
+        Some(s)
+    }
+
+    fn array<const N: usize>(&mut self) -> Option<[u8; N]> {
+        self.take(N)?.try_into().ok()
+    }
+
+    fn text(&mut self) -> Option<String> {
+        let n = self.count()?;
+        String::from_utf8(self.take(n)?.to_vec()).ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use privsvc_ledger::{ArkivValue, Attribute, Entity};
+
+    fn entity(k: u8, block: u64, kind: ArkivValue) -> Entity {
+        Entity {
+            key: B256::repeat_byte(k),
+            owner: Some(Address::repeat_byte(k)),
+            creator: Some(Address::repeat_byte(block as u8 % 3)),
+            created_at: Some(block),
+            expires_at: Some(block + 1000),
+            attributes: Some(vec![
+                Attribute {
+                    name: "kind".into(),
+                    value: kind,
+                },
+                Attribute {
+                    name: "tag".into(),
+                    value: ArkivValue::Str(privsvc_vault::tag_to_text(&[k; TAG_BYTES])),
+                },
+            ]),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_snapshot_keeps_the_records_up_to_the_resume_block_and_their_classes() {
+        let mut c = EntityCache::default();
+        c.with_attributes = true;
+        c.merge(
+            50,
+            vec![
+                entity(1, 10, ArkivValue::Str("a".into())),
+                entity(2, 20, ArkivValue::U64(7)),
+                entity(3, 30, ArkivValue::I32(-5)),
+                entity(4, 45, ArkivValue::U256(U256::from(9))),
+            ],
+        );
+        let _ = c.take_unopened();
+        c.entries.get_mut(&B256::repeat_byte(1)).unwrap().class = TagClass::Other;
+        c.entries.get_mut(&B256::repeat_byte(2)).unwrap().class =
+            TagClass::Mine(RecordRef([5; 16]));
+        // Record 3 stays not opened (as when the session ended before its scan).
+        c.entries.get_mut(&B256::repeat_byte(3)).unwrap().class = TagClass::Unopened;
+
+        let back = decode(&encode(&c, 40)).expect("a snapshot decodes");
+        assert_eq!(back.block, Some(40));
+        assert!(back.with_attributes);
+        assert_eq!(
+            back.entries.len(),
+            3,
+            "record 4 (block 45) is after the resume block"
+        );
+        let one = &back.entries[&B256::repeat_byte(1)];
+        assert_eq!(one.class, TagClass::Other);
+        assert_eq!((one.owner, one.tag), (Address::ZERO, None));
+        let two = &back.entries[&B256::repeat_byte(2)];
+        assert_eq!(two.class, TagClass::Mine(RecordRef([5; 16])));
+        assert_eq!(two.owner, Address::repeat_byte(2));
+        assert_eq!(two.tag, Some([2; TAG_BYTES]));
+        assert_eq!(two.expires_at, 1020);
+        assert_eq!(
+            back.unverified.get(&B256::repeat_byte(2)),
+            Some(&RecordRef([5; 16])),
+            "the user's records are verified again"
+        );
+        assert_eq!(
+            back.pending_count(),
+            1,
+            "record 3 is opened by the next scan"
+        );
+        let mut want = privsvc_attributes::Attributes::new();
+        want.insert("kind", -5i32).unwrap();
+        assert_eq!(back.rarity_counts(&want), Some((vec![1], 1)));
+        assert_eq!(back.batches.len(), 3);
+    }
+
+    #[test]
+    fn truncated_or_altered_bytes_do_not_decode() {
+        let mut c = EntityCache::default();
+        c.merge(50, vec![entity(1, 10, ArkivValue::Str("a".into()))]);
+        let bytes = encode(&c, 50);
+        assert!(decode(&bytes).is_some());
+        for cut in 0..bytes.len() {
+            assert!(decode(&bytes[..cut]).is_none(), "cut at {cut}");
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(decode(&longer).is_none());
+    }
+}

@@ -1,0 +1,140 @@
+//! The persisted scan cache (docs/PROTOCOL.md §8.9) on the devnet: a returning session lists
+//! only from its coarse resume block and still finds (and verifies again) the user's records; a
+//! cache written under another root, or by another format version, is discarded and the session
+//! lists from the start.
+
+use std::sync::Arc;
+
+use privsvc_client::scan_cache::SCAN_CACHE_VERSION;
+use privsvc_client::{EntitiesQuery, LocalWallet, PrivateClient};
+use privsvc_ledger::LedgerReader;
+
+use crate::common::{note, CountingReader, Stack, StackOptions};
+
+/// The resume granularity of the test (blocks): small, so that a session's records fall before
+/// its resume block on a young devnet.
+const RESUME_BLOCKS: u64 = 8;
+
+/// A session of `wallet` keeping its listing in `file`, recording its queries in `counting`.
+async fn session(
+    stack: &Stack,
+    wallet: &Arc<LocalWallet>,
+    file: &std::path::Path,
+    counting: &Arc<CountingReader>,
+) -> PrivateClient {
+    stack
+        .builder(wallet)
+        .reader(counting.clone() as Arc<dyn LedgerReader>)
+        .scan_cache_file(file)
+        .scan_cache_resume_blocks(RESUME_BLOCKS)
+        .build()
+        .await
+        .expect("client builds")
+}
+
+/// The lower `$createdAt` bounds of the listing queries recorded so far (`None`: a listing from
+/// the start).
+fn listing_starts(counting: &CountingReader) -> Vec<Option<u64>> {
+    counting
+        .queries
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|q| !q.contains("$createdAt = "))
+        .filter(|q| q.contains("project = "))
+        .map(|q| {
+            q.split("$createdAt > u64(")
+                .nth(1)
+                .and_then(|rest| rest.split(')').next())
+                .map(|b| b.parse().expect("a block number"))
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_returning_session_resumes_from_a_coarse_block_and_a_foreign_or_old_cache_is_discarded() {
+    let stack = Stack::start(StackOptions::plain()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("cache").join("notes.scan");
+    let alice = Arc::new(LocalWallet::random());
+
+    // Session 1: a write, then a scan that finds it; the scan saves the cache.
+    let counting = Arc::new(CountingReader::new(stack.reader.clone()));
+    let first = session(&stack, &alice, &file, &counting).await;
+    assert_eq!(listing_starts(&counting)[0], None, "no cache yet");
+    let written = first.create_entity(note("kept")).await.expect("write");
+    stack.settle().await;
+    let mine = first
+        .my_entities(&EntitiesQuery::new().refresh())
+        .await
+        .unwrap();
+    assert_eq!(mine.len(), 1);
+    let mine_created = mine[0].created_at;
+    drop(first);
+    let meta = std::fs::metadata(&file).expect("the scan saved the cache");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+        let parent = std::fs::metadata(file.parent().unwrap()).unwrap();
+        assert_eq!(parent.permissions().mode() & 0o777, 0o700);
+    }
+    let _ = meta;
+    let sealed = std::fs::read(&file).unwrap();
+    assert!(
+        !sealed
+            .windows(4)
+            .any(|w| w == b"note" || w == b"kept" || w == b"kind"),
+        "the cache is sealed"
+    );
+
+    // Session 2 (same wallet): the first listing starts at a multiple of the granularity, after
+    // the record, and the record is found and verified again.
+    let counting = Arc::new(CountingReader::new(stack.reader.clone()));
+    let second = session(&stack, &alice, &file, &counting).await;
+    let starts = listing_starts(&counting);
+    let resume = starts[0].expect("a returning session resumes");
+    assert_eq!(resume % RESUME_BLOCKS, 0, "a coarse resume block: {resume}");
+    assert!(resume >= mine_created, "{resume} < {mine_created}");
+    assert!(starts.iter().all(|s| *s >= Some(resume)), "{starts:?}");
+    let mine = second.my_entities(&EntitiesQuery::new()).await.unwrap();
+    assert_eq!(mine.len(), 1, "the cached record is verified again");
+    assert_eq!(mine[0].entity_key, written.entity_key);
+    assert_eq!(mine[0].to_text(), "kept");
+    assert!(counting.batch_fetches() > 0, "its batch was fetched again");
+    drop(second);
+
+    // Another root (another wallet) on the same file: the cache does not open; it is discarded
+    // and the session lists from the start.
+    let bob = Arc::new(LocalWallet::random());
+    let counting = Arc::new(CountingReader::new(stack.reader.clone()));
+    let foreign = session(&stack, &bob, &file, &counting).await;
+    assert_eq!(
+        listing_starts(&counting)[0],
+        None,
+        "another root's cache is discarded"
+    );
+    assert!(!file.exists(), "a cache that does not open is deleted");
+    assert!(foreign
+        .my_entities(&EntitiesQuery::new())
+        .await
+        .unwrap()
+        .is_empty());
+    drop(foreign);
+
+    // An older format version: discarded as well.
+    let mut older = sealed.clone();
+    older[8] = SCAN_CACHE_VERSION - 1;
+    std::fs::write(&file, &older).unwrap();
+    let counting = Arc::new(CountingReader::new(stack.reader.clone()));
+    let again = session(&stack, &alice, &file, &counting).await;
+    assert_eq!(
+        listing_starts(&counting)[0],
+        None,
+        "an older version is discarded"
+    );
+    let mine = again.my_entities(&EntitiesQuery::new()).await.unwrap();
+    assert_eq!(mine.len(), 1, "found by a full listing");
+    drop(again);
+    stack.shutdown().await;
+}
