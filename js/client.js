@@ -18,6 +18,7 @@ import {
   toWire,
   vaultFromWallet,
 } from './core.js';
+import { scanCacheAdapter } from './scan_cache.js';
 
 /** What Rust calls on a wallet. */
 function walletAdapter(w) {
@@ -52,6 +53,8 @@ function vaultAdapter(v) {
     },
     encrypt: (ref, data) => v.encrypt(ref, data),
     decrypt: (ref, data) => v.decrypt(ref, data),
+    // The built-in vaults derive the scan cache's key; a custom vault gives none (no cache).
+    scanCacheKey: () => (v instanceof KeyVault || v instanceof WorkerVault ? v.scanCacheKey() : undefined),
   };
 }
 
@@ -134,7 +137,9 @@ export async function createPrivateClient(options = {}) {
     seed: seedOption(o.seed),
     trustedRelayersOnly: o.trustedRelayersOnly,
     walletAddress: wallet ? await wallet.address() : undefined,
+    scanCacheResumeBlocks: o.scanCacheResumeBlocks,
   };
+  const scanCache = scanCacheAdapter(o.scanCache, o.app, o.project);
   const source = tokens && tokens.sourceOf ? await tokens.sourceOf() : undefined;
   const custom = tokens && !tokens.sourceOf && isTokenSource(tokens) ? tokens : undefined;
   await storeReady(store);
@@ -149,6 +154,7 @@ export async function createPrivateClient(options = {}) {
     source,
     custom,
     send,
+    scanCache,
   );
   rustStore.free();
   const inner = await rust(created);
@@ -162,6 +168,8 @@ export async function createPrivateClient(options = {}) {
     publicClient: o.publicClient === undefined ? reader.url : o.publicClient,
     reader,
     chainId: inner.chainId,
+    /** What became of the scan cache at start: `{ state: 'off' | 'empty' | 'resumed' | 'discarded', block?, reason? }`. */
+    scanCache: JSON.parse(inner.scanCacheState),
     async createEntity({ payload, contentType, attributes = {}, expires, scope, encrypt = false } = {}) {
       const bytes = payload instanceof Uint8Array ? payload : new TextEncoder().encode(String(payload ?? ''));
       const seconds = typeof expires === 'object' && expires !== null ? expires.seconds : expires;

@@ -550,6 +550,15 @@ export class KeyVault {
   coverScores(anchor, candidates) {
     return call(() => this.#raw.coverScores(anchor, candidates));
   }
+
+  /**
+   * The key that seals the client's scan cache (32 bytes, derived from the root; it derives
+   * nothing else).
+   * @internal
+   */
+  scanCacheKey() {
+    return call(() => this.#raw.scanCacheKey());
+  }
   /** Wipes the keys (the vault is unusable afterwards). */
   free() {
     this.#raw.free();
@@ -766,6 +775,14 @@ export class WorkerVault {
   /** Cover scores (docs/PROTOCOL.md §8.4). */
   coverScores(anchor, candidates) {
     return this.#worker.ask('coverScores', anchor, candidates);
+  }
+
+  /**
+   * The scan cache's key, from the worker (as KeyVault.scanCacheKey).
+   * @internal
+   */
+  scanCacheKey() {
+    return this.#worker.ask('scanCacheKey');
   }
   /** Stops the worker and with it the keys. */
   terminate() {

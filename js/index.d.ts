@@ -327,6 +327,24 @@ export function browserTokenStore(name?: string): BrowserTokenStore;
 /** Node.js: the JSON file at `path` (created 0600 in a 0700 directory when missing). */
 export function fileTokenStore(path: string): FileTokenStore;
 
+/**
+ * Where a client keeps its sealed listing between sessions (docs/API.md §3.1, `scanCache`). The
+ * client seals the blob (AES-256-GCM-SIV under a key derived from the vault's root); the store
+ * keeps opaque bytes.
+ */
+export interface ScanCacheStore {
+  /** The stored blob, or undefined. */
+  load(): Promise<Uint8Array | undefined>;
+  /** Replaces the stored blob. */
+  save(bytes: Uint8Array): Promise<void>;
+  /** Deletes the stored blob. */
+  clear(): Promise<void>;
+}
+/** The scan cache in IndexedDB (database `privsvc-scan-cache`), under `name`. */
+export function browserScanCache(name: string): ScanCacheStore & { kind: 'indexeddb'; name: string };
+/** The scan cache in a file (0600, its directory 0700), Node.js 22. */
+export function fileScanCache(path: string): ScanCacheStore & { kind: 'file'; path: string };
+
 /** A relayer given by URL, or by URL and the account that runs it (skips discovery for it). */
 export type RelayerRef = string | { url: string; address?: Hex };
 
@@ -388,6 +406,14 @@ export interface PrivateClientOptions {
   strict?: boolean;
   rarityK?: number;
   coverBatches?: number;
+  /**
+   * Where the session's listing is kept between sessions, sealed: a returning session lists only
+   * what is new since its coarse resume block. Default: `browserScanCache("<app>/<project>")` in
+   * a browser, none elsewhere; `false`: none.
+   */
+  scanCache?: false | ScanCacheStore;
+  /** The scan cache's resume granularity in blocks (default 1800, an hour of blocks). */
+  scanCacheResumeBlocks?: number;
   tokens?: 'auto' | TokenSource;
   tokenStore?: TokenStore;
   tokenAttestation?: string;
@@ -448,6 +474,11 @@ export interface PrivateClient {
   /** The reader all ledger reads go through. */
   readonly reader: LedgerReader;
   readonly chainId: number;
+  /** What became of the scan cache when the session started. */
+  readonly scanCache:
+    | { state: 'off' | 'empty' }
+    | { state: 'resumed'; block: number }
+    | { state: 'discarded'; reason: string };
   createEntity(params: CreateParams): Promise<CreateResult>;
   /**
    * The user's records, from the session's listing. `refresh`: wait for the first tail that

@@ -5,7 +5,7 @@
 // of the privsvc crates compiled to WebAssembly. This module only gathers the package's exports:
 // errors.js (error classes), core.js (constants, envelopes, attributes, fingerprinting, wallets,
 // vaults, proofs, relayer-side helpers), net.js (the fetch settings and ledger readers),
-// store.js (token stores) and client.js (the client, reading, verification, tokens). Modules
+// store.js (token stores), scan_cache.js (scan-cache stores) and client.js (the client, reading, verification, tokens). Modules
 // import each other in that order only: no import cycle.
 export {
   PrivsvcError,
@@ -17,4 +17,5 @@ export {
 export * from './core.js';
 export { FETCH_INIT, DEFAULT_RPC_URL, ledgerReader } from './net.js';
 export { memoryStore, browserTokenStore, fileTokenStore } from './store.js';
+export { browserScanCache, fileScanCache } from './scan_cache.js';
 export * from './client.js';

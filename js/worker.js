@@ -48,6 +48,7 @@ const ops = {
   encrypt: (ref, data) => need().encrypt(ref, data),
   decrypt: (ref, data) => need().decrypt(ref, data),
   coverScores: (anchor, candidates) => need().coverScores(anchor, candidates),
+  scanCacheKey: () => need().scanCacheKey(),
   signEnvelope: (ref, body, attributes) =>
     withSigner(ref, (s) => s.signEnvelope(body.app, body.exp, body.hour, body.ct, !!body.enc, body.data, attributes)),
   signProof: (ref, body, chainId) => withSigner(ref, (s) => s.signProof(body, chainId)),

@@ -23,6 +23,7 @@ use crate::error::PrivsvcError;
 use crate::options::{ClientBuilder, ClientOptions};
 use crate::relayer_api::RelayerStatus;
 use crate::rng::{ClientRng, Purpose};
+use crate::scan_cache::ScanCacheState;
 use crate::session::{Lister, Tail};
 use crate::tokens::TokenManager;
 
@@ -52,6 +53,8 @@ pub struct PrivateClient {
     /// Where the listing is kept between sessions, when the options name a store and the vault
     /// gives a scan-cache key.
     pub(crate) scan_cache: Option<crate::scan_cache::ScanCache>,
+    /// What became of the scan cache at start.
+    pub(crate) scan_cache_state: ScanCacheState,
     /// The session's background tasks (tail, refills, prefetches, status polls after
     /// `written`), stopped when the client is dropped.
     pub(crate) tasks: Mutex<Vec<privsvc_rt::AbortHandle>>,
@@ -138,9 +141,12 @@ impl PrivateClient {
             with_attributes: options.rarity_k > 0,
         };
         let scan_cache = scan_cache_of(&options, vault.as_ref(), chain_id).await;
-        let cache = match &scan_cache {
-            Some(c) => c.load(lister.with_attributes).await.unwrap_or_default(),
-            None => EntityCache::default(),
+        let (cache, scan_cache_state) = match &scan_cache {
+            Some(c) => {
+                let (cache, state) = c.load(lister.with_attributes).await;
+                (cache.unwrap_or_default(), state)
+            }
+            None => (EntityCache::default(), ScanCacheState::Off),
         };
         let client = Self {
             options,
@@ -157,6 +163,7 @@ impl PrivateClient {
             scan_rng,
             rng,
             scan_cache,
+            scan_cache_state,
             tasks: Mutex::new(Vec::new()),
         };
         // The session's first listing; the tail keeps it up to date from here on.
@@ -269,6 +276,12 @@ impl PrivateClient {
     /// know where that vault keeps its keys).
     pub fn keys_isolated(&self) -> bool {
         self.keys_isolated
+    }
+
+    /// What became of the scan cache when the session started: off, empty, resumed (from which
+    /// block) or discarded (why).
+    pub fn scan_cache_state(&self) -> ScanCacheState {
+        self.scan_cache_state
     }
 
     /// The ledger reader in use.

@@ -109,7 +109,7 @@ pub use record::{CreateParams, CreateResult, MyRecord};
 pub use relayer_api::RelayerStatus;
 #[cfg(not(target_arch = "wasm32"))]
 pub use scan_cache::FileScanCache;
-pub use scan_cache::ScanCacheStore;
+pub use scan_cache::{ScanCacheState, ScanCacheStore};
 pub use schedule::SessionSchedule;
 pub use tokens::ThroughTransport;
 pub use transport::default_transport;

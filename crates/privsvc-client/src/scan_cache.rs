@@ -36,7 +36,7 @@ const NONCE_BYTES: usize = 12;
 /// file, an IndexedDB record). The blob is already encrypted and authenticated.
 #[cfg_attr(not(target_arch = "wasm32"), async_trait)]
 #[cfg_attr(target_arch = "wasm32", async_trait(?Send))]
-pub trait ScanCacheStore: Send + Sync {
+pub trait ScanCacheStore: privsvc_rt::MaybeSend + privsvc_rt::MaybeSync {
     /// The stored blob, `None` when there is none.
     async fn load(&self) -> Result<Option<Vec<u8>>, PrivsvcError>;
     /// Replaces the stored blob.
@@ -127,6 +127,26 @@ pub(crate) fn open(
     crate::snapshot::decode(&plain).ok_or(Discarded::Content)
 }
 
+/// What became of the scan cache when the session started ([`crate::PrivateClient::scan_cache_state`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ScanCacheState {
+    /// No cache: no store in the options, or a vault that gives no scan-cache key.
+    Off,
+    /// The store held no cache (or could not be read): the session listed from the start.
+    Empty,
+    /// The session resumed from the cache's resume block.
+    Resumed {
+        /// The resume block: the first listing named the records created after it.
+        block: u64,
+    },
+    /// The stored cache did not open and was deleted: the session listed from the start.
+    Discarded {
+        /// Why.
+        reason: &'static str,
+    },
+}
+
 /// The scan cache of a client: its store and key, and the resume block it last saved.
 pub(crate) struct ScanCache {
     pub(crate) store: Arc<dyn ScanCacheStore>,
@@ -157,20 +177,24 @@ impl ScanCache {
     }
 
     /// The stored listing when it opens and carries the attributes the session needs
-    /// (`with_attributes`); anything else is deleted from the store and `None`.
-    pub(crate) async fn load(&self, with_attributes: bool) -> Option<EntityCache> {
+    /// (`with_attributes`); anything else is deleted from the store. With what became of it.
+    pub(crate) async fn load(
+        &self,
+        with_attributes: bool,
+    ) -> (Option<EntityCache>, ScanCacheState) {
         let sealed = match self.store.load().await {
             Ok(Some(s)) => s,
-            Ok(None) => return None,
+            Ok(None) => return (None, ScanCacheState::Empty),
             Err(e) => {
                 tracing::warn!(error = %e, "the scan cache cannot be read; listing from the start");
-                return None;
+                return (None, ScanCacheState::Empty);
             }
         };
         let why = match open(&self.key, self.chain_id, &self.project, &sealed) {
             Ok(cache) if cache.with_attributes || !with_attributes => {
                 *self.saved.lock().await = cache.block;
-                return Some(cache);
+                let block = cache.block.unwrap_or_default();
+                return (Some(cache), ScanCacheState::Resumed { block });
             }
             Ok(_) => "it has no attributes and this session checks rarity",
             Err(Discarded::Version) => "it is not of this version",
@@ -181,7 +205,7 @@ impl ScanCache {
         if let Err(e) = self.store.clear().await {
             tracing::warn!(error = %e, "the scan cache cannot be deleted");
         }
-        None
+        (None, ScanCacheState::Discarded { reason: why })
     }
 
     /// Saves the records of `cache` up to its resume block, when that block moved since the

@@ -43,6 +43,8 @@ struct Options {
     strict: Option<bool>,
     rarity_k: Option<usize>,
     cover_batches: Option<usize>,
+    /// The scan cache's resume granularity in blocks (default an hour of blocks).
+    scan_cache_resume_blocks: Option<u64>,
     token_attestation: Option<String>,
     token_min_age_ms: Option<u64>,
     /// With `allowOnDemand`, the longest a write waits for tokens it fetched to ripen, ms.
@@ -161,8 +163,9 @@ pub struct RawClient {
 impl RawClient {
     /// Builds a client from `options` (JSON), the ledger reader's `rpc` function, a wallet
     /// adapter or a vault adapter, and its token store. The token source is
-    /// `tokenWallet.source()`'s or a caller's object (`take`, `putBack`), and `fetch` the adapter
-    /// of a caller's fetch; each may be `undefined`.
+    /// `tokenWallet.source()`'s or a caller's object (`take`, `putBack`), `fetch` the adapter
+    /// of a caller's fetch and `scan_cache` the adapter of a scan-cache store; each may be
+    /// `undefined`.
     #[allow(clippy::too_many_arguments)]
     pub fn create(
         options: &str,
@@ -173,8 +176,11 @@ impl RawClient {
         tokens: Option<crate::token_wallet::RawTokenSource>,
         custom_tokens: JsValue,
         fetch: JsValue,
+        scan_cache: JsValue,
     ) -> Promise {
         let fetch = crate::fetch::JsFetch::from_value(&fetch);
+        let scan_cache = (!scan_cache.is_undefined() && !scan_cache.is_null())
+            .then(|| crate::js_scan_cache::JsScanCache::new(Bridge::start(scan_cache)));
         let store = store.store();
         let tokens: Option<Arc<dyn privsvc_tokens::TokenSource>> = match tokens {
             Some(t) => Some(t.source()),
@@ -205,6 +211,12 @@ impl RawClient {
             }
             if let Some(fetch) = fetch {
                 b = b.fetch(Arc::new(fetch));
+            }
+            if let Some(store) = scan_cache {
+                b = b.scan_cache(Arc::new(store));
+            }
+            if let Some(blocks) = o.scan_cache_resume_blocks {
+                b = b.scan_cache_resume_blocks(blocks);
             }
             if let Some(p) = o.project {
                 b = b.project(p);
@@ -288,6 +300,22 @@ impl RawClient {
     #[wasm_bindgen(getter)]
     pub fn project(&self) -> String {
         self.inner.project().to_owned()
+    }
+
+    /// What became of the scan cache at start, JSON: `{ state: "off" | "empty" }`,
+    /// `{ state: "resumed", block }` or `{ state: "discarded", reason }`.
+    #[wasm_bindgen(getter, js_name = scanCacheState)]
+    pub fn scan_cache_state(&self) -> String {
+        use privsvc_client::ScanCacheState;
+        match self.inner.scan_cache_state() {
+            ScanCacheState::Resumed { block } => json!({ "state": "resumed", "block": block }),
+            ScanCacheState::Discarded { reason } => {
+                json!({ "state": "discarded", "reason": reason })
+            }
+            ScanCacheState::Empty => json!({ "state": "empty" }),
+            _ => json!({ "state": "off" }),
+        }
+        .to_string()
     }
 
     /// The ledger's chain id.

@@ -7,7 +7,7 @@ use alloy_primitives::{Address, Signature};
 use async_trait::async_trait;
 use privsvc_attributes::Attributes;
 use privsvc_envelope::EnvelopeBody;
-use privsvc_vault::kdf::BatchBytes;
+use privsvc_vault::kdf::{BatchBytes, Secret32};
 use privsvc_vault::{tag_from_text, OwnershipProofBody, RecordRef, Tag, Vault, VaultError, Wallet};
 
 use crate::bridge::{Arg, Bridge, Call, Reply, Want};
@@ -125,6 +125,19 @@ impl Vault for JsVault {
                 .collect(),
             _ => Err(vault_err("openTags answered no list".into())),
         }
+    }
+
+    /// The built-in vaults' key (`scanCacheKey`); `None` for an app's own vault, whose adapter
+    /// answers no bytes.
+    async fn scan_cache_key(&self) -> Result<Option<Secret32>, VaultError> {
+        let Ok(mut bytes) = self.bridge.bytes("scanCacheKey", Vec::new()).await else {
+            return Ok(None);
+        };
+        let key = <[u8; 32]>::try_from(bytes.as_slice())
+            .ok()
+            .map(Secret32::new);
+        bytes.fill(0);
+        Ok(key)
     }
 
     async fn address_of(&self, r: &RecordRef) -> Result<Address, VaultError> {

@@ -29,6 +29,8 @@ mod fingerprint;
 #[cfg(target_arch = "wasm32")]
 mod js_ledger;
 #[cfg(target_arch = "wasm32")]
+mod js_scan_cache;
+#[cfg(target_arch = "wasm32")]
 mod js_tokens;
 #[cfg(target_arch = "wasm32")]
 mod js_traits;

@@ -165,6 +165,13 @@ impl RawKeyVault {
             .collect();
         Ok(self.inner.cover_scores(&anchor, &list).concat())
     }
+
+    /// The key of the client's persisted scan cache (32 bytes; docs/PROTOCOL.md §8.9). It
+    /// seals the cache and derives nothing else.
+    #[wasm_bindgen(js_name = scanCacheKey)]
+    pub fn scan_cache_key(&self) -> Vec<u8> {
+        self.inner.scan_cache_key().to_vec()
+    }
 }
 
 /// Size of one entry of `openTagTexts`/`openTagBytes`'s answer: an opened tag's index (u32,
