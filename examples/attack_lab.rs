@@ -74,6 +74,7 @@ fn leaks(text: &str) -> Result<Leaks, String> {
             "resubmissions" => l.resubmissions_stored_again = true,
             "issue-replays" => l.issue_replays_signed_again = true,
             "oldest-only" => l.planner_oldest_only = true,
+            "exact-resume" => l.exact_resume_block = true,
             other => return Err(format!("unknown leak {other:?}")),
         }
     }

@@ -31,6 +31,9 @@ const COPIER_ACCOUNT: usize = 4;
 const ISSUE_ANSWER_BYTES: usize = 2_000;
 /// The flooding user's address in the issuer-flood phase (no user of the population has it).
 pub const FLOODER_IP: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(127, 0, 0, 77));
+/// The scan cache's resume granularity in the lab (blocks of 1 s): the first sessions of the
+/// returning-sessions phase all fit in one unit.
+const LAB_RESUME_BLOCKS: u64 = 64;
 /// Relayer A's `ISSUER_RATE_LIMIT_PER_MIN` in the lab.
 pub const ISSUER_LIMIT_PER_MIN: u32 = 20;
 /// Issue requests of the issuer flood: more than the two one-minute windows a burst can touch
@@ -89,6 +92,10 @@ pub async fn run_phases(world: &World, rng: &mut StdRng) -> ActiveOutcomes {
     if a.issuer_flood {
         log("issuer flood through /v1/ohttp from one address");
         phases.issuer_flood(rng).await;
+    }
+    if a.returning_sessions {
+        log("returning sessions with a scan cache");
+        phases.returning_sessions(rng).await;
     }
     log("done");
     phases.out
@@ -766,6 +773,144 @@ impl<'a> Phases<'a> {
                 fetchers.first() == Some(&id.ip),
                 1.0 / scanning as f64,
             );
+        }
+    }
+
+    /// Each victim runs a session with a scan cache (listing, scan, the cache saved), one after
+    /// another, a block apart, all within one resume unit; then each comes back, in random
+    /// order and from a new address, for a second session that resumes from the cache. The RPC
+    /// guesses, for each second session, which first session it continues: the one whose
+    /// listings were made at the resume block or closest after it. With a coarse resume block
+    /// every first session ended in the unit the block starts, so the guess is at chance.
+    async fn returning_sessions(&mut self, rng: &mut StdRng) {
+        let granularity = if self.world.scenario.leaks.exact_resume_block {
+            1
+        } else {
+            LAB_RESUME_BLOCKS
+        };
+        let victims = self.victims(rng, self.world.scenario.victims);
+        let dir = std::env::temp_dir().join(format!(
+            "privsvc-lab-resume-{}-{:x}",
+            std::process::id(),
+            rng.gen::<u64>()
+        ));
+        let node = self.stack().devnet();
+        // The first sessions start just after a resume boundary (a few blocks each fit in it).
+        if let Ok(head) = self.stack().reader().block_number().await {
+            let _ = node.mine_blocks(LAB_RESUME_BLOCKS - head % LAB_RESUME_BLOCKS + 1);
+        }
+        let since = Instant::now();
+        let mut first = Vec::new();
+        for v in &victims {
+            let file = dir.join(format!("{}.scan", v.index));
+            let Some(client) = self
+                .client(v, None, &[], |b| {
+                    b.scan_cache_file(&file)
+                        .scan_cache_resume_blocks(granularity)
+                })
+                .await
+            else {
+                continue;
+            };
+            if bounded(client.my_entities(&EntitiesQuery::new()))
+                .await
+                .is_some()
+            {
+                first.push((v, file));
+            }
+            drop(client);
+            let _ = node.mine_blocks(1);
+        }
+        let mut order: Vec<usize> = (0..first.len()).collect();
+        rand::seq::SliceRandom::shuffle(order.as_mut_slice(), rng);
+        let mut second = Vec::new();
+        for i in order {
+            let (v, file) = &first[i];
+            let ip = crate::population::user_ip(self.next);
+            self.next += 1;
+            let Ok(moved) = v.elsewhere(ip) else {
+                continue;
+            };
+            let Some(client) = self
+                .client(&moved, None, &[], |b| {
+                    b.scan_cache_file(file)
+                        .scan_cache_resume_blocks(granularity)
+                })
+                .await
+            else {
+                continue;
+            };
+            let resumed = matches!(
+                client.scan_cache_state(),
+                privsvc_client::ScanCacheState::Resumed { .. }
+            );
+            drop(client);
+            if resumed {
+                second.push((v.ip, ip));
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+
+        // The RPC's view: every listing since the phase began, by source address.
+        let mut blocks_of: BTreeMap<IpAddr, Vec<u64>> = BTreeMap::new();
+        let mut resume_of: BTreeMap<IpAddr, u64> = BTreeMap::new();
+        for e in self
+            .stack()
+            .tap("rpc")
+            .map(|tap| tap.exchanges())
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|e| e.at >= since)
+        {
+            let body: Value = serde_json::from_slice(&e.request.body).unwrap_or(Value::Null);
+            let expression = body["params"][0].as_str().unwrap_or_default();
+            if body["method"] != "arkiv_query"
+                || !expression.starts_with("project = ")
+                || expression.contains("$createdAt = ")
+            {
+                continue;
+            }
+            if let Some(b) = body["params"][1]["atBlock"]
+                .as_str()
+                .and_then(|q| u64::from_str_radix(q.trim_start_matches("0x"), 16).ok())
+            {
+                blocks_of.entry(e.request.source).or_default().push(b);
+            }
+            if let Some(r) = expression
+                .split("$createdAt > u64(")
+                .nth(1)
+                .and_then(|rest| rest.split(')').next())
+                .and_then(|b| b.parse().ok())
+            {
+                let lowest = resume_of.entry(e.request.source).or_insert(r);
+                *lowest = (*lowest).min(r);
+            }
+        }
+        let firsts: Vec<IpAddr> = first.iter().map(|(v, _)| v.ip).collect();
+        let chance = 1.0 / firsts.len().max(1) as f64;
+        for (was, now) in second {
+            let Some(resume) = resume_of.get(&now) else {
+                continue;
+            };
+            // The first sessions whose listings came closest after the resume block.
+            let distance = |ip: &IpAddr| {
+                blocks_of
+                    .get(ip)
+                    .into_iter()
+                    .flatten()
+                    .filter(|b| **b >= *resume)
+                    .map(|b| b - resume)
+                    .min()
+                    .unwrap_or(u64::MAX)
+            };
+            let best = firsts.iter().map(distance).min().unwrap_or(u64::MAX);
+            let closest: Vec<IpAddr> = firsts
+                .iter()
+                .copied()
+                .filter(|ip| distance(ip) == best)
+                .collect();
+            let guess = crate::attacks::pick(&closest, rng);
+            self.out.push("resume-link", guess == Some(was), chance);
         }
     }
 

@@ -83,6 +83,23 @@ impl Identity {
         }
     }
 
+    /// The same user (wallet and token store) at another address.
+    pub fn elsewhere(&self, ip: IpAddr) -> Result<Identity, crate::LabError> {
+        let http = reqwest::Client::builder()
+            .local_address(ip)
+            .timeout(Duration::from_secs(30))
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| crate::LabError::Setup(format!("http client: {e}")))?;
+        Ok(Identity {
+            index: self.index,
+            wallet: self.wallet.clone(),
+            ip,
+            http,
+            tokens: self.tokens.clone(),
+        })
+    }
+
     /// A reader of the stack's RPC from this user's address.
     pub fn reader(&self, stack: &LocalStack) -> Arc<dyn LedgerReader> {
         Arc::new(RpcLedger::with_client(self.http.clone(), stack.rpc_url()))

@@ -61,6 +61,9 @@ pub struct Leaks {
     /// Relayer C's planner looks for a batch among its oldest `MAX_BATCH` records only (the
     /// planner before revision 3).
     pub planner_oldest_only: bool,
+    /// The returning-sessions phase's victims resume their scan cache from the exact block
+    /// their previous session listed (resume granularity 1), not from a coarse boundary.
+    pub exact_resume_block: bool,
 }
 
 impl Leaks {
@@ -84,6 +87,7 @@ impl Leaks {
             resubmissions_stored_again: true,
             issue_replays_signed_again: true,
             planner_oldest_only: true,
+            exact_resume_block: true,
         }
     }
 }
@@ -111,6 +115,10 @@ pub struct Active {
     /// A user with many wallets asks the issuer for tokens through `POST /v1/ohttp` from its
     /// own address, as fast as it can.
     pub issuer_flood: bool,
+    /// Victims come back for a second session with their scan cache, from another address; the
+    /// RPC (a passive party here: the phase only makes the sessions) tries to link each second
+    /// session to the first by its resume block.
+    pub returning_sessions: bool,
 }
 
 impl Default for Active {
@@ -125,6 +133,7 @@ impl Default for Active {
             refusing_relayer: true,
             head_of_line: true,
             issuer_flood: true,
+            returning_sessions: true,
         }
     }
 }
@@ -142,6 +151,7 @@ impl Active {
             refusing_relayer: false,
             head_of_line: false,
             issuer_flood: false,
+            returning_sessions: false,
         }
     }
 }

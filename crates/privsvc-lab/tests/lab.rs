@@ -10,7 +10,7 @@
 //! - `every_attack_wins_when_its_leak_is_on`: the same population with every leak of
 //!   `privsvc_lab::Leaks` switched on (the client's as the lab's stand-ins around the real
 //!   client, the servers' through the relayer's `lab-leaks` feature) and every active party,
-//!   24 users for enough guesses: each attack must beat chance there (one-sided at 95%,
+//!   24 users for enough guesses: each attack (25) must beat chance there (one-sided at 95%,
 //!   `stats::Z_ONE_SIDED_95`), except two residuals no leak drives (`size-class-onlooker`,
 //!   `n-minus-one-flood`). An attack that cannot win against a leaky setting proves nothing.
 //!   The Referer and Cookie headers have their leaky control in the Chromium run
@@ -42,6 +42,7 @@ const EVERY_ATTACK: &[&str] = &[
     "refusal",
     "head-of-line",
     "issuer-flood",
+    "resume-link",
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -113,6 +114,7 @@ async fn every_attack_wins_when_its_leak_is_on() {
         "replay-submission",
         "replay-issue",
         "head-of-line",
+        "resume-link",
     ] {
         let a = report
             .attack(id)

@@ -80,6 +80,11 @@ pub const ACTIVE_ATTACKS: &[(&str, &str, &str)] = &[
         "another user (active)",
         "tokens past the per-source issuer limit (many wallets, one address, through /v1/ohttp)",
     ),
+    (
+        "resume-link",
+        "RPC",
+        "which earlier session a returning session (scan cache, new address) continues, by its resume block",
+    ),
 ];
 
 pub(super) fn all(_views: &Views, _score: &Score, outcomes: &ActiveOutcomes) -> Vec<AttackResult> {
