@@ -1,6 +1,6 @@
 // Scan-cache stores (docs/API.md §3.1, `scanCache`): where a client keeps its sealed listing
 // between sessions. The blob is sealed by the client (AES-256-GCM-SIV under a key derived from
-// the vault's root, docs/PROTOCOL.md §8.9); a store only keeps opaque bytes.
+// the vault's root, docs/PROTOCOL.md §8.7); a store only keeps opaque bytes.
 import { PrivsvcError } from './errors.js';
 
 /** The IndexedDB database of `browserScanCache`. */

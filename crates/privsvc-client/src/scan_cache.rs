@@ -1,4 +1,4 @@
-//! The persisted scan cache (docs/PROTOCOL.md §8.9): the session's listing kept between
+//! The persisted scan cache (docs/PROTOCOL.md §8.7): the session's listing kept between
 //! sessions, sealed under the vault's scan-cache key, so that a returning session lists only the
 //! records created since its resume block.
 //!

@@ -1,4 +1,4 @@
-//! The plaintext form of a persisted listing (docs/PROTOCOL.md §8.9): the project's records
+//! The plaintext form of a persisted listing (docs/PROTOCOL.md §8.7): the project's records
 //! created up to a resume block, with what the session learned of their tags. `scan_cache.rs`
 //! seals it; this module only encodes and decodes it.
 //!

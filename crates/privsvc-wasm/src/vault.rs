@@ -166,7 +166,7 @@ impl RawKeyVault {
         Ok(self.inner.cover_scores(&anchor, &list).concat())
     }
 
-    /// The key of the client's persisted scan cache (32 bytes; docs/PROTOCOL.md §8.9). It
+    /// The key of the client's persisted scan cache (32 bytes; docs/PROTOCOL.md §8.7). It
     /// seals the cache and derives nothing else.
     #[wasm_bindgen(js_name = scanCacheKey)]
     pub fn scan_cache_key(&self) -> Vec<u8> {

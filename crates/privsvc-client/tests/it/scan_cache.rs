@@ -1,4 +1,4 @@
-//! The persisted scan cache (docs/PROTOCOL.md §8.9) on the devnet: a returning session lists
+//! The persisted scan cache (docs/PROTOCOL.md §8.7) on the devnet: a returning session lists
 //! only from its coarse resume block and still finds (and verifies again) the user's records; a
 //! cache written under another root, or by another format version, is discarded and the session
 //! lists from the start.
