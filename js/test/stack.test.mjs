@@ -30,6 +30,7 @@ import {
   PrivsvcError,
   NoTokenReady,
   fileTokenStore,
+  fileScanCache,
   ohttpCall,
   heartbeatRelayers,
   listApp,
@@ -724,4 +725,53 @@ test('a third-party app with viem: a wallet client writes, a public client over 
   await assert.rejects(c.proveOwnership(r.entityKey, { challenge: 'c' }), (e) => e instanceof PrivsvcError && /`verifier` is required/.test(e.message));
   const proof = await c.proveOwnership(r.entityKey, { challenge: 'c-viem', verifier: 'shop.example' });
   assert.deepEqual(await verifyOwnershipProof(proof, { challenge: 'c-viem', verifier: 'shop.example', client: publicClient }), { ok: true });
+});
+
+test('the scan cache: a returning session resumes from a coarse block and finds its record; another root or an older version is discarded', { skip }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'privsvc-scan-'));
+  const file = join(dir, 'cache', 'notes.scan');
+  const me = devWallet(`0x${randomBytes(32).toString('hex')}`);
+  const session = (w) =>
+    createPrivateClient({
+      app: APP,
+      wallet: w,
+      publicClient: env.PRIVSVC_RPC_URL,
+      relayers: [env.PRIVSVC_RELAYER_B],
+      pollMs: 250,
+      delayMs: [0, 0],
+      schedule: FAST,
+      scanCache: fileScanCache(file),
+      scanCacheResumeBlocks: 8,
+    });
+  const first = await session(me);
+  assert.equal(first.scanCache.state, 'empty');
+  const written = await first.createEntity({ payload: new TextEncoder().encode('cached'), contentType: 'text/plain', expires: 3600 });
+  const mine = await mineNow(first);
+  assert.ok(mine.some((r) => r.entityKey === written.entityKey));
+  first.close();
+  assert.equal(statSync(file).mode & 0o777, 0o600);
+  assert.equal(statSync(join(dir, 'cache')).mode & 0o777, 0o700);
+  const sealed = readFileSync(file);
+  assert.ok(!sealed.includes(Buffer.from('cached')) && !sealed.includes(Buffer.from('text/plain')), 'the cache is sealed');
+
+  const second = await session(me);
+  assert.equal(second.scanCache.state, 'resumed');
+  assert.equal(second.scanCache.block % 8, 0, 'a coarse resume block');
+  const again = await second.myEntities();
+  assert.deepEqual(again.map((r) => r.entityKey), [written.entityKey]);
+  assert.equal(again[0].toText(), 'cached');
+  second.close();
+
+  const stranger = await session(devWallet(`0x${randomBytes(32).toString('hex')}`));
+  assert.equal(stranger.scanCache.state, 'discarded', 'another root cannot open it');
+  assert.deepEqual(await stranger.myEntities(), []);
+  stranger.close();
+
+  const older = Buffer.from(sealed);
+  older[8] -= 1; // the format version byte
+  writeFileSync(file, older);
+  const afterUpgrade = await session(me);
+  assert.equal(afterUpgrade.scanCache.state, 'discarded', 'another version is not trusted');
+  assert.deepEqual((await afterUpgrade.myEntities()).map((r) => r.entityKey), [written.entityKey]);
+  afterUpgrade.close();
 });

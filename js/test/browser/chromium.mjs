@@ -196,6 +196,48 @@ try {
     assert(r.kind === 'WorkerVault' && r.inBrowser === true, `vault kind ${r.kind}`);
   });
 
+  await check('the scan cache is kept in IndexedDB by default: a returning session resumes, another root discards it', async () => {
+    const session = (key) =>
+      page.evaluate(async (key) => {
+        const m = await import('/privsvc/index.js');
+        const cfg = await fetch('/config.json').then((x) => x.json());
+        const c = await m.createPrivateClient({
+          app: cfg.app,
+          project: 'scan-cache-check',
+          wallet: m.devWallet(key),
+          publicClient: new URL('/rpc', location.href).href,
+          relayers: [cfg.relayers[1]],
+          schedule: cfg.schedule,
+          scanCacheResumeBlocks: 4,
+        });
+        await c.myEntities();
+        const state = c.scanCache;
+        c.close();
+        return state;
+      }, key);
+    const me = `0x${'5'.repeat(64)}`;
+    const first = await session(me);
+    assert(first.state === 'empty', `first session: ${JSON.stringify(first)}`);
+    await settle();
+    const second = await session(me);
+    assert(second.state === 'resumed' && second.block % 4 === 0, `second session: ${JSON.stringify(second)}`);
+    const stranger = await session(`0x${'6'.repeat(64)}`);
+    assert(stranger.state === 'discarded', `another root: ${JSON.stringify(stranger)}`);
+    const stored = await page.evaluate(async () => {
+      const db = await new Promise((ok, no) => {
+        const r = indexedDB.open('privsvc-scan-cache');
+        r.onsuccess = () => ok(r.result);
+        r.onerror = () => no(r.error);
+      });
+      const keys = await new Promise((ok) => {
+        const r = db.transaction('caches').objectStore('caches').getAllKeys();
+        r.onsuccess = () => ok(r.result);
+      });
+      return keys;
+    });
+    assert(stored.includes('notes/scan-cache-check'), `IndexedDB keys: ${stored}`);
+  });
+
   await check('tag opens per second in Chromium (printed for docs/BENCHMARKS.md)', async () => {
     const r = await page.evaluate(async () => {
       const m = await import('/privsvc/index.js');
