@@ -2,6 +2,7 @@
 //! `fetch_batches` (whole batches with payloads).
 
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use alloy_primitives::Address;
@@ -116,44 +117,36 @@ pub async fn list_app(
     .await
 }
 
-/// An incremental listing spanning at least this many blocks is split into [`LISTING_PARTS`]
-/// block ranges listed concurrently (each range is paged on its own; a first listing of a large
-/// app is thousands of pages of at most 200, and is always split). A tail's few blocks are one
-/// query.
-const MIN_BLOCKS_TO_SPLIT: u64 = 256;
-/// Block ranges of a large listing.
+/// Block ranges of a listing listed at once, at most (a range is split in two while fewer are
+/// being listed; a first listing of a large app is thousands of pages of at most 200).
 const LISTING_PARTS: u64 = 4;
 /// Pages decoded ahead of the merge (bounds the memory a listing holds at once).
 const PAGES_AHEAD: usize = 8;
 
-/// The block ranges `(after, until]` of a listing of the records created after `after` (all for
-/// `None`) up to `block`: `None` bounds are open.
-fn listing_parts(after: Option<u64>, block: u64) -> Vec<(Option<u64>, Option<u64>)> {
-    let from = after.unwrap_or(0);
-    let span = block.saturating_sub(from);
-    let least = if after.is_none() {
-        LISTING_PARTS
-    } else {
-        MIN_BLOCKS_TO_SPLIT
-    };
-    if span < least {
-        return vec![(after, None)];
-    }
-    (0..LISTING_PARTS)
-        .map(|i| {
-            let lo = (i > 0).then(|| from + span * i / LISTING_PARTS).or(after);
-            let hi = (i + 1 < LISTING_PARTS).then(|| from + span * (i + 1) / LISTING_PARTS);
-            (lo, hi)
-        })
-        .collect()
+/// What a listing task tells the listing: a page, a range to list instead of the rest of its
+/// own, that it ended, or why it failed.
+enum Part {
+    Page(Vec<Entity>),
+    Split(Range),
+    Done,
+    Failed(LedgerError),
 }
+
+/// A block range `(after, until]` of a listing; `None` bounds are open.
+type Range = (Option<u64>, Option<u64>);
 
 /// The project's records created after block `after` (all of them for `None`), read at one
 /// pinned block (the head when the listing starts), without payloads: key, owner, creator,
 /// creation and expiry blocks, and every attribute (`with_attributes`) or only `tag`. Each page
-/// goes to `sink` as it arrives (in no particular order); returns the block. A long block range
-/// is listed as a few concurrent `$createdAt` ranges. The expressions name the project and
-/// blocks, never an owner, key or tag: every client's scan sends the same kind of query.
+/// goes to `sink` as it arrives (in no particular order); returns the block. The expressions
+/// name the project and blocks, never an owner, key or tag: every client's scan sends the same
+/// kind of query.
+///
+/// A range whose first page is full while fewer than [`LISTING_PARTS`] ranges are being listed
+/// is split in two halves listed afresh, concurrently (its first page is kept; rows listed twice
+/// are merged once). The splits follow where the records are, whatever order the node returns
+/// them in: records crowded into a few recent blocks of a long chain are still listed by several
+/// ranges at once.
 pub(crate) async fn list_since(
     reader: &Arc<dyn LedgerReader>,
     project: &str,
@@ -177,65 +170,114 @@ pub(crate) async fn list_since(
     // Even with no new block the listing is sent: every scan looks the same to the RPC.
     let block = reader.block_number().await?;
     let (tx, mut rx) = tokio::sync::mpsc::channel(PAGES_AHEAD);
-    let mut parts = Vec::new();
-    for (lo, hi) in listing_parts(after, block) {
-        let mut expression = format!("project = {}", str_literal(project));
+    let active = Arc::new(AtomicUsize::new(0));
+    let lister = PartLister {
+        reader: reader.clone(),
+        project: project.to_owned(),
+        select,
+        block,
+        tx,
+        active,
+    };
+    lister.spawn((after, None));
+    let mut running = 1usize;
+    while running > 0 {
+        match rx.recv().await {
+            Some(Part::Page(page)) => sink(page),
+            Some(Part::Split(range)) => {
+                lister.spawn(range);
+                running += 1;
+            }
+            Some(Part::Done) => {
+                running -= 1;
+                lister.active.fetch_sub(1, Ordering::SeqCst);
+            }
+            // The other ranges stop at their next page (nobody receives).
+            Some(Part::Failed(e)) => return Err(e),
+            None => {
+                return Err(LedgerError::Transport(
+                    "a listing task ended without a word".into(),
+                ))
+            }
+        }
+    }
+    Ok(block)
+}
+
+/// What every listing task of one listing shares.
+#[derive(Clone)]
+struct PartLister {
+    reader: Arc<dyn LedgerReader>,
+    project: String,
+    select: Select,
+    block: u64,
+    tx: tokio::sync::mpsc::Sender<Part>,
+    /// Ranges being listed.
+    active: Arc<AtomicUsize>,
+}
+
+impl PartLister {
+    /// Lists `range` in a task of its own, which ends with [`Part::Done`].
+    fn spawn(&self, range: Range) {
+        self.active.fetch_add(1, Ordering::SeqCst);
+        let this = self.clone();
+        // Detached: it reports through the channel, and stops when nobody receives.
+        drop(privsvc_rt::spawn(async move {
+            if let Err(e) = this.list(range).await {
+                let _ = this.tx.send(Part::Failed(e)).await;
+            }
+            let _ = this.tx.send(Part::Done).await;
+        }));
+    }
+
+    /// Every page of `range` at the pinned block, each sent as it is decoded; or its first page
+    /// and two halves to list instead.
+    async fn list(&self, range: Range) -> Result<(), LedgerError> {
+        let (lo, hi) = range;
+        let mut expression = format!("project = {}", str_literal(&self.project));
         if let Some(b) = lo {
             expression.push_str(&format!(" AND $createdAt > u64({b})"));
         }
         if let Some(b) = hi {
             expression.push_str(&format!(" AND $createdAt <= u64({b})"));
         }
-        let (reader, select, tx) = (reader.clone(), select.clone(), tx.clone());
-        parts.push(privsvc_rt::spawn(async move {
-            if let Err(e) = list_part(reader.as_ref(), &expression, select, block, &tx).await {
-                // The receiver stops at the first error; nothing else to tell.
-                let _ = tx.send(Err(e)).await;
-            }
-        }));
-    }
-    drop(tx);
-    while let Some(page) = rx.recv().await {
-        // An error returns early; the other ranges stop at their next page (nobody receives).
-        sink(page?);
-    }
-    for done in parts {
-        done.await
-            .map_err(|e| LedgerError::Transport(format!("a listing task failed: {e}")))?;
-    }
-    Ok(block)
-}
-
-/// Every page of `expression` at `block`, each sent to `tx` as it is decoded.
-async fn list_part(
-    reader: &dyn LedgerReader,
-    expression: &str,
-    select: Select,
-    block: u64,
-    tx: &tokio::sync::mpsc::Sender<Result<Vec<Entity>, LedgerError>>,
-) -> Result<(), LedgerError> {
-    let mut options = QueryOptions {
-        at_block: Some(block),
-        select,
-        limit: Some(privsvc_ledger::rpc::MAX_PAGE_SIZE),
-        cursor: None,
-    };
-    loop {
-        let page = reader.query(expression, &options).await?;
-        let next = match page.cursor {
-            Some(c) if options.cursor.as_deref() == Some(c.as_str()) => {
-                return Err(LedgerError::Decode(
-                    "arkiv_query returned the same cursor twice".into(),
-                ));
-            }
-            next => next,
+        let (from, until) = (lo.unwrap_or(0), hi.unwrap_or(self.block));
+        let mut options = QueryOptions {
+            at_block: Some(self.block),
+            select: self.select.clone(),
+            limit: Some(privsvc_ledger::rpc::MAX_PAGE_SIZE),
+            cursor: None,
         };
-        if tx.send(Ok(page.entities)).await.is_err() {
-            return Ok(());
-        }
-        match next {
-            Some(c) => options.cursor = Some(c),
-            None => return Ok(()),
+        loop {
+            let page = self.reader.query(&expression, &options).await?;
+            let next = match page.cursor {
+                Some(c) if options.cursor.as_deref() == Some(c.as_str()) => {
+                    return Err(LedgerError::Decode(
+                        "arkiv_query returned the same cursor twice".into(),
+                    ));
+                }
+                next => next,
+            };
+            let split = options.cursor.is_none()
+                && next.is_some()
+                && until.saturating_sub(from) >= 2
+                && self.active.load(Ordering::SeqCst) < LISTING_PARTS as usize;
+            if self.tx.send(Part::Page(page.entities)).await.is_err() {
+                return Ok(());
+            }
+            if split {
+                let mid = from + (until - from) / 2;
+                for half in [(lo, Some(mid)), (Some(mid), hi)] {
+                    if self.tx.send(Part::Split(half)).await.is_err() {
+                        return Ok(());
+                    }
+                }
+                return Ok(());
+            }
+            match next {
+                Some(c) => options.cursor = Some(c),
+                None => return Ok(()),
+            }
         }
     }
 }
@@ -323,39 +365,6 @@ mod tests {
     }
 
     #[test]
-    fn listing_parts_cover_the_range_once() {
-        assert_eq!(listing_parts(None, 3), vec![(None, None)]);
-        assert_eq!(
-            listing_parts(None, 100),
-            vec![
-                (None, Some(25)),
-                (Some(25), Some(50)),
-                (Some(50), Some(75)),
-                (Some(75), None)
-            ]
-        );
-        assert_eq!(listing_parts(Some(90), 100), vec![(Some(90), None)]);
-        assert_eq!(
-            listing_parts(None, 1000),
-            vec![
-                (None, Some(250)),
-                (Some(250), Some(500)),
-                (Some(500), Some(750)),
-                (Some(750), None)
-            ]
-        );
-        assert_eq!(
-            listing_parts(Some(100), 1100),
-            vec![
-                (Some(100), Some(350)),
-                (Some(350), Some(600)),
-                (Some(600), Some(850)),
-                (Some(850), None)
-            ]
-        );
-    }
-
-    #[test]
     fn batches_are_distinct() {
         let c = Address::repeat_byte(1);
         let e = |k: u8, b: u64| Entity {
@@ -369,5 +378,110 @@ mod tests {
             entities: vec![e(1, 5), e(2, 5), e(3, 7)],
         };
         assert_eq!(l.batches().len(), 2);
+    }
+
+    /// A node of `rows` records at blocks `1..=20` of a 4,000-block chain, serving pages of
+    /// 200 in key order (not block order), recording every range it was asked for.
+    struct CrowdedNode {
+        rows: Vec<Entity>,
+        asked: std::sync::Mutex<Vec<(u64, u64)>>,
+    }
+
+    fn bound(expression: &str, op: &str) -> Option<u64> {
+        let rest = expression.split(&format!("$createdAt {op} u64(")).nth(1)?;
+        rest.split(')').next()?.parse().ok()
+    }
+
+    #[async_trait::async_trait]
+    impl LedgerReader for CrowdedNode {
+        async fn chain_id(&self) -> Result<u64, LedgerError> {
+            Ok(1)
+        }
+        async fn block_number(&self) -> Result<u64, LedgerError> {
+            Ok(4_000)
+        }
+        async fn query(
+            &self,
+            expression: &str,
+            options: &QueryOptions,
+        ) -> Result<privsvc_ledger::QueryPage, LedgerError> {
+            let (lo, hi) = (
+                bound(expression, ">").unwrap_or(0),
+                bound(expression, "<=").unwrap_or(4_000),
+            );
+            if options.cursor.is_none() {
+                self.asked.lock().unwrap().push((lo, hi));
+            }
+            let matching: Vec<&Entity> = self
+                .rows
+                .iter()
+                .filter(|e| e.created_at.is_some_and(|b| (b > lo || lo == 0) && b <= hi))
+                .collect();
+            let from: usize = options.cursor.as_deref().map_or(0, |c| c.parse().unwrap());
+            let to = (from + 200).min(matching.len());
+            Ok(privsvc_ledger::QueryPage {
+                entities: matching[from..to].iter().map(|e| (*e).clone()).collect(),
+                block_number: 4_000,
+                cursor: (to < matching.len()).then(|| to.to_string()),
+            })
+        }
+        async fn entity(
+            &self,
+            _: alloy_primitives::B256,
+            _: Option<u64>,
+        ) -> Result<Option<Entity>, LedgerError> {
+            Ok(None)
+        }
+        async fn code_at(&self, _: Address) -> Result<Vec<u8>, LedgerError> {
+            Ok(Vec::new())
+        }
+        async fn entity_nonce(&self, _: Address) -> Result<u64, LedgerError> {
+            Ok(0)
+        }
+        async fn balance(&self, _: Address) -> Result<alloy_primitives::U256, LedgerError> {
+            Ok(alloy_primitives::U256::ZERO)
+        }
+        async fn block_timestamp(&self, _: u64) -> Result<Option<u64>, LedgerError> {
+            Ok(None)
+        }
+    }
+
+    #[tokio::test]
+    async fn a_listing_splits_where_the_records_are_and_lists_each_once() {
+        let rows: Vec<Entity> = (0..3_000u32)
+            .map(|i| {
+                let mut key = [0u8; 32];
+                key[..4].copy_from_slice(&i.to_le_bytes());
+                Entity {
+                    key: alloy_primitives::B256::from(key),
+                    created_at: Some(u64::from(i % 20) + 1),
+                    ..Default::default()
+                }
+            })
+            .collect();
+        let node = Arc::new(CrowdedNode {
+            rows,
+            asked: Default::default(),
+        });
+        let reader: Arc<dyn LedgerReader> = node.clone();
+        let mut seen = std::collections::HashSet::new();
+        let block = list_since(&reader, "p", None, false, |page| {
+            seen.extend(page.into_iter().map(|e| e.key));
+        })
+        .await
+        .unwrap();
+        assert_eq!(block, 4_000);
+        assert_eq!(seen.len(), 3_000, "every record listed");
+        let asked = node.asked.lock().unwrap().clone();
+        // The records are in the first 20 of 4,000 blocks: the splits follow them down to
+        // ranges of a few blocks.
+        assert!(
+            asked
+                .iter()
+                .filter(|(lo, hi)| *hi <= 20 && hi - lo <= 10)
+                .count()
+                >= 2,
+            "no narrow range was listed: {asked:?}"
+        );
     }
 }

@@ -1,8 +1,15 @@
-// Browser benchmark (docs/BENCHMARKS.md, wasm section): a new session of a user with no records
-// on an app the stack was seeded with (`web_seed`), in headless Chromium: building the client
-// (its first listing, with attributes for the rarity check), the first `myEntities` (open every
-// tag in the worker vault, fetch cover batches) and a refresh. Prints the figures.
-import { mkdtempSync, rmSync } from 'node:fs';
+// Browser benchmark (docs/BENCHMARKS.md, wasm section), on the app the stack was seeded with
+// (`scripts/js-test.sh --bench`, which runs `web_seed`): in headless Chromium, a user with no
+// records of their own
+//   - first session: building the client (its first listing, with attributes for the rarity
+//     check) and the first `myEntities` (open every tag in the worker vault, fetch cover
+//     batches); the scan saves the sealed scan cache in IndexedDB;
+//   - a refresh;
+//   - a returning session in a new page of the same browser profile: building the client (the
+//     cache loaded from IndexedDB and opened, only what is new since its resume block listed)
+//     and its first `myEntities`;
+// and the memory of the renderer processes (RSS) after the first session. Prints one line.
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import puppeteer from 'puppeteer-core';
@@ -12,26 +19,47 @@ if (!url) {
   console.error('PRIVSVC_WEB_URL is not set: run scripts/js-test.sh --bench');
   process.exit(2);
 }
+const records = process.env.PRIVSVC_BENCH_RECORDS || '?';
+
+/** Resident memory of Chromium's renderer processes, MiB. */
+function rendererRssMiB() {
+  let kb = 0;
+  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      if (!readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('--type=renderer')) continue;
+      const m = readFileSync(`/proc/${pid}/status`, 'utf8').match(/^VmRSS:\s+(\d+)/m);
+      kb += m ? Number(m[1]) : 0;
+    } catch {
+      // The process ended.
+    }
+  }
+  return Math.round(kb / 1024);
+}
+
 const profile = mkdtempSync(join(tmpdir(), 'privsvc-chromium-'));
 const browser = await puppeteer.launch({
   executablePath: process.env.PRIVSVC_CHROMIUM || '/usr/bin/chromium',
   headless: true,
   userDataDir: profile,
+  protocolTimeout: 600000,
   args: [
     '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
     '--disable-background-networking', '--disable-component-update', '--disable-sync',
   ],
 });
-try {
+
+/** One session in a new page: build, first myEntities, optionally a refresh. */
+async function session(refresh) {
   const page = await browser.newPage();
   await page.goto(`${url}/?dev`, { waitUntil: 'load' });
-  const r = await page.evaluate(async () => {
+  const r = await page.evaluate(async (refresh) => {
     const m = await import('/privsvc/index.js');
     const cfg = await fetch('/config.json').then((x) => x.json());
     const t0 = performance.now();
     const c = await m.createPrivateClient({
       app: cfg.app,
-      wallet: m.devWallet(),
+      // The same user in both sessions: the scan cache opens only under its vault's key.
+      wallet: m.devWallet(`0x${'7'.repeat(64)}`),
       publicClient: new URL('/rpc', location.href).href,
       relayers: [cfg.relayers[1]],
       // `refresh` waits for the session's next tail: the stack's fast tail, so that the
@@ -41,13 +69,25 @@ try {
     const t1 = performance.now();
     const mine = await c.myEntities();
     const t2 = performance.now();
-    await c.myEntities({ refresh: true });
+    if (refresh) await c.myEntities({ refresh: true });
     const t3 = performance.now();
-    return { build: t1 - t0, first: t2 - t1, refresh: t3 - t2, mine: mine.length, vault: c.vault.constructor.name };
-  });
+    const out = { build: t1 - t0, first: t2 - t1, refresh: t3 - t2, mine: mine.length, vault: c.vault.constructor.name, cache: c.scanCache };
+    c.close();
+    return out;
+  }, refresh);
+  r.rss = rendererRssMiB();
+  await page.close();
+  return r;
+}
+
+try {
+  const first = await session(true);
+  const back = await session(false);
+  const ms = (x) => x.toFixed(0);
   console.log(
-    `# chromium, ${r.vault}: client build (first listing) ${r.build.toFixed(0)} ms, first myEntities ${r.first.toFixed(0)} ms, refresh ${r.refresh.toFixed(0)} ms (${r.mine} own records)`,
+    `# chromium, ${first.vault}, ${records} records: first session ${ms(first.build + first.first)} ms (client build = first listing ${ms(first.build)} ms + first myEntities ${ms(first.first)} ms), refresh ${ms(first.refresh)} ms, renderer RSS ${first.rss} MiB | returning session ${ms(back.build + back.first)} ms (build with the cache ${ms(back.build)} ms + myEntities ${ms(back.first)} ms; cache ${back.cache.state}${back.cache.block !== undefined ? ` at block ${back.cache.block}` : ''})`,
   );
+  if (back.cache.state !== 'resumed') process.exitCode = 1;
 } finally {
   await browser.close();
   rmSync(profile, { recursive: true, force: true });
