@@ -72,6 +72,20 @@ impl Listed {
     }
 }
 
+/// Records that are not the user's, restored from a scan cache as counts: `count` records of
+/// `batch` that expire at one block and carry the attribute pairs `attrs`. They need no key:
+/// nothing is ever fetched, verified or looked up by key for them; they count in batch sizes
+/// and the rarity check until they expire.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Settled {
+    /// Their batch.
+    pub(crate) batch: BatchId,
+    /// Their interned attribute pairs (sorted).
+    pub(crate) attrs: Box<[u32]>,
+    /// How many.
+    pub(crate) count: u32,
+}
+
 /// Records seen so far and the listing they come from.
 #[derive(Debug, Default)]
 pub(crate) struct EntityCache {
@@ -92,6 +106,10 @@ pub(crate) struct EntityCache {
     interned_count: u32,
     /// Listed keys by expiry block (so that dropping the expired costs what expired).
     expiry: BTreeMap<u64, Vec<B256>>,
+    /// Records not the user's restored from a scan cache, as counts, by expiry block.
+    pub(crate) settled: BTreeMap<u64, Vec<Settled>>,
+    /// How many records `settled` counts.
+    settled_count: usize,
     /// Keys listed since the last tag opening.
     pending: Vec<B256>,
     /// The user's records (tag opened) not verified yet.
@@ -182,8 +200,33 @@ impl EntityCache {
         added
     }
 
+    /// Live records known: listed ones and settled counts.
+    pub(crate) fn known(&self) -> usize {
+        self.entries.len() + self.settled_count
+    }
+
+    /// Adds `group` of records that expire at `expires_at` (from a scan cache).
+    pub(crate) fn settle(&mut self, expires_at: u64, group: Settled) {
+        *self.batches.entry(group.batch).or_default() += group.count;
+        self.settled_count += group.count as usize;
+        self.settled.entry(expires_at).or_default().push(group);
+    }
+
     /// Drops the records no longer live at `block`.
     fn drop_expired(&mut self, block: u64) {
+        let live = self.settled.split_off(&block.saturating_add(1));
+        for group in std::mem::replace(&mut self.settled, live)
+            .into_values()
+            .flatten()
+        {
+            self.settled_count = self.settled_count.saturating_sub(group.count as usize);
+            if let Some(n) = self.batches.get_mut(&group.batch) {
+                *n = n.saturating_sub(group.count);
+                if *n == 0 {
+                    self.batches.remove(&group.batch);
+                }
+            }
+        }
         let live = self.expiry.split_off(&block.saturating_add(1));
         let gone = std::mem::replace(&mut self.expiry, live);
         for key in gone.into_values().flatten() {
@@ -265,17 +308,23 @@ impl EntityCache {
             .collect();
         let mut each = vec![0usize; ids.len()];
         let mut all = 0usize;
-        for e in self.entries.values() {
+        let listed = self.entries.values().map(|e| (&e.attrs, 1usize));
+        let settled = self
+            .settled
+            .values()
+            .flatten()
+            .map(|g| (&g.attrs, g.count as usize));
+        for (attrs, n) in listed.chain(settled) {
             let mut every = true;
             for (i, id) in ids.iter().enumerate() {
-                if id.is_some_and(|id| e.attrs.binary_search(&id).is_ok()) {
-                    each[i] += 1;
+                if id.is_some_and(|id| attrs.binary_search(&id).is_ok()) {
+                    each[i] += n;
                 } else {
                     every = false;
                 }
             }
             if every {
-                all += 1;
+                all += n;
             }
         }
         Some((each, all))

@@ -36,7 +36,7 @@ pub(crate) fn rarity(
         return Some(Vec::new());
     }
     let (each, all) = cache.rarity_counts(attributes)?;
-    let total = cache.entries.len();
+    let total = cache.known();
     let mut out = Vec::new();
     let named = attributes
         .iter()

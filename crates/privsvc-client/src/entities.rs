@@ -198,7 +198,7 @@ impl PrivateClient {
         let Some(block) = cache.block else {
             return Ok(stats);
         };
-        stats.known = cache.entries.len();
+        stats.known = cache.known();
 
         // Open the tags of records not classified yet.
         let fresh = cache.take_unopened();

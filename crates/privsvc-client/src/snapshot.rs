@@ -3,30 +3,32 @@
 //! seals it; this module only encodes and decodes it.
 //!
 //! Layout (integers are LEB128 varints unless a width is given):
-//! `with_attributes u8 || resume || pairs || creators || records`, where
+//! `with_attributes u8 || resume || pairs || creators || groups || records`, where
 //! - `pairs` = count, then per interned attribute pair: name length, name, value kind (u8:
 //!   0 str, 1 i32, 2 u64, 3 u256), value (str: length and bytes; i32: zigzag varint; u64:
 //!   varint; u256: 32 bytes big-endian);
 //! - `creators` = count, then 20 bytes each;
-//! - `records` = count, then per record: key (32 bytes), creator index, created block, lifetime
-//!   (expiry minus creation; `u64::MAX` expiry is lifetime 0), class (u8: 0 not opened, 1 not the
-//!   user's, 2 the user's), for class 0 the owner (20 bytes) and the tag (44 bytes), for class 2
-//!   the ref (16 bytes), the owner and the tag, then the attribute-pair ids (count, ids).
+//! - `groups` = count, then per group of records that are not the user's: creator index,
+//!   created block, lifetime (expiry minus creation; `u64::MAX` expiry is lifetime 0), how
+//!   many, attribute-pair ids (count, ids): the records are kept as counts, without keys;
+//! - `records` = count, then per record not opened yet or the user's: key (32 bytes), creator
+//!   index, created block, lifetime, class (u8: 0 not opened, 2 the user's, then its ref, 16
+//!   bytes), owner (20 bytes), tag (44 bytes, zeros for none), attribute-pair ids.
 //!
-//! A record that is not the user's keeps neither owner nor tag: a million of them take about
-//! 45 MB.
+//! A million records of other users in a few thousand batches take a few hundred kilobytes.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use alloy_primitives::{Address, B256, U256};
 use privsvc_attributes::AttrValue;
 use privsvc_vault::{RecordRef, Tag, TAG_BYTES};
 
-use crate::cache::{EntityCache, Listed, TagClass};
+use crate::cache::{EntityCache, Listed, Settled, TagClass};
+use crate::read::BatchId;
 
 /// Encodes the records of `cache` created at or before `resume`.
 pub(crate) fn encode(cache: &EntityCache, resume: u64) -> Vec<u8> {
-    let mut out = Vec::with_capacity(64 + cache.entries.len() * 48);
+    let mut out = Vec::with_capacity(1024);
     out.push(u8::from(cache.with_attributes));
     put(&mut out, resume);
     let pairs = cache.interned_pairs();
@@ -52,16 +54,34 @@ pub(crate) fn encode(cache: &EntityCache, resume: u64) -> Vec<u8> {
             }
         }
     }
-    let kept: Vec<(&B256, &Listed)> = cache
-        .entries
-        .iter()
-        .filter(|(_, e)| e.created_at <= resume)
-        .collect();
+    // Records not the user's become counts by (batch, expiry, attributes); the others are kept
+    // one by one.
+    let mut groups: BTreeMap<(BatchId, u64, &[u32]), u32> = BTreeMap::new();
+    let mut kept: Vec<(&B256, &Listed)> = Vec::new();
+    for (key, e) in cache.entries.iter().filter(|(_, e)| e.created_at <= resume) {
+        match e.class {
+            TagClass::Other => {
+                *groups
+                    .entry((e.batch(), e.expires_at, &e.attrs))
+                    .or_default() += 1
+            }
+            _ => kept.push((key, e)),
+        }
+    }
+    for (expires_at, list) in &cache.settled {
+        for g in list.iter().filter(|g| g.batch.block <= resume) {
+            *groups.entry((g.batch, *expires_at, &g.attrs)).or_default() += g.count;
+        }
+    }
     let mut creators: HashMap<Address, u64> = HashMap::new();
     let mut order = Vec::new();
-    for (_, e) in &kept {
-        creators.entry(e.creator).or_insert_with(|| {
-            order.push(e.creator);
+    let every_creator = groups
+        .keys()
+        .map(|(b, _, _)| b.creator)
+        .chain(kept.iter().map(|(_, e)| e.creator));
+    for c in every_creator {
+        creators.entry(c).or_insert_with(|| {
+            order.push(c);
             order.len() as u64 - 1
         });
     }
@@ -69,49 +89,53 @@ pub(crate) fn encode(cache: &EntityCache, resume: u64) -> Vec<u8> {
     for c in &order {
         out.extend_from_slice(c.as_slice());
     }
+    put(&mut out, groups.len() as u64);
+    for ((batch, expires_at, attrs), count) in &groups {
+        put(&mut out, creators[&batch.creator]);
+        put(&mut out, batch.block);
+        put(&mut out, lifetime(batch.block, *expires_at));
+        put(&mut out, u64::from(*count));
+        put_ids(&mut out, attrs);
+    }
     put(&mut out, kept.len() as u64);
     for (key, e) in kept {
         out.extend_from_slice(key.as_slice());
         put(&mut out, creators[&e.creator]);
         put(&mut out, e.created_at);
-        put(
-            &mut out,
-            if e.expires_at == u64::MAX {
-                0
-            } else {
-                e.expires_at.saturating_sub(e.created_at).max(1)
-            },
-        );
-        let owner_and_tag = |out: &mut Vec<u8>| {
-            out.extend_from_slice(e.owner.as_slice());
-            match &e.tag {
-                Some(t) => out.extend_from_slice(t),
-                None => out.extend_from_slice(&[0; TAG_BYTES]),
-            }
-        };
+        put(&mut out, lifetime(e.created_at, e.expires_at));
         match e.class {
-            TagClass::Unopened => {
-                out.push(0);
-                owner_and_tag(&mut out);
-            }
-            TagClass::Other => out.push(1),
             TagClass::Mine(r) => {
                 out.push(2);
                 out.extend_from_slice(r.as_bytes());
-                owner_and_tag(&mut out);
             }
+            _ => out.push(0),
         }
-        put(&mut out, e.attrs.len() as u64);
-        for id in e.attrs.iter() {
-            put(&mut out, u64::from(*id));
-        }
+        out.extend_from_slice(e.owner.as_slice());
+        out.extend_from_slice(e.tag.as_ref().unwrap_or(&[0; TAG_BYTES]));
+        put_ids(&mut out, &e.attrs);
     }
     out
 }
 
+/// Expiry as a lifetime from `created` (0 for a record that never expires).
+fn lifetime(created: u64, expires_at: u64) -> u64 {
+    if expires_at == u64::MAX {
+        0
+    } else {
+        expires_at.saturating_sub(created).max(1)
+    }
+}
+
+fn put_ids(out: &mut Vec<u8>, ids: &[u32]) {
+    put(out, ids.len() as u64);
+    for id in ids {
+        put(out, u64::from(*id));
+    }
+}
+
 /// A listing decoded from `bytes`: the cache (its block is the resume block, the user's
-/// records wait for verification) and whether it carries every attribute. `None` for bytes that
-/// are not a well-formed snapshot.
+/// records wait for verification, the others are counts). `None` for bytes that are not a
+/// well-formed snapshot.
 pub(crate) fn decode(bytes: &[u8]) -> Option<EntityCache> {
     let mut r = Reader { bytes, at: 0 };
     let with_attributes = match r.byte()? {
@@ -137,50 +161,59 @@ pub(crate) fn decode(bytes: &[u8]) -> Option<EntityCache> {
     let creators: Vec<Address> = (0..r.count()?)
         .map(|_| r.array::<20>().map(Address::from))
         .collect::<Option<_>>()?;
-    let records = r.count()?;
-    cache.entries.reserve(records);
-    for _ in 0..records {
-        let key = B256::from(r.array::<32>()?);
-        let creator = *creators.get(usize::try_from(r.varint()?).ok()?)?;
-        let created_at = r.varint()?;
-        if created_at > resume {
-            return None;
-        }
+    let creator = |r: &mut Reader<'_>| -> Option<Address> {
+        creators.get(usize::try_from(r.varint()?).ok()?).copied()
+    };
+    let blocks = |r: &mut Reader<'_>| -> Option<(u64, u64)> {
+        let created = r.varint()?;
         let expires_at = match r.varint()? {
             0 => u64::MAX,
-            lifetime => created_at.checked_add(lifetime)?,
+            lifetime => created.checked_add(lifetime)?,
         };
-        let owner_and_tag = |r: &mut Reader<'_>| -> Option<(Address, Option<Tag>)> {
-            let owner = Address::from(r.array::<20>()?);
-            let tag: Tag = r.array()?;
-            Some((owner, (tag != [0; TAG_BYTES]).then_some(tag)))
-        };
-        let (class, owner, tag) = match r.byte()? {
-            0 => {
-                let (owner, tag) = owner_and_tag(&mut r)?;
-                (TagClass::Unopened, owner, tag)
-            }
-            1 => (TagClass::Other, Address::ZERO, None),
-            2 => {
-                let record = RecordRef(r.array()?);
-                let (owner, tag) = owner_and_tag(&mut r)?;
-                (TagClass::Mine(record), owner, tag)
-            }
-            _ => return None,
-        };
-        let attrs = (0..r.count()?)
+        (created <= resume).then_some((created, expires_at))
+    };
+    let ids = |r: &mut Reader<'_>| -> Option<Box<[u32]>> {
+        (0..r.count()?)
             .map(|_| {
                 u32::try_from(r.varint()?)
                     .ok()
-                    .filter(|id| *id < pairs as u32)
+                    .filter(|id| (*id as usize) < pairs)
             })
-            .collect::<Option<Box<[u32]>>>()?;
+            .collect()
+    };
+    for _ in 0..r.count()? {
+        let creator = creator(&mut r)?;
+        let (block, expires_at) = blocks(&mut r)?;
+        let count = u32::try_from(r.varint()?).ok().filter(|n| *n > 0)?;
+        let attrs = ids(&mut r)?;
+        let batch = BatchId { block, creator };
+        cache.settle(
+            expires_at,
+            Settled {
+                batch,
+                attrs,
+                count,
+            },
+        );
+    }
+    for _ in 0..r.count()? {
+        let key = B256::from(r.array::<32>()?);
+        let creator = creator(&mut r)?;
+        let (created_at, expires_at) = blocks(&mut r)?;
+        let class = match r.byte()? {
+            0 => TagClass::Unopened,
+            2 => TagClass::Mine(RecordRef(r.array()?)),
+            _ => return None,
+        };
+        let owner = Address::from(r.array::<20>()?);
+        let tag: Tag = r.array()?;
+        let attrs = ids(&mut r)?;
         let entry = Listed {
             owner,
             creator,
             created_at,
             expires_at,
-            tag,
+            tag: (tag != [0; TAG_BYTES]).then_some(tag),
             attrs,
             class,
         };
@@ -315,13 +348,18 @@ mod tests {
         assert_eq!(back.block, Some(40));
         assert!(back.with_attributes);
         assert_eq!(
-            back.entries.len(),
+            back.known(),
             3,
             "record 4 (block 45) is after the resume block"
         );
-        let one = &back.entries[&B256::repeat_byte(1)];
-        assert_eq!(one.class, TagClass::Other);
-        assert_eq!((one.owner, one.tag), (Address::ZERO, None));
+        assert_eq!(
+            back.entries.len(),
+            2,
+            "record 1, not the user's, is a count"
+        );
+        let one: Vec<&Settled> = back.settled.values().flatten().collect();
+        assert_eq!(one.len(), 1);
+        assert_eq!((one[0].batch.block, one[0].count), (10, 1));
         let two = &back.entries[&B256::repeat_byte(2)];
         assert_eq!(two.class, TagClass::Mine(RecordRef([5; 16])));
         assert_eq!(two.owner, Address::repeat_byte(2));
@@ -340,7 +378,59 @@ mod tests {
         let mut want = privsvc_attributes::Attributes::new();
         want.insert("kind", -5i32).unwrap();
         assert_eq!(back.rarity_counts(&want), Some((vec![1], 1)));
+        let mut first = privsvc_attributes::Attributes::new();
+        first.insert("kind", "a").unwrap();
+        assert_eq!(
+            back.rarity_counts(&first),
+            Some((vec![1], 1)),
+            "counts count"
+        );
         assert_eq!(back.batches.len(), 3);
+        // Saved again, the count stays a count.
+        let again = decode(&encode(&back, 40)).expect("decodes again");
+        assert_eq!(again.known(), 3);
+        assert_eq!(again.settled.values().flatten().count(), 1);
+    }
+
+    #[test]
+    fn many_records_of_other_users_are_a_few_counts() {
+        let mut c = EntityCache::default();
+        c.with_attributes = true;
+        let many: Vec<Entity> = (0..10_000u32)
+            .map(|i| {
+                let mut e = entity(
+                    0,
+                    10 + u64::from(i % 50),
+                    ArkivValue::Str(["a", "b"][i as usize % 2].into()),
+                );
+                let mut key = [0u8; 32];
+                key[..4].copy_from_slice(&i.to_le_bytes());
+                e.key = B256::from(key);
+                e
+            })
+            .collect();
+        c.merge(100, many);
+        for (_, e) in c.entries.iter_mut() {
+            e.class = TagClass::Other;
+        }
+        let _ = c.take_unopened();
+        let bytes = encode(&c, 100);
+        assert!(
+            bytes.len() < 2_000,
+            "{} bytes for 10,000 records",
+            bytes.len()
+        );
+        let back = decode(&bytes).unwrap();
+        assert_eq!(back.known(), 10_000);
+        assert_eq!(
+            back.batches.values().map(|n| *n as usize).sum::<usize>(),
+            10_000
+        );
+        // They expire with their batch: at block 1,059 the last ones (created at 59) are gone.
+        let mut back = back;
+        back.finish_listing(1_059);
+        assert_eq!(back.known(), 0);
+        assert!(back.batches.is_empty());
     }
 
     #[test]
