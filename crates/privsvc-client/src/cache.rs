@@ -200,6 +200,44 @@ impl EntityCache {
         added
     }
 
+    /// Turns the listed records known not to be the user's into counts (their keys, owners and
+    /// tags are never needed again): a scan does it once it opened their tags, so that a
+    /// session's memory is what the user's records and the counts take, not a million rows.
+    pub(crate) fn settle_others(&mut self) {
+        let others: Vec<B256> = self
+            .entries
+            .iter()
+            .filter(|(_, e)| e.class == TagClass::Other)
+            .map(|(k, _)| *k)
+            .collect();
+        if others.is_empty() {
+            return;
+        }
+        let mut groups: HashMap<(BatchId, u64, Box<[u32]>), u32> = HashMap::new();
+        for key in others {
+            if let Some(e) = self.entries.remove(&key) {
+                *groups
+                    .entry((e.batch(), e.expires_at, e.attrs))
+                    .or_default() += 1;
+            }
+        }
+        for ((batch, expires_at, attrs), count) in groups {
+            // Counted in `batches` already, as listed records.
+            self.settled_count += count as usize;
+            self.settled.entry(expires_at).or_default().push(Settled {
+                batch,
+                attrs,
+                count,
+            });
+        }
+        let mut expiry: BTreeMap<u64, Vec<B256>> = BTreeMap::new();
+        for (key, e) in &self.entries {
+            expiry.entry(e.expires_at).or_default().push(*key);
+        }
+        self.expiry = expiry;
+        self.entries.shrink_to_fit();
+    }
+
     /// Live records known: listed ones and settled counts.
     pub(crate) fn known(&self) -> usize {
         self.entries.len() + self.settled_count
@@ -520,5 +558,41 @@ mod tests {
             c.entries[&B256::repeat_byte(3)].class,
             TagClass::Other
         ));
+    }
+
+    #[test]
+    fn records_not_the_users_become_counts_that_still_count() {
+        let mut c = EntityCache::default();
+        c.merge(
+            10,
+            vec![
+                entity(1, 5, 100, "a"),
+                entity(2, 5, 100, "a"),
+                entity(3, 7, 12, "b"),
+            ],
+        );
+        let mut want = Attributes::new();
+        want.insert("kind", "a").unwrap();
+        let before = (c.rarity_counts(&want), c.batches.clone(), c.known());
+        for (k, e) in c.entries.iter_mut() {
+            e.class = if *k == B256::repeat_byte(2) {
+                TagClass::Mine(RecordRef([1; 16]))
+            } else {
+                TagClass::Other
+            };
+        }
+        c.settle_others();
+        assert_eq!(c.entries.len(), 1, "only the user's record keeps its row");
+        assert_eq!(
+            (c.rarity_counts(&want), c.batches.clone(), c.known()),
+            before
+        );
+        // Record 3's count expires with it at block 12; the others at 100.
+        c.merge(12, Vec::new());
+        assert_eq!(c.known(), 2);
+        assert_eq!(c.batches.len(), 1);
+        c.merge(100, Vec::new());
+        assert_eq!(c.known(), 0);
+        assert!(c.batches.is_empty() && c.entries.is_empty());
     }
 }

@@ -322,6 +322,7 @@ impl PrivateClient {
                 }
             }
         }
+        cache.settle_others();
         cache.scanned = true;
         cache.stale = false;
         cache.last_scan = Some(stats.clone());
