@@ -330,7 +330,10 @@ async fn run(n: u64, mine: u64, new: u64) -> Result<()> {
     let t = Instant::now();
     let back = returning.my_entities(&EntitiesQuery::new()).await?;
     let returning_scan = t.elapsed();
-    anyhow::ensure!(back.len() == records.len(), "the returning session lost records");
+    anyhow::ensure!(
+        back.len() == records.len(),
+        "the returning session lost records"
+    );
 
     println!(
         "records {n:>7}: seed {:>6.2} s | first scan {:>6.3} s (build listing {:>6.3} s + my_entities {:>6.3} s; {:>7.0} rows/s; CPU {:>6.2} s client and devnet), RSS {} MiB -> {} MiB, peak {} MiB | refresh after {new} new {:>6.3} s (listed {}), nothing new {:>6.3} s | listed {} opened {} matched {} batches fetched {} (cover {}) | list_app (all fields) {:>6.3} s | tag opens/s KeyVault {:>9.0}, IsolatedVault {:>9.0} | returning session {:>6.3} s (build with the cache {:>6.3} s + my_entities {:>6.3} s), cache {:.1} MiB",
