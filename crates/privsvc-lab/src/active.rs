@@ -162,6 +162,23 @@ impl<'a> Phases<'a> {
         Some(client)
     }
 
+    /// A client that only reads (no wait for a ripe token), keeping its listing in `file`.
+    async fn reading_client(
+        &self,
+        id: &Identity,
+        file: &std::path::Path,
+        granularity: u64,
+    ) -> Option<PrivateClient> {
+        self.world
+            .client_builder(id, id.reader(self.stack()), 1)
+            .rarity_k(0)
+            .scan_cache_file(file)
+            .scan_cache_resume_blocks(granularity)
+            .build()
+            .await
+            .ok()
+    }
+
     async fn owned_by(&self, owner: Address) -> Vec<Entity> {
         let q = format!("$owner = addr({})", owner.to_checksum(None));
         let select = Select {
@@ -803,13 +820,7 @@ impl<'a> Phases<'a> {
         let mut first = Vec::new();
         for v in &victims {
             let file = dir.join(format!("{}.scan", v.index));
-            let Some(client) = self
-                .client(v, None, &[], |b| {
-                    b.scan_cache_file(&file)
-                        .scan_cache_resume_blocks(granularity)
-                })
-                .await
-            else {
+            let Some(client) = self.reading_client(v, &file, granularity).await else {
                 continue;
             };
             if bounded(client.my_entities(&EntitiesQuery::new()))
@@ -831,13 +842,7 @@ impl<'a> Phases<'a> {
             let Ok(moved) = v.elsewhere(ip) else {
                 continue;
             };
-            let Some(client) = self
-                .client(&moved, None, &[], |b| {
-                    b.scan_cache_file(file)
-                        .scan_cache_resume_blocks(granularity)
-                })
-                .await
-            else {
+            let Some(client) = self.reading_client(&moved, file, granularity).await else {
                 continue;
             };
             let resumed = matches!(
