@@ -108,14 +108,20 @@ pub(crate) async fn covers_of(
 
 /// `k` random batches of the newest window: what a scan fetches when it has no batch of the
 /// user's to fetch, so that a scan's fetches do not tell whether the user has new records.
-pub(crate) fn newest_window(batches: &BTreeMap<BatchId, u32>, k: usize) -> Vec<BatchId> {
+/// Never one of `own` (the user's batches whose covers are not final yet): fetched now and again
+/// later with its covers, it would be all the two fetch sets share.
+pub(crate) fn newest_window(
+    batches: &BTreeMap<BatchId, u32>,
+    k: usize,
+    own: &BTreeSet<BatchId>,
+) -> Vec<BatchId> {
     let Some(newest) = batches.keys().next_back() else {
         return Vec::new();
     };
     if k == 0 {
         return Vec::new();
     }
-    let mut found = window(batches, newest.block, k, &BTreeSet::new());
+    let mut found = window(batches, newest.block, k, own);
     found.shuffle(&mut rand::thread_rng());
     found.truncate(k);
     found
@@ -175,9 +181,17 @@ mod tests {
         let w = window(&batches, 40, 2, &BTreeSet::new());
         // 16-block window [32, 48) holds one, [0, 64) two: 3 and 40.
         assert_eq!(w.iter().map(|b| b.block).collect::<Vec<_>>(), vec![3, 40]);
-        let n = newest_window(&listing(1..100), 2);
+        let n = newest_window(&listing(1..100), 2, &BTreeSet::new());
         assert_eq!(n.len(), 2);
         assert!(n.iter().all(|b| b.block >= 96));
-        assert!(newest_window(&BTreeMap::new(), 2).is_empty());
+        assert!(newest_window(&BTreeMap::new(), 2, &BTreeSet::new()).is_empty());
+        // The user's own batches of the newest window are never among them.
+        let all = listing(90..100);
+        let own: BTreeSet<BatchId> = all.keys().copied().filter(|b| b.block >= 95).collect();
+        for _ in 0..50 {
+            let n = newest_window(&all, 2, &own);
+            assert_eq!(n.len(), 2);
+            assert!(n.iter().all(|b| !own.contains(b)), "{n:?}");
+        }
     }
 }

@@ -286,7 +286,7 @@ impl PrivateClient {
                     );
                     covers.insert(own);
                 }
-                None => covers.extend(newest_window(&cache.batches, k)),
+                None => covers.extend(newest_window(&cache.batches, k, &pending)),
             }
         } else {
             for b in &mine {

@@ -112,6 +112,9 @@ async fn run_session(seed: u64) -> Session {
         .await
         .expect("first write");
     at(SCAN_1).await;
+    // The batch's covers are final (16 blocks on): the scan fetches it (a batch of the user's
+    // whose covers are not final is never fetched, nor taken among the newest window's).
+    stack.devnet().mine_blocks(32).expect("mining");
     client
         .my_entities(&EntitiesQuery::new().refresh())
         .await
@@ -133,6 +136,7 @@ async fn run_session(seed: u64) -> Session {
         .await
         .expect("second write");
     at(SCAN_2).await;
+    stack.devnet().mine_blocks(32).expect("mining");
     client
         .my_entities(&EntitiesQuery::new().refresh())
         .await
