@@ -162,6 +162,21 @@ impl<'a> Phases<'a> {
         Some(client)
     }
 
+    /// The RPC's view since `since`: each call's source address and its parsed JSON body.
+    fn rpc_since(&self, since: Instant) -> Vec<(IpAddr, Value)> {
+        self.stack()
+            .tap("rpc")
+            .map(|tap| tap.exchanges())
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|e| e.at >= since)
+            .map(|e| {
+                let body = serde_json::from_slice(&e.request.body).unwrap_or(Value::Null);
+                (e.request.source, body)
+            })
+            .collect()
+    }
+
     /// A client that only reads (no wait for a ripe token), keeping its listing in `file`.
     async fn reading_client(
         &self,
@@ -768,21 +783,15 @@ impl<'a> Phases<'a> {
             self.out.push("copies", accepted, 0.0);
             // The RPC's view since the copy landed: who fetched the copy's batch first.
             let fetchers: Vec<IpAddr> = self
-                .stack()
-                .tap("rpc")
-                .map(|tap| tap.exchanges())
-                .unwrap_or_default()
+                .rpc_since(since)
                 .into_iter()
-                .filter(|e| e.at >= since)
-                .filter(|e| {
-                    let body: Value =
-                        serde_json::from_slice(&e.request.body).unwrap_or(Value::Null);
+                .filter(|(_, body)| {
                     body["method"] == "arkiv_query"
                         && body["params"][0].as_str().is_some_and(|x| {
                             crate::attacks::batches_in(x).contains(&(block, copier))
                         })
                 })
-                .map(|e| e.request.source)
+                .map(|(source, _)| source)
                 .collect();
             let scanning = ids.len().max(1);
             self.out.push(
@@ -859,15 +868,7 @@ impl<'a> Phases<'a> {
         // The RPC's view: every listing since the phase began, by source address.
         let mut blocks_of: BTreeMap<IpAddr, Vec<u64>> = BTreeMap::new();
         let mut resume_of: BTreeMap<IpAddr, u64> = BTreeMap::new();
-        for e in self
-            .stack()
-            .tap("rpc")
-            .map(|tap| tap.exchanges())
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|e| e.at >= since)
-        {
-            let body: Value = serde_json::from_slice(&e.request.body).unwrap_or(Value::Null);
+        for (source, body) in self.rpc_since(since) {
             let expression = body["params"][0].as_str().unwrap_or_default();
             if body["method"] != "arkiv_query"
                 || !expression.starts_with("project = ")
@@ -879,7 +880,7 @@ impl<'a> Phases<'a> {
                 .as_str()
                 .and_then(|q| u64::from_str_radix(q.trim_start_matches("0x"), 16).ok())
             {
-                blocks_of.entry(e.request.source).or_default().push(b);
+                blocks_of.entry(source).or_default().push(b);
             }
             if let Some(r) = expression
                 .split("$createdAt > u64(")
@@ -887,7 +888,7 @@ impl<'a> Phases<'a> {
                 .and_then(|rest| rest.split(')').next())
                 .and_then(|b| b.parse().ok())
             {
-                let lowest = resume_of.entry(e.request.source).or_insert(r);
+                let lowest = resume_of.entry(source).or_insert(r);
                 *lowest = (*lowest).min(r);
             }
         }

@@ -59,12 +59,7 @@ impl Identity {
         let wallet = Arc::new(
             LocalWallet::from_bytes(&key).map_err(|e| crate::LabError::Setup(e.to_string()))?,
         );
-        let http = reqwest::Client::builder()
-            .local_address(ip)
-            .timeout(Duration::from_secs(30))
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .map_err(|e| crate::LabError::Setup(format!("http client: {e}")))?;
+        let http = http_from(ip)?;
         Ok(Identity {
             index,
             wallet,
@@ -85,12 +80,7 @@ impl Identity {
 
     /// The same user (wallet and token store) at another address.
     pub fn elsewhere(&self, ip: IpAddr) -> Result<Identity, crate::LabError> {
-        let http = reqwest::Client::builder()
-            .local_address(ip)
-            .timeout(Duration::from_secs(30))
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .map_err(|e| crate::LabError::Setup(format!("http client: {e}")))?;
+        let http = http_from(ip)?;
         Ok(Identity {
             index: self.index,
             wallet: self.wallet.clone(),
@@ -104,6 +94,16 @@ impl Identity {
     pub fn reader(&self, stack: &LocalStack) -> Arc<dyn LedgerReader> {
         Arc::new(RpcLedger::with_client(self.http.clone(), stack.rpc_url()))
     }
+}
+
+/// HTTP from `ip` (ledger, relay, issuer): 30 s per call, no redirects.
+fn http_from(ip: IpAddr) -> Result<reqwest::Client, crate::LabError> {
+    reqwest::Client::builder()
+        .local_address(ip)
+        .timeout(Duration::from_secs(30))
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| crate::LabError::Setup(format!("http client: {e}")))
 }
 
 /// The lab's side of a run: the stack, the scenario, what happened.
