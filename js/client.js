@@ -147,7 +147,7 @@ export async function createPrivateClient(options = {}) {
   // `create` takes its own reference to the store at once: the JS handle is freed right after.
   const created = raw.RawClient.create(
     JSON.stringify(rustOptions),
-    reader.rpcBytes,
+    reader,
     wallet ? walletAdapter(wallet) : undefined,
     vaultAdapter(vault),
     rustStore,
@@ -277,7 +277,7 @@ function seedOption(seed) {
  * `fetch` (optional) carries the `/v1/info` calls.
  */
 export async function discoverRelayers(publicClient, fetch) {
-  return JSON.parse(await rust(raw.rawDiscoverRelayers(readerOf(publicClient).rpcBytes, fetchAdapter(fetch))));
+  return JSON.parse(await rust(raw.rawDiscoverRelayers(readerOf(publicClient), fetchAdapter(fetch))));
 }
 
 /**
@@ -287,7 +287,7 @@ export async function discoverRelayers(publicClient, fetch) {
  */
 export async function listApp(client, project, relayers) {
   const list = relayers === undefined ? undefined : JSON.stringify(relayers);
-  return JSON.parse(await rust(raw.rawListApp(readerOf(client).rpcBytes, project, list)));
+  return JSON.parse(await rust(raw.rawListApp(readerOf(client), project, list)));
 }
 
 /**
@@ -297,12 +297,12 @@ export async function listApp(client, project, relayers) {
  */
 export async function fetchBatches(client, project, batches) {
   const list = batches.map(({ block, creator }) => ({ block: Number(block), creator }));
-  return JSON.parse(await rust(raw.rawFetchBatches(readerOf(client).rpcBytes, project, JSON.stringify(list))));
+  return JSON.parse(await rust(raw.rawFetchBatches(readerOf(client), project, JSON.stringify(list))));
 }
 
 /** Every live relayer heartbeat on the ledger, newest first, unverified (docs/API.md §3.5). */
 export async function heartbeatRelayers(reader) {
-  return JSON.parse(await rust(raw.rawHeartbeatRelayers(readerOf(reader).rpcBytes)));
+  return JSON.parse(await rust(raw.rawHeartbeatRelayers(readerOf(reader))));
 }
 
 /**
@@ -310,7 +310,7 @@ export async function heartbeatRelayers(reader) {
  * SPKI DER bytes. Throws IssuerEquivocationError when the issuer published two keys.
  */
 export async function fetchIssuerKey(reader, issuer, app, epoch) {
-  const b64 = await rust(raw.rawFetchIssuerKey(readerOf(reader).rpcBytes, issuer, app, epoch));
+  const b64 = await rust(raw.rawFetchIssuerKey(readerOf(reader), issuer, app, epoch));
   return fromBase64(b64);
 }
 
@@ -421,7 +421,7 @@ export async function verifyRecord(entity, { app, relayers, owner, createdTimest
   const args = [JSON.stringify(entity), JSON.stringify({ app, relayers, owner, createdTimestamp: ts })];
   // With a reader, the Rust verify_record_on_ledger also refuses a copy: an earlier entity of
   // the same owner carries the same envelope (`code: "copy"`, `original`: that entity's key).
-  const answer = JSON.parse(source === undefined ? raw.rawVerifyRecord(...args) : await rust(raw.rawVerifyRecordOnLedger(...args, readerOf(source).rpcBytes)));
+  const answer = JSON.parse(source === undefined ? raw.rawVerifyRecord(...args) : await rust(raw.rawVerifyRecordOnLedger(...args, readerOf(source))));
   if (!answer.ok) return answer;
   const r = answer.record;
   const data = hexToBytes(r.data);
@@ -444,7 +444,7 @@ export class TokenWallet {
   constructor({ wallet, reader, issuer, issuerUrl, store, allowOnDemand, attestation, minAgeMs, ohttpRelay, fetch } = {}) {
     checkTokenStore(store, 'store');
     if (ohttpRelay !== undefined && typeof ohttpRelay !== 'string') throw new PrivsvcError('TokenWallet: `ohttpRelay` must be the relay URL');
-    const rpc = readerOf(reader).rpcBytes;
+    const rpc = readerOf(reader);
     const send = fetchAdapter(fetch);
     const w = asWallet(wallet);
     this.#store = rawStore(store);

@@ -834,7 +834,7 @@ export async function verifyOwnershipProof(proof, { challenge, verifier, client,
   const reader = readerOf(client);
   let reason;
   try {
-    reason = await raw.rawVerifyOwnershipProof(JSON.stringify(proof), challenge, verifier, reader.rpcBytes, now);
+    reason = await raw.rawVerifyOwnershipProof(JSON.stringify(proof), challenge, verifier, reader, now);
   } catch (e) {
     return { ok: false, reason: `cannot check the proof: ${e.message}` };
   }

@@ -98,7 +98,8 @@ function urlOf(publicClient) {
  * })`); or a reader this function made. `fetch` carries the reads to a URL (default: the
  * platform fetch). The reader has `request({ method, params })` (the JSON-RPC result) and the
  * helpers below; `rpc(method, paramsJson)` resolves to the JSON-RPC answer's text (the wasm
- * client calls `rpcBytes`, the same answer as bytes when the reads go to a URL).
+ * client calls `rpcBytes`, the same answer as bytes when the reads go to a URL, and lists pages
+ * in JSON-RPC batches through `rpcBatchBytes`).
  */
 export function ledgerReader(publicClient, fetchFn = platformFetch) {
   if (publicClient && publicClient.__privsvcReader) return publicClient;
@@ -106,30 +107,36 @@ export function ledgerReader(publicClient, fetchFn = platformFetch) {
   const url = urlOf(publicClient);
   let rpc;
   let rpcBytes;
+  // Only for an RPC URL: a viem client or an EIP-1193 provider takes one call at a time.
+  let rpcBatchBytes;
   if (url !== undefined) {
     let id = 0;
-    rpcBytes = async (method, params) => {
+    /** POSTs the JSON-RPC `body` (`label` names it in errors) and resolves to the answer's bytes. */
+    const post = async (label, body) => {
       let res;
       try {
         res = await fetchFn(url, {
           method: 'POST',
           headers: { 'content-type': 'application/json' },
-          body: `{"jsonrpc":"2.0","id":${++id},"method":${JSON.stringify(method)},"params":${params}}`,
+          body,
           ...FETCH_INIT,
           signal: AbortSignal.timeout(LEDGER_TIMEOUT_MS),
         });
       } catch (e) {
-        throw named('Transport', `${method}: ${e && e.message ? e.message : String(e)}`);
+        throw named('Transport', `${label}: ${e && e.message ? e.message : String(e)}`);
       }
-      if (isRedirect(res)) throw named('Transport', `${method}: the RPC answered with a redirect, which privsvc does not follow`);
+      if (isRedirect(res)) throw named('Transport', `${label}: the RPC answered with a redirect, which privsvc does not follow`);
       const declared = Number(headerOf(res, 'content-length'));
-      if (declared > LEDGER_MAX_BODY) throw named('Transport', `${method}: answer too large`);
+      if (declared > LEDGER_MAX_BODY) throw named('Transport', `${label}: answer too large`);
       const bytes = new Uint8Array(await res.arrayBuffer());
-      if (bytes.length > LEDGER_MAX_BODY) throw named('Transport', `${method}: answer too large`);
-      // 0x7b: an answer that is not a JSON object is not JSON-RPC.
-      if (!res.ok && bytes[0] !== 0x7b) throw named('Transport', `${method}: HTTP ${res.status}`);
+      if (bytes.length > LEDGER_MAX_BODY) throw named('Transport', `${label}: answer too large`);
+      // 0x7b, 0x5b: an answer that is neither a JSON object nor an array is not JSON-RPC.
+      if (!res.ok && bytes[0] !== 0x7b && bytes[0] !== 0x5b) throw named('Transport', `${label}: HTTP ${res.status}`);
       return bytes;
     };
+    rpcBytes = (method, params) =>
+      post(method, `{"jsonrpc":"2.0","id":${++id},"method":${JSON.stringify(method)},"params":${params}}`);
+    rpcBatchBytes = (body) => post('JSON-RPC batch', body);
     const decoder = new TextDecoder();
     rpc = async (method, params) => decoder.decode(await rpcBytes(method, params));
   } else if (publicClient && typeof publicClient.request === 'function') {
@@ -165,6 +172,12 @@ export function ledgerReader(publicClient, fetchFn = platformFetch) {
      * @internal
      */
     rpcBytes,
+    /**
+     * For the wasm client: POSTs a JSON-RPC batch body (a JSON array text) to the RPC URL and
+     * resolves to the answer's bytes; undefined when the reads do not go to a URL.
+     * @internal
+     */
+    rpcBatchBytes,
     request,
     /** The ledger's chain id. */
     async chainId() {

@@ -2,12 +2,11 @@
 //! `fetch_batches` (whole batches with payloads).
 
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use alloy_primitives::Address;
 use privsvc_ledger::{
-    ArkivValue, AttributeSelect, Entity, LedgerError, LedgerReader, QueryOptions, Select,
+    ArkivValue, AttributeSelect, Entity, LedgerError, LedgerReader, PageQuery, QueryOptions, Select,
 };
 
 /// Batches combined into one query (3 predicates each stay well under the node's 64).
@@ -117,36 +116,40 @@ pub async fn list_app(
     .await
 }
 
-/// Block ranges of a listing listed at once, at most (a range is split in two while fewer are
-/// being listed; a first listing of a large app is thousands of pages of at most 200).
-const LISTING_PARTS: u64 = 4;
-/// Pages decoded ahead of the merge (bounds the memory a listing holds at once).
-const PAGES_AHEAD: usize = 8;
-
-/// What a listing task tells the listing: a page, a range to list instead of the rest of its
-/// own, that it ended, or why it failed.
-enum Part {
-    Page(Vec<Entity>),
-    Split(Range),
-    Done,
-    Failed(LedgerError),
-}
+/// Block ranges of a listing listed at once, at most (a first listing of a large app is
+/// thousands of pages of at most 200).
+const LISTING_PARTS: usize = 32;
+/// Parts a range is split into at most, at once.
+const SPLIT_WAYS: u64 = 8;
+/// Pages asked for in one request ([`LedgerReader::query_many`]: one JSON-RPC batch).
+const PAGES_PER_REQUEST: usize = 16;
+/// Requests of one round of a listing, sent at once.
+const REQUESTS_PER_ROUND: usize = 2;
+/// Pages decoded ahead of the merge (bounds the memory a listing holds at once): a round.
+const PAGES_AHEAD: usize = PAGES_PER_REQUEST * REQUESTS_PER_ROUND;
 
 /// A block range `(after, until]` of a listing; `None` bounds are open.
 type Range = (Option<u64>, Option<u64>);
 
+/// A range being listed, and the cursor of its next page (`None`: its first page).
+struct Open {
+    range: Range,
+    cursor: Option<String>,
+}
+
 /// The project's records created after block `after` (all of them for `None`), read at one
 /// pinned block (the head when the listing starts), without payloads: key, owner, creator,
 /// creation and expiry blocks, and every attribute (`with_attributes`) or only `tag`. Each page
-/// goes to `sink` as it arrives (in no particular order); returns the block. The expressions
-/// name the project and blocks, never an owner, key or tag: every client's scan sends the same
-/// kind of query.
+/// goes to `sink` as it arrives; returns the block. The expressions name the project and
+/// blocks, never an owner, key or tag: every client's scan sends the same kind of query.
 ///
-/// A range whose first page is full while fewer than [`LISTING_PARTS`] ranges are being listed
-/// is split in two halves listed afresh, concurrently (its first page is kept; rows listed twice
-/// are merged once). The splits follow where the records are, whatever order the node returns
-/// them in: records crowded into a few recent blocks of a long chain are still listed by several
-/// ranges at once.
+/// The listing goes in rounds: each round asks for the next page of every open range (up to
+/// [`PAGES_PER_REQUEST`] pages per request, [`REQUESTS_PER_ROUND`] requests at once), while the
+/// pages of the round before are merged. A range whose first page is full while fewer than
+/// [`LISTING_PARTS`] ranges are open is split into up to [`SPLIT_WAYS`] parts listed afresh
+/// (its first page is kept; rows listed twice are merged once). The splits follow where the
+/// records are, whatever order the node returns them in; the rounds, and so what the RPC sees,
+/// are a function of the head, `after` and the public listing alone.
 pub(crate) async fn list_since(
     reader: &Arc<dyn LedgerReader>,
     project: &str,
@@ -170,70 +173,100 @@ pub(crate) async fn list_since(
     // Even with no new block the listing is sent: every scan looks the same to the RPC.
     let block = reader.block_number().await?;
     let (tx, mut rx) = tokio::sync::mpsc::channel(PAGES_AHEAD);
-    let active = Arc::new(AtomicUsize::new(0));
-    let lister = PartLister {
+    let lister = RangeLister {
         reader: reader.clone(),
         project: project.to_owned(),
         select,
         block,
         tx,
-        active,
     };
-    lister.spawn((after, None));
-    let mut running = 1usize;
-    while running > 0 {
+    // Detached: it reports through the channel, and stops when nobody receives.
+    drop(privsvc_rt::spawn(lister.run(after)));
+    loop {
         match rx.recv().await {
-            Some(Part::Page(page)) => sink(page),
-            Some(Part::Split(range)) => {
-                lister.spawn(range);
-                running += 1;
-            }
-            Some(Part::Done) => {
-                running -= 1;
-                lister.active.fetch_sub(1, Ordering::SeqCst);
-            }
-            // The other ranges stop at their next page (nobody receives).
-            Some(Part::Failed(e)) => return Err(e),
-            None => {
-                return Err(LedgerError::Transport(
-                    "a listing task ended without a word".into(),
-                ))
-            }
+            Some(Ok(page)) => sink(page),
+            Some(Err(e)) => return Err(e),
+            None => return Ok(block),
         }
     }
-    Ok(block)
 }
 
-/// What every listing task of one listing shares.
-#[derive(Clone)]
-struct PartLister {
+/// Lists the ranges of one listing in rounds, sending each page (or the error that ends the
+/// listing) through `tx`.
+struct RangeLister {
     reader: Arc<dyn LedgerReader>,
     project: String,
     select: Select,
     block: u64,
-    tx: tokio::sync::mpsc::Sender<Part>,
-    /// Ranges being listed.
-    active: Arc<AtomicUsize>,
+    tx: tokio::sync::mpsc::Sender<Result<Vec<Entity>, LedgerError>>,
 }
 
-impl PartLister {
-    /// Lists `range` in a task of its own, which ends with [`Part::Done`].
-    fn spawn(&self, range: Range) {
-        self.active.fetch_add(1, Ordering::SeqCst);
-        let this = self.clone();
-        // Detached: it reports through the channel, and stops when nobody receives.
-        drop(privsvc_rt::spawn(async move {
-            if let Err(e) = this.list(range).await {
-                let _ = this.tx.send(Part::Failed(e)).await;
+impl RangeLister {
+    /// Lists everything created after `after`; the channel closes when it is done.
+    async fn run(self, after: Option<u64>) {
+        let mut open = std::collections::VecDeque::from([Open {
+            range: (after, None),
+            cursor: None,
+        }]);
+        while !open.is_empty() {
+            let take = open.len().min(PAGES_PER_REQUEST * REQUESTS_PER_ROUND);
+            let round: Vec<Open> = open.drain(..take).collect();
+            let queries: Vec<PageQuery> = round.iter().map(|o| self.query(o)).collect();
+            let answers = futures::future::try_join_all(
+                queries
+                    .chunks(PAGES_PER_REQUEST)
+                    .map(|chunk| self.reader.query_many(chunk)),
+            )
+            .await;
+            let pages = match answers {
+                Ok(answers) => answers.into_iter().flatten(),
+                Err(e) => {
+                    let _ = self.tx.send(Err(e)).await;
+                    return;
+                }
+            };
+            // Ranges alive after this round, as they are decided.
+            let mut alive = open.len() + round.len();
+            for (o, page) in round.into_iter().zip(pages) {
+                let next = page.cursor;
+                if next.is_some() && next == o.cursor {
+                    let repeated = "arkiv_query returned the same cursor twice";
+                    let _ = self
+                        .tx
+                        .send(Err(LedgerError::Decode(repeated.into())))
+                        .await;
+                    return;
+                }
+                if self.tx.send(Ok(page.entities)).await.is_err() {
+                    return;
+                }
+                let Some(next) = next else {
+                    alive -= 1;
+                    continue;
+                };
+                let parts = match o.cursor {
+                    None => self.parts(o.range, LISTING_PARTS.saturating_sub(alive) + 1),
+                    Some(_) => Vec::new(),
+                };
+                if parts.len() > 1 {
+                    alive += parts.len() - 1;
+                    open.extend(parts.into_iter().map(|range| Open {
+                        range,
+                        cursor: None,
+                    }));
+                } else {
+                    open.push_back(Open {
+                        range: o.range,
+                        cursor: Some(next),
+                    });
+                }
             }
-            let _ = this.tx.send(Part::Done).await;
-        }));
+        }
     }
 
-    /// Every page of `range` at the pinned block, each sent as it is decoded; or its first page
-    /// and two halves to list instead.
-    async fn list(&self, range: Range) -> Result<(), LedgerError> {
-        let (lo, hi) = range;
+    /// The query of the next page of `o`, at the pinned block.
+    fn query(&self, o: &Open) -> PageQuery {
+        let (lo, hi) = o.range;
         let mut expression = format!("project = {}", str_literal(&self.project));
         if let Some(b) = lo {
             expression.push_str(&format!(" AND $createdAt > u64({b})"));
@@ -241,44 +274,35 @@ impl PartLister {
         if let Some(b) = hi {
             expression.push_str(&format!(" AND $createdAt <= u64({b})"));
         }
-        let (from, until) = (lo.unwrap_or(0), hi.unwrap_or(self.block));
-        let mut options = QueryOptions {
-            at_block: Some(self.block),
-            select: self.select.clone(),
-            limit: Some(privsvc_ledger::rpc::MAX_PAGE_SIZE),
-            cursor: None,
-        };
-        loop {
-            let page = self.reader.query(&expression, &options).await?;
-            let next = match page.cursor {
-                Some(c) if options.cursor.as_deref() == Some(c.as_str()) => {
-                    return Err(LedgerError::Decode(
-                        "arkiv_query returned the same cursor twice".into(),
-                    ));
-                }
-                next => next,
-            };
-            let split = options.cursor.is_none()
-                && next.is_some()
-                && until.saturating_sub(from) >= 2
-                && self.active.load(Ordering::SeqCst) < LISTING_PARTS as usize;
-            if self.tx.send(Part::Page(page.entities)).await.is_err() {
-                return Ok(());
-            }
-            if split {
-                let mid = from + (until - from) / 2;
-                for half in [(lo, Some(mid)), (Some(mid), hi)] {
-                    if self.tx.send(Part::Split(half)).await.is_err() {
-                        return Ok(());
-                    }
-                }
-                return Ok(());
-            }
-            match next {
-                Some(c) => options.cursor = Some(c),
-                None => return Ok(()),
-            }
+        PageQuery {
+            expression,
+            options: QueryOptions {
+                at_block: Some(self.block),
+                select: self.select.clone(),
+                limit: Some(privsvc_ledger::rpc::MAX_PAGE_SIZE),
+                cursor: o.cursor.clone(),
+            },
         }
+    }
+
+    /// `range` cut into at most `most` (and [`SPLIT_WAYS`]) parts of whole blocks; one part
+    /// when it cannot be cut.
+    fn parts(&self, range: Range, most: usize) -> Vec<Range> {
+        let (lo, hi) = range;
+        let (from, until) = (lo.unwrap_or(0), hi.unwrap_or(self.block));
+        let width = until.saturating_sub(from);
+        let ways = SPLIT_WAYS.min(width).min(most as u64);
+        if ways < 2 {
+            return vec![range];
+        }
+        let cut = |i: u64| from + width * i / ways;
+        (0..ways)
+            .map(|i| {
+                let lower = if i == 0 { lo } else { Some(cut(i)) };
+                let upper = if i + 1 == ways { hi } else { Some(cut(i + 1)) };
+                (lower, upper)
+            })
+            .collect()
     }
 }
 

@@ -162,7 +162,8 @@ impl<'a> Phases<'a> {
         Some(client)
     }
 
-    /// The RPC's view since `since`: each call's source address and its parsed JSON body.
+    /// The RPC's view since `since`: each call's source address and its parsed JSON request
+    /// (every call of a JSON-RPC batch on its own).
     fn rpc_since(&self, since: Instant) -> Vec<(IpAddr, Value)> {
         self.stack()
             .tap("rpc")
@@ -170,9 +171,13 @@ impl<'a> Phases<'a> {
             .unwrap_or_default()
             .into_iter()
             .filter(|e| e.at >= since)
-            .map(|e| {
-                let body = serde_json::from_slice(&e.request.body).unwrap_or(Value::Null);
-                (e.request.source, body)
+            .flat_map(|e| {
+                let calls = match serde_json::from_slice(&e.request.body) {
+                    Ok(Value::Array(calls)) => calls,
+                    Ok(call) => vec![call],
+                    Err(_) => vec![Value::Null],
+                };
+                calls.into_iter().map(move |call| (e.request.source, call))
             })
             .collect()
     }

@@ -12,7 +12,9 @@ use async_trait::async_trait;
 use privsvc_client::{
     CreateParams, EntitiesQuery, Expires, LocalWallet, PrivateClient, ProveParams, Wallet,
 };
-use privsvc_ledger::{Entity, LedgerError, LedgerReader, QueryOptions, QueryPage, RpcLedger};
+use privsvc_ledger::{
+    Entity, LedgerError, LedgerReader, PageQuery, QueryOptions, QueryPage, RpcLedger,
+};
 use privsvc_testkit::LocalStack;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -507,6 +509,17 @@ impl LedgerReader for LeakyReader {
             self.fetch_fresh_covers(e).await;
         }
         Ok(page)
+    }
+    async fn query_many(&self, queries: &[PageQuery]) -> Result<Vec<QueryPage>, LedgerError> {
+        if queries.iter().any(|q| q.options.select.payload) {
+            // Page by page, so that each batch fetch leaks as `query` makes it.
+            let mut pages = Vec::with_capacity(queries.len());
+            for q in queries {
+                pages.push(self.query(&q.expression, &q.options).await?);
+            }
+            return Ok(pages);
+        }
+        self.inner.query_many(queries).await
     }
     async fn entity(&self, k: B256, b: Option<u64>) -> Result<Option<Entity>, LedgerError> {
         self.inner.entity(k, b).await

@@ -125,6 +125,16 @@ pub struct QueryOptions {
     pub cursor: Option<String>,
 }
 
+/// One page to ask for: an `arkiv_query` expression in the typed grammar and its options
+/// ([`crate::LedgerReader::query_many`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PageQuery {
+    /// The query expression.
+    pub expression: String,
+    /// Its options (block, projection, page size, cursor).
+    pub options: QueryOptions,
+}
+
 /// One page of query results.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct QueryPage {

@@ -24,8 +24,8 @@ pub mod writer;
 
 pub use abi::{decode_operations, decode_revert, encode_operations, DecodeError, ARKIV_ADDRESS};
 pub use entity::{
-    ArkivValue, Attribute, AttributeSelect, CreationFlags, Entity, EntityKey, QueryOptions,
-    QueryPage, Select,
+    ArkivValue, Attribute, AttributeSelect, CreationFlags, Entity, EntityKey, PageQuery,
+    QueryOptions, QueryPage, Select,
 };
 pub use error::LedgerError;
 pub use keys::{entity_key, predict_entity_keys};

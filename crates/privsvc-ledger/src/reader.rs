@@ -3,7 +3,7 @@
 use alloy_primitives::{Address, B256, U256};
 use async_trait::async_trait;
 
-use crate::entity::{Entity, QueryOptions, QueryPage};
+use crate::entity::{Entity, PageQuery, QueryOptions, QueryPage};
 use crate::error::LedgerError;
 
 /// Read access to an Arkiv ledger. Object safe: use it as `Arc<dyn LedgerReader>`.
@@ -20,6 +20,18 @@ pub trait LedgerReader: privsvc_rt::MaybeSend + privsvc_rt::MaybeSync {
         expression: &str,
         options: &QueryOptions,
     ) -> Result<QueryPage, LedgerError>;
+    /// Several `arkiv_query` pages at once, answered in the order asked. A reader over
+    /// JSON-RPC sends them as one batch (one HTTP request: a listing of thousands of pages
+    /// pays the request overhead once per batch, not per page); the default asks
+    /// [`LedgerReader::query`] for each, concurrently. One failed page fails them all.
+    async fn query_many(&self, queries: &[PageQuery]) -> Result<Vec<QueryPage>, LedgerError> {
+        futures::future::try_join_all(
+            queries
+                .iter()
+                .map(|q| self.query(&q.expression, &q.options)),
+        )
+        .await
+    }
     /// A full entity (all fields) at `at_block` (head if `None`), or `None` when not live.
     async fn entity(&self, key: B256, at_block: Option<u64>)
         -> Result<Option<Entity>, LedgerError>;

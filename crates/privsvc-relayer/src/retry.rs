@@ -19,8 +19,8 @@ use alloy_primitives::{Address, B256, U256};
 use async_trait::async_trait;
 use futures::stream::{FuturesUnordered, StreamExt};
 use privsvc_ledger::{
-    BatchReceipt, Entity, LedgerError, LedgerReader, LedgerWriter, Operation, PreparedTx,
-    QueryOptions, QueryPage,
+    BatchReceipt, Entity, LedgerError, LedgerReader, LedgerWriter, Operation, PageQuery,
+    PreparedTx, QueryOptions, QueryPage,
 };
 use rand::Rng;
 
@@ -167,6 +167,9 @@ impl LedgerReader for RetryingReader {
         options: &QueryOptions,
     ) -> Result<QueryPage, LedgerError> {
         with_retries(&self.health, || self.inner.query(expression, options)).await
+    }
+    async fn query_many(&self, queries: &[PageQuery]) -> Result<Vec<QueryPage>, LedgerError> {
+        with_retries(&self.health, || self.inner.query_many(queries)).await
     }
     async fn entity(
         &self,

@@ -1,14 +1,17 @@
-//! `JsLedger`: the crates' [`LedgerReader`] over a JavaScript JSON-RPC function made by
-//! `js/net.js` (`ledgerReader(publicClient).rpc`), so that every ledger read of the wasm client
-//! goes where the app's `publicClient` says: privsvc's own fetch (no redirect, no referrer, no
-//! credentials, no HTTP cache) for an RPC URL, or the `request` of a viem client or an EIP-1193
-//! provider (a wagmi `custom()` transport included).
+//! `JsLedger`: the crates' [`LedgerReader`] over a JavaScript ledger reader made by `js/net.js`
+//! (`ledgerReader(publicClient)`), so that every ledger read of the wasm client goes where the
+//! app's `publicClient` says: privsvc's own fetch (no redirect, no referrer, no credentials, no
+//! HTTP cache) for an RPC URL, or the `request` of a viem client or an EIP-1193 provider (a
+//! wagmi `custom()` transport included).
 //!
-//! The function is `rpcBytes(method, paramsJson)` (or `rpc`) and resolves to a JSON-RPC answer
-//! (`{ result }` or `{ error: { code, message, data? } }`) as bytes (a `Uint8Array`, what a
-//! reader over a URL hands over: no string is made of a listing page on either side) or as
-//! text; it rejects when the ledger cannot be reached. `arkiv_query` pages are decoded by the
-//! borrowed-bytes decoder of the native reader ([`privsvc_ledger::rpc::decode_query_answer`]).
+//! Its `rpcBytes(method, paramsJson)` resolves to a JSON-RPC answer (`{ result }` or
+//! `{ error: { code, message, data? } }`) as bytes (a `Uint8Array`, what a reader over a URL
+//! hands over: no string is made of a listing page on either side) or as text; it rejects when
+//! the ledger cannot be reached. A reader over a URL also has `rpcBatchBytes(bodyJson)`, which
+//! sends a JSON-RPC batch: [`LedgerReader::query_many`] asks for a listing's pages in batches
+//! through it. `arkiv_query` pages are decoded by the borrowed-bytes decoders of the native
+//! reader ([`privsvc_ledger::rpc::decode_query_answer`],
+//! [`privsvc_ledger::rpc::decode_query_batch_answer`]).
 
 use alloy_primitives::{Address, B256, U256};
 use alloy_sol_types::{SolCall, SolEvent};
@@ -16,8 +19,10 @@ use async_trait::async_trait;
 use js_sys::{Function, Promise, Reflect, Uint8Array};
 use privsvc_ledger::abi;
 use privsvc_ledger::codec::{parse_hex, parse_uint};
-use privsvc_ledger::entity::{QueryOptions, QueryPage};
-use privsvc_ledger::rpc::{decode_answer, decode_query_answer};
+use privsvc_ledger::entity::{PageQuery, QueryOptions, QueryPage};
+use privsvc_ledger::rpc::{
+    decode_answer, decode_query_answer, decode_query_batch_answer, query_batch_body,
+};
 use privsvc_ledger::wire::{self, parse_quantity, quantity};
 use privsvc_ledger::{Entity, LedgerError, LedgerReader};
 use serde_json::{json, Value};
@@ -26,23 +31,35 @@ use wasm_bindgen_futures::JsFuture;
 
 use crate::error::js_error;
 
-/// A ledger reached through a JavaScript JSON-RPC function.
+/// A ledger reached through a JavaScript ledger reader.
 pub struct JsLedger {
+    /// `rpcBytes(method, paramsJson)`.
     rpc: Function,
+    /// `rpcBatchBytes(bodyJson)`, when the reader has it and the node took batches so far.
+    batch: std::cell::RefCell<Option<Function>>,
+    /// Id of the next batch call.
+    next_id: std::cell::Cell<u64>,
 }
 
 impl JsLedger {
-    /// The ledger of `value`, which must be `ledgerReader(...).rpcBytes` (or `.rpc`).
+    /// The ledger of `value`, which must be a reader made by `ledgerReader(publicClient)`.
     pub fn from_value(value: &JsValue) -> Result<JsLedger, JsValue> {
-        value
-            .dyn_ref::<Function>()
-            .map(|f| JsLedger { rpc: f.clone() })
-            .ok_or_else(|| {
-                js_error(
-                    "PrivsvcError",
-                    "internal: the ledger reader is not a function (use ledgerReader(publicClient).rpcBytes)",
-                )
-            })
+        let function = |name: &str| {
+            Reflect::get(value, &JsValue::from_str(name))
+                .ok()
+                .and_then(|f| f.dyn_into::<Function>().ok())
+        };
+        let rpc = function("rpcBytes").ok_or_else(|| {
+            js_error(
+                "PrivsvcError",
+                "internal: not a ledger reader (use ledgerReader(publicClient))",
+            )
+        })?;
+        Ok(JsLedger {
+            rpc,
+            batch: std::cell::RefCell::new(function("rpcBatchBytes")),
+            next_id: std::cell::Cell::new(1),
+        })
     }
 
     /// One JSON-RPC call: its `result`, or [`LedgerError::Rpc`] for a JSON-RPC error.
@@ -52,33 +69,51 @@ impl JsLedger {
 
     /// The bytes of the answer to one JSON-RPC call.
     async fn answer(&self, method: &str, params: Value) -> Result<Vec<u8>, LedgerError> {
-        let transport = |m: String| LedgerError::Transport(format!("{method}: {m}"));
-        let promise = self
-            .rpc
-            .call2(
-                &JsValue::UNDEFINED,
-                &JsValue::from_str(method),
-                &JsValue::from_str(&params.to_string()),
-            )
-            .map_err(|e| transport(message_of(&e)))?;
-        let promise: Promise = promise
-            .dyn_into()
-            .map_err(|_| transport("the reader returned no promise".into()))?;
-        let answer = JsFuture::from(promise)
-            .await
-            .map_err(|e| transport(message_of(&e)))?;
-        if let Some(bytes) = answer.dyn_ref::<Uint8Array>() {
-            return Ok(bytes.to_vec());
-        }
-        answer
-            .as_string()
-            .map(String::into_bytes)
-            .ok_or_else(|| transport("the reader's answer is neither bytes nor text".into()))
+        let promise = self.rpc.call2(
+            &JsValue::UNDEFINED,
+            &JsValue::from_str(method),
+            &JsValue::from_str(&params.to_string()),
+        );
+        bytes_of(method, promise).await
+    }
+
+    /// The pages of `queries` in one JSON-RPC batch through `batch`; `None` when the node
+    /// answered the batch as no batch.
+    async fn query_batch(
+        &self,
+        batch: &Function,
+        queries: &[PageQuery],
+    ) -> Result<Option<Vec<QueryPage>>, LedgerError> {
+        let first_id = self.next_id.get();
+        self.next_id.set(first_id + queries.len() as u64);
+        let body = query_batch_body(queries, first_id);
+        let promise = batch.call1(&JsValue::UNDEFINED, &JsValue::from_str(&body));
+        let answer = bytes_of("arkiv_query", promise).await?;
+        decode_query_batch_answer(&answer, first_id, queries.len())
     }
 
     async fn quantity_call(&self, method: &str, params: Value) -> Result<u64, LedgerError> {
         parse_quantity(&self.call(method, params).await?)
     }
+}
+
+/// The bytes of the answer `promise` (what a reader function returned) resolves to.
+async fn bytes_of(method: &str, promise: Result<JsValue, JsValue>) -> Result<Vec<u8>, LedgerError> {
+    let transport = |m: String| LedgerError::Transport(format!("{method}: {m}"));
+    let promise = promise.map_err(|e| transport(message_of(&e)))?;
+    let promise: Promise = promise
+        .dyn_into()
+        .map_err(|_| transport("the reader returned no promise".into()))?;
+    let answer = JsFuture::from(promise)
+        .await
+        .map_err(|e| transport(message_of(&e)))?;
+    if let Some(bytes) = answer.dyn_ref::<Uint8Array>() {
+        return Ok(bytes.to_vec());
+    }
+    answer
+        .as_string()
+        .map(String::into_bytes)
+        .ok_or_else(|| transport("the reader's answer is neither bytes nor text".into()))
 }
 
 fn message_of(e: &JsValue) -> String {
@@ -119,6 +154,23 @@ impl LedgerReader for JsLedger {
         options.select.key = true;
         let params = json!([expression, wire::query_options_to_json(&options)]);
         decode_query_answer(&self.answer("arkiv_query", params).await?)
+    }
+
+    async fn query_many(&self, queries: &[PageQuery]) -> Result<Vec<QueryPage>, LedgerError> {
+        let batch = self.batch.borrow().clone();
+        if let Some(batch) = batch.filter(|_| queries.len() > 1) {
+            match self.query_batch(&batch, queries).await? {
+                Some(pages) => return Ok(pages),
+                // The node does not take batches: page by page from now on.
+                None => *self.batch.borrow_mut() = None,
+            }
+        }
+        futures::future::try_join_all(
+            queries
+                .iter()
+                .map(|q| self.query(&q.expression, &q.options)),
+        )
+        .await
     }
 
     async fn entity(

@@ -4,3 +4,4 @@ mod abi_props;
 mod arkiv_conformance;
 mod devnet_smoke;
 mod fuzz_seeds;
+mod query_batch;

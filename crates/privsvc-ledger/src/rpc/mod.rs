@@ -4,7 +4,7 @@
 //! Only the method name is logged (debug level); request and response bodies, addresses and
 //! keys are never logged.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use alloy_consensus::{SignableTransaction, TxEip1559, TxEnvelope};
@@ -19,7 +19,7 @@ use crate::abi::{
     self, check_operations, decode_log, decode_revert, encode_operations, ArkivEvents,
 };
 use crate::codec::parse_hex;
-use crate::entity::{Entity, QueryOptions, QueryPage, Select};
+use crate::entity::{Entity, PageQuery, QueryOptions, QueryPage, Select};
 use crate::error::LedgerError;
 use crate::keys::predict_entity_keys;
 use crate::ops::Operation;
@@ -27,6 +27,11 @@ use crate::query::Expr;
 use crate::reader::LedgerReader;
 use crate::wire::{self, parse_quantity, quantity};
 use crate::writer::{BatchReceipt, CreatedEntity, LedgerWriter, PreparedTx, TransferredEntity};
+
+mod batch;
+mod fast;
+
+pub use batch::{decode_query_batch_answer, query_batch_body};
 
 /// Largest page `arkiv_query` serves.
 pub const MAX_PAGE_SIZE: u32 = 200;
@@ -39,6 +44,9 @@ pub struct RpcLedger {
     client: reqwest::Client,
     url: String,
     next_id: AtomicU64,
+    /// Whether pages are asked for in JSON-RPC batches (until the node answers one as no
+    /// batch: then page by page).
+    batches: AtomicBool,
     /// Time limit of one call (put on each request in wasm32, where the client itself has none).
     timeout: Duration,
 }
@@ -119,6 +127,7 @@ impl RpcLedger {
             client,
             url: url.into(),
             next_id: AtomicU64::new(1),
+            batches: AtomicBool::new(true),
             timeout: DEFAULT_TIMEOUT,
         }
     }
@@ -144,9 +153,24 @@ impl RpcLedger {
         decode: impl FnOnce(reqwest::StatusCode, &[u8]) -> T,
     ) -> Result<T, LedgerError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        tracing::debug!(method, "arkiv rpc");
         let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        let request = self.client.post(&self.url).json(&body);
+        self.post(method, body.to_string(), decode).await
+    }
+
+    /// POSTs the JSON-RPC `body` (one call or a batch of `method` calls) and lets `decode`
+    /// read the answer in place.
+    async fn post<T>(
+        &self,
+        method: &str,
+        body: String,
+        decode: impl FnOnce(reqwest::StatusCode, &[u8]) -> T,
+    ) -> Result<T, LedgerError> {
+        tracing::debug!(method, "arkiv rpc");
+        let request = self
+            .client
+            .post(&self.url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body);
         let resp = privsvc_rt::http::send(request, self.timeout)
             .await
             .map_err(|e| LedgerError::Transport(format!("{method}: {e}")))?;
@@ -156,6 +180,21 @@ impl RpcLedger {
             .await
             .map_err(|e| LedgerError::Transport(format!("{method}: {e}")))?;
         Ok(decode(status, &body))
+    }
+
+    /// The pages of `queries` asked for in one JSON-RPC batch; `None` when the node answered
+    /// the batch as no batch (it does not take them).
+    async fn query_batch(
+        &self,
+        queries: &[PageQuery],
+    ) -> Result<Option<Vec<QueryPage>>, LedgerError> {
+        let count = queries.len();
+        let first_id = self.next_id.fetch_add(count as u64, Ordering::Relaxed);
+        let body = query_batch_body(queries, first_id);
+        self.post("arkiv_query", body, |_, answer| {
+            decode_query_batch_answer(answer, first_id, count)
+        })
+        .await?
     }
 
     async fn quantity_call(&self, method: &str, params: Value) -> Result<u64, LedgerError> {
@@ -312,6 +351,21 @@ impl LedgerReader for RpcLedger {
         .await?
     }
 
+    async fn query_many(&self, queries: &[PageQuery]) -> Result<Vec<QueryPage>, LedgerError> {
+        if queries.len() > 1 && self.batches.load(Ordering::Relaxed) {
+            match self.query_batch(queries).await? {
+                Some(pages) => return Ok(pages),
+                None => self.batches.store(false, Ordering::Relaxed),
+            }
+        }
+        futures::future::try_join_all(
+            queries
+                .iter()
+                .map(|q| self.query(&q.expression, &q.options)),
+        )
+        .await
+    }
+
     async fn entity(
         &self,
         key: B256,
@@ -448,150 +502,6 @@ pub(crate) fn query_page_from_json(r: &Value) -> Result<QueryPage, LedgerError> 
         block_number,
         cursor,
     })
-}
-
-/// Decoding of the common `arkiv_query` answer straight into entities, without a `Value` tree
-/// (a first listing of a large app decodes thousands of pages of 200 rows).
-mod fast {
-    use std::borrow::Cow;
-
-    use alloy_primitives::{Address, B256};
-    use serde::Deserialize;
-    use serde_json::Value;
-
-    use crate::codec::{parse_hex, parse_uint};
-    use crate::entity::{ArkivValue, Attribute, Entity, QueryPage};
-    use crate::wire::{flags_from_json, parse_quantity};
-
-    #[derive(Deserialize)]
-    struct Answer<'a> {
-        #[serde(default)]
-        error: Option<serde::de::IgnoredAny>,
-        #[serde(borrow)]
-        result: Page<'a>,
-    }
-
-    #[derive(Deserialize)]
-    struct Page<'a> {
-        #[serde(borrow)]
-        data: Vec<Row<'a>>,
-        #[serde(rename = "blockNumber")]
-        block_number: Value,
-        #[serde(default)]
-        cursor: Option<Value>,
-    }
-
-    #[derive(Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    struct Row<'a> {
-        #[serde(borrow)]
-        key: Cow<'a, str>,
-        #[serde(borrow, default)]
-        owner: Option<Cow<'a, str>>,
-        #[serde(borrow, default)]
-        creator: Option<Cow<'a, str>>,
-        #[serde(borrow, default)]
-        created_at: Option<Cow<'a, str>>,
-        #[serde(borrow, default)]
-        updated_at: Option<Cow<'a, str>>,
-        #[serde(borrow, default)]
-        expires_at: Option<Cow<'a, str>>,
-        #[serde(default)]
-        creation_flags: Option<Value>,
-        #[serde(borrow, default)]
-        content_type: Option<Cow<'a, str>>,
-        #[serde(borrow, default)]
-        payload: Option<Cow<'a, str>>,
-        #[serde(borrow, default)]
-        attributes: Option<Vec<Attr<'a>>>,
-    }
-
-    #[derive(Deserialize)]
-    struct Attr<'a> {
-        #[serde(borrow)]
-        name: Cow<'a, str>,
-        #[serde(borrow, rename = "type")]
-        type_name: Cow<'a, str>,
-        value: Value,
-    }
-
-    fn fixed<const N: usize>(s: &str) -> Option<[u8; N]> {
-        parse_hex(s)?.try_into().ok()
-    }
-
-    fn quantity(s: &Option<Cow<'_, str>>) -> Option<Option<u64>> {
-        match s {
-            None => Some(None),
-            Some(s) => parse_uint(s).and_then(|u| u64::try_from(u).ok()).map(Some),
-        }
-    }
-
-    fn entity(r: Row<'_>) -> Option<Entity> {
-        let address = |s: &Option<Cow<'_, str>>| match s {
-            None => Some(None),
-            Some(s) => fixed::<20>(s).map(|b| Some(Address::from(b))),
-        };
-        let attributes = match r.attributes {
-            None => None,
-            Some(list) => Some(
-                list.into_iter()
-                    .map(|a| {
-                        let value = match (a.type_name.as_ref(), a.value) {
-                            // What `from_json` makes of a str, without copying it.
-                            ("str", Value::String(s)) => ArkivValue::Str(s),
-                            (type_name, value) => ArkivValue::from_json(type_name, &value).ok()?,
-                        };
-                        Some(Attribute {
-                            value,
-                            name: a.name.into_owned(),
-                        })
-                    })
-                    .collect::<Option<Vec<_>>>()?,
-            ),
-        };
-        Some(Entity {
-            key: B256::from(fixed::<32>(&r.key)?),
-            owner: address(&r.owner)?,
-            creator: address(&r.creator)?,
-            created_at: quantity(&r.created_at)?,
-            updated_at: quantity(&r.updated_at)?,
-            expires_at: quantity(&r.expires_at)?,
-            creation_flags: match r.creation_flags.filter(|v| !v.is_null()) {
-                None => None,
-                Some(v) => Some(flags_from_json(&v).ok()?),
-            },
-            content_type: r.content_type.map(Cow::into_owned),
-            payload: match &r.payload {
-                None => None,
-                Some(p) => Some(parse_hex(p)?),
-            },
-            attributes,
-        })
-    }
-
-    /// The page of a successful answer in the usual shape (string quantities, well-formed
-    /// rows); `None` for anything else, which the general decoder then handles (and reports).
-    pub(super) fn query_page(body: &[u8]) -> Option<QueryPage> {
-        let answer: Answer<'_> = serde_json::from_slice(body).ok()?;
-        if answer.error.is_some() {
-            return None;
-        }
-        let page = answer.result;
-        let entities = page
-            .data
-            .into_iter()
-            .map(entity)
-            .collect::<Option<Vec<_>>>()?;
-        Some(QueryPage {
-            entities,
-            block_number: parse_quantity(&page.block_number).ok()?,
-            cursor: page
-                .cursor
-                .as_ref()
-                .and_then(Value::as_str)
-                .map(str::to_owned),
-        })
-    }
 }
 
 /// The topics of `log` when the Arkiv contract emitted it, `None` for another contract's log.

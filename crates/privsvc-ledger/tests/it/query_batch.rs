@@ -1,0 +1,176 @@
+//! `RpcLedger::query_many` against the real embedded node: several pages in one JSON-RPC batch
+//! give what the same pages asked one by one give; behind a proxy that refuses batches the
+//! reader asks page by page, and stops trying batches.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::routing::post;
+use axum::Router;
+use privsvc_devnet::{BlockTime, Devnet, DevnetConfig, DevnetHandle, DEV_PRIVATE_KEYS};
+use privsvc_ledger::entity::{AttributeSelect, Select};
+use privsvc_ledger::{
+    ArkivValue, Attribute, Create, CreationFlags, LedgerReader, LedgerWriter, Operation, PageQuery,
+    QueryOptions, RpcLedger, RpcWriter,
+};
+
+fn create(salt: u128, n: i32) -> Operation {
+    Operation::Create(Create {
+        salt,
+        expires_at: 0,
+        min_lifetime: 100,
+        flags: CreationFlags::default(),
+        content_type: "text/plain".into(),
+        payload: vec![b'x'],
+        attributes: vec![
+            Attribute {
+                name: "kind".into(),
+                value: ArkivValue::Str("paged".into()),
+            },
+            Attribute {
+                name: "n".into(),
+                value: ArkivValue::I32(n),
+            },
+        ],
+    })
+}
+
+/// A node with 7 records of kind "paged" (n = 0..7), and the queries of three pages of them.
+async fn node_with_pages() -> (DevnetHandle, Vec<PageQuery>) {
+    let node = Devnet::start(DevnetConfig {
+        block_time: BlockTime::OnDemand,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let secret: [u8; 32] = hex::decode(DEV_PRIVATE_KEYS[0].trim_start_matches("0x"))
+        .unwrap()
+        .try_into()
+        .unwrap();
+    let writer = RpcWriter::connect(RpcLedger::new(node.url()).unwrap(), &secret)
+        .await
+        .unwrap();
+    let ops: Vec<Operation> = (0..7).map(|n| create(100 + n as u128, n)).collect();
+    assert!(writer.execute(&ops).await.unwrap().success);
+    let select = Select {
+        key: true,
+        created_at: true,
+        attributes: AttributeSelect::Named(vec!["n".into()]),
+        ..Select::default()
+    };
+    let query = |expression: &str, limit| PageQuery {
+        expression: expression.into(),
+        options: QueryOptions {
+            select: select.clone(),
+            limit: Some(limit),
+            ..QueryOptions::default()
+        },
+    };
+    let queries = vec![
+        query("kind = str('paged') AND n < i32(4)", 3),
+        query("kind = str('paged') AND n >= i32(4)", 200),
+        query("kind = str('none')", 200),
+    ];
+    (node, queries)
+}
+
+async fn one_by_one(reader: &RpcLedger, queries: &[PageQuery]) -> Vec<privsvc_ledger::QueryPage> {
+    let mut pages = Vec::new();
+    for q in queries {
+        pages.push(reader.query(&q.expression, &q.options).await.unwrap());
+    }
+    pages
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_of_pages_is_the_pages_asked_one_by_one() {
+    let (node, queries) = node_with_pages().await;
+    let reader = RpcLedger::new(node.url()).unwrap();
+    let batched = reader.query_many(&queries).await.unwrap();
+    assert_eq!(batched, one_by_one(&reader, &queries).await);
+    assert_eq!(batched[0].entities.len(), 3);
+    assert!(
+        batched[0].cursor.is_some(),
+        "the first query has a next page"
+    );
+    assert_eq!(batched[1].entities.len(), 3);
+    assert!(batched[2].entities.is_empty());
+    // A page of the batch goes on with its cursor like any page.
+    let mut next = queries[0].clone();
+    next.options.cursor = batched[0].cursor.clone();
+    next.options.at_block = Some(batched[0].block_number);
+    let rest = reader
+        .query_many(&[next, queries[2].clone()])
+        .await
+        .unwrap();
+    assert_eq!(rest[0].entities.len(), 1);
+    assert_eq!(rest[0].cursor, None);
+    // A bad query in a batch fails the batch with the node's error.
+    let mut bad = queries.clone();
+    bad[1].expression = "kind = = str('x')".into();
+    match reader.query_many(&bad).await {
+        Err(privsvc_ledger::LedgerError::Rpc { code, .. }) => assert_eq!(code, -32001),
+        other => panic!("expected the node's parse error, got {other:?}"),
+    }
+    node.shutdown().await;
+}
+
+/// Forwards single JSON-RPC calls to the node and answers every batch with one error object
+/// (as a node or proxy without batches does); counts what it was sent.
+#[derive(Clone)]
+struct NoBatches {
+    node: String,
+    batches: Arc<AtomicUsize>,
+    singles: Arc<AtomicUsize>,
+}
+
+async fn no_batches(State(p): State<NoBatches>, body: Bytes) -> (axum::http::HeaderMap, String) {
+    let mut headers = axum::http::HeaderMap::new();
+    headers.insert("content-type", "application/json".parse().unwrap());
+    if body.first() == Some(&b'[') {
+        p.batches.fetch_add(1, Ordering::SeqCst);
+        let refusal = r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"batch requests are not supported"}}"#;
+        return (headers, refusal.into());
+    }
+    p.singles.fetch_add(1, Ordering::SeqCst);
+    let answer = reqwest::Client::new()
+        .post(&p.node)
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    (headers, answer)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn behind_a_proxy_without_batches_the_pages_are_asked_one_by_one() {
+    let (node, queries) = node_with_pages().await;
+    let proxy = NoBatches {
+        node: node.url(),
+        batches: Arc::default(),
+        singles: Arc::default(),
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let app = Router::new()
+        .route("/", post(no_batches))
+        .with_state(proxy.clone());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+
+    let reader = RpcLedger::new(url).unwrap();
+    let direct = one_by_one(&RpcLedger::new(node.url()).unwrap(), &queries).await;
+    assert_eq!(reader.query_many(&queries).await.unwrap(), direct);
+    assert_eq!(proxy.batches.load(Ordering::SeqCst), 1);
+    assert_eq!(proxy.singles.load(Ordering::SeqCst), 3);
+    // The reader remembers: no second batch is tried.
+    assert_eq!(reader.query_many(&queries).await.unwrap(), direct);
+    assert_eq!(proxy.batches.load(Ordering::SeqCst), 1);
+    assert_eq!(proxy.singles.load(Ordering::SeqCst), 6);
+    node.shutdown().await;
+}
