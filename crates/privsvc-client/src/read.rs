@@ -121,12 +121,12 @@ pub async fn list_app(
 const LISTING_PARTS: usize = 32;
 /// Parts a range is split into at most, at once.
 const SPLIT_WAYS: u64 = 8;
-/// Pages asked for in one request ([`LedgerReader::query_many`]: one JSON-RPC batch).
-const PAGES_PER_REQUEST: usize = 16;
-/// Requests of one round of a listing, sent at once.
-const REQUESTS_PER_ROUND: usize = 2;
-/// Pages decoded ahead of the merge (bounds the memory a listing holds at once): a round.
-const PAGES_AHEAD: usize = PAGES_PER_REQUEST * REQUESTS_PER_ROUND;
+/// Pages asked for in one request, at most ([`LedgerReader::query_many`]: one JSON-RPC batch).
+const PAGES_PER_REQUEST: usize = 8;
+/// Requests of a listing in flight at once.
+const REQUESTS_IN_FLIGHT: usize = 4;
+/// Pages decoded ahead of the merge (bounds the memory a listing holds at once).
+const PAGES_AHEAD: usize = PAGES_PER_REQUEST * REQUESTS_IN_FLIGHT;
 
 /// A block range `(after, until]` of a listing; `None` bounds are open.
 type Range = (Option<u64>, Option<u64>);
@@ -140,16 +140,17 @@ struct Open {
 /// The project's records created after block `after` (all of them for `None`), read at one
 /// pinned block (the head when the listing starts), without payloads: key, owner, creator,
 /// creation and expiry blocks, and every attribute (`with_attributes`) or only `tag`. Each page
-/// goes to `sink` as it arrives; returns the block. The expressions name the project and
-/// blocks, never an owner, key or tag: every client's scan sends the same kind of query.
+/// goes to `sink` as it arrives (in no particular order); returns the block. The expressions
+/// name the project and blocks, never an owner, key or tag: every client's scan sends the same
+/// kind of query.
 ///
-/// The listing goes in rounds: each round asks for the next page of every open range (up to
-/// [`PAGES_PER_REQUEST`] pages per request, [`REQUESTS_PER_ROUND`] requests at once), while the
-/// pages of the round before are merged. A range whose first page is full while fewer than
-/// [`LISTING_PARTS`] ranges are open is split into up to [`SPLIT_WAYS`] parts listed afresh
-/// (its first page is kept; rows listed twice are merged once). The splits follow where the
-/// records are, whatever order the node returns them in; the rounds, and so what the RPC sees,
-/// are a function of the head, `after` and the public listing alone.
+/// Pages are asked for in requests of up to [`PAGES_PER_REQUEST`] pages of different ranges
+/// (one JSON-RPC batch each), [`REQUESTS_IN_FLIGHT`] at once; when a request is answered, the
+/// next pages of its ranges join the queue of the next request. A range whose first page is
+/// full while fewer than [`LISTING_PARTS`] ranges are open is split into up to [`SPLIT_WAYS`]
+/// parts listed afresh (its first page is kept; rows listed twice are merged once). The splits
+/// follow where the records are, whatever order the node returns them in; what the RPC sees
+/// depends on the head, `after`, the public listing and the timing of the answers alone.
 pub(crate) async fn list_since(
     reader: &Arc<dyn LedgerReader>,
     project: &str,
@@ -191,8 +192,8 @@ pub(crate) async fn list_since(
     }
 }
 
-/// Lists the ranges of one listing in rounds, sending each page (or the error that ends the
-/// listing) through `tx`.
+/// Lists the ranges of one listing, sending each page (or the error that ends the listing)
+/// through `tx`.
 struct RangeLister {
     reader: Arc<dyn LedgerReader>,
     project: String,
@@ -204,30 +205,34 @@ struct RangeLister {
 impl RangeLister {
     /// Lists everything created after `after`; the channel closes when it is done.
     async fn run(self, after: Option<u64>) {
-        let mut open = std::collections::VecDeque::from([Open {
+        use futures::StreamExt;
+
+        let mut queue = std::collections::VecDeque::from([Open {
             range: (after, None),
             cursor: None,
         }]);
-        while !open.is_empty() {
-            let take = open.len().min(PAGES_PER_REQUEST * REQUESTS_PER_ROUND);
-            let round: Vec<Open> = open.drain(..take).collect();
-            let queries: Vec<PageQuery> = round.iter().map(|o| self.query(o)).collect();
-            let answers = futures::future::try_join_all(
-                queries
-                    .chunks(PAGES_PER_REQUEST)
-                    .map(|chunk| self.reader.query_many(chunk)),
-            )
-            .await;
-            let pages = match answers {
-                Ok(answers) => answers.into_iter().flatten(),
+        // Ranges open: queued or in a request in flight.
+        let mut alive = 1usize;
+        let mut in_flight = futures::stream::FuturesUnordered::new();
+        loop {
+            while in_flight.len() < REQUESTS_IN_FLIGHT && !queue.is_empty() {
+                let take = queue.len().min(PAGES_PER_REQUEST);
+                let asked: Vec<Open> = queue.drain(..take).collect();
+                let queries: Vec<PageQuery> = asked.iter().map(|o| self.query(o)).collect();
+                let reader = self.reader.clone();
+                in_flight.push(async move { (asked, reader.query_many(&queries).await) });
+            }
+            let Some((asked, answer)) = in_flight.next().await else {
+                return;
+            };
+            let pages = match answer {
+                Ok(pages) => pages,
                 Err(e) => {
                     let _ = self.tx.send(Err(e)).await;
                     return;
                 }
             };
-            // Ranges alive after this round, as they are decided.
-            let mut alive = open.len() + round.len();
-            for (o, page) in round.into_iter().zip(pages) {
+            for (o, page) in asked.into_iter().zip(pages) {
                 let next = page.cursor;
                 if next.is_some() && next == o.cursor {
                     let repeated = "arkiv_query returned the same cursor twice";
@@ -246,16 +251,16 @@ impl RangeLister {
                 };
                 let parts = match o.cursor {
                     None => self.parts(o.range, LISTING_PARTS.saturating_sub(alive) + 1),
-                    Some(_) => Vec::new(),
+                    Some(_) => vec![o.range],
                 };
                 if parts.len() > 1 {
                     alive += parts.len() - 1;
-                    open.extend(parts.into_iter().map(|range| Open {
+                    queue.extend(parts.into_iter().map(|range| Open {
                         range,
                         cursor: None,
                     }));
                 } else {
-                    open.push_back(Open {
+                    queue.push_back(Open {
                         range: o.range,
                         cursor: Some(next),
                     });

@@ -63,8 +63,12 @@ struct Attr<'a> {
     value: Value,
 }
 
+/// `0x` hex of exactly `N` bytes, decoded without an intermediate vector (three per row).
 fn fixed<const N: usize>(s: &str) -> Option<[u8; N]> {
-    parse_hex(s)?.try_into().ok()
+    let h = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X"))?;
+    let mut out = [0u8; N];
+    hex::decode_to_slice(h, &mut out).ok()?;
+    Some(out)
 }
 
 fn quantity(s: &Option<Cow<'_, str>>) -> Option<Option<u64>> {
