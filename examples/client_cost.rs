@@ -42,7 +42,7 @@ use privsvc::client::{CreateParams, Expires, LocalWallet, PrivateClient};
 use privsvc::devnet::BlockTime;
 use privsvc::ledger::{LedgerReader, RpcLedger};
 use privsvc::ohttp::{
-    OhttpError, OhttpTransport, RelayerRequest, RelayerResponse, Transport, SILENCE_OHTTP_LOGS,
+    OhttpTransport, RelayerRequest, RelayerResponse, Transport, TransportError, SILENCE_OHTTP_LOGS,
 };
 use privsvc_testkit::{LocalStack, RelayerSpec};
 use rand::Rng;
@@ -119,7 +119,7 @@ impl Transport for Timed {
         &self,
         relayer_url: &str,
         request: RelayerRequest,
-    ) -> Result<RelayerResponse, OhttpError> {
+    ) -> Result<RelayerResponse, TransportError> {
         let owner = (request.method == "POST" && request.path == "/v1/records")
             .then(|| request.body.as_deref().and_then(json))
             .flatten()
@@ -152,7 +152,7 @@ impl Transport for Timed {
         relayer_url: &str,
         account: alloy_primitives::Address,
         gateway_key: Option<&str>,
-    ) -> Result<(), OhttpError> {
+    ) -> Result<(), TransportError> {
         self.inner.bind_relayer(relayer_url, account, gateway_key)
     }
 }

@@ -86,9 +86,10 @@ pub enum PrivsvcError {
     /// Reading the ledger failed.
     #[error("ledger: {0}")]
     Ledger(#[from] privsvc_ledger::LedgerError),
-    /// A transport (HTTP or OHTTP) failure.
+    /// A transport (HTTP or OHTTP) failure; an OHTTP one carries its `privsvc_ohttp::OhttpError`
+    /// as the source.
     #[error("transport: {0}")]
-    Transport(#[from] privsvc_ohttp::OhttpError),
+    Transport(#[from] privsvc_ohttp::TransportError),
     /// Sealing or parsing an envelope failed.
     #[error("envelope: {0}")]
     Envelope(String),
@@ -120,6 +121,13 @@ impl From<privsvc_vault::VaultError> for PrivsvcError {
             privsvc_vault::VaultError::SmartContractWallet => Self::SmartContractWallet,
             other => Self::Vault(other),
         }
+    }
+}
+
+impl From<privsvc_ohttp::OhttpError> for PrivsvcError {
+    /// An OHTTP failure (a relay's, a gateway key's, a heartbeat lookup's) is a transport one.
+    fn from(e: privsvc_ohttp::OhttpError) -> Self {
+        Self::Transport(e.into())
     }
 }
 

@@ -13,7 +13,7 @@ use alloy_primitives::Address;
 use privsvc_ledger::system::Heartbeat;
 use privsvc_ledger::wire::entity_from_json;
 use privsvc_ohttp::{
-    normalize_relayer_url, OhttpError, RelayerRequest, RelayerResponse, Transport,
+    normalize_relayer_url, RelayerRequest, RelayerResponse, Transport, TransportError,
 };
 
 use crate::protocol::{InfoResponse, API_VERSION};
@@ -27,7 +27,7 @@ impl Transport for Canned {
         &'life0 self,
         _relayer_url: &'life1 str,
         _request: RelayerRequest,
-    ) -> Pin<Box<dyn Future<Output = Result<RelayerResponse, OhttpError>> + Send + 'async_trait>>
+    ) -> Pin<Box<dyn Future<Output = Result<RelayerResponse, TransportError>> + Send + 'async_trait>>
     where
         'life0: 'async_trait,
         'life1: 'async_trait,

@@ -111,7 +111,6 @@ pub use relayer_api::RelayerStatus;
 pub use scan_cache::FileScanCache;
 pub use scan_cache::{ScanCacheState, ScanCacheStore};
 pub use schedule::SessionSchedule;
-pub use tokens::ThroughTransport;
 pub use transport::default_transport;
 pub use verify::{
     block_timestamps, creation_timestamp, verify_record, verify_record_on_ledger, RejectReason,

@@ -10,10 +10,10 @@ use std::time::Duration;
 
 use alloy_primitives::Address;
 use privsvc_ledger::LedgerReader;
-use privsvc_ohttp::{RelayerRequest, Transport};
+use privsvc_ohttp::{HttpTransport, Transport};
 use privsvc_tokens::{
-    memory_store, DirectIssuerTransport, IssuerReply, IssuerTransport, KeyPins, MemoryKeyPins,
-    TokenError, TokenRedemption, TokenStore, TokenWallet, TokenWalletOptions,
+    memory_store, KeyPins, MemoryKeyPins, TokenRedemption, TokenStore, TokenWallet,
+    TokenWalletOptions,
 };
 use privsvc_vault::Wallet;
 use rand::seq::SliceRandom as _;
@@ -41,7 +41,7 @@ pub(crate) struct TokenManager {
     equivocation: Mutex<Option<(String, String, u32)>>,
     /// How issuer calls travel: through the client's OHTTP transport when it has a relay, else
     /// directly with the client's `fetch`; `None`: the token wallet's default (direct HTTP).
-    issuer_transport: Option<Arc<dyn IssuerTransport>>,
+    issuer_transport: Option<Arc<dyn Transport>>,
     /// Wallets of verified issuers, by (issuer, issuer URL).
     wallets: Mutex<HashMap<(Address, String), TokenWallet>>,
 }
@@ -73,9 +73,9 @@ impl TokenManager {
             rng,
             equivocation: Mutex::new(None),
             issuer_transport: match (&options.ohttp_relay, &options.fetch) {
-                (Some(_), _) => Some(Arc::new(ThroughTransport(transport)) as _),
+                (Some(_), _) => Some(transport),
                 (None, Some(fetch)) => {
-                    Some(Arc::new(DirectIssuerTransport::with_fetch(fetch.clone())) as _)
+                    Some(Arc::new(HttpTransport::with_fetch(fetch.clone())) as _)
                 }
                 (None, None) => None,
             },
@@ -380,39 +380,6 @@ pub(crate) fn prefetch_moments(count: usize, within: Duration) -> Vec<Duration> 
             Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
         })
         .collect()
-}
-
-/// Issuer calls carried by a relayer [`Transport`] (OHTTP through the relay): what the client
-/// gives its `TokenWallet`, and what a caller with its own wallet can give one.
-pub struct ThroughTransport(pub Arc<dyn Transport>);
-
-#[cfg_attr(not(target_arch = "wasm32"), async_trait::async_trait)]
-#[cfg_attr(target_arch = "wasm32", async_trait::async_trait(?Send))]
-impl IssuerTransport for ThroughTransport {
-    async fn send(
-        &self,
-        issuer_url: &str,
-        method: &str,
-        path: &str,
-        body: Option<Vec<u8>>,
-    ) -> Result<IssuerReply, TokenError> {
-        let res = self
-            .0
-            .send(
-                issuer_url,
-                RelayerRequest {
-                    method: method.to_string(),
-                    path: path.to_string(),
-                    body,
-                },
-            )
-            .await
-            .map_err(|e| TokenError::Http(format!("through the OHTTP relay: {e}")))?;
-        Ok(IssuerReply {
-            status: res.status,
-            body: res.body,
-        })
-    }
 }
 
 #[cfg(test)]

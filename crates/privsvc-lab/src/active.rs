@@ -323,15 +323,13 @@ impl<'a> Phases<'a> {
         &self,
         endpoint: &str,
         id: &Identity,
-    ) -> Option<Arc<dyn privsvc_tokens::IssuerTransport>> {
+    ) -> Option<Arc<dyn privsvc_ohttp::Transport>> {
         let transport =
             privsvc_ohttp::OhttpTransport::new(endpoint, id.reader(self.stack())).ok()?;
         let transport = transport.with_fetch(Arc::new(
             privsvc_rt::http::ReqwestFetch::with_client(id.http.clone()),
         ));
-        Some(Arc::new(privsvc_client::ThroughTransport(Arc::new(
-            transport,
-        ))))
+        Some(Arc::new(transport))
     }
 
     /// A token wallet of `wallet` for relayer A's issuer over `transport`.
@@ -339,7 +337,7 @@ impl<'a> Phases<'a> {
         &self,
         wallet: Arc<dyn privsvc_client::Wallet>,
         reader: Arc<dyn privsvc_ledger::LedgerReader>,
-        transport: Arc<dyn privsvc_tokens::IssuerTransport>,
+        transport: Arc<dyn privsvc_ohttp::Transport>,
     ) -> privsvc_tokens::TokenWallet {
         let a = self.stack().relayer("A");
         let mut o = privsvc_tokens::TokenWalletOptions::new(wallet, reader, a.address(), a.url());

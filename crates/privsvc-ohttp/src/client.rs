@@ -6,12 +6,13 @@ use privsvc_rt::http::{Fetch, FetchRequest};
 use zeroize::Zeroizing;
 
 use crate::binary::{decode_padded_response, encode_padded_request, BinaryRequest, OhttpResponse};
-use crate::http_util::{error_text, is_content_type, normalize_relayer_url};
+use crate::http_util::{error_text, is_content_type};
 use crate::transport::RelayerRequest;
 use crate::{
     OhttpError, CONTENT_TYPE_OHTTP_REQ, CONTENT_TYPE_OHTTP_RES, MAX_ENCAPSULATED_BYTES,
     MAX_RESPONSE_BYTES, TARGET_HEADER,
 };
+use privsvc_rt::transport::normalize_relayer_url;
 
 /// Decode and check a hex gateway key configuration (`ohttpKey`).
 pub fn decode_gateway_key(gateway_key_hex: &str) -> Result<Vec<u8>, OhttpError> {

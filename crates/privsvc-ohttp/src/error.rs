@@ -112,3 +112,29 @@ impl From<privsvc_rt::http::HttpError> for OhttpError {
         }
     }
 }
+
+impl From<privsvc_rt::transport::TransportError> for OhttpError {
+    /// A transport's error as the OHTTP error it carries (or stands for).
+    fn from(e: privsvc_rt::transport::TransportError) -> Self {
+        use privsvc_rt::transport::TransportError;
+        match e {
+            TransportError::InvalidUrl(url) => OhttpError::InvalidUrl(url),
+            TransportError::Http(e) => e.into(),
+            TransportError::Carrier(c) => match c.downcast::<OhttpError>() {
+                Ok(e) => *e,
+                Err(c) => OhttpError::Transport(c.to_string()),
+            },
+            other => OhttpError::Transport(other.to_string()),
+        }
+    }
+}
+
+impl From<OhttpError> for privsvc_rt::transport::TransportError {
+    /// An OHTTP failure as a transport's error: the OHTTP error is its source.
+    fn from(e: OhttpError) -> Self {
+        match e {
+            OhttpError::InvalidUrl(url) => privsvc_rt::transport::TransportError::InvalidUrl(url),
+            other => privsvc_rt::transport::TransportError::Carrier(Box::new(other)),
+        }
+    }
+}

@@ -11,8 +11,8 @@ use alloy_primitives::Address;
 use privsvc_ledger::system::{lifetime_blocks, live_heartbeats_query, Heartbeat, PRIVSVC_PROJECT};
 use privsvc_ledger::{query_all, AttributeSelect, LedgerReader, Select};
 
-use crate::http_util::normalize_relayer_url;
 use crate::OhttpError;
+use privsvc_rt::transport::normalize_relayer_url;
 
 /// The `project` value of system entities.
 pub const SYSTEM_PROJECT: &str = PRIVSVC_PROJECT;

@@ -1,5 +1,5 @@
-//! Small HTTP helpers shared by the gateway endpoint, the relay and the transports: relayer URL
-//! normalisation, size-limited body reading and JSON error answers.
+//! Small HTTP helpers shared by the gateway endpoint, the relay and the OHTTP client: size-limited
+//! body reading, content types and JSON error answers.
 
 #[cfg(feature = "server")]
 use axum::body::Body;
@@ -11,32 +11,6 @@ use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 
 use crate::OhttpError;
-
-/// The canonical form of a relayer base URL: an absolute `http`/`https` URL without user info,
-/// query or fragment, with a lower-case scheme and host and no trailing `/`.
-///
-/// ```
-/// use privsvc_ohttp::normalize_relayer_url;
-/// assert_eq!(
-///     normalize_relayer_url("HTTPS://Relayer.Example:8443/base/").unwrap(),
-///     "https://relayer.example:8443/base"
-/// );
-/// assert!(normalize_relayer_url("ftp://x").is_err());
-/// ```
-pub fn normalize_relayer_url(raw: &str) -> Result<String, OhttpError> {
-    let invalid = || OhttpError::InvalidUrl(raw.to_string());
-    let url = url::Url::parse(raw.trim()).map_err(|_| invalid())?;
-    if !matches!(url.scheme(), "http" | "https")
-        || url.host_str().is_none()
-        || !url.username().is_empty()
-        || url.password().is_some()
-        || url.query().is_some()
-        || url.fragment().is_some()
-    {
-        return Err(invalid());
-    }
-    Ok(url.as_str().trim_end_matches('/').to_string())
-}
 
 /// Why a body could not be read.
 #[cfg(feature = "server")]

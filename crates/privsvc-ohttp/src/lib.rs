@@ -48,7 +48,6 @@ pub use client::{encapsulate, ohttp_call, PendingResponse};
 pub use endpoint::{gateway_router, serve_ohttp, MinResponseClass, ViaOhttp};
 pub use error::OhttpError;
 pub use gateway::{OhttpGateway, ResponseSealer};
-pub use http_util::normalize_relayer_url;
 #[cfg(feature = "server")]
 pub use listener::{PeerIp, PrivateListener};
 /// The HTTP seam of the transports and of `ohttp_call` (a host may bring its own HTTP stack).
@@ -58,7 +57,10 @@ pub use relay::{OhttpRelay, RelayConfig, DEFAULT_RATE_LIMIT_PER_MIN};
 pub use source::SourceKey;
 #[cfg(feature = "server")]
 pub use transport::InProcessTransport;
-pub use transport::{HttpTransport, OhttpTransport, RelayerRequest, RelayerResponse, Transport};
+pub use transport::{
+    normalize_relayer_url, HttpTransport, OhttpTransport, RelayerRequest, RelayerResponse,
+    Transport, TransportError,
+};
 
 /// Largest encapsulated request accepted by `POST /v1/ohttp` and `POST /ohttp`: the largest
 /// request class (131 072 bytes) plus the OHTTP overhead (55 bytes), 131 127 bytes.

@@ -46,9 +46,10 @@ use tokio::net::TcpListener;
 use tower_http::cors::CorsLayer;
 
 use crate::heartbeat::{live_heartbeats, DEFAULT_HEARTBEAT_INTERVAL};
+use privsvc_rt::transport::normalize_relayer_url;
+
 use crate::http_util::{
-    declared_too_large, has_content_type, json_error, normalize_relayer_url, read_body,
-    read_response, BodyError,
+    declared_too_large, has_content_type, json_error, read_body, read_response, BodyError,
 };
 use crate::listener::{PeerIp, PrivateListener};
 use crate::source::SourceKey;

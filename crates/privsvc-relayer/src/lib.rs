@@ -77,6 +77,7 @@ mod queue;
 mod ratelimit;
 mod reconcile;
 mod retry;
+mod start;
 mod state;
 mod store;
 mod tokencheck;
@@ -105,22 +106,19 @@ pub mod testing {
 }
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, AtomicUsize};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use axum::Router;
 use privsvc_ledger::{LedgerError, LedgerReader, LedgerWriter};
-use privsvc_ohttp::{PeerIp, PrivateListener};
-use tokio::sync::{watch, Notify};
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
-use tower_http::cors::CorsLayer;
 
 pub use config::{AttestationCodes, ConfigError, OhttpSeed, RelayerConfig, RelayerKey, TokenMode};
 pub use health::Health;
 pub use store::StoreError;
 pub use writer::SerializedWriter;
 
-use state::{HealthFigures, RelayerState};
+use state::RelayerState;
 
 /// Why the relayer could not start.
 #[derive(Debug, thiserror::Error)]
@@ -199,195 +197,31 @@ impl Relayer {
         extra: impl FnOnce(&SerializedWriter) -> Option<Router>,
     ) -> Result<Relayer, RelayerError> {
         config.validate()?;
-        // Every ledger call is retried on its own (jittered backoff) and counted for health.
-        let ledger_health = Arc::new(retry::LedgerHealth::default());
-        let ledger: Arc<dyn LedgerReader> =
-            Arc::new(retry::RetryingReader::new(ledger, ledger_health.clone()));
-        let writer: Arc<dyn LedgerWriter> =
-            Arc::new(retry::RetryingWriter::new(writer, ledger_health.clone()));
-        let chain_id = ledger.chain_id().await?;
-        if let Some(expected) = config.chain_id {
-            if expected != chain_id {
-                return Err(RelayerError::Ledger(format!(
-                    "CHAIN_ID is {expected} but the ledger reports {chain_id}"
-                )));
-            }
-        }
-        let address = writer.address();
+        let ledger = start::retrying_ledger(&config, ledger, writer).await?;
         let store = store::Store::open(&config.data_dir)?;
-        let queued = store.load_queued()?;
-        let sending = store.count_sending()?;
-        let next_seq = store.max_seq()? + 1;
-        let live = HealthFigures {
-            batches: store
-                .meta("batches")?
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(0),
-            last_flush_block: store.meta("last_flush_block")?.and_then(|v| v.parse().ok()),
-            heartbeat: store.meta("heartbeat")?.and_then(|v| v.parse().ok()),
-            last_beat_ms: store
-                .meta("last_beat")?
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(0),
-            ..HealthFigures::default()
-        };
-
+        let restored = start::Restored::load(&store)?;
         let listener = tokio::net::TcpListener::bind(config.bind)
             .await
             .map_err(|e| RelayerError::Bind(config.bind, e))?;
         let local_addr = listener
             .local_addr()
             .map_err(|e| RelayerError::Bind(config.bind, e))?;
-        let public_url = config
-            .public_url
-            .clone()
-            .unwrap_or_else(|| format!("http://{local_addr}"));
-
-        let gateway = match &config.ohttp_seed {
-            Some(seed) => Some(Arc::new(
-                privsvc_ohttp::OhttpGateway::from_seed(seed.bytes())
-                    .map_err(|e| RelayerError::Ohttp(e.to_string()))?,
-            )),
-            None => None,
-        };
-        let (issuer, issuer_url) = if config.issuer_on {
-            (
-                Some(config.issuer_address.unwrap_or(address)),
-                Some(
-                    config
-                        .issuer_url
-                        .clone()
-                        .unwrap_or_else(|| public_url.clone()),
-                ),
-            )
-        } else {
-            (config.issuer_address, config.issuer_url.clone())
-        };
-
-        let mut q = queue::Queue::default();
-        q.set_oldest_only(config.leaks().planner_oldest_only);
-        let occupancy = queued.len() + sending as usize;
-        for r in queued {
-            q.push(r);
-        }
-        let (reconciled, ready) = watch::channel(false);
-        let serialized = SerializedWriter::new(writer, config.receipt_timeout, ready)
-            .with_round((config.block_time * 3).max(std::time::Duration::from_secs(1)));
-        let shared = Arc::new(RelayerState {
-            address,
-            chain_id,
-            public_url: public_url.clone(),
-            issuer,
-            issuer_url,
-            ohttp_key: gateway.as_ref().map(|g| g.public_key()),
-            store,
-            queue: Mutex::new(q),
-            notify: Notify::new(),
-            metrics: metrics::Metrics::with_ledger(ledger_health),
-            limiter: ratelimit::RateLimiter::new(config.rate_limit_per_min),
-            ledger,
-            writer: serialized.clone(),
-            seq: AtomicU64::new(next_seq),
-            occupancy: AtomicUsize::new(occupancy),
-            issuer_keys: tokencheck::IssuerKeys::open(&config.data_dir)
-                .map_err(|e| RelayerError::Issuer(e.to_string()))?,
-            live: Mutex::new(live),
-            attempts: Mutex::new(Default::default()),
-            reconciled,
-            cfg: config,
-        });
-
+        let start::Built {
+            shared,
+            serialized,
+            gateway,
+        } = start::state(config, ledger, store, restored, local_addr)?;
         // The health record's ledger check, read once before serving and then in the
         // background (never per request).
         health::refresh_ledger_check(&shared).await;
-
-        // With ISSUER=on the issuer routes are served directly and through the OHTTP gateway.
-        let (issuer_routes, issuer_handle) = if shared.cfg.issuer_on {
-            let (routes, issuer) = issuer_mount::mount(&shared, &serialized)?;
-            (Some(routes), Some(issuer))
-        } else {
-            (None, None)
-        };
-        let mut api = api::api_router(shared.clone());
-        if let Some(routes) = issuer_routes {
-            api = api.merge(routes);
-        }
-        let mut app = api
-            .clone()
-            .merge(api::ohttp_router(shared.clone(), gateway, api));
-        if let Some(extra) = extra(&serialized) {
-            app = app.merge(extra);
-        }
-        let router = app.fallback(api::not_found).layer(CorsLayer::permissive());
-
+        let (router, issuer) = start::routes(&shared, &serialized, gateway, extra)?;
         let (stop, stop_rx) = watch::channel(false);
-        let mut tasks = Vec::new();
-        let mut metrics_addr = None;
-        if let Some(bind) = shared.cfg.metrics_bind {
-            let listener = tokio::net::TcpListener::bind(bind)
-                .await
-                .map_err(|e| RelayerError::Bind(bind, e))?;
-            metrics_addr = Some(
-                listener
-                    .local_addr()
-                    .map_err(|e| RelayerError::Bind(bind, e))?,
-            );
-            let service =
-                api::metrics_router(shared.clone()).into_make_service_with_connect_info::<PeerIp>();
-            let listener = PrivateListener::anonymous(listener);
-            let mut rx = stop_rx.clone();
-            tasks.push(tokio::spawn(async move {
-                let _ = axum::serve(listener, service)
-                    .with_graceful_shutdown(async move {
-                        let _ = rx.changed().await;
-                    })
-                    .await;
-            }));
-        }
-        {
-            let mut rx = stop_rx.clone();
-            // Kept for the submission limit (tokens off) and the issuer routes' limit.
-            let keep_peer = shared.cfg.tokens == TokenMode::Off || shared.cfg.issuer_on;
-            let service = router
-                .clone()
-                .into_make_service_with_connect_info::<PeerIp>();
-            let listener = if keep_peer {
-                PrivateListener::keeping_ip(listener)
-            } else {
-                PrivateListener::anonymous(listener)
-            };
-            tasks.push(tokio::spawn(async move {
-                let _ = axum::serve(listener, service)
-                    .with_graceful_shutdown(async move {
-                        let _ = rx.changed().await;
-                    })
-                    .await;
-            }));
-        }
-        tasks.push(tokio::spawn(driver::run(shared.clone(), stop_rx.clone())));
-        tasks.push(tokio::spawn(health::run_heartbeats(
-            shared.clone(),
-            stop_rx.clone(),
-        )));
-        tasks.push(tokio::spawn(health::run_double_spends(
-            shared.clone(),
-            stop_rx.clone(),
-        )));
-        tasks.push(tokio::spawn(health::run_ledger_check(
-            shared.clone(),
-            stop_rx.clone(),
-        )));
-        if let Some(issuer) = issuer_handle {
-            tasks.push(tokio::spawn(issuer_mount::run_schedule(
-                issuer,
-                shared.cfg.issuer_schedule_period,
-                stop_rx.clone(),
-            )));
-        }
-        tasks.push(tokio::spawn(health::run_pruning(shared.clone(), stop_rx)));
-        tracing::info!(url = %public_url, "relayer started");
+        let (metrics_addr, mut tasks) = start::serve(&shared, listener, &router, &stop_rx).await?;
+        tasks.extend(start::background(&shared, issuer, stop_rx));
+        let url = shared.public_url.clone();
+        tracing::info!(url = %url, "relayer started");
         Ok(Relayer {
-            url: public_url,
+            url,
             local_addr,
             metrics_addr,
             router,

@@ -17,6 +17,7 @@
 pub mod http;
 mod task;
 mod time;
+pub mod transport;
 
 pub use task::{abort_handle, spawn, AbortHandle, JoinError, JoinHandle};
 pub use time::{

@@ -64,9 +64,9 @@ pub enum TokenError {
     /// The issuer answered something unexpected.
     #[error("issuer protocol error: {0}")]
     Issuer(String),
-    /// The issuer could not be reached.
+    /// The issuer could not be reached (directly or through the client's transport).
     #[error("cannot reach the issuer: {0}")]
-    Http(String),
+    Transport(#[from] privsvc_rt::transport::TransportError),
     /// Reading the ledger failed.
     #[error(transparent)]
     Ledger(#[from] LedgerError),

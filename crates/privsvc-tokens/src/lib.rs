@@ -64,7 +64,6 @@ pub mod fetch;
 mod file_store;
 #[cfg(feature = "server")]
 pub mod issuer;
-pub mod issuer_http;
 #[cfg(feature = "sqlite")]
 pub mod issuer_store;
 pub mod key_entity;
@@ -84,7 +83,6 @@ pub use issuer::{
     next_day_due, next_day_moment, Clock, IssueRefusal, Issuer, IssuerConfig, IssuerError,
     DEFAULT_MAX_ACTIVE_APPS, DEFAULT_MAX_NEW_APPS,
 };
-pub use issuer_http::{DirectIssuerTransport, IssuerReply, IssuerTransport};
 pub use protocol::MAX_TOKENS_PER_REQUEST;
 #[cfg(not(target_arch = "wasm32"))]
 pub use relayer_pins::FileRelayerPins;

@@ -7,12 +7,12 @@ use std::time::Duration;
 use alloy_primitives::Address;
 use base64::Engine as _;
 use privsvc_ledger::LedgerReader;
+use privsvc_rt::transport::{HttpTransport, RelayerRequest, RelayerResponse, Transport};
 use privsvc_vault::Wallet;
 use rand::{Rng as _, RngCore as _};
 
 use crate::acceptance::{accept_issuer_key, KeyPins, MemoryKeyPins};
 use crate::error::TokenError;
-use crate::issuer_http::{DirectIssuerTransport, IssuerReply, IssuerTransport};
 use crate::message::{epoch_of, now_ms, token_message, NONCE_BYTES};
 use crate::protocol::issuance_message;
 use crate::protocol::{
@@ -58,9 +58,9 @@ pub struct TokenWalletOptions {
     pub chain_id: Option<u64>,
     /// First key accepted per (issuer, app, epoch) (default: in memory, [`MemoryKeyPins`]).
     pub pins: Arc<dyn KeyPins>,
-    /// Carries the calls to the issuer (default: [`DirectIssuerTransport`], direct HTTP that
-    /// never follows redirects; a client with an OHTTP relay passes its relay).
-    pub transport: Arc<dyn IssuerTransport>,
+    /// Carries the calls to the issuer (default: [`HttpTransport`], direct HTTP that never
+    /// follows redirects; a client passes its own relayer transport, OHTTP through its relay).
+    pub transport: Arc<dyn Transport>,
 }
 
 impl TokenWalletOptions {
@@ -84,7 +84,7 @@ impl TokenWalletOptions {
             ripe_wait_ms: DEFAULT_RIPE_WAIT_MS,
             chain_id: None,
             pins: Arc::new(MemoryKeyPins::default()),
-            transport: Arc::new(DirectIssuerTransport::default()),
+            transport: Arc::new(HttpTransport::default()),
         }
     }
 }
@@ -322,7 +322,7 @@ impl TokenWallet {
         epoch: u32,
         blinded: Vec<String>,
         attestation: Option<String>,
-    ) -> Result<IssuerReply, TokenError> {
+    ) -> Result<RelayerResponse, TokenError> {
         let mut req = IssueRequest {
             issuer: self.inner.issuer,
             chain_id: self.chain_id().await?,
@@ -348,11 +348,17 @@ impl TokenWallet {
         method: &str,
         path: &str,
         body: Option<Vec<u8>>,
-    ) -> Result<IssuerReply, TokenError> {
-        self.inner
+    ) -> Result<RelayerResponse, TokenError> {
+        let request = RelayerRequest {
+            method: method.to_string(),
+            path: path.to_string(),
+            body,
+        };
+        Ok(self
+            .inner
             .transport
-            .send(&self.inner.issuer_url, method, path, body)
-            .await
+            .send(&self.inner.issuer_url, request)
+            .await?)
     }
 
     async fn issue_batch(
@@ -410,7 +416,7 @@ impl TokenWallet {
 }
 
 /// The reason in an issuer's error answer (`{"error": ...}`), if it has one.
-fn error_reason(resp: &IssuerReply) -> Option<String> {
+fn error_reason(resp: &RelayerResponse) -> Option<String> {
     serde_json::from_slice::<ErrorBody>(&resp.body)
         .ok()
         .map(|b| b.error)

@@ -8,10 +8,10 @@ use alloy_primitives::Address;
 use async_trait::async_trait;
 use js_sys::Promise;
 use privsvc_ledger::LedgerReader;
-use privsvc_ohttp::{OhttpTransport, RelayerRequest, Transport};
+use privsvc_ohttp::{HttpTransport, OhttpTransport};
 use privsvc_tokens::{
-    available_in, memory_store, IssuerReply, IssuerTransport, TokenError, TokenRedemption,
-    TokenSource, TokenStore, TokenWallet, TokenWalletOptions,
+    available_in, memory_store, TokenError, TokenRedemption, TokenSource, TokenStore, TokenWallet,
+    TokenWalletOptions,
 };
 use serde::Deserialize;
 use serde_json::json;
@@ -37,36 +37,6 @@ struct Options {
     /// The OHTTP relay every issuer call goes through (the gateway key from the issuer's
     /// heartbeat), as a client with `ohttpRelay` sends them.
     ohttp_relay: Option<String>,
-}
-
-/// Issuer calls carried through the OHTTP relay to the issuer's relayer (its `/v1/ohttp`), as
-/// the Rust client's issuer calls are when it has a relay.
-struct ThroughRelay(OhttpTransport);
-
-#[async_trait(?Send)]
-impl IssuerTransport for ThroughRelay {
-    async fn send(
-        &self,
-        issuer_url: &str,
-        method: &str,
-        path: &str,
-        body: Option<Vec<u8>>,
-    ) -> Result<IssuerReply, TokenError> {
-        let request = RelayerRequest {
-            method: method.to_string(),
-            path: path.to_string(),
-            body,
-        };
-        let res = self
-            .0
-            .send(issuer_url, request)
-            .await
-            .map_err(|e| TokenError::Http(format!("through the OHTTP relay: {e}")))?;
-        Ok(IssuerReply {
-            status: res.status,
-            body: res.body,
-        })
-    }
 }
 
 fn error(message: impl Into<String>) -> JsValue {
@@ -203,11 +173,12 @@ impl RawTokenWallet {
                 if let Some(f) = fetch {
                     t = t.with_fetch(f);
                 }
-                options.transport = Arc::new(ThroughRelay(t));
+                // Issuer calls through the OHTTP relay to the issuer's relayer (its
+                // `/v1/ohttp`), as the client's are when it has a relay.
+                options.transport = Arc::new(t);
             }
             (None, Some(fetch)) => {
-                options.transport =
-                    Arc::new(privsvc_tokens::DirectIssuerTransport::with_fetch(fetch));
+                options.transport = Arc::new(HttpTransport::with_fetch(fetch));
             }
             (None, None) => {}
         }

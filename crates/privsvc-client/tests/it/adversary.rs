@@ -26,7 +26,9 @@ use privsvc_client::{
 use privsvc_devnet::{BlockTime, Bytes, Devnet, DevnetConfig, EntityData, StoredAttr};
 use privsvc_envelope::EnvelopeBody;
 use privsvc_ledger::{LedgerReader, RpcLedger};
-use privsvc_ohttp::{HttpTransport, OhttpError, RelayerRequest, RelayerResponse, Transport};
+use privsvc_ohttp::{
+    HttpError, HttpTransport, RelayerRequest, RelayerResponse, Transport, TransportError,
+};
 use privsvc_relayer::{Relayer, RelayerConfig};
 use privsvc_vault::{tag_to_text, KeyVault, LocalWallet, Vault};
 
@@ -151,7 +153,7 @@ impl Transport for FakeRelayer {
         &self,
         relayer_url: &str,
         request: RelayerRequest,
-    ) -> Result<RelayerResponse, OhttpError> {
+    ) -> Result<RelayerResponse, TransportError> {
         if relayer_url != self.target {
             return self.inner.send(relayer_url, request).await;
         }
@@ -163,9 +165,9 @@ impl Transport for FakeRelayer {
                 assert_eq!(forked.status, 202, "the second relayer takes the envelope");
                 self.inner.send(relayer_url, request).await
             }
-            Mischief::AbsurdInfo if submit => {
-                Err(OhttpError::Transport("connection reset (test)".into()))
-            }
+            Mischief::AbsurdInfo if submit => Err(TransportError::Http(HttpError::Request(
+                "connection reset (test)".into(),
+            ))),
             Mischief::AbsurdInfo if request.path == "/v1/info" => {
                 let mut answer = self.inner.send(relayer_url, request).await?;
                 let mut info: serde_json::Value = serde_json::from_slice(&answer.body).unwrap();

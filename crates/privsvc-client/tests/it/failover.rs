@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use privsvc_client::EntitiesQuery;
 use privsvc_ledger::LedgerReader;
-use privsvc_ohttp::{HttpTransport, OhttpError, RelayerRequest, RelayerResponse, Transport};
+use privsvc_ohttp::{
+    HttpError, HttpTransport, RelayerRequest, RelayerResponse, Transport, TransportError,
+};
 use privsvc_vault::LocalWallet;
 
 use crate::common::*;
@@ -32,7 +34,7 @@ impl Transport for LoseSubmitAnswer {
         &self,
         relayer_url: &str,
         request: RelayerRequest,
-    ) -> Result<RelayerResponse, OhttpError> {
+    ) -> Result<RelayerResponse, TransportError> {
         let is_submit = request.method == "POST" && request.path == "/v1/records";
         let answer = self.inner.send(relayer_url, request).await;
         if !is_submit {
@@ -45,9 +47,9 @@ impl Transport for LoseSubmitAnswer {
         let answer = answer.expect("the target relayer is up");
         assert_eq!(answer.status, 202, "the target relayer accepts the record");
         self.lost.fetch_add(1, Ordering::SeqCst);
-        Err(OhttpError::Transport(
+        Err(TransportError::Http(HttpError::Request(
             "connection reset before the answer arrived (test)".into(),
-        ))
+        )))
     }
 }
 

@@ -9,9 +9,9 @@ use axum::Router;
 
 use crate::client::to_binary_request;
 use crate::endpoint::dispatch;
-use crate::http_util::normalize_relayer_url;
-use crate::transport::{RelayerRequest, RelayerResponse, Transport};
+use crate::transport::{RelayerRequest, RelayerResponse, Transport, TransportError};
 use crate::OhttpError;
+use privsvc_rt::transport::normalize_relayer_url;
 
 /// Maps relayer URLs to routers and calls them with `tower::ServiceExt::oneshot`.
 ///
@@ -75,7 +75,7 @@ impl Transport for InProcessTransport {
         &self,
         relayer_url: &str,
         request: RelayerRequest,
-    ) -> Result<RelayerResponse, OhttpError> {
+    ) -> Result<RelayerResponse, TransportError> {
         let url = normalize_relayer_url(relayer_url)?;
         let router = self
             .routers
@@ -83,9 +83,12 @@ impl Transport for InProcessTransport {
             .unwrap_or_else(|p| p.into_inner())
             .get(&url)
             .cloned()
-            .ok_or(OhttpError::UnknownRelayer(url))?;
+            .ok_or_else(|| TransportError::Carrier(Box::new(OhttpError::UnknownRelayer(url))))?;
         if !request.path.starts_with('/') {
-            return Err(OhttpError::InvalidUrl(request.path));
+            return Err(TransportError::InvalidRequest(format!(
+                "the path {:?} does not start with /",
+                request.path
+            )));
         }
         let (status, _headers, body, _) =
             dispatch(&router, to_binary_request(&request), false).await;

@@ -28,9 +28,9 @@ use privsvc_rt::http::{Fetch, ReqwestFetch};
 
 use crate::client::ohttp_call;
 use crate::heartbeat::{live_heartbeats, url_owner, DEFAULT_HEARTBEAT_INTERVAL};
-use crate::http_util::normalize_relayer_url;
-use crate::transport::{RelayerRequest, RelayerResponse, Transport};
+use crate::transport::{RelayerRequest, RelayerResponse, Transport, TransportError};
 use crate::{OhttpError, CALL_TIMEOUT};
+use privsvc_rt::transport::normalize_relayer_url;
 
 /// What the transport knows about one relayer URL.
 #[derive(Clone, Default)]
@@ -239,10 +239,9 @@ impl OhttpTransport {
     }
 }
 
-#[cfg_attr(not(target_arch = "wasm32"), async_trait)]
-#[cfg_attr(target_arch = "wasm32", async_trait(?Send))]
-impl Transport for OhttpTransport {
-    async fn send(
+impl OhttpTransport {
+    /// [`Transport::send`] with the OHTTP error.
+    async fn call(
         &self,
         relayer_url: &str,
         request: RelayerRequest,
@@ -272,15 +271,8 @@ impl Transport for OhttpTransport {
         })
     }
 
-    fn uses_gateway_keys(&self) -> bool {
-        true
-    }
-
-    /// Binds `relayer_url` to `account`: with `gateway_key`, that key is used from now on (it
-    /// replaces any key, one set by hand included); with `None`, the key is looked up in
-    /// `account`'s heartbeats (a key already known is kept when the account does not change).
-    /// Lifts a refusal of the relayer.
-    fn bind_relayer(
+    /// [`Transport::bind_relayer`] with the OHTTP error.
+    fn bind(
         &self,
         relayer_url: &str,
         account: Address,
@@ -300,5 +292,34 @@ impl Transport for OhttpTransport {
         known.account = Some(account);
         known.refused = false;
         Ok(())
+    }
+}
+
+#[cfg_attr(not(target_arch = "wasm32"), async_trait)]
+#[cfg_attr(target_arch = "wasm32", async_trait(?Send))]
+impl Transport for OhttpTransport {
+    async fn send(
+        &self,
+        relayer_url: &str,
+        request: RelayerRequest,
+    ) -> Result<RelayerResponse, TransportError> {
+        Ok(self.call(relayer_url, request).await?)
+    }
+
+    fn uses_gateway_keys(&self) -> bool {
+        true
+    }
+
+    /// Binds `relayer_url` to `account`: with `gateway_key`, that key is used from now on (it
+    /// replaces any key, one set by hand included); with `None`, the key is looked up in
+    /// `account`'s heartbeats (a key already known is kept when the account does not change).
+    /// Lifts a refusal of the relayer.
+    fn bind_relayer(
+        &self,
+        relayer_url: &str,
+        account: Address,
+        gateway_key: Option<&str>,
+    ) -> Result<(), TransportError> {
+        Ok(self.bind(relayer_url, account, gateway_key)?)
     }
 }

@@ -321,11 +321,12 @@ async fn requests_move_exactly_one_class_at_a_boundary() {
     // One byte over the largest class: the client refuses before sending anything.
     let before = s.onlooker.count();
     let request = post_records(vec![b'x'; body_for(REQUEST_CLASSES[2]) + 1]);
-    let err = s
-        .transport
-        .send(s.relayer.url(), request)
-        .await
-        .unwrap_err();
+    let err = OhttpError::from(
+        s.transport
+            .send(s.relayer.url(), request)
+            .await
+            .unwrap_err(),
+    );
     assert!(
         matches!(err, OhttpError::TooLarge { limit: 131_072, .. }),
         "{err:?}"

@@ -203,7 +203,7 @@ async fn a_url_named_by_two_accounts_is_refused_and_nothing_goes_to_the_operator
     s.operator_claims_a().await;
 
     let transport = s.transport();
-    let err = transport.send(&s.a_url, submit()).await.unwrap_err();
+    let err = OhttpError::from(transport.send(&s.a_url, submit()).await.unwrap_err());
     match &err {
         OhttpError::AmbiguousRelayer { relayer, accounts } => {
             assert_eq!(relayer, &s.a_url);
@@ -287,6 +287,12 @@ async fn a_400_marks_the_gateway_refused_and_never_looks_for_another_key() {
     s.operator.refuse.store(true, Ordering::SeqCst);
     let before = s.operator.relayed();
     let err = transport.send(&s.a_url, submit()).await.unwrap_err();
+    // A transport error names the OHTTP failure and carries it as its source.
+    assert!(
+        err.to_string().contains("refused a well-formed request"),
+        "{err}"
+    );
+    let err = OhttpError::from(err);
     assert!(
         matches!(&err, OhttpError::GatewayRefused { relayer } if relayer == &s.a_url),
         "{err:?}"
@@ -297,7 +303,7 @@ async fn a_400_marks_the_gateway_refused_and_never_looks_for_another_key() {
     );
     assert!(transport.is_gateway_refused(&s.a_url));
     // The relayer is not tried again: the next call fails without reaching the relay.
-    let again = transport.send(&s.a_url, get("/v1/info")).await.unwrap_err();
+    let again = OhttpError::from(transport.send(&s.a_url, get("/v1/info")).await.unwrap_err());
     assert!(
         matches!(again, OhttpError::GatewayRefused { .. }),
         "{again:?}"

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use privsvc_ohttp::{
     HttpTransport, InProcessTransport, OhttpError, OhttpGateway, OhttpTransport, RelayConfig,
-    RelayerRequest, Transport,
+    RelayerRequest, Transport, TransportError,
 };
 
 use crate::common::{addr, get, relayer_api, serve, served_stack, Stack};
@@ -57,10 +57,10 @@ async fn http_transport() {
         .send("http://127.0.0.1:9", get("/v1/info"))
         .await
         .unwrap_err();
-    assert!(matches!(err, OhttpError::Transport(_)), "{err:?}");
+    assert!(matches!(err, TransportError::Http(_)), "{err:?}");
     assert!(matches!(
         transport.send("not a url", get("/v1/info")).await,
-        Err(OhttpError::InvalidUrl(_))
+        Err(TransportError::InvalidUrl(_))
     ));
 }
 
@@ -74,7 +74,10 @@ async fn in_process_transport() {
         .send("http://other.test", get("/v1/info"))
         .await
         .unwrap_err();
-    assert!(matches!(err, OhttpError::UnknownRelayer(_)), "{err:?}");
+    assert!(
+        matches!(OhttpError::from(err), OhttpError::UnknownRelayer(_)),
+        "the in-process transport names the relayer it has no router for"
+    );
 }
 
 async fn stack() -> Stack {
@@ -171,10 +174,12 @@ async fn ohttp_transport_reports_a_key_rotation_and_looks_again_only_when_asked(
 
     // The old key no longer opens (400): the transport says so and never looks the key up
     // again by itself (docs/PROTOCOL.md §8.6: keys are never re-discovered silently).
-    let err = transport
-        .send(&s.relayer_url, get("/v1/info"))
-        .await
-        .unwrap_err();
+    let err = OhttpError::from(
+        transport
+            .send(&s.relayer_url, get("/v1/info"))
+            .await
+            .unwrap_err(),
+    );
     assert!(matches!(err, OhttpError::GatewayRefused { .. }), "{err:?}");
     assert!(transport.is_gateway_refused(&s.relayer_url));
     assert_eq!(
@@ -182,7 +187,10 @@ async fn ohttp_transport_reports_a_key_rotation_and_looks_again_only_when_asked(
         old_key
     );
     assert!(matches!(
-        transport.send(&s.relayer_url, get("/v1/info")).await,
+        transport
+            .send(&s.relayer_url, get("/v1/info"))
+            .await
+            .map_err(OhttpError::from),
         Err(OhttpError::GatewayRefused { .. })
     ));
     // Asked to, it looks again, in the heartbeats of the relayer's account only.
@@ -194,10 +202,12 @@ async fn ohttp_transport_reports_a_key_rotation_and_looks_again_only_when_asked(
     );
 
     // A key set by hand is never replaced either: the caller sees the gateway's refusal.
-    let err = pinned
-        .send(&s.relayer_url, get("/v1/info"))
-        .await
-        .unwrap_err();
+    let err = OhttpError::from(
+        pinned
+            .send(&s.relayer_url, get("/v1/info"))
+            .await
+            .unwrap_err(),
+    );
     assert!(matches!(err, OhttpError::GatewayRefused { .. }), "{err:?}");
 }
 
@@ -205,10 +215,12 @@ async fn ohttp_transport_reports_a_key_rotation_and_looks_again_only_when_asked(
 async fn ohttp_transport_with_explicit_key_and_without_key() {
     let s = stack().await;
     let transport = OhttpTransport::without_ledger(&s.relay_url).unwrap();
-    let err = transport
-        .send(&s.relayer_url, get("/v1/info"))
-        .await
-        .unwrap_err();
+    let err = OhttpError::from(
+        transport
+            .send(&s.relayer_url, get("/v1/info"))
+            .await
+            .unwrap_err(),
+    );
     assert!(matches!(err, OhttpError::NoGatewayKey(_)), "{err:?}");
     assert!(matches!(
         transport.set_gateway_key(&s.relayer_url, "abcd"),
