@@ -10,6 +10,7 @@ use axum::response::{IntoResponse, Response};
 #[cfg(feature = "server")]
 use futures::StreamExt;
 
+#[cfg(feature = "server")]
 use crate::OhttpError;
 
 /// Why a body could not be read.

@@ -5,12 +5,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use alloy_primitives::Address;
-use async_trait::async_trait;
 use js_sys::Promise;
 use privsvc_ledger::LedgerReader;
 use privsvc_ohttp::{HttpTransport, OhttpTransport};
 use privsvc_tokens::{
-    available_in, memory_store, TokenError, TokenRedemption, TokenSource, TokenStore, TokenWallet,
+    available_in, memory_store, TokenRedemption, TokenSource, TokenStore, TokenWallet,
     TokenWalletOptions,
 };
 use serde::Deserialize;
