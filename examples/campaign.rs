@@ -29,7 +29,6 @@ mod faultproxy;
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -42,10 +41,10 @@ use privsvc::attributes::Attributes;
 use privsvc::devnet::DEV_PRIVATE_KEYS;
 use privsvc::envelope::{seal_envelope, EnvelopeBody};
 use privsvc::ledger::{query_all, RpcLedger, Select};
+use privsvc_testkit::{ProcessSpec, ProcessStack};
 use rand::Rng;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
-use std::process::{Child, Command};
 
 /// The app and project of the campaign's records.
 const APP: &str = "campaign";
@@ -92,11 +91,6 @@ struct Args {
     min_ratio: f64,
 }
 
-fn free_port() -> anyhow::Result<u16> {
-    let l = std::net::TcpListener::bind("127.0.0.1:0")?;
-    Ok(l.local_addr()?.port())
-}
-
 /// Where the devnet and relayer examples are: next to this example's own binary.
 fn examples_dir() -> anyhow::Result<PathBuf> {
     let exe = std::env::current_exe().context("locating the campaign binary")?;
@@ -104,180 +98,6 @@ fn examples_dir() -> anyhow::Result<PathBuf> {
         .parent()
         .context("the campaign binary has no directory")?
         .to_path_buf())
-}
-
-/// The devnet and relayer processes and how to restart them.
-struct Stack {
-    dir: PathBuf,
-    bins: PathBuf,
-    args: Args,
-    devnet_port: u16,
-    relayer_port: u16,
-    /// `METRICS_BIND` port: the exact `/healthz` (the public one rounds the queue up to 100).
-    metrics_port: u16,
-    devnet: Option<Child>,
-    relayer: Option<Child>,
-    relayer_restarts: u64,
-    devnet_restarts: u64,
-}
-
-impl Stack {
-    fn devnet_url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.devnet_port)
-    }
-    fn relayer_url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.relayer_port)
-    }
-    fn log(&self, name: &str) -> anyhow::Result<std::fs::File> {
-        Ok(std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(self.dir.join(name))?)
-    }
-
-    /// Start the devnet on its port (a new port when another process took it meanwhile); the
-    /// URL it answers on.
-    async fn start_devnet(&mut self) -> anyhow::Result<String> {
-        for _ in 0..5 {
-            let mut child = Command::new(self.bins.join("devnet"))
-                .args([
-                    "--port",
-                    &self.devnet_port.to_string(),
-                    "--block-time-ms",
-                    &self.args.block_time_ms.to_string(),
-                    "--db",
-                ])
-                .arg(self.dir.join("chain.sqlite"))
-                .env("RUST_LOG", "warn")
-                .stdout(Stdio::from(self.log("devnet.log")?))
-                .stderr(Stdio::from(self.log("devnet.log")?))
-                .spawn()
-                .context("starting the devnet example (build it first)")?;
-            let ledger = RpcLedger::with_timeout(self.devnet_url(), Duration::from_secs(2))?;
-            let start = Instant::now();
-            let mut up = false;
-            while start.elapsed() < Duration::from_secs(60) {
-                if child.try_wait()?.is_some() {
-                    break;
-                }
-                if ledger.call("eth_blockNumber", json!([])).await.is_ok() {
-                    // Answered: make sure it is this child, not another process on the port.
-                    tokio::time::sleep(Duration::from_millis(300)).await;
-                    up = child.try_wait()?.is_none();
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            if up {
-                self.devnet = Some(child);
-                return Ok(self.devnet_url());
-            }
-            let _ = child.kill();
-            let _ = child.wait();
-            self.devnet_port = free_port()?;
-        }
-        bail!("the devnet did not start (see devnet.log)")
-    }
-
-    async fn kill_devnet(&mut self) {
-        if let Some(mut c) = self.devnet.take() {
-            // SIGKILL, then reap it (immediate).
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-
-    /// Start the relayer on `rpc_url` and wait until it answers as itself (address checked; a
-    /// new port when another process took it; a relayer that exits because the ledger did not
-    /// answer is started again), bounded.
-    async fn start_relayer(&mut self, rpc_url: &str, address: Address) -> anyhow::Result<()> {
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(5))
-            .build()?;
-        let start = Instant::now();
-        while start.elapsed() < Duration::from_secs(180) {
-            let mut child = Command::new(self.bins.join("relayer"))
-                .env("LEDGER_RPC_URL", rpc_url)
-                // A public dev key of the devnet (never a real key).
-                .env("RELAYER_KEY", DEV_PRIVATE_KEYS[0])
-                .env("BIND", format!("127.0.0.1:{}", self.relayer_port))
-                .env("METRICS_BIND", format!("127.0.0.1:{}", self.metrics_port))
-                .env("DATA_DIR", self.dir.join("relayer"))
-                .env("MIN_BATCH", "8")
-                .env("MAX_WAIT_MS", "1000")
-                .env("FLUSH_JITTER_MS", "200")
-                .env("HEARTBEAT_MS", "2000")
-                .env("LEDGER_TIMEOUT_MS", self.args.ledger_timeout_ms.to_string())
-                .env("RATE_LIMIT_PER_MIN", "1000000")
-                .env("QUEUE_CAPACITY", "100000")
-                .env(
-                    "RUST_LOG",
-                    std::env::var("CAMPAIGN_RELAYER_LOG").unwrap_or_else(|_| "warn".into()),
-                )
-                .stdout(Stdio::from(self.log("relayer.log")?))
-                .stderr(Stdio::from(self.log("relayer.log")?))
-                .spawn()
-                .context("starting the relayer example (build it first)")?;
-            loop {
-                if child.try_wait()?.is_some() {
-                    // It exited: the port was taken, or the ledger did not answer at start.
-                    if std::net::TcpListener::bind(("127.0.0.1", self.relayer_port)).is_err() {
-                        self.relayer_port = free_port()?;
-                    }
-                    if std::net::TcpListener::bind(("127.0.0.1", self.metrics_port)).is_err() {
-                        self.metrics_port = free_port()?;
-                    }
-                    tokio::time::sleep(Duration::from_millis(300)).await;
-                    break;
-                }
-                let health: Option<Value> = match http
-                    .get(format!("{}/healthz", self.relayer_url()))
-                    .send()
-                    .await
-                {
-                    Ok(r) => r.json().await.ok(),
-                    Err(_) => None,
-                };
-                if let Some(h) = health {
-                    let ours = h["address"]
-                        .as_str()
-                        .is_some_and(|a| a.eq_ignore_ascii_case(&address.to_string()));
-                    if ours && child.try_wait()?.is_none() {
-                        self.relayer = Some(child);
-                        return Ok(());
-                    }
-                }
-                if start.elapsed() > Duration::from_secs(180) {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        }
-        bail!("the relayer did not start within 180 s (see relayer.log)")
-    }
-
-    async fn kill_relayer(&mut self) {
-        if let Some(mut c) = self.relayer.take() {
-            // SIGKILL, then reap it (immediate).
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-impl Drop for Stack {
-    fn drop(&mut self) {
-        // Never leave a child behind, whatever ended the campaign.
-        for c in [self.relayer.as_mut(), self.devnet.as_mut()]
-            .into_iter()
-            .flatten()
-        {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
 }
 
 /// What the writers saw.
@@ -435,24 +255,33 @@ async fn main() -> anyhow::Result<()> {
     };
     std::fs::create_dir_all(&dir)?;
     println!("campaign directory: {}", dir.display());
-    let relayer_address = Address::from_public_key(
-        SigningKey::from_slice(&hex::decode(DEV_PRIVATE_KEYS[0].trim_start_matches("0x"))?)?
-            .verifying_key(),
-    );
-    let mut stack = Stack {
-        dir: dir.clone(),
-        bins: examples_dir()?,
-        args: args.clone(),
-        devnet_port: free_port()?,
-        relayer_port: free_port()?,
-        metrics_port: free_port()?,
-        devnet: None,
-        relayer: None,
-        relayer_restarts: 0,
-        devnet_restarts: 0,
+    let env = |pairs: &[(&str, String)]| {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect::<Vec<_>>()
     };
+    let mut stack = ProcessStack::new(ProcessSpec {
+        bins: examples_dir()?,
+        dir: dir.clone(),
+        block_time: Duration::from_millis(args.block_time_ms),
+        // A public dev key of the devnet (never a real key).
+        relayer_key: DEV_PRIVATE_KEYS[0].to_string(),
+        relayer_env: env(&[
+            ("MIN_BATCH", "8".into()),
+            ("MAX_WAIT_MS", "1000".into()),
+            ("FLUSH_JITTER_MS", "200".into()),
+            ("HEARTBEAT_MS", "2000".into()),
+            ("LEDGER_TIMEOUT_MS", args.ledger_timeout_ms.to_string()),
+            ("RATE_LIMIT_PER_MIN", "1000000".into()),
+            ("QUEUE_CAPACITY", "100000".into()),
+        ]),
+        relayer_log: std::env::var("CAMPAIGN_RELAYER_LOG").unwrap_or_else(|_| "warn".into()),
+    })?;
+    let relayer_address = stack.relayer_address();
+    let (mut relayer_restarts, mut devnet_restarts) = (0u64, 0u64);
     let mut devnet_url = stack.start_devnet().await?;
-    stack.start_relayer(&devnet_url, relayer_address).await?;
+    stack.start_relayer(&devnet_url).await?;
     // The writers follow the relayer if a restart has to move it to another port.
     let relayer_url = Arc::new(Mutex::new(stack.relayer_url()));
 
@@ -485,14 +314,14 @@ async fn main() -> anyhow::Result<()> {
             bail!("phase 2 exceeded 9 minutes after {i} kills");
         }
         tokio::time::sleep(random_pause()).await;
-        stack.kill_relayer().await;
-        stack.start_relayer(&devnet_url, relayer_address).await?;
+        stack.kill_relayer();
+        stack.start_relayer(&devnet_url).await?;
         *relayer_url.lock().unwrap() = stack.relayer_url();
-        stack.relayer_restarts += 1;
+        relayer_restarts += 1;
     }
     println!(
         "  {} restarts in {:.0} s",
-        stack.relayer_restarts,
+        relayer_restarts,
         phase.elapsed().as_secs_f64()
     );
 
@@ -508,10 +337,10 @@ async fn main() -> anyhow::Result<()> {
         Duration::from_millis(args.ledger_timeout_ms + 1_000),
     )
     .await;
-    stack.kill_relayer().await;
-    stack.start_relayer(&proxy.url, relayer_address).await?;
+    stack.kill_relayer();
+    stack.start_relayer(&proxy.url).await?;
     *relayer_url.lock().unwrap() = stack.relayer_url();
-    stack.relayer_restarts += 1;
+    relayer_restarts += 1;
     let before = written_count(&devnet_url, relayer_address).await?;
     proxy.state.set_rate(args.fault_rate);
     let t = Instant::now();
@@ -521,11 +350,11 @@ async fn main() -> anyhow::Result<()> {
         if let Some(wait) = at.checked_sub(t.elapsed()) {
             tokio::time::sleep(wait).await;
         }
-        stack.kill_devnet().await;
+        stack.kill_devnet();
         tokio::time::sleep(Duration::from_millis(500)).await;
         devnet_url = stack.start_devnet().await?;
         proxy.state.set_upstream(&devnet_url);
-        stack.devnet_restarts += 1;
+        devnet_restarts += 1;
     }
     if let Some(wait) = fault_window.checked_sub(t.elapsed()) {
         tokio::time::sleep(wait).await;
@@ -547,7 +376,7 @@ async fn main() -> anyhow::Result<()> {
     println!("phase 4: drain");
     let drain = Instant::now();
     loop {
-        match queue_len(&format!("http://127.0.0.1:{}", stack.metrics_port)).await {
+        match queue_len(&stack.metrics_url()).await {
             Some(0) => break,
             _ if drain.elapsed() > Duration::from_secs(540) => {
                 bail!("the relayer did not drain within 9 minutes");
@@ -557,8 +386,8 @@ async fn main() -> anyhow::Result<()> {
     }
     let drain_secs = drain.elapsed().as_secs_f64();
     let on_ledger = ledger_records(&devnet_url, relayer_address).await?;
-    stack.kill_relayer().await;
-    stack.kill_devnet().await;
+    stack.kill_relayer();
+    stack.kill_devnet();
 
     let mut per_owner: HashMap<Address, usize> = HashMap::new();
     let mut payloads: HashSet<[u8; 32]> = HashSet::new();
@@ -601,8 +430,8 @@ async fn main() -> anyhow::Result<()> {
     println!("written (on the ledger)   {}", on_ledger.len());
     println!("lost                      {lost}");
     println!("duplicates                {duplicates} (owners with two entities {owners_twice}, envelopes twice {envelope_twice})");
-    println!("relayer restarts          {}", stack.relayer_restarts);
-    println!("devnet restarts           {}", stack.devnet_restarts);
+    println!("relayer restarts          {}", relayer_restarts);
+    println!("devnet restarts           {}", devnet_restarts);
     println!("faults injected           {faults}");
     println!("fault-free rate           {free_rate:.1} records/s");
     println!("written under faults      {fault_written} ({fault_rate:.1} records/s, {:.0}% of fault-free)", ratio * 100.0);

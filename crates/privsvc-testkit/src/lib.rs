@@ -3,7 +3,9 @@
 //! all real servers on 127.0.0.1 in this process.
 //!
 //! [`LocalStack::builder`] is what `examples/local_stack.rs`, `tests/e2e.rs`, the client's
-//! integration tests and the attack lab start from. With [`LocalStackBuilder::record_traffic`]
+//! integration tests and the attack lab start from; [`ProcessStack`] is its process mode (the
+//! devnet and a relayer as separate processes, SIGKILLed and restarted at will), what the
+//! reliability campaign (`examples/campaign.rs`) starts from. With [`LocalStackBuilder::record_traffic`]
 //! every party's endpoint is fronted by a recording proxy ([`Tap`]) in that party's position:
 //! the RPC sees each JSON-RPC request with its source address, each relayer sees the requests it
 //! can decrypt, the OHTTP relay sees source, time, size and target. Those records are how the
@@ -25,11 +27,13 @@
 #![forbid(unsafe_code)]
 
 mod error;
+mod processes;
 mod spec;
 mod stack;
 mod tap;
 
 pub use error::StackError;
+pub use processes::{ProcessSpec, ProcessStack};
 pub use spec::{RelayerSpec, RelayerTokens};
 pub use stack::{LocalStack, LocalStackBuilder};
 pub use tap::{

@@ -1,0 +1,259 @@
+//! The local stack's process mode: the devnet and one relayer as separate processes (the
+//! `devnet` and `relayer` examples, built beforehand), each started, SIGKILLed and started
+//! again on the same data at will. What a reliability campaign needs (`examples/campaign.rs`):
+//! a relayer that dies mid-write and a ledger that goes away, as in production.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use alloy_primitives::Address;
+use privsvc_ledger::RpcLedger;
+
+use crate::StackError;
+
+/// Longest wait for the devnet to answer after a start.
+const DEVNET_START: Duration = Duration::from_secs(60);
+/// Longest wait for the relayer to answer as itself after a start (it exits and is started
+/// again while the ledger does not answer).
+const RELAYER_START: Duration = Duration::from_secs(180);
+
+/// How to run a [`ProcessStack`].
+#[derive(Debug, Clone)]
+pub struct ProcessSpec {
+    /// The directory of the built `devnet` and `relayer` example binaries.
+    pub bins: PathBuf,
+    /// The working directory: the devnet's `chain.sqlite`, the relayer's data directory and
+    /// both processes' logs (`devnet.log`, `relayer.log`, appended to across restarts).
+    pub dir: PathBuf,
+    /// The devnet's block interval.
+    pub block_time: Duration,
+    /// The relayer's signing key (hex); its account is [`ProcessStack::relayer_address`].
+    pub relayer_key: String,
+    /// The relayer's further settings as environment variables (`MIN_BATCH`, `MAX_WAIT_MS`,
+    /// ...); the ledger URL, key, binds and data directory are the stack's.
+    pub relayer_env: Vec<(String, String)>,
+    /// `RUST_LOG` of the relayer (the devnet logs warnings only).
+    pub relayer_log: String,
+}
+
+/// The devnet and a relayer as child processes on 127.0.0.1, on ports picked at start (a new
+/// one when another process took a port between two starts). Dropping it kills both.
+pub struct ProcessStack {
+    spec: ProcessSpec,
+    relayer_address: Address,
+    devnet_port: u16,
+    relayer_port: u16,
+    metrics_port: u16,
+    devnet: Option<Child>,
+    relayer: Option<Child>,
+}
+
+fn free_port() -> Result<u16, StackError> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0")?;
+    Ok(l.local_addr()?.port())
+}
+
+/// Whether nothing listens on `port` of 127.0.0.1 (the port can be bound).
+fn port_is_free(port: u16) -> bool {
+    std::net::TcpListener::bind(("127.0.0.1", port)).is_ok()
+}
+
+/// SIGKILLs `child` and reaps it (immediate).
+fn kill(child: Option<Child>) {
+    if let Some(mut c) = child {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+}
+
+impl ProcessStack {
+    /// A stack described by `spec`; nothing runs until [`ProcessStack::start_devnet`].
+    pub fn new(spec: ProcessSpec) -> Result<ProcessStack, StackError> {
+        let key = privsvc_relayer::RelayerKey::from_hex(&spec.relayer_key)
+            .map_err(|e| StackError::Config(format!("the relayer key: {e}")))?;
+        std::fs::create_dir_all(&spec.dir)?;
+        Ok(ProcessStack {
+            relayer_address: key.address(),
+            spec,
+            devnet_port: free_port()?,
+            relayer_port: free_port()?,
+            metrics_port: free_port()?,
+            devnet: None,
+            relayer: None,
+        })
+    }
+
+    /// The devnet's JSON-RPC URL.
+    pub fn devnet_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.devnet_port)
+    }
+
+    /// The relayer's URL.
+    pub fn relayer_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.relayer_port)
+    }
+
+    /// The URL of the relayer's metrics listener (`METRICS_BIND`: the exact `/healthz`).
+    pub fn metrics_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.metrics_port)
+    }
+
+    /// The relayer's account.
+    pub fn relayer_address(&self) -> Address {
+        self.relayer_address
+    }
+
+    fn log(&self, name: &str) -> Result<std::fs::File, StackError> {
+        Ok(std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.spec.dir.join(name))?)
+    }
+
+    /// Starts the devnet on its chain database and waits until it answers (as itself, not
+    /// another process on the port); returns its URL.
+    pub async fn start_devnet(&mut self) -> Result<String, StackError> {
+        for _ in 0..5 {
+            let mut child = Command::new(self.spec.bins.join("devnet"))
+                .arg("--port")
+                .arg(self.devnet_port.to_string())
+                .arg("--block-time-ms")
+                .arg(self.spec.block_time.as_millis().to_string())
+                .arg("--db")
+                .arg(self.spec.dir.join("chain.sqlite"))
+                .env("RUST_LOG", "warn")
+                .stdout(Stdio::from(self.log("devnet.log")?))
+                .stderr(Stdio::from(self.log("devnet.log")?))
+                .spawn()
+                .map_err(|e| {
+                    StackError::Config(format!(
+                        "cannot start {}: {e} (build the devnet example first)",
+                        self.spec.bins.join("devnet").display()
+                    ))
+                })?;
+            let ledger = RpcLedger::with_timeout(self.devnet_url(), Duration::from_secs(2))?;
+            let start = Instant::now();
+            let mut up = false;
+            while start.elapsed() < DEVNET_START {
+                if child.try_wait()?.is_some() {
+                    break;
+                }
+                if ledger
+                    .call("eth_blockNumber", serde_json::json!([]))
+                    .await
+                    .is_ok()
+                {
+                    // Answered: make sure it is this child, not another process on the port.
+                    tokio::time::sleep(Duration::from_millis(300)).await;
+                    up = child.try_wait()?.is_none();
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            if up {
+                self.devnet = Some(child);
+                return Ok(self.devnet_url());
+            }
+            kill(Some(child));
+            self.devnet_port = free_port()?;
+        }
+        Err(StackError::Timeout(format!(
+            "the devnet did not start (see {})",
+            self.spec.dir.join("devnet.log").display()
+        )))
+    }
+
+    /// SIGKILLs the devnet.
+    pub fn kill_devnet(&mut self) {
+        kill(self.devnet.take());
+    }
+
+    /// Starts the relayer on the ledger at `rpc_url` (the devnet, or a proxy in front of it)
+    /// and waits until its `/healthz` answers with its own address. A relayer that exits (its
+    /// port taken, the ledger not answering at start) is started again, on a new port when
+    /// its own was taken, for at most three minutes.
+    pub async fn start_relayer(&mut self, rpc_url: &str) -> Result<(), StackError> {
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(5))
+            .build()
+            .map_err(|e| StackError::Config(format!("HTTP client: {e}")))?;
+        let start = Instant::now();
+        while start.elapsed() < RELAYER_START {
+            let mut child = Command::new(self.spec.bins.join("relayer"))
+                .env("LEDGER_RPC_URL", rpc_url)
+                .env("RELAYER_KEY", &self.spec.relayer_key)
+                .env("BIND", format!("127.0.0.1:{}", self.relayer_port))
+                .env("METRICS_BIND", format!("127.0.0.1:{}", self.metrics_port))
+                .env("DATA_DIR", self.spec.dir.join("relayer"))
+                .envs(self.spec.relayer_env.iter().map(|(k, v)| (k, v)))
+                .env("RUST_LOG", &self.spec.relayer_log)
+                .stdout(Stdio::from(self.log("relayer.log")?))
+                .stderr(Stdio::from(self.log("relayer.log")?))
+                .spawn()
+                .map_err(|e| {
+                    StackError::Config(format!(
+                        "cannot start {}: {e} (build the relayer example first)",
+                        self.spec.bins.join("relayer").display()
+                    ))
+                })?;
+            loop {
+                if child.try_wait()?.is_some() {
+                    if !port_is_free(self.relayer_port) {
+                        self.relayer_port = free_port()?;
+                    }
+                    if !port_is_free(self.metrics_port) {
+                        self.metrics_port = free_port()?;
+                    }
+                    tokio::time::sleep(Duration::from_millis(300)).await;
+                    break;
+                }
+                if self.answers_as_itself(&http).await && child.try_wait()?.is_none() {
+                    self.relayer = Some(child);
+                    return Ok(());
+                }
+                if start.elapsed() > RELAYER_START {
+                    kill(Some(child));
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+        Err(StackError::Timeout(format!(
+            "the relayer did not start within {} s (see {})",
+            RELAYER_START.as_secs(),
+            self.spec.dir.join("relayer.log").display()
+        )))
+    }
+
+    /// Whether the relayer's `/healthz` answers with this stack's relayer address.
+    async fn answers_as_itself(&self, http: &reqwest::Client) -> bool {
+        let Ok(answer) = http
+            .get(format!("{}/healthz", self.relayer_url()))
+            .send()
+            .await
+        else {
+            return false;
+        };
+        let Ok(health) = answer.json::<serde_json::Value>().await else {
+            return false;
+        };
+        health["address"]
+            .as_str()
+            .and_then(|a| a.parse::<Address>().ok())
+            == Some(self.relayer_address)
+    }
+
+    /// SIGKILLs the relayer.
+    pub fn kill_relayer(&mut self) {
+        kill(self.relayer.take());
+    }
+}
+
+impl Drop for ProcessStack {
+    fn drop(&mut self) {
+        // Never leave a child behind, whatever ended the run.
+        kill(self.relayer.take());
+        kill(self.devnet.take());
+    }
+}
