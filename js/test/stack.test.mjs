@@ -775,3 +775,51 @@ test('the scan cache: a returning session resumes from a coarse block and finds 
   assert.deepEqual((await afterUpgrade.myEntities()).map((r) => r.entityKey), [written.entityKey]);
   afterUpgrade.close();
 });
+
+test('a listing asks for its pages in JSON-RPC batches; a node that refuses batches is asked page by page and lists the same records', { skip }, async () => {
+  // 450 records in a project of their own: a listing of more than one page (200 a page).
+  const project = `batched-${randomBytes(4).toString('hex')}`;
+  await run(env.PRIVSVC_WEB_SEED_BIN, ['--rpc-url', env.PRIVSVC_RPC_URL, '--records', '450', '--project', project, '--mine'], { timeout: 120000 });
+  /**
+   * A fetch to the RPC that counts single and batch bodies and keeps the keys of the project's
+   * rows in every answer; with `refuse`, it answers a batch as a node without batches does.
+   */
+  const recorder = (refuse) => {
+    const seen = { batches: 0, singles: 0, queries: 0, keys: new Set() };
+    const fetchFn = async (url, init) => {
+      const body = JSON.parse(init.body);
+      const calls = Array.isArray(body) ? body : [body];
+      if (Array.isArray(body)) seen.batches += 1;
+      else seen.singles += 1;
+      seen.queries += calls.filter((c) => c.method === 'arkiv_query').length;
+      if (refuse && Array.isArray(body)) {
+        return new Response('{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"batch requests are not supported"}}', { headers: { 'content-type': 'application/json' } });
+      }
+      const res = await fetch(url, init);
+      const text = await res.text();
+      const answers = JSON.parse(text);
+      for (const a of Array.isArray(answers) ? answers : [answers]) {
+        for (const row of (a.result && Array.isArray(a.result.data) ? a.result.data : [])) {
+          if ((row.attributes || []).some((x) => x.name === 'project' && x.value === project)) seen.keys.add(row.key);
+        }
+      }
+      return new Response(text, { status: res.status, headers: { 'content-type': 'application/json' } });
+    };
+    return { seen, reader: ledgerReader(env.PRIVSVC_RPC_URL, fetchFn) };
+  };
+  const session = async (reader) => {
+    const c = await createPrivateClient({ app: project, wallet: devWallet(), publicClient: reader, relayers: [env.PRIVSVC_RELAYER_B], schedule: FAST, rarityK: 0, scanCache: null });
+    assert.deepEqual(await c.myEntities(), []);
+    c.close();
+  };
+  const batching = recorder(false);
+  await session(batching.reader);
+  assert.ok(batching.seen.batches >= 1, 'the listing sent no batch');
+  assert.ok(batching.seen.keys.size >= 450, `the batched listing saw ${batching.seen.keys.size} of 450 records`);
+
+  const refusing = recorder(true);
+  await session(refusing.reader);
+  assert.equal(refusing.seen.batches, 1, 'after one refused batch the reader asks page by page');
+  assert.deepEqual([...refusing.seen.keys].sort(), [...batching.seen.keys].sort(), 'both listings saw the same records');
+  assert.ok(refusing.seen.singles > batching.seen.singles, 'page by page takes more requests');
+});

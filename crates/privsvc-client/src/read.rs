@@ -226,7 +226,16 @@ impl RangeLister {
                 return;
             };
             let pages = match answer {
-                Ok(pages) => pages,
+                Ok(pages) if pages.len() == asked.len() => pages,
+                Ok(pages) => {
+                    let e = LedgerError::Decode(format!(
+                        "the ledger reader answered {} pages to {} queries",
+                        pages.len(),
+                        asked.len()
+                    ));
+                    let _ = self.tx.send(Err(e)).await;
+                    return;
+                }
                 Err(e) => {
                     let _ = self.tx.send(Err(e)).await;
                     return;
@@ -473,6 +482,68 @@ mod tests {
         async fn block_timestamp(&self, _: u64) -> Result<Option<u64>, LedgerError> {
             Ok(None)
         }
+    }
+
+    /// A [`CrowdedNode`] whose `query_many` drops the last page of every request.
+    struct DroppingNode(CrowdedNode);
+
+    #[async_trait::async_trait]
+    impl LedgerReader for DroppingNode {
+        async fn chain_id(&self) -> Result<u64, LedgerError> {
+            self.0.chain_id().await
+        }
+        async fn block_number(&self) -> Result<u64, LedgerError> {
+            self.0.block_number().await
+        }
+        async fn query(
+            &self,
+            expression: &str,
+            options: &QueryOptions,
+        ) -> Result<privsvc_ledger::QueryPage, LedgerError> {
+            self.0.query(expression, options).await
+        }
+        async fn query_many(
+            &self,
+            queries: &[PageQuery],
+        ) -> Result<Vec<privsvc_ledger::QueryPage>, LedgerError> {
+            let mut pages = Vec::new();
+            for q in &queries[..queries.len() - 1] {
+                pages.push(self.0.query(&q.expression, &q.options).await?);
+            }
+            Ok(pages)
+        }
+        async fn entity(
+            &self,
+            key: alloy_primitives::B256,
+            at: Option<u64>,
+        ) -> Result<Option<Entity>, LedgerError> {
+            self.0.entity(key, at).await
+        }
+        async fn code_at(&self, a: Address) -> Result<Vec<u8>, LedgerError> {
+            self.0.code_at(a).await
+        }
+        async fn entity_nonce(&self, a: Address) -> Result<u64, LedgerError> {
+            self.0.entity_nonce(a).await
+        }
+        async fn balance(&self, a: Address) -> Result<alloy_primitives::U256, LedgerError> {
+            self.0.balance(a).await
+        }
+        async fn block_timestamp(&self, n: u64) -> Result<Option<u64>, LedgerError> {
+            self.0.block_timestamp(n).await
+        }
+    }
+
+    #[tokio::test]
+    async fn a_reader_that_answers_fewer_pages_than_asked_fails_the_listing() {
+        let node = DroppingNode(CrowdedNode {
+            rows: Vec::new(),
+            asked: Default::default(),
+        });
+        let reader: Arc<dyn LedgerReader> = Arc::new(node);
+        let err = list_since(&reader, "p", None, false, |_| {})
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("0 pages to 1 queries"), "{err}");
     }
 
     #[tokio::test]
