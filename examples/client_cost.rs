@@ -84,8 +84,8 @@ fn relayer(name: &str) -> RelayerSpec {
         // OHTTP_RELAY_IPS: the relay (through its tap) is not counted per address.
         c.ohttp_relay_ips = vec![IpAddr::V4(Ipv4Addr::LOCALHOST)];
         c.min_batch = 8; // MIN_BATCH
-        c.max_wait_ms = 30_000; // MAX_WAIT_MS
-        c.flush_jitter_ms = 1_000; // FLUSH_JITTER_MS
+        c.max_wait = Duration::from_millis(30_000); // MAX_WAIT_MS
+        c.flush_jitter = Duration::from_millis(1_000); // FLUSH_JITTER_MS
         c.min_interval_blocks = 1; // MIN_INTERVAL_BLOCKS
         c.max_batch = 100; // MAX_BATCH
         c.max_min_anonymity = 50; // MAX_MIN_ANONYMITY

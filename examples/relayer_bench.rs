@@ -361,9 +361,9 @@ async fn main() -> anyhow::Result<()> {
     config.min_batch = if batching { 100 } else { 1_000_000 };
     config.max_batch = if batching { 100 } else { 1_000_000 };
     config.max_min_anonymity = 50;
-    config.max_wait_ms = if batching { 1000 } else { 3_600_000 };
+    config.max_wait = Duration::from_millis(if batching { 1000 } else { 3_600_000 });
     config.queue_capacity = 10_000_000;
-    config.heartbeat_ms = 3_600_000;
+    config.heartbeat_interval = Duration::from_millis(3_600_000);
     let relayer = Relayer::start(
         config,
         Arc::new(RpcLedger::new(url.clone())?),

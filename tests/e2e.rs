@@ -43,7 +43,7 @@ fn relayer(name: &str, batching: Batching, seed: u8) -> RelayerSpec {
         .ohttp_seed([seed; 32])
         .with(move |c| {
             c.min_batch = batching.min_batch;
-            c.max_wait_ms = batching.max_wait_ms;
+            c.max_wait = Duration::from_millis(batching.max_wait_ms);
             c.max_batch = batching.max_batch;
             c.max_min_anonymity = 10;
         })

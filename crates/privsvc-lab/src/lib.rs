@@ -61,8 +61,8 @@ async fn start_stack(sc: &Scenario) -> Result<LocalStack, LabError> {
     let leaks = sc.leaks.clone();
     let batching = move |c: &mut privsvc_relayer::RelayerConfig| {
         c.min_batch = min_batch;
-        c.max_wait_ms = max_wait_ms;
-        c.flush_jitter_ms = 500;
+        c.max_wait = Duration::from_millis(max_wait_ms);
+        c.flush_jitter = Duration::from_millis(500);
         c.max_min_anonymity = 10;
         c.issuer_quota = 100;
         c.lab_leaks.arrival_order = leaks.arrival_order_kept;

@@ -131,7 +131,7 @@ pub fn info_json(s: &RelayerState) -> Value {
         "version": API_VERSION,
         "chainId": s.chain_id,
         "minBatch": s.cfg.min_batch,
-        "maxWaitMs": s.cfg.max_wait_ms,
+        "maxWaitMs": u64::try_from(s.cfg.max_wait.as_millis()).unwrap_or(u64::MAX),
         "minIntervalBlocks": s.cfg.min_interval_blocks,
         "tokensRequired": s.cfg.tokens == TokenMode::Required,
         "maxMinAnonymity": s.cfg.max_min_anonymity,

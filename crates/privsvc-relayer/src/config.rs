@@ -167,8 +167,8 @@ pub struct RelayerConfig {
     pub data_dir: PathBuf,
     /// Flush as soon as this many records can be batched.
     pub min_batch: usize,
-    /// Flush when the oldest record has waited this long (ms).
-    pub max_wait_ms: u64,
+    /// Flush when the oldest record has waited this long (`MAX_WAIT_MS`).
+    pub max_wait: Duration,
     /// Minimum blocks between two batch transactions.
     pub min_interval_blocks: u64,
     /// Records per transaction, at most.
@@ -210,12 +210,12 @@ pub struct RelayerConfig {
     pub metrics_bind: Option<SocketAddr>,
     /// Queue capacity.
     pub queue_capacity: usize,
-    /// Heartbeat interval (ms).
-    pub heartbeat_ms: u64,
-    /// Upper bound of the random flush delay (ms).
-    pub flush_jitter_ms: u64,
-    /// How long a finished status is kept (ms).
-    pub status_retention_ms: u64,
+    /// Time between two heartbeats (`HEARTBEAT_MS`).
+    pub heartbeat_interval: Duration,
+    /// Upper bound of the random flush delay (`FLUSH_JITTER_MS`).
+    pub flush_jitter: Duration,
+    /// How long a finished status is kept (`STATUS_RETENTION_MS`).
+    pub status_retention: Duration,
     /// Timeout of one ledger request (used by the example main to build the RPC client).
     pub ledger_timeout: Duration,
     /// How long to wait for a batch receipt before treating the batch as in doubt.
@@ -294,6 +294,18 @@ struct Cli {
     status_retention_ms: Option<String>,
     #[arg(long, env = "LEDGER_TIMEOUT_MS")]
     ledger_timeout_ms: Option<String>,
+}
+
+/// A duration given in milliseconds (`value`), within `min..=max` ms; `default` when absent.
+fn millis(
+    name: &'static str,
+    value: Option<String>,
+    default: Duration,
+    min: u64,
+    max: u64,
+) -> Result<Duration, ConfigError> {
+    let default = u64::try_from(default.as_millis()).unwrap_or(u64::MAX);
+    Ok(Duration::from_millis(num(name, value, default, min, max)?))
 }
 
 fn num<T>(
@@ -444,7 +456,7 @@ impl RelayerConfig {
             public_url: None,
             data_dir: data_dir.into(),
             min_batch: 8,
-            max_wait_ms: 30_000,
+            max_wait: Duration::from_secs(30),
             min_interval_blocks: 1,
             max_batch: 100,
             max_min_anonymity: 50,
@@ -465,9 +477,9 @@ impl RelayerConfig {
             ohttp_relay_ips: Vec::new(),
             metrics_bind: None,
             queue_capacity: 10_000,
-            heartbeat_ms: 600_000,
-            flush_jitter_ms: 1_000,
-            status_retention_ms: 3_600_000,
+            heartbeat_interval: Duration::from_secs(600),
+            flush_jitter: Duration::from_secs(1),
+            status_retention: Duration::from_secs(3_600),
             ledger_timeout: Duration::from_secs(5),
             receipt_timeout: Duration::from_secs(30),
             block_time: Duration::from_secs(2),
@@ -482,10 +494,10 @@ impl RelayerConfig {
         Self {
             bind: SocketAddr::from(([127, 0, 0, 1], 0)),
             min_batch: 1,
-            max_wait_ms: 200,
+            max_wait: Duration::from_millis(200),
             issuer_rate_limit_per_min: 1_000_000,
             rate_limit_per_min: 1_000_000,
-            flush_jitter_ms: 0,
+            flush_jitter: Duration::ZERO,
             ..Self::new(data_dir)
         }
     }
@@ -556,7 +568,7 @@ impl RelayerConfig {
             .map(|u| http_url("PUBLIC_URL", u))
             .transpose()?;
         c.min_batch = num("MIN_BATCH", cli.min_batch, c.min_batch, 1, 10_000)?;
-        c.max_wait_ms = num("MAX_WAIT_MS", cli.max_wait_ms, c.max_wait_ms, 0, 86_400_000)?;
+        c.max_wait = millis("MAX_WAIT_MS", cli.max_wait_ms, c.max_wait, 0, 86_400_000)?;
         c.min_interval_blocks = num(
             "MIN_INTERVAL_BLOCKS",
             cli.min_interval_blocks,
@@ -681,34 +693,34 @@ impl RelayerConfig {
             1,
             10_000_000,
         )?;
-        c.heartbeat_ms = num(
+        c.heartbeat_interval = millis(
             "HEARTBEAT_MS",
             cli.heartbeat_ms,
-            c.heartbeat_ms,
+            c.heartbeat_interval,
             1_000,
             86_400_000,
         )?;
-        c.flush_jitter_ms = num(
+        c.flush_jitter = millis(
             "FLUSH_JITTER_MS",
             cli.flush_jitter_ms,
-            c.flush_jitter_ms,
+            c.flush_jitter,
             0,
             60_000,
         )?;
-        c.status_retention_ms = num(
+        c.status_retention = millis(
             "STATUS_RETENTION_MS",
             cli.status_retention_ms,
-            c.status_retention_ms,
+            c.status_retention,
             1_000,
             86_400_000 * 7,
         )?;
-        c.ledger_timeout = Duration::from_millis(num(
+        c.ledger_timeout = millis(
             "LEDGER_TIMEOUT_MS",
             cli.ledger_timeout_ms,
-            u64::try_from(c.ledger_timeout.as_millis()).unwrap_or(u64::MAX),
+            c.ledger_timeout,
             100,
             600_000,
-        )?);
+        )?;
         c.validate()?;
         Ok(c)
     }
@@ -795,10 +807,13 @@ mod tests {
         let built = RelayerConfig::new("/tmp/relayer-defaults");
         assert_eq!(format!("{parsed:?}"), format!("{built:?}"));
         assert_eq!(built.bind, "127.0.0.1:8787".parse().unwrap());
-        assert_eq!((built.min_batch, built.max_wait_ms), (8, 30_000));
-        assert_eq!(built.flush_jitter_ms, 1_000);
+        assert_eq!(
+            (built.min_batch, built.max_wait),
+            (8, Duration::from_secs(30))
+        );
+        assert_eq!(built.flush_jitter, Duration::from_secs(1));
         let quick = RelayerConfig::for_tests("/tmp/relayer-defaults");
-        assert_eq!((quick.min_batch, quick.flush_jitter_ms), (1, 0));
+        assert_eq!((quick.min_batch, quick.flush_jitter), (1, Duration::ZERO));
         assert_eq!(quick.max_batch, built.max_batch);
     }
 

@@ -66,9 +66,9 @@ pub async fn run(shared: Arc<RelayerState>, mut stop: watch::Receiver<bool>) {
                 }
             }
             Action::Flush(_) => {
-                if shared.cfg.flush_jitter_ms > 0 {
-                    let j = rand::thread_rng().gen_range(0..=shared.cfg.flush_jitter_ms);
-                    if sleep_or_stop(Duration::from_millis(j), &mut stop).await {
+                if !shared.cfg.flush_jitter.is_zero() {
+                    let j = rand::thread_rng().gen_range(Duration::ZERO..=shared.cfg.flush_jitter);
+                    if sleep_or_stop(j, &mut stop).await {
                         return;
                     }
                 }

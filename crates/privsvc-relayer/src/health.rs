@@ -63,7 +63,7 @@ pub async fn beat(shared: &RelayerState) -> Result<(), LedgerError> {
 
 /// Publish a heartbeat now and every HEARTBEAT_MS until stopped.
 pub async fn run_heartbeats(shared: Arc<RelayerState>, mut stop: watch::Receiver<bool>) {
-    let every = Duration::from_millis(shared.cfg.heartbeat_ms);
+    let every = shared.cfg.heartbeat_interval;
     loop {
         // Heartbeats never starve batches: a beat gives way while a batch waits for the
         // writer, for at most one interval.
@@ -94,7 +94,9 @@ pub async fn run_heartbeats(shared: Arc<RelayerState>, mut stop: watch::Receiver
 
 /// Delete finished statuses after the retention time, and spent tokens of past epochs.
 pub async fn run_pruning(shared: Arc<RelayerState>, mut stop: watch::Receiver<bool>) {
-    let every = Duration::from_millis((shared.cfg.status_retention_ms / 4).clamp(200, 60_000));
+    let every = (shared.cfg.status_retention / 4)
+        .clamp(Duration::from_millis(200), Duration::from_secs(60));
+    let retention_ms = u64::try_from(shared.cfg.status_retention.as_millis()).unwrap_or(u64::MAX);
     loop {
         let now = now_ms();
         let min_epoch = privsvc_tokens::acceptable_epochs(now)
@@ -104,10 +106,7 @@ pub async fn run_pruning(shared: Arc<RelayerState>, mut stop: watch::Receiver<bo
             .unwrap_or(0) as u64;
         if let Err(e) = shared
             .store
-            .prune(
-                now.saturating_sub(shared.cfg.status_retention_ms),
-                min_epoch,
-            )
+            .prune(now.saturating_sub(retention_ms), min_epoch)
             .await
         {
             tracing::warn!(error = %e, "pruning failed");

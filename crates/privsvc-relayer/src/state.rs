@@ -87,7 +87,7 @@ impl RelayerState {
     pub fn plan_params(&self) -> PlanParams {
         PlanParams {
             min_batch: self.cfg.min_batch,
-            max_wait_ms: self.cfg.max_wait_ms,
+            max_wait_ms: u64::try_from(self.cfg.max_wait.as_millis()).unwrap_or(u64::MAX),
             max_batch: self.cfg.max_batch,
         }
     }

@@ -372,8 +372,8 @@ impl LocalStack {
             BlockTime::Interval(d) => d,
             _ => Duration::from_millis(100),
         };
-        c.max_wait_ms = 100;
-        c.flush_jitter_ms = 0;
+        c.max_wait = Duration::from_millis(100);
+        c.flush_jitter = Duration::from_millis(0);
         match &r.spec.tokens {
             RelayerTokens::Off => {}
             RelayerTokens::Issuer => {

@@ -95,13 +95,13 @@ impl Stack {
         if opts.a_slow {
             a = a.with(|c| {
                 c.min_batch = 2;
-                c.max_wait_ms = A_SLOW_WAIT_MS;
+                c.max_wait = Duration::from_millis(A_SLOW_WAIT_MS);
             });
         }
         if opts.a_holds {
             a = a.with(|c| {
                 c.min_batch = 100;
-                c.max_wait_ms = 600_000;
+                c.max_wait = Duration::from_millis(600_000);
             });
         }
         let mut builder = LocalStack::builder().relayer(a).relayer(b);
@@ -192,7 +192,7 @@ impl Stack {
         self.inner
             .restart_relayer("a", |c| {
                 c.min_batch = 1;
-                c.max_wait_ms = 100;
+                c.max_wait = Duration::from_millis(100);
             })
             .await
             .expect("relayer A restarts");

@@ -181,7 +181,7 @@ async fn issuer_relayer(
 ) -> Relayer {
     let mut c = RelayerConfig::for_tests(dir.path());
     c.block_time = Duration::from_millis(100);
-    c.max_wait_ms = 100;
+    c.max_wait = Duration::from_millis(100);
     c.tokens = TokenMode::Required;
     c.issuer_on = true;
     c.public_url = public_url;

@@ -66,7 +66,7 @@ async fn a_relay_replaying_an_encapsulated_submission_gets_one_entity_and_one_id
         c.ohttp_seed = Some(OhttpSeed::new(SEED));
         // The record waits 2 s for a second one: the first replays find it queued.
         c.min_batch = 2;
-        c.max_wait_ms = 2_000;
+        c.max_wait = Duration::from_millis(2_000);
     })
     .await;
     let url = relayer.url().to_string();
@@ -114,7 +114,7 @@ async fn a_relay_replaying_an_encapsulated_submission_gets_one_entity_and_one_id
 async fn concurrent_copies_of_one_envelope_get_one_id_and_one_entity() {
     let (node, _dir, relayer) = devnet_and_relayer(|c| {
         c.min_batch = 1;
-        c.max_wait_ms = 300;
+        c.max_wait = Duration::from_millis(300);
     })
     .await;
     let url = relayer.url().to_string();
@@ -144,7 +144,7 @@ async fn a_resubmission_spends_no_second_token_and_reveals_nothing_new() {
     let dir = tempfile::tempdir().unwrap();
     let mut c = token_config(dir.path(), issuer.address);
     c.min_batch = 2;
-    c.max_wait_ms = 600_000;
+    c.max_wait = Duration::from_millis(600_000);
     let relayer = start(&node, 0, c).await;
     let url = relayer.url().to_string();
 
@@ -195,7 +195,7 @@ async fn the_order_of_a_batch_on_the_ledger_tells_nothing_about_arrival_order() 
         c.min_batch = SIZE;
         c.max_batch = SIZE;
         c.max_min_anonymity = SIZE;
-        c.max_wait_ms = 600_000;
+        c.max_wait = Duration::from_millis(600_000);
     })
     .await;
     let url = relayer.url().to_string();
@@ -268,7 +268,7 @@ async fn encapsulating_submissions_does_not_escape_the_per_address_limit() {
         c.rate_limit_per_min = 2;
         c.ohttp_relay_ips = vec![relay_ip];
         c.min_batch = 100;
-        c.max_wait_ms = 600_000;
+        c.max_wait = Duration::from_millis(600_000);
     })
     .await;
     let url = relayer.url().to_string();
@@ -322,7 +322,7 @@ async fn check_batch_sizes_count_peers(url: &str, records: &[(String, String)]) 
 async fn minanonymity_counts_only_records_of_the_same_project() {
     let (node, _dir, relayer) = devnet_and_relayer(|c| {
         c.min_batch = 8;
-        c.max_wait_ms = 3_000;
+        c.max_wait = Duration::from_millis(3_000);
     })
     .await;
     let url = relayer.url().to_string();
@@ -434,9 +434,9 @@ async fn data_dir_is_private_and_deleted_records_are_overwritten() {
     let parent = tempfile::tempdir().unwrap();
     let data = parent.path().join("relayer-data");
     let mut c = config(&data);
-    c.status_retention_ms = 600;
+    c.status_retention = Duration::from_millis(600);
     c.min_batch = 1;
-    c.max_wait_ms = 100;
+    c.max_wait = Duration::from_millis(100);
     let relayer = start(&node, 0, c).await;
     let url = relayer.url().to_string();
     let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;

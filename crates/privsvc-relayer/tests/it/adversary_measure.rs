@@ -360,7 +360,7 @@ async fn an_ipv6_slash_64_is_one_source_for_submissions_and_issuer_routes() {
         c.issuer_on = true;
         c.issuer_rate_limit_per_min = 3;
         c.min_batch = 100;
-        c.max_wait_ms = 600_000;
+        c.max_wait = Duration::from_millis(600_000);
     })
     .await;
     let router = relayer.router();
@@ -431,7 +431,7 @@ async fn healthz_tells_a_relay_nothing_about_an_empty_queue_and_costs_no_ledger_
     let dir = tempfile::tempdir().unwrap();
     let mut c = config(dir.path());
     c.min_batch = 10;
-    c.max_wait_ms = 600_000;
+    c.max_wait = Duration::from_millis(600_000);
     c.metrics_bind = Some("127.0.0.1:0".parse().unwrap());
     let relayer = relayer_via(&proxy, node.chain_id(), c).await;
     let url = relayer.url().to_string();
@@ -478,7 +478,7 @@ async fn healthz_tells_a_relay_nothing_about_an_empty_queue_and_costs_no_ledger_
 async fn unmet_holds_from_many_projects_never_stall_honest_records() {
     let (_node, _dir, relayer) = devnet_and_relayer(|c| {
         c.min_batch = 1;
-        c.max_wait_ms = 200;
+        c.max_wait = Duration::from_millis(200);
         c.max_batch = 10;
         c.max_min_anonymity = 10;
     })
@@ -513,7 +513,7 @@ async fn unmet_holds_from_many_projects_never_stall_honest_records() {
 async fn a_store_hiccup_on_a_record_already_on_the_ledger_never_writes_it_twice() {
     let (node, _dir_a, a) = devnet_and_relayer(|c| {
         c.min_batch = 1;
-        c.max_wait_ms = 200;
+        c.max_wait = Duration::from_millis(200);
     })
     .await;
     let dir_b = tempfile::tempdir().unwrap();
@@ -559,7 +559,7 @@ async fn a_relay_can_still_flood_a_batch_around_a_target() {
     let (node, _dir, relayer) = devnet_and_relayer(|c| {
         c.ohttp_seed = Some(OhttpSeed::new(SEED));
         c.min_batch = MIN_BATCH;
-        c.max_wait_ms = 600_000;
+        c.max_wait = Duration::from_millis(600_000);
         c.ohttp_relay_ips = vec![relay_ip];
     })
     .await;

@@ -84,7 +84,7 @@ async fn heartbeats_whose_broadcast_answer_is_lost_never_make_a_batch_revert() {
     proxy.state.set_lose_send_answers(true);
     let dir = tempfile::tempdir().unwrap();
     let mut c = config(dir.path());
-    c.heartbeat_ms = 1_000;
+    c.heartbeat_interval = Duration::from_millis(1_000);
     c.block_time = Duration::from_millis(1_000);
     let relayer = relayer_via(&proxy, node.chain_id(), c).await;
     let url = relayer.url().to_string();
@@ -170,7 +170,7 @@ async fn a_pending_heartbeat_lost_by_a_node_restart_never_stalls_the_relayer() {
     let chain_id = node.node.lock().unwrap().as_ref().unwrap().chain_id();
     let proxy = FaultProxy::start(&node.url(), 0, Duration::from_millis(1_500)).await;
     let mut c = config(&dir.path().join("relayer"));
-    c.heartbeat_ms = 1_000;
+    c.heartbeat_interval = Duration::from_millis(1_000);
     c.block_time = Duration::from_millis(200);
     let relayer = relayer_via(&proxy, chain_id, c).await;
     let url = relayer.url().to_string();
@@ -223,7 +223,7 @@ async fn with_20_percent_of_ledger_calls_failing_every_record_is_written_once() 
     let proxy = FaultProxy::start(&node.url(), 0, CALL_TIMEOUT * 3 / 2).await;
     let dir = tempfile::tempdir().unwrap();
     let mut c = config(dir.path());
-    c.heartbeat_ms = 2_000;
+    c.heartbeat_interval = Duration::from_millis(2_000);
     c.block_time = Duration::from_millis(500);
     c.receipt_timeout = Duration::from_secs(10);
     let relayer = relayer_via(&proxy, node.chain_id(), c).await;

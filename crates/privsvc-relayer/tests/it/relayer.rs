@@ -274,7 +274,7 @@ async fn status_503_when_the_queue_is_full() {
     let (_node, _dir, relayer) = devnet_and_relayer(|c| {
         c.queue_capacity = 2;
         c.min_batch = 10;
-        c.max_wait_ms = 600_000;
+        c.max_wait = Duration::from_millis(600_000);
     })
     .await;
     submit(relayer.url(), &body()).await;
@@ -288,7 +288,7 @@ async fn status_503_when_the_queue_is_full() {
 async fn status_404_for_an_unknown_id_and_position_counts_records_ahead() {
     let (_node, _dir, relayer) = devnet_and_relayer(|c| {
         c.min_batch = 10;
-        c.max_wait_ms = 600_000;
+        c.max_wait = Duration::from_millis(600_000);
     })
     .await;
     let (status, v) = get(
@@ -318,7 +318,7 @@ async fn status_404_for_an_unknown_id_and_position_counts_records_ahead() {
 async fn holds_that_form_and_holds_that_fail() {
     let (_node, _dir, relayer) = devnet_and_relayer(|c| {
         c.min_batch = 1;
-        c.max_wait_ms = 1500;
+        c.max_wait = Duration::from_millis(1500);
     })
     .await;
     let url = relayer.url().to_string();
@@ -352,7 +352,7 @@ async fn holds_that_form_and_holds_that_fail() {
 #[tokio::test]
 async fn statuses_are_pruned_after_retention() {
     let (_node, _dir, relayer) = devnet_and_relayer(|c| {
-        c.status_retention_ms = 800;
+        c.status_retention = Duration::from_millis(800);
     })
     .await;
     let id = submit(relayer.url(), &body()).await;
@@ -378,7 +378,7 @@ async fn a_token_is_spent_once_under_200_concurrent_redemptions() {
     let dir = tempfile::tempdir().unwrap();
     let mut c = token_config(dir.path(), issuer.address);
     c.min_batch = 100;
-    c.max_wait_ms = 600_000;
+    c.max_wait = Duration::from_millis(600_000);
     let relayer = start(&node, 0, c).await;
     let token = serde_json::to_value(issuer.token(APP, today())).unwrap();
     let mut tasks = Vec::new();
@@ -429,7 +429,7 @@ async fn a_double_spend_across_two_relayers_is_detected() {
 #[tokio::test]
 async fn healthz_reports_every_field_and_heartbeats_are_published() {
     let (node, _dir, relayer) = devnet_and_relayer(|c| {
-        c.heartbeat_ms = 1000;
+        c.heartbeat_interval = Duration::from_millis(1000);
         c.public_url = Some("http://relayer.test:1234".into());
     })
     .await;
@@ -559,7 +559,7 @@ impl LedgerWriter for Faulty {
 async fn crash_case(which: &str) {
     let (node, _dir, c) = devnet_and_config(|c| {
         c.receipt_timeout = Duration::from_millis(300);
-        c.heartbeat_ms = 3_600_000;
+        c.heartbeat_interval = Duration::from_millis(3_600_000);
     })
     .await;
     let faulty = Faulty::new(writer(&node, 0));
@@ -677,7 +677,7 @@ async fn a_batch_of_resubmissions_and_fresh_records_writes_only_the_fresh_ones()
     // r2 holds everything for one batch: the 70 copies and 5 fresh records, interleaved.
     let mut cfg = config(d2.path());
     cfg.min_batch = OLD + NEW;
-    cfg.max_wait_ms = 60_000;
+    cfg.max_wait = Duration::from_millis(60_000);
     let r2 = start(&node, 2, cfg).await;
     let fresh: Vec<(Value, Address)> = (0..NEW)
         .map(|i| record_body(APP, 3600, format!("new {i}").as_bytes()))
@@ -840,7 +840,7 @@ async fn a_batch_over_the_block_gas_limit_is_split() {
     let dir = tempfile::tempdir().unwrap();
     let mut c = config(dir.path());
     c.min_batch = 4;
-    c.max_wait_ms = 1000;
+    c.max_wait = Duration::from_millis(1000);
     let relayer = start(&node, 0, c).await;
     let mut ids = Vec::new();
     for _ in 0..4 {
@@ -888,7 +888,7 @@ impl LedgerWriter for Refusing {
 async fn a_reverting_batch_fails_the_offender_with_the_reason_and_writes_the_rest() {
     let (node, _dir, c) = devnet_and_config(|c| {
         c.min_batch = 3;
-        c.max_wait_ms = 2000;
+        c.max_wait = Duration::from_millis(2000);
     })
     .await;
     let (bad, bad_owner) = record_body(APP, 3600, b"refused");
@@ -1002,7 +1002,7 @@ impl LedgerWriter for Corrupting {
 async fn a_batch_reverted_on_the_ledger_fails_the_offender_and_retries_the_rest() {
     let (node, _dir, c) = devnet_and_config(|c| {
         c.min_batch = 3;
-        c.max_wait_ms = 1500;
+        c.max_wait = Duration::from_millis(1500);
     })
     .await;
     let (bad, bad_owner) = record_body(APP, 3600, b"reverts");
@@ -1022,7 +1022,7 @@ async fn a_batch_reverted_on_the_ledger_fails_the_offender_and_retries_the_rest(
 async fn shutdown_returns_while_a_batch_is_stuck_in_flight_and_the_next_start_writes_it_once() {
     let (node, _dir, c) = devnet_and_config(|c| {
         c.receipt_timeout = Duration::from_millis(300);
-        c.heartbeat_ms = 3_600_000;
+        c.heartbeat_interval = Duration::from_millis(3_600_000);
     })
     .await;
     // The ledger never answers the batch's preparation: the batcher is stuck in it.
