@@ -19,7 +19,7 @@ use alloy_primitives::Address;
 use privsvc_ledger::{LedgerError, LedgerReader};
 
 use crate::error::TokenError;
-use crate::fetch::fetch_issuer_key_entity;
+use crate::published_key::fetch_issuer_key_entity;
 use crate::message::DAY_MS;
 use crate::suite::IssuerKey;
 

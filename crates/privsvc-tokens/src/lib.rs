@@ -59,7 +59,7 @@ pub use suite::{
     import_issuer_key, token_suite, verify_token, Blinded, IssuerKey, IssuerSecretKey, TokenSuite,
     MODULUS_BITS, MODULUS_BYTES, SUITE_NAME,
 };
-pub mod fetch;
+pub mod published_key;
 #[cfg(feature = "sqlite")]
 mod file_store;
 #[cfg(feature = "server")]
@@ -77,7 +77,7 @@ mod sqlite_pins;
 #[cfg(feature = "sqlite")]
 pub use acceptance::SqliteKeyPins;
 pub use acceptance::{accept_issuer_key, KeyPins, MemoryKeyPins};
-pub use fetch::{fetch_issuer_key, fetch_issuer_key_entity, PublishedKey};
+pub use published_key::{fetch_issuer_key, fetch_issuer_key_entity, PublishedKey};
 #[cfg(feature = "server")]
 pub use issuer::{
     next_day_due, next_day_moment, Clock, IssueRefusal, Issuer, IssuerConfig, IssuerError,
