@@ -349,6 +349,23 @@ function leasedStore(storage, locks, slot) {
       else watch(x);
     }
     await maintain(dead);
+    await watchLive();
+  }
+
+  /**
+   * Watches every live instance not watched yet, as the lock manager sees them now (its view is
+   * the same in every tab at once; a lease item written by another tab may not have arrived
+   * here yet). Called once this instance has claimed the pool: an instance that claimed it
+   * before us held its alive lock before it asked for the pool, so we see it and reclaim its
+   * tokens when it ends, even when its lease item had not arrived here when we swept.
+   */
+  async function watchLive() {
+    const state = await locks.query();
+    const prefix = alive('');
+    for (const l of state.held || []) {
+      const x = l.name && l.name.startsWith(prefix) ? l.name.slice(prefix.length) : undefined;
+      if (x && x !== id && !watched.has(x)) watch(x);
+    }
   }
 
   /** When instance `x` ends (its alive lock is released), reclaim its lease. */

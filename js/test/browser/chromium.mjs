@@ -161,7 +161,9 @@ try {
   });
 
   await check('the page makes a proof that verifies against the ledger', async () => {
-    await page.click('#records tbody tr button.prove');
+    // Clicked in the page in one step: the write's own listing may still redraw the table
+    // (the page lists after a write, the test lists again), detaching a button found earlier.
+    await page.$eval('#records tbody tr button.prove', (b) => b.click());
     await page.waitForFunction(() => /verified|proof|Error/.test(document.getElementById('proof').textContent) && document.querySelector('#proof pre'), { timeout: 60000 });
     const text = await page.$eval('#proof', (e) => e.textContent);
     assert(text.includes('proof verified against the ledger'), `proof: ${text.slice(0, 200)}`);
