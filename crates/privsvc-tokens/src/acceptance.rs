@@ -19,8 +19,8 @@ use alloy_primitives::Address;
 use privsvc_ledger::{LedgerError, LedgerReader};
 
 use crate::error::TokenError;
-use crate::published_key::fetch_issuer_key_entity;
 use crate::message::DAY_MS;
+use crate::published_key::fetch_issuer_key_entity;
 use crate::suite::IssuerKey;
 
 /// Pins stay this many days after their epoch (issuer keys live 7 days on the ledger).

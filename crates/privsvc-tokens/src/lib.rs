@@ -59,7 +59,6 @@ pub use suite::{
     import_issuer_key, token_suite, verify_token, Blinded, IssuerKey, IssuerSecretKey, TokenSuite,
     MODULUS_BITS, MODULUS_BYTES, SUITE_NAME,
 };
-pub mod published_key;
 #[cfg(feature = "sqlite")]
 mod file_store;
 #[cfg(feature = "server")]
@@ -67,6 +66,7 @@ pub mod issuer;
 #[cfg(feature = "sqlite")]
 pub mod issuer_store;
 pub mod key_entity;
+pub mod published_key;
 pub mod relayer_pins;
 #[cfg(feature = "server")]
 pub mod router;
@@ -77,13 +77,13 @@ mod sqlite_pins;
 #[cfg(feature = "sqlite")]
 pub use acceptance::SqliteKeyPins;
 pub use acceptance::{accept_issuer_key, KeyPins, MemoryKeyPins};
-pub use published_key::{fetch_issuer_key, fetch_issuer_key_entity, PublishedKey};
 #[cfg(feature = "server")]
 pub use issuer::{
     next_day_due, next_day_moment, Clock, IssueRefusal, Issuer, IssuerConfig, IssuerError,
     DEFAULT_MAX_ACTIVE_APPS, DEFAULT_MAX_NEW_APPS,
 };
 pub use protocol::MAX_TOKENS_PER_REQUEST;
+pub use published_key::{fetch_issuer_key, fetch_issuer_key_entity, PublishedKey};
 #[cfg(not(target_arch = "wasm32"))]
 pub use relayer_pins::FileRelayerPins;
 pub use relayer_pins::{MemoryRelayerPins, RelayerPins};
