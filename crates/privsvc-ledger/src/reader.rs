@@ -25,12 +25,7 @@ pub trait LedgerReader: privsvc_rt::MaybeSend + privsvc_rt::MaybeSync {
     /// pays the request overhead once per batch, not per page); the default asks
     /// [`LedgerReader::query`] for each, concurrently. One failed page fails them all.
     async fn query_many(&self, queries: &[PageQuery]) -> Result<Vec<QueryPage>, LedgerError> {
-        futures::future::try_join_all(
-            queries
-                .iter()
-                .map(|q| self.query(&q.expression, &q.options)),
-        )
-        .await
+        query_each(self, queries).await
     }
     /// A full entity (all fields) at `at_block` (head if `None`), or `None` when not live.
     async fn entity(&self, key: B256, at_block: Option<u64>)
@@ -53,4 +48,19 @@ pub trait LedgerReader: privsvc_rt::MaybeSend + privsvc_rt::MaybeSync {
         let _ = (key, created_at);
         Ok(None)
     }
+}
+
+/// `queries` asked one by one through [`LedgerReader::query`], concurrently, answered in the
+/// order asked: the default `query_many`, and the fallback of a reader whose node refuses
+/// JSON-RPC batches.
+pub async fn query_each<R: LedgerReader + ?Sized>(
+    reader: &R,
+    queries: &[PageQuery],
+) -> Result<Vec<QueryPage>, LedgerError> {
+    futures::future::try_join_all(
+        queries
+            .iter()
+            .map(|q| reader.query(&q.expression, &q.options)),
+    )
+    .await
 }

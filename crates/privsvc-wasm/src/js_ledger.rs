@@ -165,12 +165,7 @@ impl LedgerReader for JsLedger {
                 None => *self.batch.borrow_mut() = None,
             }
         }
-        futures::future::try_join_all(
-            queries
-                .iter()
-                .map(|q| self.query(&q.expression, &q.options)),
-        )
-        .await
+        privsvc_ledger::reader::query_each(self, queries).await
     }
 
     async fn entity(

@@ -358,12 +358,7 @@ impl LedgerReader for RpcLedger {
                 None => self.batches.store(false, Ordering::Relaxed),
             }
         }
-        futures::future::try_join_all(
-            queries
-                .iter()
-                .map(|q| self.query(&q.expression, &q.options)),
-        )
-        .await
+        crate::reader::query_each(self, queries).await
     }
 
     async fn entity(
