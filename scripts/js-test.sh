@@ -12,14 +12,16 @@
 #   scripts/js-test.sh               # everything
 #   scripts/js-test.sh --build-only  # install and build js/pkg, no tests
 #   scripts/js-test.sh --node-only   # skip the Chromium test
+#   scripts/js-test.sh --tests-only  # everything but the wasm build (js/pkg built before)
 #   scripts/js-test.sh --bench       # everything, then the scan benchmarks (below)
 # Environment: PRIVSVC_JS_PROFILE (release, the default, or dev) for the wasm build;
 # PRIVSVC_WASM_TARGET_DIR (default: CARGO_TARGET_DIR, else target/) for the wasm build;
 # PRIVSVC_BENCH_RECORDS (--bench: the app sizes, default 100000,1000000: the app is seeded up to
 # each size in turn, then the chain moved past an hour's resume boundary, then the Chromium and
 # Node.js scan benchmarks run);
-# PRIVSVC_JS_STACK_PROFILE (release, the default, or dev: reuse the debug examples that
-# `cargo test --workspace` already built) for local_stack and the Rust client;
+# PRIVSVC_JS_STACK_PROFILE (release, the default; dev: `cargo build` the debug examples; prebuilt:
+# the debug examples `cargo test --workspace` built, as they are, with no cargo call) for
+# local_stack and the Rust client;
 # CHROMIUM (default /usr/bin/chromium); PRIVSVC_SCREENSHOT (where the Chromium test saves its
 # screenshot; default target/web-screenshot.png; docs/web-screenshot.png refreshes the committed one).
 set -euo pipefail
@@ -81,19 +83,27 @@ if [ "$MODE" != --build-only ] && { ! [ -d js/node_modules/puppeteer-core ] || !
 fi
 
 # --- build --------------------------------------------------------------------------------------
-log "building privsvc-wasm ($PROFILE)"
-# release = the `wasm-release` profile (release with fat LTO and one code unit: a smaller module)
-if [ "$PROFILE" = release ]; then PFLAG="--profile wasm-release"; PDIR=wasm-release; else PFLAG=; PDIR=debug; fi
-cargo build -q -p privsvc-wasm --target wasm32-unknown-unknown --target-dir "$WASM_TARGET_DIR" $PFLAG
-"$WB_BIN" --target web --out-dir js/pkg --out-name privsvc_wasm \
-  "$WASM_TARGET_DIR/wasm32-unknown-unknown/$PDIR/privsvc_wasm.wasm"
-log "js/pkg/privsvc_wasm_bg.wasm: $(stat -c %s js/pkg/privsvc_wasm_bg.wasm) bytes, $(gzip -9c js/pkg/privsvc_wasm_bg.wasm | wc -c) gzipped"
+if [ "$MODE" = --tests-only ]; then
+  [ -f js/pkg/privsvc_wasm_bg.wasm ] || { echo "js/pkg is not built: run scripts/js-test.sh --build-only first"; exit 1; }
+else
+  log "building privsvc-wasm ($PROFILE)"
+  # release = the `wasm-release` profile (release with fat LTO and one code unit: a smaller module)
+  if [ "$PROFILE" = release ]; then PFLAG="--profile wasm-release"; PDIR=wasm-release; else PFLAG=; PDIR=debug; fi
+  cargo build -q -p privsvc-wasm --target wasm32-unknown-unknown --target-dir "$WASM_TARGET_DIR" $PFLAG
+  "$WB_BIN" --target web --out-dir js/pkg --out-name privsvc_wasm \
+    "$WASM_TARGET_DIR/wasm32-unknown-unknown/$PDIR/privsvc_wasm.wasm"
+  log "js/pkg/privsvc_wasm_bg.wasm: $(stat -c %s js/pkg/privsvc_wasm_bg.wasm) bytes, $(gzip -9c js/pkg/privsvc_wasm_bg.wasm | wc -c) gzipped"
+fi
 [ "$MODE" = --build-only ] && exit 0
 
 # --- the local stack ----------------------------------------------------------------------------
 STACK_PROFILE=${PRIVSVC_JS_STACK_PROFILE:-release}
-log "building the Rust side (local_stack, client; $STACK_PROFILE)"
-if [ "$STACK_PROFILE" = release ]; then
+if [ "$STACK_PROFILE" = prebuilt ]; then
+  EXAMPLES=$TARGET_DIR/debug/examples
+  for b in local_stack client web_seed; do
+    [ -x "$EXAMPLES/$b" ] || { echo "$EXAMPLES/$b is missing: build it first (cargo test --workspace --no-run)"; exit 1; }
+  done
+elif log "building the Rust side (local_stack, client; $STACK_PROFILE)"; [ "$STACK_PROFILE" = release ]; then
   cargo build -q --release --example local_stack --example client --example web_seed
   EXAMPLES=$TARGET_DIR/release/examples
 else

@@ -5,6 +5,12 @@
 # stack (scripts/js-test.sh installs Node 22, Chromium, wasm-bindgen-cli and puppeteer-core when
 # missing). Needs the Rust toolchain, a C compiler, node/npm and apt-get (for Chromium).
 # `cargo test --workspace` alone is the Rust-only subset.
+#
+# One build, then three lanes side by side. Most of the run is waiting (blocks, batch windows, a
+# compressed day), not computing: the attack lab's two forms use about a third of one core for
+# six minutes. Lane 1 is the lab; lane 2 every other Rust test, then the campaign; lane 3 the JS
+# tests (the wasm build first, in its own target directory so that it never waits for cargo's lock
+# on target/). The Rust lanes run what the one build made (no second build with other features).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,12 +18,62 @@ cd "$(dirname "$0")/.."
 # the like: scripts/check-citations.py says which forms it checks).
 python3 scripts/check-citations.py
 
-cargo test --workspace
+stamp() { printf '\n==> %s (%s)\n' "$1" "$(date -u +%H:%M:%S)"; }
+LOGS=$(mktemp -d)
+LANE_PIDS=()
+cleanup() {
+  for pid in "${LANE_PIDS[@]}"; do kill -- "-$pid" 2>/dev/null || kill "$pid" 2>/dev/null || true; done
+  rm -rf "$LOGS"
+}
+trap cleanup EXIT
 
-# The short form: any lost or duplicated record fails it, and so does writing less than half
-# of the fault-free rate while the faults are on (docs/RELIABILITY.md).
-cargo run --quiet --example campaign -- --kills 10 --fault-secs 60
+# --- the one build ------------------------------------------------------------------------------
+stamp "build: every test and example of the workspace (debug)"
+cargo test --workspace --no-run
+# The lab's test binary, as the build above made it.
+LAB_BIN=$(cargo test --workspace --no-run --message-format=json 2>/dev/null | python3 -c '
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    t = m.get("target", {})
+    if m.get("reason") == "compiler-artifact" and t.get("name") == "lab" and t.get("kind") == ["test"] and m.get("executable"):
+        print(m["executable"])
+')
+[ -x "$LAB_BIN" ] || { echo "the lab's test binary was not found"; exit 1; }
 
-# The stack for the JS tests runs from the debug examples `cargo test` just built; the wasm
-# module is built in release (its crypto is too slow unoptimised).
-PRIVSVC_JS_STACK_PROFILE=${PRIVSVC_JS_STACK_PROFILE:-dev} bash scripts/js-test.sh
+# --- three lanes ---------------------------------------------------------------------------------
+LAB_TESTS=(the_short_form_finds_no_open_channel every_attack_wins_when_its_leak_is_on)
+stamp "lanes: (1) the attack lab, (2) the other Rust tests then the campaign, (3) the JS tests"
+set -m # each lane in its own process group, so that cleanup stops a lane's children too
+lane() { local start=$SECONDS rc=0; "$@" || rc=$?; echo "(lane time: $((SECONDS - start)) s)"; return $rc; }
+(cd crates/privsvc-lab && lane "$LAB_BIN" "${LAB_TESTS[@]}" --exact) >"$LOGS/lab" 2>&1 &
+LANE_PIDS+=($!)
+rust_lane() {
+  local skips=()
+  for t in "${LAB_TESTS[@]}"; do skips+=(--skip "$t"); done
+  cargo test --workspace -- "${skips[@]}" &&
+    # The short form: any lost or duplicated record fails it, and so does writing less than
+    # half of the fault-free rate while the faults are on (docs/RELIABILITY.md).
+    "${CARGO_TARGET_DIR:-target}/debug/examples/campaign" --no-build --kills 10 --fault-secs 60
+}
+(lane rust_lane) >"$LOGS/rust" 2>&1 &
+LANE_PIDS+=($!)
+# The stack for the JS tests runs from the debug examples built above.
+(PRIVSVC_JS_STACK_PROFILE=prebuilt PRIVSVC_WASM_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}/wasm-pkg \
+  lane bash scripts/js-test.sh) >"$LOGS/js" 2>&1 &
+LANE_PIDS+=($!)
+set +m
+
+FAILED=()
+for i in 0 1 2; do
+  name=(lab rust js)
+  if wait "${LANE_PIDS[$i]}"; then status=passed; else status=FAILED; FAILED+=("${name[$i]}"); fi
+  stamp "lane ${name[$i]}: $status"
+  cat "$LOGS/${name[$i]}"
+done
+LANE_PIDS=()
+if [ "${#FAILED[@]}" -gt 0 ]; then
+  echo "failed lanes: ${FAILED[*]}"
+  exit 1
+fi
+stamp "all lanes passed"

@@ -455,10 +455,14 @@ async fn prefetch_later_spreads_issue_requests_and_a_write_spends_only_their_rip
         "{issues:?}"
     );
 
-    // A write right away: it spends a prefetched token that is ripe (the youngest may not be)
-    // and asks the issuer for nothing.
+    // A write once the oldest prefetched token is ripe (on a loaded machine the first answers
+    // may arrive late; the younger ones may still be unripe): it spends a ripe token and asks
+    // the issuer for nothing.
     let before = store.list(APP).unwrap();
     assert_eq!(before.len(), COUNT);
+    let oldest = before.iter().map(|t| t.obtained_ms).min().unwrap();
+    let ripe_in = (oldest + MIN_AGE_MS + 50).saturating_sub(now_ms());
+    tokio::time::sleep(Duration::from_millis(ripe_in)).await;
     client.create_entity(note("prefetched")).await.unwrap();
     let seen = w.proxy.seen();
     assert_eq!(
