@@ -341,3 +341,18 @@ pub fn config(dir: &std::path::Path) -> RelayerConfig {
     c
 }
 pub mod faultproxy;
+
+/// Waits, when fewer than 15 s are left of the current minute, for the next one: the rate
+/// limiters count in fixed one-minute windows, so a test that counts requests against a limit
+/// must not straddle a window's edge.
+#[allow(dead_code)]
+pub async fn avoid_minute_edge() {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock after 1970")
+        .as_millis() as u64;
+    let into_minute = now % 60_000;
+    if into_minute > 45_000 {
+        tokio::time::sleep(Duration::from_millis(60_000 - into_minute + 100)).await;
+    }
+}

@@ -272,6 +272,7 @@ async fn encapsulating_submissions_does_not_escape_the_per_address_limit() {
     })
     .await;
     let url = relayer.url().to_string();
+    avoid_minute_edge().await;
     // A caller (127.0.0.1, not a relay) posting encapsulated submissions itself.
     let caller = http();
     assert_eq!(ohttp_submit(&caller, &url, &body()).await, 202);

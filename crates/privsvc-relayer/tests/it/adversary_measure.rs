@@ -101,13 +101,6 @@ async fn wait_issuer_key(url: &str) {
 }
 
 /// Stay inside one one-minute rate-limit window for the next few seconds.
-async fn avoid_minute_edge() {
-    let into_minute = now_ms() % 60_000;
-    if into_minute > 45_000 {
-        tokio::time::sleep(Duration::from_millis(60_000 - into_minute + 100)).await;
-    }
-}
-
 /// `n` token messages of [`APP`] for today, blinded under `key`.
 fn blinded(key: &IssuerKey, n: usize) -> Vec<(Vec<u8>, Blinded)> {
     (0..n)

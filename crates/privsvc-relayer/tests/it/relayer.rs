@@ -252,6 +252,7 @@ async fn status_429_per_address_only_when_tokens_are_off() {
         c.rate_limit_per_min = 2;
     })
     .await;
+    avoid_minute_edge().await;
     submit(relayer.url(), &body()).await;
     submit(relayer.url(), &body()).await;
     let (status, v) = post(relayer.url(), "/v1/records", &body()).await;
