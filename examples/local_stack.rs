@@ -288,7 +288,7 @@ async fn start_crowd(stack: &Stack) -> Result<Crowd> {
                 match client.create_entity(params).await {
                     Ok(r) => written.push(r),
                     // The crowd outran its refills: wait for the next one, as an app would.
-                    Err(PrivsvcError::NoTokenReady { .. }) => {}
+                    Err(PrivsvcError::NoRipeToken { .. }) => {}
                     Err(e) => return Err(e.into()),
                 }
                 tokio::time::sleep(Duration::from_millis(300)).await;

@@ -35,7 +35,7 @@ TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
 WASM_TARGET_DIR=${PRIVSVC_WASM_TARGET_DIR:-$TARGET_DIR}
 mkdir -p "$TOOLS"
 
-log() { printf '== %s\n' "$*"; }
+log() { printf "== %s (%s)\n" "$*" "$(date -u +%H:%M:%S)"; }
 
 # --- tools --------------------------------------------------------------------------------------
 if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then

@@ -10,7 +10,7 @@
 # compressed day), not computing: the attack lab's two forms use about a third of one core for
 # six minutes. Lane 1 is the lab; lane 2 every other Rust test, then the campaign; lane 3 the JS
 # tests (the wasm build first, in its own target directory so that it never waits for cargo's lock
-# on target/). The Rust lanes run what the one build made (no second build with other features).
+# on target/ held by lane 2). The Rust lanes run what the one build made (no second build with other features).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -58,8 +58,10 @@ rust_lane() {
 }
 (lane rust_lane) >"$LOGS/rust" 2>&1 &
 LANE_PIDS+=($!)
-# The stack for the JS tests runs from the debug examples built above.
-(PRIVSVC_JS_STACK_PROFILE=prebuilt PRIVSVC_WASM_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}/wasm-pkg \
+# The stack for the JS tests runs from the debug examples built above; the wasm module is a dev
+# build (its crypto dependencies are optimised by the workspace's profile overrides; the
+# benchmarks use the release module).
+(PRIVSVC_JS_PROFILE=dev PRIVSVC_JS_STACK_PROFILE=prebuilt PRIVSVC_WASM_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}/wasm-pkg \
   lane bash scripts/js-test.sh) >"$LOGS/js" 2>&1 &
 LANE_PIDS+=($!)
 set +m

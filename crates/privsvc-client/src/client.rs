@@ -250,7 +250,7 @@ impl PrivateClient {
 
     /// Tokens of the app in auto mode's store that a write requested now could spend (obtained
     /// and at least `token_min_age_ms` old): 0 means a write goes to a relayer that requires no
-    /// token, or fails with `NoTokenReady`. The session's refills keep the store stocked.
+    /// token, or fails with `NoRipeToken`. The session's refills keep the store stocked.
     pub fn ripe_tokens(&self) -> usize {
         self.tokens.ripe(self.app())
     }

@@ -102,7 +102,7 @@ impl PrivateClient {
     /// Revision 3 (docs/PROTOCOL.md §8.3): nothing here reads the ledger or calls the issuer.
     /// - Tokens: only a token obtained before this call and at least `token_min_age_ms` old at
     ///   submission is spent; with none, a relayer that requires no token is chosen, else the
-    ///   write fails with `NoTokenReady` at once (unless `allow_on_demand`).
+    ///   write fails with `NoRipeToken` at once (unless `allow_on_demand`).
     /// - Each attempt has an absolute deadline from its 202: the inclusion timeout, plus
     ///   `maxHoldMs` when `min_anonymity` > 1. Queue positions never extend it.
     /// - A relayer that refuses (400, 413) a record that passed the client's own checks is
@@ -300,7 +300,7 @@ impl PrivateClient {
             if token_failures.len() == attempts.len()
                 && token_failures
                     .iter()
-                    .all(|e| matches!(e, PrivsvcError::NoTokenReady { .. }))
+                    .all(|e| matches!(e, PrivsvcError::NoRipeToken { .. }))
             {
                 return Err(token_failures.swap_remove(0));
             }

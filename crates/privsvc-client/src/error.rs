@@ -66,7 +66,7 @@ pub enum PrivsvcError {
     /// Every relayer that could take the record requires a token, and none is ripe (at least
     /// `token_min_age_ms` old) within the wait bound.
     #[error("no token for app {app:?} is ripe yet (a token is spent only once `token_min_age_ms` old, so the issuer cannot tie it to this write); retry later, prefetch tokens with TokenWallet::prefetch_later, or add a relayer that requires none")]
-    NoTokenReady {
+    NoRipeToken {
         /// The app.
         app: String,
     },

@@ -88,7 +88,7 @@ pub use discover::{discover_relayers, heartbeat_relayers, LiveHeartbeat};
 pub use discover::{discover_relayers_pinned, RelayerRef};
 pub use entities::{EntitiesQuery, ProveParams};
 pub use error::PrivsvcError;
-pub use options::{default_inclusion_timeout, ClientBuilder, ClientOptions, Tokens};
+pub use options::{default_inclusion_timeout, ClientBuilder, ClientOptions, TokenSupply};
 pub use privsvc_attributes::{AttrType, AttrValue, Attributes};
 pub use privsvc_envelope::Expires;
 pub use privsvc_fingerprint::{CheckWarning, WarningCode};

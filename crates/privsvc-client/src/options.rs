@@ -27,7 +27,7 @@ pub const BLOCK_TIME_SECONDS: u64 = 2;
 
 /// How the client obtains rate-limit tokens.
 #[derive(Clone, Default)]
-pub enum Tokens {
+pub enum TokenSupply {
     /// Fetch tokens with the wallet at session start when a relayer requires them.
     #[default]
     Auto,
@@ -35,11 +35,11 @@ pub enum Tokens {
     Source(Arc<dyn TokenSource>),
 }
 
-impl std::fmt::Debug for Tokens {
+impl std::fmt::Debug for TokenSupply {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Tokens::Auto => f.write_str("Auto"),
-            Tokens::Source(_) => f.write_str("Source(..)"),
+            TokenSupply::Auto => f.write_str("Auto"),
+            TokenSupply::Source(_) => f.write_str("Source(..)"),
         }
     }
 }
@@ -158,7 +158,7 @@ pub struct ClientOptions {
     /// Extra random batches fetched when reading.
     pub cover_batches: usize,
     /// Token mode.
-    pub tokens: Tokens,
+    pub tokens: TokenSupply,
     /// Where auto mode keeps unspent tokens (default: an in-memory store).
     pub token_store: Option<Arc<dyn TokenStore>>,
     /// One-time attestation code for issuers that need one.
@@ -178,7 +178,7 @@ pub struct ClientOptions {
     /// once `token_min_age_ms` old (default false). A timing risk, the app's explicit choice:
     /// the issuer sees an issue request a moment before the write's token is spent. Without
     /// it, a write spends only a token obtained before the write was requested, goes to a
-    /// relayer that requires none, or fails with `NoTokenReady` at once.
+    /// relayer that requires none, or fails with `NoRipeToken` at once.
     pub allow_on_demand: bool,
     /// The session's own timers: the tail, status polls after `written`, token refills
     /// ([`crate::SessionSchedule`]).
@@ -259,7 +259,7 @@ impl ClientOptions {
             strict: false,
             rarity_k: DEFAULT_RARITY_K,
             cover_batches: DEFAULT_COVER_BATCHES,
-            tokens: Tokens::Auto,
+            tokens: TokenSupply::Auto,
             token_store: None,
             token_attestation: None,
             token_min_age_ms: privsvc_tokens::DEFAULT_MIN_AGE_MS,
@@ -421,8 +421,8 @@ impl ClientBuilder {
         self.options.cover_batches = n;
         self
     }
-    /// Token mode (`Tokens::Auto` or a `TokenSource`).
-    pub fn tokens(mut self, tokens: Tokens) -> Self {
+    /// Token mode (`TokenSupply::Auto` or a `TokenSource`).
+    pub fn tokens(mut self, tokens: TokenSupply) -> Self {
         self.options.tokens = tokens;
         self
     }
@@ -533,7 +533,7 @@ mod tests {
         assert!(!o.strict);
         assert_eq!(o.rarity_k, 3);
         assert_eq!(o.cover_batches, 2);
-        assert!(matches!(o.tokens, Tokens::Auto));
+        assert!(matches!(o.tokens, TokenSupply::Auto));
         assert!(!o.trusted_relayers_only);
         let o = ClientBuilder::new("notes")
             .min_anonymity(3)

@@ -21,13 +21,13 @@ use rand::Rng as _;
 
 use crate::discover::heartbeat_relayers;
 use crate::error::PrivsvcError;
-use crate::options::{ClientOptions, Tokens};
+use crate::options::{ClientOptions, TokenSupply};
 use crate::protocol::InfoResponse;
 use crate::rng::ClientRng;
 
 /// Where the client's tokens come from.
 pub(crate) struct TokenManager {
-    mode: Tokens,
+    mode: TokenSupply,
     wallet: Option<Arc<dyn Wallet>>,
     reader: Arc<dyn LedgerReader>,
     store: Arc<dyn TokenStore>,
@@ -89,7 +89,7 @@ impl TokenManager {
     async fn wallet_for(&self, info: &InfoResponse) -> Result<TokenWallet, PrivsvcError> {
         let user_wallet = self.wallet.clone().ok_or_else(|| {
             PrivsvcError::Config(
-                "a relayer requires tokens but the client has no wallet to fetch them: pass `tokens(Tokens::Source(..))`".into(),
+                "a relayer requires tokens but the client has no wallet to fetch them: pass `tokens(TokenSupply::Source(..))`".into(),
             )
         })?;
         let (Some(issuer), Some(url)) = (&info.issuer, &info.issuer_url) else {
@@ -137,7 +137,7 @@ impl TokenManager {
     /// The token of a submission to a relayer with `info`, for a write requested at
     /// `requested_ms`: a caller's source is asked as it is; in auto mode only a token obtained
     /// before the write was requested and at least `min_age_ms` old now is spent, else
-    /// `NoTokenReady` at once. With `allow_on_demand`, a write that finds none fetches tokens
+    /// `NoRipeToken` at once. With `allow_on_demand`, a write that finds none fetches tokens
     /// and spends one of them once ripe (the app's explicit choice; a timing risk).
     pub(crate) async fn take(
         &self,
@@ -145,10 +145,10 @@ impl TokenManager {
         info: &InfoResponse,
         requested_ms: u64,
     ) -> Result<TokenRedemption, PrivsvcError> {
-        let not_ready = || PrivsvcError::NoTokenReady {
+        let not_ready = || PrivsvcError::NoRipeToken {
             app: app.to_string(),
         };
-        if let Tokens::Source(s) = &self.mode {
+        if let TokenSupply::Source(s) = &self.mode {
             return s.take(app).await?.ok_or_else(not_ready);
         }
         if let Some(t) = self.take_ripe(app, requested_ms)? {
@@ -216,7 +216,7 @@ impl TokenManager {
     /// Tokens of `app` for an accepted epoch at least `min_age_ms` old in the store (those a write
     /// requested now could spend; none with a caller's token source).
     pub(crate) fn ripe(&self, app: &str) -> usize {
-        if !matches!(self.mode, Tokens::Auto) {
+        if !matches!(self.mode, TokenSupply::Auto) {
             return 0;
         }
         let now = privsvc_rt::now_unix_ms();
@@ -321,7 +321,7 @@ fn distinct_issuers(infos: Vec<InfoResponse>) -> Vec<InfoResponse> {
 impl TokenManager {
     /// Whether this manager fetches tokens itself (auto mode with a wallet).
     pub(crate) fn fetches(&self) -> bool {
-        matches!(self.mode, Tokens::Auto) && self.wallet.is_some()
+        matches!(self.mode, TokenSupply::Auto) && self.wallet.is_some()
     }
 
     /// `prefetch_later`, spread (docs/API.md §2.6): `count` tokens of `app` from the issuer of each

@@ -32,8 +32,8 @@ mod error;
 #[cfg(feature = "fuzzing")]
 pub mod fuzz_entry;
 pub mod gateway;
-pub mod heartbeat;
 mod http_util;
+pub mod ledger_heartbeats;
 #[cfg(feature = "server")]
 pub mod listener;
 pub mod padding;

@@ -45,7 +45,7 @@ use privsvc_ledger::LedgerReader;
 use tokio::net::TcpListener;
 use tower_http::cors::CorsLayer;
 
-use crate::heartbeat::{live_heartbeats, DEFAULT_HEARTBEAT_INTERVAL};
+use crate::ledger_heartbeats::{live_heartbeats, DEFAULT_HEARTBEAT_INTERVAL};
 use privsvc_rt::transport::normalize_relayer_url;
 
 use crate::http_util::{

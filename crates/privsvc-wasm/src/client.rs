@@ -134,7 +134,7 @@ fn client_error(e: PrivsvcError) -> JsValue {
         PrivsvcError::NonDeterministicWallet => "NonDeterministicWalletError",
         PrivsvcError::SmartContractWallet => "SmartContractWalletError",
         PrivsvcError::IssuerEquivocation { .. } => "IssuerEquivocationError",
-        PrivsvcError::NoTokenReady { .. } => "NoTokenReady",
+        PrivsvcError::NoRipeToken { .. } => "NoTokenReady",
         _ => "PrivsvcError",
     };
     js_error(name, &e.to_string())
@@ -207,7 +207,7 @@ impl RawClient {
                 b = b.wallet(Arc::new(JsWallet::new(address, Bridge::start(wallet))));
             }
             if let Some(source) = tokens {
-                b = b.tokens(privsvc_client::Tokens::Source(source));
+                b = b.tokens(privsvc_client::TokenSupply::Source(source));
             }
             if let Some(fetch) = fetch {
                 b = b.fetch(Arc::new(fetch));
@@ -337,7 +337,7 @@ impl RawClient {
 
     /// `ripeTokens()`: tokens of the app a write requested now could spend (obtained and at
     /// least `tokenMinAgeMs` old). 0: a write goes to a relayer that requires no token, or
-    /// fails with `NoTokenReady`.
+    /// fails with `NoTokenReady` (the Rust `NoRipeToken`).
     #[wasm_bindgen(js_name = ripeTokens)]
     pub fn ripe_tokens(&self) -> u32 {
         self.inner.ripe_tokens().try_into().unwrap_or(u32::MAX)

@@ -4,7 +4,7 @@
 //!
 //! - no token a write spends was obtained after that write was requested (docs/PROTOCOL.md §8.3:
 //!   the property itself, checked on the tokens, not a gap between requests), and a write with no
-//!   ripe token asks the issuer nothing: it fails with `NoTokenReady` at once;
+//!   ripe token asks the issuer nothing: it fails with `NoRipeToken` at once;
 //! - the session refills its store on its own schedule, every issue request asking the same
 //!   (full) count, and only when the store runs low;
 //! - `prefetch_later` reaches that issuer one token at a time, each request in its own part of
@@ -312,10 +312,10 @@ async fn a_write_with_no_ripe_token_asks_the_issuer_nothing() {
     let before = w.proxy.seen().len();
     let started = Instant::now();
     let err = client.create_entity(note("no token")).await.unwrap_err();
-    assert!(matches!(err, PrivsvcError::NoTokenReady { .. }), "{err}");
+    assert!(matches!(err, PrivsvcError::NoRipeToken { .. }), "{err}");
     assert!(
         started.elapsed() < Duration::from_secs(2),
-        "NoTokenReady at once, not after a wait"
+        "NoRipeToken at once, not after a wait"
     );
     let after: Vec<Seen> = w.proxy.seen()[before..].to_vec();
     assert!(
@@ -496,7 +496,7 @@ async fn prefetch_later_spreads_issue_requests_and_a_write_spends_only_their_rip
         MIN_AGE_MS,
     ));
     let with_source = client_builder(w.reader.clone(), &w.proxy_url)
-        .tokens(privsvc_client::Tokens::Source(source))
+        .tokens(privsvc_client::TokenSupply::Source(source))
         .build()
         .await
         .unwrap();
@@ -527,7 +527,7 @@ async fn a_fake_issuer_url_in_relayer_info_receives_nothing() {
     // URL and asks nothing; the write has no token.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let err = client.create_entity(note("phished")).await.unwrap_err();
-    assert!(matches!(err, PrivsvcError::NoTokenReady { .. }), "{err}");
+    assert!(matches!(err, PrivsvcError::NoRipeToken { .. }), "{err}");
     assert!(
         fake_issuer.seen().is_empty(),
         "the fake issuer received {:?}",

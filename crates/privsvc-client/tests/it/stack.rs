@@ -160,7 +160,7 @@ async fn write_read_prove_everything_through_ohttp_with_tokens() {
         .create_entity(note("no token"))
         .await
         .unwrap_err();
-    assert!(matches!(err, PrivsvcError::NoTokenReady { .. }), "{err}");
+    assert!(matches!(err, PrivsvcError::NoRipeToken { .. }), "{err}");
     // The same vault with tokens from a caller-given source (a TokenWallet of another wallet).
     let mut o = privsvc_tokens::TokenWalletOptions::new(
         Arc::new(LocalWallet::random()),
@@ -180,7 +180,7 @@ async fn write_read_prove_everything_through_ohttp_with_tokens() {
         .ohttp_relay(stack.relay_url.clone().unwrap())
         .delay_ms(0, 0)
         .poll_interval(Duration::from_millis(100))
-        .tokens(privsvc_client::Tokens::Source(source))
+        .tokens(privsvc_client::TokenSupply::Source(source))
         .build()
         .await
         .unwrap();

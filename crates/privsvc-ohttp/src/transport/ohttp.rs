@@ -27,7 +27,7 @@ use privsvc_ledger::LedgerReader;
 use privsvc_rt::http::{Fetch, ReqwestFetch};
 
 use crate::client::ohttp_call;
-use crate::heartbeat::{live_heartbeats, url_owner, DEFAULT_HEARTBEAT_INTERVAL};
+use crate::ledger_heartbeats::{live_heartbeats, url_owner, DEFAULT_HEARTBEAT_INTERVAL};
 use crate::transport::{RelayerRequest, RelayerResponse, Transport, TransportError};
 use crate::{OhttpError, CALL_TIMEOUT};
 use privsvc_rt::transport::normalize_relayer_url;
