@@ -82,7 +82,7 @@ pub enum PrivsvcError {
     Expiry(String),
     /// A key vault operation failed.
     #[error("key vault: {0}")]
-    Vault(privsvc_vault::VaultError),
+    Vault(#[source] privsvc_vault::VaultError),
     /// Reading the ledger failed.
     #[error("ledger: {0}")]
     Ledger(#[from] privsvc_ledger::LedgerError),
@@ -90,12 +90,17 @@ pub enum PrivsvcError {
     /// as the source.
     #[error("transport: {0}")]
     Transport(#[from] privsvc_ohttp::TransportError),
-    /// Sealing or parsing an envelope failed.
-    #[error("envelope: {0}")]
-    Envelope(String),
+    /// The vault gave an ownership proof a signature that does not verify (high `s`, or not
+    /// the record's owner's).
+    #[error("ownership proof: {0}")]
+    ProofSignature(#[source] privsvc_vault::ProofSignError),
     /// Fetching or using rate-limit tokens failed.
     #[error("tokens: {0}")]
-    Tokens(String),
+    Tokens(#[source] privsvc_tokens::TokenError),
+    /// The token issuer a relayer names cannot be used: no issuer named, a malformed address or
+    /// URL, or no live heartbeat of the issuer naming that URL (nothing was sent to it).
+    #[error("the relayer's token issuer cannot be used: {0}")]
+    IssuerNotUsable(String),
     /// A relayer answered something that does not follow the protocol.
     #[error("relayer {relayer} answered an unexpected response: {message}")]
     Protocol {
@@ -137,7 +142,7 @@ impl From<privsvc_tokens::TokenError> for PrivsvcError {
             privsvc_tokens::TokenError::IssuerEquivocation {
                 issuer, app, epoch, ..
             } => Self::IssuerEquivocation { issuer, app, epoch },
-            other => Self::Tokens(other.to_string()),
+            other => Self::Tokens(other),
         }
     }
 }

@@ -71,7 +71,7 @@ pub async fn sign_ownership_proof(
 fn sign_error(e: ProofSignError) -> PrivsvcError {
     match e {
         ProofSignError::TtlTooLong(_) => PrivsvcError::Config(e.to_string()),
-        ProofSignError::BadSignature => PrivsvcError::Envelope(e.to_string()),
+        ProofSignError::BadSignature => PrivsvcError::ProofSignature(e),
     }
 }
 
@@ -318,9 +318,13 @@ mod tests {
             "invalid client configuration: an ownership proof is valid at most 3600 s, 7200 s \
              asked; ask the verifier for a fresh challenge instead of a long-lived proof"
         );
+        let bad = sign_error(ProofSignError::BadSignature);
         assert_eq!(
-            sign_error(ProofSignError::BadSignature).to_string(),
-            "envelope: the vault produced a high-s or malformed proof signature; use a low-s signer"
+            bad.to_string(),
+            "ownership proof: the vault produced a high-s or malformed proof signature; use a \
+             low-s signer"
         );
+        let source = std::error::Error::source(&bad).expect("the vault's error is the source");
+        assert!(source.is::<ProofSignError>());
     }
 }

@@ -93,15 +93,15 @@ impl TokenManager {
             )
         })?;
         let (Some(issuer), Some(url)) = (&info.issuer, &info.issuer_url) else {
-            return Err(PrivsvcError::Tokens(
+            return Err(PrivsvcError::IssuerNotUsable(
                 "the relayer requires tokens but names no issuer".into(),
             ));
         };
-        let issuer: Address = issuer
-            .parse()
-            .map_err(|e| PrivsvcError::Tokens(format!("issuer address {issuer:?}: {e}")))?;
+        let issuer: Address = issuer.parse().map_err(|e| {
+            PrivsvcError::IssuerNotUsable(format!("issuer address {issuer:?}: {e}"))
+        })?;
         let url = privsvc_ohttp::normalize_relayer_url(url).map_err(|e| {
-            PrivsvcError::Tokens(format!("the relayer's issuerUrl is not usable: {e}"))
+            PrivsvcError::IssuerNotUsable(format!("the relayer's issuerUrl is not usable: {e}"))
         })?;
         let key = (issuer, url.clone());
         if let Some(w) = self.lock().get(&key) {
@@ -112,7 +112,7 @@ impl TokenManager {
             .iter()
             .any(|hb| hb.creator == issuer && hb.url == url);
         if !verified {
-            return Err(PrivsvcError::Tokens(format!(
+            return Err(PrivsvcError::IssuerNotUsable(format!(
                 "issuer {issuer} has no live heartbeat naming the relayer's issuerUrl {url}; no token is requested from it"
             )));
         }
