@@ -167,13 +167,11 @@ async fn relay_latency(calls: usize) -> anyhow::Result<()> {
     anyhow::ensure!(receipt.success, "heartbeat reverted");
 
     let reader: Arc<dyn LedgerReader> = Arc::new(RpcLedger::new(node.url())?);
-    let relay = OhttpRelay::new(
-        reader,
-        RelayConfig {
-            allow_http: true,
-            ..RelayConfig::default()
-        },
-    )?;
+    let relay = OhttpRelay::new(reader, {
+        let mut c = RelayConfig::default();
+        c.allow_http = true;
+        c
+    })?;
     anyhow::ensure!(
         relay.refresh().await? == 1,
         "relay did not verify its target"

@@ -65,16 +65,12 @@ async fn main() -> anyhow::Result<()> {
 
     let reader: Arc<dyn LedgerReader> = Arc::new(RpcLedger::new(args.rpc_url.clone())?);
     let chain_id = reader.chain_id().await?;
-    let relay = OhttpRelay::new(
-        reader,
-        RelayConfig {
-            refresh_interval: Duration::from_secs(args.refresh_secs.max(1)),
-            heartbeat_interval: Duration::from_millis(args.heartbeat_ms.max(1)),
-            allow_http: args.allow_http,
-            rate_limit_per_min: args.rate_limit_per_min,
-            ..RelayConfig::default()
-        },
-    )?;
+    let mut config = RelayConfig::default();
+    config.refresh_interval = Duration::from_secs(args.refresh_secs.max(1));
+    config.heartbeat_interval = Duration::from_millis(args.heartbeat_ms.max(1));
+    config.allow_http = args.allow_http;
+    config.rate_limit_per_min = args.rate_limit_per_min;
+    let relay = OhttpRelay::new(reader, config)?;
     let refresher = relay.spawn_refresh();
 
     let tcp = tokio::net::TcpListener::bind((args.host.as_str(), args.port)).await?;

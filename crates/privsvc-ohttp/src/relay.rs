@@ -70,8 +70,10 @@ pub const DEFAULT_RATE_LIMIT_PER_MIN: u32 = 120;
 /// Length of one rate-limit window.
 const RATE_WINDOW: Duration = Duration::from_secs(60);
 
-/// Settings of an [`OhttpRelay`].
+/// Settings of an [`OhttpRelay`]: start from [`RelayConfig::default`] and set the fields you
+/// need (the struct is `#[non_exhaustive]`: a setting added later is not a breaking change).
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct RelayConfig {
     /// How often the verified target set is rebuilt from the ledger.
     pub refresh_interval: Duration,

@@ -22,14 +22,11 @@ async fn relay_and_gateway_log_no_client_address_or_body() {
         relay,
         relayer_task: _t1,
         ..
-    } = relayed(
-        b"log capture seed, 32 bytes long.",
-        "localhost",
-        RelayConfig {
-            allow_http: true,
-            ..RelayConfig::default()
-        },
-    )
+    } = relayed(b"log capture seed, 32 bytes long.", "localhost", {
+        let mut c = RelayConfig::default();
+        c.allow_http = true;
+        c
+    })
     .await;
     let (relay_url, client_peers, _t2) = serve_recording(relay.router(), "127.0.0.1").await;
 

@@ -16,15 +16,12 @@ const CLIENT_IP: &str = "127.0.0.2";
 async fn rate_limited_relay_logs_no_client_address() {
     let logs = capture_logs();
 
-    let s = relayed(
-        b"relay log capture seed, 32 bytes",
-        "127.0.0.1",
-        RelayConfig {
-            allow_http: true,
-            rate_limit_per_min: 1,
-            ..RelayConfig::default()
-        },
-    )
+    let s = relayed(b"relay log capture seed, 32 bytes", "127.0.0.1", {
+        let mut c = RelayConfig::default();
+        c.allow_http = true;
+        c.rate_limit_per_min = 1;
+        c
+    })
     .await;
     let (relay_url, _t2) = serve_relay_listener(&s.relay).await;
     let relayer_url = &s.relayer_url;

@@ -74,12 +74,10 @@ impl LocalStackBuilder {
     /// Adds an OHTTP relay with the test settings of [`LocalStackBuilder::ohttp_relay`], then
     /// `configure`.
     pub fn ohttp_relay_with(mut self, configure: impl FnOnce(&mut RelayConfig)) -> Self {
-        let mut config = RelayConfig {
-            allow_http: true,
-            refresh_interval: Duration::from_millis(500),
-            rate_limit_per_min: 1_000_000,
-            ..RelayConfig::default()
-        };
+        let mut config = RelayConfig::default();
+        config.allow_http = true;
+        config.refresh_interval = Duration::from_millis(500);
+        config.rate_limit_per_min = 1_000_000;
         configure(&mut config);
         self.relay = Some(config);
         self

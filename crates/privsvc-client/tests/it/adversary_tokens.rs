@@ -616,14 +616,12 @@ async fn an_issuer_that_replaces_a_pinned_key_is_refused_in_later_sessions() {
 #[tokio::test]
 async fn with_an_ohttp_relay_the_issuer_never_sees_a_direct_issuer_call() {
     let w = Watched::start().await;
-    let relay = OhttpRelay::new(
-        w.reader.clone(),
-        RelayConfig {
-            allow_http: true,
-            rate_limit_per_min: 1_000_000,
-            ..RelayConfig::default()
-        },
-    )
+    let relay = OhttpRelay::new(w.reader.clone(), {
+        let mut c = RelayConfig::default();
+        c.allow_http = true;
+        c.rate_limit_per_min = 1_000_000;
+        c
+    })
     .unwrap();
     assert_eq!(
         relay.refresh().await.unwrap(),

@@ -120,13 +120,11 @@ async fn stack() -> Stack {
         assert!(Instant::now() < deadline, "no heartbeat");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let relay = OhttpRelay::new(
-        chain.reader.clone(),
-        RelayConfig {
-            allow_http: true,
-            ..RelayConfig::default()
-        },
-    )
+    let relay = OhttpRelay::new(chain.reader.clone(), {
+        let mut c = RelayConfig::default();
+        c.allow_http = true;
+        c
+    })
     .unwrap();
     assert_eq!(relay.refresh().await.unwrap(), 1);
     let (relay_url, relay_task) = serve(relay.router()).await;

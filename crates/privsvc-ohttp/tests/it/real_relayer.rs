@@ -36,13 +36,11 @@ async fn client_relay_real_relayer() {
     let dir = tempfile::tempdir().unwrap();
     let relayer = start_relayer(&chain, &dir, true).await;
 
-    let relay = OhttpRelay::new(
-        chain.reader.clone(),
-        RelayConfig {
-            allow_http: true,
-            ..RelayConfig::default()
-        },
-    )
+    let relay = OhttpRelay::new(chain.reader.clone(), {
+        let mut c = RelayConfig::default();
+        c.allow_http = true;
+        c
+    })
     .unwrap();
     assert_eq!(relay.refresh().await.unwrap(), 1);
     let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

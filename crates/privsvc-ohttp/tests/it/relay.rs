@@ -22,15 +22,14 @@ use crate::common::{
 const INTERVAL: Duration = Duration::from_secs(10);
 
 fn config() -> RelayConfig {
-    RelayConfig {
-        refresh_interval: Duration::from_millis(100),
-        heartbeat_interval: INTERVAL,
-        info_timeout: Duration::from_secs(2),
-        forward_timeout: Duration::from_secs(5),
-        allow_http: true,
-        on_demand_refresh_gap: Duration::from_secs(3600),
-        rate_limit_per_min: privsvc_ohttp::relay::DEFAULT_RATE_LIMIT_PER_MIN,
-    }
+    let mut c = RelayConfig::default();
+    c.refresh_interval = Duration::from_millis(100);
+    c.heartbeat_interval = INTERVAL;
+    c.info_timeout = Duration::from_secs(2);
+    c.forward_timeout = Duration::from_secs(5);
+    c.allow_http = true;
+    c.on_demand_refresh_gap = Duration::from_secs(3600);
+    c
 }
 
 /// One relayer (dev account 0) with a live heartbeat on a devnet, and a relay that has
@@ -193,13 +192,11 @@ async fn unknown_targets_trigger_a_rate_limited_refresh() {
     let s = stack().await;
     let http = privsvc_ohttp::ReqwestFetch::with_client(reqwest::Client::new());
     let key = s.gateway.public_key();
-    let relay = OhttpRelay::new(
-        s.chain.reader.clone(),
-        RelayConfig {
-            on_demand_refresh_gap: Duration::from_millis(300),
-            ..config()
-        },
-    )
+    let relay = OhttpRelay::new(s.chain.reader.clone(), {
+        let mut c = config();
+        c.on_demand_refresh_gap = Duration::from_millis(300);
+        c
+    })
     .unwrap();
     let (relay_url, _t) = serve(relay.router()).await;
     // Never refreshed: the first request for a target refreshes on demand and is served.
@@ -230,13 +227,11 @@ async fn unknown_targets_trigger_a_rate_limited_refresh() {
 #[tokio::test]
 async fn https_only_unless_allowed() {
     let s = stack().await;
-    let strict = OhttpRelay::new(
-        s.chain.reader.clone(),
-        RelayConfig {
-            allow_http: false,
-            ..config()
-        },
-    )
+    let strict = OhttpRelay::new(s.chain.reader.clone(), {
+        let mut c = config();
+        c.allow_http = false;
+        c
+    })
     .unwrap();
     assert_eq!(strict.refresh().await.unwrap(), 0);
 }
@@ -433,14 +428,11 @@ async fn rate_limit_per_source_address_through_the_relay_listener() {
         relay,
         relayer_task: _relayer_task,
         ..
-    } = relayed(
-        b"relay rate limit seed, 32 bytes.",
-        "127.0.0.1",
-        RelayConfig {
-            rate_limit_per_min: 3,
-            ..config()
-        },
-    )
+    } = relayed(b"relay rate limit seed, 32 bytes.", "127.0.0.1", {
+        let mut c = config();
+        c.rate_limit_per_min = 3;
+        c
+    })
     .await;
     let (relay_url, _relay_task) = serve_relay_listener(&relay).await;
     let key = gateway.public_key();
@@ -526,14 +518,11 @@ async fn an_ipv6_slash_64_is_one_source_at_the_relay() {
         relay,
         relayer_task: _relayer_task,
         ..
-    } = relayed(
-        b"relay slash-64 seed, 32 bytes...",
-        "127.0.0.1",
-        RelayConfig {
-            rate_limit_per_min: 3,
-            ..config()
-        },
-    )
+    } = relayed(b"relay slash-64 seed, 32 bytes...", "127.0.0.1", {
+        let mut c = config();
+        c.rate_limit_per_min = 3;
+        c
+    })
     .await;
     let router = relay.router();
     let from = |ip: std::net::IpAddr| {

@@ -81,13 +81,11 @@ async fn in_process_transport() {
 }
 
 async fn stack() -> Stack {
-    served_stack(
-        b"transport test seed, 32 bytes..",
-        RelayConfig {
-            allow_http: true,
-            ..RelayConfig::default()
-        },
-    )
+    served_stack(b"transport test seed, 32 bytes..", {
+        let mut c = RelayConfig::default();
+        c.allow_http = true;
+        c
+    })
     .await
 }
 
