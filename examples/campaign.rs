@@ -452,7 +452,13 @@ async fn main() -> anyhow::Result<()> {
     }
     if failed.is_empty() {
         println!("PASS");
-        let _ = std::fs::remove_dir_all(dir.join("relayer"));
+        // A passing run leaves nothing behind in a directory of its own making (its databases
+        // and logs are kept for a failing one); in a `--dir` of the caller's, the logs stay.
+        if args.dir.is_none() {
+            let _ = std::fs::remove_dir_all(&dir);
+        } else {
+            let _ = std::fs::remove_dir_all(dir.join("relayer"));
+        }
         Ok(())
     } else {
         println!("FAIL: {}", failed.join("; "));
