@@ -9,8 +9,8 @@
 # One build, then three lanes side by side. Most of the run is waiting (blocks, batch windows, a
 # compressed day), not computing: the attack lab's two forms use about a third of one core for
 # six minutes. Lane 1 is the lab; lane 2 every other Rust test, then the campaign; lane 3 the JS
-# tests (the wasm build first, in its own target directory so that it never waits for cargo's lock
-# on target/ held by lane 2). The Rust lanes run what the one build made (no second build with other features).
+# tests, once the wasm module, built beside the main build at a low priority, is ready. The lanes
+# run what the main build made (no second build with other features).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,14 +21,29 @@ python3 scripts/check-citations.py
 stamp() { printf '\n==> %s (%s)\n' "$1" "$(date -u +%H:%M:%S)"; }
 LOGS=$(mktemp -d)
 LANE_PIDS=()
+WASM_PID=
 cleanup() {
-  for pid in "${LANE_PIDS[@]}"; do kill -- "-$pid" 2>/dev/null || kill "$pid" 2>/dev/null || true; done
+  for pid in $WASM_PID "${LANE_PIDS[@]}"; do kill -- "-$pid" 2>/dev/null || kill "$pid" 2>/dev/null || true; done
   rm -rf "$LOGS"
 }
 trap cleanup EXIT
 
-# --- the one build ------------------------------------------------------------------------------
-stamp "build: every test and example of the workspace (debug)"
+# --- the builds ---------------------------------------------------------------------------------
+# The JS lane's wasm module (cargo's release profile: optimised as the published module is,
+# without its fat LTO, about half the build time; a dev module is too slow for the Chromium
+# checks' timeouts while the other lanes run) builds from the start, at a low priority and in its
+# own target directory: it takes the CPU the main build and the other lanes leave idle, and never
+# waits for cargo's lock on target/.
+stamp "build: the wasm module (low priority, beside) and every test and example of the workspace (debug)"
+set -m # each background job in its own process group, so that cleanup stops its children too
+(
+  rc=0
+  PRIVSVC_JS_PROFILE=fast-release PRIVSVC_WASM_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}/wasm-pkg \
+    nice -n 10 bash scripts/js-test.sh --build-only || rc=$?
+  echo "$rc" >"$LOGS/wasm.rc"
+) >"$LOGS/wasm" 2>&1 &
+WASM_PID=$!
+set +m
 cargo test --workspace --no-run
 # The lab's test binary, as the build above made it.
 LAB_BIN=$(cargo test --workspace --no-run --message-format=json 2>/dev/null | python3 -c '
@@ -58,12 +73,15 @@ rust_lane() {
 }
 (lane rust_lane) >"$LOGS/rust" 2>&1 &
 LANE_PIDS+=($!)
-# The stack for the JS tests runs from the debug examples built above; the wasm module is built
-# with cargo's release profile (optimised as the published module is, without its fat LTO:
-# about half the build time; a dev module is too slow for the Chromium checks' timeouts while
-# the other lanes run).
-(PRIVSVC_JS_PROFILE=fast-release PRIVSVC_JS_STACK_PROFILE=prebuilt PRIVSVC_WASM_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}/wasm-pkg \
-  lane bash scripts/js-test.sh) >"$LOGS/js" 2>&1 &
+# The JS tests, once the wasm module is built, against a stack from the debug examples built
+# above.
+js_lane() {
+  while ! [ -f "$LOGS/wasm.rc" ]; do sleep 1; done
+  cat "$LOGS/wasm"
+  [ "$(cat "$LOGS/wasm.rc")" = 0 ] || { echo "the wasm build failed"; return 1; }
+  PRIVSVC_JS_STACK_PROFILE=prebuilt bash scripts/js-test.sh --tests-only
+}
+(lane js_lane) >"$LOGS/js" 2>&1 &
 LANE_PIDS+=($!)
 set +m
 
@@ -75,6 +93,7 @@ for i in 0 1 2; do
   cat "$LOGS/${name[$i]}"
 done
 LANE_PIDS=()
+WASM_PID=
 if [ "${#FAILED[@]}" -gt 0 ]; then
   echo "failed lanes: ${FAILED[*]}"
   exit 1
