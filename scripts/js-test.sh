@@ -89,7 +89,6 @@ if [ "$MODE" = --tests-only ]; then
   [ -f js/pkg/privsvc_wasm_bg.wasm ] || { echo "js/pkg is not built: run scripts/js-test.sh --build-only first"; exit 1; }
 else
   log "building privsvc-wasm ($PROFILE)"
-  # release = the `wasm-release` profile (release with fat LTO and one code unit: a smaller module)
   case "$PROFILE" in
     release) PFLAG="--profile wasm-release"; PDIR=wasm-release ;;
     fast-release) PFLAG=--release; PDIR=release ;;
@@ -105,18 +104,22 @@ fi
 
 # --- the local stack ----------------------------------------------------------------------------
 STACK_PROFILE=${PRIVSVC_JS_STACK_PROFILE:-release}
-if [ "$STACK_PROFILE" = prebuilt ]; then
-  EXAMPLES=$TARGET_DIR/debug/examples
-  for b in local_stack client web_seed; do
-    [ -x "$EXAMPLES/$b" ] || { echo "$EXAMPLES/$b is missing: build it first (cargo test --workspace --no-run)"; exit 1; }
-  done
-elif log "building the Rust side (local_stack, client; $STACK_PROFILE)"; [ "$STACK_PROFILE" = release ]; then
-  cargo build -q --release --example local_stack --example client --example web_seed
-  EXAMPLES=$TARGET_DIR/release/examples
-else
-  cargo build -q --example local_stack --example client --example web_seed
-  EXAMPLES=$TARGET_DIR/debug/examples
-fi
+case "$STACK_PROFILE" in
+  prebuilt)
+    EXAMPLES=$TARGET_DIR/debug/examples
+    for b in local_stack client web_seed; do
+      [ -x "$EXAMPLES/$b" ] || { echo "$EXAMPLES/$b is missing: build it first (cargo test --workspace --no-run)"; exit 1; }
+    done ;;
+  release)
+    log "building the Rust side (local_stack, client; release)"
+    cargo build -q --release --example local_stack --example client --example web_seed
+    EXAMPLES=$TARGET_DIR/release/examples ;;
+  dev)
+    log "building the Rust side (local_stack, client; dev)"
+    cargo build -q --example local_stack --example client --example web_seed
+    EXAMPLES=$TARGET_DIR/debug/examples ;;
+  *) echo "PRIVSVC_JS_STACK_PROFILE must be release, dev or prebuilt"; exit 1 ;;
+esac
 STACK_LOG=$(mktemp)
 "$EXAMPLES/local_stack" --serve >"$STACK_LOG" 2>&1 &
 STACK_PID=$!

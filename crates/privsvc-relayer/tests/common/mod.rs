@@ -347,11 +347,7 @@ pub mod faultproxy;
 /// must not straddle a window's edge.
 #[allow(dead_code)]
 pub async fn avoid_minute_edge() {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("clock after 1970")
-        .as_millis() as u64;
-    let into_minute = now % 60_000;
+    let into_minute = privsvc_tokens::now_ms() % 60_000;
     if into_minute > 45_000 {
         tokio::time::sleep(Duration::from_millis(60_000 - into_minute + 100)).await;
     }

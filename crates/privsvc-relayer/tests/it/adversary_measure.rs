@@ -100,7 +100,6 @@ async fn wait_issuer_key(url: &str) {
     }
 }
 
-/// Stay inside one one-minute rate-limit window for the next few seconds.
 /// `n` token messages of [`APP`] for today, blinded under `key`.
 fn blinded(key: &IssuerKey, n: usize) -> Vec<(Vec<u8>, Blinded)> {
     (0..n)
