@@ -132,9 +132,13 @@ pub async fn run(scenario: Scenario) -> Result<LabReport, LabError> {
     let started = Instant::now();
     let stack = start_stack(&scenario).await?;
     let mut rng = StdRng::seed_from_u64(scenario.seed);
-    let ids: Vec<Identity> = (0..scenario.users)
+    let mut ids: Vec<Identity> = (0..scenario.users)
         .map(|i| Identity::new(i, &mut rng))
         .collect::<Result<_, _>>()?;
+    let returning = (scenario.users as f64 * scenario.returning_share).round() as usize;
+    for id in ids.iter_mut().take(returning) {
+        id.returning = true;
+    }
     let epoch = Instant::now();
     let truth = Truth {
         users: ids.iter().map(Identity::user).collect(),
@@ -150,12 +154,16 @@ pub async fn run(scenario: Scenario) -> Result<LabReport, LabError> {
     let seen = Arc::new(Mutex::new(BTreeMap::new()));
     let watcher = watch_blocks(&world.stack, epoch, seen.clone());
 
+    let with_tokens = population::run_prologue(world.clone(), &ids, &mut rng).await;
+    eprintln!("  the earlier day: {with_tokens} of {returning} returning users hold tokens");
+    // The earlier day's tokens are ripe when the day starts.
+    tokio::time::sleep(Duration::from_millis(scenario.token_min_age_ms + 500)).await;
     eprintln!(
         "  the simulated day: {} users, {} s",
         scenario.users,
         scenario.day.as_secs()
     );
-    population::run_day(world.clone(), ids).await;
+    population::run_day(world.clone(), ids, Instant::now()).await;
     // The day's last batches land before the active phases start.
     tokio::time::sleep(Duration::from_millis(scenario.max_wait_ms + 3_000)).await;
     let day_end = ms_since(epoch, Instant::now());

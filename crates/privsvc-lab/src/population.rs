@@ -47,6 +47,8 @@ pub struct Identity {
     pub http: reqwest::Client,
     /// The user's token store, kept across sessions.
     pub tokens: Arc<dyn privsvc_tokens::TokenStore>,
+    /// The user comes back from an earlier day (see [`run_prologue`]).
+    pub returning: bool,
 }
 
 impl Identity {
@@ -68,6 +70,7 @@ impl Identity {
             ip,
             http,
             tokens: privsvc_tokens::memory_store(),
+            returning: false,
         })
     }
 
@@ -77,6 +80,7 @@ impl Identity {
             index: self.index,
             wallet: self.wallet.address(),
             ip: self.ip,
+            returning: self.returning,
         }
     }
 
@@ -89,6 +93,7 @@ impl Identity {
             ip,
             http,
             tokens: self.tokens.clone(),
+            returning: self.returning,
         })
     }
 
@@ -281,8 +286,53 @@ fn payload(rng: &mut StdRng, big: bool) -> Vec<u8> {
     (0..len).map(|_| rng.gen_range(b'a'..=b'z')).collect()
 }
 
-/// Runs the population over the day; returns when every user finished.
-pub async fn run_day(world: Arc<World>, ids: Vec<Identity>) {
+/// How long the returning users' earlier day lasts: each opens its session at a random moment
+/// of it.
+pub const PROLOGUE_SPREAD: Duration = Duration::from_secs(8);
+
+/// The earlier day of the returning users ([`Identity::returning`]): each opens a session at a
+/// random moment of [`PROLOGUE_SPREAD`], whose session-start refill fills its token store, and
+/// closes it once the tokens are in (or after 20 s). Returns how many came back with tokens.
+/// With the `on_demand_tokens` leak there is no earlier day: the client before revision 3
+/// fetched tokens when a write found none, and a user with an empty store is what the leak's
+/// attack needs.
+pub async fn run_prologue(world: Arc<World>, ids: &[Identity], rng: &mut StdRng) -> usize {
+    if world.scenario.leaks.on_demand_tokens {
+        return 0;
+    }
+    let mut tasks = Vec::new();
+    for id in ids.iter().filter(|i| i.returning).cloned() {
+        let at = Instant::now() + PROLOGUE_SPREAD.mul_f64(rng.gen_range(0.0..1.0));
+        let world = world.clone();
+        tasks.push(tokio::spawn(async move {
+            tokio::time::sleep_until(at.into()).await;
+            let Ok(client) = world
+                .client_builder(&id, id.reader(&world.stack), 1)
+                .build()
+                .await
+            else {
+                return false;
+            };
+            let deadline = Instant::now() + Duration::from_secs(20);
+            let has_tokens = || id.tokens.list(APP).is_ok_and(|l| !l.is_empty());
+            while !has_tokens() && Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            drop(client);
+            has_tokens()
+        }));
+    }
+    let mut with_tokens = 0;
+    for t in tasks {
+        if matches!(t.await, Ok(true)) {
+            with_tokens += 1;
+        }
+    }
+    with_tokens
+}
+
+/// Runs the population over the day starting at `day_start`; returns when every user finished.
+pub async fn run_day(world: Arc<World>, ids: Vec<Identity>, day_start: Instant) {
     let mut rng = StdRng::seed_from_u64(world.scenario.seed);
     let mut tasks = Vec::new();
     for id in ids {
@@ -292,7 +342,7 @@ pub async fn run_day(world: Arc<World>, ids: Vec<Identity>) {
         tasks.push(tokio::spawn(async move {
             let mut rng = StdRng::seed_from_u64(seed);
             for plan in plans {
-                let at = world.epoch + plan.start;
+                let at = day_start + plan.start;
                 tokio::time::sleep_until(at.into()).await;
                 run_session(&world, &id, &plan, &mut rng).await;
             }

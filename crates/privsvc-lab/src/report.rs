@@ -94,12 +94,14 @@ impl LabReport {
         let s = &self.scenario;
         let p = &self.population;
         format!(
-            "seed {}, {} users (at most {} sessions of at most {} writes), day {} s, blocks {} ms, \
+            "seed {}, {} users ({:.0}% returning with tokens, at most {} sessions of at most {} \
+             writes), day {} s, blocks {} ms, \
              MIN_BATCH {}, MAX_WAIT_MS {}, token min age {} ms, delay 0-{} ms, leaks {:?}\n\
              {} sessions ({} failed to start), {} records written, {} writes failed, {} scans; \
              seen: {} RPC calls, {} relay requests, {} relayer requests; {:.0} s",
             s.seed,
             s.users,
+            s.returning_share * 100.0,
             s.max_sessions,
             s.max_writes,
             s.day.as_secs(),

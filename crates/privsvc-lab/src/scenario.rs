@@ -175,6 +175,10 @@ pub struct Scenario {
     pub big_record_share: f64,
     /// Fraction of sessions that make an ownership proof.
     pub prove_share: f64,
+    /// Fraction of users who come back holding tokens from an earlier day (fetched by a
+    /// session of theirs before the day starts); the others are new wallets, whose first
+    /// session's refill is their first issue request.
+    pub returning_share: f64,
     /// Length of the simulated day.
     #[serde(with = "millis")]
     pub day: Duration,
@@ -223,6 +227,7 @@ impl Default for Scenario {
             k_anonymity_share: 0.25,
             big_record_share: 0.1,
             prove_share: 0.2,
+            returning_share: 0.75,
             day: Duration::from_secs(240),
             think: Duration::from_secs(4),
             block_time: Duration::from_millis(1000),

@@ -16,6 +16,8 @@ pub struct User {
     pub wallet: Address,
     /// The network address every request of this user comes from.
     pub ip: IpAddr,
+    /// The user holds tokens from an earlier day (the lab's prologue); otherwise a new wallet.
+    pub returning: bool,
 }
 
 /// One write, as the user saw it.

@@ -78,6 +78,10 @@ async fn every_attack_wins_when_its_leak_is_on() {
         // No random send delay: the client before revision 3 spent an on-demand token exactly
         // `minAgeMs` after fetching it, which is what `issue-to-spend` looks for.
         delay_ms_max: 0,
+        // Every user's spends score in `issue-to-spend`, none in `first-spend`: with the
+        // `on_demand_tokens` leak there is no earlier day (every store starts empty) and the
+        // channel is the write's own on-demand fetch, whoever the wallet is.
+        returning_share: 1.0,
         // Every leak but `no_covers`: without covers the user's batches are the whole fetch
         // set, so the covers' attacks (`timestamps`, `cover-intersection`) have nothing to
         // find; `timestamps` wins here on its own leak, `cover-intersection` on the covers

@@ -57,7 +57,7 @@ impl AttackResult {
 
 /// Attacks that guess only when they see their signal: with none (an honest run), they score no
 /// guess, which is the result, not a gap in the lab.
-pub const ABSTAINING: &[&str] = &["issue-to-spend"];
+pub const ABSTAINING: &[&str] = &["issue-to-spend", "first-spend"];
 
 /// Attacks the design cannot stop: measured and stated, not held to chance.
 pub const RESIDUALS: &[&str] = &[
@@ -71,6 +71,9 @@ pub const RESIDUALS: &[&str] = &[
     "onlooker-relayer-timing",
     "issuer-onlooker-wallet",
     "n-minus-one-flood",
+    // A new wallet's first tokens come from its first session's refill, the only issue request
+    // it ever made: a spend soon after can be matched to it where few wallets are new.
+    "first-spend",
 ];
 
 /// The truth, indexed for scoring.
@@ -85,6 +88,8 @@ pub(crate) struct Score {
     pub(crate) writers_of_batch: BTreeMap<(u64, Address), BTreeSet<usize>>,
     /// Wallet of each user.
     pub(crate) wallets: Vec<Address>,
+    /// Whether each user came back from an earlier day (otherwise a new wallet).
+    pub(crate) returning: Vec<bool>,
 }
 
 impl Score {
@@ -105,6 +110,7 @@ impl Score {
             writer_of_entity,
             writers_of_batch,
             wallets: truth.users.iter().map(|u| u.wallet).collect(),
+            returning: truth.users.iter().map(|u| u.returning).collect(),
         }
     }
 

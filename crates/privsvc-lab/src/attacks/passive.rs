@@ -40,8 +40,8 @@ pub(super) fn all(
 ) -> Vec<AttackResult> {
     let mut rng = StdRng::seed_from_u64(seed ^ 0x5eed);
     let bursts = fetch_bursts(&views.rpc);
-    vec![
-        issue_to_spend(views, score, min_age_ms, delay_ms_max),
+    let mut results = Vec::from(issue_to_spend(views, score, min_age_ms, delay_ms_max));
+    results.extend([
         timestamps(&bursts, views, score, &mut rng),
         wallet_named(views, score, &mut rng),
         landing_listing(views, score, &mut rng),
@@ -53,7 +53,8 @@ pub(super) fn all(
         arrival_order(views, score),
         onlooker_relayer_timing(views, score),
         issuer_onlooker_wallet(views, score),
-    ]
+    ]);
+    results
 }
 
 /// The batches named by a fetch expression: `($creator = addr(0x…) AND $createdAt = u64(N))`.
@@ -164,21 +165,36 @@ fn writers(score: &Score, batch: &Batch) -> BTreeSet<usize> {
 }
 
 /// Issuer: a spend comes `minAgeMs` after the issue request that the write caused; guess the
-/// wallet whose latest issue request before `spend - minAgeMs` is the most recent.
+/// wallet whose latest issue request before `spend - minAgeMs` is the most recent. One attack,
+/// scored in two parts: the spends of returning users (`issue-to-spend`, which revision 3
+/// closes) and those of new wallets (`first-spend`, a stated residual: a new wallet's tokens
+/// come from the first issue request it ever made).
 fn issue_to_spend(
     views: &Views,
     score: &Score,
     min_age_ms: u64,
     delay_ms_max: u64,
-) -> AttackResult {
-    let mut trials = Vec::new();
+) -> [AttackResult; 2] {
+    let mut returning = Vec::new();
+    let mut new_wallets = Vec::new();
+    let results = |returning: &[Trial], new_wallets: &[Trial]| {
+        [
+            AttackResult::new(
+                "issue-to-spend",
+                "issuer",
+                "which wallet spent this token (issue-to-spend timing)",
+                returning,
+            ),
+            AttackResult::new(
+                "first-spend",
+                "issuer",
+                "which new wallet spent this token (its first issue request)",
+                new_wallets,
+            ),
+        ]
+    };
     let Some(issuer) = views.issuer.as_deref() else {
-        return AttackResult::new(
-            "issue-to-spend",
-            "issuer",
-            "which wallet spent this token (issue-to-spend timing)",
-            &trials,
-        );
+        return results(&returning, &new_wallets);
     };
     let seen = views.relayers.get(issuer).cloned().unwrap_or_default();
     // Issue requests: (time, wallet).
@@ -271,17 +287,17 @@ fn issue_to_spend(
         let Some(guess) = in_window.first().copied() else {
             continue;
         };
-        trials.push(Trial {
+        let trial = Trial {
             success: Some(guess) == score.wallets.get(*writer).copied(),
             chance: 1.0 / candidates.len() as f64,
-        });
+        };
+        if score.returning.get(*writer).copied().unwrap_or(false) {
+            returning.push(trial);
+        } else {
+            new_wallets.push(trial);
+        }
     }
-    AttackResult::new(
-        "issue-to-spend",
-        "issuer",
-        "which wallet spent this token (issue-to-spend timing)",
-        &trials,
-    )
+    results(&returning, &new_wallets)
 }
 
 /// RPC: the block timestamps a scan reads (only some of the fetched blocks, or some more often
