@@ -82,15 +82,15 @@ struct Args {
 fn relayer(name: &str) -> RelayerSpec {
     RelayerSpec::new(name).ohttp().with(|c| {
         // OHTTP_RELAY_IPS: the relay (through its tap) is not counted per address.
-        c.ohttp_relay_ips = vec![IpAddr::V4(Ipv4Addr::LOCALHOST)];
-        c.min_batch = 8; // MIN_BATCH
-        c.max_wait = Duration::from_millis(30_000); // MAX_WAIT_MS
-        c.flush_jitter = Duration::from_millis(1_000); // FLUSH_JITTER_MS
-        c.min_interval_blocks = 1; // MIN_INTERVAL_BLOCKS
-        c.max_batch = 100; // MAX_BATCH
-        c.max_min_anonymity = 50; // MAX_MIN_ANONYMITY
-        c.max_hold_ms = 600_000; // MAX_HOLD_MS
-        c.rate_limit_per_min = 30; // RATE_LIMIT_PER_MIN
+        c.limits.ohttp_relay_ips = vec![IpAddr::V4(Ipv4Addr::LOCALHOST)];
+        c.batching.min_batch = 8; // MIN_BATCH
+        c.batching.max_wait = Duration::from_millis(30_000); // MAX_WAIT_MS
+        c.batching.flush_jitter = Duration::from_millis(1_000); // FLUSH_JITTER_MS
+        c.batching.min_interval_blocks = 1; // MIN_INTERVAL_BLOCKS
+        c.batching.max_batch = 100; // MAX_BATCH
+        c.batching.max_min_anonymity = 50; // MAX_MIN_ANONYMITY
+        c.batching.max_hold = Duration::from_secs(600); // MAX_HOLD_MS
+        c.limits.submissions_per_min = 30; // RATE_LIMIT_PER_MIN
     })
 }
 

@@ -158,13 +158,13 @@ fn relayer(name: &str) -> RelayerSpec {
     RelayerSpec::new(name)
         .ohttp() // OHTTP=on, OHTTP_SEED=<random>
         .with(|c| {
-            c.min_batch = 2; // MIN_BATCH: flush as soon as two records can share a batch
-            c.max_wait = Duration::from_millis(1_500); // MAX_WAIT_MS: a lone record waits at most 1.5 s for company
-            c.flush_jitter = Duration::from_millis(200); // FLUSH_JITTER_MS
-            c.max_min_anonymity = 10; // MAX_MIN_ANONYMITY
-            c.rate_limit_per_min = 600; // RATE_LIMIT_PER_MIN (tokens off)
-                                        // HEARTBEAT_MS: a heartbeat every 30 s (default 10 min), so that the relayers stay
-                                        // live (a heartbeat lives 600 blocks) while tests mine empty blocks to settle.
+            c.batching.min_batch = 2; // MIN_BATCH: flush as soon as two records can share a batch
+            c.batching.max_wait = Duration::from_millis(1_500); // MAX_WAIT_MS: a lone record waits at most 1.5 s for company
+            c.batching.flush_jitter = Duration::from_millis(200); // FLUSH_JITTER_MS
+            c.batching.max_min_anonymity = 10; // MAX_MIN_ANONYMITY
+            c.limits.submissions_per_min = 600; // RATE_LIMIT_PER_MIN (tokens off)
+                                                // HEARTBEAT_MS: a heartbeat every 30 s (default 10 min), so that the relayers stay
+                                                // live (a heartbeat lives 600 blocks) while tests mine empty blocks to settle.
             c.heartbeat_interval = Duration::from_millis(30_000);
         })
 }

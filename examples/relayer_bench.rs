@@ -354,15 +354,15 @@ async fn main() -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let mut config = RelayerConfig::for_tests(dir.path());
     config.tokens = TokenMode::Required;
-    config.issuer_address = Some(DevSigner::dev(1).address());
-    config.issuer_url = Some("http://issuer.invalid".into());
+    config.issuer.address = Some(DevSigner::dev(1).address());
+    config.issuer.url = Some("http://issuer.invalid".into());
     // BENCH_BATCHING=off measures acceptance alone (no batch is sent during the run).
     let batching = std::env::var("BENCH_BATCHING").map_or(true, |v| v != "off");
-    config.min_batch = if batching { 100 } else { 1_000_000 };
-    config.max_batch = if batching { 100 } else { 1_000_000 };
-    config.max_min_anonymity = 50;
-    config.max_wait = Duration::from_millis(if batching { 1000 } else { 3_600_000 });
-    config.queue_capacity = 10_000_000;
+    config.batching.min_batch = if batching { 100 } else { 1_000_000 };
+    config.batching.max_batch = if batching { 100 } else { 1_000_000 };
+    config.batching.max_min_anonymity = 50;
+    config.batching.max_wait = Duration::from_millis(if batching { 1000 } else { 3_600_000 });
+    config.limits.queue_capacity = 10_000_000;
     config.heartbeat_interval = Duration::from_millis(3_600_000);
     let relayer = Relayer::start(
         config,

@@ -42,10 +42,10 @@ fn relayer(name: &str, batching: Batching, seed: u8) -> RelayerSpec {
     RelayerSpec::new(name)
         .ohttp_seed([seed; 32])
         .with(move |c| {
-            c.min_batch = batching.min_batch;
-            c.max_wait = Duration::from_millis(batching.max_wait_ms);
-            c.max_batch = batching.max_batch;
-            c.max_min_anonymity = 10;
+            c.batching.min_batch = batching.min_batch;
+            c.batching.max_wait = Duration::from_millis(batching.max_wait_ms);
+            c.batching.max_batch = batching.max_batch;
+            c.batching.max_min_anonymity = 10;
         })
 }
 

@@ -60,11 +60,11 @@ async fn start_stack(sc: &Scenario) -> Result<LocalStack, LabError> {
     let (min_batch, max_wait_ms) = (sc.min_batch, sc.max_wait_ms);
     let leaks = sc.leaks.clone();
     let batching = move |c: &mut privsvc_relayer::RelayerConfig| {
-        c.min_batch = min_batch;
-        c.max_wait = Duration::from_millis(max_wait_ms);
-        c.flush_jitter = Duration::from_millis(500);
-        c.max_min_anonymity = 10;
-        c.issuer_quota = 100;
+        c.batching.min_batch = min_batch;
+        c.batching.max_wait = Duration::from_millis(max_wait_ms);
+        c.batching.flush_jitter = Duration::from_millis(500);
+        c.batching.max_min_anonymity = 10;
+        c.issuer.quota = 100;
         c.lab_leaks.arrival_order = leaks.arrival_order_kept;
     };
     // The OHTTP relay reaches A from 127.0.0.1 (every user has an address of its own).
@@ -77,8 +77,8 @@ async fn start_stack(sc: &Scenario) -> Result<LocalStack, LabError> {
     let planner_oldest_only = sc.leaks.planner_oldest_only;
     let issuer_limits = move |c: &mut privsvc_relayer::RelayerConfig| {
         batching(c);
-        c.issuer_rate_limit_per_min = active::ISSUER_LIMIT_PER_MIN;
-        c.ohttp_relay_ips = relay_ips.clone();
+        c.issuer.requests_per_min = active::ISSUER_LIMIT_PER_MIN;
+        c.limits.ohttp_relay_ips = relay_ips.clone();
         c.lab_leaks.issue_replays_signed_again = issue_replays_signed_again;
     };
     Ok(LocalStack::builder()
@@ -94,7 +94,7 @@ async fn start_stack(sc: &Scenario) -> Result<LocalStack, LabError> {
         .relayer(RelayerSpec::new("C").ohttp().with(move |c| {
             batching(c);
             // Small enough for the head-of-line flood to overrun it.
-            c.max_batch = 10;
+            c.batching.max_batch = 10;
             // The exact figures, for the leaky n-1 setting (`Leaks::exact_healthz`).
             c.metrics_bind = Some(std::net::SocketAddr::from(([127, 0, 0, 1], 0)));
             c.lab_leaks.resubmissions_stored_again = resubmissions_stored_again;

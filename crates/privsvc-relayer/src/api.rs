@@ -115,7 +115,7 @@ async fn ohttp(State(o): State<OhttpState>, req: Request) -> Response {
         .extensions()
         .get::<ConnectInfo<PeerIp>>()
         .and_then(|c| c.0.ip())
-        .filter(|ip| !o.shared.cfg.ohttp_relay_ips.contains(ip));
+        .filter(|ip| !o.shared.cfg.limits.ohttp_relay_ips.contains(ip));
     let (parts, body) = req.into_parts();
     let inner = match source {
         Some(ip) => o.inner.clone().layer(Extension(OhttpSource(ip))),
@@ -130,12 +130,12 @@ pub fn info_json(s: &RelayerState) -> Value {
         "address": s.address.to_checksum(None),
         "version": API_VERSION,
         "chainId": s.chain_id,
-        "minBatch": s.cfg.min_batch,
-        "maxWaitMs": u64::try_from(s.cfg.max_wait.as_millis()).unwrap_or(u64::MAX),
-        "minIntervalBlocks": s.cfg.min_interval_blocks,
+        "minBatch": s.cfg.batching.min_batch,
+        "maxWaitMs": u64::try_from(s.cfg.batching.max_wait.as_millis()).unwrap_or(u64::MAX),
+        "minIntervalBlocks": s.cfg.batching.min_interval_blocks,
         "tokensRequired": s.cfg.tokens == TokenMode::Required,
-        "maxMinAnonymity": s.cfg.max_min_anonymity,
-        "maxHoldMs": s.cfg.max_hold_ms,
+        "maxMinAnonymity": s.cfg.batching.max_min_anonymity,
+        "maxHoldMs": s.cfg.batching.max_hold_ms(),
     });
     if s.cfg.tokens == TokenMode::Required {
         if let Some(i) = s.issuer {
@@ -237,7 +237,7 @@ async fn accept(
                     StatusCode::TOO_MANY_REQUESTS,
                     format!(
                         "more than {} submissions a minute from this address",
-                        s.cfg.rate_limit_per_min
+                        s.cfg.limits.submissions_per_min
                     ),
                 ));
             }
@@ -245,8 +245,8 @@ async fn accept(
     }
     let limits = Limits {
         relayer: s.address,
-        max_min_anonymity: s.cfg.max_min_anonymity,
-        max_hold_ms: s.cfg.max_hold_ms,
+        max_min_anonymity: s.cfg.batching.max_min_anonymity,
+        max_hold_ms: s.cfg.batching.max_hold_ms(),
     };
     let sub = validate(&bytes, &limits).map_err(|r| (StatusCode::BAD_REQUEST, r))?;
     // The same sealed envelope again gets the first answer, nothing stored, no token spent:
@@ -267,7 +267,7 @@ async fn accept(
     };
     // Reserve a queue slot.
     let before = s.occupancy.fetch_add(1, Ordering::SeqCst);
-    if before >= s.cfg.queue_capacity {
+    if before >= s.cfg.limits.queue_capacity {
         s.finished(1);
         return existing_or(
             s,

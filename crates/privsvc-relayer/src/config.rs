@@ -148,6 +148,75 @@ pub enum TokenMode {
     Required,
 }
 
+/// When the relayer flushes a batch and how large it may be (`MIN_BATCH`, `MAX_WAIT_MS`,
+/// `MIN_INTERVAL_BLOCKS`, `MAX_BATCH`, `MAX_MIN_ANONYMITY`, `MAX_HOLD_MS`, `FLUSH_JITTER_MS`).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Batching {
+    /// Flush as soon as this many records can be batched.
+    pub min_batch: usize,
+    /// Flush when the oldest record has waited this long (`MAX_WAIT_MS`).
+    pub max_wait: Duration,
+    /// Minimum blocks between two batch transactions.
+    pub min_interval_blocks: u64,
+    /// Records per transaction, at most.
+    pub max_batch: usize,
+    /// Largest `minAnonymity` accepted.
+    pub max_min_anonymity: usize,
+    /// Largest `maxHoldMs` accepted (`MAX_HOLD_MS`).
+    pub max_hold: Duration,
+    /// Upper bound of the random flush delay (`FLUSH_JITTER_MS`).
+    pub flush_jitter: Duration,
+}
+
+impl Batching {
+    /// [`Batching::max_hold`] in whole milliseconds (the protocol's `maxHoldMs`).
+    pub fn max_hold_ms(&self) -> u64 {
+        u64::try_from(self.max_hold.as_millis()).unwrap_or(u64::MAX)
+    }
+}
+
+/// The token issuer this relayer runs (`ISSUER=on` and the `ISSUER_*` settings) or, with
+/// tokens required and the issuer elsewhere, trusts (`ISSUER_ADDRESS`, `ISSUER_URL`).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct IssuerSettings {
+    /// Mount the token issuer (`ISSUER=on`).
+    pub on: bool,
+    /// Issuer whose keys are accepted (defaults to this relayer when the issuer is on).
+    pub address: Option<Address>,
+    /// Issuer base URL (defaults to the public URL when the issuer is on).
+    pub url: Option<String>,
+    /// Tokens per wallet, app and day handed out by the issuer (`ISSUER_QUOTA`).
+    pub quota: u32,
+    /// One-time attestation codes the issuer requires (`None`: no codes needed).
+    pub codes: Option<AttestationCodes>,
+    /// Apps whose keys the issuer creates without being asked (`ISSUER_APPS`).
+    pub apps: Vec<String>,
+    /// New apps a UTC day that issue requests may create a key for (`ISSUER_MAX_NEW_APPS`).
+    pub max_new_apps: u32,
+    /// Apps outside `apps` that get a next-day key, at most (`ISSUER_MAX_ACTIVE_APPS`).
+    pub max_active_apps: u32,
+    /// Requests a minute per source address to the issuer routes (`ISSUER_RATE_LIMIT_PER_MIN`).
+    pub requests_per_min: u32,
+    /// How often the issuer checks whether a key is due (not a setting; tests shorten it).
+    pub schedule_period: Duration,
+}
+
+/// Per-source limits and the queue's capacity (`RATE_LIMIT_PER_MIN`, `OHTTP_RELAY_IPS`,
+/// `QUEUE_CAPACITY`).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Limits {
+    /// Submissions per minute per source address when tokens are off (direct, or inside
+    /// `POST /v1/ohttp` from an address not in `ohttp_relay_ips`).
+    pub submissions_per_min: u32,
+    /// OHTTP relays whose `POST /v1/ohttp` is not counted per address (`OHTTP_RELAY_IPS`).
+    pub ohttp_relay_ips: Vec<IpAddr>,
+    /// Queued records, at most (503 beyond).
+    pub queue_capacity: usize,
+}
+
 /// Everything the relayer needs to run. Build it with [`RelayerConfig::from_env_and_args`], or
 /// start from [`RelayerConfig::new`] (the documented defaults) and set fields.
 #[derive(Debug, Clone)]
@@ -165,55 +234,20 @@ pub struct RelayerConfig {
     pub public_url: Option<String>,
     /// Directory of `relayer.sqlite`.
     pub data_dir: PathBuf,
-    /// Flush as soon as this many records can be batched.
-    pub min_batch: usize,
-    /// Flush when the oldest record has waited this long (`MAX_WAIT_MS`).
-    pub max_wait: Duration,
-    /// Minimum blocks between two batch transactions.
-    pub min_interval_blocks: u64,
-    /// Records per transaction, at most.
-    pub max_batch: usize,
-    /// Largest `minAnonymity` accepted.
-    pub max_min_anonymity: usize,
-    /// Largest `maxHoldMs` accepted.
-    pub max_hold_ms: u64,
+    /// When batches are flushed and how large they may be.
+    pub batching: Batching,
     /// Token requirement.
     pub tokens: TokenMode,
-    /// Mount the token issuer (`ISSUER=on`).
-    pub issuer_on: bool,
-    /// Issuer whose keys are accepted (defaults to this relayer when the issuer is on).
-    pub issuer_address: Option<Address>,
-    /// Issuer base URL (defaults to the public URL when the issuer is on).
-    pub issuer_url: Option<String>,
-    /// Tokens per wallet, app and day handed out by the issuer (`ISSUER=on`).
-    pub issuer_quota: u32,
-    /// One-time attestation codes the issuer requires (`None`: no codes needed).
-    pub issuer_codes: Option<AttestationCodes>,
-    /// Apps whose keys the issuer creates without being asked (`ISSUER_APPS`).
-    pub issuer_apps: Vec<String>,
-    /// New apps a UTC day that issue requests may create a key for (`ISSUER_MAX_NEW_APPS`).
-    pub issuer_max_new_apps: u32,
-    /// Apps outside `issuer_apps` that get a next-day key, at most (`ISSUER_MAX_ACTIVE_APPS`).
-    pub issuer_max_active_apps: u32,
-    /// Requests a minute per source address to the issuer routes (`ISSUER_RATE_LIMIT_PER_MIN`).
-    pub issuer_rate_limit_per_min: u32,
-    /// How often the issuer checks whether a key is due (not a setting; tests shorten it).
-    pub issuer_schedule_period: Duration,
+    /// The token issuer this relayer runs or trusts.
+    pub issuer: IssuerSettings,
     /// OHTTP gateway seed; `Some` = `OHTTP=on`.
     pub ohttp_seed: Option<OhttpSeed>,
-    /// Submissions per minute per source address when tokens are off (direct, or inside
-    /// `POST /v1/ohttp` from an address not in `ohttp_relay_ips`).
-    pub rate_limit_per_min: u32,
-    /// OHTTP relays whose `POST /v1/ohttp` is not counted per address (`OHTTP_RELAY_IPS`).
-    pub ohttp_relay_ips: Vec<IpAddr>,
+    /// Per-source limits and the queue's capacity.
+    pub limits: Limits,
     /// Listen address of the `GET /metrics` listener; `None` = no metrics endpoint.
     pub metrics_bind: Option<SocketAddr>,
-    /// Queue capacity.
-    pub queue_capacity: usize,
     /// Time between two heartbeats (`HEARTBEAT_MS`).
     pub heartbeat_interval: Duration,
-    /// Upper bound of the random flush delay (`FLUSH_JITTER_MS`).
-    pub flush_jitter: Duration,
     /// How long a finished status is kept (`STATUS_RETENTION_MS`).
     pub status_retention: Duration,
     /// Timeout of one ledger request (used by the example main to build the RPC client).
@@ -455,30 +489,36 @@ impl RelayerConfig {
             bind: SocketAddr::from(([127, 0, 0, 1], 8787)),
             public_url: None,
             data_dir: data_dir.into(),
-            min_batch: 8,
-            max_wait: Duration::from_secs(30),
-            min_interval_blocks: 1,
-            max_batch: 100,
-            max_min_anonymity: 50,
-            max_hold_ms: 600_000,
+            batching: Batching {
+                min_batch: 8,
+                max_wait: Duration::from_secs(30),
+                min_interval_blocks: 1,
+                max_batch: 100,
+                max_min_anonymity: 50,
+                max_hold: Duration::from_secs(600),
+                flush_jitter: Duration::from_secs(1),
+            },
             tokens: TokenMode::Off,
-            issuer_on: false,
-            issuer_address: None,
-            issuer_url: None,
-            issuer_quota: 100,
-            issuer_codes: None,
-            issuer_apps: Vec::new(),
-            issuer_max_new_apps: 20,
-            issuer_max_active_apps: privsvc_tokens::DEFAULT_MAX_ACTIVE_APPS,
-            issuer_rate_limit_per_min: 60,
-            issuer_schedule_period: Duration::from_secs(60),
+            issuer: IssuerSettings {
+                on: false,
+                address: None,
+                url: None,
+                quota: 100,
+                codes: None,
+                apps: Vec::new(),
+                max_new_apps: 20,
+                max_active_apps: privsvc_tokens::DEFAULT_MAX_ACTIVE_APPS,
+                requests_per_min: 60,
+                schedule_period: Duration::from_secs(60),
+            },
             ohttp_seed: None,
-            rate_limit_per_min: 30,
-            ohttp_relay_ips: Vec::new(),
+            limits: Limits {
+                submissions_per_min: 30,
+                ohttp_relay_ips: Vec::new(),
+                queue_capacity: 10_000,
+            },
             metrics_bind: None,
-            queue_capacity: 10_000,
             heartbeat_interval: Duration::from_secs(600),
-            flush_jitter: Duration::from_secs(1),
             status_retention: Duration::from_secs(3_600),
             ledger_timeout: Duration::from_secs(5),
             receipt_timeout: Duration::from_secs(30),
@@ -491,15 +531,14 @@ impl RelayerConfig {
     /// [`RelayerConfig::new`] made quick for tests: any free port, a batch of one after 200 ms,
     /// no flush jitter, no per-source limits.
     pub fn for_tests(data_dir: impl Into<PathBuf>) -> Self {
-        Self {
-            bind: SocketAddr::from(([127, 0, 0, 1], 0)),
-            min_batch: 1,
-            max_wait: Duration::from_millis(200),
-            issuer_rate_limit_per_min: 1_000_000,
-            rate_limit_per_min: 1_000_000,
-            flush_jitter: Duration::ZERO,
-            ..Self::new(data_dir)
-        }
+        let mut c = Self::new(data_dir);
+        c.bind = SocketAddr::from(([127, 0, 0, 1], 0));
+        c.batching.min_batch = 1;
+        c.batching.max_wait = Duration::from_millis(200);
+        c.batching.flush_jitter = Duration::ZERO;
+        c.issuer.requests_per_min = 1_000_000;
+        c.limits.submissions_per_min = 1_000_000;
+        c
     }
 
     /// The leaky settings in force: `RelayerConfig::lab_leaks` with the `lab-leaks` feature,
@@ -567,24 +606,36 @@ impl RelayerConfig {
             .public_url
             .map(|u| http_url("PUBLIC_URL", u))
             .transpose()?;
-        c.min_batch = num("MIN_BATCH", cli.min_batch, c.min_batch, 1, 10_000)?;
-        c.max_wait = millis("MAX_WAIT_MS", cli.max_wait_ms, c.max_wait, 0, 86_400_000)?;
-        c.min_interval_blocks = num(
+        c.batching.min_batch = num("MIN_BATCH", cli.min_batch, c.batching.min_batch, 1, 10_000)?;
+        c.batching.max_wait = millis(
+            "MAX_WAIT_MS",
+            cli.max_wait_ms,
+            c.batching.max_wait,
+            0,
+            86_400_000,
+        )?;
+        c.batching.min_interval_blocks = num(
             "MIN_INTERVAL_BLOCKS",
             cli.min_interval_blocks,
-            c.min_interval_blocks,
+            c.batching.min_interval_blocks,
             0,
             100_000,
         )?;
-        c.max_batch = num("MAX_BATCH", cli.max_batch, c.max_batch, 1, 1_000)?;
-        c.max_min_anonymity = num(
+        c.batching.max_batch = num("MAX_BATCH", cli.max_batch, c.batching.max_batch, 1, 1_000)?;
+        c.batching.max_min_anonymity = num(
             "MAX_MIN_ANONYMITY",
             cli.max_min_anonymity,
-            c.max_min_anonymity.min(c.max_batch),
+            c.batching.max_min_anonymity.min(c.batching.max_batch),
             1,
             10_000,
         )?;
-        c.max_hold_ms = num("MAX_HOLD_MS", cli.max_hold_ms, c.max_hold_ms, 0, 86_400_000)?;
+        c.batching.max_hold = millis(
+            "MAX_HOLD_MS",
+            cli.max_hold_ms,
+            c.batching.max_hold,
+            0,
+            86_400_000,
+        )?;
         c.tokens = match cli.tokens.as_deref().map(str::trim) {
             None | Some("off") | Some("") | Some("false") => TokenMode::Off,
             Some("required") | Some("on") | Some("true") => TokenMode::Required,
@@ -595,8 +646,8 @@ impl RelayerConfig {
                 ))
             }
         };
-        c.issuer_on = on_off("ISSUER", cli.issuer)?;
-        c.issuer_address = cli
+        c.issuer.on = on_off("ISSUER", cli.issuer)?;
+        c.issuer.address = cli
             .issuer_address
             .map(|t| {
                 t.trim()
@@ -604,18 +655,18 @@ impl RelayerConfig {
                     .map_err(|_| invalid("ISSUER_ADDRESS", format!("not an address: {t:?}")))
             })
             .transpose()?;
-        c.issuer_url = cli
+        c.issuer.url = cli
             .issuer_url
             .map(|u| http_url("ISSUER_URL", u))
             .transpose()?;
-        c.issuer_quota = num(
+        c.issuer.quota = num(
             "ISSUER_QUOTA",
             cli.issuer_quota,
-            c.issuer_quota,
+            c.issuer.quota,
             1,
             1_000_000,
         )?;
-        c.issuer_codes = match cli.issuer_codes_file {
+        c.issuer.codes = match cli.issuer_codes_file {
             None => None,
             Some(path) => {
                 let text = read_file("ISSUER_CODES_FILE", &path)?;
@@ -631,28 +682,28 @@ impl RelayerConfig {
                 Some(AttestationCodes(codes))
             }
         };
-        c.issuer_apps = match cli.issuer_apps {
+        c.issuer.apps = match cli.issuer_apps {
             None => Vec::new(),
             Some(text) => issuer_apps(&text)?,
         };
-        c.issuer_max_new_apps = num(
+        c.issuer.max_new_apps = num(
             "ISSUER_MAX_NEW_APPS",
             cli.issuer_max_new_apps,
-            c.issuer_max_new_apps,
+            c.issuer.max_new_apps,
             0,
             10_000,
         )?;
-        c.issuer_max_active_apps = num(
+        c.issuer.max_active_apps = num(
             "ISSUER_MAX_ACTIVE_APPS",
             cli.issuer_max_active_apps,
-            c.issuer_max_active_apps,
+            c.issuer.max_active_apps,
             0,
             100_000,
         )?;
-        c.issuer_rate_limit_per_min = num(
+        c.issuer.requests_per_min = num(
             "ISSUER_RATE_LIMIT_PER_MIN",
             cli.issuer_rate_limit_per_min,
-            c.issuer_rate_limit_per_min,
+            c.issuer.requests_per_min,
             1,
             1_000_000,
         )?;
@@ -669,14 +720,14 @@ impl RelayerConfig {
         } else {
             None
         };
-        c.rate_limit_per_min = num(
+        c.limits.submissions_per_min = num(
             "RATE_LIMIT_PER_MIN",
             cli.rate_limit_per_min,
-            c.rate_limit_per_min,
+            c.limits.submissions_per_min,
             1,
             1_000_000,
         )?;
-        c.ohttp_relay_ips = ip_list("OHTTP_RELAY_IPS", cli.ohttp_relay_ips)?;
+        c.limits.ohttp_relay_ips = ip_list("OHTTP_RELAY_IPS", cli.ohttp_relay_ips)?;
         c.metrics_bind = match cli.metrics_bind.as_deref().map(str::trim) {
             None | Some("") | Some("off") => None,
             Some(t) => Some(t.parse().map_err(|_| {
@@ -686,10 +737,10 @@ impl RelayerConfig {
                 )
             })?),
         };
-        c.queue_capacity = num(
+        c.limits.queue_capacity = num(
             "QUEUE_CAPACITY",
             cli.queue_capacity,
-            c.queue_capacity,
+            c.limits.queue_capacity,
             1,
             10_000_000,
         )?;
@@ -700,10 +751,10 @@ impl RelayerConfig {
             1_000,
             86_400_000,
         )?;
-        c.flush_jitter = millis(
+        c.batching.flush_jitter = millis(
             "FLUSH_JITTER_MS",
             cli.flush_jitter_ms,
-            c.flush_jitter,
+            c.batching.flush_jitter,
             0,
             60_000,
         )?;
@@ -727,31 +778,31 @@ impl RelayerConfig {
 
     /// Cross-field checks (also run by [`crate::Relayer::start`]).
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if self.min_batch > self.max_batch {
+        if self.batching.min_batch > self.batching.max_batch {
             return Err(invalid(
                 "MIN_BATCH",
                 format!(
                     "{} is larger than MAX_BATCH ({})",
-                    self.min_batch, self.max_batch
+                    self.batching.min_batch, self.batching.max_batch
                 ),
             ));
         }
-        if self.max_min_anonymity > self.max_batch {
+        if self.batching.max_min_anonymity > self.batching.max_batch {
             return Err(invalid(
                 "MAX_MIN_ANONYMITY",
                 format!(
                     "{} is larger than MAX_BATCH ({}): such a batch can never form",
-                    self.max_min_anonymity, self.max_batch
+                    self.batching.max_min_anonymity, self.batching.max_batch
                 ),
             ));
         }
-        if self.tokens == TokenMode::Required && !self.issuer_on && self.issuer_address.is_none() {
+        if self.tokens == TokenMode::Required && !self.issuer.on && self.issuer.address.is_none() {
             return Err(invalid(
                 "ISSUER_ADDRESS",
                 "TOKENS=required needs ISSUER=on or the issuer's address",
             ));
         }
-        if self.tokens == TokenMode::Required && !self.issuer_on && self.issuer_url.is_none() {
+        if self.tokens == TokenMode::Required && !self.issuer.on && self.issuer.url.is_none() {
             return Err(invalid(
                 "ISSUER_URL",
                 "TOKENS=required needs ISSUER=on or the issuer's URL",
@@ -808,23 +859,26 @@ mod tests {
         assert_eq!(format!("{parsed:?}"), format!("{built:?}"));
         assert_eq!(built.bind, "127.0.0.1:8787".parse().unwrap());
         assert_eq!(
-            (built.min_batch, built.max_wait),
+            (built.batching.min_batch, built.batching.max_wait),
             (8, Duration::from_secs(30))
         );
-        assert_eq!(built.flush_jitter, Duration::from_secs(1));
+        assert_eq!(built.batching.flush_jitter, Duration::from_secs(1));
         let quick = RelayerConfig::for_tests("/tmp/relayer-defaults");
-        assert_eq!((quick.min_batch, quick.flush_jitter), (1, Duration::ZERO));
-        assert_eq!(quick.max_batch, built.max_batch);
+        assert_eq!(
+            (quick.batching.min_batch, quick.batching.flush_jitter),
+            (1, Duration::ZERO)
+        );
+        assert_eq!(quick.batching.max_batch, built.batching.max_batch);
     }
 
     #[test]
     fn defaults_are_documented_values() {
         // The env may hold values in a developer shell; the flags are enough for this check.
         let c = parse(&["--min-batch", "8"]).unwrap();
-        assert_eq!(c.min_batch, 8);
-        assert_eq!(c.max_batch, 100);
-        assert_eq!(c.rate_limit_per_min, 30);
-        assert!(c.ohttp_relay_ips.is_empty());
+        assert_eq!(c.batching.min_batch, 8);
+        assert_eq!(c.batching.max_batch, 100);
+        assert_eq!(c.limits.submissions_per_min, 30);
+        assert!(c.limits.ohttp_relay_ips.is_empty());
         assert_eq!(c.metrics_bind, None);
         let c = parse(&[
             "--ohttp-relay-ips",
@@ -833,18 +887,18 @@ mod tests {
             "127.0.0.1:9100",
         ])
         .unwrap();
-        assert_eq!(c.ohttp_relay_ips.len(), 2);
+        assert_eq!(c.limits.ohttp_relay_ips.len(), 2);
         assert_eq!(c.metrics_bind, Some("127.0.0.1:9100".parse().unwrap()));
         assert_eq!(c.tokens, TokenMode::Off);
         assert!(c.ohttp_seed.is_none());
-        assert_eq!(c.issuer_max_new_apps, 20);
-        assert_eq!(c.issuer_max_active_apps, 200);
-        assert_eq!(c.issuer_rate_limit_per_min, 60);
+        assert_eq!(c.issuer.max_new_apps, 20);
+        assert_eq!(c.issuer.max_active_apps, 200);
+        assert_eq!(c.issuer.requests_per_min, 60);
         let c = parse(&["--issuer-max-active-apps", "0"]).unwrap();
-        assert_eq!(c.issuer_max_active_apps, 0);
-        assert!(c.issuer_apps.is_empty());
+        assert_eq!(c.issuer.max_active_apps, 0);
+        assert!(c.issuer.apps.is_empty());
         let c = parse(&["--issuer-apps", " notes, chat ,,notes"]).unwrap();
-        assert_eq!(c.issuer_apps, vec!["notes".to_string(), "chat".to_string()]);
+        assert_eq!(c.issuer.apps, vec!["notes".to_string(), "chat".to_string()]);
     }
 
     #[test]

@@ -32,7 +32,7 @@ pub async fn run(shared: Arc<RelayerState>, mut stop: watch::Receiver<bool>) {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .last_flush_block,
-            min_interval_blocks: shared.cfg.min_interval_blocks,
+            min_interval_blocks: shared.cfg.batching.min_interval_blocks,
             head: head.take(),
         };
         let now = now_ms();
@@ -66,8 +66,9 @@ pub async fn run(shared: Arc<RelayerState>, mut stop: watch::Receiver<bool>) {
                 }
             }
             Action::Flush(_) => {
-                if !shared.cfg.flush_jitter.is_zero() {
-                    let j = rand::thread_rng().gen_range(Duration::ZERO..=shared.cfg.flush_jitter);
+                if !shared.cfg.batching.flush_jitter.is_zero() {
+                    let j = rand::thread_rng()
+                        .gen_range(Duration::ZERO..=shared.cfg.batching.flush_jitter);
                     if sleep_or_stop(j, &mut stop).await {
                         return;
                     }

@@ -45,11 +45,11 @@ pub fn mount(
 ) -> Result<(Router, Arc<Issuer>), RelayerError> {
     let cfg = &shared.cfg;
     let mut config = IssuerConfig::new(cfg.data_dir.join("issuer"), shared.chain_id);
-    config.quota_per_wallet = cfg.issuer_quota;
-    config.attestation_codes = cfg.issuer_codes.as_ref().map(|c| c.0.clone());
-    config.apps = cfg.issuer_apps.clone();
-    config.max_new_apps = cfg.issuer_max_new_apps;
-    config.max_active_apps = cfg.issuer_max_active_apps;
+    config.quota_per_wallet = cfg.issuer.quota;
+    config.attestation_codes = cfg.issuer.codes.as_ref().map(|c| c.0.clone());
+    config.apps = cfg.issuer.apps.clone();
+    config.max_new_apps = cfg.issuer.max_new_apps;
+    config.max_active_apps = cfg.issuer.max_active_apps;
     #[cfg(feature = "lab-leaks")]
     {
         config.lab_replays_signed_again = cfg.lab_leaks.issue_replays_signed_again;
@@ -59,8 +59,8 @@ pub fn mount(
             .map_err(|e| RelayerError::Issuer(e.to_string()))?,
     );
     let limiter = Arc::new(IssuerLimit {
-        limiter: RateLimiter::new(cfg.issuer_rate_limit_per_min),
-        per_min: cfg.issuer_rate_limit_per_min,
+        limiter: RateLimiter::new(cfg.issuer.requests_per_min),
+        per_min: cfg.issuer.requests_per_min,
     });
     // The size layer goes outside the limit, so a 429 is padded like every other answer.
     let routes = issuer_router(issuer.clone())

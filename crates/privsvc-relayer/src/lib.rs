@@ -113,7 +113,10 @@ use privsvc_ledger::{LedgerError, LedgerReader, LedgerWriter};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-pub use config::{AttestationCodes, ConfigError, OhttpSeed, RelayerConfig, RelayerKey, TokenMode};
+pub use config::{
+    AttestationCodes, Batching, ConfigError, IssuerSettings, Limits, OhttpSeed, RelayerConfig,
+    RelayerKey, TokenMode,
+};
 pub use health::Health;
 pub use store::StoreError;
 pub use writer::SerializedWriter;

@@ -120,14 +120,15 @@ pub(crate) fn state(
         )),
         None => None,
     };
-    let (issuer, issuer_url) = if config.issuer_on {
+    let (issuer, issuer_url) = if config.issuer.on {
         let url = config
-            .issuer_url
+            .issuer
+            .url
             .clone()
             .unwrap_or_else(|| public_url.clone());
-        (Some(config.issuer_address.unwrap_or(address)), Some(url))
+        (Some(config.issuer.address.unwrap_or(address)), Some(url))
     } else {
-        (config.issuer_address, config.issuer_url.clone())
+        (config.issuer.address, config.issuer.url.clone())
     };
     let mut q = queue::Queue::default();
     q.set_oldest_only(config.leaks().planner_oldest_only);
@@ -149,7 +150,7 @@ pub(crate) fn state(
         queue: Mutex::new(q),
         notify: Notify::new(),
         metrics: metrics::Metrics::with_ledger(ledger.health),
-        limiter: ratelimit::RateLimiter::new(config.rate_limit_per_min),
+        limiter: ratelimit::RateLimiter::new(config.limits.submissions_per_min),
         ledger: ledger.reader,
         writer: serialized.clone(),
         seq: AtomicU64::new(restored.next_seq),
@@ -176,7 +177,7 @@ pub(crate) fn routes(
     gateway: Option<Arc<OhttpGateway>>,
     extra: impl FnOnce(&SerializedWriter) -> Option<Router>,
 ) -> Result<(Router, Option<Arc<privsvc_tokens::Issuer>>), RelayerError> {
-    let (issuer_routes, issuer) = if shared.cfg.issuer_on {
+    let (issuer_routes, issuer) = if shared.cfg.issuer.on {
         let (routes, issuer) = issuer_mount::mount(shared, serialized)?;
         (Some(routes), Some(issuer))
     } else {
@@ -225,7 +226,7 @@ pub(crate) async fn serve(
         ));
     }
     // Addresses are kept for the submission limit (tokens off) and the issuer routes' limit.
-    let keep_peer = shared.cfg.tokens == TokenMode::Off || shared.cfg.issuer_on;
+    let keep_peer = shared.cfg.tokens == TokenMode::Off || shared.cfg.issuer.on;
     let listener = if keep_peer {
         PrivateListener::keeping_ip(listener)
     } else {
@@ -269,7 +270,7 @@ pub(crate) fn background(
     if let Some(issuer) = issuer {
         tasks.push(tokio::spawn(issuer_mount::run_schedule(
             issuer,
-            shared.cfg.issuer_schedule_period,
+            shared.cfg.issuer.schedule_period,
             stop.clone(),
         )));
     }

@@ -86,9 +86,9 @@ impl RelayerState {
     /// Batching parameters.
     pub fn plan_params(&self) -> PlanParams {
         PlanParams {
-            min_batch: self.cfg.min_batch,
-            max_wait_ms: u64::try_from(self.cfg.max_wait.as_millis()).unwrap_or(u64::MAX),
-            max_batch: self.cfg.max_batch,
+            min_batch: self.cfg.batching.min_batch,
+            max_wait_ms: u64::try_from(self.cfg.batching.max_wait.as_millis()).unwrap_or(u64::MAX),
+            max_batch: self.cfg.batching.max_batch,
         }
     }
 

@@ -42,8 +42,8 @@ async fn trace_logs_of_a_full_flow_hold_no_address_and_no_body() {
     let mut c = config(dir.path());
     c.public_url = Some("http://relayer.test".into());
     c.tokens = privsvc_relayer::TokenMode::Required;
-    c.issuer_address = Some(issuer.address);
-    c.issuer_url = Some("http://issuer.test".into());
+    c.issuer.address = Some(issuer.address);
+    c.issuer.url = Some("http://issuer.test".into());
     let relayer = start(&node, 0, c).await;
     let base = format!("http://{}", relayer.local_addr());
     let (mut b, owner) = record_body(APP, 3600, b"secret-payload-marker");

@@ -370,13 +370,13 @@ impl LocalStack {
             BlockTime::Interval(d) => d,
             _ => Duration::from_millis(100),
         };
-        c.max_wait = Duration::from_millis(100);
-        c.flush_jitter = Duration::from_millis(0);
+        c.batching.max_wait = Duration::from_millis(100);
+        c.batching.flush_jitter = Duration::from_millis(0);
         match &r.spec.tokens {
             RelayerTokens::Off => {}
             RelayerTokens::Issuer => {
                 c.tokens = TokenMode::Required;
-                c.issuer_on = true;
+                c.issuer.on = true;
             }
             RelayerTokens::From(name) => {
                 let issuer = self
@@ -391,8 +391,8 @@ impl LocalStack {
                         ))
                     })?;
                 c.tokens = TokenMode::Required;
-                c.issuer_address = Some(issuer.address());
-                c.issuer_url = Some(issuer.url().to_string());
+                c.issuer.address = Some(issuer.address());
+                c.issuer.url = Some(issuer.url().to_string());
             }
         }
         c.ohttp_seed = r.seed.map(OhttpSeed::new);

@@ -94,14 +94,14 @@ impl Stack {
         }
         if opts.a_slow {
             a = a.with(|c| {
-                c.min_batch = 2;
-                c.max_wait = Duration::from_millis(A_SLOW_WAIT_MS);
+                c.batching.min_batch = 2;
+                c.batching.max_wait = Duration::from_millis(A_SLOW_WAIT_MS);
             });
         }
         if opts.a_holds {
             a = a.with(|c| {
-                c.min_batch = 100;
-                c.max_wait = Duration::from_millis(600_000);
+                c.batching.min_batch = 100;
+                c.batching.max_wait = Duration::from_millis(600_000);
             });
         }
         let mut builder = LocalStack::builder().relayer(a).relayer(b);
@@ -191,8 +191,8 @@ impl Stack {
     pub async fn restart_a_flushing(&mut self) {
         self.inner
             .restart_relayer("a", |c| {
-                c.min_batch = 1;
-                c.max_wait = Duration::from_millis(100);
+                c.batching.min_batch = 1;
+                c.batching.max_wait = Duration::from_millis(100);
             })
             .await
             .expect("relayer A restarts");

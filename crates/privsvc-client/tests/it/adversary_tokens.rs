@@ -181,9 +181,9 @@ async fn issuer_relayer(
 ) -> Relayer {
     let mut c = RelayerConfig::for_tests(dir.path());
     c.block_time = Duration::from_millis(100);
-    c.max_wait = Duration::from_millis(100);
+    c.batching.max_wait = Duration::from_millis(100);
     c.tokens = TokenMode::Required;
-    c.issuer_on = true;
+    c.issuer.on = true;
     c.public_url = public_url;
     c.ohttp_seed = Some(OhttpSeed::new([1u8; 32]));
     let a = Relayer::start(c, reader, writer(node, 0))

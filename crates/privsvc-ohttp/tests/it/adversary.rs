@@ -110,8 +110,8 @@ async fn stack() -> Stack {
     let mut config = RelayerConfig::for_tests(dir.path());
     config.block_time = Duration::from_millis(100);
     config.ohttp_seed = Some(OhttpSeed::new([11u8; 32]));
-    config.min_batch = 2;
-    config.max_wait = Duration::from_millis(600_000);
+    config.batching.min_batch = 2;
+    config.batching.max_wait = Duration::from_millis(600_000);
     let relayer = Relayer::start(config, chain.reader.clone(), chain.writer(0).await)
         .await
         .expect("relayer starts");

@@ -65,8 +65,8 @@ async fn a_relay_replaying_an_encapsulated_submission_gets_one_entity_and_one_id
     let (node, _dir, relayer) = devnet_and_relayer(|c| {
         c.ohttp_seed = Some(OhttpSeed::new(SEED));
         // The record waits 2 s for a second one: the first replays find it queued.
-        c.min_batch = 2;
-        c.max_wait = Duration::from_millis(2_000);
+        c.batching.min_batch = 2;
+        c.batching.max_wait = Duration::from_millis(2_000);
     })
     .await;
     let url = relayer.url().to_string();
@@ -113,8 +113,8 @@ async fn a_relay_replaying_an_encapsulated_submission_gets_one_entity_and_one_id
 #[tokio::test]
 async fn concurrent_copies_of_one_envelope_get_one_id_and_one_entity() {
     let (node, _dir, relayer) = devnet_and_relayer(|c| {
-        c.min_batch = 1;
-        c.max_wait = Duration::from_millis(300);
+        c.batching.min_batch = 1;
+        c.batching.max_wait = Duration::from_millis(300);
     })
     .await;
     let url = relayer.url().to_string();
@@ -132,8 +132,8 @@ async fn concurrent_copies_of_one_envelope_get_one_id_and_one_entity() {
 fn token_config(dir: &std::path::Path, issuer: alloy_primitives::Address) -> RelayerConfig {
     let mut c = config(dir);
     c.tokens = TokenMode::Required;
-    c.issuer_address = Some(issuer);
-    c.issuer_url = Some("http://issuer.invalid".into());
+    c.issuer.address = Some(issuer);
+    c.issuer.url = Some("http://issuer.invalid".into());
     c
 }
 
@@ -143,8 +143,8 @@ async fn a_resubmission_spends_no_second_token_and_reveals_nothing_new() {
     let issuer = TestIssuer::publish(&node, 1, APP, &[today()]).await;
     let dir = tempfile::tempdir().unwrap();
     let mut c = token_config(dir.path(), issuer.address);
-    c.min_batch = 2;
-    c.max_wait = Duration::from_millis(600_000);
+    c.batching.min_batch = 2;
+    c.batching.max_wait = Duration::from_millis(600_000);
     let relayer = start(&node, 0, c).await;
     let url = relayer.url().to_string();
 
@@ -192,10 +192,10 @@ async fn the_order_of_a_batch_on_the_ledger_tells_nothing_about_arrival_order() 
     const BATCHES: usize = 40;
     const SIZE: usize = 8;
     let (node, _dir, relayer) = devnet_and_relayer(|c| {
-        c.min_batch = SIZE;
-        c.max_batch = SIZE;
-        c.max_min_anonymity = SIZE;
-        c.max_wait = Duration::from_millis(600_000);
+        c.batching.min_batch = SIZE;
+        c.batching.max_batch = SIZE;
+        c.batching.max_min_anonymity = SIZE;
+        c.batching.max_wait = Duration::from_millis(600_000);
     })
     .await;
     let url = relayer.url().to_string();
@@ -265,10 +265,10 @@ async fn encapsulating_submissions_does_not_escape_the_per_address_limit() {
     let relay_ip: IpAddr = "127.0.0.2".parse().unwrap();
     let (_node, _dir, relayer) = devnet_and_relayer(|c| {
         c.ohttp_seed = Some(OhttpSeed::new(SEED));
-        c.rate_limit_per_min = 2;
-        c.ohttp_relay_ips = vec![relay_ip];
-        c.min_batch = 100;
-        c.max_wait = Duration::from_millis(600_000);
+        c.limits.submissions_per_min = 2;
+        c.limits.ohttp_relay_ips = vec![relay_ip];
+        c.batching.min_batch = 100;
+        c.batching.max_wait = Duration::from_millis(600_000);
     })
     .await;
     let url = relayer.url().to_string();
@@ -322,8 +322,8 @@ async fn check_batch_sizes_count_peers(url: &str, records: &[(String, String)]) 
 #[tokio::test]
 async fn minanonymity_counts_only_records_of_the_same_project() {
     let (node, _dir, relayer) = devnet_and_relayer(|c| {
-        c.min_batch = 8;
-        c.max_wait = Duration::from_millis(3_000);
+        c.batching.min_batch = 8;
+        c.batching.max_wait = Duration::from_millis(3_000);
     })
     .await;
     let url = relayer.url().to_string();
@@ -436,8 +436,8 @@ async fn data_dir_is_private_and_deleted_records_are_overwritten() {
     let data = parent.path().join("relayer-data");
     let mut c = config(&data);
     c.status_retention = Duration::from_millis(600);
-    c.min_batch = 1;
-    c.max_wait = Duration::from_millis(100);
+    c.batching.min_batch = 1;
+    c.batching.max_wait = Duration::from_millis(100);
     let relayer = start(&node, 0, c).await;
     let url = relayer.url().to_string();
     let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;

@@ -91,8 +91,8 @@ fn wallet_for(
 #[tokio::test]
 async fn anonymous_key_requests_cost_the_issuer_nothing_and_batches_flow() {
     let (node, _dir, relayer) = devnet_and_relayer(|c| {
-        c.issuer_on = true;
-        c.min_batch = 1;
+        c.issuer.on = true;
+        c.batching.min_batch = 1;
     })
     .await;
     let url = relayer.url().to_string();
@@ -150,7 +150,7 @@ async fn signed_request(wallet: &LocalWallet, issuer: Address, chain: u64) -> Is
 
 #[tokio::test]
 async fn requests_for_another_issuer_or_chain_are_refused() {
-    let (node, _dir, relayer) = devnet_and_relayer(|c| c.issuer_on = true).await;
+    let (node, _dir, relayer) = devnet_and_relayer(|c| c.issuer.on = true).await;
     let url = relayer.url();
     let me = relayer.address();
     let chain = node.chain_id();
@@ -203,9 +203,9 @@ async fn requests_for_another_issuer_or_chain_are_refused() {
 #[tokio::test]
 async fn the_new_app_cap_holds_across_a_restart() {
     let (node, _dir, c) = devnet_and_config(|c| {
-        c.issuer_on = true;
+        c.issuer.on = true;
         c.tokens = TokenMode::Required;
-        c.issuer_max_new_apps = 1;
+        c.issuer.max_new_apps = 1;
     })
     .await;
     let relayer = start(&node, 0, c.clone()).await;
@@ -269,8 +269,8 @@ fn token_body(app: &str, token: &privsvc_tokens::TokenRedemption) -> Value {
 fn tokens_from(dir: &std::path::Path, issuer: Address) -> privsvc_relayer::RelayerConfig {
     let mut c = config(dir);
     c.tokens = TokenMode::Required;
-    c.issuer_address = Some(issuer);
-    c.issuer_url = Some("http://issuer.invalid".into());
+    c.issuer.address = Some(issuer);
+    c.issuer.url = Some("http://issuer.invalid".into());
     c
 }
 
@@ -367,8 +367,8 @@ async fn a_late_key_is_refused_for_an_established_app_and_accepted_for_a_new_one
 #[tokio::test]
 async fn issuer_routes_answer_429_past_the_per_address_limit() {
     let (_node, _dir, relayer) = devnet_and_relayer(|c| {
-        c.issuer_on = true;
-        c.issuer_rate_limit_per_min = 5;
+        c.issuer.on = true;
+        c.issuer.requests_per_min = 5;
     })
     .await;
     let url = relayer.url();

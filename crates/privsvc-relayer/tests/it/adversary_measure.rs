@@ -161,9 +161,9 @@ fn assert_real_tokens(key: &IssuerKey, tokens: &[(Vec<u8>, Blinded)], answer: &I
 async fn a_relay_replaying_an_encapsulated_issue_request_costs_the_user_nothing() {
     let (node, _dir, relayer) = devnet_and_relayer(|c| {
         c.ohttp_seed = Some(OhttpSeed::new(SEED));
-        c.issuer_on = true;
-        c.issuer_apps = vec![APP.into()];
-        c.issuer_quota = 10;
+        c.issuer.on = true;
+        c.issuer.apps = vec![APP.into()];
+        c.issuer.quota = 10;
     })
     .await;
     let url = relayer.url().to_string();
@@ -250,9 +250,9 @@ async fn a_user_flooding_the_issuer_through_ohttp_is_limited_like_a_direct_one()
     let relay_ip: IpAddr = "127.0.0.2".parse().unwrap();
     let (_node, _dir, relayer) = devnet_and_relayer(|c| {
         c.ohttp_seed = Some(OhttpSeed::new(SEED));
-        c.issuer_on = true;
-        c.issuer_rate_limit_per_min = 5;
-        c.ohttp_relay_ips = vec![relay_ip];
+        c.issuer.on = true;
+        c.issuer.requests_per_min = 5;
+        c.limits.ohttp_relay_ips = vec![relay_ip];
     })
     .await;
     let url = relayer.url().to_string();
@@ -348,11 +348,11 @@ async fn from_address(
 #[tokio::test]
 async fn an_ipv6_slash_64_is_one_source_for_submissions_and_issuer_routes() {
     let (_node, _dir, relayer) = devnet_and_relayer(|c| {
-        c.rate_limit_per_min = 3;
-        c.issuer_on = true;
-        c.issuer_rate_limit_per_min = 3;
-        c.min_batch = 100;
-        c.max_wait = Duration::from_millis(600_000);
+        c.limits.submissions_per_min = 3;
+        c.issuer.on = true;
+        c.issuer.requests_per_min = 3;
+        c.batching.min_batch = 100;
+        c.batching.max_wait = Duration::from_millis(600_000);
     })
     .await;
     let router = relayer.router();
@@ -422,8 +422,8 @@ async fn healthz_tells_a_relay_nothing_about_an_empty_queue_and_costs_no_ledger_
     let proxy = FaultProxy::start(&node.url(), 0, Duration::from_millis(100)).await;
     let dir = tempfile::tempdir().unwrap();
     let mut c = config(dir.path());
-    c.min_batch = 10;
-    c.max_wait = Duration::from_millis(600_000);
+    c.batching.min_batch = 10;
+    c.batching.max_wait = Duration::from_millis(600_000);
     c.metrics_bind = Some("127.0.0.1:0".parse().unwrap());
     let relayer = relayer_via(&proxy, node.chain_id(), c).await;
     let url = relayer.url().to_string();
@@ -469,10 +469,10 @@ async fn healthz_tells_a_relay_nothing_about_an_empty_queue_and_costs_no_ledger_
 #[tokio::test]
 async fn unmet_holds_from_many_projects_never_stall_honest_records() {
     let (_node, _dir, relayer) = devnet_and_relayer(|c| {
-        c.min_batch = 1;
-        c.max_wait = Duration::from_millis(200);
-        c.max_batch = 10;
-        c.max_min_anonymity = 10;
+        c.batching.min_batch = 1;
+        c.batching.max_wait = Duration::from_millis(200);
+        c.batching.max_batch = 10;
+        c.batching.max_min_anonymity = 10;
     })
     .await;
     let url = relayer.url().to_string();
@@ -504,8 +504,8 @@ async fn unmet_holds_from_many_projects_never_stall_honest_records() {
 #[tokio::test]
 async fn a_store_hiccup_on_a_record_already_on_the_ledger_never_writes_it_twice() {
     let (node, _dir_a, a) = devnet_and_relayer(|c| {
-        c.min_batch = 1;
-        c.max_wait = Duration::from_millis(200);
+        c.batching.min_batch = 1;
+        c.batching.max_wait = Duration::from_millis(200);
     })
     .await;
     let dir_b = tempfile::tempdir().unwrap();
@@ -550,9 +550,9 @@ async fn a_relay_can_still_flood_a_batch_around_a_target() {
     let relay_ip: IpAddr = "127.0.0.1".parse().unwrap();
     let (node, _dir, relayer) = devnet_and_relayer(|c| {
         c.ohttp_seed = Some(OhttpSeed::new(SEED));
-        c.min_batch = MIN_BATCH;
-        c.max_wait = Duration::from_millis(600_000);
-        c.ohttp_relay_ips = vec![relay_ip];
+        c.batching.min_batch = MIN_BATCH;
+        c.batching.max_wait = Duration::from_millis(600_000);
+        c.limits.ohttp_relay_ips = vec![relay_ip];
     })
     .await;
     let url = relayer.url().to_string();

@@ -58,7 +58,7 @@ fn sealed_at(hour: u64) -> (Value, Address) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn copies_outside_the_hour_window_are_refused() {
-    let (node, _dir, relayer) = devnet_and_relayer(|c| c.min_batch = 1).await;
+    let (node, _dir, relayer) = devnet_and_relayer(|c| c.batching.min_batch = 1).await;
     let url = relayer.url().to_string();
     clear_of_hour_boundary().await;
     let now_hour = hour_of(unix_now());

@@ -167,8 +167,8 @@ async fn status_400_names_each_problem() {
 fn token_config(dir: &std::path::Path, issuer: Address) -> privsvc_relayer::RelayerConfig {
     let mut c = config(dir);
     c.tokens = TokenMode::Required;
-    c.issuer_address = Some(issuer);
-    c.issuer_url = Some("http://issuer.invalid".into());
+    c.issuer.address = Some(issuer);
+    c.issuer.url = Some("http://issuer.invalid".into());
     c
 }
 
@@ -249,7 +249,7 @@ async fn status_413_over_64_kb() {
 #[tokio::test]
 async fn status_429_per_address_only_when_tokens_are_off() {
     let (node, _dir, relayer) = devnet_and_relayer(|c| {
-        c.rate_limit_per_min = 2;
+        c.limits.submissions_per_min = 2;
     })
     .await;
     avoid_minute_edge().await;
@@ -262,7 +262,7 @@ async fn status_429_per_address_only_when_tokens_are_off() {
     // With tokens required the limiter is off: many requests get 402, never 429.
     let dir = tempfile::tempdir().unwrap();
     let mut c = token_config(dir.path(), dev_address(1));
-    c.rate_limit_per_min = 2;
+    c.limits.submissions_per_min = 2;
     let relayer = start(&node, 0, c).await;
     for _ in 0..4 {
         assert_eq!(post(relayer.url(), "/v1/records", &body()).await.0, 402);
@@ -273,9 +273,9 @@ async fn status_429_per_address_only_when_tokens_are_off() {
 #[tokio::test]
 async fn status_503_when_the_queue_is_full() {
     let (_node, _dir, relayer) = devnet_and_relayer(|c| {
-        c.queue_capacity = 2;
-        c.min_batch = 10;
-        c.max_wait = Duration::from_millis(600_000);
+        c.limits.queue_capacity = 2;
+        c.batching.min_batch = 10;
+        c.batching.max_wait = Duration::from_millis(600_000);
     })
     .await;
     submit(relayer.url(), &body()).await;
@@ -288,8 +288,8 @@ async fn status_503_when_the_queue_is_full() {
 #[tokio::test]
 async fn status_404_for_an_unknown_id_and_position_counts_records_ahead() {
     let (_node, _dir, relayer) = devnet_and_relayer(|c| {
-        c.min_batch = 10;
-        c.max_wait = Duration::from_millis(600_000);
+        c.batching.min_batch = 10;
+        c.batching.max_wait = Duration::from_millis(600_000);
     })
     .await;
     let (status, v) = get(
@@ -318,8 +318,8 @@ async fn status_404_for_an_unknown_id_and_position_counts_records_ahead() {
 #[tokio::test]
 async fn holds_that_form_and_holds_that_fail() {
     let (_node, _dir, relayer) = devnet_and_relayer(|c| {
-        c.min_batch = 1;
-        c.max_wait = Duration::from_millis(1500);
+        c.batching.min_batch = 1;
+        c.batching.max_wait = Duration::from_millis(1500);
     })
     .await;
     let url = relayer.url().to_string();
@@ -378,8 +378,8 @@ async fn a_token_is_spent_once_under_200_concurrent_redemptions() {
     let issuer = TestIssuer::publish(&node, 1, APP, &[today()]).await;
     let dir = tempfile::tempdir().unwrap();
     let mut c = token_config(dir.path(), issuer.address);
-    c.min_batch = 100;
-    c.max_wait = Duration::from_millis(600_000);
+    c.batching.min_batch = 100;
+    c.batching.max_wait = Duration::from_millis(600_000);
     let relayer = start(&node, 0, c).await;
     let token = serde_json::to_value(issuer.token(APP, today())).unwrap();
     let mut tasks = Vec::new();
@@ -677,8 +677,8 @@ async fn a_batch_of_resubmissions_and_fresh_records_writes_only_the_fresh_ones()
     r1.shutdown().await;
     // r2 holds everything for one batch: the 70 copies and 5 fresh records, interleaved.
     let mut cfg = config(d2.path());
-    cfg.min_batch = OLD + NEW;
-    cfg.max_wait = Duration::from_millis(60_000);
+    cfg.batching.min_batch = OLD + NEW;
+    cfg.batching.max_wait = Duration::from_millis(60_000);
     let r2 = start(&node, 2, cfg).await;
     let fresh: Vec<(Value, Address)> = (0..NEW)
         .map(|i| record_body(APP, 3600, format!("new {i}").as_bytes()))
@@ -797,7 +797,7 @@ async fn issuer_on_issues_tokens_that_the_relayer_accepts_end_to_end() {
     use privsvc_tokens::{TokenWallet, TokenWalletOptions};
     let (node, _dir, relayer) = devnet_and_relayer(|c| {
         c.tokens = TokenMode::Required;
-        c.issuer_on = true;
+        c.issuer.on = true;
     })
     .await;
     let info = get(relayer.url(), "/v1/info").await.1;
@@ -840,8 +840,8 @@ async fn a_batch_over_the_block_gas_limit_is_split() {
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let mut c = config(dir.path());
-    c.min_batch = 4;
-    c.max_wait = Duration::from_millis(1000);
+    c.batching.min_batch = 4;
+    c.batching.max_wait = Duration::from_millis(1000);
     let relayer = start(&node, 0, c).await;
     let mut ids = Vec::new();
     for _ in 0..4 {
@@ -888,8 +888,8 @@ impl LedgerWriter for Refusing {
 #[tokio::test]
 async fn a_reverting_batch_fails_the_offender_with_the_reason_and_writes_the_rest() {
     let (node, _dir, c) = devnet_and_config(|c| {
-        c.min_batch = 3;
-        c.max_wait = Duration::from_millis(2000);
+        c.batching.min_batch = 3;
+        c.batching.max_wait = Duration::from_millis(2000);
     })
     .await;
     let (bad, bad_owner) = record_body(APP, 3600, b"refused");
@@ -913,8 +913,8 @@ async fn batches_are_at_least_min_interval_blocks_apart() {
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let mut c = config(dir.path());
-    c.min_batch = 1;
-    c.min_interval_blocks = 5;
+    c.batching.min_batch = 1;
+    c.batching.min_interval_blocks = 5;
     c.block_time = Duration::from_millis(100);
     let relayer = start(&node, 0, c).await;
     let url = relayer.url().to_string();
@@ -1002,8 +1002,8 @@ impl LedgerWriter for Corrupting {
 #[tokio::test]
 async fn a_batch_reverted_on_the_ledger_fails_the_offender_and_retries_the_rest() {
     let (node, _dir, c) = devnet_and_config(|c| {
-        c.min_batch = 3;
-        c.max_wait = Duration::from_millis(1500);
+        c.batching.min_batch = 3;
+        c.batching.max_wait = Duration::from_millis(1500);
     })
     .await;
     let (bad, bad_owner) = record_body(APP, 3600, b"reverts");
