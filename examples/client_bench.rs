@@ -25,9 +25,7 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use privsvc::attributes::{AttrValue, Attributes};
 use privsvc::client::{EntitiesQuery, PrivateClient};
-use privsvc::devnet::{
-    BlockTime, Bytes, Devnet, DevnetConfig, EntityData, StoredAttr, DEV_PRIVATE_KEYS,
-};
+use privsvc::devnet::{Bytes, Devnet, DevnetConfig, EntityData, StoredAttr, DEV_PRIVATE_KEYS};
 use privsvc::envelope::EnvelopeBody;
 use privsvc::ledger::{
     ArkivValue, Attribute, Create, CreationFlags, LedgerReader, LedgerWriter, Operation, RpcLedger,
@@ -181,14 +179,10 @@ async fn run(n: u64, mine: u64, new: u64) -> Result<()> {
     let t = Instant::now();
     let (entities, head) = seed(n, mine, &me).await?;
     let seed_time = t.elapsed();
-    let node = Devnet::start(DevnetConfig {
-        block_time: BlockTime::OnDemand,
-        start_block: head,
-        genesis_entities: entities,
-        ..Default::default()
-    })
-    .await
-    .context("devnet")?;
+    let mut devnet_config = DevnetConfig::on_demand();
+    devnet_config.start_block = head;
+    devnet_config.genesis_entities = entities;
+    let node = Devnet::start(devnet_config).await.context("devnet")?;
     let reader: Arc<dyn LedgerReader> = Arc::new(RpcLedger::new(node.url())?);
     let mut secret = [0u8; 32];
     hex::decode_to_slice(&DEV_PRIVATE_KEYS[0][2..], &mut secret)?;

@@ -46,14 +46,12 @@ async fn main() -> anyhow::Result<()> {
     } else {
         BlockTime::Interval(Duration::from_millis(args.block_time_ms))
     };
-    let node = Devnet::start(DevnetConfig {
-        chain_id: args.chain_id,
-        block_time,
-        db_path: args.db,
-        port: Some(args.port),
-        ..Default::default()
-    })
-    .await?;
+    let mut config = DevnetConfig::default();
+    config.chain_id = args.chain_id;
+    config.block_time = block_time;
+    config.db_path = args.db;
+    config.port = Some(args.port);
+    let node = Devnet::start(config).await?;
     println!("Arkiv devnet listening on {}", node.url());
     println!("chain id {}", node.chain_id());
     println!("dev accounts (10 000 ETH each; public keys of the standard test mnemonic):");

@@ -17,8 +17,7 @@ use std::time::Instant;
 use clap::Parser;
 use privsvc_devnet::exec::derive_key;
 use privsvc_devnet::{
-    BlockTime, Bytes, Devnet, DevnetConfig, DevnetHandle, EntityData, StoredAttr, DEV_PRIVATE_KEYS,
-    U256,
+    Bytes, Devnet, DevnetConfig, DevnetHandle, EntityData, StoredAttr, DEV_PRIVATE_KEYS, U256,
 };
 use privsvc_ledger::{
     ArkivValue, Attribute, Create, CreationFlags, LedgerWriter, Operation, RpcLedger, RpcWriter,
@@ -73,11 +72,7 @@ async fn send(w: &RpcWriter, ops: &[Operation]) -> anyhow::Result<u64> {
 }
 
 async fn on_demand() -> anyhow::Result<DevnetHandle> {
-    Ok(Devnet::start(DevnetConfig {
-        block_time: BlockTime::OnDemand,
-        ..Default::default()
-    })
-    .await?)
+    Ok(Devnet::start(DevnetConfig::on_demand()).await?)
 }
 
 #[tokio::main]
@@ -144,12 +139,9 @@ async fn main() -> anyhow::Result<()> {
             ],
         })
         .collect();
-    let node = Devnet::start(DevnetConfig {
-        block_time: BlockTime::OnDemand,
-        genesis_entities: ents,
-        ..Default::default()
-    })
-    .await?;
+    let mut devnet_config = DevnetConfig::on_demand();
+    devnet_config.genesis_entities = ents;
+    let node = Devnet::start(devnet_config).await?;
     println!(
         "seeded {} entities at genesis in {:.2} s",
         args.entities,

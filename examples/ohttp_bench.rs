@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use privsvc_devnet::{BlockTime, DevSigner, Devnet, DevnetConfig, DEV_PRIVATE_KEYS};
+use privsvc_devnet::{DevSigner, Devnet, DevnetConfig, DEV_PRIVATE_KEYS};
 use privsvc_ledger::system::Heartbeat;
 use privsvc_ledger::{LedgerReader, LedgerWriter, Operation, RpcLedger, RpcWriter};
 use privsvc_ohttp::{
@@ -127,11 +127,7 @@ fn summary(name: &str, mut samples: Vec<Duration>) -> Duration {
 }
 
 async fn relay_latency(calls: usize) -> anyhow::Result<()> {
-    let node = Devnet::start(DevnetConfig {
-        block_time: BlockTime::OnDemand,
-        ..Default::default()
-    })
-    .await?;
+    let node = Devnet::start(DevnetConfig::on_demand()).await?;
     let address = DevSigner::dev(0).address();
     let gateway = Arc::new(OhttpGateway::from_seed(&[7u8; 32])?);
     let key = gateway.public_key();

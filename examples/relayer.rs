@@ -13,7 +13,7 @@
 //! Log level: `RUST_LOG` (default `info`); logs never hold client addresses or bodies.
 
 use anyhow::Context;
-use privsvc::devnet::{BlockTime, Devnet, DevnetConfig, DEV_PRIVATE_KEYS};
+use privsvc::devnet::{Devnet, DevnetConfig, DEV_PRIVATE_KEYS};
 use privsvc::relayer::{Relayer, RelayerConfig, RelayerKey};
 
 #[tokio::main]
@@ -27,12 +27,9 @@ async fn main() -> anyhow::Result<()> {
         .init();
     let mut config = RelayerConfig::from_env_and_args(std::env::args())?;
     let devnet = if std::env::var("DEVNET").is_ok_and(|v| v == "on") {
-        let node = Devnet::start(DevnetConfig {
-            block_time: BlockTime::OnDemand,
-            ..Default::default()
-        })
-        .await
-        .context("starting the in-process devnet")?;
+        let node = Devnet::start(DevnetConfig::on_demand())
+            .await
+            .context("starting the in-process devnet")?;
         config.rpc_url = node.url();
         if config.key.is_none() {
             config.key = Some(RelayerKey::from_hex(DEV_PRIVATE_KEYS[0])?);

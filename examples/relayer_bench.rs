@@ -278,11 +278,9 @@ async fn main() -> anyhow::Result<()> {
         ms => BlockTime::Interval(Duration::from_millis(ms)),
     };
     println!("ledger: in-process devnet, block time {block_ms} ms (0 = on demand)");
-    let node = Devnet::start(DevnetConfig {
-        block_time,
-        ..Default::default()
-    })
-    .await?;
+    let mut devnet_config = DevnetConfig::default();
+    devnet_config.block_time = block_time;
+    let node = Devnet::start(devnet_config).await?;
     let url = node.url();
     let epoch = epoch_of(now_ms());
 

@@ -455,9 +455,7 @@ async fn make_vault(
             "either a wallet or a vault is required: call `wallet(...)` or `vault(...)`".into(),
         )
     })?;
-    let opts = DeriveOptions {
-        chain_id: Some(chain_id),
-    };
+    let opts = DeriveOptions::for_chain(chain_id);
     if !options.isolate_keys {
         let vault = KeyVault::from_wallet(wallet.as_ref(), &options.app, &opts).await?;
         return Ok((Arc::new(vault), false));

@@ -288,14 +288,13 @@ impl RangeLister {
         if let Some(b) = hi {
             expression.push_str(&format!(" AND $createdAt <= u64({b})"));
         }
+        let mut options = QueryOptions::new(self.select.clone());
+        options.at_block = Some(self.block);
+        options.limit = Some(privsvc_ledger::rpc::MAX_PAGE_SIZE);
+        options.cursor = o.cursor.clone();
         PageQuery {
             expression,
-            options: QueryOptions {
-                at_block: Some(self.block),
-                select: self.select.clone(),
-                limit: Some(privsvc_ledger::rpc::MAX_PAGE_SIZE),
-                cursor: o.cursor.clone(),
-            },
+            options,
         }
     }
 

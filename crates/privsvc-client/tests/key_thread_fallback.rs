@@ -108,15 +108,10 @@ async fn parent() {
     let key_hex = hex::encode(key.to_bytes());
     let wallet = Arc::new(LocalWallet::from_hex(&key_hex).unwrap());
     let chain_id = stack.reader.chain_id().await.unwrap();
-    let derivation = KeyVault::sign_derivation(
-        wallet.as_ref(),
-        APP,
-        &DeriveOptions {
-            chain_id: Some(chain_id),
-        },
-    )
-    .await
-    .unwrap();
+    let derivation =
+        KeyVault::sign_derivation(wallet.as_ref(), APP, &DeriveOptions::for_chain(chain_id))
+            .await
+            .unwrap();
 
     let mut cmd = Command::new(std::env::current_exe().unwrap());
     cmd.env(CHILD, "1")

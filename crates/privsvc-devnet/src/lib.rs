@@ -42,8 +42,8 @@
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), privsvc_devnet::DevnetError> {
-//! use privsvc_devnet::{BlockTime, Devnet, DevnetConfig};
-//! let node = Devnet::start(DevnetConfig { block_time: BlockTime::OnDemand, ..Default::default() }).await?;
+//! use privsvc_devnet::{Devnet, DevnetConfig};
+//! let node = Devnet::start(DevnetConfig::on_demand()).await?;
 //! println!("{} (chain {})", node.url(), node.chain_id());
 //! node.mine()?;
 //! node.shutdown().await;
@@ -105,6 +105,7 @@ pub enum BlockTime {
 
 /// Devnet configuration.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct DevnetConfig {
     /// Chain id; default [`TIRAMISU_CHAIN_ID`] (7738577). Use 1337 for the SDK's `localhost` chain.
     pub chain_id: u64,
@@ -141,6 +142,16 @@ impl Default for DevnetConfig {
             base_fee: 1_000_000_000,
             start_block: 0,
             genesis_entities: Vec::new(),
+        }
+    }
+}
+
+impl DevnetConfig {
+    /// The defaults with blocks mined on demand ([`BlockTime::OnDemand`]): what tests use.
+    pub fn on_demand() -> Self {
+        DevnetConfig {
+            block_time: BlockTime::OnDemand,
+            ..Default::default()
         }
     }
 }

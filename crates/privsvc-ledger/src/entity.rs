@@ -114,6 +114,7 @@ pub struct Select {
 
 /// Options of one `arkiv_query` page.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct QueryOptions {
     /// Evaluate at this block (default: head).
     pub at_block: Option<u64>,
@@ -123,6 +124,16 @@ pub struct QueryOptions {
     pub limit: Option<u32>,
     /// Continuation cursor from the previous page.
     pub cursor: Option<String>,
+}
+
+impl QueryOptions {
+    /// Options with this projection: at the head, the node's page size, no cursor.
+    pub fn new(select: Select) -> Self {
+        QueryOptions {
+            select,
+            ..Default::default()
+        }
+    }
 }
 
 /// One page to ask for: an `arkiv_query` expression in the typed grammar and its options

@@ -4,9 +4,19 @@
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum LedgerError {
-    /// The node could not be reached or answered garbage at the HTTP level.
+    /// The node answered garbage at the HTTP level (not JSON-RPC), or a JavaScript ledger
+    /// transport failed (its own words).
     #[error("ledger transport error: {0}")]
     Transport(String),
+    /// The HTTP exchange with the node failed (unreachable, timed out, cut off).
+    #[error("ledger transport error: {method}: {source}")]
+    Http {
+        /// The JSON-RPC method asked (or `connect` for building the client).
+        method: String,
+        /// The HTTP client's error.
+        #[source]
+        source: privsvc_rt::http::HttpError,
+    },
     /// The node answered a JSON-RPC error.
     #[error("ledger RPC error {code}: {message}")]
     Rpc {

@@ -8,9 +8,9 @@
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum OhttpError {
-    /// The relayer or relay could not be reached.
+    /// The relayer or relay could not be reached; the source says why.
     #[error("transport error: {0}")]
-    Transport(String),
+    Transport(#[source] privsvc_rt::transport::TransportError),
     /// An encapsulated request could not be opened (one opaque error for every cause).
     #[error("the encapsulated request cannot be opened")]
     Open,
@@ -108,7 +108,7 @@ impl From<privsvc_rt::http::HttpError> for OhttpError {
             privsvc_rt::http::HttpError::TooLarge { size, limit } => {
                 OhttpError::TooLarge { size, limit }
             }
-            other => OhttpError::Transport(other.to_string()),
+            other => OhttpError::Transport(other.into()),
         }
     }
 }
@@ -122,19 +122,56 @@ impl From<privsvc_rt::transport::TransportError> for OhttpError {
             TransportError::Http(e) => e.into(),
             TransportError::Carrier(c) => match c.downcast::<OhttpError>() {
                 Ok(e) => *e,
-                Err(c) => OhttpError::Transport(c.to_string()),
+                Err(c) => OhttpError::Transport(TransportError::Carrier(c)),
             },
-            other => OhttpError::Transport(other.to_string()),
+            other => OhttpError::Transport(other),
         }
     }
 }
 
 impl From<OhttpError> for privsvc_rt::transport::TransportError {
-    /// An OHTTP failure as a transport's error: the OHTTP error is its source.
+    /// An OHTTP failure as a transport's error: the OHTTP error is its source (a transport
+    /// failure is itself).
     fn from(e: OhttpError) -> Self {
         match e {
             OhttpError::InvalidUrl(url) => privsvc_rt::transport::TransportError::InvalidUrl(url),
+            OhttpError::Transport(e) => e,
             other => privsvc_rt::transport::TransportError::Carrier(Box::new(other)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use privsvc_rt::http::HttpError;
+    use privsvc_rt::transport::TransportError;
+    use std::error::Error as _;
+
+    #[test]
+    fn a_transport_failure_keeps_its_source_both_ways() {
+        let e = OhttpError::from(HttpError::Request("connection refused".into()));
+        assert!(
+            matches!(
+                e,
+                OhttpError::Transport(TransportError::Http(HttpError::Request(_)))
+            ),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.source().map(|s| s.to_string()).as_deref(),
+            Some("connection refused")
+        );
+        // Back as a transport's error it is the transport failure itself, not a carrier's.
+        let back = TransportError::from(e);
+        assert!(
+            matches!(back, TransportError::Http(HttpError::Request(_))),
+            "{back:?}"
+        );
+        let too_large = OhttpError::from(HttpError::TooLarge { size: 9, limit: 8 });
+        assert!(matches!(
+            too_large,
+            OhttpError::TooLarge { size: 9, limit: 8 }
+        ));
     }
 }

@@ -196,7 +196,7 @@ impl OhttpRelay {
     pub fn new(reader: Arc<dyn LedgerReader>, config: RelayConfig) -> Result<Self, OhttpError> {
         let verifier = no_redirects(config.info_timeout)
             .build()
-            .map_err(|e| OhttpError::Transport(e.to_string()))?;
+            .map_err(|e| OhttpError::from(privsvc_rt::http::HttpError::from(e)))?;
         Ok(Self {
             state: Arc::new(RelayState {
                 reader,
@@ -279,7 +279,7 @@ impl OhttpRelay {
                     None => no_redirects(state.config.forward_timeout)
                         .pool_max_idle_per_host(1)
                         .build()
-                        .map_err(|e| OhttpError::Transport(e.to_string()))?,
+                        .map_err(|e| OhttpError::from(privsvc_rt::http::HttpError::from(e)))?,
                 };
                 next.insert(url, client);
             }

@@ -105,18 +105,15 @@ async fn written_on_ledger(
     let Some(expr) = owners_query(records) else {
         return Ok(Vec::new());
     };
-    let mut options = QueryOptions {
-        select: Select {
-            key: true,
-            owner: true,
-            creator: true,
-            created_at: true,
-            payload: true,
-            ..Select::default()
-        },
-        limit: Some(200),
-        ..QueryOptions::default()
-    };
+    let mut options = QueryOptions::new(Select {
+        key: true,
+        owner: true,
+        creator: true,
+        created_at: true,
+        payload: true,
+        ..Select::default()
+    });
+    options.limit = Some(200);
     let mut pending: Vec<&StoredRecord> = records.iter().collect();
     let mut hits = Vec::new();
     loop {
@@ -224,17 +221,12 @@ async fn batch_size(
         "$creator = addr({creator}) AND $createdAt = u64({block}) AND NOT project = str('{}')",
         crate::entities::SYSTEM_PROJECT
     );
-    let options = QueryOptions {
-        select: Select {
-            key: true,
-            attributes: AttributeSelect::Named(vec![
-                privsvc_ledger::system::PROJECT_ATTRIBUTE.into()
-            ]),
-            ..Select::default()
-        },
-        limit: Some(200),
-        ..QueryOptions::default()
-    };
+    let mut options = QueryOptions::new(Select {
+        key: true,
+        attributes: AttributeSelect::Named(vec![privsvc_ledger::system::PROJECT_ATTRIBUTE.into()]),
+        ..Select::default()
+    });
+    options.limit = Some(200);
     let Some(project) = ledger_project(rec) else {
         return 1;
     };

@@ -464,17 +464,18 @@ impl RelayerConfig {
                  holding the hex key)",
             )
         })?;
-        let ledger = |what: &str, e: privsvc_ledger::LedgerError| {
-            crate::RelayerError::Ledger(format!("{what} at {}: {e}", self.rpc_url))
+        let ledger = |source: privsvc_ledger::LedgerError| crate::RelayerError::LedgerConnect {
+            url: self.rpc_url.clone(),
+            source: Box::new(source),
         };
         let connect = || {
             privsvc_ledger::RpcLedger::with_timeout(self.rpc_url.clone(), self.ledger_timeout)
-                .map_err(|e| ledger("the ledger's JSON-RPC", e))
+                .map_err(ledger)
         };
         let reader = std::sync::Arc::new(connect()?);
         let writer = privsvc_ledger::RpcWriter::connect(connect()?, key.bytes())
             .await
-            .map_err(|e| ledger("connecting the writer", e))?;
+            .map_err(ledger)?;
         Ok((reader, std::sync::Arc::new(writer)))
     }
 

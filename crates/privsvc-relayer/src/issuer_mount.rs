@@ -56,7 +56,7 @@ pub fn mount(
     }
     let issuer = Arc::new(
         Issuer::open(config, Arc::new(writer.clone()), shared.ledger.clone())
-            .map_err(|e| RelayerError::Issuer(e.to_string()))?,
+            .map_err(|e| RelayerError::Issuer(Box::new(e)))?,
     );
     let limiter = Arc::new(IssuerLimit {
         limiter: RateLimiter::new(cfg.issuer.requests_per_min),

@@ -133,24 +133,38 @@ pub enum RelayerError {
     /// The queue database could not be opened.
     #[error(transparent)]
     Store(#[from] StoreError),
-    /// The ledger could not be reached or disagrees with the configuration.
+    /// The ledger could not be reached or answered in error.
     #[error("ledger: {0}")]
-    Ledger(String),
+    Ledger(#[from] LedgerError),
+    /// The ledger at this JSON-RPC URL could not be connected to.
+    #[error("cannot connect to the ledger at {url}: {source}")]
+    LedgerConnect {
+        /// The `LEDGER_RPC_URL`.
+        url: String,
+        /// Why.
+        #[source]
+        source: Box<LedgerError>,
+    },
+    /// The ledger's chain is not the configured `CHAIN_ID`.
+    #[error("CHAIN_ID is {expected} but the ledger reports {actual}")]
+    ChainIdMismatch {
+        /// The configured `CHAIN_ID`.
+        expected: u64,
+        /// The ledger's chain id.
+        actual: u64,
+    },
     /// The listen address could not be bound.
     #[error("cannot listen on {0}: {1}")]
-    Bind(SocketAddr, std::io::Error),
+    Bind(SocketAddr, #[source] std::io::Error),
     /// The token issuer (`ISSUER=on`) could not be opened.
     #[error("token issuer: {0}")]
-    Issuer(String),
+    Issuer(#[source] Box<privsvc_tokens::IssuerError>),
+    /// The store of pinned issuer keys (`TOKENS=required`) could not be opened.
+    #[error("issuer key pins: {0}")]
+    IssuerKeyPins(#[source] Box<privsvc_tokens::TokenError>),
     /// The OHTTP gateway could not be built.
     #[error("OHTTP gateway: {0}")]
-    Ohttp(String),
-}
-
-impl From<LedgerError> for RelayerError {
-    fn from(e: LedgerError) -> Self {
-        RelayerError::Ledger(e.to_string())
-    }
+    Ohttp(#[source] Box<privsvc_ohttp::OhttpError>),
 }
 
 /// How long [`Relayer::shutdown`] waits for the relayer's tasks (a batcher waiting on an

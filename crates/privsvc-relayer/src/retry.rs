@@ -73,7 +73,10 @@ impl LedgerHealth {
 pub fn transient(e: &LedgerError) -> bool {
     matches!(
         e,
-        LedgerError::Transport(_) | LedgerError::Timeout(_) | LedgerError::Decode(_)
+        LedgerError::Transport(_)
+            | LedgerError::Http { .. }
+            | LedgerError::Timeout(_)
+            | LedgerError::Decode(_)
     )
 }
 

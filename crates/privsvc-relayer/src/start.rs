@@ -45,9 +45,10 @@ pub(crate) async fn retrying_ledger(
     let chain_id = reader.chain_id().await?;
     if let Some(expected) = config.chain_id {
         if expected != chain_id {
-            return Err(RelayerError::Ledger(format!(
-                "CHAIN_ID is {expected} but the ledger reports {chain_id}"
-            )));
+            return Err(RelayerError::ChainIdMismatch {
+                expected,
+                actual: chain_id,
+            });
         }
     }
     Ok(RetryingLedger {
@@ -115,8 +116,7 @@ pub(crate) fn state(
         .unwrap_or_else(|| format!("http://{local_addr}"));
     let gateway = match &config.ohttp_seed {
         Some(seed) => Some(Arc::new(
-            OhttpGateway::from_seed(seed.bytes())
-                .map_err(|e| RelayerError::Ohttp(e.to_string()))?,
+            OhttpGateway::from_seed(seed.bytes()).map_err(|e| RelayerError::Ohttp(Box::new(e)))?,
         )),
         None => None,
     };
@@ -156,7 +156,7 @@ pub(crate) fn state(
         seq: AtomicU64::new(restored.next_seq),
         occupancy: AtomicUsize::new(occupancy),
         issuer_keys: tokencheck::IssuerKeys::open(&config.data_dir)
-            .map_err(|e| RelayerError::Issuer(e.to_string()))?,
+            .map_err(|e| RelayerError::IssuerKeyPins(Box::new(e)))?,
         live: Mutex::new(restored.live),
         attempts: Mutex::new(Default::default()),
         reconciled,

@@ -130,7 +130,7 @@ pub fn now_ms() -> u64 {
 pub fn ledger_error_kind(e: &privsvc_ledger::LedgerError) -> &'static str {
     use privsvc_ledger::LedgerError as E;
     match e {
-        E::Transport(_) => "transport",
+        E::Transport(_) | E::Http { .. } => "transport",
         E::Rpc { .. } => "rpc",
         E::Reverted(_) => "reverted",
         E::Decode(_) => "decode",

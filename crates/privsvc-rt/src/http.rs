@@ -23,8 +23,12 @@ use async_trait::async_trait;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum HttpError {
-    /// The request could not be sent or its answer not received in time (the message leaves
-    /// the URL out).
+    /// The HTTP client could not send the request or receive its answer in time; the source
+    /// is the client's error with the URL taken out.
+    #[error("{0}")]
+    Client(#[source] reqwest::Error),
+    /// A fetch adapter could not send the request or receive its answer (its own words; also
+    /// a request that cannot be expressed, such as an invalid method).
     #[error("{0}")]
     Request(String),
     /// The host followed a redirect (wasm32 only); privsvc never uses a redirected answer.
@@ -42,7 +46,7 @@ pub enum HttpError {
 
 impl From<reqwest::Error> for HttpError {
     fn from(e: reqwest::Error) -> Self {
-        HttpError::Request(e.without_url().to_string())
+        HttpError::Client(e.without_url())
     }
 }
 
@@ -313,7 +317,7 @@ mod tests {
         let err = send(http.get(&url), Duration::from_millis(200))
             .await
             .unwrap_err();
-        assert!(matches!(err, HttpError::Request(_)), "{err:?}");
+        assert!(matches!(err, HttpError::Client(_)), "{err:?}");
         assert!(start.elapsed() < Duration::from_secs(5));
         drop(listener);
     }

@@ -94,7 +94,7 @@ async fn fetch_is_bounded_and_a_redirected_answer_is_refused() {
         Duration::from_millis(300),
     )
     .await;
-    assert!(matches!(silent, Err(HttpError::Request(_))), "{silent:?}");
+    assert!(matches!(silent, Err(HttpError::Client(_))), "{silent:?}");
     assert!(
         start.elapsed() < Duration::from_secs(5),
         "{:?}",

@@ -17,7 +17,7 @@ pub enum StackError {
         name: String,
         /// Why it did not start.
         #[source]
-        source: privsvc_relayer::RelayerError,
+        source: Box<privsvc_relayer::RelayerError>,
     },
     /// The OHTTP relay could not be built or did not verify its targets.
     #[error("OHTTP relay: {0}")]

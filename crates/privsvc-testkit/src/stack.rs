@@ -33,10 +33,7 @@ pub struct LocalStackBuilder {
 impl Default for LocalStackBuilder {
     fn default() -> Self {
         Self {
-            devnet: DevnetConfig {
-                block_time: BlockTime::OnDemand,
-                ..DevnetConfig::default()
-            },
+            devnet: DevnetConfig::on_demand(),
             relayers: Vec::new(),
             relay: None,
             record: false,
@@ -417,7 +414,7 @@ impl LocalStack {
                 .await
                 .map_err(|source| StackError::Relayer {
                     name: r.spec.name.clone(),
-                    source,
+                    source: Box::new(source),
                 })?;
         if let Some(tap) = &r.tap {
             tap.set_target(&format!("http://{}", handle.local_addr()));

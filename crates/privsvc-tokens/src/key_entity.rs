@@ -28,18 +28,16 @@ pub fn issuer_key_query(issuer: Address, app: &str, epoch: u32) -> Result<String
 /// Options for reading issuer-key entities at the head: key, creator, payload and every
 /// attribute (all that [`issuer_key_payload`] checks), 200 a page.
 pub(crate) fn issuer_key_options() -> QueryOptions {
-    QueryOptions {
-        select: Select {
-            key: true,
-            creator: true,
-            created_at: true,
-            payload: true,
-            attributes: AttributeSelect::All,
-            ..Select::default()
-        },
-        limit: Some(200),
-        ..QueryOptions::default()
-    }
+    let mut options = QueryOptions::new(Select {
+        key: true,
+        creator: true,
+        created_at: true,
+        payload: true,
+        attributes: AttributeSelect::All,
+        ..Select::default()
+    });
+    options.limit = Some(200);
+    options
 }
 
 /// The SPKI payload of `entity` when it is an issuer-key entity of (`issuer`, `app`, `epoch`)

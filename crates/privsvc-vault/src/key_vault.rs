@@ -20,9 +20,19 @@ use crate::wallet::Wallet;
 
 /// Options of the wallet-based constructors.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct DeriveOptions {
     /// EIP-712 `chainId` of the derivation message; `None` means [`crate::NETWORK_CHAIN_ID`].
     pub chain_id: Option<u64>,
+}
+
+impl DeriveOptions {
+    /// Options deriving for this EIP-712 `chainId` instead of [`crate::NETWORK_CHAIN_ID`].
+    pub fn for_chain(chain_id: u64) -> Self {
+        DeriveOptions {
+            chain_id: Some(chain_id),
+        }
+    }
 }
 
 /// The user's privsvc keys for one app, held in this thread.

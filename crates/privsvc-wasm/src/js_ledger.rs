@@ -173,12 +173,9 @@ impl LedgerReader for JsLedger {
         key: B256,
         at_block: Option<u64>,
     ) -> Result<Option<Entity>, LedgerError> {
-        let options = QueryOptions {
-            at_block,
-            select: wire::select_all(),
-            limit: Some(1),
-            cursor: None,
-        };
+        let mut options = QueryOptions::new(wire::select_all());
+        options.at_block = at_block;
+        options.limit = Some(1);
         let expression = privsvc_ledger::query::Expr::key_is(key).to_string();
         let page = self.query(&expression, &options).await?;
         Ok(page.entities.into_iter().next())

@@ -23,7 +23,7 @@ use privsvc_client::{
     default_inclusion_timeout, verify_ownership_proof, EntitiesQuery, PrivateClient, PrivsvcError,
     ProofExpectation, ProofRejection, ProveParams, COVER_WINDOW_BLOCKS,
 };
-use privsvc_devnet::{BlockTime, Bytes, Devnet, DevnetConfig, EntityData, StoredAttr};
+use privsvc_devnet::{Bytes, Devnet, DevnetConfig, EntityData, StoredAttr};
 use privsvc_envelope::EnvelopeBody;
 use privsvc_ledger::{LedgerReader, RpcLedger};
 use privsvc_ohttp::{
@@ -531,14 +531,10 @@ async fn fetches_do_not_single_out_the_users_batch() {
             genesis.push(record_of(owner, block, i).await);
         }
     }
-    let node = Devnet::start(DevnetConfig {
-        block_time: BlockTime::OnDemand,
-        start_block: BLOCKS + 1,
-        genesis_entities: genesis,
-        ..Default::default()
-    })
-    .await
-    .unwrap();
+    let mut config = DevnetConfig::on_demand();
+    config.start_block = BLOCKS + 1;
+    config.genesis_entities = genesis;
+    let node = Devnet::start(config).await.unwrap();
     let direct = reader(&node);
     let dir = tempfile::tempdir().unwrap();
     let relayer = Relayer::start(

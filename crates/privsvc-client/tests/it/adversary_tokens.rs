@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use alloy_primitives::Address;
 use axum::extract::State;
 use privsvc_client::PrivsvcError;
-use privsvc_devnet::{BlockTime, Devnet, DevnetConfig, DevnetHandle};
+use privsvc_devnet::{Devnet, DevnetConfig, DevnetHandle};
 use privsvc_ledger::{LedgerReader, Operation, QueryOptions};
 use privsvc_ohttp::{OhttpRelay, RelayConfig};
 use privsvc_relayer::{OhttpSeed, Relayer, RelayerConfig, TokenMode};
@@ -164,12 +164,9 @@ impl Drop for Proxy {
 }
 
 async fn devnet() -> DevnetHandle {
-    Devnet::start(DevnetConfig {
-        block_time: BlockTime::OnDemand,
-        ..Default::default()
-    })
-    .await
-    .expect("devnet starts")
+    Devnet::start(DevnetConfig::on_demand())
+        .await
+        .expect("devnet starts")
 }
 
 /// Relayer A (dev account 0): tokens required, issuer on, heartbeat naming `public_url`.

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use k256::ecdsa::signature::hazmat::RandomizedPrehashSigner;
 use k256::ecdsa::{RecoveryId, SigningKey, VerifyingKey};
 use privsvc_client::{PrivateClient, PrivsvcError};
-use privsvc_devnet::{BlockTime, Devnet, DevnetConfig};
+use privsvc_devnet::{Devnet, DevnetConfig};
 use privsvc_ledger::LedgerReader;
 use privsvc_vault::{VaultError, Wallet};
 
@@ -45,12 +45,7 @@ impl Wallet for OddWallet {
 
 #[tokio::test]
 async fn wallet_problems_are_reported_clearly() {
-    let node = Devnet::start(DevnetConfig {
-        block_time: BlockTime::OnDemand,
-        ..Default::default()
-    })
-    .await
-    .unwrap();
+    let node = Devnet::start(DevnetConfig::on_demand()).await.unwrap();
     let reader: Arc<dyn LedgerReader> =
         Arc::new(privsvc_ledger::RpcLedger::new(node.url()).unwrap());
     let build = |contract: bool| {

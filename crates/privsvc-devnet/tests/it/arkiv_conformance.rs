@@ -21,9 +21,7 @@ use privsvc_devnet::exec::derive_key;
 use privsvc_devnet::query::lexer::{tokenize, Tok};
 use privsvc_devnet::query::literal::{parse_i32, parse_tagged};
 use privsvc_devnet::query::{cursor, parse, Expr};
-use privsvc_devnet::{
-    BlockTime, DevSigner, Devnet, DevnetConfig, DevnetHandle, EntityData, StoredAttr,
-};
+use privsvc_devnet::{DevSigner, Devnet, DevnetConfig, DevnetHandle, EntityData, StoredAttr};
 use serde_json::{json, Value as Json};
 
 use crate::common::*;
@@ -100,13 +98,9 @@ fn err_text(e: &RpcErr) -> String {
 
 /// Start an on-demand devnet on chain 1337 and create the e2e-5 dataset with dev key 0.
 async fn e2e5() -> (DevnetHandle, HashMap<String, B256>) {
-    let node = Devnet::start(DevnetConfig {
-        chain_id: 1337,
-        block_time: BlockTime::OnDemand,
-        ..Default::default()
-    })
-    .await
-    .unwrap();
+    let mut config = DevnetConfig::on_demand();
+    config.chain_id = 1337;
+    let node = Devnet::start(config).await.unwrap();
     let signer = DevSigner::dev(0);
     let teams = ["red", "red", "blue", "blue", "green"];
     let ops = (0..5)
@@ -176,14 +170,10 @@ async fn seeded(n: u64) -> DevnetHandle {
             ],
         });
     }
-    let node = Devnet::start(DevnetConfig {
-        chain_id: 1337,
-        block_time: BlockTime::OnDemand,
-        genesis_entities: ents,
-        ..Default::default()
-    })
-    .await
-    .unwrap();
+    let mut config = DevnetConfig::on_demand();
+    config.chain_id = 1337;
+    config.genesis_entities = ents;
+    let node = Devnet::start(config).await.unwrap();
     for (o, nn) in owners.iter().zip(nonces) {
         let mut a = node.account(*o);
         a.entity_nonce = nn;
@@ -700,14 +690,10 @@ async fn check_select(_node: &DevnetHandle, case: &Json) {
             },
         ],
     };
-    let node = Devnet::start(DevnetConfig {
-        block_time: BlockTime::OnDemand,
-        start_block: 0x1bb,
-        genesis_entities: vec![e],
-        ..Default::default()
-    })
-    .await
-    .unwrap();
+    let mut config = DevnetConfig::on_demand();
+    config.start_block = 0x1bb;
+    config.genesis_entities = vec![e];
+    let node = Devnet::start(config).await.unwrap();
     let url = node.url();
     let query = |sel: Json| {
         let url = url.clone();

@@ -11,12 +11,7 @@ use serde_json::{json, Value as Json};
 use crate::common::*;
 
 async fn node() -> DevnetHandle {
-    Devnet::start(DevnetConfig {
-        block_time: BlockTime::OnDemand,
-        ..Default::default()
-    })
-    .await
-    .unwrap()
+    Devnet::start(DevnetConfig::on_demand()).await.unwrap()
 }
 
 fn key_of(r: &Json, i: usize) -> B256 {
@@ -430,11 +425,8 @@ async fn expiry_after_the_right_number_of_blocks() {
 async fn persistence_across_restart_and_interval_blocks() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("chain.sqlite");
-    let cfg = DevnetConfig {
-        block_time: BlockTime::OnDemand,
-        db_path: Some(path.clone()),
-        ..Default::default()
-    };
+    let mut cfg = DevnetConfig::on_demand();
+    cfg.db_path = Some(path.clone());
     let node = Devnet::start(cfg.clone()).await.unwrap();
     let a = DevSigner::dev(0);
     let mut cells = sys_cells("text/plain", b"persist");
@@ -476,12 +468,9 @@ async fn persistence_across_restart_and_interval_blocks() {
     node.shutdown().await;
 
     // Interval mode produces blocks by itself.
-    let node = Devnet::start(DevnetConfig {
-        block_time: BlockTime::Interval(std::time::Duration::from_millis(50)),
-        ..Default::default()
-    })
-    .await
-    .unwrap();
+    let mut config = DevnetConfig::default();
+    config.block_time = BlockTime::Interval(std::time::Duration::from_millis(50));
+    let node = Devnet::start(config).await.unwrap();
     let start = node.block_number();
     tokio::time::sleep(std::time::Duration::from_millis(400)).await;
     assert!(node.block_number() >= start + 3);

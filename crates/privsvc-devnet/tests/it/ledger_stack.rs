@@ -52,13 +52,9 @@ fn all_fields() -> Select {
 }
 
 async fn on_demand(db: Option<std::path::PathBuf>) -> DevnetHandle {
-    Devnet::start(DevnetConfig {
-        block_time: BlockTime::OnDemand,
-        db_path: db,
-        ..Default::default()
-    })
-    .await
-    .unwrap()
+    let mut config = DevnetConfig::on_demand();
+    config.db_path = db;
+    Devnet::start(config).await.unwrap()
 }
 
 #[tokio::test]
@@ -123,24 +119,14 @@ async fn batch_of_creates_and_transfers_then_history_and_restart() {
     };
     assert_eq!(tag(&now), ArkivValue::Str("v2".into()));
     assert_eq!(tag(&then), ArkivValue::Str("v1".into()));
-    let at = QueryOptions {
-        at_block: Some(receipt.block_number),
-        select: all_fields(),
-        limit: Some(10),
-        cursor: None,
-    };
+    let mut at = QueryOptions::new(all_fields());
+    at.at_block = Some(receipt.block_number);
+    at.limit = Some(10);
     let page = reader.query("tag = str('v1')", &at).await.unwrap();
     assert_eq!(page.entities.len(), 3);
-    let page = reader
-        .query(
-            "tag = str('v1')",
-            &QueryOptions {
-                at_block: None,
-                ..at.clone()
-            },
-        )
-        .await
-        .unwrap();
+    let mut head = at.clone();
+    head.at_block = None;
+    let page = reader.query("tag = str('v1')", &head).await.unwrap();
     assert_eq!(page.entities.len(), 2);
     // The relayer lost its rights: patching reverts with the decoded error at prepare time.
     let err = relayer
@@ -194,12 +180,8 @@ async fn pagination_across_450_entities() {
     assert_eq!(keys.len(), 450, "no duplicates across pages");
     // Page by page: 200 + 200 + 50, cursors pinned to the first page's block, even while new
     // blocks arrive in between.
-    let mut opts = QueryOptions {
-        at_block: None,
-        select: all_fields(),
-        limit: Some(200),
-        cursor: None,
-    };
+    let mut opts = QueryOptions::new(all_fields());
+    opts.limit = Some(200);
     let mut sizes = Vec::new();
     loop {
         let page = reader.query("project = str('page')", &opts).await.unwrap();
@@ -290,12 +272,9 @@ async fn reverted_batch_reports_the_decoded_error() {
 
 #[tokio::test]
 async fn two_writers_racing_for_nonces() {
-    let node = Devnet::start(DevnetConfig {
-        block_time: BlockTime::Interval(Duration::from_millis(100)),
-        ..Default::default()
-    })
-    .await
-    .unwrap();
+    let mut config = DevnetConfig::default();
+    config.block_time = BlockTime::Interval(Duration::from_millis(100));
+    let node = Devnet::start(config).await.unwrap();
     let a = Arc::new(writer(&node, 4));
     let b = Arc::new(writer(&node, 4));
     let (opa, opb) = ([create(1, 100, "race", "a")], [create(2, 100, "race", "b")]);

@@ -9,7 +9,7 @@
 //! live receipts.
 
 use alloy_primitives::{Address, Bytes, B256, U256};
-use privsvc_devnet::{Account, BlockTime, Devnet, DevnetConfig, EntityData, ARKIV_ADDRESS};
+use privsvc_devnet::{Account, Devnet, DevnetConfig, EntityData, ARKIV_ADDRESS};
 use serde_json::{json, Value as Json};
 
 use crate::common::*;
@@ -44,27 +44,23 @@ async fn live_transactions_replay_identically() {
         .parse()
         .unwrap();
     let eth = U256::from(10u64).pow(U256::from(18u64));
-    let node = Devnet::start(DevnetConfig {
-        chain_id: 7_733_102,
-        block_time: BlockTime::OnDemand,
-        start_block: 219_289,
-        prefund: vec![(alice, eth), (bob, eth)],
-        genesis_entities: vec![
-            seeded(
-                "0xbc7713534bc76ca8ab92f6e98681b251b4ea318b58a98fbc3649035f8ab3a61c",
-                bob,
-                300_000,
-            ),
-            seeded(
-                "0x8863dac4f91b14da979331f4c5277036f257f97bb6bcd5cac8048acbdbc0e057",
-                alice,
-                222_600,
-            ),
-        ],
-        ..Default::default()
-    })
-    .await
-    .unwrap();
+    let mut config = DevnetConfig::on_demand();
+    config.chain_id = 7_733_102;
+    config.start_block = 219_289;
+    config.prefund = vec![(alice, eth), (bob, eth)];
+    config.genesis_entities = vec![
+        seeded(
+            "0xbc7713534bc76ca8ab92f6e98681b251b4ea318b58a98fbc3649035f8ab3a61c",
+            bob,
+            300_000,
+        ),
+        seeded(
+            "0x8863dac4f91b14da979331f4c5277036f257f97bb6bcd5cac8048acbdbc0e057",
+            alice,
+            222_600,
+        ),
+    ];
+    let node = Devnet::start(config).await.unwrap();
     node.set_account(
         alice,
         Account {

@@ -5,7 +5,7 @@ use alloy_primitives::{Address, Bytes, B256, U256};
 use alloy_sol_types::SolError;
 use privsvc_devnet::abi::{self, Operation};
 use privsvc_devnet::revert::Revert;
-use privsvc_devnet::{BlockTime, DevSigner, Devnet, DevnetConfig, ARKIV_ADDRESS};
+use privsvc_devnet::{DevSigner, Devnet, DevnetConfig, ARKIV_ADDRESS};
 use serde_json::{json, Value as Json};
 
 use crate::common::*;
@@ -28,12 +28,7 @@ fn hexd(v: Vec<u8>) -> String {
 
 #[tokio::test]
 async fn decode_rules_over_eth_call() {
-    let node = Devnet::start(DevnetConfig {
-        block_time: BlockTime::OnDemand,
-        ..Default::default()
-    })
-    .await
-    .unwrap();
+    let node = Devnet::start(DevnetConfig::on_demand()).await.unwrap();
     let url = node.url();
     let a = DevSigner::dev(0).address();
     let k = B256::repeat_byte(0x09);
@@ -320,15 +315,11 @@ async fn calldata_write_path_vector() {
         .find(|c| c["id"] == "op-061")
         .unwrap();
     let sender = Address::repeat_byte(0xaa);
-    let node = Devnet::start(DevnetConfig {
-        chain_id: 1,
-        block_time: BlockTime::OnDemand,
-        start_block: 9,
-        prefund: vec![(sender, U256::from(10u64).pow(U256::from(18u64)))],
-        ..Default::default()
-    })
-    .await
-    .unwrap();
+    let mut config = DevnetConfig::on_demand();
+    config.chain_id = 1;
+    config.start_block = 9;
+    config.prefund = vec![(sender, U256::from(10u64).pow(U256::from(18u64)))];
+    let node = Devnet::start(config).await.unwrap();
     let data: Bytes = case["calldata"].as_str().unwrap().parse().unwrap();
     let hash = node
         .send_impersonated(sender, ARKIV_ADDRESS, data, None)

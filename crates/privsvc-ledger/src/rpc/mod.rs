@@ -113,9 +113,10 @@ impl RpcLedger {
         // In wasm32 (fetch) the limit is put on each request instead (`privsvc_rt::http::send`).
         #[cfg(target_arch = "wasm32")]
         let builder = reqwest::Client::builder();
-        let client = builder
-            .build()
-            .map_err(|e| LedgerError::Transport(e.to_string()))?;
+        let client = builder.build().map_err(|e| LedgerError::Http {
+            method: "connect".into(),
+            source: e.into(),
+        })?;
         let mut ledger = Self::with_client(client, url);
         ledger.timeout = timeout;
         Ok(ledger)
@@ -173,12 +174,15 @@ impl RpcLedger {
             .body(body);
         let resp = privsvc_rt::http::send(request, self.timeout)
             .await
-            .map_err(|e| LedgerError::Transport(format!("{method}: {e}")))?;
+            .map_err(|source| LedgerError::Http {
+                method: method.to_string(),
+                source,
+            })?;
         let status = resp.status();
-        let body = resp
-            .bytes()
-            .await
-            .map_err(|e| LedgerError::Transport(format!("{method}: {e}")))?;
+        let body = resp.bytes().await.map_err(|e| LedgerError::Http {
+            method: method.to_string(),
+            source: e.into(),
+        })?;
         Ok(decode(status, &body))
     }
 
@@ -787,6 +791,30 @@ mod tests {
     use alloy_consensus::transaction::SignerRecoverable;
     use alloy_eips::eip2718::Decodable2718;
     use alloy_sol_types::{SolError, SolEvent};
+
+    #[tokio::test]
+    async fn an_unreachable_node_is_an_http_error_that_keeps_its_source() {
+        // A port nothing listens on: the connection is refused.
+        let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", free.local_addr().unwrap());
+        drop(free);
+        let ledger = RpcLedger::with_timeout(url.clone(), Duration::from_secs(2)).unwrap();
+        let err = ledger.block_number().await.unwrap_err();
+        let LedgerError::Http { method, source } = &err else {
+            panic!("expected LedgerError::Http, got {err:?}");
+        };
+        assert_eq!(method, "eth_blockNumber");
+        assert!(
+            matches!(source, privsvc_rt::http::HttpError::Client(e) if e.is_connect()),
+            "{source:?}"
+        );
+        // The client's error is the source, and no message of the chain names the URL.
+        let chain = std::iter::successors(std::error::Error::source(&err), |e| e.source())
+            .map(|e| e.to_string())
+            .collect::<Vec<_>>();
+        assert!(!chain.is_empty());
+        assert!(chain.iter().all(|m| !m.contains(&url)), "{chain:?}");
+    }
 
     #[test]
     fn signs_a_recoverable_eip1559_transaction() {

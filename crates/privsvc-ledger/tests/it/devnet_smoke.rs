@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use alloy_consensus::TxEip1559;
 use alloy_primitives::{Address, TxKind, B256, U256};
-use privsvc_devnet::{BlockTime, Devnet, DevnetConfig, DEV_PRIVATE_KEYS};
+use privsvc_devnet::{Devnet, DevnetConfig, DEV_PRIVATE_KEYS};
 use privsvc_ledger::abi::{encode_operations, ARKIV_ADDRESS};
 use privsvc_ledger::entity::{AttributeSelect, Select};
 use privsvc_ledger::system::{spends_query, SpendsEntity};
@@ -43,12 +43,7 @@ fn create(salt: u128, n: i32) -> Operation {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writer_and_reader_against_the_devnet() {
-    let node = Devnet::start(DevnetConfig {
-        block_time: BlockTime::OnDemand,
-        ..Default::default()
-    })
-    .await
-    .unwrap();
+    let node = Devnet::start(DevnetConfig::on_demand()).await.unwrap();
     let writer = RpcWriter::connect(RpcLedger::new(node.url()).unwrap(), &secret(0))
         .await
         .unwrap();
@@ -118,11 +113,8 @@ async fn writer_and_reader_against_the_devnet() {
         .await
         .unwrap();
     assert_eq!(all.len(), 3);
-    let mut opts = privsvc_ledger::QueryOptions {
-        select: select.clone(),
-        limit: Some(2),
-        ..Default::default()
-    };
+    let mut opts = privsvc_ledger::QueryOptions::new(select.clone());
+    opts.limit = Some(2);
     let p1 = reader.query("kind = str('smoke')", &opts).await.unwrap();
     assert_eq!(p1.entities.len(), 2);
     let cursor = p1.cursor.clone().expect("a second page");
@@ -208,12 +200,7 @@ async fn writer_and_reader_against_the_devnet() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn block_timestamps_come_from_the_node() {
-    let node = Devnet::start(DevnetConfig {
-        block_time: BlockTime::OnDemand,
-        ..Default::default()
-    })
-    .await
-    .unwrap();
+    let node = Devnet::start(DevnetConfig::on_demand()).await.unwrap();
     let reader = RpcLedger::new(node.url()).unwrap();
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -234,13 +221,9 @@ async fn block_timestamps_come_from_the_node() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_seeded_devnet_answers_timestamps_of_blocks_below_its_genesis() {
-    let node = Devnet::start(DevnetConfig {
-        block_time: BlockTime::OnDemand,
-        start_block: 1_000,
-        ..Default::default()
-    })
-    .await
-    .unwrap();
+    let mut config = DevnetConfig::on_demand();
+    config.start_block = 1_000;
+    let node = Devnet::start(config).await.unwrap();
     let reader = RpcLedger::new(node.url()).unwrap();
     let genesis = reader.block_timestamp(1_000).await.unwrap().unwrap();
     // Seeded entities were created in earlier blocks, 2 s apart, so verifiers can date them.

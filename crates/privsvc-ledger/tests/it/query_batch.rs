@@ -9,7 +9,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::routing::post;
 use axum::Router;
-use privsvc_devnet::{BlockTime, Devnet, DevnetConfig, DevnetHandle, DEV_PRIVATE_KEYS};
+use privsvc_devnet::{Devnet, DevnetConfig, DevnetHandle, DEV_PRIVATE_KEYS};
 use privsvc_ledger::entity::{AttributeSelect, Select};
 use privsvc_ledger::{
     ArkivValue, Attribute, Create, CreationFlags, LedgerReader, LedgerWriter, Operation, PageQuery,
@@ -39,12 +39,7 @@ fn create(salt: u128, n: i32) -> Operation {
 
 /// A node with 7 records of kind "paged" (n = 0..7), and the queries of three pages of them.
 async fn node_with_pages() -> (DevnetHandle, Vec<PageQuery>) {
-    let node = Devnet::start(DevnetConfig {
-        block_time: BlockTime::OnDemand,
-        ..Default::default()
-    })
-    .await
-    .unwrap();
+    let node = Devnet::start(DevnetConfig::on_demand()).await.unwrap();
     let secret: [u8; 32] = hex::decode(DEV_PRIVATE_KEYS[0].trim_start_matches("0x"))
         .unwrap()
         .try_into()
@@ -60,13 +55,13 @@ async fn node_with_pages() -> (DevnetHandle, Vec<PageQuery>) {
         attributes: AttributeSelect::Named(vec!["n".into()]),
         ..Select::default()
     };
-    let query = |expression: &str, limit| PageQuery {
-        expression: expression.into(),
-        options: QueryOptions {
-            select: select.clone(),
-            limit: Some(limit),
-            ..QueryOptions::default()
-        },
+    let query = |expression: &str, limit| {
+        let mut options = QueryOptions::new(select.clone());
+        options.limit = Some(limit);
+        PageQuery {
+            expression: expression.into(),
+            options,
+        }
     };
     let queries = vec![
         query("kind = str('paged') AND n < i32(4)", 3),

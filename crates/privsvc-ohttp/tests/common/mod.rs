@@ -10,7 +10,7 @@ use axum::extract::Path;
 use axum::http::StatusCode;
 use axum::routing::{self, post};
 use axum::{Json, Router};
-use privsvc_devnet::{BlockTime, DevSigner, Devnet, DevnetConfig, DevnetHandle, DEV_PRIVATE_KEYS};
+use privsvc_devnet::{DevSigner, Devnet, DevnetConfig, DevnetHandle, DEV_PRIVATE_KEYS};
 use privsvc_ledger::system::Heartbeat;
 use privsvc_ledger::{LedgerReader, LedgerWriter, Operation, RpcLedger, RpcWriter};
 use privsvc_ohttp::{
@@ -150,12 +150,9 @@ pub struct Chain {
 
 impl Chain {
     pub async fn start() -> Chain {
-        let node = Devnet::start(DevnetConfig {
-            block_time: BlockTime::OnDemand,
-            ..Default::default()
-        })
-        .await
-        .expect("devnet starts");
+        let node = Devnet::start(DevnetConfig::on_demand())
+            .await
+            .expect("devnet starts");
         let reader: Arc<dyn LedgerReader> =
             Arc::new(RpcLedger::new(node.url()).expect("rpc reader"));
         Chain {

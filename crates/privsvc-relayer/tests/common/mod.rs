@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use alloy_primitives::Address;
 use k256::ecdsa::SigningKey;
 use privsvc_attributes::Attributes;
-use privsvc_devnet::{BlockTime, DevSigner, Devnet, DevnetConfig, DevnetHandle, DEV_PRIVATE_KEYS};
+use privsvc_devnet::{DevSigner, Devnet, DevnetConfig, DevnetHandle, DEV_PRIVATE_KEYS};
 use privsvc_envelope::{seal_envelope, EnvelopeBody};
 use privsvc_ledger::{
     ArkivValue, Attribute, Create, CreationFlags, LedgerReader, LedgerWriter, Operation,
@@ -20,12 +20,9 @@ pub const APP: &str = "testapp";
 
 /// A devnet mining one block per transaction.
 pub async fn devnet() -> DevnetHandle {
-    Devnet::start(DevnetConfig {
-        block_time: BlockTime::OnDemand,
-        ..Default::default()
-    })
-    .await
-    .expect("devnet starts")
+    Devnet::start(DevnetConfig::on_demand())
+        .await
+        .expect("devnet starts")
 }
 
 /// A reader of the devnet.

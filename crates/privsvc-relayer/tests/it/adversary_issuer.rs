@@ -41,14 +41,10 @@ async fn key_entities(node: &privsvc_devnet::DevnetHandle, creator: Address) -> 
         .unwrap(),
         privsvc_ledger::query::Expr::creator_is(creator),
     ]);
+    let mut options = privsvc_ledger::QueryOptions::new(privsvc_ledger::Select::default());
+    options.limit = Some(200);
     reader(node)
-        .query(
-            &expr.to_string(),
-            &privsvc_ledger::QueryOptions {
-                limit: Some(200),
-                ..Default::default()
-            },
-        )
+        .query(&expr.to_string(), &options)
         .await
         .unwrap()
         .entities

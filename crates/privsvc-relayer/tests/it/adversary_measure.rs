@@ -604,14 +604,11 @@ async fn a_relay_can_still_flood_a_batch_around_a_target() {
                 "$creator = addr({}) AND $createdAt = u64({block}) AND project = str('{APP}')",
                 relayer.address()
             ),
-            &privsvc_ledger::QueryOptions {
-                select: privsvc_ledger::Select {
-                    key: true,
-                    owner: true,
-                    ..Default::default()
-                },
+            &privsvc_ledger::QueryOptions::new(privsvc_ledger::Select {
+                key: true,
+                owner: true,
                 ..Default::default()
-            },
+            }),
         )
         .await
         .unwrap();

@@ -73,12 +73,9 @@ async fn all_written_once(url: &str, ledger_url: &str, records: &[(String, Addre
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn heartbeats_whose_broadcast_answer_is_lost_never_make_a_batch_revert() {
-    let node = Devnet::start(DevnetConfig {
-        block_time: BlockTime::Interval(Duration::from_millis(1_000)),
-        ..Default::default()
-    })
-    .await
-    .unwrap();
+    let mut devnet_config = DevnetConfig::default();
+    devnet_config.block_time = BlockTime::Interval(Duration::from_millis(1_000));
+    let node = Devnet::start(devnet_config).await.unwrap();
     let proxy = FaultProxy::start(&node.url(), 0, Duration::from_millis(1_500)).await;
     // Every transaction is taken by the node, and every answer to its broadcast is lost.
     proxy.state.set_lose_send_answers(true);
@@ -135,13 +132,10 @@ impl PausableNode {
     }
 
     async fn boot(db: &std::path::Path) -> DevnetHandle {
-        Devnet::start(DevnetConfig {
-            block_time: BlockTime::Interval(Duration::from_secs(3_600)),
-            db_path: Some(db.to_path_buf()),
-            ..Default::default()
-        })
-        .await
-        .unwrap()
+        let mut devnet_config = DevnetConfig::default();
+        devnet_config.block_time = BlockTime::Interval(Duration::from_secs(3_600));
+        devnet_config.db_path = Some(db.to_path_buf());
+        Devnet::start(devnet_config).await.unwrap()
     }
 
     fn url(&self) -> String {
@@ -214,12 +208,9 @@ async fn a_pending_heartbeat_lost_by_a_node_restart_never_stalls_the_relayer() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn with_20_percent_of_ledger_calls_failing_every_record_is_written_once() {
-    let node = Devnet::start(DevnetConfig {
-        block_time: BlockTime::Interval(Duration::from_millis(500)),
-        ..Default::default()
-    })
-    .await
-    .unwrap();
+    let mut devnet_config = DevnetConfig::default();
+    devnet_config.block_time = BlockTime::Interval(Duration::from_millis(500));
+    let node = Devnet::start(devnet_config).await.unwrap();
     let proxy = FaultProxy::start(&node.url(), 0, CALL_TIMEOUT * 3 / 2).await;
     let dir = tempfile::tempdir().unwrap();
     let mut c = config(dir.path());

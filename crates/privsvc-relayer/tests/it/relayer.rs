@@ -202,15 +202,12 @@ async fn status_403_for_invalid_spent_old_or_keyless_tokens_and_tokens_are_writt
     let spends = reader(&node)
         .query(
             "privsvc_kind = str('spends') AND project = str('privsvc-7f3k')",
-            &QueryOptions {
-                select: Select {
-                    creator: true,
-                    created_at: true,
-                    payload: true,
-                    ..Select::default()
-                },
-                ..QueryOptions::default()
-            },
+            &QueryOptions::new(Select {
+                creator: true,
+                created_at: true,
+                payload: true,
+                ..Select::default()
+            }),
         )
         .await
         .unwrap();
@@ -830,14 +827,10 @@ async fn issuer_on_issues_tokens_that_the_relayer_accepts_end_to_end() {
 
 #[tokio::test]
 async fn a_batch_over_the_block_gas_limit_is_split() {
-    let node = privsvc_devnet::Devnet::start(privsvc_devnet::DevnetConfig {
-        block_time: privsvc_devnet::BlockTime::OnDemand,
-        // About two records' worth of gas (with the writer's 20 % margin) per block.
-        gas_limit: 400_000,
-        ..Default::default()
-    })
-    .await
-    .unwrap();
+    let mut devnet_config = privsvc_devnet::DevnetConfig::on_demand();
+    // About two records' worth of gas (with the writer's 20 % margin) per block.
+    devnet_config.gas_limit = 400_000;
+    let node = privsvc_devnet::Devnet::start(devnet_config).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let mut c = config(dir.path());
     c.batching.min_batch = 4;
@@ -905,12 +898,9 @@ async fn a_reverting_batch_fails_the_offender_with_the_reason_and_writes_the_res
 
 #[tokio::test]
 async fn batches_are_at_least_min_interval_blocks_apart() {
-    let node = privsvc_devnet::Devnet::start(privsvc_devnet::DevnetConfig {
-        block_time: privsvc_devnet::BlockTime::Interval(Duration::from_millis(100)),
-        ..Default::default()
-    })
-    .await
-    .unwrap();
+    let mut devnet_config = privsvc_devnet::DevnetConfig::default();
+    devnet_config.block_time = privsvc_devnet::BlockTime::Interval(Duration::from_millis(100));
+    let node = privsvc_devnet::Devnet::start(devnet_config).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let mut c = config(dir.path());
     c.batching.min_batch = 1;
@@ -1052,4 +1042,44 @@ async fn shutdown_returns_while_a_batch_is_stuck_in_flight_and_the_next_start_wr
     tokio::time::timeout(Duration::from_secs(30), relayer.shutdown())
         .await
         .expect("shutdown returns");
+}
+
+#[tokio::test]
+async fn a_chain_id_other_than_the_ledgers_is_refused_by_name() {
+    let (node, _dir, c) = devnet_and_config(|c| c.chain_id = Some(1)).await;
+    let err = privsvc_relayer::Relayer::start(c, reader(&node), writer(&node, 0))
+        .await
+        .err()
+        .expect("a relayer configured for another chain does not start");
+    assert!(
+        matches!(
+            err,
+            privsvc_relayer::RelayerError::ChainIdMismatch { expected: 1, actual }
+                if actual == node.chain_id()
+        ),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_unreachable_ledger_is_named_with_its_url_and_the_cause_kept() {
+    // A port nothing listens on.
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", free.local_addr().unwrap());
+    drop(free);
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path());
+    c.rpc_url = url.clone();
+    c.key =
+        Some(privsvc_relayer::RelayerKey::from_hex(privsvc_devnet::DEV_PRIVATE_KEYS[0]).unwrap());
+    let err = privsvc_relayer::Relayer::start_on_ledger(c)
+        .await
+        .err()
+        .expect("no ledger, no relayer");
+    let privsvc_relayer::RelayerError::LedgerConnect { url: named, source } = &err else {
+        panic!("expected LedgerConnect, got {err:?}");
+    };
+    assert_eq!(named, &url);
+    assert!(matches!(**source, LedgerError::Http { .. }), "{source:?}");
+    assert!(err.to_string().contains(&url), "{err}");
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use alloy_primitives::{Address, B256};
 use base64::Engine as _;
-use privsvc_devnet::{BlockTime, Devnet, DevnetConfig, DevnetHandle, DEV_PRIVATE_KEYS};
+use privsvc_devnet::{Devnet, DevnetConfig, DevnetHandle, DEV_PRIVATE_KEYS};
 use privsvc_ledger::{LedgerReader, LedgerWriter, Operation, RpcLedger, RpcWriter};
 use privsvc_tokens::key_entity::issuer_key_create;
 use privsvc_tokens::*;
@@ -37,12 +37,7 @@ async fn dev_writer(devnet: &DevnetHandle, i: usize) -> Arc<dyn LedgerWriter> {
 }
 
 async fn env() -> Env {
-    let devnet = Devnet::start(DevnetConfig {
-        block_time: BlockTime::OnDemand,
-        ..Default::default()
-    })
-    .await
-    .unwrap();
+    let devnet = Devnet::start(DevnetConfig::on_demand()).await.unwrap();
     let reader: Arc<dyn LedgerReader> = Arc::new(RpcLedger::new(devnet.url()).unwrap());
     let writer = dev_writer(&devnet, 0).await;
     Env {
@@ -129,6 +124,8 @@ fn placeholder() -> Vec<u8> {
 
 /// How many issuer-key entities `creator` has on the ledger (any app, any epoch).
 async fn key_entities(env: &Env, creator: Address) -> usize {
+    let mut options = privsvc_ledger::QueryOptions::new(privsvc_ledger::Select::default());
+    options.limit = Some(200);
     let page = env
         .reader
         .query(
@@ -141,10 +138,7 @@ async fn key_entities(env: &Env, creator: Address) -> usize {
                 privsvc_ledger::query::Expr::creator_is(creator),
             ])
             .to_string(),
-            &privsvc_ledger::QueryOptions {
-                limit: Some(200),
-                ..Default::default()
-            },
+            &options,
         )
         .await
         .unwrap();

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use alloy_primitives::Address;
 use base64::Engine as _;
-use privsvc_devnet::{BlockTime, Devnet, DevnetConfig, DevnetHandle, DEV_PRIVATE_KEYS};
+use privsvc_devnet::{Devnet, DevnetConfig, DevnetHandle, DEV_PRIVATE_KEYS};
 use privsvc_ledger::{LedgerReader, LedgerWriter, RpcLedger, RpcWriter};
 use privsvc_tokens::key_entity::issuer_key_create;
 use privsvc_tokens::*;
@@ -29,12 +29,7 @@ fn secret(i: usize) -> [u8; 32] {
 }
 
 async fn env() -> Env {
-    let devnet = Devnet::start(DevnetConfig {
-        block_time: BlockTime::OnDemand,
-        ..Default::default()
-    })
-    .await
-    .unwrap();
+    let devnet = Devnet::start(DevnetConfig::on_demand()).await.unwrap();
     let reader: Arc<dyn LedgerReader> = Arc::new(RpcLedger::new(devnet.url()).unwrap());
     let writer: Arc<dyn LedgerWriter> = Arc::new(
         RpcWriter::connect(RpcLedger::new(devnet.url()).unwrap(), &secret(0))

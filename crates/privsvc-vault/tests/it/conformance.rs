@@ -78,9 +78,7 @@ async fn derivation_vectors() {
             .eip712_signing_hash()
             .unwrap();
         assert_eq!(hash.to_string(), s(case, "typedDataHash"), "{case}");
-        let opts = DeriveOptions {
-            chain_id: Some(chain_id),
-        };
+        let opts = DeriveOptions::for_chain(chain_id);
         let sig = KeyVault::sign_derivation(&wallet, app, &opts)
             .await
             .unwrap();

@@ -187,7 +187,7 @@ async fn from_wallet_matches_from_signature() {
     let r = vault.new_record();
     assert_eq!(vault.address_of(&r).unwrap(), again.address_of(&r).unwrap());
     // Another chain id gives other keys.
-    let other = KeyVault::from_wallet(&wallet, APP, &DeriveOptions { chain_id: Some(1) })
+    let other = KeyVault::from_wallet(&wallet, APP, &DeriveOptions::for_chain(1))
         .await
         .unwrap();
     assert_ne!(other.address_of(&r).unwrap(), vault.address_of(&r).unwrap());
