@@ -149,8 +149,7 @@ impl PrivateClient {
         params: &CreateParams,
         mut attrs: Attributes,
     ) -> Result<SealedRecord, PrivsvcError> {
-        let exp = expiry_bucket(expiry_seconds(params.expires))
-            .map_err(|e| PrivsvcError::Expiry(e.to_string()))?;
+        let exp = expiry_bucket(expiry_seconds(params.expires)).map_err(PrivsvcError::Expiry)?;
         let record_ref = match &params.scope {
             Some(name) => self.vault.scope_record(name).await?,
             None => self.vault.new_record(),

@@ -79,7 +79,7 @@ pub enum PrivsvcError {
     ScanCache(String),
     /// The requested expiry cannot be used.
     #[error("invalid expiry: {0}")]
-    Expiry(String),
+    Expiry(#[source] privsvc_envelope::EnvelopeError),
     /// A key vault operation failed.
     #[error("key vault: {0}")]
     Vault(#[source] privsvc_vault::VaultError),

@@ -12,13 +12,11 @@ use crate::codec::TYPE_BYTES;
 use crate::codec::TYPE_STR;
 use crate::error::LedgerError;
 use crate::ops::Operation;
-use crate::rpc::{creation_tx_of, query_page_from_json, revert_data_of, rpc_answer, RpcLedger};
+use crate::rpc::{creation_tx_of, decode_answer, query_page_from_json, revert_data_of, RpcLedger};
 use crate::wire::{entity_from_json, entity_to_json};
 
 fn answer(method: &str, data: &[u8]) -> Result<Value, LedgerError> {
-    let text = std::str::from_utf8(data)
-        .map_err(|_| LedgerError::Transport("answer is not UTF-8".into()))?;
-    rpc_answer(method, reqwest::StatusCode::OK, text)
+    decode_answer(method, data)
 }
 
 /// A JSON-RPC answer to `eth_getTransactionReceipt`, decoded as `RpcWriter::receipt` does.

@@ -1,7 +1,7 @@
 //! `RawClient`: the Rust `PrivateClient` (tokens, OHTTP, cover batches, verification) for
 //! `createPrivateClient` in `js/index.js`. Its wallet and vault are JavaScript objects reached
 //! through [`crate::bridge`]; the ledger is read through the JavaScript reader of the app's
-//! `publicClient` ([`crate::js_ledger::JsLedger`]).
+//! `publicClient` ([`crate::js_ledger::reader_of`]).
 
 use std::rc::Rc;
 use std::sync::Arc;
@@ -24,7 +24,6 @@ use wasm_bindgen_futures::future_to_promise;
 use crate::bridge::Bridge;
 use crate::convert::{address_text, to_attributes, to_b256};
 use crate::error::js_error;
-use crate::js_ledger::JsLedger;
 use crate::js_traits::{JsVault, JsWallet};
 
 /// The options of `createPrivateClient` that reach Rust (the table of docs/API.md §3.1, as JSON).
@@ -188,7 +187,7 @@ impl RawClient {
                 .map(|s| Arc::new(s) as _),
         };
         let parsed: Result<Options, _> = serde_json::from_str(options);
-        let reader = JsLedger::from_value(&reader);
+        let reader = crate::js_ledger::reader_of(&reader);
         future_to_promise(async move {
             let o = parsed.map_err(|e| config_error(format!("invalid options: {e}")))?;
             let reader: Arc<dyn LedgerReader> = Arc::new(reader?);
@@ -488,7 +487,7 @@ pub fn raw_verify_ownership_proof(
     reader: JsValue,
     now: Option<f64>,
 ) -> Promise {
-    let reader = JsLedger::from_value(&reader);
+    let reader = crate::js_ledger::reader_of(&reader);
     future_to_promise(async move {
         let proof: OwnershipProof = match serde_json::from_str(&proof) {
             Ok(p) => p,
@@ -518,7 +517,7 @@ pub fn raw_verify_ownership_proof(
 #[wasm_bindgen(js_name = rawDiscoverRelayers)]
 pub fn raw_discover_relayers(reader: JsValue, fetch: JsValue) -> Promise {
     let fetch = crate::fetch::JsFetch::from_value(&fetch);
-    let reader = JsLedger::from_value(&reader);
+    let reader = crate::js_ledger::reader_of(&reader);
     future_to_promise(async move {
         let reader: Arc<dyn LedgerReader> = Arc::new(reader?);
         let mut options = privsvc_client::ClientOptions::new("privsvc");
@@ -670,7 +669,7 @@ pub fn raw_verify_record(entity: &str, options: &str) -> Result<String, JsValue>
 #[wasm_bindgen(js_name = rawVerifyRecordOnLedger)]
 pub fn raw_verify_record_on_ledger(entity: &str, options: &str, reader: JsValue) -> Promise {
     let args = verify_args(entity, options);
-    let reader = JsLedger::from_value(&reader);
+    let reader = crate::js_ledger::reader_of(&reader);
     future_to_promise(async move {
         let args = match args? {
             Ok(a) => a,

@@ -1,5 +1,5 @@
 //! The low-level reading exports of docs/API.md §3.5 and §3.6: `listApp`, `fetchBatches`,
-//! `heartbeatRelayers` and `fetchIssuerKey`, over the app's ledger reader ([`JsLedger`]),
+//! `heartbeatRelayers` and `fetchIssuerKey`, over the app's ledger reader ([`crate::js_ledger::reader_of`]),
 //! answering JSON text. Entities are in the ledger's JSON form, the one `verifyRecord` takes.
 
 use std::sync::Arc;
@@ -16,14 +16,13 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 
 use crate::error::js_error;
-use crate::js_ledger::JsLedger;
 
 fn error(name: &str, message: String) -> JsValue {
     js_error(name, &message)
 }
 
 fn reader(rpc: &JsValue) -> Result<Arc<dyn LedgerReader>, JsValue> {
-    Ok(Arc::new(JsLedger::from_value(rpc)?))
+    Ok(Arc::new(crate::js_ledger::reader_of(rpc)?))
 }
 
 fn address(text: &str, what: &str) -> Result<Address, JsValue> {

@@ -19,7 +19,6 @@ use wasm_bindgen_futures::future_to_promise;
 
 use crate::bridge::Bridge;
 use crate::error::js_error;
-use crate::js_ledger::JsLedger;
 use crate::js_tokens::JsTokenStore;
 use crate::js_traits::JsWallet;
 
@@ -152,7 +151,7 @@ impl RawTokenWallet {
             .issuer
             .parse()
             .map_err(|_| error("`issuer` must be the issuer's address"))?;
-        let reader: Arc<dyn LedgerReader> = Arc::new(JsLedger::from_value(&reader)?);
+        let reader: Arc<dyn LedgerReader> = Arc::new(crate::js_ledger::reader_of(&reader)?);
         let wallet = Arc::new(JsWallet::new(address, Bridge::start(wallet)));
         let mut options = TokenWalletOptions::new(wallet, reader.clone(), issuer, o.issuer_url);
         let store = store.store();

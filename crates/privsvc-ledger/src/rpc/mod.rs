@@ -29,26 +29,35 @@ use crate::wire::{self, parse_quantity, quantity};
 use crate::writer::{BatchReceipt, CreatedEntity, LedgerWriter, PreparedTx, TransferredEntity};
 
 mod batch;
+mod channel;
 mod fast;
 
 pub use batch::{decode_query_batch_answer, query_batch_body};
+use channel::HttpChannel;
+pub use channel::RpcChannel;
 
 /// Largest page `arkiv_query` serves.
 pub const MAX_PAGE_SIZE: u32 = 200;
 /// Gas margin added to `eth_estimateGas`, in percent.
 pub const GAS_MARGIN_PERCENT: u64 = 20;
 
-/// A JSON-RPC client of an Arkiv node (native protocol) implementing [`LedgerReader`].
-#[derive(Debug)]
+/// A JSON-RPC client of an Arkiv node (native protocol) implementing [`LedgerReader`]: over
+/// HTTP ([`RpcLedger::new`]), or over any [`RpcChannel`] ([`RpcLedger::with_channel`], the wasm
+/// client's JavaScript ledger reader).
 pub struct RpcLedger {
-    client: reqwest::Client,
+    channel: Box<dyn RpcChannel>,
+    /// The node's URL, or what the channel says it is.
     url: String,
     next_id: AtomicU64,
     /// Whether pages are asked for in JSON-RPC batches (until the node answers one as no
-    /// batch: then page by page).
+    /// batch, or the channel sends none: then page by page).
     batches: AtomicBool,
-    /// Time limit of one call (put on each request in wasm32, where the client itself has none).
-    timeout: Duration,
+}
+
+impl std::fmt::Debug for RpcLedger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RpcLedger").field("url", &self.url).finish()
+    }
 }
 
 /// Time limit of one call by [`RpcLedger::new`] and [`RpcLedger::with_client`] (30 s).
@@ -117,19 +126,31 @@ impl RpcLedger {
             method: "connect".into(),
             source: e.into(),
         })?;
-        let mut ledger = Self::with_client(client, url);
-        ledger.timeout = timeout;
-        Ok(ledger)
+        Ok(Self::over_http(client, url.into(), timeout))
     }
 
     /// A client using a caller-configured `reqwest::Client`.
     pub fn with_client(client: reqwest::Client, url: impl Into<String>) -> Self {
-        RpcLedger {
+        Self::over_http(client, url.into(), DEFAULT_TIMEOUT)
+    }
+
+    fn over_http(client: reqwest::Client, url: String, timeout: Duration) -> Self {
+        let channel = HttpChannel {
             client,
-            url: url.into(),
+            url: url.clone(),
+            timeout,
+        };
+        Self::with_channel(Box::new(channel), url)
+    }
+
+    /// A reader whose calls go through `channel`; `name` is what [`RpcLedger::url`] returns
+    /// (for a channel that is not a URL, a description of where it leads).
+    pub fn with_channel(channel: Box<dyn RpcChannel>, name: impl Into<String>) -> Self {
+        RpcLedger {
+            channel,
+            url: name.into(),
             next_id: AtomicU64::new(1),
             batches: AtomicBool::new(true),
-            timeout: DEFAULT_TIMEOUT,
         }
     }
 
@@ -140,54 +161,17 @@ impl RpcLedger {
 
     /// One JSON-RPC call; a JSON-RPC error becomes [`LedgerError::Rpc`].
     pub async fn call(&self, method: &str, params: Value) -> Result<Value, LedgerError> {
-        self.call_with(method, params, |status, body| {
-            rpc_answer(method, status, &String::from_utf8_lossy(body))
-        })
-        .await?
+        decode_answer(method, &self.answer(method, &params).await?)
     }
 
-    /// One JSON-RPC call whose answer (HTTP status and body) `decode` reads in place.
-    async fn call_with<T>(
-        &self,
-        method: &str,
-        params: Value,
-        decode: impl FnOnce(reqwest::StatusCode, &[u8]) -> T,
-    ) -> Result<T, LedgerError> {
+    /// The bytes of the answer to one JSON-RPC call.
+    async fn answer(&self, method: &str, params: &Value) -> Result<Vec<u8>, LedgerError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        self.post(method, body.to_string(), decode).await
-    }
-
-    /// POSTs the JSON-RPC `body` (one call or a batch of `method` calls) and lets `decode`
-    /// read the answer in place.
-    async fn post<T>(
-        &self,
-        method: &str,
-        body: String,
-        decode: impl FnOnce(reqwest::StatusCode, &[u8]) -> T,
-    ) -> Result<T, LedgerError> {
-        tracing::debug!(method, "arkiv rpc");
-        let request = self
-            .client
-            .post(&self.url)
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(body);
-        let resp = privsvc_rt::http::send(request, self.timeout)
-            .await
-            .map_err(|source| LedgerError::Http {
-                method: method.to_string(),
-                source,
-            })?;
-        let status = resp.status();
-        let body = resp.bytes().await.map_err(|e| LedgerError::Http {
-            method: method.to_string(),
-            source: e.into(),
-        })?;
-        Ok(decode(status, &body))
+        self.channel.call(id, method, params).await
     }
 
     /// The pages of `queries` asked for in one JSON-RPC batch; `None` when the node answered
-    /// the batch as no batch (it does not take them).
+    /// the batch as no batch (it does not take them) or the channel sends no batches.
     async fn query_batch(
         &self,
         queries: &[PageQuery],
@@ -195,10 +179,10 @@ impl RpcLedger {
         let count = queries.len();
         let first_id = self.next_id.fetch_add(count as u64, Ordering::Relaxed);
         let body = query_batch_body(queries, first_id);
-        self.post("arkiv_query", body, |_, answer| {
-            decode_query_batch_answer(answer, first_id, count)
-        })
-        .await?
+        match self.channel.batch("arkiv_query", body).await? {
+            Some(answer) => decode_query_batch_answer(&answer, first_id, count),
+            None => Ok(None),
+        }
     }
 
     async fn quantity_call(&self, method: &str, params: Value) -> Result<u64, LedgerError> {
@@ -340,19 +324,8 @@ impl LedgerReader for RpcLedger {
         let mut options = options.clone();
         // Every entity is identified by its key; always ask for it.
         options.select.key = true;
-        self.call_with(
-            "arkiv_query",
-            json!([expression, wire::query_options_to_json(&options)]),
-            |status, body| match fast::query_page(body) {
-                Some(page) => Ok(page),
-                None => query_page_from_json(&rpc_answer(
-                    "arkiv_query",
-                    status,
-                    &String::from_utf8_lossy(body),
-                )?),
-            },
-        )
-        .await?
+        let params = json!([expression, wire::query_options_to_json(&options)]);
+        decode_query_answer(&self.answer("arkiv_query", &params).await?)
     }
 
     async fn query_many(&self, queries: &[PageQuery]) -> Result<Vec<QueryPage>, LedgerError> {
@@ -436,22 +409,8 @@ impl LedgerReader for RpcLedger {
     }
 }
 
-/// The `result` of a JSON-RPC answer `text` to `method` (HTTP `status`); a JSON-RPC error
-/// becomes [`LedgerError::Rpc`].
-pub(crate) fn rpc_answer(
-    method: &str,
-    status: reqwest::StatusCode,
-    text: &str,
-) -> Result<Value, LedgerError> {
-    let v: Value = serde_json::from_str(text).map_err(|_| {
-        LedgerError::Transport(format!("{method}: HTTP {status}, answer is not JSON-RPC"))
-    })?;
-    result_of(method, v)
-}
-
 /// The `result` of the JSON-RPC answer `body` to `method`: [`LedgerError::Rpc`] for a JSON-RPC
-/// error, [`LedgerError::Transport`] for a body that is not JSON-RPC. For a reader whose
-/// transport is not `RpcLedger`'s (the wasm client's JavaScript RPC function).
+/// error, [`LedgerError::Transport`] for a body that is not JSON-RPC.
 pub fn decode_answer(method: &str, body: &[u8]) -> Result<Value, LedgerError> {
     let v: Value = serde_json::from_slice(body)
         .map_err(|_| LedgerError::Transport(format!("{method}: the answer is not JSON-RPC")))?;
@@ -792,6 +751,69 @@ mod tests {
     use alloy_eips::eip2718::Decodable2718;
     use alloy_sol_types::{SolError, SolEvent};
 
+    /// A channel that answers from a script, sends no batches, and records the methods asked.
+    struct Scripted {
+        asked: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    }
+
+    #[async_trait]
+    impl RpcChannel for Scripted {
+        async fn call(&self, id: u64, method: &str, _: &Value) -> Result<Vec<u8>, LedgerError> {
+            self.asked.lock().unwrap().push(method.to_string());
+            let answer = match method {
+                "eth_blockNumber" => json!({"jsonrpc": "2.0", "id": id, "result": "0x2a"}),
+                "arkiv_query" => json!({"jsonrpc": "2.0", "id": id,
+                    "result": {"data": [], "blockNumber": "0x2a"}}),
+                _ => json!({"jsonrpc": "2.0", "id": id,
+                    "error": {"code": -32601, "message": "no such method"}}),
+            };
+            Ok(answer.to_string().into_bytes())
+        }
+
+        async fn batch(&self, _: &str, _: String) -> Result<Option<Vec<u8>>, LedgerError> {
+            Ok(None)
+        }
+    }
+
+    #[tokio::test]
+    async fn every_read_goes_through_the_channel_and_a_channel_without_batches_is_asked_page_by_page(
+    ) {
+        let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let ledger = RpcLedger::with_channel(
+            Box::new(Scripted {
+                asked: asked.clone(),
+            }),
+            "a script",
+        );
+        assert_eq!(ledger.url(), "a script");
+        assert_eq!(ledger.block_number().await.unwrap(), 42);
+        let page = PageQuery {
+            expression: "project = str('p')".into(),
+            options: QueryOptions::default(),
+        };
+        let pages = ledger
+            .query_many(&[page.clone(), page.clone(), page])
+            .await
+            .unwrap();
+        assert_eq!(pages.len(), 3);
+        assert!(pages.iter().all(|p| p.block_number == 42));
+        let err = ledger.code_at(Address::ZERO).await.unwrap_err();
+        assert!(
+            matches!(err, LedgerError::Rpc { code: -32601, .. }),
+            "{err:?}"
+        );
+        assert_eq!(
+            *asked.lock().unwrap(),
+            [
+                "eth_blockNumber",
+                "arkiv_query",
+                "arkiv_query",
+                "arkiv_query",
+                "eth_getCode"
+            ]
+        );
+    }
+
     #[tokio::test]
     async fn an_unreachable_node_is_an_http_error_that_keeps_its_source() {
         // A port nothing listens on: the connection is refused.
@@ -1084,8 +1106,7 @@ mod tests {
             json!({"jsonrpc": "2.0", "id": 1, "result": result}).to_string()
         };
         let general = |text: &str| {
-            query_page_from_json(&rpc_answer("arkiv_query", reqwest::StatusCode::OK, text).unwrap())
-                .unwrap()
+            query_page_from_json(&decode_answer("arkiv_query", text.as_bytes()).unwrap()).unwrap()
         };
         let rows = json!([
             wire::entity_to_json(&full, true),
