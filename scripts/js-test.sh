@@ -10,7 +10,7 @@
 #   - puppeteer-core and viem (npm, into js/node_modules; viem for the third-party-app tests).
 #
 #   scripts/js-test.sh               # everything
-#   scripts/js-test.sh --build-only  # install and build js/pkg, no tests
+#   scripts/js-test.sh --build-only  # install the tools and packages, build js/pkg, no tests
 #   scripts/js-test.sh --node-only   # skip the Chromium test
 #   scripts/js-test.sh --tests-only  # everything but the wasm build (js/pkg built before)
 #   scripts/js-test.sh --bench       # everything, then the scan benchmarks (below)
@@ -69,7 +69,9 @@ fi
 export PATH="$(dirname "$NODE"):$PATH"
 log "node $("$NODE" --version)"
 
-if [ "$MODE" != --build-only ] && [ "$MODE" != --node-only ]; then
+# --build-only installs what the tests need too (the test command runs it at the start, beside
+# the main build, so that the JS lane finds everything in place when it starts its tests).
+if [ "$MODE" != --node-only ]; then
   if ! [ -x "$CHROMIUM" ]; then
     log "installing Chromium (apt-get install chromium)"
     if [ "$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi
@@ -79,7 +81,7 @@ if [ "$MODE" != --build-only ] && [ "$MODE" != --node-only ]; then
 fi
 # The test-only npm packages (js/package.json devDependencies), one install so that neither
 # prunes the other: viem (a third-party app's wallet and public clients) and puppeteer-core.
-if [ "$MODE" != --build-only ] && { ! [ -d js/node_modules/puppeteer-core ] || ! [ -d js/node_modules/viem ]; }; then
+if ! [ -d js/node_modules/puppeteer-core ] || ! [ -d js/node_modules/viem ]; then
   log "installing the dev dependencies puppeteer-core and viem (npm)"
   (cd js && PUPPETEER_SKIP_DOWNLOAD=1 npm install --no-save --no-audit --no-fund --no-package-lock puppeteer-core@24 viem@2 >/dev/null)
 fi
