@@ -10,9 +10,11 @@
 //! - `every_attack_wins_when_its_leak_is_on`: the same population with every leak of
 //!   `privsvc_lab::Leaks` switched on (the client's as the lab's stand-ins around the real
 //!   client, the servers' through the relayer's `lab-leaks` feature) and every active party,
-//!   24 users for enough guesses: each attack (25) must beat chance there (one-sided at 95%,
+//!   24 users for enough guesses: every attack must beat chance there (one-sided at 95%,
 //!   `stats::Z_ONE_SIDED_95`), except two residuals no leak drives (`size-class-onlooker`,
-//!   `n-minus-one-flood`). An attack that cannot win against a leaky setting proves nothing.
+//!   `n-minus-one-flood`) and `first-spend`, which this form does not score (every user counts
+//!   as returning, so `issue-to-spend` scores every spend). An attack that cannot win against a
+//!   leaky setting proves nothing.
 //!   The Referer and Cookie headers have their leaky control in the Chromium run
 //!   (`js/test/browser/chromium.mjs`).
 
