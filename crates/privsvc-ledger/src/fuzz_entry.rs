@@ -5,19 +5,13 @@
 //! were accepted, and panics only when an invariant of an accepted input is broken.
 
 use alloy_sol_types::SolCall;
-use serde_json::Value;
 
 use crate::abi::{self, decode_operations, decode_revert, encode_operation, executeCall};
 use crate::codec::TYPE_BYTES;
 use crate::codec::TYPE_STR;
-use crate::error::LedgerError;
 use crate::ops::Operation;
 use crate::rpc::{creation_tx_of, decode_answer, query_page_from_json, revert_data_of, RpcLedger};
 use crate::wire::{entity_from_json, entity_to_json};
-
-fn answer(method: &str, data: &[u8]) -> Result<Value, LedgerError> {
-    decode_answer(method, data)
-}
 
 /// A JSON-RPC answer to `eth_getTransactionReceipt`, decoded as `RpcWriter::receipt` does.
 /// A JSON-RPC error has its revert data decoded (as `eth_call` errors are). Invariants of an
@@ -25,7 +19,7 @@ fn answer(method: &str, data: &[u8]) -> Result<Value, LedgerError> {
 /// by `creation_tx_of` among the same logs (what a verifier uses to find the creating
 /// transaction).
 pub fn receipt(data: &[u8]) -> bool {
-    let result = match answer("eth_getTransactionReceipt", data) {
+    let result = match decode_answer("eth_getTransactionReceipt", data) {
         Ok(r) => r,
         Err(e) => {
             if let Some(revert) = revert_data_of(&e) {
@@ -57,7 +51,7 @@ pub fn receipt(data: &[u8]) -> bool {
 /// A JSON-RPC answer to `arkiv_query`, decoded as `RpcLedger::query` does. Invariant of an
 /// accepted page: every entity renders to JSON that decodes to the same entity.
 pub fn query_page(data: &[u8]) -> bool {
-    let Ok(result) = answer("arkiv_query", data) else {
+    let Ok(result) = decode_answer("arkiv_query", data) else {
         return false;
     };
     let Ok(page) = query_page_from_json(&result) else {

@@ -54,7 +54,8 @@ impl HttpChannel {
             .await
             .map_err(http)?;
         let status = response.status();
-        let answer = response.bytes().await.map_err(|e| http(e.into()))?.to_vec();
+        // Into a Vec without a copy when the body's buffer is its own (a listing page is large).
+        let answer: Vec<u8> = response.bytes().await.map_err(|e| http(e.into()))?.into();
         if !status.is_success() && serde_json::from_slice::<serde::de::IgnoredAny>(&answer).is_err()
         {
             return Err(LedgerError::Transport(format!(

@@ -169,3 +169,73 @@ async fn behind_a_proxy_without_batches_the_pages_are_asked_one_by_one() {
     assert_eq!(proxy.singles.load(Ordering::SeqCst), 6);
     node.shutdown().await;
 }
+
+/// Forwards every call to the node, but answers the first batch it is sent with a gateway's
+/// error page (HTTP 502, HTML), as a proxy in trouble does; counts what it was sent.
+#[derive(Clone)]
+struct FlakyGateway {
+    node: String,
+    batches: Arc<AtomicUsize>,
+    singles: Arc<AtomicUsize>,
+}
+
+async fn flaky_gateway(
+    State(p): State<FlakyGateway>,
+    body: Bytes,
+) -> (axum::http::StatusCode, axum::http::HeaderMap, String) {
+    let mut headers = axum::http::HeaderMap::new();
+    if body.first() == Some(&b'[') {
+        if p.batches.fetch_add(1, Ordering::SeqCst) == 0 {
+            headers.insert("content-type", "text/html".parse().unwrap());
+            return (
+                axum::http::StatusCode::BAD_GATEWAY,
+                headers,
+                "<html><body>502 Bad Gateway</body></html>".into(),
+            );
+        }
+    } else {
+        p.singles.fetch_add(1, Ordering::SeqCst);
+    }
+    headers.insert("content-type", "application/json".parse().unwrap());
+    let answer = reqwest::Client::new()
+        .post(&p.node)
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    (axum::http::StatusCode::OK, headers, answer)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gateway_error_page_fails_the_batch_and_does_not_end_batches() {
+    let (node, queries) = node_with_pages().await;
+    let proxy = FlakyGateway {
+        node: node.url(),
+        batches: Arc::default(),
+        singles: Arc::default(),
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let app = Router::new()
+        .route("/", post(flaky_gateway))
+        .with_state(proxy.clone());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+
+    let reader = RpcLedger::new(url).unwrap();
+    // The error page is a transport failure naming the status (retried like one), not the
+    // node's word that it takes no batches.
+    match reader.query_many(&queries).await {
+        Err(privsvc_ledger::LedgerError::Transport(m)) => assert!(m.contains("HTTP 502"), "{m}"),
+        other => panic!("expected a transport error naming HTTP 502, got {other:?}"),
+    }
+    // What the node's side sees next: a batch again, no page asked alone.
+    let direct = one_by_one(&RpcLedger::new(node.url()).unwrap(), &queries).await;
+    assert_eq!(reader.query_many(&queries).await.unwrap(), direct);
+    assert_eq!(proxy.batches.load(Ordering::SeqCst), 2);
+    assert_eq!(proxy.singles.load(Ordering::SeqCst), 0);
+    node.shutdown().await;
+}
