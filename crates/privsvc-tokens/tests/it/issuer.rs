@@ -2,6 +2,7 @@
 //! full issue-redeem-verify cycle, every 403, quota, restarts, equivocation, and the client
 //! token wallet.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -579,9 +580,21 @@ async fn an_issuer_that_lost_its_state_refuses_to_publish_a_second_key() {
     ledger_key(&env, &url, &issuer).await;
 
     let empty = tempfile::tempdir().unwrap();
-    let (issuer2, url2, _server2) = serve(&env, config(&env, empty.path())).await;
+    // The second issuer's schedule step runs on a clock in the first hour of today, before the
+    // day's random moment for next-day keys (in its second half), so that only today's key is
+    // due whatever the time of day; then its clock is the real one again (0 = real time) for
+    // the issue request below.
+    let clock = Arc::new(AtomicU64::new(u64::from(today()) * DAY_MS + 3_600_000));
+    let mut config2 = config(&env, empty.path());
+    let c = clock.clone();
+    config2.clock = Arc::new(move || match c.load(Ordering::SeqCst) {
+        0 => now_ms(),
+        t => t,
+    });
+    let (issuer2, url2, _server2) = serve(&env, config2).await;
     // The schedule step fails for the one configured app; the key endpoint knows no key.
     assert_eq!(issuer2.publish_due_keys().await, 1);
+    clock.store(0, Ordering::SeqCst);
     let (status, body) = get_key(&url2, APP, today()).await;
     assert_eq!(status, 404, "{body}");
     // A signed issue request finds the ledger's key, and the issuer refuses to make another.
