@@ -54,9 +54,12 @@ fn demo_schedule() -> SessionSchedule {
     SessionSchedule {
         tail: (Duration::from_millis(200), Duration::from_millis(500)),
         status_tail: (Duration::ZERO, Duration::from_millis(300)),
+        status_horizon_rounds: (1.0, 3.0),
         refill_below: 5,
         first_refill: (Duration::ZERO, Duration::from_millis(100)),
         later_refill: (Duration::from_secs(2), Duration::from_secs(4)),
+        scan: (Duration::from_millis(300), Duration::from_millis(800)),
+        fetch_age_blocks: (16, 16),
     }
 }
 

@@ -73,6 +73,7 @@ pub mod read;
 pub mod record;
 pub mod relayer_api;
 mod rng;
+mod scan;
 pub mod scan_cache;
 mod schedule;
 mod session;

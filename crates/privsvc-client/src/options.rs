@@ -170,6 +170,11 @@ pub struct ClientOptions {
     /// With `allow_on_demand`, the longest a write waits for tokens it fetched to ripen
     /// (default 90000 ms, [`privsvc_tokens::DEFAULT_RIPE_WAIT_MS`]).
     pub token_ripe_wait_ms: u64,
+    /// The oldest age at which a token obtained in this session ripens: each ripens at its own
+    /// random age between `token_min_age_ms` and this (default 3600000 ms,
+    /// [`privsvc_tokens::DEFAULT_MAX_RIPE_MS`]), so that the moment it is spent says nothing of
+    /// when it was issued. Tokens from earlier sessions ripen at `token_min_age_ms`.
+    pub token_max_ripe_ms: u64,
     /// Where auto mode pins the first issuer key per (issuer, app, epoch) (default: the token
     /// store's pins, [`TokenStore::key_pins`]: on disk next to a `FileTokenStore`, in memory
     /// with the memory store).
@@ -226,6 +231,7 @@ impl std::fmt::Debug for ClientOptions {
             .field("tokens", &self.tokens)
             .field("token_store", &self.token_store.is_some())
             .field("token_attestation", &self.token_attestation.is_some())
+            .field("token_max_ripe_ms", &self.token_max_ripe_ms)
             .field("allow_on_demand", &self.allow_on_demand)
             .field("schedule", &self.schedule)
             .field("seed", &self.seed.is_some())
@@ -264,6 +270,7 @@ impl ClientOptions {
             token_attestation: None,
             token_min_age_ms: privsvc_tokens::DEFAULT_MIN_AGE_MS,
             token_ripe_wait_ms: privsvc_tokens::DEFAULT_RIPE_WAIT_MS,
+            token_max_ripe_ms: privsvc_tokens::DEFAULT_MAX_RIPE_MS,
             token_pins: None,
             allow_on_demand: false,
             schedule: crate::SessionSchedule::default(),
@@ -444,6 +451,11 @@ impl ClientBuilder {
     /// With `allow_on_demand`, the longest wait (ms) for fetched tokens to ripen (default 90000).
     pub fn token_ripe_wait_ms(mut self, ms: u64) -> Self {
         self.options.token_ripe_wait_ms = ms;
+        self
+    }
+    /// The oldest ripening age of a token obtained in this session, ms (default 3600000).
+    pub fn token_max_ripe_ms(mut self, ms: u64) -> Self {
+        self.options.token_max_ripe_ms = ms;
         self
     }
     /// Where auto mode pins issuer keys (default: in memory for the session).

@@ -99,12 +99,18 @@ struct Schedule {
     /// How long the status polls of a written record go on after `written` (default 0 to
     /// 60 000 ms).
     status_tail_ms: Option<(u64, u64)>,
+    /// The poll horizon of a submission, in batching rounds of its relayer (default 1 to 3).
+    status_horizon_rounds: Option<(f64, f64)>,
     /// A refill is scheduled when the store holds fewer usable tokens than this (default 5).
     refill_below: Option<usize>,
     /// The session's first refill (default 0 to 600 000 ms).
     first_refill_ms: Option<(u64, u64)>,
     /// Each later refill (default 600 000 ms to 6 hours).
     later_refill_ms: Option<(u64, u64)>,
+    /// Between two scans (default 60 000 to 180 000 ms).
+    scan_ms: Option<(u64, u64)>,
+    /// The fetch ages of the user's batches, in blocks (default 32 to 900).
+    fetch_age_blocks: Option<(u64, u64)>,
 }
 
 impl Schedule {
@@ -120,9 +126,18 @@ impl Schedule {
         SessionSchedule {
             tail: range(self.tail_ms, d.tail),
             status_tail: range(self.status_tail_ms, d.status_tail),
+            status_horizon_rounds: match self.status_horizon_rounds {
+                Some((a, b)) => (a.min(b), a.max(b)),
+                None => d.status_horizon_rounds,
+            },
             refill_below: self.refill_below.unwrap_or(d.refill_below),
             first_refill: range(self.first_refill_ms, d.first_refill),
             later_refill: range(self.later_refill_ms, d.later_refill),
+            scan: range(self.scan_ms, d.scan),
+            fetch_age_blocks: match self.fetch_age_blocks {
+                Some((a, b)) => (a.min(b), a.max(b)),
+                None => d.fetch_age_blocks,
+            },
         }
     }
 }
