@@ -48,6 +48,10 @@ pub struct PrivateClient {
     pub(crate) tail: Arc<Ticks>,
     /// The client's own randomness for writes (delays, relayer choice, polls after `written`).
     pub(crate) rng: Arc<ClientRng>,
+    /// The device store the session keeps its tokens, pins and scan cache in, natively (none
+    /// with memory stores, or when every part was given explicitly).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub(crate) device_store: Option<crate::device_store::DeviceStore>,
     /// What became of the scan cache at start.
     pub(crate) scan_cache_state: ScanCacheState,
     /// The session's background tasks (tail, refills, prefetches, status polls after
@@ -113,6 +117,8 @@ impl PrivateClient {
                 options.app
             )));
         }
+        #[cfg(not(target_arch = "wasm32"))]
+        let device_store = use_device_store(&mut options, vault.as_ref(), chain_id).await?;
         let transport = match &options.transport {
             Some(t) => t.clone(),
             None => crate::transport::default_transport(&options, reader.clone())?,
@@ -170,6 +176,8 @@ impl PrivateClient {
             tail: Arc::new(Ticks::new()),
             rng,
             scan_cache_state,
+            #[cfg(not(target_arch = "wasm32"))]
+            device_store,
             tasks: Mutex::new(Vec::new()),
         };
         // The session's first listing; the tail keeps it up to date from here on. Then its
@@ -294,6 +302,13 @@ impl PrivateClient {
         self.keys_isolated
     }
 
+    /// The device store of the session (natively; `None` with memory stores, or when every
+    /// part was given explicitly).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn device_store(&self) -> Option<&crate::device_store::DeviceStore> {
+        self.device_store.as_ref()
+    }
+
     /// What became of the scan cache when the session started: off, empty, resumed (from which
     /// block) or discarded (why).
     pub fn scan_cache_state(&self) -> ScanCacheState {
@@ -410,6 +425,55 @@ impl ClientBuilder {
     pub async fn build(self) -> Result<PrivateClient, PrivsvcError> {
         PrivateClient::from_options(self.options).await
     }
+}
+
+/// Opens the device store (unless the app asked for memory stores, or gave every part) and
+/// puts its parts into `options` where the app gave none.
+#[cfg(not(target_arch = "wasm32"))]
+async fn use_device_store(
+    options: &mut ClientOptions,
+    vault: &dyn Vault,
+    chain_id: u64,
+) -> Result<Option<crate::device_store::DeviceStore>, PrivsvcError> {
+    let every_part_given = options.token_store.is_some()
+        && options.token_pins.is_some()
+        && options.relayer_pins.is_some()
+        && options.scan_cache.is_some();
+    if options.memory_stores || every_part_given {
+        return Ok(None);
+    }
+    let Some(dir) = options
+        .data_dir
+        .clone()
+        .or_else(crate::device_store::default_data_dir)
+    else {
+        tracing::warn!("no data directory ($PRIVSVC_DATA_DIR, $XDG_DATA_HOME or $HOME): tokens, pins and the scan cache are kept in memory for this session only");
+        return Ok(None);
+    };
+    let key = match vault.scan_cache_key().await {
+        Ok(Some(key)) => key,
+        Ok(None) => {
+            tracing::warn!("the vault gives no store key: tokens, pins and the scan cache are kept in memory for this session only");
+            return Ok(None);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let store = crate::device_store::DeviceStore::open(&dir, &key, chain_id, options.project())?;
+    // The pins that go with a token store the app gave stay with it.
+    let given = options.token_store.clone();
+    if options.token_store.is_none() {
+        options.token_store = Some(store.token_store());
+    }
+    if options.token_pins.is_none() && given.as_ref().and_then(|s| s.key_pins()).is_none() {
+        options.token_pins = Some(store.key_pins());
+    }
+    if options.relayer_pins.is_none() && given.as_ref().and_then(|s| s.relayer_pins()).is_none() {
+        options.relayer_pins = Some(store.relayer_pins());
+    }
+    if options.scan_cache.is_none() {
+        options.scan_cache = Some(store.scan_cache());
+    }
+    Ok(Some(store))
 }
 
 /// The session's scan cache: the options' store under the vault's scan-cache key; `None`

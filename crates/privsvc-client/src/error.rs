@@ -78,6 +78,9 @@ pub enum PrivsvcError {
     #[error("invalid client configuration: {0}")]
     Config(String),
 
+    /// The device store (tokens, pins, scan cache kept between sessions) cannot be opened.
+    #[error("device store: {0}")]
+    Store(String),
     /// The scan cache's store failed (the session goes on without it).
     #[error("scan cache: {0}")]
     ScanCache(String),

@@ -330,6 +330,10 @@ impl Scanner {
             .address_of(&record_ref)
             .await
             .map_err(|e| e.to_string())?;
+        // The scan read the creation block's time with the batch: without it, no verdict.
+        if created_timestamp.is_none() {
+            return Err(crate::verify::RejectReason::CreationTimeUnknown.to_string());
+        }
         let v = verify_record(
             entity,
             &VerifyOptions {

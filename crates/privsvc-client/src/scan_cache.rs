@@ -271,37 +271,7 @@ impl FileScanCache {
     }
 
     fn write(&self, sealed: &[u8]) -> std::io::Result<()> {
-        use std::io::Write;
-        let dir = match self.path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => std::path::PathBuf::from("."),
-        };
-        let mut builder = std::fs::DirBuilder::new();
-        builder.recursive(true);
-        #[cfg(unix)]
-        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-        builder.create(&dir)?;
-        let name = self
-            .path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "scan-cache".into());
-        let temp = dir.join(format!(".{name}.{:016x}.tmp", rand::random::<u64>()));
-        let mut options = std::fs::OpenOptions::new();
-        options.write(true).create_new(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-        let written = options.open(&temp).and_then(|mut f| {
-            f.write_all(sealed)?;
-            f.sync_all()
-        });
-        match written.and_then(|()| std::fs::rename(&temp, &self.path)) {
-            Ok(()) => Ok(()),
-            Err(e) => {
-                let _ = std::fs::remove_file(&temp);
-                Err(e)
-            }
-        }
+        crate::private_fs::write_atomically(&self.path, sealed)
     }
 }
 

@@ -291,19 +291,25 @@ impl TokenManager {
         let mut next = start + rng.between(schedule.tail);
         let mut refill_at = start + rng.between(schedule.first_refill);
         let mut last_key_read: Option<privsvc_rt::Instant> = None;
+        // When each issuer's key was last read (or tried: a new app's first key does not
+        // exist until its first issue request makes the issuer publish it).
+        let mut key_tried: HashMap<usize, privsvc_rt::Instant> = HashMap::new();
         // What each issuer said is left of today's quota, by epoch.
         let mut left: HashMap<usize, (u32, u32)> = HashMap::new();
         loop {
             rng.tick(&mut next, schedule.tail).await;
-            for info in &issuers {
+            for (i, info) in issuers.iter().enumerate() {
                 let Ok(w) = self.wallet_for(info).await else {
                     continue;
                 };
-                let stale = w
-                    .key_read_at(&app)
-                    .is_none_or(|at| at.elapsed() >= privsvc_tokens::KEY_READ_INTERVAL);
+                let fresh =
+                    |at: &privsvc_rt::Instant| at.elapsed() < privsvc_tokens::KEY_READ_INTERVAL;
+                let stale = !w.key_read_at(&app).is_some_and(|at| fresh(&at))
+                    && !key_tried.get(&i).is_some_and(fresh);
                 if stale {
-                    last_key_read = Some(privsvc_rt::Instant::now());
+                    let now = privsvc_rt::Instant::now();
+                    last_key_read = Some(now);
+                    key_tried.insert(i, now);
                     if let Err(e) = w.read_key(&app).await {
                         tracing::debug!(error = %e, "the issuer's key of the day cannot be read yet");
                         if let TokenError::IssuerEquivocation {

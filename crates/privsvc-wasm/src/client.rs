@@ -648,7 +648,7 @@ fn verdict_json(verdict: Result<privsvc_client::VerifiedRecord, RejectReason>) -
             "data": hex::encode(&r.body.data),
             "attributes": r.attributes.to_wire(),
             "envelope": r.envelope,
-        }})
+        }, "unchecked": r.unchecked.iter().map(|u| json!({"code": u.code(), "reason": u.describe()})).collect::<Vec<_>>()})
         .to_string(),
         Err(reason) => {
             let mut v =
@@ -661,10 +661,11 @@ fn verdict_json(verdict: Result<privsvc_client::VerifiedRecord, RejectReason>) -
     }
 }
 
-/// `verifyRecord(entity, { app?, relayers?, owner?, createdTimestamp })` without a ledger:
+/// `verifyRecord(entity, { app?, relayers?, owner?, createdTimestamp? })` without a ledger:
 /// `entity` is the ledger's JSON form (`arkiv_query` with key, owner, creator, payload,
-/// attributes selected); answers JSON `{ ok: true, record }` or `{ ok: false, code, reason }`.
-/// Copies are not detected here (that needs the ledger: [`raw_verify_record_on_ledger`]).
+/// attributes selected); answers JSON `{ ok: true, record, unchecked }` or `{ ok: false, code,
+/// reason }`, where `unchecked` names the checks that need the ledger (copies, and the creation
+/// window without `createdTimestamp`): [`raw_verify_record_on_ledger`] makes them.
 #[wasm_bindgen(js_name = rawVerifyRecord)]
 pub fn raw_verify_record(entity: &str, options: &str) -> Result<String, JsValue> {
     let args = match verify_args(entity, options)? {
