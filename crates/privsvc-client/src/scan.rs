@@ -249,12 +249,19 @@ impl Scanner {
                 let chosen = match cache.covers.get(b) {
                     Some(kept) => kept.clone(),
                     None => {
-                        let lives_until = own_expiry(cache, b);
+                        // Covers live as long as the user's record: a lifetime (expiry minus
+                        // creation) at least the record's. By lifetime, not by expiry block: a
+                        // cover created a few blocks before the user's batch with the same
+                        // lifetime expires a few blocks earlier, and comparing expiry blocks
+                        // would leave only newer covers, making the user's batch the oldest.
+                        let lifetime = own_expiry(cache, b).saturating_sub(b.block);
                         let view: &EntityCache = cache;
                         let chosen = covers_of(
                             self.vault.as_ref(),
                             &view.batches,
-                            &|c: &BatchId| view.batch_expires_at(c) >= lives_until,
+                            &|c: &BatchId| {
+                                view.batch_expires_at(c).saturating_sub(c.block) >= lifetime
+                            },
                             *b,
                             &ready,
                             k,

@@ -291,12 +291,10 @@ impl ScanCacheStore for FileScanCache {
         }
     }
 
+    /// Writes in place, on the caller's thread: a cache is small, and a process that cannot
+    /// start a thread must still keep it.
     async fn save(&self, sealed: Vec<u8>) -> Result<(), PrivsvcError> {
-        let this = self.clone();
-        tokio::task::spawn_blocking(move || this.write(&sealed))
-            .await
-            .map_err(|e| PrivsvcError::ScanCache(format!("the write task failed: {e}")))?
-            .map_err(|e| io_error(&self.path, e))
+        self.write(&sealed).map_err(|e| io_error(&self.path, e))
     }
 
     async fn clear(&self) -> Result<(), PrivsvcError> {

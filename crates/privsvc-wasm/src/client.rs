@@ -46,6 +46,8 @@ struct Options {
     scan_cache_resume_blocks: Option<u64>,
     token_attestation: Option<String>,
     token_min_age_ms: Option<u64>,
+    /// The oldest ripening age of a token obtained in this session, ms (default an hour).
+    token_max_ripe_ms: Option<u64>,
     /// With `allowOnDemand`, the longest a write waits for tokens it fetched to ripen, ms.
     token_ripe_wait_ms: Option<u64>,
     /// Let a write that finds no ripe token fetch tokens and spend one once ripe (a timing
@@ -275,6 +277,9 @@ impl RawClient {
             if let Some(ms) = o.token_min_age_ms {
                 b = b.token_min_age_ms(ms);
             }
+            if let Some(ms) = o.token_max_ripe_ms {
+                b = b.token_max_ripe_ms(ms);
+            }
             if let Some(ms) = o.token_ripe_wait_ms {
                 b = b.token_ripe_wait_ms(ms);
             }
@@ -403,6 +408,7 @@ impl RawClient {
                     "txHash": r.tx_hash.to_string(),
                     "relayer": r.relayer,
                     "batchSize": r.batch_size,
+                    "block": r.block,
                     "recovered": r.recovered,
                     "warnings": r.warnings,
                 })

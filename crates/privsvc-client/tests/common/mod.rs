@@ -17,6 +17,8 @@ use privsvc_vault::LocalWallet;
 pub const APP: &str = "notes";
 /// Minimum token age of the test clients (the default is 60 s).
 pub const TOKEN_MIN_AGE_MS: u64 = 1_000;
+/// The oldest ripening age of the tests' session tokens (an hour by default).
+pub const TOKEN_MAX_RIPE_MS: u64 = 2_000;
 /// Relayer A's maxWaitMs with `a_slow`.
 pub const A_SLOW_WAIT_MS: u64 = 1500;
 
@@ -264,6 +266,7 @@ pub fn fast_builder(
 ) -> ClientBuilder {
     PrivateClient::builder(APP)
         .token_min_age_ms(TOKEN_MIN_AGE_MS)
+        .token_max_ripe_ms(TOKEN_MAX_RIPE_MS)
         .wallet(wallet)
         .reader(reader)
         .relayers(relayers)

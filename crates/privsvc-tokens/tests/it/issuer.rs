@@ -664,6 +664,7 @@ async fn on_demand_prefetch_and_file_store() {
     let handle = wallet.prefetch_later(APP, 3, Some(Duration::from_millis(50)));
     assert_eq!(handle.await.unwrap().unwrap().count, 3);
     assert_eq!(wallet.available(APP).unwrap(), 3);
+    drop(source);
     drop(wallet);
 
     // The tokens are in the file: a new store sees them (as after a restart).
