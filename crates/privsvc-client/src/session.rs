@@ -66,7 +66,7 @@ pub(crate) struct Lister {
 impl Lister {
     /// Brings the cached listing up to date: lists only the records created after the last
     /// listed block (everything the first time), at one pinned block, and drops what expired;
-    /// then reads the pinned block's timestamp (the chain's time, from which the envelope's
+    /// then reads the newest block's timestamp (the chain's time, from which the envelope's
     /// `hour` is taken). Returns how many records it listed.
     pub(crate) async fn update(&self, cache: &mut EntityCache) -> Result<usize, PrivsvcError> {
         let with_attributes = self.with_attributes || cache.with_attributes;
@@ -88,7 +88,7 @@ impl Lister {
         )
         .await?;
         cache.finish_listing(block);
-        if let Some(t) = self.reader.block_timestamp(block).await? {
+        if let Some(t) = self.reader.head_timestamp().await? {
             cache.head_time = Some((t, privsvc_rt::Instant::now()));
         }
         Ok(listed)

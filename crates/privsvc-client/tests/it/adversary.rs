@@ -561,6 +561,9 @@ async fn fetches_do_not_single_out_the_users_batch() {
             .relayers([relayer.url().to_string()])
             .rarity_k(0)
             .schedule(one_scan)
+            // Fresh devices: no scan cache (a device with one never fetches a verified batch
+            // again).
+            .memory_stores(true)
             .build()
     };
     let head = node.block_number();

@@ -172,7 +172,9 @@ async fn write_read_prove_everything_through_ohttp_with_tokens() {
     );
     o.allow_on_demand = true;
     o.min_age_ms = TOKEN_MIN_AGE_MS;
-    let source = privsvc_tokens::TokenWallet::new(o).source();
+    o.max_ripe_ms = TOKEN_MAX_RIPE_MS;
+    let token_wallet = privsvc_tokens::TokenWallet::new(o);
+    let source = token_wallet.source();
     let (vault, _code) = privsvc_vault::KeyVault::random(APP);
     let sourced = PrivateClient::builder(APP)
         .token_min_age_ms(TOKEN_MIN_AGE_MS)
@@ -187,6 +189,18 @@ async fn write_read_prove_everything_through_ohttp_with_tokens() {
         .build()
         .await
         .unwrap();
+    // The source finds nothing: it starts one issue request in the background and hands out
+    // nothing now (the write that caused the fetch never spends its tokens, and a source never
+    // waits).
+    let err = sourced.create_entity(note("sourced")).await.unwrap_err();
+    assert!(matches!(err, PrivsvcError::NoRipeToken { .. }), "{err}");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while token_wallet.available(APP).unwrap() == 0 {
+        assert!(Instant::now() < deadline, "the source's background fetch");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Once they are ripe (within TOKEN_MAX_RIPE_MS here), a later write spends one.
+    tokio::time::sleep(Duration::from_millis(TOKEN_MAX_RIPE_MS + 200)).await;
     let rs = sourced.create_entity(note("sourced")).await.unwrap();
     stack.settle().await;
     assert_eq!(
