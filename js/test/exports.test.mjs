@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
 
-import * as pkg from '../index.js';
+import * as pkg from 'privsvc';
 
 const root = new URL('../', import.meta.url);
 const dts = readFileSync(new URL('index.d.ts', root), 'utf8');

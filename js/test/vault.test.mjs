@@ -17,7 +17,7 @@ import {
   verifyOwnershipProof,
   DERIVATION_PURPOSE,
   NETWORK_CHAIN_ID,
-} from '../index.js';
+} from 'privsvc';
 
 const vector = (name) => JSON.parse(readFileSync(new URL(`../../conformance/vault/${name}.json`, import.meta.url), 'utf8'));
 const derivation = vector('derivation');

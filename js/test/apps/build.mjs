@@ -1,0 +1,108 @@
+// Builds the JS lane's apps from js/README.md, as an app developer would with the package from
+// `npm pack`:
+//   1. packs js/ and unpacks it as node_modules/privsvc (what `npm install privsvc` puts there);
+//   2. type-checks README's TypeScript example and types/variants.ts with `tsc --strict`
+//      (skipLibCheck off) against viem's own types;
+//   3. builds README's first example, as it stands but for the two public URLs (the ledger RPC
+//      and the OHTTP relay, replaced by the local stack's: PRIVSVC_RPC_URL, PRIVSVC_OHTTP_RELAY),
+//      with harness.js appended, with Vite (a production build) into build/vite and with
+//      webpack (production mode) into build/webpack; neither has a setting for the package.
+// js/test/browser/chromium.mjs serves both folders and runs them against the stack.
+// `node build.mjs --types-only` stops after step 2. The bundlers and viem are this folder's
+// pinned devDependencies (scripts/js-test.sh installs them).
+import { execFileSync } from 'node:child_process';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = fileURLToPath(new URL('.', import.meta.url));
+const pkgDir = fileURLToPath(new URL('../../', import.meta.url));
+const out = join(here, 'build');
+const typesOnly = process.argv.includes('--types-only');
+const log = (m) => console.log(`# apps: ${m}`);
+
+/** The first fenced block of `lang` after `after` in README.md. */
+function readmeBlock(lang, after) {
+  const text = readFileSync(join(pkgDir, 'README.md'), 'utf8');
+  const from = text.indexOf(after);
+  if (from < 0) throw new Error(`README.md has no ${JSON.stringify(after)}`);
+  const m = text.slice(from).match(new RegExp('```' + lang + '\\n([\\s\\S]*?)\\n```'));
+  if (!m) throw new Error(`README.md has no \`\`\`${lang} block after ${JSON.stringify(after)}`);
+  return `${m[1]}\n`;
+}
+
+/** `text` with `from` replaced by `to`, which must occur exactly once. */
+function replaceOnce(text, from, to) {
+  const n = text.split(from).length - 1;
+  if (n !== 1) throw new Error(`README's example names ${from} ${n} times (1 expected): update build.mjs`);
+  return text.replace(from, to);
+}
+
+// 1. The package as npm installs it.
+const t0 = Date.now();
+rmSync(out, { recursive: true, force: true });
+mkdirSync(join(out, 'types'), { recursive: true });
+const packDir = mkdtempSync(join(tmpdir(), 'privsvc-pack-'));
+try {
+  const [{ filename }] = JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-destination', packDir], { cwd: pkgDir, encoding: 'utf8' }));
+  execFileSync('tar', ['-xzf', join(packDir, filename), '-C', packDir]);
+  rmSync(join(here, 'node_modules', 'privsvc'), { recursive: true, force: true });
+  cpSync(join(packDir, 'package'), join(here, 'node_modules', 'privsvc'), { recursive: true });
+} finally {
+  rmSync(packDir, { recursive: true, force: true });
+}
+log(`packed and installed privsvc (${readdirSync(join(here, 'node_modules', 'privsvc')).length} entries) in ${Date.now() - t0} ms`);
+
+// 2. The type test.
+const t1 = Date.now();
+writeFileSync(join(out, 'types', 'readme.ts'), readmeBlock('ts', '## TypeScript'));
+try {
+  execFileSync(join(here, 'node_modules', '.bin', 'tsc'), ['-p', join(here, 'types', 'tsconfig.json')], { stdio: 'inherit' });
+} catch {
+  console.error('# apps: tsc --strict refused the TypeScript app (above)');
+  process.exit(1);
+}
+log(`tsc --strict accepted README's TypeScript example and types/variants.ts in ${Date.now() - t1} ms`);
+if (typesOnly) process.exit(0);
+
+// 3. The README's example, bundled twice.
+const rpc = process.env.PRIVSVC_RPC_URL;
+const relay = process.env.PRIVSVC_OHTTP_RELAY;
+if (!rpc || !relay) throw new Error('PRIVSVC_RPC_URL and PRIVSVC_OHTTP_RELAY name the local stack (scripts/js-test.sh sets them)');
+let example = readmeBlock('js', '<!-- The JS lane builds this example');
+example = replaceOnce(example, "'https://rpc.tiramisu.db-chain.testnet.arkiv.network'", JSON.stringify(rpc));
+example = replaceOnce(example, "'https://relay.example'", JSON.stringify(relay));
+const src = join(out, 'src');
+mkdirSync(src, { recursive: true });
+writeFileSync(join(src, 'main.js'), example + readFileSync(join(here, 'harness.js'), 'utf8'));
+const page = (script) => `<!doctype html>\n<meta charset="utf-8">\n<title>privsvc app</title>\n<p>privsvc app</p>\n${script}\n`;
+writeFileSync(join(src, 'index.html'), page('<script type="module" src="./main.js"></script>'));
+
+const t2 = Date.now();
+const { build } = await import('vite');
+await build({
+  configFile: false,
+  root: src,
+  logLevel: 'warn',
+  build: { outDir: join(out, 'vite'), emptyOutDir: true },
+});
+log(`vite build in ${Date.now() - t2} ms`);
+
+const t3 = Date.now();
+const { default: webpack } = await import('webpack');
+const stats = await new Promise((resolve, reject) => {
+  webpack({
+    mode: 'production',
+    context: src,
+    entry: './main.js',
+    output: { path: join(out, 'webpack'), filename: 'main.js', clean: true },
+    performance: { hints: false },
+  }).run((err, s) => (err ? reject(err) : resolve(s)));
+});
+if (stats.hasErrors()) {
+  console.error(stats.toString({ all: false, errors: true }));
+  process.exit(1);
+}
+writeFileSync(join(out, 'webpack', 'index.html'), page('<script src="./main.js"></script>'));
+log(`webpack build in ${Date.now() - t3} ms`);
