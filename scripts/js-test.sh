@@ -11,10 +11,10 @@
 #   - the bundled apps' pinned packages, js/test/apps/package.json (Vite, webpack, viem,
 #     TypeScript), into js/test/apps/node_modules, again only when that file changed.
 #
-# Before the Chromium test, js/test/apps/build.mjs packs the package (npm pack), type-checks
-# README's TypeScript example with tsc --strict against viem's types, and builds README's example
-# with Vite and webpack; the Chromium test runs both builds against the stack. (--node-only: the
-# type check only.)
+# The bundled apps (js/test/apps/build.mjs, with the package from npm pack): after the wasm
+# build, README's example built with Vite and with webpack (not with --node-only), which the
+# Chromium test runs against the stack; before the tests, README's TypeScript example checked
+# with tsc --strict against viem's types.
 #
 #   scripts/js-test.sh               # everything
 #   scripts/js-test.sh --build-only  # install the tools and packages, build js/pkg, no tests
@@ -118,6 +118,10 @@ else
   "$WB_BIN" --target web --out-dir js/pkg --out-name privsvc_wasm \
     "$WASM_TARGET_DIR/wasm32-unknown-unknown/$PDIR/privsvc_wasm.wasm"
   log "js/pkg/privsvc_wasm_bg.wasm: $(stat -c %s js/pkg/privsvc_wasm_bg.wasm) bytes, $(gzip -9c js/pkg/privsvc_wasm_bg.wasm | wc -c) gzipped"
+  if [ "$MODE" != --node-only ]; then
+    log "bundled apps: README's example built with Vite and webpack (js/test/apps)"
+    "$NODE" "$APPS/build.mjs" --bundles
+  fi
 fi
 [ "$MODE" = --build-only ] && exit 0
 
@@ -166,13 +170,8 @@ export PRIVSVC_CHROMIUM=$CHROMIUM
 log "stack: rpc $PRIVSVC_RPC_URL, relayers $PRIVSVC_RELAYER_A $PRIVSVC_RELAYER_B, OHTTP relay $PRIVSVC_OHTTP_RELAY, page $PRIVSVC_WEB_URL"
 
 # --- tests --------------------------------------------------------------------------------------
-if [ "$MODE" = --node-only ]; then
-  log "type check (tsc --strict against viem's types)"
-  "$NODE" "$APPS/build.mjs" --types-only
-else
-  log "bundled apps: npm pack, tsc --strict, vite build, webpack build"
-  "$NODE" "$APPS/build.mjs"
-fi
+log "type check: README's TypeScript example, tsc --strict against viem's types (js/test/apps)"
+"$NODE" "$APPS/build.mjs" --types
 log "node --test"
 (cd js && "$NODE" --test --test-concurrency=1 'test/*.test.mjs')
 (cd js && "$NODE" bench/tags.mjs)

@@ -1,15 +1,15 @@
-// Builds the JS lane's apps from js/README.md, as an app developer would with the package from
-// `npm pack`:
-//   1. packs js/ and unpacks it as node_modules/privsvc (what `npm install privsvc` puts there);
-//   2. type-checks README's TypeScript example and types/variants.ts with `tsc --strict`
-//      (skipLibCheck off) against viem's own types;
-//   3. builds README's first example, as it stands but for the two public URLs (the ledger RPC
-//      and the OHTTP relay, replaced by the local stack's: PRIVSVC_RPC_URL, PRIVSVC_OHTTP_RELAY),
-//      with harness.js appended, with Vite (a production build) into build/vite and with
-//      webpack (production mode) into build/webpack; neither has a setting for the package.
-// js/test/browser/chromium.mjs serves both folders and runs them against the stack.
-// `node build.mjs --types-only` stops after step 2. The bundlers and viem are this folder's
-// pinned devDependencies (scripts/js-test.sh installs them).
+// The JS lane's apps from js/README.md, made as an app developer makes them, with the package
+// from `npm pack` (packed and unpacked as node_modules/privsvc, what `npm install` puts there):
+//   node build.mjs --types    type-checks README's TypeScript example and types/variants.ts with
+//                             `tsc --strict` (skipLibCheck off) against viem's own types;
+//   node build.mjs --bundles  builds README's first example exactly as it stands, with
+//                             harness.js appended, with Vite (a production build) into
+//                             build/vite and with webpack (production mode) into build/webpack;
+//                             neither has a setting for the package.
+// js/test/browser/chromium.mjs serves both builds, with the example's two public URLs (the
+// ledger RPC, the OHTTP relay) pointed at the local stack, and runs them in Chromium. The
+// bundlers, viem and TypeScript are this folder's pinned devDependencies (scripts/js-test.sh
+// installs them).
 import { execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -19,7 +19,11 @@ import { fileURLToPath } from 'node:url';
 const here = fileURLToPath(new URL('.', import.meta.url));
 const pkgDir = fileURLToPath(new URL('../../', import.meta.url));
 const out = join(here, 'build');
-const typesOnly = process.argv.includes('--types-only');
+const mode = process.argv[2];
+if (mode !== '--types' && mode !== '--bundles') {
+  console.error('usage: node build.mjs --types | --bundles');
+  process.exit(2);
+}
 const log = (m) => console.log(`# apps: ${m}`);
 
 /** The first fenced block of `lang` after `after` in README.md. */
@@ -32,17 +36,8 @@ function readmeBlock(lang, after) {
   return `${m[1]}\n`;
 }
 
-/** `text` with `from` replaced by `to`, which must occur exactly once. */
-function replaceOnce(text, from, to) {
-  const n = text.split(from).length - 1;
-  if (n !== 1) throw new Error(`README's example names ${from} ${n} times (1 expected): update build.mjs`);
-  return text.replace(from, to);
-}
-
-// 1. The package as npm installs it.
+// The package as npm installs it.
 const t0 = Date.now();
-rmSync(out, { recursive: true, force: true });
-mkdirSync(join(out, 'types'), { recursive: true });
 const packDir = mkdtempSync(join(tmpdir(), 'privsvc-pack-'));
 try {
   const [{ filename }] = JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-destination', packDir], { cwd: pkgDir, encoding: 'utf8' }));
@@ -54,27 +49,26 @@ try {
 }
 log(`packed and installed privsvc (${readdirSync(join(here, 'node_modules', 'privsvc')).length} entries) in ${Date.now() - t0} ms`);
 
-// 2. The type test.
-const t1 = Date.now();
-writeFileSync(join(out, 'types', 'readme.ts'), readmeBlock('ts', '## TypeScript'));
-try {
-  execFileSync(join(here, 'node_modules', '.bin', 'tsc'), ['-p', join(here, 'types', 'tsconfig.json')], { stdio: 'inherit' });
-} catch {
-  console.error('# apps: tsc --strict refused the TypeScript app (above)');
-  process.exit(1);
+if (mode === '--types') {
+  const t1 = Date.now();
+  rmSync(join(out, 'types'), { recursive: true, force: true });
+  mkdirSync(join(out, 'types'), { recursive: true });
+  writeFileSync(join(out, 'types', 'readme.ts'), readmeBlock('ts', '## TypeScript'));
+  try {
+    execFileSync(join(here, 'node_modules', '.bin', 'tsc'), ['-p', join(here, 'types', 'tsconfig.json')], { stdio: 'inherit' });
+  } catch {
+    console.error('# apps: tsc --strict refused the TypeScript app (above)');
+    process.exit(1);
+  }
+  log(`tsc --strict accepted README's TypeScript example and types/variants.ts in ${Date.now() - t1} ms`);
+  process.exit(0);
 }
-log(`tsc --strict accepted README's TypeScript example and types/variants.ts in ${Date.now() - t1} ms`);
-if (typesOnly) process.exit(0);
 
-// 3. The README's example, bundled twice.
-const rpc = process.env.PRIVSVC_RPC_URL;
-const relay = process.env.PRIVSVC_OHTTP_RELAY;
-if (!rpc || !relay) throw new Error('PRIVSVC_RPC_URL and PRIVSVC_OHTTP_RELAY name the local stack (scripts/js-test.sh sets them)');
-let example = readmeBlock('js', '<!-- The JS lane builds this example');
-example = replaceOnce(example, "'https://rpc.tiramisu.db-chain.testnet.arkiv.network'", JSON.stringify(rpc));
-example = replaceOnce(example, "'https://relay.example'", JSON.stringify(relay));
+// README's example, bundled twice.
+for (const d of ['src', 'vite', 'webpack']) rmSync(join(out, d), { recursive: true, force: true });
 const src = join(out, 'src');
 mkdirSync(src, { recursive: true });
+const example = readmeBlock('js', '<!-- The JS lane builds this example');
 writeFileSync(join(src, 'main.js'), example + readFileSync(join(here, 'harness.js'), 'utf8'));
 const page = (script) => `<!doctype html>\n<meta charset="utf-8">\n<title>privsvc app</title>\n<p>privsvc app</p>\n${script}\n`;
 writeFileSync(join(src, 'index.html'), page('<script type="module" src="./main.js"></script>'));

@@ -61,15 +61,30 @@ async function forward(res, target, req, body) {
   res.writeHead(up.status, headers).end(Buffer.from(await up.arrayBuffer()));
 }
 
-/** A static server of the files under `dir` (`/` is index.html). */
-function serveDir(dir) {
+/**
+ * A static server of the files under `dir` (`/` is index.html) that serves its scripts with each
+ * key of `hosts` replaced by its value (README's public URLs by the stack's, as a deployment
+ * configures an app); `replaced` counts the replacements of each key.
+ */
+async function serveDir(dir, hosts) {
   const types = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript', '.wasm': 'application/wasm', '.css': 'text/css' };
-  return listen((req, res) => {
+  const replaced = Object.fromEntries(Object.keys(hosts).map((k) => [k, 0]));
+  const served = await listen((req, res) => {
     const path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
     const file = resolve(dir, `.${path === '/' ? '/index.html' : path}`);
     if (!file.startsWith(dir + sep) || !existsSync(file) || !statSync(file).isFile()) return res.writeHead(404).end();
-    res.writeHead(200, { 'content-type': types[extname(file)] || 'application/octet-stream' }).end(readFileSync(file));
+    let body = readFileSync(file);
+    if (extname(file) === '.js') {
+      let text = body.toString('utf8');
+      for (const [from, to] of Object.entries(hosts)) {
+        replaced[from] += text.split(from).length - 1;
+        text = text.replaceAll(from, to);
+      }
+      body = Buffer.from(text);
+    }
+    res.writeHead(200, { 'content-type': types[extname(file)] || 'application/octet-stream' }).end(body);
   });
+  return { ...served, replaced };
 }
 
 const config = await (await fetch(`${url}/config.json`)).json();
@@ -276,7 +291,11 @@ try {
   if (existsSync(join(apps, 'vite/index.html')) && existsSync(join(apps, 'webpack/index.html'))) {
     await check('README\'s example bundled by Vite and by webpack: writes, lists, proves against the stack, keys in a WorkerVault', async () => {
       const builds = ['vite', 'webpack'];
-      const servers = await Promise.all(builds.map((b) => serveDir(join(apps, b))));
+      const hosts = {
+        'https://rpc.tiramisu.db-chain.testnet.arkiv.network': rpcUrl,
+        'https://relay.example': process.env.PRIVSVC_OHTTP_RELAY,
+      };
+      const servers = await Promise.all(builds.map((b) => serveDir(join(apps, b), hosts)));
       // A record is listed once 16 blocks followed its batch; the devnet mines only on demand.
       const mining = setInterval(() => mine(2).catch(() => {}), 1000);
       /** Runs one build in a tab with an injected wallet (a dev wallet, here in Node.js). */
@@ -314,6 +333,7 @@ try {
         clearInterval(mining);
         for (const s of servers) s.server.close();
       }
+      servers.forEach((s, i) => assert(Object.values(s.replaced).every((n) => n === 1), `${builds[i]}: README's URLs served ${JSON.stringify(s.replaced)} times, once each expected`));
       for (const { name, app, workers, problems, ms, origin } of results) {
         console.log(`# ${name} app: written, listed and proved in ${ms} ms; workers ${workers.join(', ')}`);
         assert(app.workerVault === true && app.isolated === true, `${name}: keys not in a WorkerVault: ${JSON.stringify(app)}`);
