@@ -70,7 +70,7 @@ const src = join(out, 'src');
 mkdirSync(src, { recursive: true });
 const example = readmeBlock('js', '<!-- The JS lane builds this example');
 writeFileSync(join(src, 'main.js'), example + readFileSync(join(here, 'harness.js'), 'utf8'));
-const page = (script) => `<!doctype html>\n<meta charset="utf-8">\n<title>privsvc app</title>\n<p>privsvc app</p>\n${script}\n`;
+const page = (script) => `<!doctype html>\n<meta charset="utf-8">\n<title>privsvc app</title>\n<link rel="icon" href="data:,">\n<p>privsvc app</p>\n${script}\n`;
 writeFileSync(join(src, 'index.html'), page('<script type="module" src="./main.js"></script>'));
 
 const t2 = Date.now();
