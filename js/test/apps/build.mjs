@@ -73,14 +73,28 @@ writeFileSync(join(src, 'main.js'), example + readFileSync(join(here, 'harness.j
 const page = (script) => `<!doctype html>\n<meta charset="utf-8">\n<title>privsvc app</title>\n<link rel="icon" href="data:,">\n<p>privsvc app</p>\n${script}\n`;
 writeFileSync(join(src, 'index.html'), page('<script type="module" src="./main.js"></script>'));
 
+// A warning fails the build too: it is how a bundler says that a Node.js built-in was left out
+// of the bundle ("externalized for browser compatibility") or that the worker was not bundled.
 const t2 = Date.now();
-const { build } = await import('vite');
+const { build, createLogger } = await import('vite');
+const logger = createLogger('warn');
+const viteWarnings = [];
+const warn = logger.warn;
+logger.warn = (msg, opts) => {
+  viteWarnings.push(msg);
+  warn(msg, opts);
+};
 await build({
   configFile: false,
   root: src,
   logLevel: 'warn',
+  customLogger: logger,
   build: { outDir: join(out, 'vite'), emptyOutDir: true },
 });
+if (viteWarnings.length) {
+  console.error(`# apps: vite warned ${viteWarnings.length} times (above)`);
+  process.exit(1);
+}
 log(`vite build in ${Date.now() - t2} ms`);
 
 const t3 = Date.now();
@@ -94,8 +108,8 @@ const stats = await new Promise((resolve, reject) => {
     performance: { hints: false },
   }).run((err, s) => (err ? reject(err) : resolve(s)));
 });
-if (stats.hasErrors()) {
-  console.error(stats.toString({ all: false, errors: true }));
+if (stats.hasErrors() || stats.hasWarnings()) {
+  console.error(stats.toString({ all: false, errors: true, warnings: true }));
   process.exit(1);
 }
 writeFileSync(join(out, 'webpack', 'index.html'), page('<script src="./main.js"></script>'));
