@@ -846,8 +846,8 @@ async fn serve(stack: &Stack, web: &str) -> Result<()> {
 
 /// The web example's static route (`--serve`): `examples/web/` at `/`, the `js/` package at
 /// `/privsvc/` (build it first with `scripts/js-test.sh --build-only`), and `POST /rpc` passed to
-/// the devnet, whose JSON-RPC has no CORS headers, so that the page reads the ledger from its own
-/// origin.
+/// the devnet, so that the page reads the ledger from its own origin (no `Origin` header reaches
+/// the RPC; the devnet answers cross-origin requests too, with CORS).
 mod web {
     use std::net::SocketAddr;
     use std::path::{Component, Path, PathBuf};

@@ -93,7 +93,8 @@ function myRecord(r) {
 /**
  * Creates a client (docs/API.md §3.1): derives the keys from one wallet signature
  * (asked twice and compared) unless a `vault` is given, in a worker when `isolateKeys` (default
- * in browsers), contacts the relayers and starts fetching tokens when one requires them.
+ * in browsers; a worker that fails to start rejects, see vaultFromWallet), contacts the relayers
+ * and starts fetching tokens when one requires them.
  */
 export async function createPrivateClient(options = {}) {
   const o = { ...options };
@@ -114,7 +115,7 @@ export async function createPrivateClient(options = {}) {
   const reader = readerOf(o.publicClient);
   const wallet = o.wallet ? asWallet(o.wallet) : undefined;
   const isolateKeys = o.isolateKeys === undefined ? inBrowser : o.isolateKeys;
-  const vault = o.vault || (await vaultFromWallet(o.wallet, o.app, { isolateKeys, chainId: o.chainId }));
+  const vault = o.vault || (await vaultFromWallet(o.wallet, o.app, { isolateKeys, chainId: o.chainId, workerTimeoutMs: o.workerTimeoutMs }));
   const rustOptions = {
     app: o.app,
     project: o.project,

@@ -69,16 +69,27 @@ export type Hex = `0x${string}`;
 /** A record reference: 32 hex characters. */
 export type RecordRef = string;
 
-/** An EIP-1193 provider. */
+/**
+ * An EIP-1193 provider: an injected wallet (`window.ethereum`), viem's `custom(...)` source, a
+ * viem client. privsvc calls `request({ method, params })` with the methods it needs
+ * (`eth_accounts`, `eth_requestAccounts`, `eth_signTypedData_v4`, `personal_sign`; reads:
+ * `eth_*` and `arkiv_*`). Its argument is typed `any` so that a provider typed by its RPC schema
+ * (viem's `EIP1193RequestFn<Schema>`, wagmi's) fits as it is, with no cast.
+ */
 export interface Eip1193Provider {
-  request(args: { method: string; params?: unknown[] }): Promise<any>;
+  request(args: any, options?: any): Promise<any>;
 }
-/** The parts of a viem wallet client privsvc uses. */
+/**
+ * The parts of a viem wallet client privsvc uses (viem's `WalletClient`, wagmi's
+ * `useWalletClient()` data). privsvc calls `signTypedData({ account, domain, types,
+ * primaryType, message })` and `signMessage({ account, message: { raw } })`; the arguments are
+ * typed `any` so that viem's generic signatures fit as they are.
+ */
 export interface ViemLikeWalletClient {
-  account?: { address: Hex };
-  getAddresses?(): Promise<Hex[]>;
-  signTypedData(args: { account: unknown; domain: unknown; types: unknown; primaryType: string; message: unknown }): Promise<Hex>;
-  signMessage(args: { account: unknown; message: { raw: Uint8Array } }): Promise<Hex>;
+  account?: { readonly address: Hex } | undefined;
+  getAddresses?(): Promise<readonly Hex[]>;
+  signTypedData(args: any): Promise<Hex>;
+  signMessage(args: any): Promise<Hex>;
 }
 /** A wallet: an EIP-1193 provider or a viem-like wallet client. */
 export type WalletLike = Eip1193Provider | ViemLikeWalletClient;
@@ -87,7 +98,12 @@ export type WalletLike = Eip1193Provider | ViemLikeWalletClient;
  * (over `http(url)`: that URL with privsvc's fetch; over any other transport, `custom(...)`
  * included: the client's `request`); an EIP-1193 provider; or a `ledgerReader`.
  */
-export type PublicClientLike = string | Eip1193Provider | { transport: { type?: string; url?: string }; request: Eip1193Provider['request'] } | LedgerReader;
+export type PublicClientLike = string | Eip1193Provider | ViemLikePublicClient | LedgerReader;
+/** The parts of a viem public client privsvc uses (viem's `PublicClient`, wagmi's `usePublicClient()`). */
+export interface ViemLikePublicClient {
+  transport: { readonly type?: string; readonly url?: string | undefined };
+  request(args: any, options?: any): Promise<any>;
+}
 
 /** An in-memory dev wallet (EIP-1193); never for real funds. */
 export function devWallet(key?: Hex): Eip1193Provider & { address: Hex; isDevWallet: true };
@@ -166,7 +182,13 @@ export interface DeriveOptions {
 }
 /** What every vault provides. */
 export interface Vault {
-  readonly app: string;
+  /** The app the keys are derived for (`undefined`: a WorkerVault whose keys are not loaded yet). */
+  readonly app: string | undefined;
+  /**
+   * `true` when the keys live in a worker, not in the page's thread (`WorkerVault`); `false` for
+   * `KeyVault`. A property, not `constructor.name`, so that it reads the same in a minified bundle.
+   */
+  readonly isolated?: boolean;
   newRecord(): RecordRef | Promise<RecordRef>;
   scopeRecord(name: string): RecordRef | Promise<RecordRef>;
   makeTag(ref: RecordRef): string | Promise<string>;
@@ -184,6 +206,8 @@ export class KeyVault implements Vault {
   static random(app: string): { vault: KeyVault; recoveryCode: string };
   static fromRecoveryCode(code: string, app: string): KeyVault;
   readonly app: string;
+  /** Always `false`: the keys are in this thread. */
+  readonly isolated: false;
   newRecord(): RecordRef;
   scopeRecord(name: string): RecordRef;
   makeTag(ref: RecordRef): string;
@@ -202,7 +226,7 @@ export class WorkerVault implements Vault {
    * The bundled worker without keys: load them with `loadWallet`, `loadSignature`,
    * `loadRandom` or `loadRecoveryCode` (every other operation rejects until then).
    */
-  static spawn(): Promise<WorkerVault>;
+  static spawn(options?: WorkerOptions): Promise<WorkerVault>;
   /** Loads the keys of `app` from the wallet (derivation signature asked twice and checked). */
   loadWallet(wallet: WalletLike, app: string, opts?: DeriveOptions): Promise<void>;
   /** Loads the keys of `app` from a derivation signature already held. */
@@ -211,11 +235,14 @@ export class WorkerVault implements Vault {
   loadRandom(app: string): Promise<string>;
   /** Loads the random root of `app` from its recovery code. */
   loadRecoveryCode(code: string, app: string): Promise<void>;
-  static fromWallet(wallet: WalletLike, app: string, opts?: DeriveOptions): Promise<WorkerVault>;
-  static fromSignature(signature: Hex, app: string): Promise<WorkerVault>;
-  static random(app: string): Promise<{ vault: WorkerVault; recoveryCode: string }>;
-  static fromRecoveryCode(code: string, app: string): Promise<WorkerVault>;
+  static fromWallet(wallet: WalletLike, app: string, opts?: DeriveOptions & WorkerOptions): Promise<WorkerVault>;
+  static fromSignature(signature: Hex, app: string, options?: WorkerOptions): Promise<WorkerVault>;
+  static random(app: string, options?: WorkerOptions): Promise<{ vault: WorkerVault; recoveryCode: string }>;
+  static fromRecoveryCode(code: string, app: string, options?: WorkerOptions): Promise<WorkerVault>;
+  /** The app the keys are derived for (`undefined` until keys are loaded). */
   readonly app: string | undefined;
+  /** Always `true`: the keys are in the worker. */
+  readonly isolated: true;
   newRecord(): Promise<RecordRef>;
   scopeRecord(name: string): Promise<RecordRef>;
   makeTag(ref: RecordRef): Promise<string>;
@@ -228,8 +255,23 @@ export class WorkerVault implements Vault {
   coverScores(anchor: Uint8Array, candidates: Uint8Array): Promise<Uint8Array>;
   terminate(): void;
 }
-/** A vault from a wallet: in a worker when `isolateKeys` (default in browsers). */
-export function vaultFromWallet(wallet: WalletLike, app: string, opts?: DeriveOptions & { isolateKeys?: boolean }): Promise<KeyVault | WorkerVault>;
+/**
+ * How a `WorkerVault` starts: the worker must answer its first message (its wasm module loaded)
+ * within `timeoutMs` (default 30000), else the start rejects with a PrivsvcError.
+ */
+export interface WorkerOptions {
+  timeoutMs?: number;
+}
+/**
+ * A vault from a wallet: in a worker when `isolateKeys` (default in browsers), else in this
+ * thread. A worker that fails to start rejects with a PrivsvcError saying why; the keys never
+ * fall back into this thread.
+ */
+export function vaultFromWallet(
+  wallet: WalletLike,
+  app: string,
+  opts?: DeriveOptions & { isolateKeys?: boolean; workerTimeoutMs?: number },
+): Promise<KeyVault | WorkerVault>;
 export function asWallet(wallet: WalletLike): unknown;
 export function derivationTypedData(app: string, chainId?: number): object;
 export function proofTypedData(body: OwnershipProofBody, chainId?: number): object;
@@ -396,7 +438,14 @@ export interface PrivateClientOptions {
   /** The relayers to use (default: discovered from heartbeats). */
   relayers?: RelayerRef[];
   ohttpRelay?: string;
+  /**
+   * Keys in a worker (default `true` in browsers, `false` in Node.js). In a browser, a worker
+   * that fails to start makes `createPrivateClient` reject with a PrivsvcError saying why;
+   * `false` is the explicit choice of keys in the page (a `KeyVault`).
+   */
   isolateKeys?: boolean;
+  /** How long the key worker may take to start, ms (default 30000). */
+  workerTimeoutMs?: number;
   publicClient?: PublicClientLike;
   delayMs?: [number, number];
   minAnonymity?: number;

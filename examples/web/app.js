@@ -75,7 +75,7 @@ $('connect').onclick = async () => {
       schedule: config.schedule,
     });
     const address = (await w.request({ method: 'eth_accounts' }))[0];
-    show('wallet', el('span', 'ok', 'connected'), ` ${kind} `, el('code', '', short(address)), `, keys in ${client.vault.constructor.name}`);
+    show('wallet', el('span', 'ok', 'connected'), ` ${kind} `, el('code', '', short(address)), `, keys in ${client.vault.isolated ? 'a WorkerVault (a Web Worker)' : 'a KeyVault (this page)'}`);
     showRelayers();
     $('list').disabled = false;
     await tokenReady();

@@ -40,7 +40,7 @@ import {
   acceptableEpochs,
   importIssuerKey,
   verifyToken,
-} from '../index.js';
+} from 'privsvc';
 
 const env = process.env;
 const ready = env.PRIVSVC_RPC_URL && env.PRIVSVC_RELAYER_B && env.PRIVSVC_CLIENT_BIN;

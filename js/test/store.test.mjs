@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { browserTokenStore, memoryStore, PrivsvcError } from '../index.js';
+import { browserTokenStore, memoryStore, PrivsvcError } from 'privsvc';
 
 /** A Storage over a Map (what Node.js's --experimental-webstorage provides). */
 function storage() {
@@ -69,7 +69,7 @@ test('fileTokenStore (Node.js) keeps tokens, key pins and relayer pins in a priv
   const { mkdtempSync, statSync, readdirSync } = await import('node:fs');
   const { tmpdir } = await import('node:os');
   const { join } = await import('node:path');
-  const { fileTokenStore } = await import('../index.js');
+  const { fileTokenStore } = await import('privsvc');
   const dir = join(mkdtempSync(join(tmpdir(), 'privsvc-file-store-')), 'store');
   const file = join(dir, 'tokens.json');
   const a = fileTokenStore(file);

@@ -14,7 +14,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { createPrivateClient, devWallet } from '../index.js';
+import { createPrivateClient, devWallet } from 'privsvc';
 
 const env = process.env;
 const skip = env.PRIVSVC_RPC_URL && env.PRIVSVC_RELAYER_A ? false : 'needs the local stack: run scripts/js-test.sh';

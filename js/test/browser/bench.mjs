@@ -71,7 +71,7 @@ async function session(refresh) {
     const t2 = performance.now();
     if (refresh) await c.myEntities({ refresh: true });
     const t3 = performance.now();
-    const out = { build: t1 - t0, first: t2 - t1, refresh: t3 - t2, mine: mine.length, vault: c.vault.constructor.name, cache: c.scanCache };
+    const out = { build: t1 - t0, first: t2 - t1, refresh: t3 - t2, mine: mine.length, vault: c.vault.isolated ? 'WorkerVault' : 'KeyVault', cache: c.scanCache };
     c.close();
     return out;
   }, refresh);

@@ -3,12 +3,14 @@
 // opens/s, and saves a screenshot of the page after a write, a listing and a proof: to
 // PRIVSVC_SCREENSHOT when set (`PRIVSVC_SCREENSHOT=docs/web-screenshot.png` refreshes the
 // committed one), else to target/web-screenshot.png, so a run leaves the checkout unchanged.
+// Also runs README's example as js/test/apps/build.mjs bundled it (Vite, webpack), when built.
 // Prints "N passed, N failed"; exits 1 on a failure.
-import { mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, extname, join, resolve, sep } from 'node:path';
 import puppeteer from 'puppeteer-core';
+import { devWallet } from 'privsvc';
 
 const url = process.env.PRIVSVC_WEB_URL;
 if (!url) {
@@ -59,6 +61,32 @@ async function forward(res, target, req, body) {
   res.writeHead(up.status, headers).end(Buffer.from(await up.arrayBuffer()));
 }
 
+/**
+ * A static server of the files under `dir` (`/` is index.html) that serves its scripts with each
+ * key of `hosts` replaced by its value (README's public URLs by the stack's, as a deployment
+ * configures an app); `replaced` counts the replacements of each key.
+ */
+async function serveDir(dir, hosts) {
+  const types = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript', '.wasm': 'application/wasm', '.css': 'text/css' };
+  const replaced = Object.fromEntries(Object.keys(hosts).map((k) => [k, 0]));
+  const served = await listen((req, res) => {
+    const path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
+    const file = resolve(dir, `.${path === '/' ? '/index.html' : path}`);
+    if (!file.startsWith(dir + sep) || !existsSync(file) || !statSync(file).isFile()) return res.writeHead(404).end();
+    let body = readFileSync(file);
+    if (extname(file) === '.js') {
+      let text = body.toString('utf8');
+      for (const [from, to] of Object.entries(hosts)) {
+        replaced[from] += text.split(from).length - 1;
+        text = text.replaceAll(from, to);
+      }
+      body = Buffer.from(text);
+    }
+    res.writeHead(200, { 'content-type': types[extname(file)] || 'application/octet-stream' }).end(body);
+  });
+  return { ...served, replaced };
+}
+
 const config = await (await fetch(`${url}/config.json`)).json();
 const rpcUrl = process.env.PRIVSVC_RPC_URL;
 const chainId = Number((await (await fetch(rpcUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] }) })).json()).result);
@@ -89,6 +117,12 @@ const sameOrigin = await listen(async (req, res, body) => {
   const path = new URL(req.url, 'http://x').pathname;
   if (path === '/') return res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><meta charset="utf-8"><title>app</title><p>app</p>');
   if (path.startsWith('/privsvc/')) return forward(res, `${url}${path}`, req, body);
+  // The package with a worker that does not load (404) or never answers: what an app meets when
+  // a bundler mishandles worker.js.
+  if (path === '/broken-worker/privsvc/worker.js') return res.writeHead(404).end();
+  if (path === '/silent-worker/privsvc/worker.js') return res.writeHead(200, { 'content-type': 'text/javascript' }).end('self.onmessage = () => {};');
+  const copy = path.match(/^\/(?:broken|silent)-worker(\/privsvc\/.*)$/);
+  if (copy) return forward(res, `${url}${copy[1]}`, req, body);
   if (path === '/rpc') {
     proxied.push({ path, headers: req.headers });
     return forward(res, rpcUrl, req, body);
@@ -100,15 +134,20 @@ const sameOrigin = await listen(async (req, res, body) => {
   res.writeHead(404).end();
 });
 
-/** Mines 32 empty blocks on the stack's devnet: a scan fetches every batch so far. */
-async function settle() {
+/** Mines `n` empty blocks on the stack's devnet. */
+async function mine(n) {
   const res = await fetch(process.env.PRIVSVC_RPC_URL, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'anvil_mine', params: ['0x20'] }),
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'anvil_mine', params: [`0x${n.toString(16)}`] }),
   });
   const body = await res.json();
   if (body.error) throw new Error(`anvil_mine: ${body.error.message}`);
+}
+
+/** Mines 32 empty blocks: a scan fetches every batch so far. */
+async function settle() {
+  await mine(32);
 }
 
 let passed = 0;
@@ -188,15 +227,130 @@ try {
       await store.ready();
       const stored = JSON.stringify({ slot: store.slot, notes: store.stored('notes').length, other: store.stored('other').length });
       const v = await m.vaultFromWallet(m.devWallet(), 'notes');
-      const kind = v.constructor.name;
+      const kind = { worker: v instanceof m.WorkerVault, isolated: v.isolated };
       v.terminate();
       return { refused, stored, kind, inBrowser: m.inBrowser };
     });
     assert(r.refused === 'NonDeterministicWalletError', `refused: ${r.refused}`);
     const st = JSON.parse(r.stored);
     assert(st.slot === 'privsvc:tokens' && st.notes > 0 && st.other === 0, `stored: ${r.stored}`);
-    assert(r.kind === 'WorkerVault' && r.inBrowser === true, `vault kind ${r.kind}`);
+    assert(r.kind.worker && r.kind.isolated === true && r.inBrowser === true, `vault kind ${JSON.stringify(r.kind)}`);
   });
+
+  await check('a key worker that does not start fails createPrivateClient with the reason; keys go into the page only when asked', async () => {
+    const p = await browser.newPage();
+    try {
+      await p.goto(`${sameOrigin.url}/`, { waitUntil: 'load' });
+      const r = await p.evaluate(async () => {
+        const m = await import('/broken-worker/privsvc/index.js');
+        const options = { app: 'notes', publicClient: `${location.origin}/rpc`, relayers: [`${location.origin}/relayer`] };
+        let refused = '';
+        try {
+          const c = await m.createPrivateClient({ ...options, wallet: m.devWallet() });
+          refused = `created, keys in ${c.vault.isolated ? 'a worker' : 'the page'}`;
+          c.close();
+        } catch (e) {
+          refused = `${e.name}: ${e.message}`;
+        }
+        const asked = await m.createPrivateClient({ ...options, wallet: m.devWallet(), isolateKeys: false });
+        const inPage = { isolated: asked.vault.isolated, keyVault: asked.vault instanceof m.KeyVault };
+        asked.close();
+        const s = await import('/silent-worker/privsvc/index.js');
+        let late = '';
+        const t0 = performance.now();
+        try {
+          await s.WorkerVault.spawn({ timeoutMs: 1500 });
+        } catch (e) {
+          late = `${e.name}: ${e.message}`;
+        }
+        return { refused, inPage, late, waited: performance.now() - t0 };
+      });
+      assert(/^PrivsvcError: the vault worker failed: its script did not load/.test(r.refused), `refused: ${r.refused}`);
+      assert(r.inPage.isolated === false && r.inPage.keyVault, `isolateKeys: false: ${JSON.stringify(r.inPage)}`);
+      assert(r.late === 'PrivsvcError: the vault worker did not answer within 1500 ms' && r.waited >= 1400, `silent worker: ${r.late} after ${r.waited} ms`);
+    } finally {
+      await p.close();
+    }
+  });
+
+  await check('a page of another origin reads the devnet\'s JSON-RPC (CORS preflight answered)', async () => {
+    const other = await listen((req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>another origin</title>'));
+    const p = await browser.newPage();
+    try {
+      await p.goto(`${other.url}/`, { waitUntil: 'load' });
+      const got = await p.evaluate(async (rpc) => {
+        const res = await fetch(rpc, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] }) });
+        return (await res.json()).result;
+      }, rpcUrl);
+      assert(Number(got) === chainId, `eth_chainId from another origin: ${got}`);
+    } finally {
+      await p.close();
+      other.server.close();
+    }
+  });
+
+  const apps = join(repo, 'js/test/apps/build');
+  if (existsSync(join(apps, 'vite/index.html')) && existsSync(join(apps, 'webpack/index.html'))) {
+    await check('README\'s example bundled by Vite and by webpack: writes, lists, proves against the stack, keys in a WorkerVault', async () => {
+      const builds = ['vite', 'webpack'];
+      const hosts = {
+        'https://rpc.tiramisu.db-chain.testnet.arkiv.network': rpcUrl,
+        'https://relay.example': process.env.PRIVSVC_OHTTP_RELAY,
+      };
+      const servers = await Promise.all(builds.map((b) => serveDir(join(apps, b), hosts)));
+      // A record is listed once 16 blocks followed its batch; the devnet mines only on demand.
+      const mining = setInterval(() => mine(2).catch(() => {}), 1000);
+      /** Runs one build in a tab with an injected wallet (a dev wallet, here in Node.js). */
+      const run = async (name, appUrl) => {
+        const p = await browser.newPage();
+        const problems = [];
+        p.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+        p.on('console', (m) => {
+          if (m.type() === 'warn' || m.type() === 'warning' || m.type() === 'error') problems.push(`console ${m.type()}: ${m.text()}`);
+        });
+        try {
+          const wallet = devWallet();
+          await p.exposeFunction('__privsvcTestWallet', (args) => wallet.request(args));
+          await p.evaluateOnNewDocument(() => {
+            window.ethereum = { request: (args) => window.__privsvcTestWallet(args) };
+          });
+          const t0 = Date.now();
+          await p.goto(`${appUrl}/`, { waitUntil: 'load' });
+          while (!(await p.evaluate(() => window.__privsvcApp !== undefined))) {
+            if (problems.some((x) => x.startsWith('page error'))) throw new Error(`${name}: ${problems.join(' | ')}`);
+            if (Date.now() - t0 > 240000) throw new Error(`${name}: the example did not finish in 240 s`);
+            await new Promise((r) => setTimeout(r, 250));
+          }
+          const app = await p.evaluate(() => window.__privsvcApp);
+          const workers = p.workers().map((w) => w.url());
+          return { name, app, workers, problems, ms: Date.now() - t0, origin: new URL(appUrl).origin };
+        } finally {
+          await p.close();
+        }
+      };
+      let results;
+      try {
+        results = await Promise.all(builds.map((b, i) => run(b, servers[i].url)));
+      } finally {
+        clearInterval(mining);
+        for (const s of servers) s.server.close();
+      }
+      servers.forEach((s, i) => assert(Object.values(s.replaced).every((n) => n === 1), `${builds[i]}: README's URLs served ${JSON.stringify(s.replaced)} times, once each expected`));
+      for (const { name, ms, workers } of results) console.log(`# ${name} app: README's example ran in ${ms} ms; workers ${workers.join(', ')}`);
+      for (const { name, app, workers, problems, origin } of results) {
+        assert(app.workerVault === true && app.isolated === true, `${name}: keys not in a WorkerVault: ${JSON.stringify(app)}`);
+        assert(workers.length === 1 && workers[0].startsWith(`${origin}/`), `${name}: the key worker is not a bundled file of the app: ${workers}`);
+        assert(app.listed.length === 1 && app.listed[0] === 'hello', `${name}: listed ${JSON.stringify(app.listed)}`);
+        assert(app.verdict && app.verdict.ok === true, `${name}: proof ${JSON.stringify(app.verdict)}`);
+        assert(app.proofOwner.toLowerCase() === app.writtenOwner.toLowerCase(), `${name}: the proof's owner ${app.proofOwner}, the record's ${app.writtenOwner}`);
+        assert(problems.length === 0, `${name}: ${problems.join(' | ')}`);
+      }
+    });
+  } else {
+    await check('README\'s example bundled by Vite and by webpack', async () => {
+      throw new Error(`no builds in ${apps}: run js/test/apps/build.mjs first (scripts/js-test.sh does)`);
+    });
+  }
 
   await check('the scan cache is kept in IndexedDB by default: a returning session resumes, another root discards it', async () => {
     const session = (key) =>
