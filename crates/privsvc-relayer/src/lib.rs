@@ -63,6 +63,7 @@
 mod api;
 mod batcher;
 pub mod config;
+mod decoys;
 mod driver;
 mod entities;
 #[cfg(feature = "fuzzing")]
@@ -79,6 +80,7 @@ mod reconcile;
 mod retry;
 mod start;
 mod state;
+mod status;
 mod store;
 mod tokencheck;
 mod validate;
