@@ -33,7 +33,7 @@ use serde_json::{json, Value};
 use crate::config::TokenMode;
 use crate::entities::API_VERSION;
 use crate::state::{now_ms, RelayerState};
-use crate::store::{envelope_sha256, SpentToken, StoreError, StoredRecord, StoredState};
+use crate::store::{envelope_sha256, SpentToken, StoreError, StoredRecord};
 use crate::tokencheck::{check_token, TokenRefusal};
 use crate::validate::{validate, Limits};
 use privsvc_ohttp::PeerIp;
