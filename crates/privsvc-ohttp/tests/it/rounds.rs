@@ -7,7 +7,6 @@ use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
 use axum::routing::post;
-use axum::Router;
 use privsvc_ohttp::{OhttpRelay, RelayConfig};
 
 use crate::common::{addr, relayer_api, serve, serve_recording, Chain};
