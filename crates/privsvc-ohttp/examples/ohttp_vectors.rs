@@ -133,9 +133,13 @@ fn request_len(count: usize) -> usize {
 }
 
 fn other_request_len(count: usize) -> usize {
-    encode_request(&request_to(OTHER_PATH, &data_body(count)), SCHEME, AUTHORITY)
-        .expect("encodes")
-        .len()
+    encode_request(
+        &request_to(OTHER_PATH, &data_body(count)),
+        SCHEME,
+        AUTHORITY,
+    )
+    .expect("encodes")
+    .len()
 }
 
 /// A status answer body: the JSON padded with spaces to its fixed 512 bytes.

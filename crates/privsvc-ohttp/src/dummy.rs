@@ -63,7 +63,9 @@ pub fn asked_response_class(request: &BinaryRequest) -> usize {
     serde_json::from_slice::<DummyAsk>(&request.body)
         .ok()
         .and_then(|ask| ask.response_class)
-        .map_or(smallest, |n| class_of(n.min(largest), &RESPONSE_CLASSES).unwrap_or(largest))
+        .map_or(smallest, |n| {
+            class_of(n.min(largest), &RESPONSE_CLASSES).unwrap_or(largest)
+        })
 }
 
 /// Send one dummy through the relay at `relay_url` to `target`'s gateway (key `gateway_key`,
@@ -83,7 +85,15 @@ pub async fn send_dummy(
     http: &dyn Fetch,
 ) -> Result<(), OhttpError> {
     let request = dummy_request(response_class);
-    let answer = relay_call(relay_url, target, gateway_key, &request, request_class, http).await?;
+    let answer = relay_call(
+        relay_url,
+        target,
+        gateway_key,
+        &request,
+        request_class,
+        http,
+    )
+    .await?;
     if answer.status != 200 || answer.body != DUMMY_ANSWER {
         return Err(OhttpError::BadResponse(format!(
             "the gateway answered a dummy with {} (no dummy route?)",

@@ -460,13 +460,11 @@ async fn metrics(State(relay): State<OhttpRelay>) -> Response {
     ];
     let mut out = String::new();
     for (name, kind, help, value) in lines {
-        out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n"));
+        out.push_str(&format!(
+            "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n"
+        ));
     }
-    (
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        out,
-    )
-        .into_response()
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], out).into_response()
 }
 
 /// The per-address check of `POST /ohttp`: `Some(429)` over the limit. Without a peer address
@@ -606,13 +604,8 @@ fn spawn_rounds(state: Weak<RelayState>, round: Duration) {
             let Some(state) = state.upgrade() else {
                 return;
             };
-            let mut round = std::mem::take(
-                &mut *state
-                    .rounds
-                    .held
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner()),
-            );
+            let mut round =
+                std::mem::take(&mut *state.rounds.held.lock().unwrap_or_else(|p| p.into_inner()));
             if round.is_empty() {
                 continue;
             }

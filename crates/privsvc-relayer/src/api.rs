@@ -328,12 +328,7 @@ async fn status(State(s): State<Arc<RelayerState>>, Path(id): Path<String>) -> R
     // its state and however many records are queued.
     let state = s.store.state(&id);
     let (status, body) = crate::status::answer(&id, state);
-    let mut response = (
-        status,
-        [(header::CONTENT_TYPE, "application/json")],
-        body,
-    )
-        .into_response();
+    let mut response = (status, [(header::CONTENT_TYPE, "application/json")], body).into_response();
     response.headers_mut().insert(
         header::CACHE_CONTROL,
         header::HeaderValue::from_static("no-store"),

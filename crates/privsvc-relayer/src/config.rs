@@ -766,13 +766,7 @@ impl RelayerConfig {
             0,
             60_000,
         )?;
-        c.batching.decoys_max = num(
-            "DECOYS_MAX",
-            cli.decoys_max,
-            c.batching.decoys_max,
-            0,
-            100,
-        )?;
+        c.batching.decoys_max = num("DECOYS_MAX", cli.decoys_max, c.batching.decoys_max, 0, 100)?;
         c.status_retention = millis(
             "STATUS_RETENTION_MS",
             cli.status_retention_ms,
@@ -910,7 +904,10 @@ mod tests {
         assert_eq!(c.issuer.max_active_apps, 200);
         assert_eq!(c.issuer.requests_per_min, 60);
         assert_eq!(c.batching.decoys_max, 0);
-        assert_eq!(parse(&["--decoys-max", "5"]).unwrap().batching.decoys_max, 5);
+        assert_eq!(
+            parse(&["--decoys-max", "5"]).unwrap().batching.decoys_max,
+            5
+        );
         let c = parse(&["--issuer-max-active-apps", "0"]).unwrap();
         assert_eq!(c.issuer.max_active_apps, 0);
         assert!(c.issuer.apps.is_empty());
@@ -957,7 +954,10 @@ mod tests {
             .to_string();
         assert!(e.contains("ISSUER_RATE_LIMIT_PER_MIN"), "{e}");
         let e = parse(&["--decoys-max", "101"]).unwrap_err().to_string();
-        assert!(e.contains("DECOYS_MAX") && e.contains("out of range"), "{e}");
+        assert!(
+            e.contains("DECOYS_MAX") && e.contains("out of range"),
+            "{e}"
+        );
         let long = "x".repeat(129);
         let e = parse(&["--issuer-apps", &long]).unwrap_err().to_string();
         assert!(e.contains("ISSUER_APPS"), "{e}");

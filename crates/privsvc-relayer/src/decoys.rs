@@ -129,7 +129,10 @@ mod tests {
         attrs.insert("project", project).unwrap();
         attrs.insert("kind", "note").unwrap();
         attrs
-            .insert("tag", AttrValue::Str(privsvc_envelope::to_base64(&[7u8; 44])))
+            .insert(
+                "tag",
+                AttrValue::Str(privsvc_envelope::to_base64(&[7u8; 44])),
+            )
             .unwrap();
         let body = privsvc_envelope::EnvelopeBody {
             app: "demo".into(),

@@ -43,31 +43,37 @@ fn fields(id: &str, state: Option<&str>, written: Option<&crate::store::WrittenI
     })
 }
 
-/// `value` with its `error` set to `message`, cut (on a character boundary) until the JSON
-/// fits in [`STATUS_BODY_BYTES`]; then padded with spaces to exactly that length.
+/// Bytes `c` takes inside a JSON string (escapes included).
+fn json_len(c: char) -> usize {
+    serde_json::to_string(&c.to_string()).map_or(6, |s| s.len() - 2)
+}
+
+/// `value` with its `error` set to `message` (cut on a character boundary, with an ellipsis,
+/// when the JSON would not fit), padded with spaces to exactly [`STATUS_BODY_BYTES`].
 fn padded(mut value: Value, message: Option<&str>) -> Vec<u8> {
-    let mut message: Option<String> = message.map(str::to_string);
-    loop {
-        value["error"] = message.clone().map_or(Value::Null, Value::String);
-        let mut text = value.to_string().into_bytes();
-        if text.len() <= STATUS_BODY_BYTES {
-            text.resize(STATUS_BODY_BYTES, b' ');
-            return text;
+    value["error"] = Value::String(String::new());
+    // The text with an empty message: `message` may take the rest (its quotes are counted).
+    let room = STATUS_BODY_BYTES.saturating_sub(value.to_string().len());
+    value["error"] = match message {
+        None => Value::Null,
+        Some(m) if m.chars().map(json_len).sum::<usize>() <= room => Value::String(m.into()),
+        Some(m) => {
+            let ellipsis = json_len('…');
+            let mut used = 0;
+            let mut cut: String = m
+                .chars()
+                .take_while(|&c| {
+                    used += json_len(c);
+                    used + ellipsis <= room
+                })
+                .collect();
+            cut.push('…');
+            Value::String(cut)
         }
-        let over = text.len() - STATUS_BODY_BYTES;
-        // Every character takes at least one byte of JSON: cutting `over` characters (and one
-        // more for the ellipsis) shortens the text by at least `over` bytes.
-        let Some(m) = message.as_mut() else {
-            // Without a message every field is bounded well below the length; not reached.
-            text.truncate(STATUS_BODY_BYTES);
-            return text;
-        };
-        let keep = m.chars().count().saturating_sub(over + 1);
-        *m = m.chars().take(keep).collect::<String>() + "…";
-        if keep == 0 {
-            message = None;
-        }
-    }
+    };
+    let mut text = value.to_string().into_bytes();
+    text.resize(STATUS_BODY_BYTES, b' ');
+    text
 }
 
 /// The status and body answering `GET /v1/records/{id}` from the store's view of `id`.
@@ -140,7 +146,15 @@ mod tests {
         let first = keys(&answers[0].1);
         assert_eq!(
             first,
-            ["id", "state", "entityKey", "txHash", "block", "batchSize", "error"]
+            [
+                "id",
+                "state",
+                "entityKey",
+                "txHash",
+                "block",
+                "batchSize",
+                "error"
+            ]
         );
         for (status, body) in &answers {
             assert_eq!(body.len(), STATUS_BODY_BYTES, "{status}");
@@ -150,11 +164,18 @@ mod tests {
         assert_eq!(v["state"], "queued");
         assert!(v.get("position").is_none());
         let v: Value = serde_json::from_slice(&answers[2].1).unwrap();
-        assert_eq!((v["state"].as_str(), v["batchSize"].as_u64()), (Some("written"), Some(u64::MAX)));
+        assert_eq!(
+            (v["state"].as_str(), v["batchSize"].as_u64()),
+            (Some("written"), Some(u64::MAX))
+        );
         let v: Value = serde_json::from_slice(&answers[4].1).unwrap();
-        assert!(v["error"].as_str().unwrap().ends_with('…'));
+        let cut = v["error"].as_str().unwrap();
+        assert!(cut.ends_with('…') && cut.chars().count() > 30, "{cut}");
         let v: Value = serde_json::from_slice(&answers[5].1).unwrap();
-        assert_eq!((answers[5].0, v["id"].as_str()), (StatusCode::NOT_FOUND, Some(ID)));
+        assert_eq!(
+            (answers[5].0, v["id"].as_str()),
+            (StatusCode::NOT_FOUND, Some(ID))
+        );
         let v: Value = serde_json::from_slice(&answers[6].1).unwrap();
         assert!(v["id"].is_null());
         assert_eq!(answers[8].0, StatusCode::INTERNAL_SERVER_ERROR);

@@ -74,7 +74,11 @@ async fn every_submission_leaves_the_client_in_the_submission_class() {
     let http = measured();
     // A small record, one with the largest envelope (16 384 bytes, escaped quotes and all,
     // with its attributes), and a status poll.
-    for request in [submission(300), submission(16_384 + 6_000), get("/v1/records/x")] {
+    for request in [
+        submission(300),
+        submission(16_384 + 6_000),
+        get("/v1/records/x"),
+    ] {
         ohttp_call(&s.relay_url, &s.relayer_url, &key, request, &http)
             .await
             .unwrap();
@@ -95,15 +99,26 @@ async fn a_dummy_through_the_relay_is_answered_by_the_gateway_alone() {
     let s = served_stack(b"cover test seed: 32 bytes long..", config()).await;
     let key = s.gateway.public_key();
     let http = measured();
-    send_dummy(&s.relay_url, &s.relayer_url, &key, SUBMISSION_CLASS, 0, &http)
-        .await
-        .unwrap();
+    send_dummy(
+        &s.relay_url,
+        &s.relayer_url,
+        &key,
+        SUBMISSION_CLASS,
+        0,
+        &http,
+    )
+    .await
+    .unwrap();
     assert_eq!(
         http.sizes.lock().unwrap().clone(),
         vec![SUBMISSION_CLASS + REQUEST_OVERHEAD]
     );
     assert_eq!(s.gateway.dummies_answered(), 1);
-    assert_eq!(s.gateway.real_requests(), 0, "nothing reached the relayer's routes");
+    assert_eq!(
+        s.gateway.real_requests(),
+        0,
+        "nothing reached the relayer's routes"
+    );
     // The relay forwarded it like any request.
     assert_eq!(s.relay.forwarded(), 1);
     // A dummy asking for a larger answer gets it (and still opens).
@@ -156,5 +171,8 @@ async fn a_dummy_is_answered_after_the_time_of_a_real_answer() {
     }
     let (status, took) = timed(&url, &key, dummy()).await;
     assert!(status == 200 && took >= SLOW, "{status} {took:?}");
-    assert_eq!((gateway.real_requests(), gateway.dummies_answered()), (2, 2));
+    assert_eq!(
+        (gateway.real_requests(), gateway.dummies_answered()),
+        (2, 2)
+    );
 }

@@ -81,7 +81,11 @@ async fn a_round_is_held_then_forwarded_together_in_a_random_order() {
         let last_sent = Instant::now();
         for (i, task) in sent.into_iter().enumerate() {
             // Each answer goes back to its own sender.
-            assert_eq!(task.await.unwrap(), (200, vec![i as u8; 64]), "trial {trial}");
+            assert_eq!(
+                task.await.unwrap(),
+                (200, vec![i as u8; 64]),
+                "trial {trial}"
+            );
         }
         let arrived = std::mem::take(&mut *arrivals.lock().unwrap());
         assert_eq!(arrived.len(), N, "trial {trial}");
@@ -93,7 +97,11 @@ async fn a_round_is_held_then_forwarded_together_in_a_random_order() {
         // Together: the round leaves at once, not spread like the arrivals.
         let first = arrived.iter().map(|(at, _)| *at).min().unwrap();
         let last = arrived.iter().map(|(at, _)| *at).max().unwrap();
-        assert!(last - first < ROUND / 2, "trial {trial}: {:?}", last - first);
+        assert!(
+            last - first < ROUND / 2,
+            "trial {trial}: {:?}",
+            last - first
+        );
         let order: Vec<u8> = arrived.iter().map(|(_, body)| body[0]).collect();
         if order == (0..N as u8).collect::<Vec<_>>() {
             in_arrival_order += 1;
@@ -164,10 +172,7 @@ async fn over_max_held_requests_are_refused_with_503_and_the_held_ones_still_go(
 async fn without_rounds_a_request_is_forwarded_at_once() {
     let (_chain, relay, relay_url, target, arrivals) = recorded_relay(config(Duration::ZERO)).await;
     let started = Instant::now();
-    assert_eq!(
-        send(relay_url, target, vec![7; 8]).await,
-        (200, vec![7; 8])
-    );
+    assert_eq!(send(relay_url, target, vec![7; 8]).await, (200, vec![7; 8]));
     let arrived = arrivals.lock().unwrap().clone();
     assert_eq!(arrived.len(), 1);
     assert!(arrived[0].0 >= started);

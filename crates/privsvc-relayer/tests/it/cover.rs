@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use privsvc_attributes::{AttrValue, Attributes};
-use privsvc_ledger::{ArkivValue, LedgerReader, QueryOptions, Select};
+use privsvc_ledger::{ArkivValue, QueryOptions, Select};
 use privsvc_relayer::config::OhttpSeed;
 use serde_json::{json, Value};
 
@@ -153,7 +153,10 @@ async fn a_dummy_is_answered_by_the_gateway_alone_and_counted_apart() {
         m.contains("privsvc_ohttp_requests_total{kind=\"real\"} 1"),
         "{m}"
     );
-    assert!(m.contains("privsvc_submissions_total{status=\"202\"} 0"), "{m}");
+    assert!(
+        m.contains("privsvc_submissions_total{status=\"202\"} 0"),
+        "{m}"
+    );
     assert!(m.contains("privsvc_queue_length 0"), "{m}");
     for path in ["/healthz", "/v1/info"] {
         let (_, bytes) = raw_get(&url, path).await;
