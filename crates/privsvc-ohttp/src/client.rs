@@ -71,8 +71,46 @@ pub fn encapsulate_at_least(
     authority: &str,
     at_least: usize,
 ) -> Result<(Vec<u8>, PendingResponse), OhttpError> {
+    encapsulate_padded(
+        gateway_key_hex,
+        request,
+        scheme,
+        authority,
+        Padding::AtLeast(at_least),
+    )
+}
+
+/// How a request plaintext is padded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Padding {
+    /// The protocol's rule: the smallest class that holds the message and the given number of
+    /// bytes, and a submission at least the submission class.
+    AtLeast(usize),
+    /// The attack lab's leaky setting: the smallest class that holds the message, a
+    /// submission included (the rule before the submission class).
+    #[cfg(feature = "lab-leaks")]
+    SmallestClass,
+}
+
+fn encapsulate_padded(
+    gateway_key_hex: &str,
+    request: &BinaryRequest,
+    scheme: &str,
+    authority: &str,
+    padding: Padding,
+) -> Result<(Vec<u8>, PendingResponse), OhttpError> {
     let config = decode_gateway_key(gateway_key_hex)?;
-    let plain = encode_padded_request_at_least(request, scheme, authority, at_least)?;
+    let plain = match padding {
+        Padding::AtLeast(at_least) => {
+            encode_padded_request_at_least(request, scheme, authority, at_least)?
+        }
+        #[cfg(feature = "lab-leaks")]
+        Padding::SmallestClass => {
+            let message =
+                Zeroizing::new(crate::binary::encode_request(request, scheme, authority)?);
+            crate::padding::pad(&message, &crate::padding::REQUEST_CLASSES)?
+        }
+    };
     let client = ClientRequest::from_encoded_config(&config)
         .map_err(|e| OhttpError::InvalidKey(e.to_string()))?;
     let (message, inner) = client
@@ -124,20 +162,19 @@ pub async fn ohttp_call(
         target,
         gateway_key,
         &to_binary_request(&request),
-        0,
+        Padding::AtLeast(0),
         http,
     )
     .await
 }
 
-/// [`ohttp_call`] of a Binary HTTP request padded to at least the class holding `at_least`
-/// bytes.
+/// [`ohttp_call`] of a Binary HTTP request padded as `padding` says.
 pub(crate) async fn relay_call(
     relay_url: &str,
     target: &str,
     gateway_key: &str,
     request: &BinaryRequest,
-    at_least: usize,
+    padding: Padding,
     http: &dyn Fetch,
 ) -> Result<OhttpResponse, OhttpError> {
     let target = normalize_relayer_url(target)?;
@@ -149,7 +186,7 @@ pub(crate) async fn relay_call(
         _ => String::new(),
     };
     let (message, pending) =
-        encapsulate_at_least(gateway_key, request, parsed.scheme(), &authority, at_least)?;
+        encapsulate_padded(gateway_key, request, parsed.scheme(), &authority, padding)?;
     if message.len() > MAX_ENCAPSULATED_BYTES {
         return Err(OhttpError::TooLarge {
             size: message.len(),
@@ -184,4 +221,27 @@ pub(crate) async fn relay_call(
         });
     }
     pending.open(&body)
+}
+
+#[cfg(all(test, feature = "lab-leaks"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_lab_leak_pads_a_submission_to_its_smallest_class() {
+        let key = crate::OhttpGateway::from_seed(&[1u8; 32])
+            .unwrap()
+            .public_key();
+        let request = to_binary_request(&RelayerRequest {
+            method: "POST".into(),
+            path: "/v1/records".into(),
+            body: Some(b"{}".to_vec()),
+        });
+        let sizes = [Padding::AtLeast(0), Padding::SmallestClass].map(|padding| {
+            let (message, _) =
+                encapsulate_padded(&key, &request, "https", "r.test", padding).unwrap();
+            message.len()
+        });
+        assert_eq!(sizes, [32_768 + 55, 4_096 + 55]);
+    }
 }

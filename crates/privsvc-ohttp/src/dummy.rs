@@ -13,7 +13,7 @@ use privsvc_rt::http::Fetch;
 use serde::{Deserialize, Serialize};
 
 use crate::binary::BinaryRequest;
-use crate::client::relay_call;
+use crate::client::{relay_call, Padding};
 use crate::padding::{class_of, RESPONSE_CLASSES};
 use crate::OhttpError;
 
@@ -85,15 +85,8 @@ pub async fn send_dummy(
     http: &dyn Fetch,
 ) -> Result<(), OhttpError> {
     let request = dummy_request(response_class);
-    let answer = relay_call(
-        relay_url,
-        target,
-        gateway_key,
-        &request,
-        request_class,
-        http,
-    )
-    .await?;
+    let padding = Padding::AtLeast(request_class);
+    let answer = relay_call(relay_url, target, gateway_key, &request, padding, http).await?;
     if answer.status != 200 || answer.body != DUMMY_ANSWER {
         return Err(OhttpError::BadResponse(format!(
             "the gateway answered a dummy with {} (no dummy route?)",

@@ -11,7 +11,7 @@ use axum::Router;
 use privsvc_ohttp::padding::{REQUEST_OVERHEAD, SUBMISSION_CLASS};
 use privsvc_ohttp::{
     encapsulate, gateway_router, ohttp_call, send_dummy, Fetch, FetchRequest, FetchResponse,
-    HttpError, OhttpGateway, RelayConfig, RelayerRequest, ReqwestFetch,
+    HttpError, OhttpGateway, OhttpTransport, RelayConfig, RelayerRequest, ReqwestFetch,
 };
 
 use crate::common::{get, serve, served_stack};
@@ -126,6 +126,15 @@ async fn a_dummy_through_the_relay_is_answered_by_the_gateway_alone() {
         .await
         .unwrap();
     assert_eq!(s.gateway.dummies_answered(), 2);
+    // The transport sends one with the relayer's key.
+    let transport = OhttpTransport::without_ledger(&s.relay_url).unwrap();
+    transport.set_gateway_key(&s.relayer_url, &key).unwrap();
+    transport
+        .send_dummy(&s.relayer_url, SUBMISSION_CLASS, 0)
+        .await
+        .unwrap();
+    assert_eq!(s.gateway.dummies_answered(), 3);
+    assert_eq!(s.gateway.real_requests(), 0);
 }
 
 /// POST an encapsulated `request` to `url`'s gateway; the time until its answer is opened.
