@@ -3,7 +3,8 @@
 //! /metrics` is served only on its own listener (`METRICS_BIND`, [`metrics_router`]), never on
 //! the public one: its counters would tell anyone when each submission was accepted. The
 //! public `/healthz` rounds `queue` up to a multiple of 100; the exact record is served on
-//! `METRICS_BIND` too. Errors are `{ "error": reason }`.
+//! `METRICS_BIND` too. A status answer has one shape and length in every state and gives no
+//! queue position (`crate::status`). Errors are `{ "error": reason }`.
 //!
 //! Idempotence (docs/PROTOCOL.md §7): a valid submission whose sealed envelope is already stored
 //! (queued, in flight, written or failed) is answered 202 with the existing id, whatever its token:
