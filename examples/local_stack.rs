@@ -54,9 +54,12 @@ fn demo_schedule() -> SessionSchedule {
     SessionSchedule {
         tail: (Duration::from_millis(200), Duration::from_millis(500)),
         status_tail: (Duration::ZERO, Duration::from_millis(300)),
+        status_horizon_rounds: (1.0, 3.0),
         refill_below: 5,
         first_refill: (Duration::ZERO, Duration::from_millis(100)),
         later_refill: (Duration::from_secs(2), Duration::from_secs(4)),
+        scan: (Duration::from_millis(300), Duration::from_millis(800)),
+        fetch_age_blocks: (16, 16),
     }
 }
 
@@ -113,6 +116,8 @@ struct Stack {
     inner: LocalStack,
     reader: Arc<dyn LedgerReader>,
     relay_url: String,
+    /// The demo's data directory (the users' device stores), removed at the end.
+    data: tempfile::TempDir,
 }
 
 /// Failed checks, collected so that the report shows all of them.
@@ -187,6 +192,7 @@ async fn start_stack() -> Result<Stack> {
         reader: inner.reader(),
         relay_url: inner.relay_url().context("the stack has no OHTTP relay")?,
         inner,
+        data: tempfile::tempdir().context("a data directory for the demo's users")?,
     })
 }
 
@@ -196,6 +202,9 @@ impl Stack {
     async fn client(&self, wallet: &Arc<LocalWallet>, min_anonymity: u64) -> Result<PrivateClient> {
         Ok(PrivateClient::builder(APP)
             .token_min_age_ms(TOKEN_MIN_AGE_MS)
+            // Tokens of this session ripen by 4 s here (an hour at most by default).
+            .token_max_ripe_ms(2 * TOKEN_MIN_AGE_MS)
+            .data_dir(self.data.path())
             .wallet(wallet.clone())
             .reader(self.reader.clone())
             .ohttp_relay(self.relay_url.clone())
@@ -211,6 +220,9 @@ impl Stack {
     async fn pinned(&self, wallet: &Arc<LocalWallet>, url: &str) -> Result<PrivateClient> {
         Ok(PrivateClient::builder(APP)
             .token_min_age_ms(TOKEN_MIN_AGE_MS)
+            // Tokens of this session ripen by 4 s here (an hour at most by default).
+            .token_max_ripe_ms(2 * TOKEN_MIN_AGE_MS)
+            .data_dir(self.data.path())
             .wallet(wallet.clone())
             .reader(self.reader.clone())
             .relayers([url.to_string()])

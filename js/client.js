@@ -378,28 +378,35 @@ function secondsOf(value) {
 /**
  * Verifies a ledger entity as a privsvc record (docs/API.md §3.4): `entity` in the ledger's
  * JSON form (a row of `listApp`, `fetchBatches` or `arkiv_query`) with key, owner, creator,
- * payload and attributes. Returns `{ ok: true, record }` or `{ ok: false, reason }`.
+ * payload and attributes. Returns `{ ok: true, record, unchecked }` or `{ ok: false, code,
+ * reason }`.
  *
- * A copied envelope republished after its window is refused, which needs the time of the
- * entity's creation block (`createdAt`). Give one of:
- * - `reader` (alias `publicClient`, or `client`): an RPC URL, a viem public client (any
- *   transport, `custom(window.ethereum)` included), an EIP-1193 provider or a private client;
- *   the block's time is read from it;
+ * `verifyRecord(entity, { app, relayers })` works as it is: every check that needs no ledger
+ * is made (envelope, signature, owner, app, attributes, lifetime, creator), and `unchecked`
+ * lists, as `{ code, reason }`, those it could not make: `creation-window` (a copied envelope
+ * republished after its window is refused only with the creation block's time) and `copy`
+ * (a later entity of the same owner with the same envelope is told apart only by reading the
+ * owner's other entities). To make them too, give one of:
+ * - `reader` (alias `publicClient`): an RPC URL, a viem public client (any transport,
+ *   `custom(window.ethereum)` included) or an EIP-1193 provider; the block's time and the
+ *   owner's entities are read from it (a verifier may: it is not the user);
  * - `createdTimestamp`: Unix seconds of that block, when the caller already knows it (also taken
- *   from `entity.createdTimestamp` when the row carries it).
- * Without either every record is refused, with a reason saying so.
+ *   from `entity.createdTimestamp` when the row carries it): the creation window is checked.
+ * A private client given as `client` is never used to read: its reader is the user's, and a
+ * lookup of the user's own record by its owner would name it to the RPC.
  *
  * A refusal is `{ ok: false, code, reason }`: `code` for programs (`copy`, `republished`,
  * `wrong-owner`, `signature-mismatch`, `untrusted-creator`, `creation-time-unknown`, `ledger`,
- * ...), `reason` for people. A copy (anyone can create an entity with a copied envelope and
- * transfer it to the owner) is detected only with a reader: the ledger is asked for the other
- * entities of the owner (a verifier may: it is not the user), and a later one with the same
- * envelope is refused with `code: "copy"` and `original`, the key of the record it copies.
+ * ...), `reason` for people; a copy carries `original`, the key of the record it copies.
  */
 export async function verifyRecord(entity, { app, relayers, owner, createdTimestamp, reader, publicClient, client } = {}) {
   if (!entity || typeof entity !== 'object') throw new PrivsvcError('verifyRecord: `entity` must be a ledger row (an object)');
   let ts = secondsOf(createdTimestamp ?? entity.createdTimestamp);
-  const source = reader ?? publicClient ?? client;
+  // A private client is the user's own: its reader is never asked about the user's record
+  // (the RPC would see the user look up their own record). Only a reader or publicClient
+  // given for it is used; without one, the checks that need the ledger are named in
+  // `unchecked`.
+  const source = reader ?? publicClient ?? (client && client.__privsvcClient ? undefined : client);
   if (ts === undefined && source !== undefined) {
     const block = secondsOf(entity.createdAt);
     if (block === undefined) return { ok: false, code: 'creation-time-unknown', reason: 'the entity has no createdAt block number, so its creation time cannot be read' };
@@ -410,14 +417,6 @@ export async function verifyRecord(entity, { app, relayers, owner, createdTimest
     }
     if (ts === undefined) return { ok: false, code: 'creation-time-unknown', reason: `the ledger has no block ${block} (the entity's createdAt), so its creation time is unknown` };
   }
-  if (ts === undefined) {
-    return {
-      ok: false,
-      code: 'creation-time-unknown',
-      reason:
-        "verifyRecord needs the time the entity was created, to refuse a copied envelope republished late: pass `reader` (your publicClient, an RPC URL or a private client) to read it from the ledger, or `createdTimestamp` (Unix seconds of the entity's createdAt block)",
-    };
-  }
   const args = [JSON.stringify(entity), JSON.stringify({ app, relayers, owner, createdTimestamp: ts })];
   // With a reader, the Rust verify_record_on_ledger also refuses a copy: an earlier entity of
   // the same owner carries the same envelope (`code: "copy"`, `original`: that entity's key).
@@ -425,7 +424,7 @@ export async function verifyRecord(entity, { app, relayers, owner, createdTimest
   if (!answer.ok) return answer;
   const r = answer.record;
   const data = hexToBytes(r.data);
-  return { ok: true, record: { ...r, data, attributes: fromWire(r.attributes), toText: () => new TextDecoder().decode(data) } };
+  return { ok: true, record: { ...r, data, attributes: fromWire(r.attributes), toText: () => new TextDecoder().decode(data) }, unchecked: answer.unchecked ?? [] };
 }
 
 /**

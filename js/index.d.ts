@@ -504,9 +504,11 @@ export function createPrivateClient(options: PrivateClientOptions): Promise<Priv
 
 /**
  * Verifies a ledger entity (its JSON form: a row of listApp, fetchBatches or arkiv_query) as a
- * privsvc record. Needs the time of the entity's creation block: give `reader` (or
- * `publicClient`, or `client`) to read it, or `createdTimestamp` (also read from
- * `entity.createdTimestamp`); without either every record is refused with a reason saying so.
+ * privsvc record: `verifyRecord(entity, { app, relayers })` makes every check that needs no
+ * ledger and names in `unchecked` those it could not make (`creation-window`, `copy`); give
+ * `reader` (or `publicClient`) to make them too, or `createdTimestamp` (also read from
+ * `entity.createdTimestamp`) for the creation window. A private client given as `client` is
+ * never used to read (it is the user's own).
  */
 export function verifyRecord(
   entity: object,
@@ -520,7 +522,15 @@ export function verifyRecord(
     publicClient?: PublicClientLike;
     client?: PublicClientLike | PrivateClient;
   },
-): Promise<{ ok: true; record: Record<string, unknown> & { data: Uint8Array; toText(): string } } | VerifyRefusal>;
+): Promise<
+  | {
+      ok: true;
+      record: Record<string, unknown> & { data: Uint8Array; toText(): string };
+      /** The checks that could not be made with what was given. */
+      unchecked: { code: 'creation-window' | 'copy'; reason: string }[];
+    }
+  | VerifyRefusal
+>;
 /** Why verifyRecord refused an entity: `code` for programs, `reason` for people. */
 export interface VerifyRefusal {
   ok: false;

@@ -20,6 +20,9 @@ python3 scripts/check-citations.py
 
 stamp() { printf '\n==> %s (%s)\n' "$1" "$(date -u +%H:%M:%S)"; }
 LOGS=$(mktemp -d)
+# Clients keep their device stores (tokens, pins, scan cache) under the data directory: the
+# tests' go to a temporary one, removed at the end, never into the user's own.
+export PRIVSVC_DATA_DIR="$LOGS/data"
 LANE_PIDS=()
 WASM_PID=
 cleanup() {

@@ -159,7 +159,8 @@ pub struct ClientOptions {
     pub cover_batches: usize,
     /// Token mode.
     pub tokens: TokenSupply,
-    /// Where auto mode keeps unspent tokens (default: an in-memory store).
+    /// Where auto mode keeps unspent tokens (default: the device store natively, see
+    /// [`ClientOptions::data_dir`]; in memory with [`ClientOptions::memory_stores`]).
     pub token_store: Option<Arc<dyn TokenStore>>,
     /// One-time attestation code for issuers that need one.
     pub token_attestation: Option<String>,
@@ -170,6 +171,11 @@ pub struct ClientOptions {
     /// With `allow_on_demand`, the longest a write waits for tokens it fetched to ripen
     /// (default 90000 ms, [`privsvc_tokens::DEFAULT_RIPE_WAIT_MS`]).
     pub token_ripe_wait_ms: u64,
+    /// The oldest age at which a token obtained in this session ripens: each ripens at its own
+    /// random age between `token_min_age_ms` and this (default 3600000 ms,
+    /// [`privsvc_tokens::DEFAULT_MAX_RIPE_MS`]), so that the moment it is spent says nothing of
+    /// when it was issued. Tokens from earlier sessions ripen at `token_min_age_ms`.
+    pub token_max_ripe_ms: u64,
     /// Where auto mode pins the first issuer key per (issuer, app, epoch) (default: the token
     /// store's pins, [`TokenStore::key_pins`]: on disk next to a `FileTokenStore`, in memory
     /// with the memory store).
@@ -201,6 +207,16 @@ pub struct ClientOptions {
     /// [`crate::scan_cache::DEFAULT_RESUME_BLOCKS`], an hour): a returning session lists from the
     /// last multiple of it, never from the exact block its previous session reached.
     pub scan_cache_resume_blocks: u64,
+    /// Where the device store lives natively (tokens, key pins, relayer pins and the scan cache
+    /// kept between sessions, sealed under a key from the vault's root; see
+    /// `crate::device_store`). Default: [`crate::device_store::default_data_dir`]. Stores given
+    /// explicitly (`token_store`, `token_pins`, `relayer_pins`, `scan_cache`) are used instead
+    /// of its parts.
+    pub data_dir: Option<std::path::PathBuf>,
+    /// Keep everything in memory for this session only (default false). Every session then
+    /// starts with no tokens (each one's first write is a first spend the issuer can time), no
+    /// pins (a stranger's heartbeat can make a relayer ambiguous) and no scan cache.
+    pub memory_stores: bool,
 }
 
 impl std::fmt::Debug for ClientOptions {
@@ -226,6 +242,7 @@ impl std::fmt::Debug for ClientOptions {
             .field("tokens", &self.tokens)
             .field("token_store", &self.token_store.is_some())
             .field("token_attestation", &self.token_attestation.is_some())
+            .field("token_max_ripe_ms", &self.token_max_ripe_ms)
             .field("allow_on_demand", &self.allow_on_demand)
             .field("schedule", &self.schedule)
             .field("seed", &self.seed.is_some())
@@ -234,6 +251,8 @@ impl std::fmt::Debug for ClientOptions {
             .field("fetch", &self.fetch.is_some())
             .field("scan_cache", &self.scan_cache.is_some())
             .field("scan_cache_resume_blocks", &self.scan_cache_resume_blocks)
+            .field("data_dir", &self.data_dir)
+            .field("memory_stores", &self.memory_stores)
             .finish()
     }
 }
@@ -264,6 +283,7 @@ impl ClientOptions {
             token_attestation: None,
             token_min_age_ms: privsvc_tokens::DEFAULT_MIN_AGE_MS,
             token_ripe_wait_ms: privsvc_tokens::DEFAULT_RIPE_WAIT_MS,
+            token_max_ripe_ms: privsvc_tokens::DEFAULT_MAX_RIPE_MS,
             token_pins: None,
             allow_on_demand: false,
             schedule: crate::SessionSchedule::default(),
@@ -273,6 +293,8 @@ impl ClientOptions {
             fetch: None,
             scan_cache: None,
             scan_cache_resume_blocks: crate::scan_cache::DEFAULT_RESUME_BLOCKS,
+            data_dir: None,
+            memory_stores: false,
         }
     }
 
@@ -444,6 +466,23 @@ impl ClientBuilder {
     /// With `allow_on_demand`, the longest wait (ms) for fetched tokens to ripen (default 90000).
     pub fn token_ripe_wait_ms(mut self, ms: u64) -> Self {
         self.options.token_ripe_wait_ms = ms;
+        self
+    }
+    /// Where the device store lives (default: `$PRIVSVC_DATA_DIR`, else the platform's data
+    /// directory; see [`ClientOptions::data_dir`]).
+    pub fn data_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
+        self.options.data_dir = Some(dir.into());
+        self
+    }
+    /// Keep tokens, pins and the scan cache in memory for this session only (see
+    /// [`ClientOptions::memory_stores`]: every session becomes a first spend).
+    pub fn memory_stores(mut self, on: bool) -> Self {
+        self.options.memory_stores = on;
+        self
+    }
+    /// The oldest ripening age of a token obtained in this session, ms (default 3600000).
+    pub fn token_max_ripe_ms(mut self, ms: u64) -> Self {
+        self.options.token_max_ripe_ms = ms;
         self
     }
     /// Where auto mode pins issuer keys (default: in memory for the session).

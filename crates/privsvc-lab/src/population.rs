@@ -210,6 +210,12 @@ pub fn lab_schedule(sc: &Scenario) -> privsvc_client::SessionSchedule {
         } else {
             (Duration::ZERO, Duration::from_secs(6))
         },
+        // With `no_poll_tail` the polls stop at `written` (no horizon either).
+        status_horizon_rounds: if sc.leaks.no_poll_tail {
+            (0.0, 0.0)
+        } else {
+            (1.0, 3.0)
+        },
         refill_below: 5,
         first_refill: if sc.leaks.on_demand_tokens {
             never
@@ -221,6 +227,9 @@ pub fn lab_schedule(sc: &Scenario) -> privsvc_client::SessionSchedule {
         } else {
             (Duration::from_secs(5), Duration::from_secs(60))
         },
+        // A tenth of the real 1 to 3 minutes; fetch ages of 16 to 60 one-second blocks.
+        scan: (Duration::from_secs(6), Duration::from_secs(18)),
+        fetch_age_blocks: (16, 60),
     }
 }
 

@@ -103,6 +103,7 @@ async fn run_session(seed: u64) -> Session {
         .delay_ms(0, 300)
         .poll_interval(Duration::from_millis(100))
         .token_min_age_ms(1_000)
+        .token_max_ripe_ms(2_000)
         .build()
         .await
         .expect("client builds");

@@ -814,7 +814,11 @@ async fn issuer_on_issues_tokens_that_the_relayer_accepts_end_to_end() {
     let source = wallet.source();
     let mut ids = Vec::new();
     for _ in 0..2 {
-        let token = source.take(APP).await.unwrap().expect("a token");
+        let token = source
+            .take(APP, privsvc_tokens::now_ms() + 1)
+            .await
+            .unwrap()
+            .expect("a token");
         ids.push(submit(relayer.url(), &body_with_token(&token)).await);
         // The same token again is refused.
         let again = body_with_token(&token);
