@@ -3,7 +3,8 @@
 //! /metrics` is served only on its own listener (`METRICS_BIND`, [`metrics_router`]), never on
 //! the public one: its counters would tell anyone when each submission was accepted. The
 //! public `/healthz` rounds `queue` up to a multiple of 100; the exact record is served on
-//! `METRICS_BIND` too. Errors are `{ "error": reason }`.
+//! `METRICS_BIND` too. A status answer has one shape and length in every state and gives no
+//! queue position (`crate::status`). Errors are `{ "error": reason }`.
 //!
 //! Idempotence (docs/PROTOCOL.md §7): a valid submission whose sealed envelope is already stored
 //! (queued, in flight, written or failed) is answered 202 with the existing id, whatever its token:
@@ -33,7 +34,7 @@ use serde_json::{json, Value};
 use crate::config::TokenMode;
 use crate::entities::API_VERSION;
 use crate::state::{now_ms, RelayerState};
-use crate::store::{envelope_sha256, SpentToken, StoreError, StoredRecord, StoredState};
+use crate::store::{envelope_sha256, SpentToken, StoreError, StoredRecord};
 use crate::tokencheck::{check_token, TokenRefusal};
 use crate::validate::{validate, Limits};
 use privsvc_ohttp::PeerIp;
@@ -324,33 +325,16 @@ async fn accept(
 }
 
 async fn status(State(s): State<Arc<RelayerState>>, Path(id): Path<String>) -> Response {
-    if let Some(position) = s
-        .queue
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .position(&id)
-    {
-        return Json(json!({ "id": id, "state": "queued", "position": position })).into_response();
-    }
-    match s.store.state(&id) {
-        Ok(None) => error(StatusCode::NOT_FOUND, "unknown record id"),
-        Ok(Some(StoredState::Queued)) | Ok(Some(StoredState::Sending)) => {
-            Json(json!({ "id": id, "state": "queued", "position": 0 })).into_response()
-        }
-        Ok(Some(StoredState::Written(w))) => Json(json!({
-            "id": id,
-            "state": "written",
-            "entityKey": w.entity_key.to_string(),
-            "txHash": w.tx_hash.to_string(),
-            "block": w.block.to_string(),
-            "batchSize": w.batch_size,
-        }))
-        .into_response(),
-        Ok(Some(StoredState::Failed(e))) => {
-            Json(json!({ "id": id, "state": "failed", "error": e })).into_response()
-        }
-        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
-    }
+    // Always the store, never the in-memory queue: every id costs one indexed read, whatever
+    // its state and however many records are queued.
+    let state = s.store.state(&id);
+    let (status, body) = crate::status::answer(&id, state);
+    let mut response = (status, [(header::CONTENT_TYPE, "application/json")], body).into_response();
+    response.headers_mut().insert(
+        header::CACHE_CONTROL,
+        header::HeaderValue::from_static("no-store"),
+    );
+    response
 }
 
 /// The public health record: `queue` rounded up, no ledger call (see [`crate::health`]).

@@ -363,30 +363,39 @@ fn random_salt() -> u128 {
 fn batch_ops(
     shared: &RelayerState,
     batch: &[StoredRecord],
+    decoys: &[StoredRecord],
     nonce: u64,
 ) -> Result<(Vec<Operation>, Vec<BatchMember>), (usize, String)> {
-    let mut order: Vec<&StoredRecord> = batch.iter().collect();
+    // Decoys (`crate::decoys`) go among the records; only the records are members.
+    let mut order: Vec<(&StoredRecord, bool)> = batch
+        .iter()
+        .map(|r| (r, false))
+        .chain(decoys.iter().map(|d| (d, true)))
+        .collect();
     if !shared.cfg.leaks().arrival_order {
         order.shuffle(&mut OsRng);
     }
     let salts: Vec<u128> = order.iter().map(|_| random_salt()).collect();
     let keys = predict_entity_keys(shared.chain_id, shared.address, nonce, &salts);
-    let mut ops = Vec::with_capacity(batch.len() * 2 + 2);
+    let mut ops = Vec::with_capacity(order.len() * 2 + 2);
     let mut members = Vec::with_capacity(batch.len());
-    for (i, rec) in order.into_iter().enumerate() {
+    for (i, (rec, decoy)) in order.into_iter().enumerate() {
         let create = record_create(rec, salts[i]).map_err(|e| (i, e))?;
         ops.push(Operation::Create(create));
         ops.push(Operation::Transfer {
             key: keys[i],
             new_owner: rec.owner,
         });
+        if decoy {
+            continue;
+        }
         members.push(BatchMember {
             record_id: rec.id.clone(),
             salt: salts[i],
             entity_key: keys[i],
         });
     }
-    for c in spends_creates(batch, random_salt).map_err(|e| (0, e))? {
+    for c in spends_creates(batch.iter().chain(decoys), random_salt).map_err(|e| (0, e))? {
         ops.push(Operation::Create(c));
     }
     Ok((ops, members))
@@ -418,7 +427,8 @@ async fn build_and_send(
             return Outcome::NotSent;
         }
     };
-    let (ops, members) = match batch_ops(shared, batch, nonce) {
+    let decoys = crate::decoys::for_batch(shared, batch);
+    let (ops, members) = match batch_ops(shared, batch, &decoys, nonce) {
         Ok(v) => v,
         Err((_, reason)) => return Outcome::Reverted(reason),
     };
@@ -446,7 +456,11 @@ async fn build_and_send(
             return Outcome::NotSent;
         }
     };
-    finish_batch(shared, turn, batch_id, &tx, batch.len(), true, stop).await
+    let outcome = finish_batch(shared, turn, batch_id, &tx, batch.len(), true, stop).await;
+    if matches!(outcome, Outcome::Written) {
+        shared.metrics.decoys_written(decoys.len());
+    }
+    outcome
 }
 
 /// Broadcast a stored batch transaction until its receipt appears, then record the result.
@@ -636,7 +650,7 @@ pub(crate) async fn isolate(
     let mut offenders = 0usize;
     for rec in batch {
         let verdict = match shared.ledger.entity_nonce(shared.address).await {
-            Ok(nonce) => match batch_ops(shared, std::slice::from_ref(&rec), nonce) {
+            Ok(nonce) => match batch_ops(shared, std::slice::from_ref(&rec), &[], nonce) {
                 Err((_, why)) => Some(why),
                 Ok((ops, _)) => match turn.writer.prepare(&ops, None).await {
                     Err(LedgerError::Reverted(why)) => Some(why),

@@ -33,6 +33,7 @@
 //! | `QUEUE_CAPACITY` | `--queue-capacity` | 10000 | queued records, at most (503 beyond) |
 //! | `HEARTBEAT_MS` | `--heartbeat-ms` | 600000 | heartbeat interval |
 //! | `FLUSH_JITTER_MS` | `--flush-jitter-ms` | 1000 | each flush is delayed by a uniform random 0..=this many ms |
+//! | `DECOYS_MAX` | `--decoys-max` | 0 | each batch transaction gets a uniformly random 0..=this many decoy records of the relayer's own (`decoys`; 0 = none) |
 //! | `STATUS_RETENTION_MS` | `--status-retention-ms` | 3600000 | how long a finished status is kept |
 //! | `LEDGER_TIMEOUT_MS` | `--ledger-timeout-ms` | 5000 | one ledger request gives up after this long (then it is retried with jittered backoff) |
 //!
@@ -167,6 +168,9 @@ pub struct Batching {
     pub max_hold: Duration,
     /// Upper bound of the random flush delay (`FLUSH_JITTER_MS`).
     pub flush_jitter: Duration,
+    /// Decoy records per batch transaction, at most (`DECOYS_MAX`): each batch gets a uniformly
+    /// random number from 0 to this; 0 (the default) adds none.
+    pub decoys_max: usize,
 }
 
 impl Batching {
@@ -324,6 +328,8 @@ struct Cli {
     heartbeat_ms: Option<String>,
     #[arg(long, env = "FLUSH_JITTER_MS")]
     flush_jitter_ms: Option<String>,
+    #[arg(long, env = "DECOYS_MAX")]
+    decoys_max: Option<String>,
     #[arg(long, env = "STATUS_RETENTION_MS")]
     status_retention_ms: Option<String>,
     #[arg(long, env = "LEDGER_TIMEOUT_MS")]
@@ -498,6 +504,7 @@ impl RelayerConfig {
                 max_min_anonymity: 50,
                 max_hold: Duration::from_secs(600),
                 flush_jitter: Duration::from_secs(1),
+                decoys_max: 0,
             },
             tokens: TokenMode::Off,
             issuer: IssuerSettings {
@@ -759,6 +766,7 @@ impl RelayerConfig {
             0,
             60_000,
         )?;
+        c.batching.decoys_max = num("DECOYS_MAX", cli.decoys_max, c.batching.decoys_max, 0, 100)?;
         c.status_retention = millis(
             "STATUS_RETENTION_MS",
             cli.status_retention_ms,
@@ -895,6 +903,11 @@ mod tests {
         assert_eq!(c.issuer.max_new_apps, 20);
         assert_eq!(c.issuer.max_active_apps, 200);
         assert_eq!(c.issuer.requests_per_min, 60);
+        assert_eq!(c.batching.decoys_max, 0);
+        assert_eq!(
+            parse(&["--decoys-max", "5"]).unwrap().batching.decoys_max,
+            5
+        );
         let c = parse(&["--issuer-max-active-apps", "0"]).unwrap();
         assert_eq!(c.issuer.max_active_apps, 0);
         assert!(c.issuer.apps.is_empty());
@@ -940,6 +953,11 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("ISSUER_RATE_LIMIT_PER_MIN"), "{e}");
+        let e = parse(&["--decoys-max", "101"]).unwrap_err().to_string();
+        assert!(
+            e.contains("DECOYS_MAX") && e.contains("out of range"),
+            "{e}"
+        );
         let long = "x".repeat(129);
         let e = parse(&["--issuer-apps", &long]).unwrap_err().to_string();
         assert!(e.contains("ISSUER_APPS"), "{e}");

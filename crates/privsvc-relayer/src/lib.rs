@@ -56,13 +56,15 @@
 //! loop: applies the planner's actions), `batcher` (batch transactions), `reconcile` (restart),
 //! `writer` (the one serialized writer; settles transactions of unknown fate), `retry`
 //! (per-call retries and hedges, ledger health), `health` (heartbeats, retention, health record),
-//! `api` (HTTP), `validate` (400 checks), `tokencheck` (402/403), `ratelimit` (429),
+//! `decoys` (the relayer's own decoy records in each batch, `DECOYS_MAX`), `api` (HTTP),
+//! `status` (the one shape of status answers), `validate` (400 checks), `tokencheck` (402/403), `ratelimit` (429),
 //! `metrics` (Prometheus, on `METRICS_BIND` only).
 #![forbid(unsafe_code)]
 
 mod api;
 mod batcher;
 pub mod config;
+mod decoys;
 mod driver;
 mod entities;
 #[cfg(feature = "fuzzing")]
@@ -79,6 +81,7 @@ mod reconcile;
 mod retry;
 mod start;
 mod state;
+mod status;
 mod store;
 mod tokencheck;
 mod validate;

@@ -149,7 +149,7 @@ pub(crate) fn state(
         store,
         queue: Mutex::new(q),
         notify: Notify::new(),
-        metrics: metrics::Metrics::with_ledger(ledger.health),
+        metrics: metrics::Metrics::with_ledger(ledger.health).with_gateway(gateway.clone()),
         limiter: ratelimit::RateLimiter::new(config.limits.submissions_per_min),
         ledger: ledger.reader,
         writer: serialized.clone(),

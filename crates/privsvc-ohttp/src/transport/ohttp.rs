@@ -29,7 +29,7 @@ use async_trait::async_trait;
 use privsvc_ledger::LedgerReader;
 use privsvc_rt::http::{Fetch, ReqwestFetch};
 
-use crate::client::ohttp_call;
+use crate::client::{ohttp_call, relay_call, to_binary_request, Padding};
 use crate::ledger_heartbeats::{live_heartbeats, url_owner, DEFAULT_HEARTBEAT_INTERVAL};
 use crate::transport::{RelayerRequest, RelayerResponse, Transport, TransportError};
 use crate::{OhttpError, CALL_TIMEOUT};
@@ -51,6 +51,8 @@ pub struct OhttpTransport {
     reader: Option<Arc<dyn LedgerReader>>,
     heartbeat_interval: Duration,
     relayers: RwLock<HashMap<String, Known>>,
+    /// How request plaintexts are padded (the protocol's rule but for the lab's leaky setting).
+    padding: Padding,
 }
 
 impl std::fmt::Debug for OhttpTransport {
@@ -86,6 +88,7 @@ impl OhttpTransport {
             reader: None,
             heartbeat_interval: DEFAULT_HEARTBEAT_INTERVAL,
             relayers: RwLock::new(HashMap::new()),
+            padding: Padding::AtLeast(0),
         })
     }
 
@@ -105,6 +108,38 @@ impl OhttpTransport {
     pub fn with_heartbeat_interval(mut self, interval: Duration) -> Self {
         self.heartbeat_interval = interval;
         self
+    }
+
+    /// The attack lab's leaky setting (feature `lab-leaks`, never in a deployment): pad every
+    /// request, submissions included, to the smallest class that holds it, so that the size
+    /// of a submission shows its envelope's size class again.
+    #[cfg(feature = "lab-leaks")]
+    pub fn lab_small_submissions(mut self) -> Self {
+        self.padding = Padding::SmallestClass;
+        self
+    }
+
+    /// Send one dummy (cover traffic, [`crate::dummy`]) to `relayer_url` through the relay,
+    /// with the relayer's gateway key (known, or looked up as for any call): padded to at least
+    /// `request_class` bytes, its answer to the class holding `response_class` bytes (0: that
+    /// of a status answer).
+    pub async fn send_dummy(
+        &self,
+        relayer_url: &str,
+        request_class: usize,
+        response_class: usize,
+    ) -> Result<(), OhttpError> {
+        let url = normalize_relayer_url(relayer_url)?;
+        let key = self.gateway_key(&url).await?;
+        crate::dummy::send_dummy(
+            &self.relay_url,
+            &url,
+            &key,
+            request_class,
+            response_class,
+            self.fetch.as_ref(),
+        )
+        .await
     }
 
     /// Use `key_hex` (an `ohttpKey`) for `relayer_url` without looking at the ledger; a bound
@@ -233,8 +268,15 @@ impl OhttpTransport {
     ) -> Result<RelayerResponse, OhttpError> {
         let url = normalize_relayer_url(relayer_url)?;
         let key = self.gateway_key(&url).await?;
-        let answer = match ohttp_call(&self.relay_url, &url, &key, request, self.fetch.as_ref())
-            .await
+        let answer = match relay_call(
+            &self.relay_url,
+            &url,
+            &key,
+            &to_binary_request(&request),
+            self.padding,
+            self.fetch.as_ref(),
+        )
+        .await
         {
             // The gateway cannot open a well-formed request (its key changed), or the relay
             // says so: this call fails; the key is never looked up again by itself, and the

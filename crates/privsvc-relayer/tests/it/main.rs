@@ -6,6 +6,7 @@ mod adversary_measure;
 mod adversary_window;
 #[path = "../common/mod.rs"]
 mod common;
+mod cover;
 mod faults;
 mod fuzz_seeds;
 mod planner_model;
