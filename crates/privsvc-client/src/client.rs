@@ -46,6 +46,8 @@ pub struct PrivateClient {
     pub(crate) keys_isolated: bool,
     /// Tells writes waiting for the tail that one ran.
     pub(crate) tail: Arc<Ticks>,
+    /// The session's transport with its cover stream's slots.
+    pub(crate) cover: Arc<crate::cover::CoverTransport>,
     /// The client's own randomness for writes (delays, relayer choice, polls after `written`).
     pub(crate) rng: Arc<ClientRng>,
     /// The device store the session keeps its tokens, pins and scan cache in, natively (none
@@ -119,10 +121,14 @@ impl PrivateClient {
         }
         #[cfg(not(target_arch = "wasm32"))]
         let device_store = use_device_store(&mut options, vault.as_ref(), chain_id).await?;
-        let transport = match &options.transport {
+        let carrier = match &options.transport {
             Some(t) => t.clone(),
             None => crate::transport::default_transport(&options, reader.clone())?,
         };
+        // Every call of the session (relayers, issuers) takes a slot of the cover stream once
+        // the schedule starts (when the stream is on and the carrier sends dummies).
+        let cover = Arc::new(crate::cover::CoverTransport::new(carrier));
+        let transport: Arc<dyn Transport> = cover.clone();
         // One set of relayer pins for the session (and, with a persistent store, beyond).
         let pins = options.effective_relayer_pins();
         options.relayer_pins = Some(pins);
@@ -174,6 +180,7 @@ impl PrivateClient {
             chain_id,
             keys_isolated,
             tail: Arc::new(Ticks::new()),
+            cover,
             rng,
             scan_cache_state,
             #[cfg(not(target_arch = "wasm32"))]
@@ -208,6 +215,18 @@ impl PrivateClient {
             ClientRng::new(self.options.seed, Purpose::ScanTimer),
         ));
         self.keep(&scans);
+        if self.options.cover_per_minute > 0.0 {
+            let stream = privsvc_rt::spawn(crate::cover::run(
+                self.cover.clone(),
+                self.relayers.clone(),
+                crate::cover::CoverSettings {
+                    per_minute: self.options.cover_per_minute,
+                    submission_share: self.options.cover_submission_share,
+                },
+                ClientRng::new(self.options.seed, Purpose::Cover),
+            ));
+            self.keep(&stream);
+        }
         if self.tokens.fetches() {
             let infos = self
                 .relayers()

@@ -58,6 +58,7 @@
 mod cache;
 mod checks;
 mod client;
+mod cover;
 mod covers;
 mod create;
 #[cfg(not(target_arch = "wasm32"))]

@@ -22,6 +22,10 @@ pub const DEFAULT_RARITY_K: usize = 3;
 /// Default number of extra random batches fetched when reading.
 pub const DEFAULT_COVER_BATCHES: usize = 2;
 pub use privsvc_vault::DEFAULT_PROOF_TTL_SECONDS;
+/// Default rate of the cover stream, slots per minute (0: no cover stream).
+pub const DEFAULT_COVER_PER_MINUTE: f64 = 0.0;
+/// Default share of the cover stream's dummies padded to the submission class.
+pub const DEFAULT_COVER_SUBMISSION_SHARE: f64 = 0.1;
 /// Ledger block time in seconds (the constant BLOCK_TIME_SECONDS, docs/PROTOCOL.md §4).
 pub const BLOCK_TIME_SECONDS: u64 = 2;
 
@@ -213,6 +217,12 @@ pub struct ClientOptions {
     /// explicitly (`token_store`, `token_pins`, `relayer_pins`, `scan_cache`) are used instead
     /// of its parts.
     pub data_dir: Option<std::path::PathBuf>,
+    /// Slots per minute of the session's cover stream (docs/PROTOCOL.md §8.8): through an
+    /// OHTTP relay, an open session sends requests at the moments of a Poisson process of this
+    /// rate, real ones when they wait, padded dummies otherwise. 0 (the default): none.
+    pub cover_per_minute: f64,
+    /// The share of the cover stream's dummies padded to the submission class (default 0.1).
+    pub cover_submission_share: f64,
     /// Keep everything in memory for this session only (default false). Every session then
     /// starts with no tokens (each one's first write is a first spend the issuer can time), no
     /// pins (a stranger's heartbeat can make a relayer ambiguous) and no scan cache.
@@ -252,6 +262,8 @@ impl std::fmt::Debug for ClientOptions {
             .field("scan_cache", &self.scan_cache.is_some())
             .field("scan_cache_resume_blocks", &self.scan_cache_resume_blocks)
             .field("data_dir", &self.data_dir)
+            .field("cover_per_minute", &self.cover_per_minute)
+            .field("cover_submission_share", &self.cover_submission_share)
             .field("memory_stores", &self.memory_stores)
             .finish()
     }
@@ -294,6 +306,8 @@ impl ClientOptions {
             scan_cache: None,
             scan_cache_resume_blocks: crate::scan_cache::DEFAULT_RESUME_BLOCKS,
             data_dir: None,
+            cover_per_minute: DEFAULT_COVER_PER_MINUTE,
+            cover_submission_share: DEFAULT_COVER_SUBMISSION_SHARE,
             memory_stores: false,
         }
     }
@@ -472,6 +486,14 @@ impl ClientBuilder {
     /// directory; see [`ClientOptions::data_dir`]).
     pub fn data_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
         self.options.data_dir = Some(dir.into());
+        self
+    }
+    /// The cover stream: `per_minute` slots a minute through the OHTTP relay, a share
+    /// `submission_share` of the dummies in the submission class (see
+    /// [`ClientOptions::cover_per_minute`]).
+    pub fn cover(mut self, per_minute: f64, submission_share: f64) -> Self {
+        self.options.cover_per_minute = per_minute.max(0.0);
+        self.options.cover_submission_share = submission_share.clamp(0.0, 1.0);
         self
     }
     /// Keep tokens, pins and the scan cache in memory for this session only (see

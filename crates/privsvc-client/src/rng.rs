@@ -22,6 +22,8 @@ pub(crate) enum Purpose {
     Tokens = 5,
     /// The scans' timer (apart from the scans' own draws, which depend on what they find).
     ScanTimer = 6,
+    /// The cover stream's slots and dummies.
+    Cover = 7,
 }
 
 /// A random source shared by a client's tasks.

@@ -48,6 +48,10 @@ struct Options {
     token_min_age_ms: Option<u64>,
     /// The oldest ripening age of a token obtained in this session, ms (default an hour).
     token_max_ripe_ms: Option<u64>,
+    /// The cover stream's slots per minute through the OHTTP relay (default none).
+    cover_per_minute: Option<f64>,
+    /// The share of the cover stream's dummies in the submission class (default 0.1).
+    cover_submission_share: Option<f64>,
     /// With `allowOnDemand`, the longest a write waits for tokens it fetched to ripen, ms.
     token_ripe_wait_ms: Option<u64>,
     /// Let a write that finds no ripe token fetch tokens and spend one once ripe (a timing
@@ -279,6 +283,13 @@ impl RawClient {
             }
             if let Some(ms) = o.token_max_ripe_ms {
                 b = b.token_max_ripe_ms(ms);
+            }
+            if let Some(rate) = o.cover_per_minute {
+                b = b.cover(
+                    rate,
+                    o.cover_submission_share
+                        .unwrap_or(privsvc_client::options::DEFAULT_COVER_SUBMISSION_SHARE),
+                );
             }
             if let Some(ms) = o.token_ripe_wait_ms {
                 b = b.token_ripe_wait_ms(ms);

@@ -346,4 +346,17 @@ impl Transport for OhttpTransport {
     ) -> Result<(), TransportError> {
         Ok(self.bind(relayer_url, account, gateway_key)?)
     }
+
+    fn sends_dummies(&self) -> bool {
+        true
+    }
+
+    /// [`OhttpTransport::send_dummy`], its answer in the status answer's class.
+    async fn send_dummy(
+        &self,
+        relayer_url: &str,
+        request_class: usize,
+    ) -> Result<(), TransportError> {
+        Ok(OhttpTransport::send_dummy(self, relayer_url, request_class, 0).await?)
+    }
 }
