@@ -16,6 +16,7 @@ cd "$(dirname "$0")/.."
 
 # Every citation in code and documents points into the repository (docs/PROTOCOL.md §8.4 and
 # the like: scripts/check-citations.py says which forms it checks).
+python3 scripts/check-citations.py --self-test
 python3 scripts/check-citations.py
 
 stamp() { printf '\n==> %s (%s)\n' "$1" "$(date -u +%H:%M:%S)"; }
