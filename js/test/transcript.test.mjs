@@ -28,7 +28,7 @@ const SCAN_2 = 10000;
 const END = 12000;
 /** How far the same request of the two users may be apart in time, ms. */
 const TOLERANCE_MS = 1500;
-const FAST = { tailMs: [200, 500], statusTailMs: [0, 300], firstRefillMs: [0, 100], laterRefillMs: [2000, 4000] };
+const FAST = { tailMs: [200, 500], statusTailMs: [0, 300], firstRefillMs: [0, 100], laterRefillMs: [2000, 4000], scanMs: [300, 800], fetchAgeBlocks: [16, 16] };
 
 /** Block numbers and other quantities out of a request's text; addresses and hashes stay. */
 function normalize(text) {
@@ -85,6 +85,7 @@ async function runSession(seed) {
     delayMs: [0, 300],
     pollMs: 100,
     tokenMinAgeMs: 1000,
+    tokenMaxRipeMs: 1000,
     fetch: recording,
   });
   const at = (ms) => sleepUntil(started + ms);

@@ -60,6 +60,7 @@ mod checks;
 mod client;
 mod covers;
 mod create;
+pub mod device_seal;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod device_store;
 pub mod discover;
