@@ -11,7 +11,7 @@
 //   wallet). The default in browsers.
 // - fileTokenStore(dir) (Node.js): a directory (0700) holding one directory per store id with
 //   the files `tokens.sealed`, `pins.sealed` and `scan.sealed` (0600, each written to a new file
-//   under an unpredictable name and renamed over it), and `.lock`. The default in Node.js, under
+//   under an unpredictable name and renamed over it), and `.lock-node`. The default in Node.js, under
 //   `<data dir>/node` (the native client's data directory; Node.js keeps a directory of its
 //   own, since it cannot take the file lock the native client holds).
 // - memoryStore(): nothing kept; every session is a first spend (docs/PRIVACY.md).
@@ -283,12 +283,13 @@ function fileBackend(dir) {
         fs.mkdirSync(d, { recursive: true, mode: 0o700 });
         fs.chmodSync(d, 0o700);
       }
-      return lockDir(fs, paths.join(dir, id, '.lock'));
+      // Not the native client's `.lock` (a lock Node.js cannot take): a lock file of its own.
+      return lockDir(fs, paths.join(dir, id, '.lock-node'));
     },
   };
 }
 
-/** Takes `<store dir>/.lock` for this process (a stale lock of an ended process is taken over). */
+/** Takes `<store dir>/.lock-node` for this process (a stale lock of an ended process is taken over). */
 function lockDir(fs, file) {
   const pid = globalThis.process.pid;
   for (let attempt = 0; attempt < 2; attempt++) {

@@ -110,13 +110,13 @@ test('a store handle opens once per user, is shared in a process, and refuses an
   assert.equal(one.store, two.store, 'the clients of one process share the open store');
   h.add([token('notes', 1)]);
   assert.equal(two.store.list('notes').length, 1);
-  assert.deepEqual(readdirSync(join(dir, h.id)).sort(), ['.lock', 'tokens.sealed']);
+  assert.deepEqual(readdirSync(join(dir, h.id)).sort(), ['.lock-node', 'tokens.sealed']);
   await assert.rejects(openStore(h, storeSealer(KeyVault.random('notes').vault.scanCacheKey(), 31337, 'notes')), /open for another vault/);
   one.release();
-  assert.ok(readdirSync(join(dir, h.id)).includes('.lock'), 'held while a user is left');
+  assert.ok(readdirSync(join(dir, h.id)).includes('.lock-node'), 'held while a user is left');
   two.release();
   await new Promise((r) => setTimeout(r, 20));
-  assert.ok(!readdirSync(join(dir, h.id)).includes('.lock'));
+  assert.ok(!readdirSync(join(dir, h.id)).includes('.lock-node'));
   assert.equal(memoryStore().kind, 'memory');
   assert.throws(() => browserTokenStore(), (e) => e instanceof PrivsvcError && /IndexedDB/.test(e.message));
   assert.throws(() => fileTokenStore(''), PrivsvcError);

@@ -180,6 +180,7 @@ const idbHelpers = () => {
     const db = await open(name);
     if (!db) return [];
     try {
+      if (!db.objectStoreNames.contains('parts')) return [];
       const keys = await new Promise((ok) => {
         const r = db.transaction('parts').objectStore('parts').getAllKeys();
         r.onsuccess = () => ok(r.result);
@@ -620,7 +621,7 @@ try {
         const key = `0x${'9'.repeat(64)}`;
         const options = () => ({
           app: cfg.app, project: 'pin-poison', wallet: m.devWallet(key), publicClient: new URL('/rpc', location.href).href,
-          relayers: [relayer], schedule: cfg.schedule, tokenStore: m.browserTokenStore('poison'),
+          relayers: [relayer], tokenStore: m.browserTokenStore('poison'),
         });
         // The user's first session pins the relayer's URL to its real account.
         const first = await m.createPrivateClient(options());
