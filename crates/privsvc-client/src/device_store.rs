@@ -7,11 +7,12 @@
 //!
 //! Each part is a file of its own, its JSON sealed by [`crate::device_seal`] (`"PSVCDEV1" ||
 //! part (1 byte) || nonce (12) || AES-256-GCM-SIV(part key, nonce, JSON, aad = "PSVCDEV1" ||
-//! part || chain id (8, big-endian) || project)`). A file that does not open (another root, altered bytes, a planted file) is
-//! deleted with a warning and the part starts empty: never trusted. The scan cache seals itself
-//! the same way (`crate::scan_cache`). The directory's name is derived from the key too, so it
-//! names no wallet. One process at a time holds a directory (a lock file); clients of one
-//! process share it.
+//! part || chain id (8, big-endian) || project)`), as the JS package seals its stores. A file
+//! that does not open (another root, altered bytes, a planted file) is deleted with a warning
+//! and the part starts empty: never trusted. The scan cache seals itself the same way
+//! (`crate::scan_cache`). The directory's name is derived from the key too, so it names no
+//! wallet. One process at a time holds a directory (a lock file); clients of one process share
+//! it.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
