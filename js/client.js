@@ -152,7 +152,7 @@ export async function createPrivateClient(options = {}) {
   const stores = await deviceStores(o, vault, reader);
   const scanCache = scanCacheAdapter(o.scanCache, stores.scanCache);
   const source = tokens && tokens.sourceOf ? await tokens.sourceOf() : undefined;
-  const custom = tokens && !tokens.sourceOf && isTokenSource(tokens) ? tokens : undefined;
+  const custom = tokens && !tokens.sourceOf && isTokenSource(tokens) ? boundedSource(tokens) : undefined;
   const rustStore = new raw.RawTokenStore(stores.tokenStore);
   // `create` takes its own reference to the store at once: the JS handle is freed right after.
   const created = raw.RawClient.create(
@@ -366,6 +366,40 @@ export async function ohttpCall(relayUrl, target, gatewayKey, { method = 'GET', 
   let bytes;
   if (body !== undefined) bytes = typeof body === 'string' ? new TextEncoder().encode(body) : body instanceof Uint8Array ? body : new TextEncoder().encode(JSON.stringify(body));
   return rust(raw.rawOhttpCall(relayUrl, target, gatewayKey, method, path, bytes, fetchAdapter(fetch)));
+}
+
+/** How long a caller's token source may take to answer `take`, ms: it never waits for a token. */
+const TOKEN_TAKE_LIMIT_MS = 1000;
+
+/**
+ * A caller's TokenSource as the client calls it: `take(app, requestedMs)` answers within
+ * TOKEN_TAKE_LIMIT_MS, else counts as no token (with a warning); a token it hands out later is
+ * put back. A source that waits for a token to ripen would spend it the moment it ripens, which
+ * tells the issuer when it was issued.
+ */
+function boundedSource(source) {
+  return {
+    take(app, requestedMs) {
+      let late = false;
+      let timer;
+      const answer = Promise.resolve(source.take(app, requestedMs));
+      const limit = new Promise((resolve) => {
+        timer = setTimeout(() => {
+          late = true;
+          console.warn(`privsvc: the token source did not answer take() within ${TOKEN_TAKE_LIMIT_MS} ms; the write goes on as with no token (a source never waits for a token)`);
+          resolve(null);
+        }, TOKEN_TAKE_LIMIT_MS);
+      });
+      answer
+        .then((token) => {
+          if (late && token) return source.putBack(app, token);
+          return undefined;
+        })
+        .catch(() => {});
+      return Promise.race([answer, limit]).finally(() => clearTimeout(timer));
+    },
+    putBack: (app, token) => source.putBack(app, token),
+  };
 }
 
 /** Whether `x` is a caller's TokenSource: `take(app)` and `putBack(app, token)`. */

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 
-import { createPrivateClient, devWallet, fileTokenStore, KeyVault, PrivsvcError, TokenWallet } from 'privsvc';
+import { createPrivateClient, devWallet, fileTokenStore, KeyVault, NoTokenReady, PrivsvcError, TokenWallet } from 'privsvc';
 
 const env = process.env;
 const skip = env.PRIVSVC_RPC_URL && env.PRIVSVC_RELAYER_A && env.PRIVSVC_RELAYER_B ? false : 'needs the local stack: run scripts/js-test.sh';
@@ -264,5 +264,34 @@ test('a token source is told when the write was requested (take(app, requestedMs
     assert.equal(tokens.available(APP), 1);
   } finally {
     c.close();
+  }
+  // A source that waits (for a token to ripen, say) is not waited for: the write goes on as
+  // with no token, and the token it hands out late is put back.
+  const returned = [];
+  const waiting = {
+    take: (app, requestedMs) => new Promise((resolve) => setTimeout(() => resolve(source.take(app, requestedMs + 10000)), 3000)),
+    putBack: async (app, token) => {
+      returned.push(token.nonce);
+      await source.putBack(app, token);
+    },
+  };
+  const d = await createPrivateClient({
+    app: APP, vault: KeyVault.random(APP).vault, publicClient: env.PRIVSVC_RPC_URL, relayers: [env.PRIVSVC_RELAYER_A],
+    tokens: waiting, delayMs: [0, 0], pollMs: 250, rarityK: 0, memoryStores: true, schedule: QUIET,
+  });
+  const warn = console.warn;
+  const warnings = [];
+  console.warn = (m) => warnings.push(String(m));
+  try {
+    const t0 = Date.now();
+    await assert.rejects(d.createEntity({ payload: new TextEncoder().encode('not waited for'), contentType: 'text/plain', expires: 3600 }), NoTokenReady);
+    assert.ok(Date.now() - t0 < 2500, `the write waited ${Date.now() - t0} ms for the source`);
+    assert.ok(warnings.some((w) => /did not answer take\(\) within 1000 ms/.test(w)), warnings.join('\n'));
+    await new Promise((r) => setTimeout(r, 3000));
+    assert.equal(returned.length, 1, 'the late token was put back');
+    assert.equal(tokens.available(APP), 1);
+  } finally {
+    console.warn = warn;
+    d.close();
   }
 });
