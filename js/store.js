@@ -215,7 +215,12 @@ function idbBackend(dbName) {
       let result;
       try {
         result = await fn(tx);
-        if (typeof t.commit === 'function') t.commit();
+        try {
+          // Sooner than the automatic commit; a transaction that already finished throws.
+          if (typeof t.commit === 'function') t.commit();
+        } catch {
+          // Committed already.
+        }
       } catch (e) {
         try {
           t.abort();
@@ -346,6 +351,8 @@ class OpenStore {
   #watched = new Set();
   #endAlive = () => {};
   #unlock = () => {};
+  /** Aborts the watches of other instances when this one ends. */
+  #ending = new AbortController();
   /** The parts discarded when they did not open (`tokens`, `pins`, a lease). */
   discarded = [];
 
@@ -466,8 +473,10 @@ class OpenStore {
   #watch(x) {
     this.#watched.add(x);
     this.#locks
-      .request(this.#lockName(`alive:${x}`), () => this.#maintain([x]))
-      .catch((e) => warn(`a closed tab's tokens could not be taken over (${e && e.message})`))
+      .request(this.#lockName(`alive:${x}`), { signal: this.#ending.signal }, () => this.#maintain([x]))
+      .catch((e) => {
+        if (!this.#ending.signal.aborted) warn(`a closed tab's tokens could not be taken over (${e && e.message})`);
+      })
       .finally(() => this.#watched.delete(x));
   }
 
@@ -536,6 +545,7 @@ class OpenStore {
       this.#unlock();
       return;
     }
+    this.#ending.abort();
     await this.flush();
     this.#endAlive();
     this.#unlock();
