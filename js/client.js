@@ -150,8 +150,15 @@ export async function createPrivateClient(options = {}) {
     scanCacheResumeBlocks: o.scanCacheResumeBlocks,
   };
   const stores = await deviceStores(o, vault, reader);
-  const scanCache = scanCacheAdapter(o.scanCache, stores.scanCache);
-  const source = tokens && tokens.sourceOf ? await tokens.sourceOf() : undefined;
+  let scanCache;
+  let source;
+  try {
+    scanCache = scanCacheAdapter(o.scanCache, stores.scanCache);
+    source = tokens && tokens.sourceOf ? await tokens.sourceOf() : undefined;
+  } catch (e) {
+    if (stores.release) stores.release();
+    throw e;
+  }
   const custom = tokens && !tokens.sourceOf && isTokenSource(tokens) ? boundedSource(tokens) : undefined;
   const rustStore = new raw.RawTokenStore(stores.tokenStore);
   // `create` takes its own reference to the store at once: the JS handle is freed right after.
