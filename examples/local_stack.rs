@@ -75,6 +75,9 @@ fn demo_schedule_js() -> serde_json::Value {
         "refillBelow": s.refill_below,
         "firstRefillMs": ms(s.first_refill),
         "laterRefillMs": ms(s.later_refill),
+        "scanMs": ms(s.scan),
+        "fetchAgeBlocks": [s.fetch_age_blocks.0, s.fetch_age_blocks.1],
+        "statusHorizonRounds": [s.status_horizon_rounds.0, s.status_horizon_rounds.1],
     })
 }
 

@@ -144,12 +144,17 @@ case "$STACK_PROFILE" in
   *) echo "PRIVSVC_JS_STACK_PROFILE must be release, dev or prebuilt"; exit 1 ;;
 esac
 STACK_LOG=$(mktemp)
+# The device stores of the test clients (JS and the Rust command-line client): a temporary data
+# directory, not the user's.
+PRIVSVC_DATA_DIR=$(mktemp -d)
+export PRIVSVC_DATA_DIR
 "$EXAMPLES/local_stack" --serve >"$STACK_LOG" 2>&1 &
 STACK_PID=$!
 cleanup() {
   kill -INT "$STACK_PID" 2>/dev/null || true
   wait "$STACK_PID" 2>/dev/null || true
   rm -f "$STACK_LOG"
+  rm -rf "$PRIVSVC_DATA_DIR"
 }
 trap cleanup EXIT
 for _ in $(seq 1 600); do

@@ -5,51 +5,36 @@
 //! chain and project under a data directory ([`default_data_dir`]); in the JS package the
 //! browser's IndexedDB plays its part.
 //!
-//! Each part is a file of its own, `"PSVCDEV1" || part (1 byte) || nonce (12) ||
-//! AES-256-GCM-SIV(part key, nonce, JSON, aad = "PSVCDEV1" || part || chain id (8, big-endian)
-//! || project)`, where the part key is `HKDF-SHA256(store key, info = "privsvc device store
-//! v1" || part)`. A file that does not open (another root, altered bytes, a planted file) is
-//! deleted with a warning and the part starts empty: never trusted. The scan cache seals itself
-//! the same way (`crate::scan_cache`). The directory's name is derived from the key too, so it
-//! names no wallet. One process at a time holds a directory (a lock file); clients of one
-//! process share it.
+//! Each part is a file of its own, its JSON sealed by [`crate::device_seal`] (`"PSVCDEV1" ||
+//! part (1 byte) || nonce (12) || AES-256-GCM-SIV(part key, nonce, JSON, aad = "PSVCDEV1" ||
+//! part || chain id (8, big-endian) || project)`), as the JS package seals its stores. A file
+//! that does not open (another root, altered bytes, a planted file) is deleted with a warning
+//! and the part starts empty: never trusted. The scan cache seals itself the same way
+//! (`crate::scan_cache`). The directory's name is derived from the key too, so it names no
+//! wallet. One process at a time holds a directory (a lock file); clients of one process share
+//! it.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
 
-use aes_gcm_siv::aead::{Aead, KeyInit, Payload};
-use aes_gcm_siv::{Aes256GcmSiv, Nonce};
 use alloy_primitives::Address;
-use hmac::{Hmac, Mac};
 use privsvc_tokens::{KeyPins, RelayerPins, StoredToken, TokenError, TokenStore};
-use rand::RngCore;
 use serde::{Deserialize, Serialize};
-use sha2::Sha256;
 use zeroize::Zeroizing;
 
+use crate::device_seal::{Part, PartSealer};
 use crate::error::PrivsvcError;
 use crate::scan_cache::FileScanCache;
 
-/// The first bytes of a sealed part.
-const MAGIC: &[u8; 8] = b"PSVCDEV1";
-const NONCE_BYTES: usize = 12;
 /// The environment variable that names the data directory.
 pub const DATA_DIR_ENV: &str = "PRIVSVC_DATA_DIR";
 
-/// The parts of a device store.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Part {
-    Tokens = 1,
-    Pins = 2,
-}
-
-impl Part {
-    fn file(self) -> &'static str {
-        match self {
-            Part::Tokens => "tokens.sealed",
-            Part::Pins => "pins.sealed",
-        }
+/// The file of a part.
+fn file_of(part: Part) -> &'static str {
+    match part {
+        Part::Tokens => "tokens.sealed",
+        _ => "pins.sealed",
     }
 }
 
@@ -89,8 +74,7 @@ pub struct OpenReport {
 
 struct Inner {
     dir: PathBuf,
-    key: Zeroizing<[u8; 32]>,
-    aad_tail: Vec<u8>,
+    sealer: PartSealer,
     tokens: Mutex<Vec<StoredToken>>,
     pins: Mutex<PinsFile>,
     _lock: std::fs::File,
@@ -119,23 +103,6 @@ fn open_stores() -> &'static Mutex<HashMap<PathBuf, Weak<Inner>>> {
     OPEN.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
-fn hkdf(key: &[u8; 32], info: &[u8]) -> Zeroizing<[u8; 32]> {
-    let mut out = Zeroizing::new([0u8; 32]);
-    hkdf::Hkdf::<Sha256>::new(None, key)
-        .expand(info, out.as_mut())
-        .expect("32 bytes is a valid HKDF length");
-    out
-}
-
-/// The directory name of a store: derived from its key, chain and project (names no wallet).
-fn dir_name(key: &[u8; 32], chain_id: u64, project: &str) -> String {
-    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key).expect("any key length");
-    mac.update(b"privsvc device store id v1");
-    mac.update(&chain_id.to_be_bytes());
-    mac.update(project.as_bytes());
-    hex::encode(&mac.finalize().into_bytes()[..16])
-}
-
 impl DeviceStore {
     /// Opens (or creates) the store of `store_key` (the vault's scan-cache key) for `project`
     /// on `chain_id` under `data_dir`. Fails when the directory cannot be created or another
@@ -146,8 +113,8 @@ impl DeviceStore {
         chain_id: u64,
         project: &str,
     ) -> Result<DeviceStore, PrivsvcError> {
-        let key = hkdf(store_key, b"privsvc device store v1");
-        let dir = data_dir.join(dir_name(&key, chain_id, project));
+        let sealer = PartSealer::new(store_key, chain_id, project);
+        let dir = data_dir.join(sealer.store_id());
         let mut open = open_stores().lock().unwrap_or_else(|p| p.into_inner());
         if let Some(inner) = open.get(&dir).and_then(Weak::upgrade) {
             return Ok(DeviceStore {
@@ -163,13 +130,10 @@ impl DeviceStore {
                 dir.display()
             ))
         })?;
-        let mut aad_tail = chain_id.to_be_bytes().to_vec();
-        aad_tail.extend_from_slice(project.as_bytes());
         let mut report = OpenReport::default();
         let mut inner = Inner {
             dir: dir.clone(),
-            key,
-            aad_tail,
+            sealer,
             tokens: Mutex::new(Vec::new()),
             pins: Mutex::new(PinsFile::default()),
             _lock: lock,
@@ -219,28 +183,15 @@ fn store_error(path: &Path, e: impl std::fmt::Display) -> PrivsvcError {
 }
 
 impl Inner {
-    fn part_key(&self, part: Part) -> Zeroizing<[u8; 32]> {
-        let mut info = b"privsvc device store v1".to_vec();
-        info.push(part as u8);
-        hkdf(&self.key, &info)
-    }
-
-    fn aad(&self, part: Part) -> Vec<u8> {
-        let mut aad = MAGIC.to_vec();
-        aad.push(part as u8);
-        aad.extend_from_slice(&self.aad_tail);
-        aad
-    }
-
     /// The part's content, when its file exists and opens; a file that does not open is
     /// deleted (with a warning, and noted in `report`).
     fn load<T: for<'de> Deserialize<'de>>(&self, part: Part, report: &mut OpenReport) -> Option<T> {
-        let path = self.dir.join(part.file());
+        let path = self.dir.join(file_of(part));
         let sealed = match std::fs::read(&path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
             Err(e) => {
-                tracing::warn!(file = part.file(), error = %e, "a device store file cannot be read; starting it empty");
+                tracing::warn!(file = file_of(part), error = %e, "a device store file cannot be read; starting it empty");
                 return None;
             }
         };
@@ -248,10 +199,10 @@ impl Inner {
             Some(value) => Some(value),
             None => {
                 tracing::warn!(
-                    file = part.file(),
+                    file = file_of(part),
                     "a device store file does not open under this vault's key; discarding it"
                 );
-                report.discarded.push(part.file());
+                report.discarded.push(file_of(part));
                 let _ = std::fs::remove_file(&path);
                 None
             }
@@ -259,25 +210,7 @@ impl Inner {
     }
 
     fn open_part<T: for<'de> Deserialize<'de>>(&self, part: Part, sealed: &[u8]) -> Option<T> {
-        let head = MAGIC.len() + 1 + NONCE_BYTES;
-        if sealed.len() < head
-            || &sealed[..MAGIC.len()] != MAGIC
-            || sealed[MAGIC.len()] != part as u8
-        {
-            return None;
-        }
-        let key = self.part_key(part);
-        let plain = Zeroizing::new(
-            Aes256GcmSiv::new(key.as_ref().into())
-                .decrypt(
-                    Nonce::from_slice(&sealed[MAGIC.len() + 1..head]),
-                    Payload {
-                        msg: &sealed[head..],
-                        aad: &self.aad(part),
-                    },
-                )
-                .ok()?,
-        );
+        let plain = self.sealer.open(part, sealed)?;
         serde_json::from_slice(&plain).ok()
     }
 
@@ -286,23 +219,8 @@ impl Inner {
         let plain = Zeroizing::new(
             serde_json::to_vec(value).map_err(|e| TokenError::Store(format!("encode: {e}")))?,
         );
-        let key = self.part_key(part);
-        let mut nonce = [0u8; NONCE_BYTES];
-        rand::rngs::OsRng.fill_bytes(&mut nonce);
-        let sealed = Aes256GcmSiv::new(key.as_ref().into())
-            .encrypt(
-                Nonce::from_slice(&nonce),
-                Payload {
-                    msg: &plain,
-                    aad: &self.aad(part),
-                },
-            )
-            .map_err(|_| TokenError::Store("cannot seal".into()))?;
-        let mut out = MAGIC.to_vec();
-        out.push(part as u8);
-        out.extend_from_slice(&nonce);
-        out.extend_from_slice(&sealed);
-        let path = self.dir.join(part.file());
+        let out = self.sealer.seal(part, &plain);
+        let path = self.dir.join(file_of(part));
         crate::private_fs::write_atomically(&path, &out)
             .map_err(|e| TokenError::Store(format!("{}: {e}", path.display())))
     }

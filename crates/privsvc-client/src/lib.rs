@@ -61,6 +61,7 @@ mod client;
 mod cover;
 mod covers;
 mod create;
+pub mod device_seal;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod device_store;
 pub mod discover;

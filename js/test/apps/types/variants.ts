@@ -16,6 +16,7 @@ import {
 } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import {
+  browserTokenStore,
   createPrivateClient,
   devWallet,
   KeyVault,
@@ -69,7 +70,26 @@ const either = await vaultFromWallet(injected, 'notes', { isolateKeys: true, wor
 await createPrivateClient({ app: 'notes', vault: either, publicClient: reader });
 console.log(vaults, isolated, inPage);
 
+// Revision 4: stores, a token source told when the write was requested, records' `verified`.
+const rev4 = await createPrivateClient({
+  app: 'notes',
+  wallet: local,
+  publicClient: reader,
+  memoryStores: true,
+  allowWalletRpc: false,
+  tokenMaxRipeMs: 3600000,
+  schedule: { scanMs: [60000, 180000], fetchAgeBlocks: [32, 900], statusHorizonRounds: [1, 3] },
+  tokens: { take: async (_app: string, _requestedMs?: number) => null, putBack: async () => {} },
+});
+const written: number = (await rev4.createEntity({ payload: new Uint8Array(), contentType: 'text/plain', expires: 3600 })).block;
+const unverified: boolean = (await rev4.myEntities())[0].verified;
+const sealed = browserTokenStore('notes');
+const storeId: string | undefined = sealed.id;
+console.log(written, unverified, storeId, rev4.deviceStore.discarded);
+
 // What the declarations must refuse.
+// @ts-expect-error memoryStores is a boolean
+await createPrivateClient({ app: 'notes', wallet: local, memoryStores: 'yes' });
 // @ts-expect-error a number is no wallet
 await createPrivateClient({ app: 'notes', wallet: 42 });
 // @ts-expect-error `app` is required
