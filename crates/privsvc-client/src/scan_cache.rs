@@ -140,6 +140,13 @@ pub enum ScanCacheState {
         /// The resume block: the first listing named the records created after it.
         block: u64,
     },
+    /// The stored listing lacked the attribute values this session needs: the session listed
+    /// from the start and kept the user's records (verified, and written on this device) from
+    /// it.
+    Relisted {
+        /// Why.
+        reason: &'static str,
+    },
     /// The stored cache did not open and was deleted: the session listed from the start.
     Discarded {
         /// Why.
@@ -197,7 +204,17 @@ impl ScanCache {
                 let block = cache.block.unwrap_or_default();
                 return (Some(cache), ScanCacheState::Resumed { block });
             }
-            Ok(_) => "it has no attributes and this session checks rarity",
+            Ok(mut cache) => {
+                // The listing lacks the attribute values this session counts rarity on: list
+                // again from the start, keeping what this device knows of the user's records.
+                cache.reset();
+                let reason = "its listing has no attribute values and this session checks rarity";
+                tracing::warn!(
+                    reason,
+                    "listing the project again; the user's records are kept"
+                );
+                return (Some(cache), ScanCacheState::Relisted { reason });
+            }
             Err(Discarded::Version) => "it is not of this version",
             Err(Discarded::Key) => "it does not open under this vault's key",
             Err(Discarded::Content) => "its content is malformed",
@@ -309,6 +326,63 @@ impl ScanCacheStore for FileScanCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A store in memory.
+    struct Memory(std::sync::Mutex<Option<Vec<u8>>>);
+
+    #[async_trait]
+    impl ScanCacheStore for Memory {
+        async fn load(&self) -> Result<Option<Vec<u8>>, PrivsvcError> {
+            Ok(self.0.lock().unwrap().clone())
+        }
+        async fn save(&self, sealed: Vec<u8>) -> Result<(), PrivsvcError> {
+            *self.0.lock().unwrap() = Some(sealed);
+            Ok(())
+        }
+        async fn clear(&self) -> Result<(), PrivsvcError> {
+            *self.0.lock().unwrap() = None;
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_listing_without_attributes_is_listed_again_and_the_users_records_are_kept() {
+        let store = Arc::new(Memory(std::sync::Mutex::new(None)));
+        let key = privsvc_vault::kdf::Secret32::new([5; 32]);
+        let cache = ScanCache::new(store.clone(), key.clone(), 7, "notes", 1);
+        let mut listing = EntityCache::default();
+        listing.finish_listing(40);
+        listing.scanned = true;
+        let record = crate::record::MyRecord {
+            key: alloy_primitives::B256::repeat_byte(1),
+            entity_key: alloy_primitives::B256::repeat_byte(1),
+            owner: alloy_primitives::Address::repeat_byte(2),
+            creator: alloy_primitives::Address::repeat_byte(3),
+            app: "notes".into(),
+            content_type: "text/plain".into(),
+            data: b"mine".to_vec(),
+            encrypted: false,
+            attributes: privsvc_attributes::Attributes::new(),
+            created_at: 30,
+            expires_at: 1_000,
+            exp_seconds: 3_600,
+            envelope: "{}".into(),
+            record_ref: privsvc_vault::RecordRef([4; 16]),
+            verified: false,
+        };
+        listing.add_own_write(record.clone());
+        cache.save(&listing).await;
+        // A session that checks rarity needs attribute values the listing lacks.
+        let again = ScanCache::new(store, key, 7, "notes", 1);
+        let (loaded, state) = again.load(true).await;
+        assert!(
+            matches!(state, ScanCacheState::Relisted { .. }),
+            "{state:?}"
+        );
+        let loaded = loaded.expect("the user's records are kept");
+        assert_eq!(loaded.block, None, "the listing starts over");
+        assert_eq!(loaded.mine.get(&record.entity_key), Some(&record));
+    }
 
     #[test]
     fn resume_blocks_are_coarse() {
