@@ -62,7 +62,9 @@
 
 mod api;
 mod batcher;
+mod clock;
 pub mod config;
+mod diskspace;
 mod driver;
 mod entities;
 #[cfg(feature = "fuzzing")]
@@ -99,8 +101,12 @@ pub mod testing {
         pub use crate::planner::*;
     }
     pub use crate::queue::{PlanParams, Queue};
-    pub use crate::state::now_ms;
-    pub use crate::store::StoredRecord;
+    pub use crate::store::{StoreFault, StoredRecord};
+
+    /// The system's wall clock, Unix epoch ms (what tests seal envelopes with).
+    pub fn now_ms() -> u64 {
+        crate::Clock::system().wall_ms()
+    }
     pub use crate::tokencheck::PINS_FILE;
     pub use crate::writer::SETTLE_ROUNDS;
 }
@@ -114,8 +120,8 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 pub use config::{
-    AttestationCodes, Batching, ConfigError, IssuerSettings, Limits, OhttpSeed, RelayerConfig,
-    RelayerKey, TokenMode,
+    AttestationCodes, Batching, Clock, ConfigError, IssuerSettings, Limits, OhttpSeed,
+    RelayerConfig, RelayerKey, TokenMode,
 };
 pub use health::Health;
 pub use store::StoreError;
@@ -216,7 +222,8 @@ impl Relayer {
         config.validate()?;
         let ledger = start::retrying_ledger(&config, ledger, writer).await?;
         let store = store::Store::open(&config.data_dir)?;
-        let restored = start::Restored::load(&store)?;
+        let time = start::timeline(&config, &store)?;
+        let restored = start::Restored::load(&store, &time).await?;
         let listener = tokio::net::TcpListener::bind(config.bind)
             .await
             .map_err(|e| RelayerError::Bind(config.bind, e))?;
@@ -227,7 +234,7 @@ impl Relayer {
             shared,
             serialized,
             gateway,
-        } = start::state(config, ledger, store, restored, local_addr)?;
+        } = start::state(config, ledger, store, restored, time, local_addr)?;
         // The health record's ledger check, read once before serving and then in the
         // background (never per request).
         health::refresh_ledger_check(&shared).await;
@@ -324,6 +331,13 @@ impl Relayer {
                 let _ = t.await;
             }
         }
+    }
+
+    /// Put a fault on the queue database's writer (tests of a full disk or a read-only file;
+    /// not part of the API).
+    #[doc(hidden)]
+    pub async fn set_store_fault(&self, fault: testing::StoreFault) -> Result<(), StoreError> {
+        self.shared.store.set_fault(fault).await
     }
 
     /// Stop every task at once, without any clean-up (simulates a crash in tests).

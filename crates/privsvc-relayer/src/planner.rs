@@ -46,11 +46,13 @@ pub enum Action {
     /// Build and send one batch with these records (oldest first; the batch puts them in a
     /// random order), after the flush jitter.
     Flush(Vec<String>),
-    /// Nothing to do until this time (epoch ms; `None`: until a record arrives).
+    /// Nothing to do until this time (timeline ms, [`crate::clock::Timeline`]; `None`: until a
+    /// record arrives).
     Sleep(Option<u64>),
 }
 
-/// What the scheduler does next. Costs what [`Queue::plan`] costs.
+/// What the scheduler does next at `now_ms` on the relayer's timeline (monotonic, never the
+/// wall clock). Costs what [`Queue::plan`] costs.
 pub fn plan(queue: &Queue, now_ms: u64, params: &PlanParams, chain: &ChainView) -> Action {
     if !chain.reconciled {
         return Action::Reconcile;
