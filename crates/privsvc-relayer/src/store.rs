@@ -357,7 +357,13 @@ fn quick_check(conn: &Connection, path: &Path) -> Result<(), StoreError> {
             stmt.query_map([], |r| r.get::<_, String>(0))?
                 .collect::<Result<_, _>>()
         })
-        .map_err(|e| damaged_file(path, e))?;
+        .map_err(|e| match damaged_file(path, e) {
+            StoreError::Corrupt { path, detail } => StoreError::Corrupt {
+                path,
+                detail: format!("PRAGMA quick_check: {detail}"),
+            },
+            other => other,
+        })?;
     if lines.len() == 1 && lines[0] == "ok" {
         return Ok(());
     }
@@ -1062,40 +1068,74 @@ fn writer_loop(
             }
         }
         let mut replies: Vec<CommandReply> = Vec::new();
-        let mut failure = None;
+        let mut failure: Option<String> = None;
         let changes_before = conn.total_changes();
-        let result = (|| -> Result<(), rusqlite::Error> {
-            let mut tx = conn.transaction()?;
-            for cmd in group {
+        let result = (|| -> Result<(), String> {
+            let mut tx = conn.transaction().map_err(|e| e.to_string())?;
+            let mut rest = group.into_iter();
+            for cmd in rest.by_ref() {
                 let (reply, storage_failure) = execute_command(&mut tx, cmd);
                 if failure.is_none() {
                     failure = storage_failure;
                 }
                 replies.push(reply);
+                if tx.is_autocommit() {
+                    // SQLite rolled the whole transaction back (a full disk, an I/O error):
+                    // nothing of the group is stored, and the rest must not run outside it.
+                    break;
+                }
             }
-            tx.commit()
+            if tx.is_autocommit() {
+                let why = failure
+                    .clone()
+                    .unwrap_or_else(|| "the transaction was rolled back".into());
+                for cmd in rest {
+                    replies.push(refuse(cmd));
+                }
+                return Err(why);
+            }
+            tx.commit().map_err(|e| e.to_string())
         })();
         commits.fetch_add(1, Ordering::Relaxed);
         match (&result, failure) {
-            (Err(e), _) => health.failed(e.to_string()),
-            (Ok(()), Some(why)) => health.failed(why),
+            // A command's own failure says more than the commit's.
+            (Err(_), Some(why)) | (Ok(()), Some(why)) => health.failed(why),
+            (Err(e), None) => health.failed(e.clone()),
             (Ok(()), None) if conn.total_changes() != changes_before => health.wrote(),
             (Ok(()), None) => {}
         }
-        let err = result.err().map(StoreError::Sqlite);
+        let err = result.err();
         for reply in replies {
-            reply(err.as_ref());
+            reply(err.as_deref());
         }
     }
 }
 
-/// Sends a command's answer once its group commit is known (the commit's error, if any,
-/// replaces the answer).
-type CommandReply = Box<dyn FnOnce(Option<&StoreError>)>;
-
-fn closed(e: &StoreError) -> StoreError {
-    StoreError::Commit(e.to_string())
+/// The answer of a command that was not run because its group's transaction was rolled back
+/// (the reply then carries the group's error).
+fn refuse(cmd: StoreCommand) -> CommandReply {
+    fn no<T: Send + 'static>(reply: oneshot::Sender<Result<T, StoreError>>) -> CommandReply {
+        Box::new(move |err: Option<&str>| {
+            let why = err.unwrap_or("the transaction was rolled back");
+            let _ = reply.send(Err(StoreError::Commit(why.to_string())));
+        })
+    }
+    match cmd {
+        StoreCommand::Insert(_, reply) => no(reply),
+        StoreCommand::SaveBatch { reply, .. } => no(reply),
+        StoreCommand::BatchWritten { reply, .. }
+        | StoreCommand::BatchDropped { reply, .. }
+        | StoreCommand::SetRecord { reply, .. }
+        | StoreCommand::SetMeta(_, _, reply)
+        | StoreCommand::FailRow { reply, .. }
+        | StoreCommand::Fault(_, reply) => no(reply),
+        StoreCommand::Prune { reply, .. } => no(reply),
+    }
 }
+
+/// Sends a command's answer once its group commit is known (the group's error, if any,
+/// replaces the answer: nothing of the group was stored).
+type CommandReply = Box<dyn FnOnce(Option<&str>)>;
 
 /// The answer to a command once its group commit is known, and the command's own storage
 /// failure (disk full, I/O error), if it had one.
@@ -1109,9 +1149,9 @@ fn reply_with<T: Send + 'static>(
         Err(e) if e.is_storage_failure() => Some(e.to_string()),
         _ => None,
     };
-    let answer: CommandReply = Box::new(move |commit_err: Option<&StoreError>| {
-        let _ = match commit_err {
-            Some(e) => reply.send(Err(closed(e))),
+    let answer: CommandReply = Box::new(move |group_err: Option<&str>| {
+        let _ = match group_err {
+            Some(e) => reply.send(Err(StoreError::Commit(e.to_string()))),
             None => reply.send(result),
         };
     });

@@ -8,5 +8,6 @@ mod adversary_window;
 mod common;
 mod faults;
 mod fuzz_seeds;
+mod machine;
 mod planner_model;
 mod relayer;
