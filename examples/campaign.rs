@@ -452,7 +452,8 @@ struct Run {
     ctl: Arc<Control>,
     tally: Arc<Tally>,
     http: reqwest::Client,
-    own: Vec<(Address, Expect)>,
+    /// The campaign's own records: owner, what must become of it, phase.
+    own: Vec<(Address, Expect, usize)>,
     notes: Vec<PhaseNote>,
     failed: Vec<String>,
     tmpfs: Option<Tmpfs>,
@@ -509,7 +510,8 @@ impl Run {
         if status.as_u16() != 202 {
             bail!("a campaign record was refused: {status} {v}");
         }
-        self.own.push((owner, expect));
+        self.own
+            .push((owner, expect, self.ctl.phase.load(Ordering::SeqCst)));
         Ok(v["id"].as_str().unwrap_or_default().to_string())
     }
 
@@ -546,31 +548,19 @@ impl Run {
         None
     }
 
-    /// Wait until the relayer has caught up (exact queue at most [`CAUGHT_UP`]); how long.
-    async fn caught_up(&self, within: Duration) -> Option<Duration> {
+    /// Wait until the exact queue holds at most `queue` records; how long that took.
+    async fn queue_down_to(&self, queue: u64, within: Duration) -> Option<Duration> {
         let start = Instant::now();
         while start.elapsed() < within {
             if queue_len(&self.stack.metrics_url())
                 .await
-                .is_some_and(|q| q <= CAUGHT_UP)
+                .is_some_and(|q| q <= queue)
             {
                 return Some(start.elapsed());
             }
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
         None
-    }
-
-    /// Records of the writers accepted in `phase`.
-    fn accepted_in(&self, phase: usize) -> Vec<Accepted> {
-        self.tally
-            .accepted
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|a| a.phase == phase)
-            .cloned()
-            .collect()
     }
 
     /// Statuses of `records` that say `queued` although their owner holds an entity on the
@@ -603,19 +593,24 @@ impl Run {
             }
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
+        // The backlog alone: how long the relayer takes to write it once the ledger is back.
+        self.pause_writers().await;
+        let backlog = queue_len(&self.stack.metrics_url()).await.unwrap_or(0);
         self.proxy.state.set_partitioned(false);
-        let recovery = self.caught_up(Duration::from_secs(540)).await;
+        let recovery = self.queue_down_to(0, Duration::from_secs(540)).await;
+        self.ctl.paused.store(false, Ordering::SeqCst);
         let held = self.proxy.state.held.load(Ordering::SeqCst);
         if recovery.is_none() {
-            self.failed
-                .push("the relayer did not catch up within 9 minutes of the partition".into());
+            self.failed.push(
+                "the relayer did not write its backlog within 9 minutes of the partition".into(),
+            );
         }
         if !failing_seen && secs >= 20 {
             self.failed
                 .push("/healthz never said ledgerFailing during the partition".into());
         }
         let note = format!(
-            "{held} ledger calls unanswered; ledgerFailing seen: {failing_seen}; caught up {:.1} s after the partition",
+            "{held} ledger calls unanswered; ledgerFailing seen: {failing_seen}; a backlog of {backlog} records written {:.1} s after the partition (writers paused meanwhile)",
             recovery.map_or(f64::NAN, |d| d.as_secs_f64())
         );
         self.note(PARTITION, recovery, note);
@@ -633,6 +628,13 @@ impl Run {
         // A batch window longer than libfaketime's second before the relayer sees a step.
         self.stack.set_relayer_env("MAX_WAIT_MS", "5000");
         self.restart_relayer().await?;
+        if self
+            .queue_down_to(0, Duration::from_secs(120))
+            .await
+            .is_none()
+        {
+            bail!("the relayer's queue did not empty before the clock steps");
+        }
 
         // Two records, fewer than MIN_BATCH, nothing after them: they wait for their window
         // (MAX_WAIT_MS, 5 s here), which a step back of 2 hours must not move.
@@ -724,29 +726,44 @@ impl Run {
         Ok(())
     }
 
-    /// Phase 6: `DATA_DIR` full while a backlog is written.
+    /// Phase 6: `DATA_DIR` full to its last byte while batches are being written.
     async fn disk_full(&mut self) -> anyhow::Result<()> {
-        let Some(tmpfs) = self.tmpfs.as_ref() else {
+        if self.tmpfs.is_none() {
             println!("phase 6: SKIPPED (--skip-disk-full)");
             self.note(DISK, None, "skipped (--skip-disk-full)".into());
             return Ok(());
-        };
+        }
         let secs = self.args.full_secs;
-        println!("phase 6: DATA_DIR full for {secs} s while a backlog is being written");
+        println!("phase 6: DATA_DIR full for {secs} s while batches are being written");
         self.enter(DISK);
         let log = self.stack_log_len();
         let unavailable = self.tally.unavailable.load(Ordering::SeqCst);
         let no_retry_after = self.tally.no_retry_after.load(Ordering::SeqCst);
-        // A backlog: 10 s cut off from the ledger.
-        self.proxy.state.set_partitioned(true);
-        tokio::time::sleep(Duration::from_secs(10)).await;
-        tmpfs.resize(tmpfs.used()? + 16 * 1024 * 1024)?;
-        let filler = tmpfs.fill()?;
-        self.proxy.state.set_partitioned(false);
-        let start = Instant::now();
+        let db = self.stack.relayer_db();
+        // Full at a moment a mined batch is about to be recorded: the write-ahead log emptied
+        // first (so that the next commit needs new space), then every byte taken. Again, up to
+        // five times, until a batch in flight was caught.
+        let mut filler = 0;
+        let mut caught = 0;
+        let mut start = Instant::now();
+        for _ in 0..5 {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            let tmpfs = self.tmpfs.as_ref().expect("mounted");
+            tmpfs.resize(tmpfs.used()? + 16 * 1024 * 1024)?;
+            damage::truncate_wal(&db)?;
+            filler = tmpfs.fill()?;
+            start = Instant::now();
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            caught = self.stack_log_count(log, "cannot record a mined batch");
+            if caught > 0 {
+                break;
+            }
+            tmpfs.unfill()?;
+            tmpfs.resize(TMPFS_BYTES)?;
+        }
         let mut reasons: HashSet<String> = HashSet::new();
         let mut not_ok = false;
-        while start.elapsed() < Duration::from_secs(secs) {
+        while start.elapsed() < Duration::from_secs(secs.max(4)) {
             if let Some(h) = exact_health(&self.stack.metrics_url()).await {
                 if h["ok"] == false && h["storeFailing"] == true {
                     not_ok = true;
@@ -758,11 +775,18 @@ impl Run {
             }
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
-        let phase_records = self.accepted_in(DISK);
-        let (wrong_full, _) = self.queued_but_on_ledger(&phase_records).await?;
-        let tmpfs = self.tmpfs.as_ref().expect("mounted");
-        tmpfs.unfill()?;
-        tmpfs.resize(TMPFS_BYTES)?;
+        // Every record that may be on the ledger: those of this phase and of the minute before.
+        let recent: Vec<Accepted> = {
+            let all = self.tally.accepted.lock().unwrap();
+            let from = all.len().saturating_sub(4_000);
+            all[from..].to_vec()
+        };
+        let (wrong_full, _) = self.queued_but_on_ledger(&recent).await?;
+        if caught > 0 {
+            let tmpfs = self.tmpfs.as_ref().expect("mounted");
+            tmpfs.unfill()?;
+            tmpfs.resize(TMPFS_BYTES)?;
+        }
         let back = Instant::now();
         let mut recovery = None;
         while back.elapsed() < Duration::from_secs(120) {
@@ -775,11 +799,16 @@ impl Run {
             }
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
-        self.caught_up(Duration::from_secs(540)).await;
-        let (wrong_after, unknown) = self.queued_but_on_ledger(&phase_records).await?;
-        let unrecorded = self.stack_log_count(log, "cannot record a mined batch");
+        self.queue_down_to(CAUGHT_UP, Duration::from_secs(540))
+            .await;
+        let (wrong_after, unknown) = self.queued_but_on_ledger(&recent).await?;
         let refused = self.tally.unavailable.load(Ordering::SeqCst) - unavailable;
         let missing = self.tally.no_retry_after.load(Ordering::SeqCst) - no_retry_after;
+        if caught == 0 {
+            self.failed.push(
+                "five times, the full disk caught no mined batch before it was recorded".into(),
+            );
+        }
         if !not_ok {
             self.failed
                 .push("/healthz never said ok: false while DATA_DIR was full".into());
@@ -802,9 +831,10 @@ impl Run {
         let mut reasons: Vec<String> = reasons.into_iter().collect();
         reasons.sort();
         let note = format!(
-            "filler {filler} bytes; {refused} submissions refused with 503 and Retry-After; /healthz not ok, reasons: {}; mined batches the store could not record at first: {unrecorded}; statuses queued for records on the ledger: {} ({unknown} pruned); healthy {:.1} s after space came back",
+            "filler {filler} bytes; mined batches the store could not record at first: {caught}, each recorded once space was back, without a restart; {refused} submissions refused with 503 and Retry-After; /healthz not ok, reasons: {}; statuses queued for records on the ledger: {} (of {}, {unknown} pruned); store healthy {:.1} s after space came back",
             reasons.join(" | "),
             wrong_full + wrong_after,
+            recent.len(),
             recovery.map_or(f64::NAN, |d| d.as_secs_f64())
         );
         self.note(DISK, recovery, note);
@@ -1182,7 +1212,7 @@ async fn main() -> anyhow::Result<()> {
     let own_wrong = run
         .own
         .iter()
-        .filter(|(owner, expect)| {
+        .filter(|(owner, expect, _)| {
             let n = per_owner.get(owner).copied().unwrap_or(0);
             match expect {
                 Expect::Written => n != 1,
@@ -1222,28 +1252,41 @@ async fn main() -> anyhow::Result<()> {
     println!("written under faults      {fault_written} ({fault_rate:.1} records/s, {:.0}% of fault-free)", ratio * 100.0);
     println!("time to drain             {drain_secs:.1} s");
     println!();
-    println!("| phase | accepted | written | lost | duplicated | recovery |");
-    println!("|-|-|-|-|-|-|");
+    println!("| phase | accepted | written | lost | duplicated | failed by design, not written | recovery |");
+    println!("|-|-|-|-|-|-|-|");
     for (i, name) in PHASES.iter().enumerate() {
-        let mine: Vec<&Accepted> = accepted.iter().filter(|a| a.phase == i).collect();
+        // The writers' records, and the campaign's own of the phase.
+        let mut mine: Vec<(Address, Expect)> = accepted
+            .iter()
+            .filter(|a| a.phase == i)
+            .map(|a| (a.owner, Expect::Written))
+            .collect();
+        mine.extend(
+            run.own
+                .iter()
+                .filter(|(_, _, p)| *p == i)
+                .map(|(o, e, _)| (*o, *e)),
+        );
         if mine.is_empty() && run.notes[i].note.is_empty() {
             continue;
         }
-        let written = mine
+        let on = |o: &Address| per_owner.get(o).copied().unwrap_or(0);
+        let written = mine.iter().filter(|(o, _)| on(o) > 0).count();
+        let lost = mine
             .iter()
-            .filter(|a| per_owner.contains_key(&a.owner))
+            .filter(|(o, e)| *e == Expect::Written && on(o) == 0)
             .count();
-        let twice = mine
+        let by_design = mine
             .iter()
-            .filter(|a| per_owner.get(&a.owner).is_some_and(|n| *n > 1))
+            .filter(|(o, e)| *e == Expect::NotWritten && on(o) == 0)
             .count();
+        let twice = mine.iter().filter(|(o, _)| on(o) > 1).count();
         let recovery = run.notes[i]
             .recovery_secs
             .map_or("-".to_string(), |s| format!("{s:.1} s"));
         println!(
-            "| {name} | {} | {written} | {} | {twice} | {recovery} |",
-            mine.len(),
-            mine.len() - written
+            "| {name} | {} | {written} | {lost} | {twice} | {by_design} | {recovery} |",
+            mine.len()
         );
     }
     for (i, name) in PHASES.iter().enumerate() {

@@ -122,10 +122,12 @@ pub async fn run_pruning(shared: Arc<RelayerState>, mut stop: watch::Receiver<bo
 pub const ANCHOR_KEY: &str = "timeline_anchor";
 
 /// Store the timeline's anchor every [`ANCHOR_EVERY`] (so that a restart resumes the
-/// timeline), and log a step of the wall clock when one happened since the last. The write
-/// also probes the store: it clears the store's failure once writing works again.
+/// timeline), and log a step of the wall clock when one happened since the last, and when
+/// `DATA_DIR` goes below or back above its free-space floor. The write also probes the store:
+/// it clears the store's failure once writing works again.
 pub async fn run_anchor(shared: Arc<RelayerState>, mut stop: watch::Receiver<bool>) {
     let mut last: Option<Anchor> = None;
+    let mut below_floor = false;
     loop {
         if let Some(step) = last.and_then(|a| shared.time.step_since(a)) {
             tracing::warn!(
@@ -133,6 +135,14 @@ pub async fn run_anchor(shared: Arc<RelayerState>, mut stop: watch::Receiver<boo
                 "the wall clock stepped; waits, holds and retention run on the monotonic clock"
             );
         }
+        let floor =
+            crate::diskspace::below_floor(&shared.cfg.data_dir, shared.cfg.limits.min_free_bytes);
+        match (&floor, below_floor) {
+            (Some(why), false) => tracing::warn!("{why}: new records are refused (503)"),
+            (None, true) => tracing::info!("DATA_DIR is above MIN_FREE_BYTES again"),
+            _ => {}
+        }
+        below_floor = floor.is_some();
         let anchor = shared.time.anchor();
         if let Err(e) = shared.store.set_meta(ANCHOR_KEY, &anchor.encode()).await {
             tracing::warn!(error = %e, "cannot store the timeline anchor");

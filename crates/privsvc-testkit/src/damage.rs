@@ -1,7 +1,8 @@
-//! Damage to a stopped relayer's queue database, as a failing disk or a bad sector would do it,
-//! for the reliability campaign (`examples/campaign.rs`): a flipped bit inside a stored value
-//! (SQLite cannot see it; the relayer's own checks must) and a broken b-tree page (SQLite's
-//! `PRAGMA quick_check` sees it).
+//! What the reliability campaign (`examples/campaign.rs`) does to a relayer's queue database:
+//! damage to a stopped relayer's file, as a failing disk or a bad sector would do it (a flipped
+//! bit inside a stored value, which SQLite cannot see and the relayer's own checks must; a
+//! broken b-tree page, which SQLite's `PRAGMA quick_check` sees), and a write-ahead log emptied
+//! under a running relayer, so that its next writes need new space on the disk.
 
 use std::path::Path;
 
@@ -68,4 +69,26 @@ pub fn break_table_root(db: &Path, table: &str) -> Result<(), StackError> {
     *byte = 0x42;
     std::fs::write(db, bytes)?;
     Ok(())
+}
+
+/// Empties the write-ahead log of the running relayer's database `db` (`PRAGMA
+/// wal_checkpoint(TRUNCATE)`, tried again for up to 10 s while the relayer's readers hold it):
+/// its next commits then need new space on the disk, as after any truncating checkpoint. True
+/// when the log was emptied.
+pub fn truncate_wal(db: &Path) -> Result<bool, StackError> {
+    let conn = rusqlite::Connection::open(db).map_err(sqlite)?;
+    conn.busy_timeout(std::time::Duration::from_secs(2))
+        .map_err(sqlite)?;
+    let start = std::time::Instant::now();
+    while start.elapsed() < std::time::Duration::from_secs(10) {
+        // (busy, frames in the log, frames checkpointed); busy 0: done.
+        let busy: i64 = conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))
+            .map_err(sqlite)?;
+        if busy == 0 {
+            return Ok(true);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    Ok(false)
 }
