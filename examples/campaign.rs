@@ -492,6 +492,27 @@ impl Run {
         Ok(())
     }
 
+    /// Wait until the relayer's wall clock, as its heartbeats show it (`lastBeat`, every 2 s),
+    /// runs `offset_secs` off the real clock.
+    async fn relayer_clock_at(&self, offset_secs: i64) -> anyhow::Result<()> {
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(30) {
+            let real = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)?
+                .as_millis() as i64;
+            if let Some(beat) = exact_health(&self.stack.metrics_url())
+                .await
+                .and_then(|h| h["lastBeat"].as_i64())
+            {
+                if (beat - real - offset_secs * 1_000).abs() < 10_000 {
+                    return Ok(());
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        bail!("the relayer's clock did not move to {offset_secs:+} s (libfaketime)")
+    }
+
     /// Submit one of the campaign's own records; its id.
     async fn submit_own(
         &mut self,
@@ -647,6 +668,7 @@ impl Run {
         let back = self
             .wait_states(&two, "written", Duration::from_secs(60))
             .await;
+        self.relayer_clock_at(-7_200).await?;
         match back {
             Some(d) if d <= Duration::from_secs(15) => {}
             Some(d) => self.failed.push(format!(
@@ -660,13 +682,15 @@ impl Run {
 
         // Forward 2 hours: no status within its retention (60 s) may be pruned.
         self.stack.set_relayer_clock_offset(0)?;
+        self.relayer_clock_at(0).await?;
         self.ctl.paused.store(false, Ordering::SeqCst);
         let mark = self.tally.accepted.lock().unwrap().len();
         tokio::time::sleep(Duration::from_secs(20)).await;
         let recent: Vec<Accepted> = self.tally.accepted.lock().unwrap()[mark..].to_vec();
         self.stack.set_relayer_clock_offset(7_200)?;
+        self.relayer_clock_at(7_200).await?;
         // Pruning runs every retention / 4 (15 s): at least one pass after the step.
-        tokio::time::sleep(Duration::from_secs(17)).await;
+        tokio::time::sleep(Duration::from_secs(16)).await;
         let step = (recent.len() / 400).max(1);
         let sample: Vec<&Accepted> = recent.iter().step_by(step).collect();
         let mut lost = 0;
@@ -685,7 +709,7 @@ impl Run {
         // An hour slow: it accepts envelopes sealed 3 hours before the ledger's hour, whose
         // bound is then less than an hour away by the ledger's time: failed, never written.
         self.stack.set_relayer_clock_offset(-3_600)?;
-        tokio::time::sleep(Duration::from_millis(1_500)).await;
+        self.relayer_clock_at(-3_600).await?;
         let mut late = Vec::new();
         for _ in 0..5 {
             let (b, owner) = record_body_at(real_hour() - 3);

@@ -144,7 +144,7 @@ impl ProcessStack {
     }
 
     /// Steps the faked wall clock of the running relayer to the real time plus `secs` (negative:
-    /// behind); libfaketime reads it again within a second.
+    /// behind); libfaketime reads it at the relayer's next reading of its clock.
     pub fn set_relayer_clock_offset(&self, secs: i64) -> Result<(), StackError> {
         let (_, control) = self.faketime.as_ref().ok_or_else(|| {
             StackError::Config("the relayer's clock is not faked (fake_relayer_clock)".into())
@@ -297,7 +297,9 @@ impl ProcessStack {
             command
                 .env("LD_PRELOAD", lib)
                 .env("FAKETIME_TIMESTAMP_FILE", control)
-                .env("FAKETIME_CACHE_DURATION", "1")
+                // Read at every call: with a cache, a step back can leave the old offset in
+                // force (the cache's age is counted on the faked clock).
+                .env("FAKETIME_NO_CACHE", "1")
                 .env("DONT_FAKE_MONOTONIC", "1");
         }
         command.spawn().map_err(|e| {
