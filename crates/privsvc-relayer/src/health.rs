@@ -129,7 +129,7 @@ pub async fn run_anchor(shared: Arc<RelayerState>, mut stop: watch::Receiver<boo
     let mut last: Option<Anchor> = None;
     let mut below_floor = false;
     loop {
-        if let Some(step) = last.and_then(|a| shared.time.step_since(a)) {
+        if let Some(step) = last.as_ref().and_then(|a| shared.time.step_since(a)) {
             tracing::warn!(
                 step_ms = step,
                 "the wall clock stepped; waits, holds and retention run on the monotonic clock"

@@ -169,6 +169,31 @@ async fn a_wall_clock_stepped_forward_two_hours_prunes_no_status_within_its_rete
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_restart_after_a_slow_clock_was_corrected_keeps_the_statuses() {
+    let slow = Clock::system();
+    slow.step_wall(-HOUR_MS);
+    let (node, _dir, mut c) = devnet_and_config(|c| {
+        c.clock = slow.clone();
+        c.status_retention = Duration::from_secs(600);
+    })
+    .await;
+    let relayer = start(&node, 0, c.clone()).await;
+    let id = submit(relayer.url(), &body()).await;
+    wait_state(relayer.url(), &id, "written", T).await;
+    relayer.shutdown().await;
+    // Started again with the clock corrected (an hour forward): the wall clock says an hour
+    // passed, the machine's uptime a few seconds. Pruning runs at once at start.
+    c.clock = Clock::system();
+    let relayer = start(&node, 0, c).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let (code, v) = get(relayer.url(), &format!("/v1/records/{id}")).await;
+    assert_eq!(code, 200, "status pruned after the restart: {v}");
+    assert_eq!(v["state"], "written", "{v}");
+    relayer.shutdown().await;
+    node.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn on_a_relayer_an_hour_slow_an_envelope_near_its_bound_by_the_ledgers_time_is_failed() {
     let clock = Clock::system();
     // The relayer's clock is an hour slow: it still accepts an envelope sealed three hours
