@@ -799,12 +799,16 @@ impl Run {
             }
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
-        // Every record that may be on the ledger: those of this phase and of the minute before.
-        let recent: Vec<Accepted> = {
-            let all = self.tally.accepted.lock().unwrap();
-            let from = all.len().saturating_sub(4_000);
-            all[from..].to_vec()
-        };
+        // Every record accepted in this phase (the batch caught in flight is among them).
+        let recent: Vec<Accepted> = self
+            .tally
+            .accepted
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|a| a.phase == DISK)
+            .cloned()
+            .collect();
         let (wrong_full, _) = self.queued_but_on_ledger(&recent).await?;
         if caught > 0 {
             let tmpfs = self.tmpfs.as_ref().expect("mounted");
@@ -855,7 +859,7 @@ impl Run {
         let mut reasons: Vec<String> = reasons.into_iter().collect();
         reasons.sort();
         let note = format!(
-            "filler {filler} bytes; mined batches the store could not record at first: {caught}, each recorded once space was back, without a restart; {refused} submissions refused with 503 and Retry-After; /healthz not ok, reasons: {}; statuses queued for records on the ledger: {} (of {}, {unknown} pruned); store healthy {:.1} s after space came back",
+            "filler {filler} bytes; mined batches the store could not record at first: {caught}, each recorded once space was back, without a restart; {refused} submissions refused with 503 and Retry-After; /healthz not ok, reasons: {}; statuses queued for records on the ledger: {} (of {} checked, {unknown} not answered); store healthy {:.1} s after space came back",
             reasons.join(" | "),
             wrong_full + wrong_after,
             recent.len(),

@@ -51,8 +51,18 @@
 //! with `LedgerReader::creation_tx` (`eth_getLogs`); the zero hash only when the node cannot
 //! tell.
 //!
-//! Module map: [`config`] (env and flags), `store` (SQLite, group commit), `queue` (the
-//! batching decision), `planner` (the batcher's decisions, pure), `driver` (the batcher's
+//! A real machine (docs/RELIABILITY.md "The faults of a real machine"): every wait, deadline and
+//! retry runs on a monotonic timeline continued across restarts, the wall clock only for the
+//! protocol's wall times (`clock`); a record is written only while the ledger's newest block
+//! leaves its envelope's bound an hour and more away (`batcher`); below the free-space floor
+//! (`MIN_FREE_BYTES`, `diskspace`) and while the store cannot write, submissions get 503 with
+//! `Retry-After` and `/healthz` says `storeFailing`; a mined batch the store cannot record is
+//! recorded again until it can, its statuses `written` meanwhile; the database is checked at
+//! start (`PRAGMA quick_check`), its fields parsed strictly, and each stored envelope checked
+//! against its digest and signature before it enters a batch (`validate`).
+//!
+//! Module map: [`config`] (env and flags), `clock` (the timeline and the wall clock), `store`
+//! (SQLite, group commit), `diskspace` (the free-space floor), `queue` (the batching decision), `planner` (the batcher's decisions, pure), `driver` (the batcher's
 //! loop: applies the planner's actions), `batcher` (batch transactions), `reconcile` (restart),
 //! `writer` (the one serialized writer; settles transactions of unknown fate), `retry`
 //! (per-call retries and hedges, ledger health), `health` (heartbeats, retention, health record),
