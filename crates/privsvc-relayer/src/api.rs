@@ -3,7 +3,10 @@
 //! /metrics` is served only on its own listener (`METRICS_BIND`, [`metrics_router`]), never on
 //! the public one: its counters would tell anyone when each submission was accepted. The
 //! public `/healthz` rounds `queue` up to a multiple of 100; the exact record is served on
-//! `METRICS_BIND` too. Errors are `{ "error": reason }`.
+//! `METRICS_BIND` too. Errors are `{ "error": reason }`; a 503 to a submission (a full queue,
+//! `DATA_DIR` below `MIN_FREE_BYTES`, a store that cannot write) carries `Retry-After`
+//! ([`RETRY_AFTER_SECS`]). A record the relayer knows is on the ledger answers `written`, also
+//! while its store cannot record that yet.
 //!
 //! Idempotence (docs/PROTOCOL.md §7): a valid submission whose sealed envelope is already stored
 //! (queued, in flight, written or failed) is answered 202 with the existing id, whatever its token:

@@ -90,8 +90,6 @@ impl StoreError {
                     | C::NotADatabase
                     | C::PermissionDenied
                     | C::OutOfMemory
-                    | C::DatabaseBusy
-                    | C::DatabaseLocked
             ),
             StoreError::Commit(_) | StoreError::Closed | StoreError::DataDir(..) => true,
             StoreError::Corrupt { .. } => true,
