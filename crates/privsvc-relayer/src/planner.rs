@@ -46,7 +46,7 @@ pub enum Action {
     /// Build and send one batch with these records (oldest first; the batch puts them in a
     /// random order), after the flush jitter.
     Flush(Vec<String>),
-    /// Nothing to do until this time (timeline ms, [`crate::clock::Timeline`]; `None`: until a
+    /// Nothing to do until this time (timeline ms, `clock::Timeline`; `None`: until a
     /// record arrives).
     Sleep(Option<u64>),
 }

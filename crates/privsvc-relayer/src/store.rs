@@ -136,7 +136,7 @@ pub struct StoredRecord {
     /// The token it spent, if any.
     pub token: Option<SpentToken>,
     /// Acceptance time on the relayer's timeline (ms: monotonic, continued across restarts;
-    /// [`crate::clock::Timeline`]), which the batch window and the hold count from.
+    /// `clock::Timeline`), which the batch window and the hold count from.
     pub accepted_ms: u64,
 }
 
