@@ -258,7 +258,13 @@ pub(crate) async fn send_batch(
     // From here to its receipt, heartbeats give way to this batch.
     let _in_progress = shared.writer.batch_in_progress();
     // Nothing damaged is written: each stored envelope against its digest and signature.
-    let (records, hours) = verified(shared, records).await;
+    let (records, hours) = match verified(shared, records).await {
+        Ok(checked) => checked,
+        Err(records) => {
+            shared.requeue(records);
+            return Outcome::NotSent;
+        }
+    };
     if records.is_empty() {
         return Outcome::Written;
     }
@@ -337,26 +343,27 @@ pub(crate) async fn send_batch(
 
 /// The records whose stored copy checks out ([`crate::validate::verify_stored`], on a blocking
 /// thread: one signature recovery each) and their envelopes' hours; the others are failed with
-/// the reason, never written.
+/// the reason, never written. `Err(records)` when the check could not run.
 async fn verified(
     shared: &RelayerState,
     records: Vec<StoredRecord>,
-) -> (Vec<StoredRecord>, HashMap<String, u64>) {
-    let checked = tokio::task::spawn_blocking(move || {
-        records
-            .into_iter()
-            .map(|rec| {
-                let verdict = crate::validate::verify_stored(&rec);
-                (rec, verdict)
-            })
+) -> Result<(Vec<StoredRecord>, HashMap<String, u64>), Vec<StoredRecord>> {
+    let copies = records.clone();
+    let verdicts = match tokio::task::spawn_blocking(move || {
+        copies
+            .iter()
+            .map(crate::validate::verify_stored)
             .collect::<Vec<_>>()
     })
     .await
-    .unwrap_or_default();
-    let mut good = Vec::with_capacity(checked.len());
-    let mut hours = HashMap::with_capacity(checked.len());
+    {
+        Ok(v) => v,
+        Err(_) => return Err(records),
+    };
+    let mut good = Vec::with_capacity(records.len());
+    let mut hours = HashMap::with_capacity(records.len());
     let mut damaged = 0usize;
-    for (rec, verdict) in checked {
+    for (rec, verdict) in records.into_iter().zip(verdicts) {
         match verdict {
             Ok(hour) => {
                 hours.insert(rec.id.clone(), hour);
@@ -377,7 +384,7 @@ async fn verified(
             "stored records failed their envelope check (damaged store): failed, not written"
         );
     }
-    (good, hours)
+    Ok((good, hours))
 }
 
 /// The ledger's time: the timestamp of its newest block (unix seconds) and that block.
