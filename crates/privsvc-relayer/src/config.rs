@@ -31,6 +31,7 @@
 //! | `OHTTP_RELAY_IPS` | `--ohttp-relay-ips` | empty | comma-separated IPs of the OHTTP relays this relayer trusts to limit their clients: their `POST /v1/ohttp` (submissions and issuer requests inside) is not counted per address |
 //! | `METRICS_BIND` | `--metrics-bind` | off | `host:port` of a separate listener serving `GET /metrics` (never served on `BIND`); `off` or empty: no metrics endpoint |
 //! | `QUEUE_CAPACITY` | `--queue-capacity` | 10000 | queued records, at most (503 beyond) |
+//! | `MIN_FREE_BYTES` | `--min-free-bytes` | 67108864 (64 MiB) | free space `DATA_DIR`'s filesystem keeps: below it new records are refused (503 with `Retry-After`) and `/healthz` says `ok: false`, so that the batches already accepted can still be recorded; 0 = no floor. Costs that much disk, never used for records |
 //! | `HEARTBEAT_MS` | `--heartbeat-ms` | 600000 | heartbeat interval |
 //! | `FLUSH_JITTER_MS` | `--flush-jitter-ms` | 1000 | each flush is delayed by a uniform random 0..=this many ms |
 //! | `DECOYS_MAX` | `--decoys-max` | 0 | each batch transaction gets a uniformly random 0..=this many decoy records of the relayer's own (`decoys`; 0 = none) |
@@ -48,6 +49,12 @@ use std::time::Duration;
 use alloy_primitives::Address;
 use clap::Parser;
 use zeroize::Zeroizing;
+
+pub use crate::clock::Clock;
+
+/// The default free-space floor of `DATA_DIR` (`MIN_FREE_BYTES`): 64 MiB, room for the WAL
+/// between two checkpoints and for recording every batch of a full queue.
+pub const DEFAULT_MIN_FREE_BYTES: u64 = 64 * 1024 * 1024;
 
 /// A bad configuration value, named by its variable.
 #[derive(Debug, thiserror::Error)]
@@ -219,6 +226,9 @@ pub struct Limits {
     pub ohttp_relay_ips: Vec<IpAddr>,
     /// Queued records, at most (503 beyond).
     pub queue_capacity: usize,
+    /// Free bytes `DATA_DIR`'s filesystem keeps: below, new records are refused (503) and the
+    /// health record is not ok (`MIN_FREE_BYTES`; 0 = no floor).
+    pub min_free_bytes: u64,
 }
 
 /// Everything the relayer needs to run. Build it with [`RelayerConfig::from_env_and_args`], or
@@ -260,6 +270,9 @@ pub struct RelayerConfig {
     pub receipt_timeout: Duration,
     /// Block time assumed when waiting for `min_interval_blocks`.
     pub block_time: Duration,
+    /// The relayer's clocks: the system's ([`Clock::system`], the default); tests pass one
+    /// whose wall clock they step ([`Clock::step_wall`]).
+    pub clock: Clock,
     /// The attack lab's leaky settings (feature `lab-leaks`, never in a deployment).
     #[cfg(feature = "lab-leaks")]
     pub lab_leaks: crate::lab_leaks::LabLeaks,
@@ -324,6 +337,8 @@ struct Cli {
     metrics_bind: Option<String>,
     #[arg(long, env = "QUEUE_CAPACITY")]
     queue_capacity: Option<String>,
+    #[arg(long, env = "MIN_FREE_BYTES")]
+    min_free_bytes: Option<String>,
     #[arg(long, env = "HEARTBEAT_MS")]
     heartbeat_ms: Option<String>,
     #[arg(long, env = "FLUSH_JITTER_MS")]
@@ -524,6 +539,7 @@ impl RelayerConfig {
                 submissions_per_min: 30,
                 ohttp_relay_ips: Vec::new(),
                 queue_capacity: 10_000,
+                min_free_bytes: DEFAULT_MIN_FREE_BYTES,
             },
             metrics_bind: None,
             heartbeat_interval: Duration::from_secs(600),
@@ -531,6 +547,7 @@ impl RelayerConfig {
             ledger_timeout: Duration::from_secs(5),
             receipt_timeout: Duration::from_secs(30),
             block_time: Duration::from_secs(2),
+            clock: Clock::system(),
             #[cfg(feature = "lab-leaks")]
             lab_leaks: crate::lab_leaks::LabLeaks::default(),
         }
@@ -751,6 +768,13 @@ impl RelayerConfig {
             c.limits.queue_capacity,
             1,
             10_000_000,
+        )?;
+        c.limits.min_free_bytes = num(
+            "MIN_FREE_BYTES",
+            cli.min_free_bytes,
+            c.limits.min_free_bytes,
+            0,
+            u64::MAX,
         )?;
         c.heartbeat_interval = millis(
             "HEARTBEAT_MS",

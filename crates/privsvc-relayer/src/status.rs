@@ -98,6 +98,14 @@ pub(crate) fn answer(
             StatusCode::NOT_FOUND,
             padded(fields(id, None, None), Some("unknown record id")),
         ),
+        // A damaged record: the answer names the record and the field (the log does not).
+        Err(e @ StoreError::Damaged { .. }) => {
+            tracing::error!("cannot read a record's status (damaged store)");
+            (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                padded(fields(id, None, None), Some(&e.to_string())),
+            )
+        }
         Err(e) => {
             tracing::error!(error = %e, "cannot read a record's state");
             (

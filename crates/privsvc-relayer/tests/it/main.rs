@@ -9,5 +9,6 @@ mod common;
 mod cover;
 mod faults;
 mod fuzz_seeds;
+mod machine;
 mod planner_model;
 mod relayer;
