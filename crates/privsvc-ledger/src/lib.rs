@@ -27,7 +27,7 @@ pub use entity::{
     ArkivValue, Attribute, AttributeSelect, CreationFlags, Entity, EntityKey, PageQuery,
     QueryOptions, QueryPage, Select,
 };
-pub use error::LedgerError;
+pub use error::{LedgerError, Revert};
 pub use keys::{entity_key, predict_entity_keys};
 pub use ops::{Create, Operation};
 pub use reader::LedgerReader;

@@ -483,12 +483,6 @@ async fn send_unique(
     }
 }
 
-/// Whether the node refused a transaction for exceeding the block gas limit.
-fn exceeds_gas_limit(e: &LedgerError) -> bool {
-    let text = e.to_string().to_ascii_lowercase();
-    text.contains("exceeds block gas limit") || text.contains("gas limit reached")
-}
-
 fn random_salt() -> u128 {
     rand::thread_rng().gen()
 }
@@ -570,8 +564,8 @@ async fn build_and_send(
     };
     let tx = match turn.writer.prepare(&ops, tx_nonce).await {
         Ok(tx) => tx,
-        Err(LedgerError::Reverted(reason)) => return Outcome::Reverted(reason),
-        Err(e) if exceeds_gas_limit(&e) => return Outcome::TooBig,
+        Err(LedgerError::Reverted(revert)) => return Outcome::Reverted(revert.into_reason()),
+        Err(LedgerError::ExceedsBlockGasLimit { .. }) => return Outcome::TooBig,
         Err(e) => {
             shared.metrics.ledger_error();
             tracing::warn!(
@@ -658,23 +652,21 @@ pub(crate) async fn finish_batch(
         }
         if let Err(e) = turn.writer.broadcast(tx).await {
             shared.metrics.ledger_error();
-            let refusal = if exceeds_gas_limit(&e) {
+            let refusal = match &e {
                 // The node refuses it for good: it can never be included, so its nonce stays
                 // free and dropping it cannot lead to a double write.
-                Some(TxObservation::RefusedTooBig)
-            } else if e.to_string().to_ascii_lowercase().contains("nonce too low") {
+                LedgerError::ExceedsBlockGasLimit { .. } => Some(TxObservation::RefusedTooBig),
                 // Another transaction of the account has this nonce. Unless it is this one
                 // (mined meanwhile), this transaction can never land.
-                match turn.writer.receipt(tx.hash).await {
+                LedgerError::NonceTooLow { .. } => match turn.writer.receipt(tx.hash).await {
                     Ok(Some(r)) => Some(receipt_observation(r)),
                     Ok(None) => Some(TxObservation::NonceTaken),
                     Err(_) => {
                         shared.metrics.ledger_error();
                         None
                     }
-                }
-            } else {
-                None
+                },
+                _ => None,
             };
             match refusal.map(|obs| planner::on_tx(tx.nonce, obs)) {
                 Some(TxDecision::Split) => {
@@ -849,7 +841,7 @@ pub(crate) async fn isolate(
             Ok(nonce) => match batch_ops(shared, std::slice::from_ref(&rec), &[], nonce) {
                 Err((_, why)) => Some(why),
                 Ok((ops, _)) => match turn.writer.prepare(&ops, None).await {
-                    Err(LedgerError::Reverted(why)) => Some(why),
+                    Err(LedgerError::Reverted(why)) => Some(why.into_reason()),
                     _ => None,
                 },
             },

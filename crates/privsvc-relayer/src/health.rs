@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use alloy_primitives::U256;
-use privsvc_ledger::{query_all, LedgerError, LedgerWriter, Operation, Select};
+use privsvc_ledger::{query_all, LedgerError, LedgerWriter, Operation, Revert, Select};
 use rand::Rng;
 use serde::Serialize;
 use tokio::sync::watch;
@@ -38,11 +38,11 @@ pub async fn beat(shared: &RelayerState) -> Result<(), LedgerError> {
     .map_err(LedgerError::Invalid)?;
     let receipt = shared.writer.execute(&[Operation::Create(create)]).await?;
     if !receipt.success {
-        return Err(LedgerError::Reverted(
+        return Err(LedgerError::Reverted(Revert::from_reason(
             receipt
                 .revert_reason
                 .unwrap_or_else(|| "heartbeat reverted".into()),
-        ));
+        )));
     }
     let key = receipt
         .created

@@ -260,7 +260,9 @@ mod tests {
         let calls = AtomicU32::new(0);
         let r: Result<(), _> = with_retries(&health, || async {
             calls.fetch_add(1, Ordering::SeqCst);
-            Err(LedgerError::Reverted("NotOwner".into()))
+            Err(LedgerError::Reverted(privsvc_ledger::Revert::from_reason(
+                "NotOwner",
+            )))
         })
         .await;
         assert!(r.is_err());

@@ -150,6 +150,10 @@ pub fn ledger_error_kind(e: &privsvc_ledger::LedgerError) -> &'static str {
     match e {
         E::Transport(_) | E::Http { .. } => "transport",
         E::Rpc { .. } => "rpc",
+        E::NonceTooLow { .. } => "nonce_too_low",
+        E::ExceedsBlockGasLimit { .. } => "exceeds_block_gas_limit",
+        E::ReplacementUnderpriced { .. } => "replacement_underpriced",
+        E::AlreadyKnown => "already_known",
         E::Reverted(_) => "reverted",
         E::Decode(_) => "decode",
         E::Invalid(_) => "invalid",

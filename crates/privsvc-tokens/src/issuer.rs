@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use alloy_primitives::{Address, Signature};
 use base64::Engine as _;
-use privsvc_ledger::{LedgerError, LedgerReader, LedgerWriter};
+use privsvc_ledger::{LedgerError, LedgerReader, LedgerWriter, Revert};
 use sha2::{Digest, Sha256};
 
 use crate::issuer_store::{Committed, IssuerStore, RememberedAnswer, RequestKey, StoreError};
@@ -760,9 +760,11 @@ impl Issuer {
         let receipt = self.writer.execute(&[op]).await?;
         if !receipt.success {
             return Err(IssuerError::Ledger(LedgerError::Reverted(
-                receipt
-                    .revert_reason
-                    .unwrap_or_else(|| "unknown reason".into()),
+                Revert::from_reason(
+                    receipt
+                        .revert_reason
+                        .unwrap_or_else(|| "unknown reason".into()),
+                ),
             )));
         }
         let created = receipt.created.first().ok_or_else(|| {

@@ -137,7 +137,7 @@ async fn writer_and_reader_against_the_devnet() {
         .await
         .unwrap_err();
     match err {
-        LedgerError::Reverted(t) => assert_eq!(t, format!("EntityNotFound({missing})")),
+        LedgerError::Reverted(r) => assert_eq!(r.reason(), format!("EntityNotFound({missing})")),
         other => panic!("{other:?}"),
     }
     // The relayer can no longer touch a transferred entity.
@@ -146,7 +146,7 @@ async fn writer_and_reader_against_the_devnet() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&err, LedgerError::Reverted(t) if t.starts_with("NotOwner(")),
+        matches!(&err, LedgerError::Reverted(r) if r.reason().starts_with("NotOwner(")),
         "{err:?}"
     );
     // Client-side refusal before anything is sent.
