@@ -22,7 +22,7 @@ pub enum LedgerError {
         method: String,
         /// The HTTP client's error.
         #[source]
-        source: privsvc_rt::http::HttpError,
+        source: privsvc_rt::HttpError,
     },
     /// The node refused a transaction whose nonce the account has already used (another
     /// transaction of the account took it, or this one was mined already).

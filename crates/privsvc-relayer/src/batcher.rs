@@ -274,7 +274,7 @@ fn ledger_project(rec: &StoredRecord) -> Option<ArkivValue> {
         .ok()?
         .attributes
         .into_iter()
-        .find(|a| a.name == privsvc_ledger::system::PROJECT_ATTRIBUTE)
+        .find(|a| a.name == privsvc_ledger::PROJECT_ATTRIBUTE)
         .map(|a| a.value)
 }
 
@@ -292,7 +292,7 @@ async fn batch_size(
     );
     let mut options = QueryOptions::new(Select {
         key: true,
-        attributes: AttributeSelect::Named(vec![privsvc_ledger::system::PROJECT_ATTRIBUTE.into()]),
+        attributes: AttributeSelect::Named(vec![privsvc_ledger::PROJECT_ATTRIBUTE.into()]),
         ..Select::default()
     });
     options.limit = Some(200);
@@ -304,9 +304,11 @@ async fn batch_size(
             .entities
             .iter()
             .filter(|e| {
-                e.attributes.as_deref().unwrap_or_default().iter().any(|a| {
-                    a.name == privsvc_ledger::system::PROJECT_ATTRIBUTE && a.value == project
-                })
+                e.attributes
+                    .as_deref()
+                    .unwrap_or_default()
+                    .iter()
+                    .any(|a| a.name == privsvc_ledger::PROJECT_ATTRIBUTE && a.value == project)
             })
             .count()
             .max(1) as u64,

@@ -193,7 +193,7 @@ impl Beacon {
         };
         let mut seen: HashSet<[u8; 32]> = HashSet::new();
         for epoch in epochs {
-            let expr = privsvc_ledger::system::spends_query(u64::from(epoch));
+            let expr = privsvc_ledger::spends_query(u64::from(epoch));
             for e in query_all(self.ledger.as_ref(), &expr, &select, None).await? {
                 if e.creator == Some(self.identity.address) {
                     continue;

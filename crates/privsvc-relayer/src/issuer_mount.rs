@@ -35,7 +35,7 @@ use crate::RelayerError;
 
 /// The response class every answer of the issuer routes is padded to through OHTTP: the class
 /// of the largest issue response (20 blind signatures, about 7 KB of JSON).
-pub const ISSUER_RESPONSE_CLASS: usize = privsvc_ohttp::padding::RESPONSE_CLASSES[1];
+pub const ISSUER_RESPONSE_CLASS: usize = privsvc_ohttp::RESPONSE_CLASSES[1];
 
 /// Open the issuer (data in `<DATA_DIR>/issuer`) on chain `chain_id` with the relayer's
 /// `writer` and `ledger`; returns its rate-limited routes and the issuer (for

@@ -61,7 +61,7 @@
 //! start (`PRAGMA quick_check`), its fields parsed strictly, and each stored envelope checked
 //! against its digest and signature before it enters a batch (`validate`).
 //!
-//! Module map: [`config`] (env and flags), `clock` (the timeline and the wall clock), `store`
+//! Module map: `config` (env and flags, [`RelayerConfig`]), `clock` (the timeline and the wall clock), `store`
 //! (SQLite, group commit), `diskspace` (the free-space floor), `queue` (the batching decision), `planner` (the batcher's decisions, pure), `driver` (the batcher's
 //! loop: applies the planner's actions), `batcher` (batch transactions), `reconcile` (restart),
 //! `writer` (the one serialized writer; settles transactions of unknown fate), `retry`
@@ -74,7 +74,7 @@
 mod api;
 mod batcher;
 mod clock;
-pub mod config;
+mod config;
 mod decoys;
 mod diskspace;
 mod driver;
@@ -136,7 +136,7 @@ use tokio::task::JoinHandle;
 
 pub use config::{
     AttestationCodes, Batching, Clock, ConfigError, IssuerSettings, Limits, OhttpSeed,
-    RelayerConfig, RelayerKey, TokenMode,
+    RelayerConfig, RelayerKey, TokenMode, DEFAULT_MIN_FREE_BYTES,
 };
 pub use health::Health;
 pub use store::StoreError;

@@ -105,7 +105,7 @@ impl IssuerConfig {
 }
 
 /// The moment of day `epoch` at which its next-day keys are published: uniformly random in the
-/// second half of the day, at least [`PUBLISH_MARGIN_MS`] before its end.
+/// second half of the day, at least `PUBLISH_MARGIN_MS` before its end.
 pub fn next_day_moment(epoch: u32, rng: &mut impl rand::Rng) -> u64 {
     let half = u64::from(epoch) * DAY_MS + DAY_MS / 2;
     half + rng.gen_range(0..DAY_MS / 2 - PUBLISH_MARGIN_MS)

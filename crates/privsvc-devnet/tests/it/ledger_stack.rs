@@ -47,7 +47,7 @@ fn create(salt: u128, min_lifetime: u64, project: &str, tag: &str) -> Operation 
 fn all_fields() -> Select {
     Select {
         attribute_schema: false,
-        ..privsvc_ledger::wire::select_all()
+        ..privsvc_ledger::select_all()
     }
 }
 

@@ -109,7 +109,7 @@ impl RpcLedger {
         let builder = reqwest::Client::builder()
             .timeout(timeout)
             .connect_timeout(timeout);
-        // In wasm32 (fetch) the limit is put on each request instead (`privsvc_rt::http::send`).
+        // In wasm32 (fetch) the limit is put on each request instead (`privsvc_rt::send`).
         #[cfg(target_arch = "wasm32")]
         let builder = reqwest::Client::builder();
         let client = builder.build().map_err(|e| LedgerError::Http {
@@ -387,7 +387,7 @@ impl LedgerReader for RpcLedger {
 }
 
 /// The `result` of the JSON-RPC answer `body` to `method`: a JSON-RPC error as the node's
-/// error says ([`node_error`]), [`LedgerError::Transport`] for a body that is not JSON-RPC.
+/// error says (`rpc/node_error.rs`), [`LedgerError::Transport`] for a body that is not JSON-RPC.
 pub fn decode_answer(method: &str, body: &[u8]) -> Result<Value, LedgerError> {
     let v: Value = serde_json::from_slice(body)
         .map_err(|_| LedgerError::Transport(format!("{method}: the answer is not JSON-RPC")))?;
@@ -797,7 +797,7 @@ mod tests {
         };
         assert_eq!(method, "eth_blockNumber");
         assert!(
-            matches!(source, privsvc_rt::http::HttpError::Client(e) if e.is_connect()),
+            matches!(source, privsvc_rt::HttpError::Client(e) if e.is_connect()),
             "{source:?}"
         );
         // The client's error is the source, and no message of the chain names the URL.

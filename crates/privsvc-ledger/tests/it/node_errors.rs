@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use privsvc_ledger::rpc::decode_answer;
+use privsvc_ledger::decode_answer;
 use privsvc_ledger::LedgerError;
 use serde_json::{json, Value};
 
