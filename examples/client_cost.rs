@@ -1,4 +1,4 @@
-//! The user-visible cost of the client (revision 3) with its default settings: how long a write
+//! The user-visible cost of the client with its default settings: how long a write
 //! takes to `written` and to resolution for `minAnonymity` 1 and 3, and how many JSON-RPC
 //! requests an idle session makes a minute (docs/BENCHMARKS.md, "Client: user-visible cost").
 //!

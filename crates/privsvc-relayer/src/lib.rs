@@ -29,7 +29,7 @@
 //! not counted here (their clients are limited per client address at the OHTTP relay,
 //! `privsvc_ohttp::RelayConfig::rate_limit_per_min`).
 //!
-//! Revision 2 (docs/PROTOCOL.md §7): the records of a batch, their transfers and the spends token
+//! Batches and idempotence (docs/PROTOCOL.md §7): the records of a batch, their transfers and the spends token
 //! ids are in a random order (OS RNG), never arrival order (`batcher`); the same sealed envelope
 //! submitted again gets the existing id and is never stored or written twice (UNIQUE envelope
 //! digest, `store`); minAnonymity k counts records of the record's own `project` (`queue`), and
@@ -37,7 +37,7 @@
 //! `/healthz` is refreshed in the background once a minute (`health`); `DATA_DIR` is 0700, the
 //! queue database 0600, with `secure_delete` on.
 //!
-//! Revision 3 (docs/PROTOCOL.md §5.3 and §7): the public `/healthz` rounds `queue` up to a multiple
+//! What a party can measure (docs/PROTOCOL.md §5.3 and §7): the public `/healthz` rounds `queue` up to a multiple
 //! of 100 and makes no ledger call (its balance is read in the background every 10 s; exact figures
 //! on `METRICS_BIND` only) (`health`); the planner batches the records whose holds it can meet
 //! and skips the others, which never block the records behind them (`queue`); the issuer routes
