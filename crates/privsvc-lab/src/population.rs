@@ -171,7 +171,7 @@ impl World {
         let mut b = PrivateClient::builder(APP)
             .wallet(id.wallet.clone())
             .reader(reader)
-            .fetch(Arc::new(privsvc_rt::http::ReqwestFetch::with_client(
+            .fetch(Arc::new(privsvc_rt::ReqwestFetch::with_client(
                 id.http.clone(),
             )))
             .token_store(id.tokens.clone())
