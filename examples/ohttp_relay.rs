@@ -12,9 +12,10 @@
 //! listener keeps a peer's IP only as an unprintable value for that in-memory count; it is never
 //! logged or stored. The `ohttp` crate's key traces are always silenced, whatever `RUST_LOG` says.
 //!
-//! Rounds: with `ROUND_MS` above 0, requests are held until the end of their round and then
-//! forwarded together in a random order (at most `MAX_HELD` held at once, 503 beyond); each
-//! request waits half a round on average. `RELAY_METRICS_BIND` serves `GET /metrics` (requests
+//! Rounds: with `ROUND_MS` above 0 (default 1000, `privsvc_ohttp::RECOMMENDED_ROUND_MS`),
+//! requests are held until the end of their round and then forwarded together in a random order
+//! (at most `MAX_HELD` held at once, 503 beyond); each request waits half a round on average.
+//! `ROUND_MS=0` forwards each request at once. `RELAY_METRICS_BIND` serves `GET /metrics` (requests
 //! forwarded, rounds, held, refused) on a separate listener, never on the public one.
 
 use std::sync::Arc;
@@ -61,7 +62,7 @@ struct Args {
     #[arg(
         long,
         env = "ROUND_MS",
-        default_value_t = 0,
+        default_value_t = privsvc_ohttp::RECOMMENDED_ROUND_MS,
         value_parser = clap::value_parser!(u64).range(0..=60_000)
     )]
     round_ms: u64,

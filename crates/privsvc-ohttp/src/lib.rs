@@ -74,7 +74,9 @@ pub use padding::{
 /// The HTTP seam of the transports and of `ohttp_call` (a host may bring its own HTTP stack).
 pub use privsvc_rt::{Fetch, FetchRequest, FetchResponse, HttpError, ReqwestFetch};
 #[cfg(feature = "server")]
-pub use relay::{OhttpRelay, RelayConfig, DEFAULT_MAX_HELD, DEFAULT_RATE_LIMIT_PER_MIN};
+pub use relay::{
+    OhttpRelay, RelayConfig, DEFAULT_MAX_HELD, DEFAULT_RATE_LIMIT_PER_MIN, RECOMMENDED_ROUND_MS,
+};
 pub use source::SourceKey;
 #[cfg(feature = "server")]
 pub use transport::InProcessTransport;
