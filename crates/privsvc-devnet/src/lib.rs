@@ -116,7 +116,7 @@ pub use abi::ARKIV_ADDRESS;
 pub use alloy_primitives::{Address, Bytes, B256, U256};
 pub use chain::{CallRequest, Genesis};
 pub use entity::{EntityData, StoredAttr};
-pub use error::DevnetError;
+pub use error::{BoxError, DevnetError};
 pub use signer::{DevSigner, DEV_PRIVATE_KEYS};
 pub use types::Account;
 
@@ -253,10 +253,8 @@ impl Devnet {
         });
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", config.port.unwrap_or(0)))
             .await
-            .map_err(|e| DevnetError::Server(format!("cannot bind 127.0.0.1: {e}")))?;
-        let addr = listener
-            .local_addr()
-            .map_err(|e| DevnetError::Server(e.to_string()))?;
+            .map_err(DevnetError::Bind)?;
+        let addr = listener.local_addr().map_err(DevnetError::Server)?;
         let (stop, stop_rx) = watch::channel(false);
         let mut tasks = Vec::new();
         let app = rpc::router(node.clone());
