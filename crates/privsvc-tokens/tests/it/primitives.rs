@@ -223,10 +223,10 @@ fn issuer_key_import() {
     let pss = f.key.public_key().to_spki().unwrap();
     assert_ne!(pss, f.key.spki());
     assert_eq!(import_issuer_key(&pss).unwrap(), f.key);
-    assert!(matches!(
-        import_issuer_key(b"garbage"),
-        Err(TokenError::InvalidKey(_))
-    ));
+    let garbage = import_issuer_key(b"garbage").unwrap_err();
+    assert!(matches!(garbage, TokenError::InvalidKey(_)), "{garbage:?}");
+    // The DER decoder's error is kept as the source.
+    assert!(std::error::Error::source(&garbage).is_some(), "{garbage:?}");
     let mut cut = f.key.spki().to_vec();
     cut.truncate(200);
     assert!(import_issuer_key(&cut).is_err());
