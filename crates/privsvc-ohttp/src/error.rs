@@ -241,7 +241,10 @@ mod tests {
             matches!(garbage, OhttpError::BinaryHttp(BinaryHttpError::Codec(_))),
             "{garbage:?}"
         );
-        assert!(garbage.source().and_then(|s| s.source()).is_some(), "{garbage:?}");
+        assert!(
+            garbage.source().and_then(|s| s.source()).is_some(),
+            "{garbage:?}"
+        );
     }
 
     #[test]
