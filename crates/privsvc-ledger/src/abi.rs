@@ -280,13 +280,13 @@ pub fn check_operations(ops: &[ModelOperation]) -> Result<(), LedgerError> {
         let mut seen = std::collections::HashSet::new();
         for name in names {
             if name.len() > MAX_NAME_BYTES {
-                return Err(LedgerError::Invalid(format!(
+                return Err(LedgerError::invalid(format!(
                     "operation {i}: {}",
                     NameError::TooLong(name.len())
                 )));
             }
             if !seen.insert(name) {
-                return Err(LedgerError::Invalid(format!(
+                return Err(LedgerError::invalid(format!(
                     "operation {i}: attribute {name:?} appears twice"
                 )));
             }
@@ -295,13 +295,13 @@ pub fn check_operations(ops: &[ModelOperation]) -> Result<(), LedgerError> {
                     .iter()
                     .any(|a| a.name == name && matches!(a.value, ArkivValue::Bytes(_)))
                 {
-                    return Err(LedgerError::Invalid(format!(
+                    return Err(LedgerError::invalid(format!(
                         "operation {i}: attribute {name:?} has type bytes, which only $payload \
                          may carry"
                     )));
                 }
                 if name.starts_with('$') {
-                    return Err(LedgerError::Invalid(format!(
+                    return Err(LedgerError::invalid(format!(
                         "operation {i}: attribute {name:?} is a system attribute; set the \
                          payload and content type through their fields"
                     )));
@@ -311,7 +311,7 @@ pub fn check_operations(ops: &[ModelOperation]) -> Result<(), LedgerError> {
     }
     decode_operations(&encode_operations(ops))
         .map(|_| ())
-        .map_err(|e| LedgerError::Invalid(e.to_string()))
+        .map_err(|e| LedgerError::Invalid(Box::new(e)))
 }
 
 /// An operation decoded and validated by [`decode_operations`]: the crate's [`ModelOperation`]
@@ -825,7 +825,13 @@ mod tests {
             key: B256::repeat_byte(1),
             new_owner: Address::ZERO,
         };
-        assert!(check_operations(&[zero]).is_err());
+        // The refusal keeps the decoder's error, as the node would name it, as its source.
+        let refused = check_operations(&[zero]).unwrap_err();
+        let source = std::error::Error::source(&refused).expect("a source");
+        assert!(
+            source.downcast_ref::<DecodeError>().is_some(),
+            "{refused:?}"
+        );
         // Trailing bytes after a delete's word.
         let mut data = encode_operations(&[ModelOperation::Delete {
             key: B256::repeat_byte(9),

@@ -65,11 +65,23 @@ pub enum LedgerError {
     #[error("cannot decode ledger answer: {0}")]
     Decode(String),
     /// A value given by the caller cannot be encoded (bad attribute name, value too long, ...).
+    /// The source is the encoder's error (a [`crate::DecodeError`] of the calldata, a
+    /// [`crate::QueryBuildError`], serde_json's, ...), or what is wrong in words.
     #[error("invalid input: {0}")]
-    Invalid(String),
+    Invalid(#[source] BoxError),
     /// Waiting for something on the ledger took too long.
     #[error("timed out: {0}")]
     Timeout(String),
+}
+
+/// An error underneath (this crate's encoders', serde_json's, k256's) kept as a source.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+impl LedgerError {
+    /// [`LedgerError::Invalid`] because of `source` (an error, or what is wrong in words).
+    pub fn invalid(source: impl Into<BoxError>) -> Self {
+        LedgerError::Invalid(source.into())
+    }
 }
 
 /// Why a transaction or a simulation reverted: the node's revert data when it gave some
