@@ -47,7 +47,7 @@ pub enum PrivsvcError {
     #[error("entity {entity_key} is not one of your records (or it expired); call my_entities() to see the keys you own")]
     UnknownRecord {
         /// The entity key asked for.
-        entity_key: String,
+        entity_key: alloy_primitives::B256,
     },
     /// The wallet gave two different derivation signatures.
     #[error("the wallet gave two different signatures for the key derivation message; use a deterministic (RFC 6979) wallet or a random-root vault (KeyVault::random)")]
