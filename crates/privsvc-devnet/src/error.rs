@@ -4,9 +4,22 @@
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum DevnetError {
-    /// Invalid configuration.
-    #[error("invalid devnet configuration: {0}")]
-    Config(String),
+    /// The database holds another chain than the configuration asks for.
+    #[error("invalid devnet configuration: database holds chain {stored} but the config asks for chain {configured}")]
+    ChainMismatch {
+        /// The database's chain id.
+        stored: u64,
+        /// The configured chain id.
+        configured: u64,
+    },
+    /// A block interval of zero.
+    #[error(
+        "invalid devnet configuration: block interval must be positive; use BlockTime::OnDemand"
+    )]
+    ZeroBlockInterval,
+    /// The devnet refused an impersonated transaction; the source is its refusal.
+    #[error("the devnet refused the transaction: {0}")]
+    Rejected(#[source] BoxError),
     /// SQLite failure.
     #[error("devnet storage error: {0}")]
     Storage(#[source] rusqlite::Error),

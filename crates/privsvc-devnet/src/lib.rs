@@ -213,9 +213,7 @@ impl Devnet {
     pub async fn start(config: DevnetConfig) -> Result<DevnetHandle, DevnetError> {
         if let BlockTime::Interval(d) = config.block_time {
             if d.is_zero() {
-                return Err(DevnetError::Config(
-                    "block interval must be positive; use BlockTime::OnDemand".into(),
-                ));
+                return Err(DevnetError::ZeroBlockInterval);
             }
         }
         let db = match &config.db_path {
@@ -368,7 +366,7 @@ impl DevnetHandle {
         };
         let hash = chain
             .submit_impersonated(&req)
-            .map_err(|e| DevnetError::Config(e.0))?;
+            .map_err(|e| DevnetError::Rejected(Box::new(e)))?;
         if self.node.on_demand {
             chain.mine(unix_now())?;
         }

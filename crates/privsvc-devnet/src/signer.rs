@@ -118,7 +118,7 @@ mod tests {
 
     #[test]
     fn a_bad_key_keeps_the_decoders_error() {
-        let not_hex = DevSigner::from_hex("0xzz").err().expect("not hex");
+        let not_hex = DevSigner::from_hex("0xzz").expect_err("not hex");
         assert!(
             not_hex
                 .source()
@@ -126,9 +126,7 @@ mod tests {
                 .is_some(),
             "{not_hex:?}"
         );
-        let zero = DevSigner::from_hex(&"00".repeat(32))
-            .err()
-            .expect("zero key");
+        let zero = DevSigner::from_hex(&"00".repeat(32)).expect_err("zero key");
         assert!(matches!(zero, SignerError::InvalidKey(_)), "{zero:?}");
         assert!(zero.source().is_some(), "{zero:?}");
     }
