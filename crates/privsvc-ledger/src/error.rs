@@ -69,9 +69,14 @@ pub enum LedgerError {
     /// [`crate::QueryBuildError`], serde_json's, ...), or what is wrong in words.
     #[error("invalid input: {0}")]
     Invalid(#[source] BoxError),
-    /// Waiting for something on the ledger took too long.
-    #[error("timed out: {0}")]
-    Timeout(String),
+    /// The receipt of a sent transaction did not come in time.
+    #[error("timed out: no receipt for {tx_hash} within {waited:?}")]
+    Timeout {
+        /// The transaction waited for.
+        tx_hash: alloy_primitives::B256,
+        /// How long it was waited for.
+        waited: std::time::Duration,
+    },
 }
 
 /// An error underneath (this crate's encoders', serde_json's, k256's) kept as a source.

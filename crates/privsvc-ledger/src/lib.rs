@@ -49,7 +49,7 @@ pub mod testing {
 
 pub use abi::{
     check_operations, decode_operations, decode_revert, encode_operations, entity_nonce_calldata,
-    DecodeError, DecodedOp, ARKIV_ADDRESS,
+    DecodeError, DecodedOp, InvalidValueReason, ARKIV_ADDRESS,
 };
 pub use codec::{CodecError, NameError};
 pub use entity::{
