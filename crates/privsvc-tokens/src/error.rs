@@ -22,9 +22,12 @@ pub enum TokenError {
     /// A blind signature from the issuer did not verify (faulty or malicious issuer).
     #[error("the issuer returned a blind signature that does not verify under its published key")]
     BadBlindSignature,
-    /// The app name cannot be used in a token message.
-    #[error("invalid app name: {0}")]
-    InvalidApp(String),
+    /// The app name cannot be used in a token message: it is empty or longer than 65535 bytes.
+    #[error("invalid app name of {len} bytes: a token's app name has 1 to 65535 bytes")]
+    InvalidApp {
+        /// The name's length in bytes.
+        len: usize,
+    },
     /// The issuer has no key on the ledger for this app and epoch.
     #[error("issuer {issuer} has no key on the ledger for app {app:?}, epoch {epoch}")]
     NoIssuerKey {

@@ -16,8 +16,15 @@ fn token_message_layout_and_id() {
     want.extend_from_slice(&nonce);
     assert_eq!(m, want);
     assert_eq!(token_id(&m).to_vec(), Sha256::digest(&want).to_vec());
-    assert!(token_message("", 1, &nonce).is_err());
-    assert!(token_message(&"a".repeat(65_536), 1, &nonce).is_err());
+    assert!(matches!(
+        token_message("", 1, &nonce),
+        Err(TokenError::InvalidApp { len: 0 })
+    ));
+    assert!(matches!(
+        token_message(&"a".repeat(65_536), 1, &nonce),
+        Err(TokenError::InvalidApp { len: 65_536 })
+    ));
+    token_message(&"a".repeat(65_535), 1, &nonce).unwrap();
 }
 
 #[test]
