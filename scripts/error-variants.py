@@ -12,6 +12,9 @@ Usage: python3 scripts/error-variants.py [--max N] [--list] [ROOT]
   prints one row per crate (variants, String-carrying) and the total; with --max N it exits 1
   when more than N variants carry a String; --list names each String-carrying variant
   (file:line Enum::Variant). ROOT defaults to the repository root.
+       python3 scripts/error-variants.py --self-test
+  counts a small Rust file whose messages, doc comments and attributes mention String and
+  hold braces and commas: it must find exactly the variants it names.
 Python 3 standard library only.
 """
 
@@ -152,12 +155,69 @@ def enum_variants(path):
     return found
 
 
+SELF_TEST = r'''
+/// An enum that is not an error: not counted (String).
+pub enum Shape { Circle(String), Square }
+
+/// Counted: 5 variants, 3 with a String.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SampleError {
+    /// A doc comment that says String, with {braces}, and commas.
+    #[error("bad {name}, {reason:?} (String)")]
+    Named { name: &'static str, reason: Vec<String> },
+    #[error(transparent)]
+    Boxed(#[source] Box<dyn std::error::Error + Send + Sync>),
+    // A comment: String, {, }
+    Map(std::collections::HashMap<String, u8>, u16),
+    #[error("{0}")]
+    Text(String),
+    /// Not a String, though its doc and message say String.
+    #[error("no String here, {0}")]
+    Unit,
+}
+
+pub(crate) enum HiddenError { Text(String) }
+
+pub enum RefuseReason<'a> { Said(&'a str), Owned { text: std::string::String }, Char(char) }
+'''
+
+
+def self_test():
+    """The counter on SELF_TEST: SampleError has 5 variants, 3 with a String (Named, Map,
+    Text); RefuseReason 3, 1 with a String; Shape and the pub(crate) enum are not counted."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "sample.rs"
+        path.write_text(SELF_TEST, encoding="utf-8")
+        found = enum_variants(path)
+    got = [(e, v, c) for e, v, _, c in found]
+    want = [
+        ("SampleError", "Named", True),
+        ("SampleError", "Boxed", False),
+        ("SampleError", "Map", True),
+        ("SampleError", "Text", True),
+        ("SampleError", "Unit", False),
+        ("RefuseReason", "Said", False),
+        ("RefuseReason", "Owned", True),
+        ("RefuseReason", "Char", False),
+    ]
+    if got != want:
+        print(f"error-variants self-test: found {got}, expected {want}", file=sys.stderr)
+        return 1
+    print("error-variants self-test: 8 variants, 4 with a String, as expected")
+    return 0
+
+
 def main():
     parser = argparse.ArgumentParser(description="Counts error variants that carry a String.")
     parser.add_argument("--max", type=int, help="exit 1 when more than MAX carry a String")
     parser.add_argument("--list", action="store_true", help="name each String-carrying variant")
+    parser.add_argument("--self-test", action="store_true", help="check the counter on a sample")
     parser.add_argument("root", nargs="?", default=str(Path(__file__).resolve().parent.parent))
     args = parser.parse_args()
+    if args.self_test:
+        return self_test()
 
     root = Path(args.root)
     rows, listed = [], []
