@@ -27,9 +27,10 @@ pub enum VaultError {
     /// A ciphertext did not decrypt under this vault's key for the record.
     #[error("payload does not decrypt with this vault's key for the record (wrong vault, wrong record or tampered data)")]
     DecryptionFailed,
-    /// A record reference was malformed.
+    /// A record reference was malformed. The source is the hex decoder's error (or the JS
+    /// vault's words); the message never repeats the reference given.
     #[error("invalid record reference: {0}; expected 32 hexadecimal characters (16 bytes)")]
-    InvalidRecordRef(String),
+    InvalidRecordRef(#[source] BoxError),
     /// The envelope could not be sealed (invalid body, attribute types that differ from the
     /// body's `types`, oversize payload).
     #[error("cannot seal the envelope: {0}")]

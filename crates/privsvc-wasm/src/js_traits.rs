@@ -79,7 +79,7 @@ fn vault_err(e: String) -> VaultError {
 
 fn record(text: Result<String, String>) -> Result<RecordRef, VaultError> {
     let text = text.map_err(vault_err)?;
-    to_ref(&text).map_err(|e| VaultError::InvalidRecordRef(e.to_string()))
+    to_ref(&text).map_err(|e| VaultError::InvalidRecordRef(e.into()))
 }
 
 #[async_trait(?Send)]
