@@ -125,5 +125,49 @@ pub enum EnvelopeError {
     },
     /// A base64 text is not standard base64 with padding.
     #[error("invalid base64 (standard alphabet with padding expected): {0}")]
-    Base64(String),
+    Base64(#[source] Base64Error),
+}
+
+/// Why a text is not standard base64 with padding (the decoder's finding, as privsvc's own
+/// type so that the enum stays `Clone + Eq` and the decoder's version is not part of the API).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Base64Error {
+    /// A byte that is not a base64 symbol (or padding in the middle, or text after it).
+    #[error("byte 0x{byte:02x} at offset {offset} is not a base64 symbol there")]
+    InvalidByte {
+        /// Its offset.
+        offset: usize,
+        /// The byte.
+        byte: u8,
+    },
+    /// The number of symbols cannot be base64.
+    #[error("{0} symbols cannot be base64")]
+    InvalidLength(usize),
+    /// The last symbol carries non-zero bits that decoding would drop.
+    #[error("the last symbol 0x{byte:02x} at offset {offset} has non-zero trailing bits")]
+    NonZeroTrailingBits {
+        /// Its offset.
+        offset: usize,
+        /// The symbol.
+        byte: u8,
+    },
+    /// The padding is missing or not canonical.
+    #[error("the padding is missing or not canonical")]
+    InvalidPadding,
+}
+
+impl From<base64::DecodeError> for Base64Error {
+    fn from(e: base64::DecodeError) -> Self {
+        match e {
+            base64::DecodeError::InvalidByte(offset, byte) => {
+                Base64Error::InvalidByte { offset, byte }
+            }
+            base64::DecodeError::InvalidLength(len) => Base64Error::InvalidLength(len),
+            base64::DecodeError::InvalidLastSymbol(offset, byte) => {
+                Base64Error::NonZeroTrailingBits { offset, byte }
+            }
+            base64::DecodeError::InvalidPadding => Base64Error::InvalidPadding,
+        }
+    }
 }
