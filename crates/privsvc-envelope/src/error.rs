@@ -90,7 +90,7 @@ pub enum EnvelopeError {
     HighS,
     /// The signature does not recover a public key.
     #[error("signature does not recover a public key: {0}")]
-    InvalidSignature(String),
+    InvalidSignature(#[source] InvalidSignatureReason),
     /// The attributes do not have exactly the types the envelope lists.
     #[error("attributes do not match the envelope's types: {0}")]
     TypesMismatch(String),
@@ -126,6 +126,21 @@ pub enum EnvelopeError {
     /// A base64 text is not standard base64 with padding.
     #[error("invalid base64 (standard alphabet with padding expected): {0}")]
     Base64(#[source] Base64Error),
+}
+
+/// Why a signature of the right form recovers no public key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum InvalidSignatureReason {
+    /// `v` gives no recovery id.
+    #[error("bad recovery id")]
+    BadRecoveryId,
+    /// `r` or `s` is zero or not below the curve order.
+    #[error("r or s is zero or not below the curve order")]
+    ScalarOutOfRange,
+    /// No public key recovers from `r`, `s` and `v` (k256's error says no more).
+    #[error("no public key recovers from r, s and v")]
+    NotRecoverable,
 }
 
 /// Why a text is not standard base64 with padding (the decoder's finding, as privsvc's own

@@ -365,10 +365,10 @@ fn strict_parsing_rejects_with_precise_errors() {
         EnvelopeError::BadRecoveryByte(29)
     );
     let zero_r = format!("0x{}{}", "0".repeat(64), &sig_hex[66..]);
-    assert!(matches!(
+    assert_eq!(
         err(&edit(&text, sig_hex, &zero_r)),
-        EnvelopeError::InvalidSignature(_)
-    ));
+        EnvelopeError::InvalidSignature(privsvc_envelope::InvalidSignatureReason::ScalarOutOfRange)
+    );
     // Valid JSON, valid members, but not canonical.
     assert_eq!(
         err(&edit(&text, "\"app\":\"demo\"", "\"app\":\"d\\u0065mo\"")),
