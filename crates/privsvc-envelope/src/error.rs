@@ -81,7 +81,7 @@ pub enum EnvelopeError {
     NonCanonical,
     /// `sig` is not `0x` followed by 130 lowercase hex digits.
     #[error("sig must be 0x followed by 130 lowercase hex digits (r || s || v): {0}")]
-    BadSignatureFormat(String),
+    BadSignatureFormat(#[source] SignatureFormatReason),
     /// The signature's `v` byte is not 27 or 28.
     #[error("signature v must be 27 or 28, got {0}")]
     BadRecoveryByte(u8),
@@ -96,7 +96,7 @@ pub enum EnvelopeError {
     TypesMismatch(String),
     /// Signing failed.
     #[error("signing failed: {0}")]
-    Signing(String),
+    Signing(#[source] SigningReason),
     /// The `project` attribute is listed with a type other than `str`.
     #[error("attribute \"project\" must have type str, the envelope says {0}")]
     ProjectNotStr(AttrType),
@@ -126,6 +126,33 @@ pub enum EnvelopeError {
     /// A base64 text is not standard base64 with padding.
     #[error("invalid base64 (standard alphabet with padding expected): {0}")]
     Base64(#[source] Base64Error),
+}
+
+/// What is wrong with the text of `sig`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SignatureFormatReason {
+    /// It does not start with `0x`.
+    #[error("missing 0x prefix")]
+    MissingPrefix,
+    /// It has another number of hex digits.
+    #[error("{0} hex digits instead of 130")]
+    Length(usize),
+    /// A character that is not `0-9` or `a-f`.
+    #[error("{0:?} is not a lowercase hex digit")]
+    NotLowercaseHex(char),
+}
+
+/// Why a digest could not be signed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SigningReason {
+    /// The secp256k1 signer failed (k256's error says no more).
+    #[error("the secp256k1 signer failed")]
+    SignerFailed,
+    /// The signature needs a reduced x coordinate, which `v` in {27, 28} cannot express.
+    #[error("signature needs a reduced x coordinate, which v in {{27, 28}} cannot express")]
+    ReducedX,
 }
 
 /// Why a signature of the right form recovers no public key.

@@ -4,7 +4,7 @@ use alloy_primitives::{keccak256, Address, B256};
 use k256::ecdsa::{RecoveryId, Signature, SigningKey, VerifyingKey};
 use privsvc_attributes::Attributes;
 
-use crate::error::InvalidSignatureReason;
+use crate::error::{InvalidSignatureReason, SigningReason};
 use crate::{EnvelopeBody, EnvelopeError, SealedEnvelope};
 
 /// Domain separation prefix of the envelope digest.
@@ -80,15 +80,13 @@ pub fn seal_envelope(
 pub fn sign_digest(digest: &B256, key: &SigningKey) -> Result<[u8; 65], EnvelopeError> {
     let (mut sig, mut recid) = key
         .sign_prehash_recoverable(digest.as_slice())
-        .map_err(|e| EnvelopeError::Signing(e.to_string()))?;
+        .map_err(|_| EnvelopeError::Signing(SigningReason::SignerFailed))?;
     if let Some(low) = sig.normalize_s() {
         sig = low;
         recid = RecoveryId::new(!recid.is_y_odd(), recid.is_x_reduced());
     }
     if recid.is_x_reduced() {
-        return Err(EnvelopeError::Signing(
-            "signature needs a reduced x coordinate, which v in {27, 28} cannot express".into(),
-        ));
+        return Err(EnvelopeError::Signing(SigningReason::ReducedX));
     }
     let mut out = [0u8; 65];
     out[..64].copy_from_slice(&sig.to_bytes());
