@@ -124,11 +124,11 @@ impl DeviceStore {
         }
         crate::private_fs::private_dir(data_dir).map_err(|e| store_error(data_dir, e))?;
         crate::private_fs::private_dir(&dir).map_err(|e| store_error(&dir, e))?;
-        let lock = crate::private_fs::lock(&dir.join(".lock")).map_err(|e| {
-            PrivsvcError::Store(format!(
-                "{}: the device store is in use by another process ({e}); close it, or give this client another data directory or memory stores",
-                dir.display()
-            ))
+        let lock = crate::private_fs::lock(&dir.join(".lock")).map_err(|source| {
+            PrivsvcError::StoreInUse {
+                dir: dir.clone(),
+                source,
+            }
         })?;
         let mut report = OpenReport::default();
         let mut inner = Inner {
@@ -178,8 +178,11 @@ impl DeviceStore {
     }
 }
 
-fn store_error(path: &Path, e: impl std::fmt::Display) -> PrivsvcError {
-    PrivsvcError::Store(format!("{}: {e}", path.display()))
+fn store_error(path: &Path, source: std::io::Error) -> PrivsvcError {
+    PrivsvcError::Store {
+        path: path.to_path_buf(),
+        source,
+    }
 }
 
 impl Inner {
@@ -217,12 +220,12 @@ impl Inner {
     /// Seals `value` and writes it durably over the part's file.
     fn save<T: Serialize>(&self, part: Part, value: &T) -> Result<(), TokenError> {
         let plain = Zeroizing::new(
-            serde_json::to_vec(value).map_err(|e| TokenError::Store(format!("encode: {e}")))?,
+            serde_json::to_vec(value).map_err(|e| TokenError::store("encode", None, e))?,
         );
         let out = self.sealer.seal(part, &plain);
         let path = self.dir.join(file_of(part));
         crate::private_fs::write_atomically(&path, &out)
-            .map_err(|e| TokenError::Store(format!("{}: {e}", path.display())))
+            .map_err(|e| TokenError::store("cannot write", Some(&path), e))
     }
 
     fn tokens(&self) -> std::sync::MutexGuard<'_, Vec<StoredToken>> {
@@ -385,6 +388,24 @@ mod tests {
             signature: "sig".into(),
             obtained_ms: 1,
         }
+    }
+
+    #[test]
+    fn a_data_dir_that_cannot_be_made_is_named_with_the_file_systems_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("plain");
+        std::fs::write(&file, b"x").unwrap();
+        let err = DeviceStore::open(&file, &[1; 32], 7, "notes").unwrap_err();
+        let PrivsvcError::Store { path, source } = &err else {
+            panic!("{err:?}");
+        };
+        assert_eq!(path, &file);
+        assert!(source.raw_os_error().is_some(), "{source:?}");
+        assert!(
+            err.to_string()
+                .starts_with(&format!("device store: {}: ", file.display())),
+            "{err}"
+        );
     }
 
     #[test]

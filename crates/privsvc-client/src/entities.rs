@@ -124,9 +124,7 @@ impl PrivateClient {
             record_ref = self.known_ref(entity_key).await;
         }
         let Some(record_ref) = record_ref else {
-            return Err(PrivsvcError::UnknownRecord {
-                entity_key: entity_key.to_string(),
-            });
+            return Err(PrivsvcError::UnknownRecord { entity_key });
         };
         sign_ownership_proof(
             self.vault.as_ref(),

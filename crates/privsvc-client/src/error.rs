@@ -1,5 +1,7 @@
 //! `PrivsvcError`: everything the client can fail with, with messages a developer can act on.
 
+use std::path::PathBuf;
+
 use privsvc_fingerprint::CheckWarning;
 
 /// Errors of the privsvc client.
@@ -45,7 +47,7 @@ pub enum PrivsvcError {
     #[error("entity {entity_key} is not one of your records (or it expired); call my_entities() to see the keys you own")]
     UnknownRecord {
         /// The entity key asked for.
-        entity_key: String,
+        entity_key: alloy_primitives::B256,
     },
     /// The wallet gave two different derivation signatures.
     #[error("the wallet gave two different signatures for the key derivation message; use a deterministic (RFC 6979) wallet or a random-root vault (KeyVault::random)")]
@@ -79,11 +81,33 @@ pub enum PrivsvcError {
     Config(String),
 
     /// The device store (tokens, pins, scan cache kept between sessions) cannot be opened.
-    #[error("device store: {0}")]
-    Store(String),
+    #[error("device store: {}: {source}", path.display())]
+    Store {
+        /// The directory that cannot be made.
+        path: PathBuf,
+        /// The file system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The device store is locked by another process (or another store of this one).
+    #[error("device store: {}: the device store is in use by another process ({source}); close it, or give this client another data directory or memory stores", dir.display())]
+    StoreInUse {
+        /// The store's directory.
+        dir: PathBuf,
+        /// The lock's error.
+        #[source]
+        source: std::io::Error,
+    },
     /// The scan cache's store failed (the session goes on without it).
-    #[error("scan cache: {0}")]
-    ScanCache(String),
+    #[error("scan cache: {}{source}", path_prefix(.path))]
+    ScanCache {
+        /// The cache's file, when it has one.
+        path: Option<PathBuf>,
+        /// The file system's error, or a JavaScript store's (its own words:
+        /// `source: "quota exceeded".into()`).
+        #[source]
+        source: BoxError,
+    },
     /// The requested expiry cannot be used.
     #[error("invalid expiry: {0}")]
     Expiry(#[source] privsvc_envelope::EnvelopeError),
@@ -116,6 +140,17 @@ pub enum PrivsvcError {
         /// What was wrong.
         message: String,
     },
+}
+
+/// An error of a store or a crate underneath kept as a source without its type becoming part
+/// of this crate's API.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+fn path_prefix(path: &Option<PathBuf>) -> String {
+    match path {
+        Some(p) => format!("{}: ", p.display()),
+        None => String::new(),
+    }
 }
 
 fn warning_codes(warnings: &[CheckWarning]) -> String {

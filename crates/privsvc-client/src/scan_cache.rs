@@ -294,7 +294,10 @@ impl FileScanCache {
 
 #[cfg(not(target_arch = "wasm32"))]
 fn io_error(path: &std::path::Path, e: std::io::Error) -> PrivsvcError {
-    PrivsvcError::ScanCache(format!("{}: {e}", path.display()))
+    PrivsvcError::ScanCache {
+        path: Some(path.to_path_buf()),
+        source: Box::new(e),
+    }
 }
 
 #[cfg(not(target_arch = "wasm32"))]

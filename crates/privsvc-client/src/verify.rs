@@ -100,7 +100,7 @@ pub enum RejectReason {
     WrongContentType(String),
     /// The payload is not a valid sealed envelope.
     #[error("the payload is not a valid envelope: {0}")]
-    BadEnvelope(String),
+    BadEnvelope(#[source] privsvc_envelope::EnvelopeError),
     /// The ledger attributes cannot be read as privsvc attributes.
     #[error("the attributes are not valid privsvc attributes: {0}")]
     BadAttributes(String),
@@ -341,7 +341,7 @@ pub fn verify_record(
             });
         }
     }
-    let sealed = parse_envelope(payload).map_err(|e| RejectReason::BadEnvelope(e.to_string()))?;
+    let sealed = parse_envelope(payload).map_err(RejectReason::BadEnvelope)?;
     let body = sealed.body.clone();
     if let Some(app) = options.app {
         if body.app != app {
@@ -353,8 +353,7 @@ pub fn verify_record(
     }
     let attributes = attributes_from_ledger(ledger_attrs).map_err(RejectReason::BadAttributes)?;
     compare_types(&body.types, &attributes).map_err(RejectReason::AttributesMismatch)?;
-    let signer = envelope_signer(&sealed, &attributes)
-        .map_err(|e| RejectReason::BadEnvelope(e.to_string()))?;
+    let signer = envelope_signer(&sealed, &attributes).map_err(RejectReason::BadEnvelope)?;
     if signer != owner {
         return Err(RejectReason::SignatureMismatch { signer, owner });
     }

@@ -215,10 +215,10 @@ impl Chain {
         if let Some(db) = &c.db {
             if let Some(state) = db.load()? {
                 if state.chain_id != c.params.chain_id {
-                    return Err(DevnetError::Config(format!(
-                        "database holds chain {} but the config asks for chain {}",
-                        state.chain_id, c.params.chain_id
-                    )));
+                    return Err(DevnetError::ChainMismatch {
+                        stored: state.chain_id,
+                        configured: c.params.chain_id,
+                    });
                 }
                 c.accounts = state.accounts;
                 c.blocks = state.blocks;

@@ -33,11 +33,11 @@ pub struct Loaded {
 }
 
 fn sql(e: rusqlite::Error) -> DevnetError {
-    DevnetError::Storage(e.to_string())
+    DevnetError::Storage(e)
 }
 
 fn js(e: serde_json::Error) -> DevnetError {
-    DevnetError::Storage(format!("corrupt record: {e}"))
+    DevnetError::Corrupt(Box::new(e))
 }
 
 impl Db {
@@ -76,7 +76,7 @@ impl Db {
         };
         let chain_id: u64 = chain_id
             .parse()
-            .map_err(|_| DevnetError::Storage("bad chain id".into()))?;
+            .map_err(|e| DevnetError::Corrupt(Box::new(e)))?;
         let mut accounts = HashMap::new();
         let mut st = c
             .prepare("SELECT address, json FROM accounts")

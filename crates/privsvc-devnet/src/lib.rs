@@ -116,7 +116,7 @@ pub use abi::ARKIV_ADDRESS;
 pub use alloy_primitives::{Address, Bytes, B256, U256};
 pub use chain::{CallRequest, Genesis};
 pub use entity::{EntityData, StoredAttr};
-pub use error::DevnetError;
+pub use error::{BoxError, DevnetError};
 pub use signer::{DevSigner, DEV_PRIVATE_KEYS};
 pub use types::Account;
 
@@ -213,9 +213,7 @@ impl Devnet {
     pub async fn start(config: DevnetConfig) -> Result<DevnetHandle, DevnetError> {
         if let BlockTime::Interval(d) = config.block_time {
             if d.is_zero() {
-                return Err(DevnetError::Config(
-                    "block interval must be positive; use BlockTime::OnDemand".into(),
-                ));
+                return Err(DevnetError::ZeroBlockInterval);
             }
         }
         let db = match &config.db_path {
@@ -253,10 +251,8 @@ impl Devnet {
         });
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", config.port.unwrap_or(0)))
             .await
-            .map_err(|e| DevnetError::Server(format!("cannot bind 127.0.0.1: {e}")))?;
-        let addr = listener
-            .local_addr()
-            .map_err(|e| DevnetError::Server(e.to_string()))?;
+            .map_err(DevnetError::Bind)?;
+        let addr = listener.local_addr().map_err(DevnetError::Server)?;
         let (stop, stop_rx) = watch::channel(false);
         let mut tasks = Vec::new();
         let app = rpc::router(node.clone());
@@ -370,7 +366,7 @@ impl DevnetHandle {
         };
         let hash = chain
             .submit_impersonated(&req)
-            .map_err(|e| DevnetError::Config(e.0))?;
+            .map_err(|e| DevnetError::Rejected(Box::new(e)))?;
         if self.node.on_demand {
             chain.mine(unix_now())?;
         }

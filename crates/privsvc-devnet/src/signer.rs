@@ -24,10 +24,10 @@ pub const DEV_PRIVATE_KEYS: [&str; 5] = [
 pub enum SignerError {
     /// The key is not 32 bytes of hex or not a valid secp256k1 scalar.
     #[error("invalid private key: {0}")]
-    InvalidKey(String),
-    /// Signing failed.
+    InvalidKey(#[source] crate::error::BoxError),
+    /// Signing failed; the source is k256's error.
     #[error("signing failed: {0}")]
-    Sign(String),
+    Sign(#[source] crate::error::BoxError),
 }
 
 /// A signing key with its address.
@@ -49,9 +49,8 @@ impl DevSigner {
     /// From a hex private key (`0x` optional).
     pub fn from_hex(hex_key: &str) -> Result<Self, SignerError> {
         let raw = hex::decode(hex_key.trim_start_matches("0x"))
-            .map_err(|e| SignerError::InvalidKey(e.to_string()))?;
-        let key =
-            SigningKey::from_slice(&raw).map_err(|e| SignerError::InvalidKey(e.to_string()))?;
+            .map_err(|e| SignerError::InvalidKey(Box::new(e)))?;
+        let key = SigningKey::from_slice(&raw).map_err(|e| SignerError::InvalidKey(Box::new(e)))?;
         let address = Address::from_public_key(key.verifying_key());
         Ok(Self { key, address })
     }
@@ -85,7 +84,7 @@ impl DevSigner {
         let (sig, recid) = self
             .key
             .sign_prehash_recoverable(hash.as_slice())
-            .map_err(|e| SignerError::Sign(e.to_string()))?;
+            .map_err(|e| SignerError::Sign(Box::new(e)))?;
         Ok(Signature::from_signature_and_parity(sig, recid.is_y_odd()))
     }
 
@@ -109,5 +108,26 @@ impl DevSigner {
             access_list: Default::default(),
             input: calldata,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error as _;
+
+    #[test]
+    fn a_bad_key_keeps_the_decoders_error() {
+        let not_hex = DevSigner::from_hex("0xzz").expect_err("not hex");
+        assert!(
+            not_hex
+                .source()
+                .and_then(|s| s.downcast_ref::<hex::FromHexError>())
+                .is_some(),
+            "{not_hex:?}"
+        );
+        let zero = DevSigner::from_hex(&"00".repeat(32)).expect_err("zero key");
+        assert!(matches!(zero, SignerError::InvalidKey(_)), "{zero:?}");
+        assert!(zero.source().is_some(), "{zero:?}");
     }
 }

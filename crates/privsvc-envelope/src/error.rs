@@ -81,7 +81,7 @@ pub enum EnvelopeError {
     NonCanonical,
     /// `sig` is not `0x` followed by 130 lowercase hex digits.
     #[error("sig must be 0x followed by 130 lowercase hex digits (r || s || v): {0}")]
-    BadSignatureFormat(String),
+    BadSignatureFormat(#[source] SignatureFormatReason),
     /// The signature's `v` byte is not 27 or 28.
     #[error("signature v must be 27 or 28, got {0}")]
     BadRecoveryByte(u8),
@@ -90,13 +90,13 @@ pub enum EnvelopeError {
     HighS,
     /// The signature does not recover a public key.
     #[error("signature does not recover a public key: {0}")]
-    InvalidSignature(String),
+    InvalidSignature(#[source] InvalidSignatureReason),
     /// The attributes do not have exactly the types the envelope lists.
     #[error("attributes do not match the envelope's types: {0}")]
     TypesMismatch(String),
     /// Signing failed.
     #[error("signing failed: {0}")]
-    Signing(String),
+    Signing(#[source] SigningReason),
     /// The `project` attribute is listed with a type other than `str`.
     #[error("attribute \"project\" must have type str, the envelope says {0}")]
     ProjectNotStr(AttrType),
@@ -125,5 +125,91 @@ pub enum EnvelopeError {
     },
     /// A base64 text is not standard base64 with padding.
     #[error("invalid base64 (standard alphabet with padding expected): {0}")]
-    Base64(String),
+    Base64(#[source] Base64Error),
+}
+
+/// What is wrong with the text of `sig`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SignatureFormatReason {
+    /// It does not start with `0x`.
+    #[error("missing 0x prefix")]
+    MissingPrefix,
+    /// It has another number of hex digits.
+    #[error("{0} hex digits instead of 130")]
+    Length(usize),
+    /// A character that is not `0-9` or `a-f`.
+    #[error("{0:?} is not a lowercase hex digit")]
+    NotLowercaseHex(char),
+}
+
+/// Why a digest could not be signed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SigningReason {
+    /// The secp256k1 signer failed (k256's error says no more).
+    #[error("the secp256k1 signer failed")]
+    SignerFailed,
+    /// The signature needs a reduced x coordinate, which `v` in {27, 28} cannot express.
+    #[error("signature needs a reduced x coordinate, which v in {{27, 28}} cannot express")]
+    ReducedX,
+}
+
+/// Why a signature of the right form recovers no public key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum InvalidSignatureReason {
+    /// `v` gives no recovery id.
+    #[error("bad recovery id")]
+    BadRecoveryId,
+    /// `r` or `s` is zero or not below the curve order.
+    #[error("r or s is zero or not below the curve order")]
+    ScalarOutOfRange,
+    /// No public key recovers from `r`, `s` and `v` (k256's error says no more).
+    #[error("no public key recovers from r, s and v")]
+    NotRecoverable,
+}
+
+/// Why a text is not standard base64 with padding (the decoder's finding, as privsvc's own
+/// type so that the enum stays `Clone + Eq` and the decoder's version is not part of the API).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Base64Error {
+    /// A byte that is not a base64 symbol (or padding in the middle, or text after it).
+    #[error("byte 0x{byte:02x} at offset {offset} is not a base64 symbol there")]
+    InvalidByte {
+        /// Its offset.
+        offset: usize,
+        /// The byte.
+        byte: u8,
+    },
+    /// The number of symbols cannot be base64.
+    #[error("{0} symbols cannot be base64")]
+    InvalidLength(usize),
+    /// The last symbol carries non-zero bits that decoding would drop.
+    #[error("the last symbol 0x{byte:02x} at offset {offset} has non-zero trailing bits")]
+    NonZeroTrailingBits {
+        /// Its offset.
+        offset: usize,
+        /// The symbol.
+        byte: u8,
+    },
+    /// The padding is missing or not canonical.
+    #[error("the padding is missing or not canonical")]
+    InvalidPadding,
+}
+
+impl From<base64::DecodeError> for Base64Error {
+    fn from(e: base64::DecodeError) -> Self {
+        match e {
+            base64::DecodeError::InvalidByte(offset, byte) => {
+                Base64Error::InvalidByte { offset, byte }
+            }
+            base64::DecodeError::InvalidLength(len) => Base64Error::InvalidLength(len),
+            base64::DecodeError::InvalidLastSymbol(offset, byte) => {
+                Base64Error::NonZeroTrailingBits { offset, byte }
+            }
+            base64::DecodeError::InvalidPadding => Base64Error::InvalidPadding,
+        }
+    }
 }

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use privsvc_attributes::{json, AttrType, AttributeError};
 use serde_json::{Map, Value};
 
+use crate::error::SignatureFormatReason;
 use crate::seal::{check_signature_bytes, padded_size, MAX_ENVELOPE_BYTES, PADDED_SIZES};
 use crate::{from_base64, EnvelopeBody, EnvelopeError, ENVELOPE_VERSION};
 
@@ -160,23 +161,23 @@ fn types_member(v: &Value) -> Result<BTreeMap<String, AttrType>, EnvelopeError> 
 pub fn parse_signature(text: &str) -> Result<[u8; 65], EnvelopeError> {
     let Some(digits) = text.strip_prefix("0x") else {
         return Err(EnvelopeError::BadSignatureFormat(
-            "missing 0x prefix".into(),
+            SignatureFormatReason::MissingPrefix,
         ));
     };
     if digits.len() != 130 {
-        return Err(EnvelopeError::BadSignatureFormat(format!(
-            "{} hex digits instead of 130",
-            digits.len()
-        )));
+        return Err(EnvelopeError::BadSignatureFormat(
+            SignatureFormatReason::Length(digits.len()),
+        ));
     }
     if let Some(c) = digits.chars().find(|c| !matches!(c, '0'..='9' | 'a'..='f')) {
-        return Err(EnvelopeError::BadSignatureFormat(format!(
-            "{c:?} is not a lowercase hex digit"
-        )));
+        return Err(EnvelopeError::BadSignatureFormat(
+            SignatureFormatReason::NotLowercaseHex(c),
+        ));
     }
     let mut out = [0u8; 65];
-    hex::decode_to_slice(digits, &mut out)
-        .map_err(|e| EnvelopeError::BadSignatureFormat(e.to_string()))?;
+    hex::decode_to_slice(digits, &mut out).map_err(|_| {
+        EnvelopeError::BadSignatureFormat(SignatureFormatReason::Length(digits.len()))
+    })?;
     check_signature_bytes(&out)?;
     Ok(out)
 }

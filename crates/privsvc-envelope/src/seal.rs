@@ -4,6 +4,7 @@ use alloy_primitives::{keccak256, Address, B256};
 use k256::ecdsa::{RecoveryId, Signature, SigningKey, VerifyingKey};
 use privsvc_attributes::Attributes;
 
+use crate::error::{InvalidSignatureReason, SigningReason};
 use crate::{EnvelopeBody, EnvelopeError, SealedEnvelope};
 
 /// Domain separation prefix of the envelope digest.
@@ -79,15 +80,13 @@ pub fn seal_envelope(
 pub fn sign_digest(digest: &B256, key: &SigningKey) -> Result<[u8; 65], EnvelopeError> {
     let (mut sig, mut recid) = key
         .sign_prehash_recoverable(digest.as_slice())
-        .map_err(|e| EnvelopeError::Signing(e.to_string()))?;
+        .map_err(|_| EnvelopeError::Signing(SigningReason::SignerFailed))?;
     if let Some(low) = sig.normalize_s() {
         sig = low;
         recid = RecoveryId::new(!recid.is_y_odd(), recid.is_x_reduced());
     }
     if recid.is_x_reduced() {
-        return Err(EnvelopeError::Signing(
-            "signature needs a reduced x coordinate, which v in {27, 28} cannot express".into(),
-        ));
+        return Err(EnvelopeError::Signing(SigningReason::ReducedX));
     }
     let mut out = [0u8; 65];
     out[..64].copy_from_slice(&sig.to_bytes());
@@ -114,10 +113,11 @@ pub fn recover_digest_signer(
     signature: &[u8; 65],
 ) -> Result<Address, EnvelopeError> {
     let sig = check_signature_bytes(signature)?;
-    let recid = RecoveryId::from_byte(signature[64] - 27)
-        .ok_or_else(|| EnvelopeError::InvalidSignature("bad recovery id".into()))?;
+    let recid = RecoveryId::from_byte(signature[64] - 27).ok_or(
+        EnvelopeError::InvalidSignature(InvalidSignatureReason::BadRecoveryId),
+    )?;
     let key = VerifyingKey::recover_from_prehash(digest.as_slice(), &sig, recid)
-        .map_err(|e| EnvelopeError::InvalidSignature(e.to_string()))?;
+        .map_err(|_| EnvelopeError::InvalidSignature(InvalidSignatureReason::NotRecoverable))?;
     Ok(Address::from_public_key(&key))
 }
 
@@ -127,9 +127,8 @@ pub(crate) fn check_signature_bytes(signature: &[u8; 65]) -> Result<Signature, E
     if v != 27 && v != 28 {
         return Err(EnvelopeError::BadRecoveryByte(v));
     }
-    let sig = Signature::from_slice(&signature[..64]).map_err(|_| {
-        EnvelopeError::InvalidSignature("r or s is zero or not below the curve order".into())
-    })?;
+    let sig = Signature::from_slice(&signature[..64])
+        .map_err(|_| EnvelopeError::InvalidSignature(InvalidSignatureReason::ScalarOutOfRange))?;
     if sig.normalize_s().is_some() {
         return Err(EnvelopeError::HighS);
     }

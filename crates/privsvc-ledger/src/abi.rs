@@ -280,13 +280,13 @@ pub fn check_operations(ops: &[ModelOperation]) -> Result<(), LedgerError> {
         let mut seen = std::collections::HashSet::new();
         for name in names {
             if name.len() > MAX_NAME_BYTES {
-                return Err(LedgerError::Invalid(format!(
+                return Err(LedgerError::invalid(format!(
                     "operation {i}: {}",
                     NameError::TooLong(name.len())
                 )));
             }
             if !seen.insert(name) {
-                return Err(LedgerError::Invalid(format!(
+                return Err(LedgerError::invalid(format!(
                     "operation {i}: attribute {name:?} appears twice"
                 )));
             }
@@ -295,13 +295,13 @@ pub fn check_operations(ops: &[ModelOperation]) -> Result<(), LedgerError> {
                     .iter()
                     .any(|a| a.name == name && matches!(a.value, ArkivValue::Bytes(_)))
                 {
-                    return Err(LedgerError::Invalid(format!(
+                    return Err(LedgerError::invalid(format!(
                         "operation {i}: attribute {name:?} has type bytes, which only $payload \
                          may carry"
                     )));
                 }
                 if name.starts_with('$') {
-                    return Err(LedgerError::Invalid(format!(
+                    return Err(LedgerError::invalid(format!(
                         "operation {i}: attribute {name:?} is a system attribute; set the \
                          payload and content type through their fields"
                     )));
@@ -311,12 +311,30 @@ pub fn check_operations(ops: &[ModelOperation]) -> Result<(), LedgerError> {
     }
     decode_operations(&encode_operations(ops))
         .map(|_| ())
-        .map_err(|e| LedgerError::Invalid(e.to_string()))
+        .map_err(|e| LedgerError::Invalid(Box::new(e)))
 }
 
 /// An operation decoded and validated by [`decode_operations`]: the crate's [`ModelOperation`]
 /// (a create's `$contentType`/`$payload` cells lifted into its fields, empty when absent).
 pub type DecodedOp = ModelOperation;
+
+/// What is wrong with a cell's value in [`DecodeError::InvalidValueType`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum InvalidValueReason {
+    /// The value does not decode as its type; the source is the codec's error.
+    #[error("{0}")]
+    Codec(#[source] CodecError),
+    /// A system cell written with another typeId than its own.
+    #[error("this system cell takes typeId {0}")]
+    SystemCellType(u8),
+    /// A bytes value (typeId 7) outside `$payload`.
+    #[error("bytes (typeId 7) is for $payload only")]
+    BytesOutsidePayload,
+    /// A `$contentType` that is not UTF-8.
+    #[error("$contentType must be UTF-8")]
+    ContentTypeNotUtf8,
+}
 
 /// Why the node refuses `execute()` calldata before touching state. Every variant but
 /// [`DecodeError::Malformed`] is one of the node's custom errors; `Malformed` reverts with
@@ -365,7 +383,7 @@ pub enum DecodeError {
         /// The typeId given.
         type_id: u8,
         /// What is wrong (not part of the revert data).
-        reason: String,
+        reason: InvalidValueReason,
     },
     /// `Ident32Empty()`.
     #[error("an attribute name is empty (Ident32Empty)")]
@@ -456,7 +474,7 @@ fn bad_value(name: B256, type_id: u8, e: CodecError) -> DecodeError {
     DecodeError::InvalidValueType {
         name,
         type_id,
-        reason: e.to_string(),
+        reason: InvalidValueReason::Codec(e),
     }
 }
 
@@ -536,8 +554,8 @@ fn cell_value(c: &Attribute) -> Result<Option<ArkivValue>, DecodeError> {
             name: c.name,
             type_id: c.typeId,
             reason: match expected {
-                Some(t) => format!("this system cell takes typeId {t}"),
-                None => "bytes (typeId 7) is for $payload only".into(),
+                Some(t) => InvalidValueReason::SystemCellType(t),
+                None => InvalidValueReason::BytesOutsidePayload,
             },
         });
     }
@@ -578,7 +596,7 @@ fn decode_create(data: &[u8]) -> Result<DecodedOp, DecodeError> {
                 DecodeError::InvalidValueType {
                     name: cell.name,
                     type_id: cell.typeId,
-                    reason: "$contentType must be UTF-8".into(),
+                    reason: InvalidValueReason::ContentTypeNotUtf8,
                 }
             })?;
         } else {
@@ -825,7 +843,13 @@ mod tests {
             key: B256::repeat_byte(1),
             new_owner: Address::ZERO,
         };
-        assert!(check_operations(&[zero]).is_err());
+        // The refusal keeps the decoder's error, as the node would name it, as its source.
+        let refused = check_operations(&[zero]).unwrap_err();
+        let source = std::error::Error::source(&refused).expect("a source");
+        assert!(
+            source.downcast_ref::<DecodeError>().is_some(),
+            "{refused:?}"
+        );
         // Trailing bytes after a delete's word.
         let mut data = encode_operations(&[ModelOperation::Delete {
             key: B256::repeat_byte(9),

@@ -65,11 +65,28 @@ pub enum LedgerError {
     #[error("cannot decode ledger answer: {0}")]
     Decode(String),
     /// A value given by the caller cannot be encoded (bad attribute name, value too long, ...).
+    /// The source is the encoder's error (a [`crate::DecodeError`] of the calldata, a
+    /// [`crate::QueryBuildError`], serde_json's, ...), or what is wrong in words.
     #[error("invalid input: {0}")]
-    Invalid(String),
-    /// Waiting for something on the ledger took too long.
-    #[error("timed out: {0}")]
-    Timeout(String),
+    Invalid(#[source] BoxError),
+    /// The receipt of a sent transaction did not come in time.
+    #[error("timed out: no receipt for {tx_hash} within {waited:?}")]
+    Timeout {
+        /// The transaction waited for.
+        tx_hash: alloy_primitives::B256,
+        /// How long it was waited for.
+        waited: std::time::Duration,
+    },
+}
+
+/// An error underneath (this crate's encoders', serde_json's, k256's) kept as a source.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+impl LedgerError {
+    /// [`LedgerError::Invalid`] because of `source` (an error, or what is wrong in words).
+    pub fn invalid(source: impl Into<BoxError>) -> Self {
+        LedgerError::Invalid(source.into())
+    }
 }
 
 /// Why a transaction or a simulation reverted: the node's revert data when it gave some

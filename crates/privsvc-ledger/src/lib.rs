@@ -49,14 +49,14 @@ pub mod testing {
 
 pub use abi::{
     check_operations, decode_operations, decode_revert, encode_operations, entity_nonce_calldata,
-    DecodeError, DecodedOp, ARKIV_ADDRESS,
+    DecodeError, DecodedOp, InvalidValueReason, ARKIV_ADDRESS,
 };
 pub use codec::{CodecError, NameError};
 pub use entity::{
     ArkivValue, Attribute, AttributeSelect, CreationFlags, Entity, EntityKey, PageQuery,
     QueryOptions, QueryPage, Select,
 };
-pub use error::{LedgerError, Revert};
+pub use error::{BoxError, LedgerError, Revert};
 pub use expiry::{resolve_expiry, seconds_to_blocks, ExpiryError, BLOCK_TIME_SECONDS};
 pub use keys::{entity_key, predict_entity_keys};
 pub use ops::{Create, Operation};

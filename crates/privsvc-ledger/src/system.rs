@@ -183,9 +183,9 @@ impl Heartbeat {
     /// 1 h). Fails when the URL does not fit a str attribute (128 bytes).
     pub fn to_create(&self, salt: u128) -> Result<Create, LedgerError> {
         ArkivValue::str(self.url.clone())
-            .map_err(|e| LedgerError::Invalid(format!("heartbeat url: {e}")))?;
+            .map_err(|e| LedgerError::invalid(format!("heartbeat url: {e}")))?;
         let payload = serde_json::to_vec(&self.payload_json())
-            .map_err(|e| LedgerError::Invalid(e.to_string()))?;
+            .map_err(|e| LedgerError::Invalid(Box::new(e)))?;
         Ok(system_create(
             KIND_HEARTBEAT,
             vec![str_attr("url", &self.url)],
@@ -278,7 +278,7 @@ impl IssuerKeyEntity {
     /// DER; lifetime 7 d).
     pub fn to_create(&self, salt: u128) -> Result<Create, LedgerError> {
         ArkivValue::str(self.app.clone())
-            .map_err(|e| LedgerError::Invalid(format!("issuer key app: {e}")))?;
+            .map_err(|e| LedgerError::invalid(format!("issuer key app: {e}")))?;
         Ok(system_create(
             KIND_ISSUER_KEY,
             vec![
@@ -315,7 +315,7 @@ pub fn issuer_keys_query(
     let mut list = kind_filter(KIND_ISSUER_KEY);
     list.push(
         Expr::eq("app", ArkivValue::Str(app.into()))
-            .map_err(|e| LedgerError::Invalid(e.to_string()))?,
+            .map_err(|e| LedgerError::Invalid(Box::new(e)))?,
     );
     list.push(Expr::Cmp {
         attr: "epoch".into(),
@@ -343,7 +343,7 @@ impl SpendsEntity {
     pub fn to_create(&self, salt: u128) -> Result<Create, LedgerError> {
         let payload: Vec<u8> = self.token_ids.iter().flatten().copied().collect();
         if payload.len() > crate::codec::MAX_PAYLOAD_BYTES {
-            return Err(LedgerError::Invalid(format!(
+            return Err(LedgerError::invalid(format!(
                 "{} token ids do not fit one spends entity (at most {})",
                 self.token_ids.len(),
                 crate::codec::MAX_PAYLOAD_BYTES / TOKEN_ID_BYTES
@@ -412,7 +412,7 @@ pub fn record_create(
         .into_iter()
         .map(|cell| {
             let value = ArkivValue::from_abi(cell.type_id, &cell.value)
-                .map_err(|e| LedgerError::Invalid(format!("attribute {:?}: {e}", cell.name)))?;
+                .map_err(|e| LedgerError::invalid(format!("attribute {:?}: {e}", cell.name)))?;
             Ok(Attribute {
                 name: cell.name,
                 value,
@@ -420,9 +420,7 @@ pub fn record_create(
         })
         .collect::<Result<Vec<_>, LedgerError>>()?;
     if exp_seconds == 0 {
-        return Err(LedgerError::Invalid(
-            "a record needs a positive lifetime".into(),
-        ));
+        return Err(LedgerError::invalid("a record needs a positive lifetime"));
     }
     Ok(Create {
         salt,

@@ -101,9 +101,10 @@ pub trait LedgerWriter: privsvc_rt::MaybeSend + privsvc_rt::MaybeSync {
                 return Ok(r);
             }
             if privsvc_rt::Instant::now() >= deadline {
-                return Err(LedgerError::Timeout(format!(
-                    "no receipt for {tx_hash} within {timeout:?}"
-                )));
+                return Err(LedgerError::Timeout {
+                    tx_hash,
+                    waited: timeout,
+                });
             }
             privsvc_rt::sleep(Duration::from_millis(100)).await;
         }

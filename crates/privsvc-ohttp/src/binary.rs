@@ -12,6 +12,7 @@ use std::io::Cursor;
 use bhttp::{Message, Mode, StatusCode};
 use zeroize::Zeroizing;
 
+use crate::error::BinaryHttpError;
 use crate::padding::{
     is_class, min_request_class, pad, pad_at_least, REQUEST_CLASSES, RESPONSE_CLASSES,
 };
@@ -52,12 +53,12 @@ impl OhttpResponse {
 }
 
 fn bhttp_err(e: bhttp::Error) -> OhttpError {
-    OhttpError::BinaryHttp(e.to_string())
+    OhttpError::BinaryHttp(BinaryHttpError::Codec(Box::new(e)))
 }
 
-fn text(bytes: &[u8], what: &str) -> Result<String, OhttpError> {
+fn text(bytes: &[u8], what: &'static str) -> Result<String, OhttpError> {
     String::from_utf8(bytes.to_vec())
-        .map_err(|_| OhttpError::BinaryHttp(format!("{what} is not UTF-8")))
+        .map_err(|_| OhttpError::BinaryHttp(BinaryHttpError::NotUtf8(what)))
 }
 
 fn fields(section: &bhttp::FieldSection) -> Result<Vec<(String, String)>, OhttpError> {
@@ -88,9 +89,7 @@ pub fn encode_request(
     authority: &str,
 ) -> Result<Vec<u8>, OhttpError> {
     if request.method.is_empty() || !request.path.starts_with('/') {
-        return Err(OhttpError::BinaryHttp(
-            "a request needs a method and a path starting with '/'".into(),
-        ));
+        return Err(OhttpError::BinaryHttp(BinaryHttpError::NoMethodOrPath));
     }
     let mut message = Message::request(
         request.method.as_bytes().to_vec(),
@@ -114,9 +113,7 @@ fn read_message(bytes: &[u8]) -> Result<Message, OhttpError> {
     let end = usize::try_from(cursor.position()).unwrap_or(usize::MAX);
     let padding = bytes.get(end..).unwrap_or_default();
     if padding.iter().fold(0u8, |acc, &b| acc | b) != 0 {
-        return Err(OhttpError::BinaryHttp(
-            "non-zero bytes after the message (padding must be zero)".into(),
-        ));
+        return Err(OhttpError::BinaryHttp(BinaryHttpError::NonZeroPadding));
     }
     Ok(message)
 }
@@ -128,14 +125,12 @@ pub fn decode_request(bytes: &[u8]) -> Result<BinaryRequest, OhttpError> {
     let message = read_message(bytes)?;
     let control = message.control();
     let (Some(method), Some(path)) = (control.method(), control.path()) else {
-        return Err(OhttpError::BinaryHttp("not a request".into()));
+        return Err(OhttpError::BinaryHttp(BinaryHttpError::NotRequest));
     };
     let method = text(method, "the method")?;
     let path = text(path, "the path")?;
     if method.is_empty() || !path.starts_with('/') {
-        return Err(OhttpError::BinaryHttp(
-            "a request needs a method and a path starting with '/'".into(),
-        ));
+        return Err(OhttpError::BinaryHttp(BinaryHttpError::NoMethodOrPath));
     }
     Ok(BinaryRequest {
         method,
@@ -152,8 +147,8 @@ pub fn encode_response(
     body: &[u8],
 ) -> Result<Vec<u8>, OhttpError> {
     if !(200..=599).contains(&status) {
-        return Err(OhttpError::BinaryHttp(format!(
-            "status {status} is not a final status"
+        return Err(OhttpError::BinaryHttp(BinaryHttpError::NotFinalStatus(
+            status,
         )));
     }
     let status = StatusCode::try_from(status).map_err(bhttp_err)?;
@@ -170,7 +165,7 @@ pub fn encode_response(
 pub fn decode_response(bytes: &[u8]) -> Result<OhttpResponse, OhttpError> {
     let message = read_message(bytes)?;
     let Some(status) = message.control().status() else {
-        return Err(OhttpError::BinaryHttp("not a response".into()));
+        return Err(OhttpError::BinaryHttp(BinaryHttpError::NotResponse));
     };
     Ok(OhttpResponse {
         status: status.code(),
@@ -210,10 +205,11 @@ pub fn encode_padded_request_at_least(
 /// [`REQUEST_CLASSES`].
 pub fn decode_padded_request(bytes: &[u8]) -> Result<BinaryRequest, OhttpError> {
     if !is_class(bytes.len(), &REQUEST_CLASSES) {
-        return Err(OhttpError::BinaryHttp(format!(
-            "a request of {} bytes is not padded to a size class {REQUEST_CLASSES:?}",
-            bytes.len()
-        )));
+        return Err(OhttpError::BinaryHttp(BinaryHttpError::NotPadded {
+            kind: "request",
+            len: bytes.len(),
+            classes: &REQUEST_CLASSES,
+        }));
     }
     decode_request(bytes)
 }
@@ -245,10 +241,11 @@ pub fn encode_padded_response_at_least(
 /// [`RESPONSE_CLASSES`].
 pub fn decode_padded_response(bytes: &[u8]) -> Result<OhttpResponse, OhttpError> {
     if !is_class(bytes.len(), &RESPONSE_CLASSES) {
-        return Err(OhttpError::BinaryHttp(format!(
-            "a response of {} bytes is not padded to a size class {RESPONSE_CLASSES:?}",
-            bytes.len()
-        )));
+        return Err(OhttpError::BinaryHttp(BinaryHttpError::NotPadded {
+            kind: "response",
+            len: bytes.len(),
+            classes: &RESPONSE_CLASSES,
+        }));
     }
     decode_response(bytes)
 }

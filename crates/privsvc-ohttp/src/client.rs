@@ -19,8 +19,8 @@ use privsvc_rt::normalize_relayer_url;
 /// Decode and check a hex gateway key configuration (`ohttpKey`).
 pub fn decode_gateway_key(gateway_key_hex: &str) -> Result<Vec<u8>, OhttpError> {
     let bytes = hex::decode(gateway_key_hex.trim().trim_start_matches("0x"))
-        .map_err(|_| OhttpError::InvalidKey("not hex".into()))?;
-    KeyConfig::decode(&bytes).map_err(|e| OhttpError::InvalidKey(e.to_string()))?;
+        .map_err(|e| OhttpError::InvalidKey(Box::new(e)))?;
+    KeyConfig::decode(&bytes).map_err(|e| OhttpError::InvalidKey(Box::new(e)))?;
     Ok(bytes)
 }
 
@@ -42,9 +42,12 @@ impl PendingResponse {
         let plain = Zeroizing::new(
             self.inner
                 .decapsulate(encapsulated)
-                .map_err(|e| OhttpError::BadResponse(e.to_string()))?,
+                .map_err(|e| OhttpError::BadResponse(Box::new(e)))?,
         );
-        decode_padded_response(&plain).map_err(|e| OhttpError::BadResponse(e.to_string()))
+        decode_padded_response(&plain).map_err(|e| match e {
+            OhttpError::BinaryHttp(e) => OhttpError::BadResponse(Box::new(e)),
+            other => OhttpError::BadResponse(Box::new(other)),
+        })
     }
 }
 
@@ -112,10 +115,10 @@ fn encapsulate_padded(
         }
     };
     let client = ClientRequest::from_encoded_config(&config)
-        .map_err(|e| OhttpError::InvalidKey(e.to_string()))?;
+        .map_err(|e| OhttpError::InvalidKey(Box::new(e)))?;
     let (message, inner) = client
         .encapsulate(&plain)
-        .map_err(|e| OhttpError::Encapsulation(e.to_string()))?;
+        .map_err(|e| OhttpError::Encapsulation(Box::new(e)))?;
     Ok((message, PendingResponse { inner }))
 }
 

@@ -88,10 +88,13 @@ pub async fn send_dummy(
     let padding = Padding::AtLeast(request_class);
     let answer = relay_call(relay_url, target, gateway_key, &request, padding, http).await?;
     if answer.status != 200 || answer.body != DUMMY_ANSWER {
-        return Err(OhttpError::BadResponse(format!(
-            "the gateway answered a dummy with {} (no dummy route?)",
-            answer.status
-        )));
+        return Err(OhttpError::BadResponse(
+            format!(
+                "the gateway answered a dummy with {} (no dummy route?)",
+                answer.status
+            )
+            .into(),
+        ));
     }
     Ok(())
 }

@@ -18,14 +18,16 @@ pub enum OhttpError {
     #[error("gateway seed too short: {0} bytes given, at least 16 needed")]
     WeakSeed(usize),
     /// A gateway key configuration (`ohttpKey`) is not valid hex or not a supported key config.
+    /// The source is the hex decoder's or the `ohttp` crate's error.
     #[error("invalid OHTTP gateway key: {0}; expected the hex of an RFC 9458 key configuration")]
-    InvalidKey(String),
+    InvalidKey(#[source] BoxError),
     /// A request or response cannot be expressed in Binary HTTP (RFC 9292).
     #[error("cannot encode or decode Binary HTTP: {0}")]
-    BinaryHttp(String),
-    /// Encapsulating a request or sealing a response failed.
+    BinaryHttp(#[source] BinaryHttpError),
+    /// Encapsulating a request or sealing a response failed; the source is the `ohttp` (or
+    /// HKDF) crate's error.
     #[error("OHTTP encapsulation failed: {0}")]
-    Encapsulation(String),
+    Encapsulation(#[source] BoxError),
     /// The relay (or the gateway behind it) refused the request without an encapsulated answer.
     #[error("the OHTTP relay answered {status}: {message}")]
     Refused {
@@ -35,8 +37,10 @@ pub enum OhttpError {
         message: String,
     },
     /// The encapsulated response could not be opened or decoded.
+    /// The source is the `ohttp` crate's error, the Binary HTTP error of the plaintext, or
+    /// what was wrong with the answer.
     #[error("cannot open the OHTTP response: {0}")]
-    BadResponse(String),
+    BadResponse(#[source] BoxError),
     /// A message exceeds the size limit.
     #[error("message too large: {size} bytes, the limit is {limit}")]
     TooLarge {
@@ -85,6 +89,47 @@ pub enum OhttpError {
     /// The in-process transport has no router for this relayer URL.
     #[error("no in-process router registered for {0}")]
     UnknownRelayer(String),
+}
+
+/// An error of a crate underneath (`ohttp`, `bhttp`, `hex`, HKDF) kept as a source without its
+/// type becoming part of this crate's API.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Why a message is not the Binary HTTP (RFC 9292) message privsvc carries in OHTTP.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BinaryHttpError {
+    /// The `bhttp` crate could not encode or decode the message; the source is its error.
+    #[error("{0}")]
+    Codec(#[source] BoxError),
+    /// A method, path, header name or header value is not UTF-8.
+    #[error("{0} is not UTF-8")]
+    NotUtf8(&'static str),
+    /// A request without a method or a path starting with `/`.
+    #[error("a request needs a method and a path starting with '/'")]
+    NoMethodOrPath,
+    /// A message read as a request is not one.
+    #[error("not a request")]
+    NotRequest,
+    /// A message read as a response is not one.
+    #[error("not a response")]
+    NotResponse,
+    /// A response status outside 200..=599.
+    #[error("status {0} is not a final status")]
+    NotFinalStatus(u16),
+    /// Padding after the message holds a non-zero byte.
+    #[error("non-zero bytes after the message (padding must be zero)")]
+    NonZeroPadding,
+    /// A request or response plaintext that does not measure exactly one size class.
+    #[error("a {kind} of {len} bytes is not padded to a size class {classes:?}")]
+    NotPadded {
+        /// `request` or `response`.
+        kind: &'static str,
+        /// The plaintext's length.
+        len: usize,
+        /// The size classes of that kind.
+        classes: &'static [usize],
+    },
 }
 
 fn accounts_text(accounts: &[alloy_primitives::Address]) -> String {
@@ -145,6 +190,62 @@ mod tests {
     use privsvc_rt::HttpError;
     use privsvc_rt::TransportError;
     use std::error::Error as _;
+
+    #[test]
+    fn a_bad_gateway_key_keeps_the_decoders_error_as_its_source() {
+        let not_hex = crate::decode_gateway_key("zz").unwrap_err();
+        assert!(matches!(not_hex, OhttpError::InvalidKey(_)), "{not_hex:?}");
+        assert!(
+            not_hex
+                .source()
+                .and_then(|s| s.downcast_ref::<hex::FromHexError>())
+                .is_some(),
+            "{not_hex:?}"
+        );
+        let not_a_config = crate::decode_gateway_key("00").unwrap_err();
+        assert!(
+            not_a_config
+                .source()
+                .and_then(|s| s.downcast_ref::<ohttp::Error>())
+                .is_some(),
+            "{not_a_config:?}"
+        );
+    }
+
+    #[test]
+    fn binary_http_failures_are_typed() {
+        let unpadded = crate::decode_padded_response(&[0u8; 100]).unwrap_err();
+        assert!(
+            matches!(
+                unpadded,
+                OhttpError::BinaryHttp(BinaryHttpError::NotPadded {
+                    kind: "response",
+                    len: 100,
+                    ..
+                })
+            ),
+            "{unpadded:?}"
+        );
+        // A known-length response (framing indicator 1) read as a request is not one.
+        let response = crate::encode_response(200, &[], b"").unwrap();
+        let not_request = crate::decode_request(&response).unwrap_err();
+        assert!(
+            matches!(
+                not_request,
+                OhttpError::BinaryHttp(BinaryHttpError::NotRequest)
+            ),
+            "{not_request:?}"
+        );
+        let garbage = crate::decode_request(&[0xff; 8]).unwrap_err();
+        assert!(
+            matches!(garbage, OhttpError::BinaryHttp(BinaryHttpError::Codec(_))),
+            "{garbage:?}"
+        );
+        assert!(
+            garbage.source().and_then(|s| s.source()).is_some(),
+            "{garbage:?}"
+        );
+    }
 
     #[test]
     fn a_transport_failure_keeps_its_source_both_ways() {

@@ -42,11 +42,11 @@ fn derive_key(id: u8, seed: &[u8]) -> Result<LiveKey, OhttpError> {
         .map_err(|_| OhttpError::Encapsulation("HKDF expand failed".into()))?;
     let suite = SymmetricSuite::new(Kdf::HkdfSha256, Aead::Aes128Gcm);
     let config = KeyConfig::derive(id, Kem::X25519Sha256, vec![suite], ikm.as_ref())
-        .map_err(|e| OhttpError::Encapsulation(e.to_string()))?;
+        .map_err(|e| OhttpError::Encapsulation(Box::new(e)))?;
     let encoded = config
         .encode()
-        .map_err(|e| OhttpError::Encapsulation(e.to_string()))?;
-    let server = Server::new(config).map_err(|e| OhttpError::Encapsulation(e.to_string()))?;
+        .map_err(|e| OhttpError::Encapsulation(Box::new(e)))?;
+    let server = Server::new(config).map_err(|e| OhttpError::Encapsulation(Box::new(e)))?;
     Ok(LiveKey {
         id,
         server,
@@ -259,6 +259,6 @@ impl ResponseSealer {
     pub(crate) fn seal_padded(self, plain: &[u8]) -> Result<Vec<u8>, OhttpError> {
         self.response
             .encapsulate(plain)
-            .map_err(|e| OhttpError::Encapsulation(e.to_string()))
+            .map_err(|e| OhttpError::Encapsulation(Box::new(e)))
     }
 }

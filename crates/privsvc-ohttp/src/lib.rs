@@ -59,7 +59,7 @@ pub use dummy::{
 };
 #[cfg(feature = "server")]
 pub use endpoint::{gateway_router, serve_ohttp, MinResponseClass, ViaOhttp};
-pub use error::OhttpError;
+pub use error::{BinaryHttpError, BoxError, OhttpError};
 pub use gateway::{OhttpGateway, ResponseSealer, DEFAULT_KEY_ID, MIN_SEED_BYTES};
 pub use ledger_heartbeats::{
     live_heartbeats, live_window_blocks, url_owner, LiveHeartbeat, UrlOwner,

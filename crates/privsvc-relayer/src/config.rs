@@ -68,9 +68,10 @@ pub enum ConfigError {
         /// What is wrong and what is accepted.
         reason: String,
     },
-    /// The command line or an environment value could not be parsed.
+    /// The command line or an environment value could not be parsed; the source is the
+    /// argument parser's error (its message lists what is accepted).
     #[error("{0}")]
-    Parse(String),
+    Parse(#[source] clap::Error),
 }
 
 fn invalid(name: &'static str, reason: impl Into<String>) -> ConfigError {
@@ -584,7 +585,7 @@ impl RelayerConfig {
         I: IntoIterator<Item = T>,
         T: Into<std::ffi::OsString> + Clone,
     {
-        let cli = Cli::try_parse_from(args).map_err(|e| ConfigError::Parse(e.to_string()))?;
+        let cli = Cli::try_parse_from(args).map_err(ConfigError::Parse)?;
         let env_key = std::env::var("RELAYER_KEY").ok().map(Zeroizing::new);
         let env_seed = std::env::var("OHTTP_SEED").ok().map(Zeroizing::new);
         Self::from_cli(cli, env_key, env_seed)
@@ -853,7 +854,7 @@ mod tests {
 
     fn parse(args: &[&str]) -> Result<RelayerConfig, ConfigError> {
         let cli = Cli::try_parse_from(std::iter::once("relayer").chain(args.iter().copied()))
-            .map_err(|e| ConfigError::Parse(e.to_string()))?;
+            .map_err(ConfigError::Parse)?;
         RelayerConfig::from_cli(cli, None, None)
     }
 
@@ -885,6 +886,15 @@ mod tests {
             panic!("no ledger answers there")
         };
         assert!(e.to_string().contains(&c.rpc_url), "{e}");
+    }
+
+    #[test]
+    fn an_unknown_flag_keeps_the_parsers_error() {
+        let Err(ConfigError::Parse(e)) = parse(&["--no-such-flag"]) else {
+            panic!("an unknown flag must be refused");
+        };
+        assert_eq!(e.kind(), clap::error::ErrorKind::UnknownArgument);
+        assert!(e.to_string().contains("--no-such-flag"), "{e}");
     }
 
     #[test]

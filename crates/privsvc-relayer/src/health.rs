@@ -91,7 +91,7 @@ impl Beacon {
             id.ohttp_key.as_deref(),
             rand::thread_rng().gen(),
         )
-        .map_err(LedgerError::Invalid)?;
+        .map_err(LedgerError::invalid)?;
         let receipt = self.writer.execute(&[Operation::Create(create)]).await?;
         if !receipt.success {
             return Err(LedgerError::Reverted(Revert::from_reason(
@@ -179,7 +179,7 @@ impl Beacon {
         let local: HashSet<[u8; 32]> = self
             .store
             .spent_tokens(&epochs.iter().map(|e| *e as u64).collect::<Vec<_>>())
-            .map_err(|e| LedgerError::Invalid(e.to_string()))?
+            .map_err(|e| LedgerError::Invalid(Box::new(e)))?
             .into_iter()
             .collect();
         if local.is_empty() {

@@ -75,7 +75,7 @@ pub fn transient(e: &LedgerError) -> bool {
         e,
         LedgerError::Transport(_)
             | LedgerError::Http { .. }
-            | LedgerError::Timeout(_)
+            | LedgerError::Timeout { .. }
             | LedgerError::Decode(_)
     )
 }
@@ -96,7 +96,7 @@ pub fn ledger_error_kind(e: &LedgerError) -> &'static str {
         E::Reverted(_) => "reverted",
         E::Decode(_) => "decode",
         E::Invalid(_) => "invalid",
-        E::Timeout(_) => "timeout",
+        E::Timeout { .. } => "timeout",
         _ => "other",
     }
 }
@@ -290,7 +290,10 @@ mod tests {
         assert_eq!(calls.load(Ordering::SeqCst), 1);
 
         let r: Result<(), _> = with_retries(&health, || async {
-            Err(LedgerError::Timeout("slow".into()))
+            Err(LedgerError::Timeout {
+                tx_hash: Default::default(),
+                waited: std::time::Duration::from_secs(60),
+            })
         })
         .await;
         assert!(r.is_err());

@@ -120,7 +120,7 @@ fn refusal(e: TokenError, epoch: u32) -> TokenRefusal {
             "the issuer created its key for this app and epoch {epoch} {late_by_s} s after that day began although the app had a key the day before (a late key can tag its users): its tokens are refused"
         )),
         TokenError::Ledger(e) => TokenRefusal::Ledger(e.to_string()),
-        TokenError::Store(e) => TokenRefusal::Ledger(e),
+        e @ TokenError::Store { .. } => TokenRefusal::Ledger(e.to_string()),
         e => TokenRefusal::Refused(format!("the issuer key is unusable: {e}")),
     }
 }

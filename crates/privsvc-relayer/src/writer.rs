@@ -141,7 +141,7 @@ impl WriterTurn<'_> {
         let mut rounds = 0;
         while let Some(tx) = self.state.outstanding.clone() {
             if stop.is_some_and(|s| *s.borrow()) {
-                return Err(LedgerError::Invalid("the relayer is stopping".into()));
+                return Err(LedgerError::invalid("the relayer is stopping"));
             }
             if rounds >= SETTLE_ROUNDS {
                 // Replace it: the next transaction takes the same nonce, so at most one lands.
@@ -238,7 +238,7 @@ impl LedgerWriter for SerializedWriter {
         ready
             .wait_for(|r| *r)
             .await
-            .map_err(|_| LedgerError::Invalid("the relayer has stopped".into()))?;
+            .map_err(|_| LedgerError::invalid("the relayer has stopped"))?;
         let mut turn = self.turn().await;
         turn.execute_settled(ops, self.receipt_timeout).await
     }

@@ -1,5 +1,7 @@
 //! Errors of the tokens crate.
 
+use std::path::{Path, PathBuf};
+
 use privsvc_ledger::LedgerError;
 use privsvc_vault::VaultError;
 
@@ -8,8 +10,9 @@ use privsvc_vault::VaultError;
 #[non_exhaustive]
 pub enum TokenError {
     /// An issuer public key could not be decoded or has the wrong parameters.
+    /// The source is the DER or RSA decoder's error, or what is wrong with the key.
     #[error("invalid issuer key: {0}; expected a 2048-bit RSA public key (e = 65537) as SPKI DER")]
-    InvalidKey(String),
+    InvalidKey(#[source] BoxError),
     /// A token redemption is malformed (bad hex nonce, bad base64 signature, wrong length).
     #[error("malformed token: {0}")]
     Malformed(String),
@@ -19,9 +22,12 @@ pub enum TokenError {
     /// A blind signature from the issuer did not verify (faulty or malicious issuer).
     #[error("the issuer returned a blind signature that does not verify under its published key")]
     BadBlindSignature,
-    /// The app name cannot be used in a token message.
-    #[error("invalid app name: {0}")]
-    InvalidApp(String),
+    /// The app name cannot be used in a token message: it is empty or longer than 65535 bytes.
+    #[error("invalid app name of {len} bytes: a token's app name has 1 to 65535 bytes")]
+    InvalidApp {
+        /// The name's length in bytes.
+        len: usize,
+    },
     /// The issuer has no key on the ledger for this app and epoch.
     #[error("issuer {issuer} has no key on the ledger for app {app:?}, epoch {epoch}")]
     NoIssuerKey {
@@ -74,15 +80,59 @@ pub enum TokenError {
     #[error(transparent)]
     Wallet(#[from] VaultError),
     /// The token store failed.
-    #[error("token store error: {0}")]
-    Store(String),
+    #[error("token store error: {what}{}: {source}", path_text(.path))]
+    Store {
+        /// What failed (`cannot read`, `issuer key pins`, `tokenStore.list`, ...).
+        what: &'static str,
+        /// The store's file, when it has one.
+        path: Option<PathBuf>,
+        /// The file system's, SQLite's, the encoder's or the JavaScript store's error.
+        #[source]
+        source: BoxError,
+    },
     /// A cryptographic operation failed unexpectedly.
-    #[error("blind RSA error: {0}")]
-    Crypto(String),
+    #[error("blind RSA error: {step}: {source}")]
+    Crypto {
+        /// The operation that failed.
+        step: &'static str,
+        /// The RSA or blind RSA crate's error, or what went wrong.
+        #[source]
+        source: BoxError,
+    },
+}
+
+/// An error of a crate underneath (blind RSA, RSA, DER, SQLite, the file system, a JavaScript
+/// store) kept as a source without its type becoming part of this crate's API.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+impl TokenError {
+    /// A store failure: `what` failed (on the file at `path`, if any) because of `source`.
+    pub fn store(what: &'static str, path: Option<&Path>, source: impl Into<BoxError>) -> Self {
+        TokenError::Store {
+            what,
+            path: path.map(Path::to_path_buf),
+            source: source.into(),
+        }
+    }
+
+    /// A cryptographic failure of `step` because of `source`.
+    pub fn crypto(step: &'static str, source: impl Into<BoxError>) -> Self {
+        TokenError::Crypto {
+            step,
+            source: source.into(),
+        }
+    }
+}
+
+fn path_text(path: &Option<PathBuf>) -> String {
+    match path {
+        Some(p) => format!(" {}", p.display()),
+        None => String::new(),
+    }
 }
 
 impl From<blind_rsa_signatures::Error> for TokenError {
     fn from(e: blind_rsa_signatures::Error) -> Self {
-        TokenError::Crypto(e.to_string())
+        TokenError::crypto("blind RSA signatures", e)
     }
 }

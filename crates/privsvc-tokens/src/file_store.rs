@@ -51,8 +51,8 @@ impl std::fmt::Debug for FileTokenStore {
     }
 }
 
-fn store_err(what: &str, path: &Path, e: impl std::fmt::Display) -> TokenError {
-    TokenError::Store(format!("{what} {}: {e}", path.display()))
+fn store_err(what: &'static str, path: &Path, e: impl Into<crate::error::BoxError>) -> TokenError {
+    TokenError::store(what, Some(path), e)
 }
 
 impl FileTokenStore {
@@ -71,7 +71,7 @@ impl FileTokenStore {
                     return Err(store_err(
                         "unsupported token store version in",
                         &path,
-                        c.version,
+                        format!("version {}", c.version),
                     ));
                 }
                 c.tokens

@@ -244,8 +244,22 @@ pub enum IssuerError {
     #[error(transparent)]
     Store(#[from] StoreError),
     /// Key generation or signing failed (500).
-    #[error("issuer internal error: {0}")]
-    Internal(String),
+    #[error("issuer internal error: {step}: {source}")]
+    Internal {
+        /// The operation that failed.
+        step: &'static str,
+        /// The RSA, DER, JSON or task error, or what went wrong.
+        #[source]
+        source: crate::error::BoxError,
+    },
+}
+
+/// [`IssuerError::Internal`] of `step` because of `source`.
+fn internal(step: &'static str, source: impl Into<crate::error::BoxError>) -> IssuerError {
+    IssuerError::Internal {
+        step,
+        source: source.into(),
+    }
 }
 
 /// The loaded keys, one lockable slot per (app, epoch).
@@ -436,11 +450,10 @@ impl Issuer {
             None => Ok(None),
             Some(k) => {
                 let sk = IssuerSecretKey::from_der(&k.secret_der)
-                    .map_err(|e| IssuerError::Internal(format!("stored key unreadable: {e}")))?;
-                Ok(Some(
-                    IssuerKey::from_secret(&sk)
-                        .map_err(|e| IssuerError::Internal(e.to_string()))?,
-                ))
+                    .map_err(|e| internal("stored key unreadable", e))?;
+                Ok(Some(IssuerKey::from_secret(&sk).map_err(|e| {
+                    internal("public part of the stored key", e)
+                })?))
             }
         }
     }
@@ -586,10 +599,10 @@ impl Issuer {
                 .collect::<Result<Vec<_>, _>>()
         })
         .await
-        .map_err(|e| IssuerError::Internal(e.to_string()))?
+        .map_err(|e| internal("signing task", e))?
         .map_err(|e| match e {
             crate::TokenError::Malformed(m) => IssuerError::BadRequest(m),
-            other => IssuerError::Internal(other.to_string()),
+            other => internal("blind signing", other),
         })?;
         let blind_signatures: Vec<String> = signatures
             .iter()
@@ -725,24 +738,24 @@ impl Issuer {
                 let store = self.store.clone();
                 let app_owned = app.to_string();
                 tokio::task::spawn_blocking(move || {
-                    let sk = token_suite().generate_key().map_err(|e| {
-                        IssuerError::Internal(format!("key generation failed: {e}"))
-                    })?;
-                    let der =
-                        zeroize::Zeroizing::new(sk.to_der().map_err(|e| {
-                            IssuerError::Internal(format!("key encoding failed: {e}"))
-                        })?);
+                    let sk = token_suite()
+                        .generate_key()
+                        .map_err(|e| internal("key generation failed", e))?;
+                    let der = zeroize::Zeroizing::new(
+                        sk.to_der()
+                            .map_err(|e| internal("key encoding failed", e))?,
+                    );
                     Ok::<_, IssuerError>(store.insert_key(&app_owned, epoch, &der)?)
                 })
                 .await
-                .map_err(|e| IssuerError::Internal(e.to_string()))??
+                .map_err(|e| internal("key generation task", e))??
             }
         };
         let secret = IssuerSecretKey::from_der(&stored.secret_der)
-            .map_err(|e| IssuerError::Internal(format!("stored key unreadable: {e}")))?;
+            .map_err(|e| internal("stored key unreadable", e))?;
         let public =
-            IssuerKey::from_secret(&secret).map_err(|e| IssuerError::Internal(e.to_string()))?;
-        let signer = BlindSigner::new(&secret).map_err(|e| IssuerError::Internal(e.to_string()))?;
+            IssuerKey::from_secret(&secret).map_err(|e| internal("public part of the key", e))?;
+        let signer = BlindSigner::new(&secret).map_err(|e| internal("signer of the key", e))?;
         Ok(DayKey {
             signer: Arc::new(signer),
             public,
@@ -819,14 +832,15 @@ fn answer_expiry(ts: u64) -> u64 {
 fn replayed(req: &IssueRequest, answer: RememberedAnswer) -> Result<IssueResponse, IssuerError> {
     match answer.status {
         200 => serde_json::from_slice(&answer.body)
-            .map_err(|e| IssuerError::Internal(format!("remembered answer unreadable: {e}"))),
+            .map_err(|e| internal("remembered answer unreadable", e)),
         409 => Err(IssuerError::KeyCreated {
             app: req.app.clone(),
             epoch: req.epoch,
         }),
-        other => Err(IssuerError::Internal(format!(
-            "remembered answer has status {other}"
-        ))),
+        other => Err(internal(
+            "remembered answer",
+            format!("unexpected status {other}"),
+        )),
     }
 }
 

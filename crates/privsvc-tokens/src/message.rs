@@ -22,10 +22,10 @@ pub fn token_message(
     epoch: u32,
     nonce: &[u8; NONCE_BYTES],
 ) -> Result<Vec<u8>, TokenError> {
-    let app_len = u16::try_from(app.len())
-        .map_err(|_| TokenError::InvalidApp(format!("{} bytes is longer than 65535", app.len())))?;
+    let invalid = || TokenError::InvalidApp { len: app.len() };
+    let app_len = u16::try_from(app.len()).map_err(|_| invalid())?;
     if app_len == 0 {
-        return Err(TokenError::InvalidApp("the app name is empty".into()));
+        return Err(invalid());
     }
     let mut m = Vec::with_capacity(TOKEN_DOMAIN.len() + 2 + app.len() + 4 + NONCE_BYTES);
     m.extend_from_slice(TOKEN_DOMAIN);

@@ -114,8 +114,12 @@ mod file {
         }
     }
 
-    fn store_err(what: &str, path: &Path, e: impl std::fmt::Display) -> TokenError {
-        TokenError::Store(format!("relayer pins: {what} {}: {e}", path.display()))
+    fn store_err(
+        what: &'static str,
+        path: &Path,
+        e: impl Into<crate::error::BoxError>,
+    ) -> TokenError {
+        TokenError::store(what, Some(path), e)
     }
 
     fn parent_dir(path: &Path) -> PathBuf {
@@ -139,21 +143,25 @@ mod file {
                     use std::os::unix::fs::DirBuilderExt as _;
                     builder.mode(0o700);
                 }
-                builder
-                    .create(&dir)
-                    .map_err(|e| store_err("cannot create the directory of", &path, e))?;
+                builder.create(&dir).map_err(|e| {
+                    store_err("relayer pins: cannot create the directory of", &path, e)
+                })?;
             }
             let pins = match std::fs::read(&path) {
                 Ok(bytes) => {
                     let c: FileContents = serde_json::from_slice(&bytes)
-                        .map_err(|e| store_err("not a relayer pin file", &path, e))?;
+                        .map_err(|e| store_err("relayer pins: not a relayer pin file", &path, e))?;
                     if c.version != FILE_VERSION {
-                        return Err(store_err("unsupported version in", &path, c.version));
+                        return Err(store_err(
+                            "relayer pins: unsupported version in",
+                            &path,
+                            format!("version {}", c.version),
+                        ));
                     }
                     c.relayers
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => BTreeMap::new(),
-                Err(e) => return Err(store_err("cannot read", &path, e)),
+                Err(e) => return Err(store_err("relayer pins: cannot read", &path, e)),
             };
             Ok(FileRelayerPins {
                 path,
@@ -190,7 +198,7 @@ mod file {
                 version: FILE_VERSION,
                 relayers: pins.clone(),
             })
-            .map_err(|e| store_err("cannot encode", &self.path, e))?;
+            .map_err(|e| store_err("relayer pins: cannot encode", &self.path, e))?;
             let dir = parent_dir(&self.path);
             let name = self
                 .path
@@ -218,7 +226,7 @@ mod file {
             if result.is_err() {
                 let _ = std::fs::remove_file(&tmp);
             }
-            result.map_err(|e| store_err("cannot write", &self.path, e))
+            result.map_err(|e| store_err("relayer pins: cannot write", &self.path, e))
         }
     }
 

@@ -56,7 +56,9 @@ impl IntoResponse for IssuerError {
             IssuerError::KeyCreated { .. } => StatusCode::CONFLICT,
             IssuerError::Refused(_) => StatusCode::FORBIDDEN,
             IssuerError::Ledger(_) => StatusCode::BAD_GATEWAY,
-            IssuerError::KeyConflict { .. } | IssuerError::Store(_) | IssuerError::Internal(_) => {
+            IssuerError::KeyConflict { .. }
+            | IssuerError::Store(_)
+            | IssuerError::Internal { .. } => {
                 tracing::error!(error = %self, "issuer failure");
                 StatusCode::INTERNAL_SERVER_ERROR
             }

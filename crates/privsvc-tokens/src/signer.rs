@@ -54,7 +54,7 @@ impl BlindSigner {
     pub fn new(sk: &IssuerSecretKey) -> Result<Self, TokenError> {
         let mut key: RsaPrivateKey = sk.as_ref().clone();
         key.precompute()
-            .map_err(|e| TokenError::Crypto(format!("CRT precomputation failed: {e}")))?;
+            .map_err(|e| TokenError::crypto("CRT precomputation", e))?;
         Ok(BlindSigner {
             params: key.n_params().clone(),
             n: key.n().clone(),
@@ -95,10 +95,11 @@ impl BlindSigner {
     /// floor of any signing path built on the `rsa` crate. Never use it to answer requests.
     #[doc(hidden)]
     pub fn raw_private_op(&self, blinded: &[u8]) -> Result<Vec<u8>, TokenError> {
-        let c = BoxedUint::from_be_slice(blinded, self.n.bits_precision())
-            .map_err(|_| TokenError::Crypto("cannot decode the blinded message".into()))?;
+        let c = BoxedUint::from_be_slice(blinded, self.n.bits_precision()).map_err(|_| {
+            TokenError::crypto("decoding the blinded message", "not a number below 2^bits")
+        })?;
         let m = rsa_decrypt::<DefaultRng>(None, &self.key, &c)
-            .map_err(|e| TokenError::Crypto(format!("RSA private operation failed: {e}")))?;
+            .map_err(|e| TokenError::crypto("RSA private operation", e))?;
         Ok(m.to_be_bytes().to_vec())
     }
 
@@ -112,8 +113,9 @@ impl BlindSigner {
             )));
         }
         let bits = self.n.bits_precision();
-        let c = BoxedUint::from_be_slice(blinded, bits)
-            .map_err(|_| TokenError::Crypto("cannot decode the blinded message".into()))?;
+        let c = BoxedUint::from_be_slice(blinded, bits).map_err(|_| {
+            TokenError::crypto("decoding the blinded message", "not a number below 2^bits")
+        })?;
         if c >= *self.n.as_ref() {
             return Err(TokenError::Malformed(
                 "blinded message is not below the key's modulus".into(),
@@ -122,7 +124,7 @@ impl BlindSigner {
         let (mut vi, mut vf) = self.next_pair()?;
         let blinded_c = (BoxedMontyForm::new(c, &self.params) * &vi).retrieve();
         let m = rsa_decrypt::<DefaultRng>(None, &self.key, &blinded_c)
-            .map_err(|e| TokenError::Crypto(format!("RSA private operation failed: {e}")))?;
+            .map_err(|e| TokenError::crypto("RSA private operation", e))?;
         let s = (BoxedMontyForm::new(m, &self.params) * &vf).retrieve();
         vi.as_montgomery_mut().zeroize();
         vf.as_montgomery_mut().zeroize();

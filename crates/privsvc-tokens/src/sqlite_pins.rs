@@ -16,16 +16,14 @@ pub struct SqliteKeyPins {
 }
 
 fn store_error(e: rusqlite::Error) -> TokenError {
-    TokenError::Store(format!("issuer key pins: {e}"))
+    TokenError::store("issuer key pins", None, e)
 }
 
 impl SqliteKeyPins {
     /// Open (or create) the pin file at `path`, dropping pins older than
     /// [`PIN_RETENTION_DAYS`] before `today`.
     pub fn open(path: &Path, today: u32) -> Result<Self, TokenError> {
-        let io = |e: std::io::Error| {
-            TokenError::Store(format!("issuer key pins {}: {e}", path.display()))
-        };
+        let io = |e: std::io::Error| TokenError::store("issuer key pins", Some(path), e);
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             create_private_dir(dir).map_err(io)?;
         }
@@ -84,7 +82,12 @@ impl KeyPins for SqliteKeyPins {
             )
             .map_err(store_error)?;
         }
-        self.get(issuer, app, epoch)?
-            .ok_or_else(|| TokenError::Store("issuer key pin vanished".into()))
+        self.get(issuer, app, epoch)?.ok_or_else(|| {
+            TokenError::store(
+                "issuer key pins",
+                None,
+                "a pin vanished after it was stored",
+            )
+        })
     }
 }

@@ -117,7 +117,12 @@ pub(crate) fn check_blind_signature(
     sig: &[u8],
 ) -> Result<(), TokenError> {
     let bits = key.n_bits_precision();
-    let fault = || TokenError::Crypto("blind signature failed its self-check".into());
+    let fault = || {
+        TokenError::crypto(
+            "self-check of a blind signature",
+            "the signature does not verify",
+        )
+    };
     let m = BoxedUint::from_be_slice(blinded, bits).map_err(|_| fault())?;
     let s = BoxedUint::from_be_slice(sig, bits).map_err(|_| fault())?;
     if s >= *key.n().as_ref() {
@@ -156,10 +161,9 @@ impl IssuerKey {
     fn from_public(key: SuitePublicKey) -> Result<Self, TokenError> {
         let inner: &RsaPublicKey = key.as_ref();
         if inner.n().as_ref().bits() as usize != MODULUS_BITS {
-            return Err(TokenError::InvalidKey(format!(
-                "modulus is {} bits",
-                inner.n().as_ref().bits()
-            )));
+            return Err(TokenError::InvalidKey(
+                format!("modulus is {} bits", inner.n().as_ref().bits()).into(),
+            ));
         }
         if inner.e() != &BoxedUint::from(65537u32) {
             return Err(TokenError::InvalidKey(
@@ -168,7 +172,7 @@ impl IssuerKey {
         }
         let spki = key
             .to_der()
-            .map_err(|e| TokenError::InvalidKey(e.to_string()))?;
+            .map_err(|e| TokenError::InvalidKey(Box::new(e)))?;
         Ok(IssuerKey { key, spki })
     }
 }
@@ -179,7 +183,7 @@ impl IssuerKey {
 pub fn import_issuer_key(spki: &[u8]) -> Result<IssuerKey, TokenError> {
     let key = SuitePublicKey::from_der(spki)
         .or_else(|_| SuitePublicKey::from_spki(spki))
-        .map_err(|e| TokenError::InvalidKey(e.to_string()))?;
+        .map_err(|e| TokenError::InvalidKey(Box::new(e)))?;
     IssuerKey::from_public(key)
 }
 

@@ -117,7 +117,7 @@ impl IsolatedVault {
                     job(&vault);
                 }
             })
-            .map_err(|e| VaultError::KeyThread(e.to_string()))?;
+            .map_err(VaultError::KeyThread)?;
         let extra = ready_rx.recv().map_err(|_| VaultError::Terminated)??;
         let vault = Self {
             app: app.to_owned(),

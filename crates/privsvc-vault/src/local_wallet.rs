@@ -68,7 +68,7 @@ impl Wallet for LocalWallet {
     async fn sign_typed_data(&self, typed_data: &TypedData) -> Result<Signature, VaultError> {
         let hash = typed_data
             .eip712_signing_hash()
-            .map_err(|e| VaultError::TypedData(e.to_string()))?;
+            .map_err(|e| VaultError::TypedData(Box::new(e)))?;
         sign_digest(&self.key, &hash)
     }
 

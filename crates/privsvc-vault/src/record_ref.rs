@@ -59,7 +59,7 @@ impl FromStr for RecordRef {
         let digits = s.strip_prefix("0x").unwrap_or(s);
         let mut bytes = [0u8; 16];
         hex::decode_to_slice(digits, &mut bytes)
-            .map_err(|e| VaultError::InvalidRecordRef(format!("{s:?}: {e}")))?;
+            .map_err(|e| VaultError::InvalidRecordRef(Box::new(e)))?;
         Ok(Self(bytes))
     }
 }
@@ -80,6 +80,18 @@ impl<'de> Deserialize<'de> for RecordRef {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_malformed_reference_keeps_the_decoders_error_and_is_not_repeated() {
+        let given = "00112233445566778899aabbccddeefg";
+        let err = given.parse::<RecordRef>().unwrap_err();
+        let source = std::error::Error::source(&err).expect("a source");
+        assert!(
+            source.downcast_ref::<hex::FromHexError>().is_some(),
+            "{err:?}"
+        );
+        assert!(!err.to_string().contains("0011223344"), "{err}");
+    }
 
     #[test]
     fn hex_round_trip_and_serde() {

@@ -10,7 +10,7 @@ use crate::error::VaultError;
 pub(crate) fn sign_digest(key: &SigningKey, digest: &B256) -> Result<Signature, VaultError> {
     let (sig, recid) = key
         .sign_prehash_recoverable(digest.as_slice())
-        .map_err(|e| VaultError::Wallet(format!("secp256k1 signing failed: {e}")))?;
+        .map_err(|e| VaultError::Wallet(Box::new(e)))?;
     Ok(Signature::from((sig, recid)))
 }
 

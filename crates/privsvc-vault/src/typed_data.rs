@@ -73,7 +73,7 @@ pub fn derivation_typed_data(app: &str, chain_id: Option<u64>) -> TypedData {
 pub fn derivation_signing_hash(app: &str, chain_id: Option<u64>) -> Result<B256, VaultError> {
     derivation_typed_data(app, chain_id)
         .eip712_signing_hash()
-        .map_err(|e| VaultError::TypedData(e.to_string()))
+        .map_err(|e| VaultError::TypedData(Box::new(e)))
 }
 
 /// The signed content of an ownership proof (docs/PROTOCOL.md §8.5).
@@ -124,7 +124,7 @@ pub fn proof_signing_hash(
 ) -> Result<B256, VaultError> {
     proof_typed_data(body, chain_id)
         .eip712_signing_hash()
-        .map_err(|e| VaultError::TypedData(e.to_string()))
+        .map_err(|e| VaultError::TypedData(Box::new(e)))
 }
 
 /// The address that signed an ownership proof (compare it with the entity's owner).
@@ -136,5 +136,5 @@ pub fn proof_signer(
     let hash = proof_signing_hash(body, chain_id)?;
     signature
         .recover_address_from_prehash(&hash)
-        .map_err(|e| VaultError::TypedData(format!("proof signature does not recover: {e}")))
+        .map_err(|e| VaultError::TypedData(Box::new(e)))
 }

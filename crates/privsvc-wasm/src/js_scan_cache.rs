@@ -21,7 +21,10 @@ impl JsScanCache {
 }
 
 fn store_error(e: String) -> PrivsvcError {
-    PrivsvcError::ScanCache(format!("scanCache: {e}"))
+    PrivsvcError::ScanCache {
+        path: None,
+        source: format!("scanCache: {e}").into(),
+    }
 }
 
 #[async_trait(?Send)]

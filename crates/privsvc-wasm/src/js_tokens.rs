@@ -82,12 +82,14 @@ impl JsTokenStore {
     }
 
     fn call(&self, name: &str, args: &[JsValue]) -> Result<JsValue, TokenError> {
-        let answer = call(&self.target, name, args)
-            .map_err(|e| TokenError::Store(format!("tokenStore: {e}")))?;
+        let answer =
+            call(&self.target, name, args).map_err(|e| TokenError::store("tokenStore", None, e))?;
         if answer.is_instance_of::<Promise>() {
-            return Err(TokenError::Store(format!(
-                "tokenStore.{name} returned a promise; a token store's methods are synchronous"
-            )));
+            return Err(TokenError::store(
+                "tokenStore",
+                None,
+                format!("`{name}` returned a promise; a token store's methods are synchronous"),
+            ));
         }
         Ok(answer)
     }
@@ -95,14 +97,14 @@ impl JsTokenStore {
 
 impl TokenStore for JsTokenStore {
     fn add(&self, tokens: &[StoredToken]) -> Result<(), TokenError> {
-        let list = to_js(tokens).map_err(TokenError::Store)?;
+        let list = to_js(tokens).map_err(|e| TokenError::store("tokenStore", None, e))?;
         self.call("add", &[list]).map(drop)
     }
 
     fn list(&self, app: &str) -> Result<Vec<StoredToken>, TokenError> {
         let answer = self.call("list", &[app.into()])?;
-        let all: Vec<StoredToken> =
-            from_js(&answer, "tokenStore.list").map_err(TokenError::Store)?;
+        let all: Vec<StoredToken> = from_js(&answer, "tokenStore.list")
+            .map_err(|e| TokenError::store("tokenStore", None, e))?;
         // Only the app's tokens, whatever the store answered.
         Ok(all.into_iter().filter(|t| t.app == app).collect())
     }
@@ -141,7 +143,13 @@ fn address_of(answer: &JsValue, what: &str) -> Result<Address, TokenError> {
     answer
         .as_string()
         .and_then(|t| t.parse().ok())
-        .ok_or_else(|| TokenError::Store(format!("tokenStore.{what} did not answer an address")))
+        .ok_or_else(|| {
+            TokenError::store(
+                "tokenStore",
+                None,
+                format!("`{what}` did not answer an address"),
+            )
+        })
 }
 
 impl RelayerPins for JsTokenStore {
@@ -163,8 +171,10 @@ impl RelayerPins for JsTokenStore {
 
     fn unpin(&self, url: &str) -> Result<bool, TokenError> {
         if method(&self.target, "unpinRelayer").is_none() {
-            return Err(TokenError::Store(
-                "tokenStore has no `unpinRelayer` method".into(),
+            return Err(TokenError::store(
+                "tokenStore",
+                None,
+                "no `unpinRelayer` method",
             ));
         }
         Ok(self.call("unpinRelayer", &[url.into()])?.is_truthy())
@@ -176,11 +186,16 @@ impl RelayerPins for JsTokenStore {
         }
         let answer = self.call("relayerPins", &[])?;
         let map: std::collections::BTreeMap<String, String> =
-            from_js(&answer, "tokenStore.relayerPins").map_err(TokenError::Store)?;
+            from_js(&answer, "tokenStore.relayerPins")
+                .map_err(|e| TokenError::store("tokenStore", None, e))?;
         map.into_iter()
             .map(|(url, a)| {
                 a.parse().map(|a| (url.clone(), a)).map_err(|_| {
-                    TokenError::Store(format!("tokenStore.relayerPins: {url}: not an address"))
+                    TokenError::store(
+                        "tokenStore",
+                        None,
+                        format!("`relayerPins`: {url}: not an address"),
+                    )
                 })
             })
             .collect()
@@ -189,10 +204,15 @@ impl RelayerPins for JsTokenStore {
 
 fn spki_of(answer: &JsValue, what: &str) -> Result<Vec<u8>, TokenError> {
     let text = answer.as_string().ok_or_else(|| {
-        TokenError::Store(format!("tokenStore.{what} did not answer base64 text"))
+        TokenError::store(
+            "tokenStore",
+            None,
+            format!("`{what}` did not answer base64 text"),
+        )
     })?;
-    privsvc_envelope::from_base64(&text)
-        .map_err(|_| TokenError::Store(format!("tokenStore.{what}: not standard base64")))
+    privsvc_envelope::from_base64(&text).map_err(|_| {
+        TokenError::store("tokenStore", None, format!("`{what}`: not standard base64"))
+    })
 }
 
 impl KeyPins for JsTokenStore {
@@ -243,7 +263,7 @@ impl JsTokenSource {
     }
 
     async fn call(&self, name: &str, args: &[JsValue]) -> Result<JsValue, TokenError> {
-        let fail = |e: String| TokenError::Store(format!("tokens: {e}"));
+        let fail = |e: String| TokenError::store("tokens", None, e);
         let answer = call(&self.target, name, args).map_err(fail)?;
         match answer.dyn_into::<Promise>() {
             Ok(p) => JsFuture::from(p)
@@ -272,11 +292,11 @@ impl TokenSource for JsTokenSource {
         }
         from_js(&answer, "tokens.take")
             .map(Some)
-            .map_err(TokenError::Store)
+            .map_err(|e| TokenError::store("tokens", None, e))
     }
 
     async fn put_back(&self, app: &str, token: TokenRedemption) -> Result<(), TokenError> {
-        let token = to_js(&token).map_err(TokenError::Store)?;
+        let token = to_js(&token).map_err(|e| TokenError::store("tokens", None, e))?;
         self.call("putBack", &[app.into(), token]).await.map(drop)
     }
 }

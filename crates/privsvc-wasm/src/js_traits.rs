@@ -27,8 +27,8 @@ impl JsWallet {
 }
 
 fn signature(text: Result<String, String>) -> Result<Signature, VaultError> {
-    let text = text.map_err(VaultError::Wallet)?;
-    to_signature("wallet signature", &text).map_err(|e| VaultError::Wallet(e.to_string()))
+    let text = text.map_err(|e| VaultError::Wallet(e.into()))?;
+    to_signature("wallet signature", &text).map_err(|e| VaultError::Wallet(e.into()))
 }
 
 #[async_trait(?Send)]
@@ -39,7 +39,7 @@ impl Wallet for JsWallet {
 
     async fn sign_typed_data(&self, typed_data: &TypedData) -> Result<Signature, VaultError> {
         let json =
-            serde_json::to_string(typed_data).map_err(|e| VaultError::TypedData(e.to_string()))?;
+            serde_json::to_string(typed_data).map_err(|e| VaultError::TypedData(Box::new(e)))?;
         signature(
             self.bridge
                 .string("signTypedData", vec![Arg::Str(json)])
@@ -73,13 +73,13 @@ fn vault_err(e: String) -> VaultError {
     if e.contains("does not decrypt") {
         VaultError::DecryptionFailed
     } else {
-        VaultError::Wallet(format!("vault: {e}"))
+        VaultError::Wallet(format!("vault: {e}").into())
     }
 }
 
 fn record(text: Result<String, String>) -> Result<RecordRef, VaultError> {
     let text = text.map_err(vault_err)?;
-    to_ref(&text).map_err(|e| VaultError::InvalidRecordRef(e.to_string()))
+    to_ref(&text).map_err(|e| VaultError::InvalidRecordRef(e.into()))
 }
 
 #[async_trait(?Send)]
@@ -205,7 +205,7 @@ impl Vault for JsVault {
         body: &OwnershipProofBody,
         chain_id: Option<u64>,
     ) -> Result<Signature, VaultError> {
-        let json = serde_json::to_string(body).map_err(|e| VaultError::TypedData(e.to_string()))?;
+        let json = serde_json::to_string(body).map_err(|e| VaultError::TypedData(Box::new(e)))?;
         let chain = chain_id.unwrap_or(privsvc_vault::NETWORK_CHAIN_ID) as f64;
         let text = self
             .bridge

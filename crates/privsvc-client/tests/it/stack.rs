@@ -248,7 +248,10 @@ async fn write_read_prove_everything_through_ohttp_with_tokens() {
         )
         .await
         .unwrap_err();
-    assert!(matches!(err, PrivsvcError::UnknownRecord { .. }), "{err}");
+    assert!(
+        matches!(err, PrivsvcError::UnknownRecord { entity_key } if entity_key == r1.entity_key),
+        "{err}"
+    );
     stack.shutdown().await;
 }
 

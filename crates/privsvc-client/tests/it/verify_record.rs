@@ -310,7 +310,10 @@ fn version_1_envelopes_are_refused() {
     f.entity.payload = Some(privsvc_envelope::pad_envelope(&v1).unwrap().into_bytes());
     let e = verify_record(&f.entity, &opts(&f)).unwrap_err();
     assert!(
-        matches!(&e, RejectReason::BadEnvelope(m) if m.contains("unsupported envelope version 1")),
+        matches!(
+            &e,
+            RejectReason::BadEnvelope(privsvc_envelope::EnvelopeError::UnsupportedVersion(v)) if v == "1"
+        ),
         "{e}"
     );
 }

@@ -438,6 +438,25 @@ async fn persistence_across_restart_and_interval_blocks() {
     let acct = node.account(a.address());
     node.shutdown().await;
 
+    // The database under another chain id is refused, naming both chains.
+    let mut other = cfg.clone();
+    other.chain_id += 1;
+    let refused = Devnet::start(other).await.err().expect("another chain");
+    assert!(
+        matches!(
+            refused,
+            privsvc_devnet::DevnetError::ChainMismatch { stored, configured }
+                if stored == cfg.chain_id && configured == cfg.chain_id + 1
+        ),
+        "{refused:?}"
+    );
+    let mut zero = cfg.clone();
+    zero.block_time = privsvc_devnet::BlockTime::Interval(std::time::Duration::ZERO);
+    assert!(matches!(
+        Devnet::start(zero).await,
+        Err(privsvc_devnet::DevnetError::ZeroBlockInterval)
+    ));
+
     let node = Devnet::start(cfg).await.unwrap();
     let url = node.url();
     assert_eq!(node.block_number(), head);

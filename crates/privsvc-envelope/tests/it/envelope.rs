@@ -349,26 +349,26 @@ fn strict_parsing_rejects_with_precise_errors() {
     let upper = sig_hex.to_uppercase().replacen("0X", "0x", 1);
     assert!(matches!(
         err(&edit(&text, sig_hex, &upper)),
-        EnvelopeError::BadSignatureFormat(_)
+        EnvelopeError::BadSignatureFormat(SignatureFormatReason::NotLowercaseHex(_))
     ));
-    assert!(matches!(
+    assert_eq!(
         err(&edit(&text, sig_hex, &sig_hex[2..])),
-        EnvelopeError::BadSignatureFormat(_)
-    ));
-    assert!(matches!(
+        EnvelopeError::BadSignatureFormat(SignatureFormatReason::MissingPrefix)
+    );
+    assert_eq!(
         err(&edit(&text, sig_hex, &sig_hex[..130])),
-        EnvelopeError::BadSignatureFormat(_)
-    ));
+        EnvelopeError::BadSignatureFormat(SignatureFormatReason::Length(128))
+    );
     let v29 = format!("{}1d", &sig_hex[..130]);
     assert_eq!(
         err(&edit(&text, sig_hex, &v29)),
         EnvelopeError::BadRecoveryByte(29)
     );
     let zero_r = format!("0x{}{}", "0".repeat(64), &sig_hex[66..]);
-    assert!(matches!(
+    assert_eq!(
         err(&edit(&text, sig_hex, &zero_r)),
-        EnvelopeError::InvalidSignature(_)
-    ));
+        EnvelopeError::InvalidSignature(privsvc_envelope::InvalidSignatureReason::ScalarOutOfRange)
+    );
     // Valid JSON, valid members, but not canonical.
     assert_eq!(
         err(&edit(&text, "\"app\":\"demo\"", "\"app\":\"d\\u0065mo\"")),

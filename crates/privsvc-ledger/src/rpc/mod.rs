@@ -533,9 +533,8 @@ impl std::fmt::Debug for RpcWriter {
 impl RpcWriter {
     /// A writer for the 32-byte secret key `secret`; reads the chain id from the node.
     pub async fn connect(ledger: RpcLedger, secret: &[u8; 32]) -> Result<Self, LedgerError> {
-        let key = SigningKey::from_slice(secret).map_err(|_| {
-            LedgerError::Invalid("the signing key is not a valid secp256k1 scalar".into())
-        })?;
+        let key = SigningKey::from_slice(secret)
+            .map_err(|_| LedgerError::invalid("the signing key is not a valid secp256k1 scalar"))?;
         let chain_id = ledger.chain_id().await?;
         Ok(Self::new(ledger, key, chain_id))
     }
@@ -579,7 +578,7 @@ impl RpcWriter {
         let (sig, recid) = self
             .key
             .sign_prehash_recoverable(hash.as_slice())
-            .map_err(|e| LedgerError::Invalid(format!("signing failed: {e}")))?;
+            .map_err(|e| LedgerError::invalid(format!("signing failed: {e}")))?;
         let signed = tx.into_signed(Signature::from((sig, recid)));
         let tx_hash = *signed.hash();
         let nonce = signed.tx().nonce;

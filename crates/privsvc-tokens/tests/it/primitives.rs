@@ -16,8 +16,15 @@ fn token_message_layout_and_id() {
     want.extend_from_slice(&nonce);
     assert_eq!(m, want);
     assert_eq!(token_id(&m).to_vec(), Sha256::digest(&want).to_vec());
-    assert!(token_message("", 1, &nonce).is_err());
-    assert!(token_message(&"a".repeat(65_536), 1, &nonce).is_err());
+    assert!(matches!(
+        token_message("", 1, &nonce),
+        Err(TokenError::InvalidApp { len: 0 })
+    ));
+    assert!(matches!(
+        token_message(&"a".repeat(65_536), 1, &nonce),
+        Err(TokenError::InvalidApp { len: 65_536 })
+    ));
+    token_message(&"a".repeat(65_535), 1, &nonce).unwrap();
 }
 
 #[test]
@@ -223,10 +230,10 @@ fn issuer_key_import() {
     let pss = f.key.public_key().to_spki().unwrap();
     assert_ne!(pss, f.key.spki());
     assert_eq!(import_issuer_key(&pss).unwrap(), f.key);
-    assert!(matches!(
-        import_issuer_key(b"garbage"),
-        Err(TokenError::InvalidKey(_))
-    ));
+    let garbage = import_issuer_key(b"garbage").unwrap_err();
+    assert!(matches!(garbage, TokenError::InvalidKey(_)), "{garbage:?}");
+    // The DER decoder's error is kept as the source.
+    assert!(std::error::Error::source(&garbage).is_some(), "{garbage:?}");
     let mut cut = f.key.spki().to_vec();
     cut.truncate(200);
     assert!(import_issuer_key(&cut).is_err());

@@ -69,11 +69,30 @@ fn file_store_is_exclusive_and_rejects_garbage() {
     let first = FileTokenStore::open(&path).unwrap();
     let err = FileTokenStore::open(&path).unwrap_err();
     assert!(err.to_string().contains("in use"), "{err}");
+    // The cause is SQLite's lock error, kept as the source, and the file is named.
+    let TokenError::Store {
+        path: Some(named),
+        source,
+        ..
+    } = &err
+    else {
+        panic!("{err:?}");
+    };
+    assert!(named.starts_with(&path), "{named:?}");
+    assert!(
+        source.downcast_ref::<rusqlite::Error>().is_some(),
+        "{source:?}"
+    );
     drop(first);
     FileTokenStore::open(&path).unwrap();
     let bad = dir.path().join("bad.json");
     std::fs::write(&bad, b"{not json").unwrap();
-    assert!(FileTokenStore::open(&bad).is_err());
+    let err = FileTokenStore::open(&bad).unwrap_err();
+    let source = std::error::Error::source(&err).expect("a source");
+    assert!(
+        source.downcast_ref::<serde_json::Error>().is_some(),
+        "{err:?}"
+    );
 }
 
 const CHILD_ENV: &str = "PRIVSVC_TOKENS_STORE_CHILD";
