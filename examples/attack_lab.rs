@@ -37,7 +37,9 @@ struct Args {
     /// Leaks to switch on: `none`, `all`, or a comma list of timestamps, wallet, landing,
     /// on-demand, no-covers, no-poll-tail, exact-healthz, issuer-via-ohttp, long-attempts,
     /// fresh-covers, newest-heartbeat, copies-accepted, refusal-ends-write, arrival-order,
-    /// resubmissions, issue-replays, oldest-only.
+    /// resubmissions, issue-replays, oldest-only, exact-resume, fetch-on-landing,
+    /// fixed-fetch-sets, live-covers, memory-stores, list-before-write, key-read-before-issue,
+    /// owner-query, relay-errors.
     #[arg(long, default_value = "none")]
     leaks: String,
     /// Skip the active phases.
@@ -75,6 +77,14 @@ fn leaks(text: &str) -> Result<Leaks, String> {
             "issue-replays" => l.issue_replays_signed_again = true,
             "oldest-only" => l.planner_oldest_only = true,
             "exact-resume" => l.exact_resume_block = true,
+            "fetch-on-landing" => l.fetch_on_landing = true,
+            "fixed-fetch-sets" => l.fixed_fetch_sets = true,
+            "live-covers" => l.covers_from_live_listing = true,
+            "memory-stores" => l.memory_stores = true,
+            "list-before-write" => l.list_before_write = true,
+            "key-read-before-issue" => l.key_read_before_issue = true,
+            "owner-query" => l.owner_query_on_verify = true,
+            "relay-errors" => l.relay_errors_mark_bad = true,
             other => return Err(format!("unknown leak {other:?}")),
         }
     }

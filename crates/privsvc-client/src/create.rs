@@ -173,7 +173,10 @@ impl PrivateClient {
         let body = EnvelopeBody {
             app: self.app().to_string(),
             exp,
-            hour: privsvc_envelope::hour_of(crate::proof::unix_now()),
+            hour: privsvc_envelope::hour_of(
+                crate::proof::unix_now()
+                    .saturating_add_signed(self.options.device_clock_offset_secs),
+            ),
             ct: params.content_type.clone(),
             enc: params.encrypt,
             types: attrs.types(),

@@ -201,6 +201,11 @@ pub struct ClientOptions {
     /// [`crate::scan_cache::DEFAULT_RESUME_BLOCKS`], an hour): a returning session lists from the
     /// last multiple of it, never from the exact block its previous session reached.
     pub scan_cache_resume_blocks: u64,
+    /// Attack-lab hook, not part of the API: seconds added to the device clock where the client
+    /// reads it for the envelope's `hour`, so that the lab can simulate a device whose clock is
+    /// off. 0 (the default) everywhere else.
+    #[doc(hidden)]
+    pub device_clock_offset_secs: i64,
 }
 
 impl std::fmt::Debug for ClientOptions {
@@ -234,6 +239,7 @@ impl std::fmt::Debug for ClientOptions {
             .field("fetch", &self.fetch.is_some())
             .field("scan_cache", &self.scan_cache.is_some())
             .field("scan_cache_resume_blocks", &self.scan_cache_resume_blocks)
+            .field("device_clock_offset_secs", &self.device_clock_offset_secs)
             .finish()
     }
 }
@@ -273,6 +279,7 @@ impl ClientOptions {
             fetch: None,
             scan_cache: None,
             scan_cache_resume_blocks: crate::scan_cache::DEFAULT_RESUME_BLOCKS,
+            device_clock_offset_secs: 0,
         }
     }
 
@@ -476,6 +483,14 @@ impl ClientBuilder {
     /// the exact block, which lets the RPC link a user's sessions: for tests only).
     pub fn scan_cache_resume_blocks(mut self, blocks: u64) -> Self {
         self.options.scan_cache_resume_blocks = blocks;
+        self
+    }
+
+    /// Attack-lab hook, not part of the API: a device clock off by `secs` seconds where the
+    /// client reads it for the envelope's `hour` (see `ClientOptions::device_clock_offset_secs`).
+    #[doc(hidden)]
+    pub fn device_clock_offset_secs(mut self, secs: i64) -> Self {
+        self.options.device_clock_offset_secs = secs;
         self
     }
     /// Seed the client's own random choices (reproducible tests).

@@ -14,12 +14,16 @@
 #![forbid(unsafe_code)]
 
 pub mod active;
+pub mod app;
 pub mod attacks;
+mod drift;
+pub mod leaky;
 pub mod ledger_view;
 pub mod population;
 pub mod report;
 pub mod scenario;
 pub mod stats;
+mod steering;
 pub mod truth;
 pub mod views;
 
@@ -139,9 +143,19 @@ pub async fn run(scenario: Scenario) -> Result<LabReport, LabError> {
     for id in ids.iter_mut().take(returning) {
         id.returning = true;
     }
+    // Persistent devices keep their scan caches here for the run.
+    let cache_dir = std::env::temp_dir().join(format!(
+        "privsvc-lab-{}-{}",
+        std::process::id(),
+        scenario.seed
+    ));
+    std::fs::create_dir_all(&cache_dir)
+        .map_err(|e| LabError::Setup(format!("scan cache directory: {e}")))?;
+    let people = population::people(&scenario, ids, &cache_dir, &mut rng)?;
+    let ids: Vec<Identity> = people.iter().map(|p| p.device.clone()).collect();
     let epoch = Instant::now();
     let truth = Truth {
-        users: ids.iter().map(Identity::user).collect(),
+        users: people.iter().map(population::Person::user).collect(),
         ..Truth::default()
     };
     let world = Arc::new(World {
@@ -163,17 +177,23 @@ pub async fn run(scenario: Scenario) -> Result<LabReport, LabError> {
         scenario.users,
         scenario.day.as_secs()
     );
-    population::run_day(world.clone(), ids, Instant::now()).await;
+    population::run_day(world.clone(), people, Instant::now()).await;
     // The day's last batches land before the active phases start.
     tokio::time::sleep(Duration::from_millis(scenario.max_wait_ms + 3_000)).await;
     let day_end = ms_since(epoch, Instant::now());
-    let outcomes = active::run_phases(&world, &mut rng).await;
+    let mut outcomes = active::run_phases(&world, &mut rng).await;
     // Let the last batches land.
     tokio::time::sleep(Duration::from_millis(scenario.max_wait_ms + 3_000)).await;
-    watcher.abort();
-
+    // The ledger as it stands before the cover-drift phase, which expires every record of an
+    // hour.
     let block_seen = seen.lock().unwrap_or_else(|p| p.into_inner()).clone();
     let ledger = ledger_view::read(&world.stack.devnet().url(), scenario::APP, block_seen).await?;
+    if scenario.active.cover_drift {
+        active::run_cover_drift(&world, &mut rng, &mut outcomes).await;
+    }
+    watcher.abort();
+    let _ = std::fs::remove_dir_all(&cache_dir);
+
     let mut views = Views::from_stack(&world.stack, epoch, ledger);
     views.issuer = Some("A".into());
     let truth = world
@@ -181,13 +201,13 @@ pub async fn run(scenario: Scenario) -> Result<LabReport, LabError> {
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .clone();
-    let mut attacks = attacks::passive(
-        &views.until(day_end),
-        &truth,
-        scenario.token_min_age_ms,
-        scenario.delay_ms_max,
-        scenario.seed,
-    );
+    let known = attacks::Known {
+        min_age_ms: scenario.token_min_age_ms,
+        delay_ms_max: scenario.delay_ms_max,
+        tail_min_ms: population::lab_schedule(&scenario).tail.0.as_millis() as u64,
+        max_wait_ms: scenario.max_wait_ms,
+    };
+    let mut attacks = attacks::passive(&views.until(day_end), &truth, known, scenario.seed);
     attacks.extend(attacks::active(&views, &truth, &outcomes));
     let population = PopulationFigures {
         sessions: truth.sessions.len(),

@@ -64,6 +64,31 @@ pub struct Leaks {
     /// The returning-sessions phase's victims resume their scan cache from the exact block
     /// their previous session listed (resume granularity 1), not from a coarse boundary.
     pub exact_resume_block: bool,
+    /// Right after a write resolves, fetch the batch that holds the record and two other
+    /// batches of its window from the user's address (a scan made because a write landed).
+    pub fetch_on_landing: bool,
+    /// At every scan, also fetch the user's batches with covers fixed by the user's wallet
+    /// (the same set from every address and device of the user).
+    pub fixed_fetch_sets: bool,
+    /// The cover-drift phase's victims also fetch their batch at every scan with covers ranked
+    /// by a key of theirs among the batches of its window listed at that moment, whatever their
+    /// lifetime (covers that change when their batches expire).
+    pub covers_from_live_listing: bool,
+    /// Users and devices on the default stores get a fresh in-memory token store (and relayer
+    /// pins) in every session, as the client's default was: every session is a first spend,
+    /// and a stranger's heartbeat makes a relayer's URL ambiguous for every session.
+    pub memory_stores: bool,
+    /// List the project from the user's address right before each write.
+    pub list_before_write: bool,
+    /// Once a session, read relayer A's issuer key from the user's address and at once ask
+    /// A's issuer for tokens (a key read one round trip before an issue request).
+    pub key_read_before_issue: bool,
+    /// Query the ledger for the one-time owner of one of the session's records from the
+    /// user's address (as a verification of the user's own record did).
+    pub owner_query_on_verify: bool,
+    /// The relay-steering phase's victims mark a relayer bad when the relay answers 400
+    /// outside the encapsulation to a request for it.
+    pub relay_errors_mark_bad: bool,
 }
 
 impl Leaks {
@@ -88,6 +113,14 @@ impl Leaks {
             issue_replays_signed_again: true,
             planner_oldest_only: true,
             exact_resume_block: true,
+            fetch_on_landing: true,
+            fixed_fetch_sets: true,
+            covers_from_live_listing: true,
+            memory_stores: true,
+            list_before_write: true,
+            key_read_before_issue: true,
+            owner_query_on_verify: true,
+            relay_errors_mark_bad: true,
         }
     }
 }
@@ -119,6 +152,16 @@ pub struct Active {
     /// RPC (a passive party here: the phase only makes the sessions) tries to link each second
     /// session to the first by its resume block.
     pub returning_sessions: bool,
+    /// The OHTTP relay answers 400 outside the encapsulation to a victim's first request for
+    /// relayers A and B, so that the victim's writes go to relayer C.
+    pub relay_steering: bool,
+    /// Another user publishes heartbeats naming relayer A's and B's URLs from its own account
+    /// while victims on the default stores start fresh sessions.
+    pub heartbeat_spam: bool,
+    /// Victims write long-lived records among short-lived ones, scan, and scan again once the
+    /// short-lived records expired (the devnet mines past their lifetime); the RPC intersects
+    /// the two fetch sets. Runs last: every record of an hour expires there.
+    pub cover_drift: bool,
 }
 
 impl Default for Active {
@@ -134,6 +177,9 @@ impl Default for Active {
             head_of_line: true,
             issuer_flood: true,
             returning_sessions: true,
+            relay_steering: true,
+            heartbeat_spam: true,
+            cover_drift: true,
         }
     }
 }
@@ -152,6 +198,9 @@ impl Active {
             head_of_line: false,
             issuer_flood: false,
             returning_sessions: false,
+            relay_steering: false,
+            heartbeat_spam: false,
+            cover_drift: false,
         }
     }
 }
@@ -179,6 +228,29 @@ pub struct Scenario {
     /// session of theirs before the day starts); the others are new wallets, whose first
     /// session's refill is their first issue request.
     pub returning_share: f64,
+    /// Fraction of users whose app calls `my_entities` without `refresh` when a page opens and
+    /// after each write (re-rendering its list), besides the refresh scans every user makes.
+    pub app_list_share: f64,
+    /// Fraction of users on the client's default stores: no token store and no scan cache
+    /// passed. The others keep a token store and a scan cache across their sessions (as a
+    /// browser's persistent storage would).
+    pub default_store_share: f64,
+    /// Fraction of users with a second device: sessions of the same wallet from another address,
+    /// with no scan cache and the default stores.
+    pub second_device_share: f64,
+    /// Fraction of users whose device also connects from a second address (same stores, same
+    /// scan cache): every other session of theirs comes from there.
+    pub roaming_share: f64,
+    /// Fraction of devices whose clock is off (minutes to hours, either way), where the client
+    /// reads it for the envelope's `hour`.
+    pub skewed_clock_share: f64,
+    /// Fraction of sessions whose app calls `check_rarity` before each write.
+    pub rarity_check_share: f64,
+    /// Fraction of sessions whose app verifies one of the user's records with the user's own
+    /// reader (`verify_record_on_ledger`).
+    pub verify_own_share: f64,
+    /// Fraction of records written for a day or a week instead of an hour.
+    pub long_lived_share: f64,
     /// Length of the simulated day.
     #[serde(with = "millis")]
     pub day: Duration,
@@ -228,6 +300,14 @@ impl Default for Scenario {
             big_record_share: 0.1,
             prove_share: 0.2,
             returning_share: 0.75,
+            app_list_share: 0.6,
+            default_store_share: 0.2,
+            second_device_share: 0.2,
+            roaming_share: 0.2,
+            skewed_clock_share: 0.2,
+            rarity_check_share: 0.3,
+            verify_own_share: 0.2,
+            long_lived_share: 0.4,
             day: Duration::from_secs(240),
             think: Duration::from_secs(4),
             block_time: Duration::from_millis(1000),

@@ -45,6 +45,17 @@ const EVERY_ATTACK: &[&str] = &[
     "head-of-line",
     "issuer-flood",
     "resume-link",
+    "landing-fetch",
+    "session-link",
+    "device-link",
+    "cover-drift",
+    "first-spend",
+    "rarity-on-demand",
+    "key-read-to-issue",
+    "verify-own",
+    "clock-hour",
+    "relay-steering",
+    "heartbeat-spam",
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -121,6 +132,17 @@ async fn every_attack_wins_when_its_leak_is_on() {
         "replay-issue",
         "head-of-line",
         "resume-link",
+        "landing-fetch",
+        "session-link",
+        "device-link",
+        "cover-drift",
+        "first-spend",
+        "rarity-on-demand",
+        "key-read-to-issue",
+        "verify-own",
+        "clock-hour",
+        "relay-steering",
+        "heartbeat-spam",
     ] {
         let a = report
             .attack(id)

@@ -12,7 +12,7 @@ use crate::stats::Trial;
 use crate::views::{LedgerRecord, Ms, RelayRequest, RpcCall, Views};
 
 /// A batch: `(block, creator)`.
-type Batch = (u64, Address);
+pub(super) type Batch = (u64, Address);
 
 /// Fetch calls of one source closer than this belong to one burst (one scan's fetch).
 const BURST_GAP_MS: Ms = 2_000.0;
@@ -79,7 +79,7 @@ pub(crate) fn batches_in(expression: &str) -> Vec<Batch> {
     out
 }
 
-fn expression(call: &RpcCall) -> Option<&str> {
+pub(super) fn expression(call: &RpcCall) -> Option<&str> {
     (call.method == "arkiv_query")
         .then(|| call.params.get(0).and_then(|e| e.as_str()))
         .flatten()
@@ -156,7 +156,7 @@ pub(crate) fn fetch_bursts(rpc: &[RpcCall]) -> Vec<Burst> {
 }
 
 /// The users whose record is in `batch`.
-fn writers(score: &Score, batch: &Batch) -> BTreeSet<usize> {
+pub(super) fn writers(score: &Score, batch: &Batch) -> BTreeSet<usize> {
     score
         .writers_of_batch
         .get(batch)
@@ -166,9 +166,11 @@ fn writers(score: &Score, batch: &Batch) -> BTreeSet<usize> {
 
 /// Issuer: a spend comes `minAgeMs` after the issue request that the write caused; guess the
 /// wallet whose latest issue request before `spend - minAgeMs` is the most recent. One attack,
-/// scored in two parts: the spends of returning users (`issue-to-spend`, which revision 3
-/// closes) and those of new wallets (`first-spend`, a stated residual: a new wallet's tokens
-/// come from the first issue request it ever made).
+/// scored in two parts: the spends of returning users on a store of their own
+/// (`issue-to-spend`, which revision 3 closes) and first spends (`first-spend`, a stated
+/// residual): those of new wallets, whose tokens come from the first issue request they ever
+/// made, and those of sessions on the default stores, which can spend only tokens they
+/// fetched themselves.
 fn issue_to_spend(
     views: &Views,
     score: &Score,
@@ -188,7 +190,7 @@ fn issue_to_spend(
             AttackResult::new(
                 "first-spend",
                 "issuer",
-                "which new wallet spent this token (its first issue request)",
+                "which wallet spent this token (a first spend: a new wallet, or a session on the default stores)",
                 new_wallets,
             ),
         ]
@@ -261,10 +263,10 @@ fn issue_to_spend(
         }
     }
     for (at, id, window) in spends {
-        let Some(writer) = owner_of_token
-            .get(&id)
-            .and_then(|o| score.writer_of_owner.get(o))
-        else {
+        let Some(owner) = owner_of_token.get(&id) else {
+            continue;
+        };
+        let Some(writer) = score.writer_of_owner.get(owner) else {
             continue;
         };
         let before: Vec<&(Ms, Address)> = issues.iter().filter(|(t, _)| *t < at).collect();
@@ -291,10 +293,10 @@ fn issue_to_spend(
             success: Some(guess) == score.wallets.get(*writer).copied(),
             chance: 1.0 / candidates.len() as f64,
         };
-        if score.returning.get(*writer).copied().unwrap_or(false) {
-            returning.push(trial);
-        } else {
+        if score.first_spend(owner) {
             new_wallets.push(trial);
+        } else {
+            returning.push(trial);
         }
     }
     results(&returning, &new_wallets)
@@ -385,7 +387,7 @@ fn wallet_named(views: &Views, score: &Score, rng: &mut StdRng) -> AttackResult 
 }
 
 /// Sources with a request within [`ACTIVE_WINDOW_MS`] of `at`.
-fn active_sources<'a>(times: impl Iterator<Item = (&'a IpAddr, Ms)>, at: Ms) -> BTreeSet<IpAddr> {
+pub(super) fn active_sources<'a>(times: impl Iterator<Item = (&'a IpAddr, Ms)>, at: Ms) -> BTreeSet<IpAddr> {
     times
         .filter(|(_, t)| (t - at).abs() <= ACTIVE_WINDOW_MS)
         .map(|(s, _)| *s)
@@ -393,7 +395,7 @@ fn active_sources<'a>(times: impl Iterator<Item = (&'a IpAddr, Ms)>, at: Ms) -> 
 }
 
 /// The batches of the app with at least one simulated user's record, with their landing time.
-fn landed_batches(views: &Views, score: &Score) -> Vec<(Batch, Ms, BTreeSet<usize>)> {
+pub(super) fn landed_batches(views: &Views, score: &Score) -> Vec<(Batch, Ms, BTreeSet<usize>)> {
     score
         .writers_of_batch
         .iter()

@@ -1,0 +1,192 @@
+//! The cover-drift phase: covers chosen among batches that expire before the user's record are
+//! replaced by others once they expire, and the RPC, intersecting a user's fetch sets from
+//! before and after, is left with the user's batch (`cover-drift`).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use alloy_primitives::Address;
+use privsvc_client::{BatchId, CreateParams, EntitiesQuery, Expires, PrivateClient, Wallet};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde_json::Value;
+
+use crate::active::{bounded, Phases};
+use crate::population::Identity;
+use crate::scenario::APP;
+
+/// Blocks of an hour's lifetime (the shortest bucket) at the client's 2 s a block.
+const HOUR_BLOCKS: u64 = 3_600 / privsvc_client::options::BLOCK_TIME_SECONDS;
+
+/// A batch: `(block, creator)`.
+type Batch = (u64, Address);
+
+impl Phases<'_> {
+    /// Two users of the crowd write records of an hour straight to relayer C, all along; the
+    /// victims (twice the scenario's number), each in a session of its own through the relay,
+    /// write one record of a week to C at the same time. Once the covers of the victims'
+    /// batches are final (16 blocks), each victim scans (`my_entities` with `refresh`); the
+    /// crowd stops; the devnet mines past the crowd's lifetime, so that every record of an
+    /// hour expires; each victim scans again. The RPC intersects each victim's two fetch sets
+    /// and guesses among what both share (among the first set when they share nothing); a
+    /// guess of the victim's own batch wins. Chance is one batch of the first fetch set.
+    /// With `Leaks::covers_from_live_listing`, every scan of a victim also fetches its batch
+    /// with covers ranked by its key among the batches of its window listed at that moment.
+    pub(crate) async fn cover_drift(&mut self, rng: &mut StdRng) {
+        let stack = self.stack();
+        let c = stack.url("C");
+        let crowd = self.victims(rng, 2);
+        let victims = self.victims(rng, 2 * self.world.scenario.victims);
+        let leak = self.world.scenario.leaks.covers_from_live_listing;
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut crowd_tasks = Vec::new();
+        for id in &crowd {
+            let Some(client) = self.direct_client(id, &c).await else {
+                continue;
+            };
+            let (stop, seed) = (stop.clone(), rng.gen::<u64>());
+            crowd_tasks.push(tokio::spawn(async move {
+                let mut rng = StdRng::seed_from_u64(seed);
+                let mut n = 0u32;
+                while !stop.load(Ordering::SeqCst) {
+                    n += 1;
+                    tokio::time::sleep(Duration::from_millis(rng.gen_range(300..1_500))).await;
+                    let p = CreateParams::new(
+                        format!("crowd {n}").into_bytes(),
+                        "text/plain",
+                        Expires::Hours(1),
+                    )
+                    .attribute("kind", "note");
+                    let _ = bounded(client.create_entity(p)).await;
+                }
+            }));
+        }
+        // The crowd's batches fill the windows before and around the victims'.
+        tokio::time::sleep(Duration::from_secs(4)).await;
+        let this = &*self;
+        let clients: Vec<(Identity, PrivateClient)> =
+            futures::future::join_all(victims.iter().map(|v| {
+                let c = c.clone();
+                async move { Some((v.clone(), this.client(v, Some(vec![c]), &[], |b| b).await?)) }
+            }))
+            .await
+            .into_iter()
+            .flatten()
+            .collect();
+        let params: Vec<CreateParams> = clients
+            .iter()
+            .map(|_| {
+                CreateParams::new(
+                    format!("kept note {}", rng.gen::<u32>()).into_bytes(),
+                    "text/plain",
+                    Expires::Weeks(1),
+                )
+                .attribute("kind", "note")
+            })
+            .collect();
+        let written = futures::future::join_all(
+            clients
+                .iter()
+                .zip(params)
+                .map(|((_, client), p)| bounded(client.create_entity(p))),
+        )
+        .await;
+        let mut own: BTreeMap<IpAddr, BatchId> = BTreeMap::new();
+        for ((v, _), w) in clients.iter().zip(written) {
+            let Some(w) = w else { continue };
+            if let Some(b) = crate::leaky::batches_of(stack, &[w.entity_key]).await.first() {
+                own.insert(v.ip, *b);
+            }
+        }
+        // The covers of every victim's batch are final 16 blocks after it.
+        let newest = own.values().map(|b| b.block).max().unwrap_or(0);
+        let final_at = newest + privsvc_client::COVER_WINDOW_BLOCKS + 1;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline {
+            match stack.reader().block_number().await {
+                Ok(head) if head >= final_at => break,
+                _ => tokio::time::sleep(Duration::from_millis(500)).await,
+            }
+        }
+        let first_scan = Instant::now();
+        self.drift_scans(&clients, &own, leak).await;
+        stop.store(true, Ordering::SeqCst);
+        for t in crowd_tasks {
+            t.abort();
+        }
+        // Every record of an hour (the crowd's) expires.
+        let second_scan = Instant::now();
+        let _ = stack.devnet().mine_blocks(HOUR_BLOCKS + 5);
+        self.drift_scans(&clients, &own, leak).await;
+
+        let before = self.fetched_between(first_scan, second_scan);
+        let after = self.fetched_between(second_scan, Instant::now());
+        for (ip, mine) in &own {
+            let first = before.get(ip).cloned().unwrap_or_default();
+            let mine = (mine.block, mine.creator);
+            if !first.contains(&mine) {
+                continue;
+            }
+            let second = after.get(ip).cloned().unwrap_or_default();
+            let shared: Vec<Batch> = first.intersection(&second).copied().collect();
+            let candidates: Vec<Batch> = if shared.is_empty() {
+                first.iter().copied().collect()
+            } else {
+                shared
+            };
+            let guess = crate::attacks::pick(&candidates, rng);
+            self.out
+                .push("cover-drift", guess == Some(mine), 1.0 / first.len() as f64);
+        }
+    }
+
+    /// Each victim's scan, all at once; with the leak, each also fetches its batch with covers
+    /// ranked by its key among the batches listed now.
+    async fn drift_scans(
+        &self,
+        clients: &[(Identity, PrivateClient)],
+        own: &BTreeMap<IpAddr, BatchId>,
+        leak: bool,
+    ) {
+        let stack = self.stack();
+        futures::future::join_all(clients.iter().map(|(v, client)| async move {
+            let _ = bounded(client.my_entities(&EntitiesQuery::new().refresh())).await;
+            if let (true, Some(b)) = (leak, own.get(&v.ip)) {
+                let group = crate::leaky::keyed_group(stack, &[*b], v.wallet.address().as_slice())
+                    .await;
+                let _ = privsvc_client::fetch_batches(v.reader(stack).as_ref(), APP, &group, None)
+                    .await;
+            }
+        }))
+        .await;
+    }
+
+    /// The batches each source fetched between `from` and `to`, as the RPC saw them.
+    fn fetched_between(&self, from: Instant, to: Instant) -> BTreeMap<IpAddr, BTreeSet<Batch>> {
+        let mut out: BTreeMap<IpAddr, BTreeSet<Batch>> = BTreeMap::new();
+        let Some(tap) = self.stack().tap("rpc") else {
+            return out;
+        };
+        for e in tap.exchanges().into_iter().filter(|e| e.at >= from && e.at < to) {
+            let calls = match serde_json::from_slice(&e.request.body) {
+                Ok(Value::Array(calls)) => calls,
+                Ok(call) => vec![call],
+                Err(_) => continue,
+            };
+            for call in calls {
+                if call["method"] != "arkiv_query" {
+                    continue;
+                }
+                if let Some(expression) = call["params"][0].as_str() {
+                    out.entry(e.request.source)
+                        .or_default()
+                        .extend(crate::attacks::batches_in(expression));
+                }
+            }
+        }
+        out
+    }
+}
