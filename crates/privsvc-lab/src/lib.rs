@@ -153,6 +153,18 @@ pub async fn run(scenario: Scenario) -> Result<LabReport, LabError> {
         .map_err(|e| LabError::Setup(format!("scan cache directory: {e}")))?;
     let people = population::people(&scenario, ids, &cache_dir, &mut rng)?;
     let ids: Vec<Identity> = people.iter().map(|p| p.device.clone()).collect();
+    let devices = PopulationFigures {
+        default_store_users: ids.iter().filter(|i| i.default_stores).count(),
+        roaming_users: people.iter().filter(|p| p.roaming.is_some()).count(),
+        second_devices: people.iter().filter(|p| p.second.is_some()).count(),
+        skewed_clocks: people
+            .iter()
+            .flat_map(|p| std::iter::once(&p.device).chain(p.second.as_ref()))
+            .filter(|i| i.clock_skew_secs != 0)
+            .count(),
+        app_listing_users: people.iter().filter(|p| p.app_lists).count(),
+        ..PopulationFigures::default()
+    };
     let epoch = Instant::now();
     let truth = Truth {
         users: people.iter().map(population::Person::user).collect(),
@@ -169,7 +181,9 @@ pub async fn run(scenario: Scenario) -> Result<LabReport, LabError> {
     let watcher = watch_blocks(&world.stack, epoch, seen.clone());
 
     let with_tokens = population::run_prologue(world.clone(), &ids, &mut rng).await;
-    eprintln!("  the earlier day: {with_tokens} of {returning} returning users hold tokens");
+    eprintln!(
+        "  the earlier day: {returning} returning users wrote a record, {with_tokens} hold tokens"
+    );
     // The earlier day's tokens are ripe when the day starts.
     tokio::time::sleep(Duration::from_millis(scenario.token_min_age_ms + 500)).await;
     eprintln!(
@@ -226,6 +240,7 @@ pub async fn run(scenario: Scenario) -> Result<LabReport, LabError> {
         rpc_calls: views.rpc.len(),
         relay_requests: views.relay.len(),
         relayer_requests: views.relayers.values().map(Vec::len).sum(),
+        ..devices
     };
     if let Ok(world) = Arc::try_unwrap(world) {
         world.stack.shutdown().await;

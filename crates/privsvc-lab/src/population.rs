@@ -475,39 +475,66 @@ fn payload(rng: &mut StdRng, big: bool) -> Vec<u8> {
 pub const PROLOGUE_SPREAD: Duration = Duration::from_secs(8);
 
 /// The earlier day of the returning users ([`Identity::returning`]): each opens a session at a
-/// random moment of [`PROLOGUE_SPREAD`], whose session-start refill fills its token store, and
-/// closes it once the tokens are in (or after 20 s). Returns how many came back with tokens.
-/// With the `on_demand_tokens` leak there is no earlier day: the client before revision 3
+/// random moment of [`PROLOGUE_SPREAD`] and writes a record of a week (the app's records of
+/// earlier days are still on the ledger; the session holds no ripe token yet, so the write goes
+/// to a relayer that needs none); a device with a store of its own keeps the session open until
+/// its session-start refill filled the store (at most 20 s). Returns how many came back with
+/// tokens. With the `on_demand_tokens` leak nobody keeps tokens: the client before revision 3
 /// fetched tokens when a write found none, and a user with an empty store is what the leak's
 /// attack needs.
 pub async fn run_prologue(world: Arc<World>, ids: &[Identity], rng: &mut StdRng) -> usize {
-    if world.scenario.leaks.on_demand_tokens {
-        return 0;
-    }
     let mut tasks = Vec::new();
-    // Tokens of an earlier day are kept only by a device with a store of its own.
-    for id in ids
-        .iter()
-        .filter(|i| i.returning && !i.default_stores)
-        .cloned()
-    {
+    for id in ids.iter().filter(|i| i.returning).cloned() {
         let at = Instant::now() + PROLOGUE_SPREAD.mul_f64(rng.gen_range(0.0..1.0));
+        let data = payload(rng, false);
         let world = world.clone();
         tasks.push(tokio::spawn(async move {
             tokio::time::sleep_until(at.into()).await;
+            let keep_tokens = !id.default_stores && !world.scenario.leaks.on_demand_tokens;
+            let started = Instant::now();
+            let session = world.record_session(Session {
+                user: id.index,
+                started,
+                ended: started,
+                error: None,
+                ip: id.ip,
+                default_stores: id.default_stores,
+            });
             let Ok(client) = world
                 .client_builder(&id, id.reader(&world.stack), 1)
+                .allow_on_demand(false)
                 .build()
                 .await
             else {
+                world.update_session(session, Instant::now(), Some("no client".into()));
                 return false;
             };
+            let params = CreateParams::new(data, "text/plain", Expires::Weeks(1))
+                .attribute("kind", "note");
+            let requested = Instant::now();
+            let outcome = client.create_entity(params).await;
+            world.record_write(Write {
+                user: id.index,
+                session,
+                requested,
+                resolved: Instant::now(),
+                outcome: outcome
+                    .map(|r| Written {
+                        entity_key: r.entity_key,
+                        owner: r.owner,
+                        relayer: r.relayer,
+                    })
+                    .map_err(|e| e.to_string()),
+                min_anonymity: 1,
+                big: false,
+            });
             let deadline = Instant::now() + Duration::from_secs(20);
-            let has_tokens = || id.tokens.list(APP).is_ok_and(|l| !l.is_empty());
-            while !has_tokens() && Instant::now() < deadline {
+            let has_tokens = || keep_tokens && id.tokens.list(APP).is_ok_and(|l| !l.is_empty());
+            while keep_tokens && !has_tokens() && Instant::now() < deadline {
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
             drop(client);
+            world.update_session(session, Instant::now(), None);
             has_tokens()
         }));
     }

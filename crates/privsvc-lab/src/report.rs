@@ -40,6 +40,16 @@ pub struct PopulationFigures {
     pub relay_requests: usize,
     /// Requests the relayers saw.
     pub relayer_requests: usize,
+    /// Users on the client's default stores.
+    pub default_store_users: usize,
+    /// Users whose device also sent from a second address.
+    pub roaming_users: usize,
+    /// Users with a second device.
+    pub second_devices: usize,
+    /// Devices whose clock was off.
+    pub skewed_clocks: usize,
+    /// Users whose app lists without `refresh` when a page opens and after writes.
+    pub app_listing_users: usize,
 }
 
 impl LabReport {
@@ -98,7 +108,9 @@ impl LabReport {
              writes), day {} s, blocks {} ms, \
              MIN_BATCH {}, MAX_WAIT_MS {}, token min age {} ms, delay 0-{} ms, leaks {:?}\n\
              {} sessions ({} failed to start), {} records written, {} writes failed, {} scans; \
-             seen: {} RPC calls, {} relay requests, {} relayer requests; {:.0} s",
+             seen: {} RPC calls, {} relay requests, {} relayer requests; {:.0} s\n\
+             users: {} on the default stores, {} from two addresses, {} with a second device, \
+             {} listing without refresh; {} devices with a clock off",
             s.seed,
             s.users,
             s.returning_share * 100.0,
@@ -119,7 +131,12 @@ impl LabReport {
             p.rpc_calls,
             p.relay_requests,
             p.relayer_requests,
-            self.seconds
+            self.seconds,
+            p.default_store_users,
+            p.roaming_users,
+            p.second_devices,
+            p.app_listing_users,
+            p.skewed_clocks
         ) + &p
             .write_errors
             .iter()

@@ -36,7 +36,7 @@ pub(super) fn all(views: &Views, score: &Score, known: Known, seed: u64) -> Vec<
         landing_fetch(views, &bursts, score, &mut rng),
         address_link(&bursts, score, false, &mut rng),
         address_link(&bursts, score, true, &mut rng),
-        rarity_on_demand(views, score, known, &mut rng),
+        rarity_on_demand(views, score, known),
         key_read_to_issue(views, score, &mut rng),
         verify_own(views, score),
         clock_hour(views, score, &mut rng),
@@ -206,8 +206,9 @@ fn listings(views: &Views) -> BTreeMap<IpAddr, Vec<Ms>> {
 /// listing closer than that to the session's previous or next one was made on demand (the
 /// rarity check right before a write). The source of the latest such listing in the window
 /// before a batch landed (the random delay, a batching round, two blocks) is guessed to have
-/// written a record of it; else one of the sessions live at the landing.
-fn rarity_on_demand(views: &Views, score: &Score, known: Known, rng: &mut StdRng) -> AttackResult {
+/// written a record of it; with none, it abstains. Candidates are the sessions live at the
+/// landing.
+fn rarity_on_demand(views: &Views, score: &Score, known: Known) -> AttackResult {
     let by_source = listings(views);
     let tail_min = known.tail_min_ms as f64;
     let mut off_schedule: Vec<(Ms, IpAddr)> = Vec::new();
@@ -232,16 +233,17 @@ fn rarity_on_demand(views: &Views, score: &Score, known: Known, rng: &mut StdRng
         if honest == 0 {
             continue;
         }
-        let latest = off_schedule
+        // No listing out of schedule before the landing: nothing to go on, no guess.
+        let Some(guess) = off_schedule
             .iter()
             .filter(|(t, _)| *t < landed && *t >= landed - window)
             .max_by(|a, b| a.0.total_cmp(&b.0))
-            .map(|(_, s)| *s);
-        let guess = latest.or_else(|| pick(&candidates, rng));
+            .map(|(_, s)| *s)
+        else {
+            continue;
+        };
         trials.push(Trial {
-            success: guess
-                .and_then(|g| score.user(&g))
-                .is_some_and(|u| writers.contains(&u)),
+            success: score.user(&guess).is_some_and(|u| writers.contains(&u)),
             chance: honest as f64 / candidates.len() as f64,
         });
     }

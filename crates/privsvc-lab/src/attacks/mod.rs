@@ -58,7 +58,13 @@ impl AttackResult {
 
 /// Attacks that guess only when they see their signal: with none (an honest run), they score no
 /// guess, which is the result, not a gap in the lab.
-pub const ABSTAINING: &[&str] = &["issue-to-spend", "first-spend", "verify-own", "clock-hour"];
+pub const ABSTAINING: &[&str] = &[
+    "issue-to-spend",
+    "first-spend",
+    "rarity-on-demand",
+    "verify-own",
+    "clock-hour",
+];
 
 /// Attacks the design cannot stop: measured and stated, not held to chance.
 pub const RESIDUALS: &[&str] = &[
