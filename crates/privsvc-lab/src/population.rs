@@ -80,29 +80,42 @@ fn clock_skew(rng: &mut StdRng) -> i64 {
     }
 }
 
-/// Draws each user's devices and habits from the scenario's shares; persistent devices keep
-/// their scan cache in `cache_dir`.
+/// `round(n * share)` distinct indices below `n`, drawn from `rng`.
+fn chosen(n: usize, share: f64, rng: &mut StdRng) -> BTreeSet<usize> {
+    let k = ((n as f64 * share).round() as usize).min(n);
+    rand::seq::index::sample(rng, n, k).into_iter().collect()
+}
+
+/// Draws each user's devices and habits from the scenario's shares (a share of `n` users is
+/// `round(n * share)` of them, so that a small population has each kind); persistent devices
+/// keep their scan cache in `cache_dir`.
 pub fn people(
     sc: &Scenario,
     ids: Vec<Identity>,
     cache_dir: &std::path::Path,
     rng: &mut StdRng,
 ) -> Result<Vec<Person>, crate::LabError> {
-    let mut out = Vec::with_capacity(ids.len());
-    for mut device in ids {
-        device.default_stores = rng.gen_bool(sc.default_store_share);
+    let n = ids.len();
+    let default_stores = chosen(n, sc.default_store_share, rng);
+    let skewed = chosen(n, sc.skewed_clock_share, rng);
+    let roaming = chosen(n, sc.roaming_share, rng);
+    let second = chosen(n, sc.second_device_share, rng);
+    let app_lists = chosen(n, sc.app_list_share, rng);
+    let mut out = Vec::with_capacity(n);
+    for (i, mut device) in ids.into_iter().enumerate() {
+        device.default_stores = default_stores.contains(&i);
         if !device.default_stores {
             device.scan_cache = Some(cache_dir.join(format!("user-{}.scan", device.index)));
         }
-        if rng.gen_bool(sc.skewed_clock_share) {
+        if skewed.contains(&i) {
             device.clock_skew_secs = clock_skew(rng);
         }
-        let roaming = if rng.gen_bool(sc.roaming_share) {
+        let roaming = if roaming.contains(&i) {
             Some(device.elsewhere(device_ip(device.index, 1))?)
         } else {
             None
         };
-        let second = if rng.gen_bool(sc.second_device_share) {
+        let second = if second.contains(&i) {
             let skew = if rng.gen_bool(sc.skewed_clock_share) {
                 clock_skew(rng)
             } else {
@@ -113,7 +126,7 @@ pub fn people(
             None
         };
         out.push(Person {
-            app_lists: rng.gen_bool(sc.app_list_share),
+            app_lists: app_lists.contains(&i),
             device,
             roaming,
             second,
@@ -472,7 +485,7 @@ fn payload(rng: &mut StdRng, big: bool) -> Vec<u8> {
 
 /// How long the returning users' earlier day lasts: each opens its session at a random moment
 /// of it.
-pub const PROLOGUE_SPREAD: Duration = Duration::from_secs(8);
+pub const PROLOGUE_SPREAD: Duration = Duration::from_secs(20);
 
 /// The earlier day of the returning users ([`Identity::returning`]): each opens a session at a
 /// random moment of [`PROLOGUE_SPREAD`] and writes a record of a week (the app's records of

@@ -230,6 +230,7 @@ pub struct Scenario {
     pub returning_share: f64,
     /// Fraction of users whose app calls `my_entities` without `refresh` when a page opens and
     /// after each write (re-rendering its list), besides the refresh scans every user makes.
+    /// (Each user share is `round(users * share)` users, drawn at random.)
     pub app_list_share: f64,
     /// Fraction of users on the client's default stores: no token store and no scan cache
     /// passed. The others keep a token store and a scan cache across their sessions (as a

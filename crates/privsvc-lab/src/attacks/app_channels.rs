@@ -204,10 +204,12 @@ fn listings(views: &Views) -> BTreeMap<IpAddr, Vec<Ms>> {
 
 /// RPC: a session lists on its own timer, never twice within the shortest tail interval; a
 /// listing closer than that to the session's previous or next one was made on demand (the
-/// rarity check right before a write). The source of the latest such listing in the window
-/// before a batch landed (the random delay, a batching round, two blocks) is guessed to have
-/// written a record of it; with none, it abstains. Candidates are the sessions live at the
-/// landing.
+/// rarity check right before a write). Records leave for the ledger about in the order they
+/// were checked, so the batches, in landing order, take the pending on-demand listings first in,
+/// first out: each takes as many of the earliest untaken ones of the window before it landed
+/// (the random delay, a batching round, two blocks) as it holds records, and the earliest's
+/// source is guessed to have written a record of it. With none pending, it abstains.
+/// Candidates are the sessions live at the landing.
 fn rarity_on_demand(views: &Views, score: &Score, known: Known) -> AttackResult {
     let by_source = listings(views);
     let tail_min = known.tail_min_ms as f64;
@@ -221,9 +223,34 @@ fn rarity_on_demand(views: &Views, score: &Score, known: Known) -> AttackResult 
             }
         }
     }
+    off_schedule.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut taken = vec![false; off_schedule.len()];
     let window = (known.delay_ms_max + known.max_wait_ms) as f64 + 3_000.0;
+    let mut records_in: BTreeMap<Batch, usize> = BTreeMap::new();
+    for r in &views.ledger.records {
+        *records_in.entry((r.block, r.creator)).or_default() += 1;
+    }
+    let mut landed = landed_batches(views, score);
+    landed.sort_by(|a, b| a.1.total_cmp(&b.1));
     let mut trials = Vec::new();
-    for (_, landed, writers) in landed_batches(views, score) {
+    for (batch, landed, writers) in landed {
+        let pending: Vec<usize> = (0..off_schedule.len())
+            .filter(|i| !taken[*i])
+            .filter(|i| {
+                let t = off_schedule[*i].0;
+                t < landed - 500.0 && t >= landed - window
+            })
+            .collect();
+        let Some(first) = pending.first() else {
+            continue;
+        };
+        let guess = off_schedule[*first].1;
+        for i in pending
+            .iter()
+            .take(records_in.get(&batch).copied().unwrap_or(1))
+        {
+            taken[*i] = true;
+        }
         let candidates: Vec<IpAddr> = by_source
             .iter()
             .filter(|(_, times)| times.iter().any(|t| (t - landed).abs() <= LIVE_WINDOW_MS))
@@ -233,15 +260,6 @@ fn rarity_on_demand(views: &Views, score: &Score, known: Known) -> AttackResult 
         if honest == 0 {
             continue;
         }
-        // No listing out of schedule before the landing: nothing to go on, no guess.
-        let Some(guess) = off_schedule
-            .iter()
-            .filter(|(t, _)| *t < landed && *t >= landed - window)
-            .max_by(|a, b| a.0.total_cmp(&b.0))
-            .map(|(_, s)| *s)
-        else {
-            continue;
-        };
         trials.push(Trial {
             success: score.user(&guess).is_some_and(|u| writers.contains(&u)),
             chance: honest as f64 / candidates.len() as f64,
