@@ -26,6 +26,8 @@ const LIVE_WINDOW_MS: Ms = 5_000.0;
 const PAGE_GAP_MS: Ms = 300.0;
 /// A key read this soon before an issue request prepared it.
 const KEY_READ_LAG_MS: Ms = 1_500.0;
+/// The smallest fetch burst that is a group: a user's batch and the client's two covers.
+const GROUP_MIN: usize = 3;
 /// The `kind` of issuer-key entities, as it appears in a query for them.
 const ISSUER_KEY_KIND: &str = "issuer-key";
 
@@ -95,59 +97,86 @@ fn landing_fetch(views: &Views, bursts: &[Burst], score: &Score, rng: &mut StdRn
     )
 }
 
-/// RPC: the batches each source fetched over the day; for an address of a user who sends from
-/// two (the second address of a device, `second_device` false: `session-link`; a second
-/// device, true: `device-link`), the other source whose fetched set is the most alike
-/// (Jaccard) is guessed to be the same user's. Candidates are every other source that fetched.
+/// RPC: a scan fetches the user's batches each with its covers (a group: at least the batch and
+/// the client's two covers), and the same group again whenever nothing new is to be fetched.
+/// For an address of a user who sends from two (the second address of a device,
+/// `second_device` false: `session-link`; a second device, true: `device-link`), the other
+/// source that fetched the most alike group is guessed to be the same user's: for two fetch
+/// bursts of at least [`GROUP_MIN`] batches, the weight of the batches they share over the
+/// weight of the smaller one, each batch weighted by how few sources fetched it (inverse
+/// document frequency); the shared weight breaks ties. Candidates are every other source that
+/// fetched.
 fn address_link(
     bursts: &[Burst],
     score: &Score,
     second_device: bool,
     rng: &mut StdRng,
 ) -> AttackResult {
+    let mut groups: BTreeMap<IpAddr, Vec<&BTreeSet<Batch>>> = BTreeMap::new();
     let mut fetched: BTreeMap<IpAddr, BTreeSet<Batch>> = BTreeMap::new();
     for b in bursts {
         fetched
             .entry(b.source)
             .or_default()
             .extend(b.batches.iter().copied());
+        if b.batches.len() >= GROUP_MIN {
+            groups.entry(b.source).or_default().push(&b.batches);
+        }
     }
+    let mut fetchers: BTreeMap<Batch, usize> = BTreeMap::new();
+    for set in fetched.values() {
+        for b in set {
+            *fetchers.entry(*b).or_default() += 1;
+        }
+    }
+    let sources = fetched.len() as f64;
+    let weight: BTreeMap<Batch, f64> = fetchers
+        .into_iter()
+        .map(|(b, n)| (b, (sources / n as f64).ln()))
+        .collect();
+    let mass = |set: &mut dyn Iterator<Item = &Batch>| set.map(|b| weight[b]).sum::<f64>();
+    let alike = |a: &[&BTreeSet<Batch>], b: &[&BTreeSet<Batch>]| {
+        let mut best = 0.0f64;
+        for g1 in a {
+            for g2 in b {
+                let shared = mass(&mut g1.intersection(g2));
+                let smaller = mass(&mut g1.iter()).min(mass(&mut g2.iter()));
+                if smaller > 0.0 {
+                    best = best.max(shared / smaller + shared * 1e-3);
+                }
+            }
+        }
+        best
+    };
     let asked = if second_device {
         &score.second_device_ips
     } else {
         &score.roaming_ips
     };
+    let none = Vec::new();
     let mut trials = Vec::new();
     for source in asked {
-        let (Some(user), Some(mine)) = (score.user(source), fetched.get(source)) else {
+        let Some(user) = score.user(source) else {
             continue;
         };
-        let others: Vec<(&IpAddr, &BTreeSet<Batch>)> =
-            fetched.iter().filter(|(s, _)| *s != source).collect();
-        let same = others
-            .iter()
-            .filter(|(s, _)| score.user(s) == Some(user))
-            .count();
+        if !fetched.contains_key(source) {
+            continue;
+        }
+        let mine = groups.get(source).unwrap_or(&none);
+        let others: Vec<IpAddr> = fetched.keys().filter(|s| *s != source).copied().collect();
+        let same = others.iter().filter(|s| score.user(s) == Some(user)).count();
         if same == 0 {
             continue;
         }
-        let alike = |set: &BTreeSet<Batch>| {
-            let shared = mine.intersection(set).count();
-            let all = mine.union(set).count();
-            if all == 0 {
-                0.0
-            } else {
-                shared as f64 / all as f64
-            }
-        };
-        let best = others
+        let scores: Vec<(IpAddr, f64)> = others
             .iter()
-            .map(|(_, set)| alike(set))
-            .fold(0.0f64, f64::max);
-        let closest: Vec<IpAddr> = others
+            .map(|s| (*s, alike(mine, groups.get(s).unwrap_or(&none))))
+            .collect();
+        let best = scores.iter().map(|(_, v)| *v).fold(0.0f64, f64::max);
+        let closest: Vec<IpAddr> = scores
             .iter()
-            .filter(|(_, set)| alike(set) >= best)
-            .map(|(s, _)| **s)
+            .filter(|(_, v)| *v >= best)
+            .map(|(s, _)| *s)
             .collect();
         let guess = pick(&closest, rng);
         trials.push(Trial {
@@ -159,14 +188,14 @@ fn address_link(
         AttackResult::new(
             "device-link",
             "RPC",
-            "which address is the same user's (a second device, without a scan cache, by its fetched batches)",
+            "which address is the same user's (a second device, without a scan cache, by the batch groups it fetches)",
             &trials,
         )
     } else {
         AttackResult::new(
             "session-link",
             "RPC",
-            "which address is the same user's (a session of the same device from another address, by its fetched batches)",
+            "which address is the same user's (a session of the same device from another address, by the batch groups it fetches)",
             &trials,
         )
     }
