@@ -97,7 +97,10 @@ impl Phases<'_> {
         let mut own: BTreeMap<IpAddr, BatchId> = BTreeMap::new();
         for ((v, _), w) in clients.iter().zip(written) {
             let Some(w) = w else { continue };
-            if let Some(b) = crate::leaky::batches_of(stack, &[w.entity_key]).await.first() {
+            if let Some(b) = crate::leaky::batches_of(stack, &[w.entity_key])
+                .await
+                .first()
+            {
                 own.insert(v.ip, *b);
             }
         }
@@ -155,8 +158,8 @@ impl Phases<'_> {
         futures::future::join_all(clients.iter().map(|(v, client)| async move {
             let _ = bounded(client.my_entities(&EntitiesQuery::new().refresh())).await;
             if let (true, Some(b)) = (leak, own.get(&v.ip)) {
-                let group = crate::leaky::keyed_group(stack, &[*b], v.wallet.address().as_slice())
-                    .await;
+                let group =
+                    crate::leaky::keyed_group(stack, &[*b], v.wallet.address().as_slice()).await;
                 let _ = privsvc_client::fetch_batches(v.reader(stack).as_ref(), APP, &group, None)
                     .await;
             }
@@ -170,7 +173,11 @@ impl Phases<'_> {
         let Some(tap) = self.stack().tap("rpc") else {
             return out;
         };
-        for e in tap.exchanges().into_iter().filter(|e| e.at >= from && e.at < to) {
+        for e in tap
+            .exchanges()
+            .into_iter()
+            .filter(|e| e.at >= from && e.at < to)
+        {
             let calls = match serde_json::from_slice(&e.request.body) {
                 Ok(Value::Array(calls)) => calls,
                 Ok(call) => vec![call],

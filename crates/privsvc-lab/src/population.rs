@@ -211,7 +211,11 @@ impl Identity {
 
     /// Another device of the same wallet at `ip`: the default stores, no scan cache, a clock
     /// off by `clock_skew_secs`.
-    pub fn other_device(&self, ip: IpAddr, clock_skew_secs: i64) -> Result<Identity, crate::LabError> {
+    pub fn other_device(
+        &self,
+        ip: IpAddr,
+        clock_skew_secs: i64,
+    ) -> Result<Identity, crate::LabError> {
         let http = http_from(ip)?;
         Ok(Identity {
             index: self.index,
@@ -522,8 +526,8 @@ pub async fn run_prologue(world: Arc<World>, ids: &[Identity], rng: &mut StdRng)
                 world.update_session(session, Instant::now(), Some("no client".into()));
                 return false;
             };
-            let params = CreateParams::new(data, "text/plain", Expires::Weeks(1))
-                .attribute("kind", "note");
+            let params =
+                CreateParams::new(data, "text/plain", Expires::Weeks(1)).attribute("kind", "note");
             let requested = Instant::now();
             let outcome = client.create_entity(params).await;
             world.record_write(Write {

@@ -115,21 +115,22 @@ impl Phases<'_> {
         });
         let leak = self.world.scenario.leaks.relay_errors_mark_bad;
         let this = &*self;
-        let clients: Vec<(IpAddr, PrivateClient)> =
-            futures::future::join_all(victims.iter().map(|v| async move {
-                Some((v.ip, this.client(v, None, &[], |b| b).await?))
-            }))
-            .await
-            .into_iter()
-            .flatten()
-            .collect();
+        let clients: Vec<(IpAddr, PrivateClient)> = futures::future::join_all(
+            victims
+                .iter()
+                .map(|v| async move { Some((v.ip, this.client(v, None, &[], |b| b).await?)) }),
+        )
+        .await
+        .into_iter()
+        .flatten()
+        .collect();
         tap.set_interceptor(Some(steerer.clone()));
         let plans: Vec<Vec<CreateParams>> = clients
             .iter()
             .map(|_| (0..=LATER_WRITES).map(|_| note(rng)).collect())
             .collect();
-        let steered = futures::future::join_all(clients.iter().zip(plans).map(
-            |((ip, client), writes)| {
+        let steered =
+            futures::future::join_all(clients.iter().zip(plans).map(|((ip, client), writes)| {
                 let steerer = steerer.clone();
                 async move {
                     let mut at_c = 0;
@@ -142,15 +143,15 @@ impl Phases<'_> {
                         }
                         if i > 0 {
                             if let Some(r) = written {
-                                at_c += usize::from(creator_of(this, r.entity_key).await == Some(c));
+                                at_c +=
+                                    usize::from(creator_of(this, r.entity_key).await == Some(c));
                             }
                         }
                     }
                     at_c == LATER_WRITES
                 }
-            },
-        ))
-        .await;
+            }))
+            .await;
         tap.set_interceptor(None);
         let chance = (1.0f64 / 3.0).powi(LATER_WRITES as i32);
         for s in steered {
@@ -199,8 +200,10 @@ impl Phases<'_> {
                 ohttp_key: Some(gateway.public_key()),
             };
             let salt: u128 = rng.gen();
-            let (Ok(keys), Ok(create)) = (writer.predict_keys(&[salt]).await, heartbeat.to_create(salt))
-            else {
+            let (Ok(keys), Ok(create)) = (
+                writer.predict_keys(&[salt]).await,
+                heartbeat.to_create(salt),
+            ) else {
                 continue;
             };
             if writer.execute(&[Operation::Create(create)]).await.is_ok() {
@@ -209,16 +212,13 @@ impl Phases<'_> {
         }
         // The heartbeats are on the ledger before the fresh sessions start.
         tokio::time::sleep(Duration::from_millis(2_500)).await;
-        let (a, b) = (
-            stack.relayer("A").address(),
-            stack.relayer("B").address(),
-        );
+        let (a, b) = (stack.relayer("A").address(), stack.relayer("B").address());
         let plans: Vec<Vec<CreateParams>> = victims
             .iter()
             .map(|_| (0..2).map(|_| note(rng)).collect())
             .collect();
-        let outcomes = futures::future::join_all(victims.iter().zip(plans).map(
-            |(v, writes)| async move {
+        let outcomes =
+            futures::future::join_all(victims.iter().zip(plans).map(|(v, writes)| async move {
                 let Some(client) = this.client(v, None, &[], |x| x).await else {
                     return true;
                 };
@@ -230,9 +230,8 @@ impl Phases<'_> {
                     }
                 }
                 !to_a_or_b
-            },
-        ))
-        .await;
+            }))
+            .await;
         for won in outcomes {
             self.out.push("heartbeat-spam", won, 1.0 / 9.0);
         }

@@ -4,17 +4,20 @@
 //!   every active party) on the code as it is: every attack must have scored guesses (an
 //!   abstaining one, `attacks::ABSTAINING`, may find no signal to act on), and every
 //!   attack that is not a stated residual must stay within chance at the family-wise threshold
-//!   (`stats::Z_FAMILY`: about twenty attacks are judged at once, so a 95% interval alone would
-//!   fail one honest run in three by luck), so that a change that opens a channel fails the
-//!   test command.
+//!   (`stats::Z_FAMILY`: thirty-odd attacks are judged at once, so a 95% interval alone would
+//!   fail most honest runs by luck), so that a change that opens a channel fails the test
+//!   command.
 //! - `every_attack_wins_when_its_leak_is_on`: the same population with every leak of
 //!   `privsvc_lab::Leaks` switched on (the client's as the lab's stand-ins around the real
 //!   client, the servers' through the relayer's `lab-leaks` feature) and every active party,
 //!   24 users for enough guesses: every attack must beat chance there (one-sided at 95%,
 //!   `stats::Z_ONE_SIDED_95`), except two residuals no leak drives (`size-class-onlooker`,
-//!   `n-minus-one-flood`) and `first-spend`, which this form does not score (every user counts
-//!   as returning, so `issue-to-spend` scores every spend). An attack that cannot win against a
-//!   leaky setting proves nothing.
+//!   `n-minus-one-flood`). Every user counts as returning there, so `first-spend` scores the
+//!   spends of the sessions on the default stores alone (fresh memory stores in every session,
+//!   `Leaks::memory_stores`) and `issue-to-spend` every other spend. An attack that cannot win
+//!   against a leaky setting proves nothing.
+//!   The new attacks fail the short form on the client as it is (before the client rules that
+//!   close their channels); each wins against its leak.
 //!   The Referer and Cookie headers have their leaky control in the Chromium run
 //!   (`js/test/browser/chromium.mjs`).
 
@@ -91,9 +94,10 @@ async fn every_attack_wins_when_its_leak_is_on() {
         // No random send delay: the client before revision 3 spent an on-demand token exactly
         // `minAgeMs` after fetching it, which is what `issue-to-spend` looks for.
         delay_ms_max: 0,
-        // Every user's spends score in `issue-to-spend`, none in `first-spend`: with the
-        // `on_demand_tokens` leak there is no earlier day (every store starts empty) and the
-        // channel is the write's own on-demand fetch, whoever the wallet is.
+        // Every user is returning: the spends of sessions on a store of their own score in
+        // `issue-to-spend`, those of sessions on the default stores in `first-spend`. With the
+        // `on_demand_tokens` leak nobody keeps tokens from the earlier day (every store starts
+        // empty) and the channel is the write's own on-demand fetch, whoever the wallet is.
         returning_share: 1.0,
         // Every leak but `no_covers`: without covers the user's batches are the whole fetch
         // set, so the covers' attacks (`timestamps`, `cover-intersection`) have nothing to

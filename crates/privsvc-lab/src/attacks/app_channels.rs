@@ -9,19 +9,20 @@ use alloy_primitives::Address;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 
-use super::passive::{
-    active_sources, expression, fetch_bursts, landed_batches, Batch, Burst,
-};
+use super::passive::{active_sources, expression, fetch_bursts, landed_batches, Batch, Burst};
 use super::{pick, AttackResult, Known, Score};
 use crate::stats::Trial;
 use crate::views::{Ms, RpcCall, Views};
 
 /// A fetch this soon after a batch appeared follows its landing: the writer's write resolves
 /// a status poll after the landing, and the app shows its list at once.
-const FETCH_LAG_MS: Ms = 3_000.0;
+const FETCH_LAG_MS: Ms = 5_000.0;
 /// Sources with an RPC call this close to a moment are the sessions live then (each lists at
 /// least once a tail interval, at most 4.5 s in the lab's schedule).
 const LIVE_WINDOW_MS: Ms = 5_000.0;
+/// A scan that starts this soon after its source's listing followed that listing (a refresh,
+/// or a page that opens).
+const LISTING_LEAD_MS: Ms = 700.0;
 /// Listing calls of one source closer than this are pages of one listing.
 const PAGE_GAP_MS: Ms = 300.0;
 /// A key read this soon before an issue request prepared it.
@@ -67,8 +68,19 @@ fn honest(score: &Score, candidates: &[IpAddr], users: &BTreeSet<usize>) -> usiz
 
 /// RPC: the source whose fetch burst starts first within [`FETCH_LAG_MS`] after a batch landed
 /// wrote a record of it (its write resolved, and its app showed the list, which scanned).
-/// Candidates are the sessions live at the landing.
+/// A scan the app asked for with `refresh` starts right after the session's own listing, and so
+/// does the scan of a page that opens; a burst with no listing of its source just before it was
+/// made because the app asked for the list at that moment: such a burst is preferred, then any
+/// burst, then one of the sessions live at the landing (the candidates).
 fn landing_fetch(views: &Views, bursts: &[Burst], score: &Score, rng: &mut StdRng) -> AttackResult {
+    let listed = listings(views);
+    let after_listing = |b: &Burst| {
+        listed.get(&b.source).is_some_and(|times| {
+            times
+                .iter()
+                .any(|t| *t <= b.start && b.start - t <= LISTING_LEAD_MS)
+        })
+    };
     let mut trials = Vec::new();
     for (_, landed, writers) in landed_batches(views, score) {
         let candidates = live_sources(views, landed);
@@ -76,12 +88,19 @@ fn landing_fetch(views: &Views, bursts: &[Burst], score: &Score, rng: &mut StdRn
         if honest == 0 {
             continue;
         }
-        let first = bursts
+        let soon: Vec<&Burst> = bursts
             .iter()
             .filter(|b| b.start > landed && b.start <= landed + FETCH_LAG_MS)
-            .min_by(|a, b| a.start.total_cmp(&b.start))
-            .map(|b| b.source);
-        let guess = first.or_else(|| pick(&candidates, rng));
+            .collect();
+        let first = |unprompted: bool| {
+            soon.iter()
+                .filter(|b| !unprompted || !after_listing(b))
+                .min_by(|a, b| a.start.total_cmp(&b.start))
+                .map(|b| b.source)
+        };
+        let guess = first(true)
+            .or_else(|| first(false))
+            .or_else(|| pick(&candidates, rng));
         trials.push(Trial {
             success: guess
                 .and_then(|g| score.user(&g))
@@ -164,7 +183,10 @@ fn address_link(
         }
         let mine = groups.get(source).unwrap_or(&none);
         let others: Vec<IpAddr> = fetched.keys().filter(|s| *s != source).copied().collect();
-        let same = others.iter().filter(|s| score.user(s) == Some(user)).count();
+        let same = others
+            .iter()
+            .filter(|s| score.user(s) == Some(user))
+            .count();
         if same == 0 {
             continue;
         }

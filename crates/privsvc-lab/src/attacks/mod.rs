@@ -142,7 +142,11 @@ impl Score {
                 .map(|(i, _)| i)
                 .collect(),
             roaming_ips: truth.users.iter().filter_map(|u| u.roaming_ip).collect(),
-            second_device_ips: truth.users.iter().filter_map(|u| u.second_device_ip).collect(),
+            second_device_ips: truth
+                .users
+                .iter()
+                .filter_map(|u| u.second_device_ip)
+                .collect(),
         }
     }
 

@@ -387,7 +387,10 @@ fn wallet_named(views: &Views, score: &Score, rng: &mut StdRng) -> AttackResult 
 }
 
 /// Sources with a request within [`ACTIVE_WINDOW_MS`] of `at`.
-pub(super) fn active_sources<'a>(times: impl Iterator<Item = (&'a IpAddr, Ms)>, at: Ms) -> BTreeSet<IpAddr> {
+pub(super) fn active_sources<'a>(
+    times: impl Iterator<Item = (&'a IpAddr, Ms)>,
+    at: Ms,
+) -> BTreeSet<IpAddr> {
     times
         .filter(|(_, t)| (t - at).abs() <= ACTIVE_WINDOW_MS)
         .map(|(s, _)| *s)
