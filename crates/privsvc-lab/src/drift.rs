@@ -159,7 +159,8 @@ impl Phases<'_> {
             let _ = bounded(client.my_entities(&EntitiesQuery::new().refresh())).await;
             if let (true, Some(b)) = (leak, own.get(&v.ip)) {
                 let group =
-                    crate::leaky::keyed_group(stack, &[*b], v.wallet.address().as_slice()).await;
+                    crate::leaky::keyed_group(stack, &[*b], v.wallet.address().as_slice(), false)
+                        .await;
                 let _ = privsvc_client::fetch_batches(v.reader(stack).as_ref(), APP, &group, None)
                     .await;
             }

@@ -73,8 +73,21 @@ fn keyed_covers(
     key: &[u8],
     k: usize,
 ) -> Vec<BatchId> {
-    let mut ranked: Vec<([u8; 32], BatchId)> = window_of(batches, anchor, k, skip)
+    ranked(window_of(batches, anchor, k, skip), anchor, skip, key, k)
+}
+
+/// The `k` of `candidates` (`anchor` and `skip` left out) ranked first by
+/// `SHA-256(key || anchor || candidate)`.
+fn ranked(
+    candidates: impl IntoIterator<Item = BatchId>,
+    anchor: BatchId,
+    skip: &BTreeSet<BatchId>,
+    key: &[u8],
+    k: usize,
+) -> Vec<BatchId> {
+    let mut ranked: Vec<([u8; 32], BatchId)> = candidates
         .into_iter()
+        .filter(|b| *b != anchor && !skip.contains(b))
         .map(|b| {
             let mut h = Sha256::new();
             h.update(key);
@@ -101,13 +114,23 @@ pub async fn batches_of(stack: &LocalStack, keys: &[B256]) -> Vec<BatchId> {
     out.into_iter().collect()
 }
 
-/// `own` with [`COVERS`] covers of each ranked by `key` among the batches listed now.
-pub async fn keyed_group(stack: &LocalStack, own: &[BatchId], key: &[u8]) -> Vec<BatchId> {
+/// `own` with [`COVERS`] covers of each ranked by `key` among the batches listed now: among
+/// those of its window, or with `anywhere` among every live batch of the app.
+pub async fn keyed_group(
+    stack: &LocalStack,
+    own: &[BatchId],
+    key: &[u8],
+    anywhere: bool,
+) -> Vec<BatchId> {
     let live = live_batches(stack).await;
     let own_set: BTreeSet<BatchId> = own.iter().copied().collect();
     let mut group = own_set.clone();
     for b in own {
-        group.extend(keyed_covers(&live, *b, &own_set, key, COVERS));
+        if anywhere {
+            group.extend(ranked(live.keys().copied(), *b, &own_set, key, COVERS));
+        } else {
+            group.extend(keyed_covers(&live, *b, &own_set, key, COVERS));
+        }
     }
     group.into_iter().collect()
 }
@@ -124,8 +147,8 @@ pub async fn fetch_with_neighbours(stack: &LocalStack, rpc: &dyn LedgerReader, b
 }
 
 /// `fixed_fetch_sets`: fetches the batches of the user's records `keys` with covers ranked by
-/// the wallet's address, from the session's address: every session and device of the user
-/// fetches the same set.
+/// the wallet's address among every live batch, from the session's address: every session and
+/// device of the user fetches the same set.
 pub async fn fetch_fixed_group(
     stack: &LocalStack,
     rpc: &dyn LedgerReader,
@@ -136,7 +159,7 @@ pub async fn fetch_fixed_group(
     if own.is_empty() {
         return;
     }
-    let group = keyed_group(stack, &own, wallet.as_slice()).await;
+    let group = keyed_group(stack, &own, wallet.as_slice(), true).await;
     let _ = privsvc_client::fetch_batches(rpc, APP, &group, None).await;
 }
 

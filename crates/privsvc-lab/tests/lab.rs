@@ -99,6 +99,8 @@ async fn every_attack_wins_when_its_leak_is_on() {
         // `on_demand_tokens` leak nobody keeps tokens from the earlier day (every store starts
         // empty) and the channel is the write's own on-demand fetch, whoever the wallet is.
         returning_share: 1.0,
+        // More devices on the default stores, so that `first-spend` has spends to score.
+        default_store_share: 0.4,
         // Every leak but `no_covers`: without covers the user's batches are the whole fetch
         // set, so the covers' attacks (`timestamps`, `cover-intersection`) have nothing to
         // find; `timestamps` wins here on its own leak, `cover-intersection` on the covers

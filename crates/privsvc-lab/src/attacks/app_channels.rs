@@ -27,8 +27,6 @@ const LISTING_LEAD_MS: Ms = 700.0;
 const PAGE_GAP_MS: Ms = 300.0;
 /// A key read this soon before an issue request prepared it.
 const KEY_READ_LAG_MS: Ms = 1_500.0;
-/// The smallest fetch burst that is a group: a user's batch and the client's two covers.
-const GROUP_MIN: usize = 3;
 /// The `kind` of issuer-key entities, as it appears in a query for them.
 const ISSUER_KEY_KIND: &str = "issuer-key";
 
@@ -98,6 +96,26 @@ fn landing_fetch(views: &Views, bursts: &[Burst], score: &Score, rng: &mut StdRn
                 .min_by(|a, b| a.start.total_cmp(&b.start))
                 .map(|b| b.source)
         };
+        if std::env::var("LAB_DEBUG").is_ok() {
+            let ws: Vec<String> = candidates
+                .iter()
+                .filter(|c| score.user(c).is_some_and(|u| writers.contains(&u)))
+                .map(|c| c.to_string())
+                .collect();
+            eprintln!("LAND {landed:.0} writers {ws:?} cands {}", candidates.len());
+            for b in bursts
+                .iter()
+                .filter(|b| b.start > landed - 1000.0 && b.start <= landed + 8000.0)
+            {
+                eprintln!(
+                    "   {} dt {:.0} prompted {} writer {}",
+                    b.source,
+                    b.start - landed,
+                    after_listing(b),
+                    score.user(&b.source).is_some_and(|u| writers.contains(&u))
+                );
+            }
+        }
         let guess = first(true)
             .or_else(|| first(false))
             .or_else(|| pick(&candidates, rng));
@@ -116,31 +134,25 @@ fn landing_fetch(views: &Views, bursts: &[Burst], score: &Score, rng: &mut StdRn
     )
 }
 
-/// RPC: a scan fetches the user's batches each with its covers (a group: at least the batch and
-/// the client's two covers), and the same group again whenever nothing new is to be fetched.
-/// For an address of a user who sends from two (the second address of a device,
+/// RPC: a scan fetches the user's batches each with the same covers every time, from whatever
+/// address. For an address of a user who sends from two (the second address of a device,
 /// `second_device` false: `session-link`; a second device, true: `device-link`), the other
-/// source that fetched the most alike group is guessed to be the same user's: for two fetch
-/// bursts of at least [`GROUP_MIN`] batches, the weight of the batches they share over the
-/// weight of the smaller one, each batch weighted by how few sources fetched it (inverse
-/// document frequency); the shared weight breaks ties. Candidates are every other source that
-/// fetched.
+/// source with which it shares the most rarely fetched batches is guessed to be the same
+/// user's: the sum, over the batches both fetched, of `ln(sources / sources that fetched it)`
+/// squared (a batch that many sources fetched says little). Candidates are every other source
+/// that fetched.
 fn address_link(
     bursts: &[Burst],
     score: &Score,
     second_device: bool,
     rng: &mut StdRng,
 ) -> AttackResult {
-    let mut groups: BTreeMap<IpAddr, Vec<&BTreeSet<Batch>>> = BTreeMap::new();
     let mut fetched: BTreeMap<IpAddr, BTreeSet<Batch>> = BTreeMap::new();
     for b in bursts {
         fetched
             .entry(b.source)
             .or_default()
             .extend(b.batches.iter().copied());
-        if b.batches.len() >= GROUP_MIN {
-            groups.entry(b.source).or_default().push(&b.batches);
-        }
     }
     let mut fetchers: BTreeMap<Batch, usize> = BTreeMap::new();
     for set in fetched.values() {
@@ -151,51 +163,32 @@ fn address_link(
     let sources = fetched.len() as f64;
     let weight: BTreeMap<Batch, f64> = fetchers
         .into_iter()
-        .map(|(b, n)| (b, (sources / n as f64).ln()))
+        .map(|(b, n)| (b, (sources / n as f64).ln().powi(2)))
         .collect();
-    let mass = |set: &mut dyn Iterator<Item = &Batch>| set.map(|b| weight[b]).sum::<f64>();
-    let alike = |a: &[&BTreeSet<Batch>], b: &[&BTreeSet<Batch>]| {
-        let mut best = 0.0f64;
-        for g1 in a {
-            for g2 in b {
-                let shared = mass(&mut g1.intersection(g2));
-                let smaller = mass(&mut g1.iter()).min(mass(&mut g2.iter()));
-                if smaller > 0.0 {
-                    best = best.max(shared / smaller + shared * 1e-3);
-                }
-            }
-        }
-        best
-    };
     let asked = if second_device {
         &score.second_device_ips
     } else {
         &score.roaming_ips
     };
-    let none = Vec::new();
     let mut trials = Vec::new();
     for source in asked {
-        let Some(user) = score.user(source) else {
+        let (Some(user), Some(mine)) = (score.user(source), fetched.get(source)) else {
             continue;
         };
-        if !fetched.contains_key(source) {
-            continue;
-        }
-        let mine = groups.get(source).unwrap_or(&none);
-        let others: Vec<IpAddr> = fetched.keys().filter(|s| *s != source).copied().collect();
+        let others: Vec<(IpAddr, f64)> = fetched
+            .iter()
+            .filter(|(s, _)| *s != source)
+            .map(|(s, set)| (*s, mine.intersection(set).map(|b| weight[b]).sum::<f64>()))
+            .collect();
         let same = others
             .iter()
-            .filter(|s| score.user(s) == Some(user))
+            .filter(|(s, _)| score.user(s) == Some(user))
             .count();
         if same == 0 {
             continue;
         }
-        let scores: Vec<(IpAddr, f64)> = others
-            .iter()
-            .map(|s| (*s, alike(mine, groups.get(s).unwrap_or(&none))))
-            .collect();
-        let best = scores.iter().map(|(_, v)| *v).fold(0.0f64, f64::max);
-        let closest: Vec<IpAddr> = scores
+        let best = others.iter().map(|(_, v)| *v).fold(0.0f64, f64::max);
+        let closest: Vec<IpAddr> = others
             .iter()
             .filter(|(_, v)| *v >= best)
             .map(|(s, _)| *s)
@@ -210,14 +203,14 @@ fn address_link(
         AttackResult::new(
             "device-link",
             "RPC",
-            "which address is the same user's (a second device, without a scan cache, by the batch groups it fetches)",
+            "which address is the same user's (a second device, without a scan cache, by the batches it fetches)",
             &trials,
         )
     } else {
         AttackResult::new(
             "session-link",
             "RPC",
-            "which address is the same user's (a session of the same device from another address, by the batch groups it fetches)",
+            "which address is the same user's (a session of the same device from another address, by the batches it fetches)",
             &trials,
         )
     }

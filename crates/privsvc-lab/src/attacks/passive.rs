@@ -18,6 +18,9 @@ pub(super) type Batch = (u64, Address);
 const BURST_GAP_MS: Ms = 2_000.0;
 /// Timestamp reads up to this long after a burst count as the burst's.
 const TIMESTAMP_LAG_MS: Ms = 3_000.0;
+/// How long before its tokens ripen an issue request of an on-demand fetch reaches the issuer
+/// (the answer's round trip and the ripeness check's 100 ms step).
+const ISSUE_LEAD_MS: Ms = 300.0;
 /// A listing this soon after a batch appeared is "right after it landed".
 const LANDING_LAG_MS: Ms = 1_500.0;
 /// Sources that list the app this close to a landing are the sessions live at that moment: each
@@ -275,12 +278,17 @@ fn issue_to_spend(
         // very write would: `minAgeMs` before the spend, within the window. A spend with no
         // such request tells it nothing, and it abstains.
         let ripe = at - min_age_ms as f64;
-        let in_window: Vec<Address> = before
+        // Nearest first to where a token fetched for this write was asked for: a round trip
+        // and the ripeness check's step before it ripened.
+        let mut in_window: Vec<(Ms, Address)> = before
             .iter()
-            .rev()
             .filter(|(t, _)| *t <= ripe + 500.0 && *t >= ripe - window)
-            .map(|(_, w)| *w)
+            .map(|(t, w)| (*t, *w))
             .collect();
+        in_window.sort_by(|a, b| {
+            ((a.0 - (ripe - ISSUE_LEAD_MS)).abs()).total_cmp(&(b.0 - (ripe - ISSUE_LEAD_MS)).abs())
+        });
+        let in_window: Vec<Address> = in_window.into_iter().map(|(_, w)| w).collect();
         // Another relayer's spends entity lands a batching round after the spend: in that wider
         // window the attacker guesses only when one issue request alone falls there.
         if window > arrival_window && in_window.len() != 1 {
