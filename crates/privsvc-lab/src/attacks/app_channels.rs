@@ -96,26 +96,6 @@ fn landing_fetch(views: &Views, bursts: &[Burst], score: &Score, rng: &mut StdRn
                 .min_by(|a, b| a.start.total_cmp(&b.start))
                 .map(|b| b.source)
         };
-        if std::env::var("LAB_DEBUG").is_ok() {
-            let ws: Vec<String> = candidates
-                .iter()
-                .filter(|c| score.user(c).is_some_and(|u| writers.contains(&u)))
-                .map(|c| c.to_string())
-                .collect();
-            eprintln!("LAND {landed:.0} writers {ws:?} cands {}", candidates.len());
-            for b in bursts
-                .iter()
-                .filter(|b| b.start > landed - 1000.0 && b.start <= landed + 8000.0)
-            {
-                eprintln!(
-                    "   {} dt {:.0} prompted {} writer {}",
-                    b.source,
-                    b.start - landed,
-                    after_listing(b),
-                    score.user(&b.source).is_some_and(|u| writers.contains(&u))
-                );
-            }
-        }
         let guess = first(true)
             .or_else(|| first(false))
             .or_else(|| pick(&candidates, rng));
