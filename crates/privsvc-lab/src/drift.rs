@@ -27,7 +27,7 @@ type Batch = (u64, Address);
 impl Phases<'_> {
     /// Two users of the crowd write records of an hour straight to relayer C, all along; the
     /// victims (twice the scenario's number), each in a session of its own through the relay,
-    /// write one record of a week to C at the same time. Once the covers of the victims'
+    /// write one record of a week to relayer B at the same time. Once the covers of the victims'
     /// batches are final (16 blocks), each victim scans (`my_entities` with `refresh`); the
     /// crowd stops; the devnet mines past the crowd's lifetime, so that every record of an
     /// hour expires; each victim scans again. The RPC intersects each victim's two fetch sets
@@ -66,11 +66,18 @@ impl Phases<'_> {
         }
         // The crowd's batches fill the windows before and around the victims'.
         tokio::time::sleep(Duration::from_secs(4)).await;
+        // The victims write to B: a batch of the crowd's (at C) holds no record that outlives it.
+        let b_url = stack.url("B");
         let this = &*self;
         let clients: Vec<(Identity, PrivateClient)> =
             futures::future::join_all(victims.iter().map(|v| {
-                let c = c.clone();
-                async move { Some((v.clone(), this.client(v, Some(vec![c]), &[], |b| b).await?)) }
+                let b_url = b_url.clone();
+                async move {
+                    Some((
+                        v.clone(),
+                        this.client(v, Some(vec![b_url]), &[], |b| b).await?,
+                    ))
+                }
             }))
             .await
             .into_iter()
@@ -122,7 +129,10 @@ impl Phases<'_> {
         }
         // Every record of an hour (the crowd's) expires.
         let second_scan = Instant::now();
-        let _ = stack.devnet().mine_blocks(HOUR_BLOCKS + 5);
+        match stack.devnet().mine_blocks(HOUR_BLOCKS + 5) {
+            Ok(head) => eprintln!("  cover drift: mined to block {head}"),
+            Err(e) => eprintln!("  cover drift: the devnet did not mine: {e}"),
+        }
         self.drift_scans(&clients, &own, leak).await;
 
         let before = self.fetched_between(first_scan, second_scan);
@@ -135,6 +145,12 @@ impl Phases<'_> {
             }
             let second = after.get(ip).cloned().unwrap_or_default();
             let shared: Vec<Batch> = first.intersection(&second).copied().collect();
+            eprintln!(
+                "  cover drift: {ip}: {} batches fetched before, {} after, {} in both",
+                first.len(),
+                second.len(),
+                shared.len()
+            );
             let candidates: Vec<Batch> = if shared.is_empty() {
                 first.iter().copied().collect()
             } else {
