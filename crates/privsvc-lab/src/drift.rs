@@ -21,13 +21,17 @@ use crate::scenario::APP;
 /// Blocks of an hour's lifetime (the shortest bucket) at the client's 2 s a block.
 const HOUR_BLOCKS: u64 = 3_600 / privsvc_client::options::BLOCK_TIME_SECONDS;
 
+/// Victims of the phase at most (relayer B takes `minAnonymity` up to 10 in the lab).
+const MAX_VICTIMS: usize = 8;
+
 /// A batch: `(block, creator)`.
 type Batch = (u64, Address);
 
 impl Phases<'_> {
     /// Two users of the crowd write records of an hour straight to relayer C, all along; the
-    /// victims (twice the scenario's number), each in a session of its own through the relay,
-    /// write one record of a week to relayer B at the same time. Once the covers of the victims'
+    /// victims (twice the scenario's number, at most [`MAX_VICTIMS`]), each in a session of its
+    /// own through the relay, write one record of a week to relayer B at the same time, all in
+    /// one batch (`minAnonymity` the number of victims). Once the covers of the victims'
     /// batches are final (16 blocks), each victim scans (`my_entities` with `refresh`); the
     /// crowd stops; the devnet mines past the crowd's lifetime, so that every record of an
     /// hour expires; each victim scans again. The RPC intersects each victim's two fetch sets
@@ -39,7 +43,7 @@ impl Phases<'_> {
         let stack = self.stack();
         let c = stack.url("C");
         let crowd = self.victims(rng, 2);
-        let victims = self.victims(rng, 2 * self.world.scenario.victims);
+        let victims = self.victims(rng, (2 * self.world.scenario.victims).min(MAX_VICTIMS));
         let leak = self.world.scenario.leaks.covers_from_live_listing;
         let stop = Arc::new(AtomicBool::new(false));
         let mut crowd_tasks = Vec::new();
@@ -66,17 +70,22 @@ impl Phases<'_> {
         }
         // The crowd's batches fill the windows before and around the victims'.
         tokio::time::sleep(Duration::from_secs(4)).await;
-        // The victims write to B: a batch of the crowd's (at C) holds no record that outlives it.
+        // The victims write to B, all in one batch (each asks for as many records in its batch
+        // as there are victims): no batch of the crowd's (at C) holds a record that outlives
+        // it, and no other victim's batch can be a cover.
         let b_url = stack.url("B");
+        let together = victims.len() as u64;
         let this = &*self;
         let clients: Vec<(Identity, PrivateClient)> =
             futures::future::join_all(victims.iter().map(|v| {
                 let b_url = b_url.clone();
                 async move {
-                    Some((
-                        v.clone(),
-                        this.client(v, Some(vec![b_url]), &[], |b| b).await?,
-                    ))
+                    let client = this
+                        .client(v, Some(vec![b_url]), &[], |b| {
+                            b.min_anonymity(together).max_hold_ms(30_000)
+                        })
+                        .await?;
+                    Some((v.clone(), client))
                 }
             }))
             .await
