@@ -69,6 +69,9 @@ async fn start_stack(sc: &Scenario) -> Result<LocalStack, LabError> {
         c.batching.flush_jitter = Duration::from_millis(500);
         c.batching.max_min_anonymity = 10;
         c.issuer.quota = 100;
+        // A heartbeat a minute: a run lasts about as long as a heartbeat lives (600 blocks of
+        // 1 s), and its phases mine blocks of their own.
+        c.heartbeat_interval = Duration::from_secs(60);
         c.lab_leaks.arrival_order = leaks.arrival_order_kept;
     };
     // The OHTTP relay reaches A from 127.0.0.1 (every user has an address of its own).

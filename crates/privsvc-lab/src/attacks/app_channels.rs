@@ -66,10 +66,10 @@ fn honest(score: &Score, candidates: &[IpAddr], users: &BTreeSet<usize>) -> usiz
 
 /// RPC: the source whose fetch burst starts first within [`FETCH_LAG_MS`] after a batch landed
 /// wrote a record of it (its write resolved, and its app showed the list, which scanned).
-/// A scan the app asked for with `refresh` starts right after the session's own listing, and so
-/// does the scan of a page that opens; a burst with no listing of its source just before it was
-/// made because the app asked for the list at that moment: such a burst is preferred, then any
-/// burst, then one of the sessions live at the landing (the candidates).
+/// Only a burst with no listing of its source just before it counts: a scan the app asked for
+/// with `refresh` starts right after the session's own listing, on the session's timer, and so
+/// does the scan of a page that opens; a burst with none was made at the moment the app asked
+/// for its list. With no such burst, one of the sessions live at the landing (the candidates).
 fn landing_fetch(views: &Views, bursts: &[Burst], score: &Score, rng: &mut StdRng) -> AttackResult {
     let listed = listings(views);
     let after_listing = |b: &Burst| {
@@ -86,19 +86,13 @@ fn landing_fetch(views: &Views, bursts: &[Burst], score: &Score, rng: &mut StdRn
         if honest == 0 {
             continue;
         }
-        let soon: Vec<&Burst> = bursts
+        let first = bursts
             .iter()
             .filter(|b| b.start > landed && b.start <= landed + FETCH_LAG_MS)
-            .collect();
-        let first = |unprompted: bool| {
-            soon.iter()
-                .filter(|b| !unprompted || !after_listing(b))
-                .min_by(|a, b| a.start.total_cmp(&b.start))
-                .map(|b| b.source)
-        };
-        let guess = first(true)
-            .or_else(|| first(false))
-            .or_else(|| pick(&candidates, rng));
+            .filter(|b| !after_listing(b))
+            .min_by(|a, b| a.start.total_cmp(&b.start))
+            .map(|b| b.source);
+        let guess = first.or_else(|| pick(&candidates, rng));
         trials.push(Trial {
             success: guess
                 .and_then(|g| score.user(&g))
