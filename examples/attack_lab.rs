@@ -2,10 +2,10 @@
 //! outside, every known linking attack measured (`privsvc_lab`).
 //!
 //! ```text
-//! cargo run --release --example attack_lab                      # the documented scenario (50 users)
-//! cargo run --release --example attack_lab -- --short           # the test command's short form
-//! cargo run --release --example attack_lab -- --leaks all       # every leak on: each attack must win
-//! cargo run --release --example attack_lab -- --json lab.json   # also write the report as JSON
+//! cargo run --release --features lab --example attack_lab                    # the documented scenario (50 users)
+//! cargo run --release --features lab --example attack_lab -- --short         # the test command's short form
+//! cargo run --release --features lab --example attack_lab -- --leaks all     # every leak on: each attack must win
+//! cargo run --release --features lab --example attack_lab -- --json lab.json # also write the report as JSON
 //! ```
 //!
 //! Prints the scenario, then the table (party, attack, chance, measured, verdict). With `--check`
@@ -85,6 +85,8 @@ fn leaks(text: &str) -> Result<Leaks, String> {
             "key-read-before-issue" => l.key_read_before_issue = true,
             "owner-query" => l.owner_query_on_verify = true,
             "relay-errors" => l.relay_errors_mark_bad = true,
+            "device-clock-hour" => l.device_clock_hour = true,
+            "small-submissions" => l.small_submissions = true,
             other => return Err(format!("unknown leak {other:?}")),
         }
     }

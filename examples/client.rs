@@ -10,7 +10,10 @@
 //! cargo run --example client -- --rpc-url … verify-proof proof.json --challenge abc --verifier example.org
 //! ```
 //!
-//! Without `--relayer`, relayers are discovered from their heartbeats on the ledger.
+//! Without `--relayer`, relayers are discovered from their heartbeats on the ledger. Tokens,
+//! pins and the scan cache (with the records this device wrote) are kept between runs in the
+//! device store under `--data-dir` (default `$PRIVSVC_DATA_DIR`, else the platform's data
+//! directory): `list` and `prove` in a new process know a record `write` just wrote.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -51,6 +54,13 @@ struct Cli {
     /// Status polling interval, ms.
     #[arg(long, default_value_t = 500)]
     poll_ms: u64,
+    /// Where the device store lives (default: $PRIVSVC_DATA_DIR, else the platform's data
+    /// directory).
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// Keep tokens, pins and the scan cache in memory for this run only.
+    #[arg(long)]
+    memory_stores: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -161,7 +171,10 @@ async fn client(
     if let Some(relay) = &cli.ohttp_relay {
         builder = builder.ohttp_relay(relay.clone());
     }
-    Ok(builder.build().await?)
+    if let Some(dir) = &cli.data_dir {
+        builder = builder.data_dir(dir.clone());
+    }
+    Ok(builder.memory_stores(cli.memory_stores).build().await?)
 }
 
 #[tokio::main]

@@ -367,6 +367,8 @@ async fn run(n: u64, mine: u64, new: u64) -> Result<()> {
 fn bench_schedule() -> privsvc::client::SessionSchedule {
     privsvc::client::SessionSchedule {
         tail: (Duration::from_millis(100), Duration::from_millis(300)),
+        scan: (Duration::from_millis(100), Duration::from_millis(300)),
+        fetch_age_blocks: (16, 16),
         ..Default::default()
     }
 }

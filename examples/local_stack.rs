@@ -54,9 +54,12 @@ fn demo_schedule() -> SessionSchedule {
     SessionSchedule {
         tail: (Duration::from_millis(200), Duration::from_millis(500)),
         status_tail: (Duration::ZERO, Duration::from_millis(300)),
+        status_horizon_rounds: (1.0, 3.0),
         refill_below: 5,
         first_refill: (Duration::ZERO, Duration::from_millis(100)),
         later_refill: (Duration::from_secs(2), Duration::from_secs(4)),
+        scan: (Duration::from_millis(300), Duration::from_millis(800)),
+        fetch_age_blocks: (16, 16),
     }
 }
 
@@ -72,6 +75,9 @@ fn demo_schedule_js() -> serde_json::Value {
         "refillBelow": s.refill_below,
         "firstRefillMs": ms(s.first_refill),
         "laterRefillMs": ms(s.later_refill),
+        "scanMs": ms(s.scan),
+        "fetchAgeBlocks": [s.fetch_age_blocks.0, s.fetch_age_blocks.1],
+        "statusHorizonRounds": [s.status_horizon_rounds.0, s.status_horizon_rounds.1],
     })
 }
 
@@ -113,6 +119,8 @@ struct Stack {
     inner: LocalStack,
     reader: Arc<dyn LedgerReader>,
     relay_url: String,
+    /// The demo's data directory (the users' device stores), removed at the end.
+    data: tempfile::TempDir,
 }
 
 /// Failed checks, collected so that the report shows all of them.
@@ -187,6 +195,7 @@ async fn start_stack() -> Result<Stack> {
         reader: inner.reader(),
         relay_url: inner.relay_url().context("the stack has no OHTTP relay")?,
         inner,
+        data: tempfile::tempdir().context("a data directory for the demo's users")?,
     })
 }
 
@@ -196,6 +205,9 @@ impl Stack {
     async fn client(&self, wallet: &Arc<LocalWallet>, min_anonymity: u64) -> Result<PrivateClient> {
         Ok(PrivateClient::builder(APP)
             .token_min_age_ms(TOKEN_MIN_AGE_MS)
+            // Tokens of this session ripen by 4 s here (an hour at most by default).
+            .token_max_ripe_ms(2 * TOKEN_MIN_AGE_MS)
+            .data_dir(self.data.path())
             .wallet(wallet.clone())
             .reader(self.reader.clone())
             .ohttp_relay(self.relay_url.clone())
@@ -211,6 +223,9 @@ impl Stack {
     async fn pinned(&self, wallet: &Arc<LocalWallet>, url: &str) -> Result<PrivateClient> {
         Ok(PrivateClient::builder(APP)
             .token_min_age_ms(TOKEN_MIN_AGE_MS)
+            // Tokens of this session ripen by 4 s here (an hour at most by default).
+            .token_max_ripe_ms(2 * TOKEN_MIN_AGE_MS)
+            .data_dir(self.data.path())
             .wallet(wallet.clone())
             .reader(self.reader.clone())
             .relayers([url.to_string()])
@@ -834,8 +849,8 @@ async fn serve(stack: &Stack, web: &str) -> Result<()> {
 
 /// The web example's static route (`--serve`): `examples/web/` at `/`, the `js/` package at
 /// `/privsvc/` (build it first with `scripts/js-test.sh --build-only`), and `POST /rpc` passed to
-/// the devnet, whose JSON-RPC has no CORS headers, so that the page reads the ledger from its own
-/// origin.
+/// the devnet, so that the page reads the ledger from its own origin (no `Origin` header reaches
+/// the RPC; the devnet answers cross-origin requests too, with CORS).
 mod web {
     use std::net::SocketAddr;
     use std::path::{Component, Path, PathBuf};

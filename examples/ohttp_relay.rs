@@ -11,13 +11,18 @@
 //! the relay is the only party that sees client addresses, so OHTTP traffic is limited here. The
 //! listener keeps a peer's IP only as an unprintable value for that in-memory count; it is never
 //! logged or stored. The `ohttp` crate's key traces are always silenced, whatever `RUST_LOG` says.
+//!
+//! Rounds: with `ROUND_MS` above 0, requests are held until the end of their round and then
+//! forwarded together in a random order (at most `MAX_HELD` held at once, 503 beyond); each
+//! request waits half a round on average. `RELAY_METRICS_BIND` serves `GET /metrics` (requests
+//! forwarded, rounds, held, refused) on a separate listener, never on the public one.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
 use privsvc_ledger::{LedgerReader, RpcLedger};
-use privsvc_ohttp::relay::DEFAULT_RATE_LIMIT_PER_MIN;
+use privsvc_ohttp::relay::{DEFAULT_MAX_HELD, DEFAULT_RATE_LIMIT_PER_MIN};
 use privsvc_ohttp::PrivateListener;
 use privsvc_ohttp::{OhttpRelay, RelayConfig, SILENCE_OHTTP_LOGS};
 
@@ -51,6 +56,26 @@ struct Args {
         value_parser = clap::value_parser!(u32).range(1..=1_000_000)
     )]
     rate_limit_per_min: u32,
+    /// Length of a forwarding round in milliseconds (0..=60000; 0 forwards each request at
+    /// once).
+    #[arg(
+        long,
+        env = "ROUND_MS",
+        default_value_t = 0,
+        value_parser = clap::value_parser!(u64).range(0..=60_000)
+    )]
+    round_ms: u64,
+    /// Requests held for a round at once, at most (1..=100000; 503 beyond).
+    #[arg(
+        long,
+        env = "MAX_HELD",
+        default_value_t = DEFAULT_MAX_HELD as u64,
+        value_parser = clap::value_parser!(u64).range(1..=100_000)
+    )]
+    max_held: u64,
+    /// `host:port` of a separate listener serving `GET /metrics` (off when absent).
+    #[arg(long, env = "RELAY_METRICS_BIND")]
+    metrics_bind: Option<std::net::SocketAddr>,
 }
 
 #[tokio::main]
@@ -70,8 +95,21 @@ async fn main() -> anyhow::Result<()> {
     config.heartbeat_interval = Duration::from_millis(args.heartbeat_ms.max(1));
     config.allow_http = args.allow_http;
     config.rate_limit_per_min = args.rate_limit_per_min;
+    config.round = Duration::from_millis(args.round_ms);
+    config.max_held = usize::try_from(args.max_held)?;
     let relay = OhttpRelay::new(reader, config)?;
     let refresher = relay.spawn_refresh();
+    let metrics = match args.metrics_bind {
+        Some(bind) => {
+            let tcp = tokio::net::TcpListener::bind(bind).await?;
+            tracing::info!(listen = %tcp.local_addr()?, "relay metrics listening");
+            let router = relay.metrics_router();
+            Some(tokio::spawn(async move {
+                let _ = axum::serve(PrivateListener::anonymous(tcp), router).await;
+            }))
+        }
+        None => None,
+    };
 
     let tcp = tokio::net::TcpListener::bind((args.host.as_str(), args.port)).await?;
     tracing::info!(
@@ -79,6 +117,7 @@ async fn main() -> anyhow::Result<()> {
         ledger = %args.rpc_url,
         chain_id,
         rate_limit_per_min = args.rate_limit_per_min,
+        round_ms = args.round_ms,
         "OHTTP relay listening"
     );
     // The listener keeps each peer's IP (unprintable) for the per-address rate limit.
@@ -88,5 +127,8 @@ async fn main() -> anyhow::Result<()> {
         })
         .await?;
     refresher.abort();
+    if let Some(metrics) = metrics {
+        metrics.abort();
+    }
     Ok(())
 }

@@ -19,6 +19,7 @@ import {
   vaultFromWallet,
 } from './core.js';
 import { scanCacheAdapter } from './scan_cache.js';
+import { browserTokenStore, defaultDataDir, fileTokenStore, isStoreHandle, openStore, storeSealer } from './store.js';
 
 /** What Rust calls on a wallet. */
 function walletAdapter(w) {
@@ -87,13 +88,17 @@ function myRecord(r) {
     encrypted: r.encrypted,
     envelope: r.envelope,
     ref: r.ref,
+    // false: written by this device and not verified by a scan yet (docs/PROTOCOL.md §8.3).
+    verified: r.verified,
   };
 }
 
 /**
  * Creates a client (docs/API.md §3.1): derives the keys from one wallet signature
  * (asked twice and compared) unless a `vault` is given, in a worker when `isolateKeys` (default
- * in browsers), contacts the relayers and starts fetching tokens when one requires them.
+ * in browsers; a worker that fails to start rejects, see vaultFromWallet), opens the device
+ * store (tokens, pins and the scan cache kept between sessions, sealed under a key from the
+ * vault's root), contacts the relayers and starts the session's schedule.
  */
 export async function createPrivateClient(options = {}) {
   const o = { ...options };
@@ -102,10 +107,12 @@ export async function createPrivateClient(options = {}) {
   const send = fetchAdapter(o.fetch);
   const tokens = o.tokens;
   if (tokens !== undefined && tokens !== 'auto' && !(tokens && (tokens.sourceOf || isTokenSource(tokens)))) {
-    throw new PrivsvcError('`tokens` is "auto", tokenWallet.source() or a TokenSource ({ take(app), putBack(app, token) })');
+    throw new PrivsvcError('`tokens` is "auto", tokenWallet.source() or a TokenSource ({ take(app, requestedMs), putBack(app, token) })');
   }
   const store = o.tokenStore;
   checkTokenStore(store, 'tokenStore');
+  if (o.memoryStores !== undefined && typeof o.memoryStores !== 'boolean') throw new PrivsvcError('`memoryStores` is true or false');
+  if (o.allowWalletRpc !== undefined && typeof o.allowWalletRpc !== 'boolean') throw new PrivsvcError('`allowWalletRpc` is true or false');
   if (o.tokenPrefetch !== undefined || o.tokenPrefetchWithinMs !== undefined) {
     throw new PrivsvcError('`tokenPrefetch` is gone (revision 3): the session refills its token store on its own schedule (`schedule.refillBelow`, `schedule.firstRefillMs`, `schedule.laterRefillMs`); TokenWallet.prefetchLater remains');
   }
@@ -113,8 +120,10 @@ export async function createPrivateClient(options = {}) {
   const schedule = scheduleOption(o.schedule);
   const reader = readerOf(o.publicClient);
   const wallet = o.wallet ? asWallet(o.wallet) : undefined;
+  const walletAddress = wallet ? await wallet.address() : undefined;
+  if (o.allowWalletRpc !== true) await refuseWalletRpc(o.publicClient, o.wallet, reader, walletAddress);
   const isolateKeys = o.isolateKeys === undefined ? inBrowser : o.isolateKeys;
-  const vault = o.vault || (await vaultFromWallet(o.wallet, o.app, { isolateKeys, chainId: o.chainId }));
+  const vault = o.vault || (await vaultFromWallet(o.wallet, o.app, { isolateKeys, chainId: o.chainId, workerTimeoutMs: o.workerTimeoutMs }));
   const rustOptions = {
     app: o.app,
     project: o.project,
@@ -130,20 +139,28 @@ export async function createPrivateClient(options = {}) {
     coverBatches: o.coverBatches,
     tokenAttestation: o.tokenAttestation,
     tokenMinAgeMs: o.tokenMinAgeMs,
+    tokenMaxRipeMs: o.tokenMaxRipeMs,
     tokenRipeWaitMs: o.tokenRipeWaitMs,
     allowOnDemand: o.allowOnDemand,
     // The session's timers run in Node.js as in browsers; they never keep a process alive.
     schedule,
     seed: seedOption(o.seed),
     trustedRelayersOnly: o.trustedRelayersOnly,
-    walletAddress: wallet ? await wallet.address() : undefined,
+    walletAddress,
     scanCacheResumeBlocks: o.scanCacheResumeBlocks,
   };
-  const scanCache = scanCacheAdapter(o.scanCache, o.app, o.project);
-  const source = tokens && tokens.sourceOf ? await tokens.sourceOf() : undefined;
-  const custom = tokens && !tokens.sourceOf && isTokenSource(tokens) ? tokens : undefined;
-  await storeReady(store);
-  const rustStore = rawStore(store);
+  const stores = await deviceStores(o, vault, reader);
+  let scanCache;
+  let source;
+  try {
+    scanCache = scanCacheAdapter(o.scanCache, stores.scanCache);
+    source = tokens && tokens.sourceOf ? await tokens.sourceOf() : undefined;
+  } catch (e) {
+    if (stores.release) stores.release();
+    throw e;
+  }
+  const custom = tokens && !tokens.sourceOf && isTokenSource(tokens) ? boundedSource(tokens) : undefined;
+  const rustStore = new raw.RawTokenStore(stores.tokenStore);
   // `create` takes its own reference to the store at once: the JS handle is freed right after.
   const created = raw.RawClient.create(
     JSON.stringify(rustOptions),
@@ -157,7 +174,13 @@ export async function createPrivateClient(options = {}) {
     scanCache,
   );
   rustStore.free();
-  const inner = await rust(created);
+  let inner;
+  try {
+    inner = await rust(created);
+  } catch (e) {
+    if (stores.release) stores.release();
+    throw e;
+  }
   const project = inner.project;
   let closed = false;
   return {
@@ -170,6 +193,11 @@ export async function createPrivateClient(options = {}) {
     chainId: inner.chainId,
     /** What became of the scan cache at start: `{ state: 'off' | 'empty' | 'resumed' | 'discarded', block?, reason? }`. */
     scanCache: JSON.parse(inner.scanCacheState),
+    /**
+     * Where tokens and pins are kept: `{ kind: 'indexeddb' | 'file' | 'memory' | 'custom', id?,
+     * discarded }` (`discarded`: parts that did not open under the vault's key at start).
+     */
+    deviceStore: stores.info,
     async createEntity({ payload, contentType, attributes = {}, expires, scope, encrypt = false } = {}) {
       const bytes = payload instanceof Uint8Array ? payload : new TextEncoder().encode(String(payload ?? ''));
       const seconds = typeof expires === 'object' && expires !== null ? expires.seconds : expires;
@@ -207,11 +235,15 @@ export async function createPrivateClient(options = {}) {
     ripeTokens() {
       return inner.ripeTokens();
     },
-    /** Ends the session: its timers (tail, refills, status polls) stop. */
+    /**
+     * Ends the session: its timers (tail, scans, refills, status polls) stop, and the device
+     * store is left to the next session once no other client of this page or process uses it.
+     */
     close() {
       if (closed) return;
       closed = true;
       inner.free();
+      if (stores.release) stores.release();
     },
   };
 }
@@ -232,11 +264,15 @@ function relayerOptions(list) {
   });
 }
 
-const SCHEDULE_RANGES = ['tailMs', 'statusTailMs', 'firstRefillMs', 'laterRefillMs'];
+/** The `schedule` fields that are `[low, high]` ranges: whole numbers, or numbers for rounds. */
+const SCHEDULE_RANGES = ['tailMs', 'statusTailMs', 'firstRefillMs', 'laterRefillMs', 'scanMs', 'fetchAgeBlocks'];
+const SCHEDULE_FRACTIONS = ['statusHorizonRounds'];
 
 /**
- * The `schedule` option (SessionSchedule, ms): `tailMs`, `statusTailMs`, `firstRefillMs`,
- * `laterRefillMs` as `[low, high]` and `refillBelow`; absent fields keep their defaults.
+ * The `schedule` option (SessionSchedule): `tailMs`, `statusTailMs`, `firstRefillMs`,
+ * `laterRefillMs`, `scanMs` (ms) and `fetchAgeBlocks` (blocks) as `[low, high]` whole numbers,
+ * `statusHorizonRounds` as `[low, high]` numbers, and `refillBelow`; absent fields keep their
+ * defaults.
  */
 function scheduleOption(schedule) {
   if (schedule === undefined || schedule === null) return undefined;
@@ -244,16 +280,18 @@ function scheduleOption(schedule) {
   const out = {};
   for (const [k, v] of Object.entries(schedule)) {
     if (v === undefined) continue;
-    if (SCHEDULE_RANGES.includes(k)) {
-      if (!Array.isArray(v) || v.length !== 2 || !v.every((x) => Number.isSafeInteger(x) && x >= 0)) {
-        throw new PrivsvcError(`schedule.${k} is [lowMs, highMs], whole milliseconds`);
+    if (SCHEDULE_RANGES.includes(k) || SCHEDULE_FRACTIONS.includes(k)) {
+      const whole = SCHEDULE_RANGES.includes(k);
+      const ok = (x) => (whole ? Number.isSafeInteger(x) : Number.isFinite(x)) && x >= 0;
+      if (!Array.isArray(v) || v.length !== 2 || !v.every(ok)) {
+        throw new PrivsvcError(`schedule.${k} is [low, high], ${whole ? 'whole numbers' : 'numbers'} (${k.endsWith('Ms') ? 'milliseconds' : k.endsWith('Blocks') ? 'blocks' : 'batching rounds'})`);
       }
       out[k] = v;
     } else if (k === 'refillBelow') {
       if (!Number.isSafeInteger(v) || v < 0) throw new PrivsvcError('schedule.refillBelow is a whole number');
       out[k] = v;
     } else {
-      throw new PrivsvcError(`schedule has no \`${k}\` (it has ${[...SCHEDULE_RANGES, 'refillBelow'].join(', ')})`);
+      throw new PrivsvcError(`schedule has no \`${k}\` (it has ${[...SCHEDULE_RANGES, ...SCHEDULE_FRACTIONS, 'refillBelow'].join(', ')})`);
     }
   }
   return out;
@@ -337,31 +375,151 @@ export async function ohttpCall(relayUrl, target, gatewayKey, { method = 'GET', 
   return rust(raw.rawOhttpCall(relayUrl, target, gatewayKey, method, path, bytes, fetchAdapter(fetch)));
 }
 
+/** How long a caller's token source may take to answer `take`, ms: it never waits for a token. */
+const TOKEN_TAKE_LIMIT_MS = 1000;
+
+/**
+ * A caller's TokenSource as the client calls it: `take(app, requestedMs)` answers within
+ * TOKEN_TAKE_LIMIT_MS, else counts as no token (with a warning); a token it hands out later is
+ * put back. A source that waits for a token to ripen would spend it the moment it ripens, which
+ * tells the issuer when it was issued.
+ */
+function boundedSource(source) {
+  return {
+    take(app, requestedMs) {
+      let late = false;
+      let timer;
+      const answer = Promise.resolve(source.take(app, requestedMs));
+      const limit = new Promise((resolve) => {
+        timer = setTimeout(() => {
+          late = true;
+          console.warn(`privsvc: the token source did not answer take() within ${TOKEN_TAKE_LIMIT_MS} ms; the write goes on as with no token (a source never waits for a token)`);
+          resolve(null);
+        }, TOKEN_TAKE_LIMIT_MS);
+      });
+      answer
+        .then((token) => {
+          if (late && token) return source.putBack(app, token);
+          return undefined;
+        })
+        .catch(() => {});
+      return Promise.race([answer, limit]).finally(() => clearTimeout(timer));
+    },
+    putBack: (app, token) => source.putBack(app, token),
+  };
+}
+
 /** Whether `x` is a caller's TokenSource: `take(app)` and `putBack(app, token)`. */
 function isTokenSource(x) {
   return x !== null && typeof x === 'object' && typeof x.take === 'function' && typeof x.putBack === 'function';
 }
 
 /**
- * The Rust side of a token store: a caller's TokenStore or browserTokenStore() (JavaScript
- * objects the Rust code calls), or (memoryStore() or none) a fresh memory store.
+ * The Rust side of a token store: a handle (browserTokenStore, fileTokenStore), a caller's
+ * TokenStore (JavaScript objects the Rust code calls), or (memoryStore() or none) a fresh memory
+ * store.
  */
 function rawStore(store) {
   return new raw.RawTokenStore(store === undefined || store.kind === 'memory' ? undefined : store);
 }
 
-/** Waits until `store` may be used (browserTokenStore() claims its lease first). */
-async function storeReady(store) {
-  if (store && typeof store.ready === 'function') await store.ready();
-}
-
-/** Refuses a `store` that is none of memoryStore(), browserTokenStore() or a TokenStore. */
+/** Refuses a `store` that is none of memoryStore(), browserTokenStore(), fileTokenStore() or a TokenStore. */
 function checkTokenStore(store, what) {
-  if (store === undefined || store.kind === 'memory') return;
+  if (store === undefined || store.kind === 'memory' || isStoreHandle(store)) return;
   const methods = ['list', 'add', 'remove', 'prune'];
   if (store === null || typeof store !== 'object' || !methods.every((m) => typeof store[m] === 'function')) {
-    throw new PrivsvcError(`${what} must be memoryStore(), browserTokenStore() or a TokenStore with synchronous list(app), add(tokens), remove(app, nonce) and prune(minEpoch)`);
+    throw new PrivsvcError(`${what} must be memoryStore(), browserTokenStore(), fileTokenStore() or a TokenStore with synchronous list(app), add(tokens), remove(app, nonce) and prune(minEpoch)`);
   }
+}
+
+/** Whether `v` is one of the package's vaults (they give the key that seals the stores). */
+function builtInVault(v) {
+  return v instanceof KeyVault || v instanceof WorkerVault;
+}
+
+/**
+ * The default store handle: IndexedDB in a browser, files under the data directory in Node.js;
+ * undefined where neither is available.
+ */
+function defaultStore() {
+  if (inBrowser) return globalThis.indexedDB ? browserTokenStore() : undefined;
+  const dir = defaultDataDir();
+  return dir === undefined ? undefined : fileTokenStore(dir);
+}
+
+/**
+ * The stores of a session (docs/PROTOCOL.md §8.7): `{ tokenStore, scanCache, info }`, where
+ * `tokenStore` is the object the Rust client calls (undefined: memory) and `scanCache` the
+ * device store's scan cache (undefined: none unless the app gave one). By default the device
+ * store is opened under the vault's key: tokens, key pins, relayer pins and the scan cache.
+ * `memoryStores: true` (or `tokenStore: memoryStore()`) keeps everything in memory. A caller's
+ * own TokenStore is used as given; the pins it does not keep and the scan cache come from the
+ * device store.
+ */
+async function deviceStores(o, vault, reader) {
+  const given = o.tokenStore;
+  const memory = o.memoryStores === true || (given && given.kind === 'memory');
+  if (memory && !isStoreHandle(given)) {
+    return { tokenStore: given && given.kind !== 'memory' ? given : undefined, scanCache: undefined, info: { kind: given && given.kind !== 'memory' ? 'custom' : 'memory', discarded: [] } };
+  }
+  const handle = isStoreHandle(given) ? given : defaultStore();
+  let sealer;
+  if (handle !== undefined && builtInVault(vault)) sealer = storeSealer(await vault.scanCacheKey(), await reader.chainId(), o.project ?? o.app);
+  if (sealer === undefined) {
+    if (isStoreHandle(given)) throw new PrivsvcError('tokenStore: a browserTokenStore() or fileTokenStore() is sealed under a key from the vault, which an app\'s own vault does not give: use a KeyVault or WorkerVault, or memoryStores: true');
+    console.warn(`privsvc: ${handle === undefined ? 'no place for the device store (no IndexedDB, or no $PRIVSVC_DATA_DIR, $XDG_DATA_HOME or $HOME)' : 'the vault gives no store key'}: tokens, pins and the scan cache are kept in memory for this session only`);
+    return { tokenStore: given, scanCache: undefined, info: { kind: given ? 'custom' : 'memory', discarded: [] } };
+  }
+  // The store keeps the sealer (and frees one it does not need).
+  const { store: opened, release } = await openStore(handle, sealer);
+  const info = { kind: handle.kind === 'browser' ? 'indexeddb' : 'file', id: opened.id, discarded: [...opened.discarded] };
+  if (given === undefined || isStoreHandle(given)) return { tokenStore: opened, scanCache: opened.scanCache(), info, release };
+  // A caller's store keeps the tokens (and the pins it has methods for); the rest is the device store's.
+  const keeps = (...names) => names.every((n) => typeof given[n] === 'function');
+  const pick = (names, from) => Object.fromEntries(names.map((n) => [n, (...a) => from[n](...a)]));
+  const keyPins = ['keyPin', 'pinKey'];
+  const relayerPins = ['relayerPin', 'pinRelayer', 'unpinRelayer', 'relayerPins'];
+  const composite = {
+    ...pick(['list', 'add', 'remove', 'prune'], given),
+    ...pick(keyPins, keeps(...keyPins) ? given : opened),
+    ...(keeps('relayerPin', 'pinRelayer') ? pick(relayerPins.filter((n) => typeof given[n] === 'function'), given) : pick(relayerPins, opened)),
+  };
+  return { tokenStore: composite, scanCache: opened.scanCache(), info: { ...info, kind: 'custom' }, release };
+}
+
+/** The EIP-1193 provider a wallet or public client option is, when it is one. */
+function providerOf(x) {
+  return x && typeof x === 'object' && typeof x.request === 'function' && typeof x.signTypedData !== 'function' && !x.transport ? x : undefined;
+}
+
+/**
+ * Refuses a `publicClient` that is the wallet's own provider (docs/PROTOCOL.md §8.1): the
+ * wallet's RPC would see every read of the session beside the wallet's address. Detected: the
+ * same object as the wallet; `window.ethereum`; a wallet client; and any client or provider
+ * other than an RPC URL that answers `eth_accounts` with the wallet's account (a viem public
+ * client over `custom(provider)` with the wallet client's provider). `allowWalletRpc: true`
+ * skips this.
+ */
+async function refuseWalletRpc(publicClient, walletOption, reader, walletAddress) {
+  if (publicClient === undefined || typeof publicClient === 'string' || reader.url !== undefined) return;
+  const refuse = (why) => {
+    throw new PrivsvcError(
+      `publicClient is the wallet's own provider (${why}): the wallet's RPC would see every read of this session beside the wallet's address. Give an RPC URL or a public client over http(url), or allowWalletRpc: true to accept it (a privacy risk, docs/API.md §3.1)`,
+    );
+  };
+  if (publicClient === walletOption) refuse('the same object is given as wallet and publicClient');
+  const injected = globalThis.ethereum;
+  if (injected !== undefined && (publicClient === injected || providerOf(publicClient) === injected)) refuse('window.ethereum');
+  if (typeof publicClient.signTypedData === 'function' || (publicClient.account && publicClient.account.address)) refuse('a wallet client');
+  if (walletAddress === undefined) return;
+  let accounts;
+  try {
+    accounts = await reader.request({ method: 'eth_accounts', params: [] });
+  } catch {
+    return;
+  }
+  const mine = String(walletAddress).toLowerCase();
+  if (Array.isArray(accounts) && accounts.some((a) => String(a).toLowerCase() === mine)) refuse("it answers eth_accounts with the wallet's account");
 }
 
 /** Unix seconds of `value` (a number, bigint or decimal/0x text), else undefined. */
@@ -378,28 +536,35 @@ function secondsOf(value) {
 /**
  * Verifies a ledger entity as a privsvc record (docs/API.md §3.4): `entity` in the ledger's
  * JSON form (a row of `listApp`, `fetchBatches` or `arkiv_query`) with key, owner, creator,
- * payload and attributes. Returns `{ ok: true, record }` or `{ ok: false, reason }`.
+ * payload and attributes. Returns `{ ok: true, record, unchecked }` or `{ ok: false, code,
+ * reason }`.
  *
- * A copied envelope republished after its window is refused, which needs the time of the
- * entity's creation block (`createdAt`). Give one of:
- * - `reader` (alias `publicClient`, or `client`): an RPC URL, a viem public client (any
- *   transport, `custom(window.ethereum)` included), an EIP-1193 provider or a private client;
- *   the block's time is read from it;
+ * `verifyRecord(entity, { app, relayers })` works as it is: every check that needs no ledger
+ * is made (envelope, signature, owner, app, attributes, lifetime, creator), and `unchecked`
+ * lists, as `{ code, reason }`, those it could not make: `creation-window` (a copied envelope
+ * republished after its window is refused only with the creation block's time) and `copy`
+ * (a later entity of the same owner with the same envelope is told apart only by reading the
+ * owner's other entities). To make them too, give one of:
+ * - `reader` (alias `publicClient`): an RPC URL, a viem public client (any transport,
+ *   `custom(window.ethereum)` included) or an EIP-1193 provider; the block's time and the
+ *   owner's entities are read from it (a verifier may: it is not the user);
  * - `createdTimestamp`: Unix seconds of that block, when the caller already knows it (also taken
- *   from `entity.createdTimestamp` when the row carries it).
- * Without either every record is refused, with a reason saying so.
+ *   from `entity.createdTimestamp` when the row carries it): the creation window is checked.
+ * A private client given as `client` is never used to read: its reader is the user's, and a
+ * lookup of the user's own record by its owner would name it to the RPC.
  *
  * A refusal is `{ ok: false, code, reason }`: `code` for programs (`copy`, `republished`,
  * `wrong-owner`, `signature-mismatch`, `untrusted-creator`, `creation-time-unknown`, `ledger`,
- * ...), `reason` for people. A copy (anyone can create an entity with a copied envelope and
- * transfer it to the owner) is detected only with a reader: the ledger is asked for the other
- * entities of the owner (a verifier may: it is not the user), and a later one with the same
- * envelope is refused with `code: "copy"` and `original`, the key of the record it copies.
+ * ...), `reason` for people; a copy carries `original`, the key of the record it copies.
  */
 export async function verifyRecord(entity, { app, relayers, owner, createdTimestamp, reader, publicClient, client } = {}) {
   if (!entity || typeof entity !== 'object') throw new PrivsvcError('verifyRecord: `entity` must be a ledger row (an object)');
   let ts = secondsOf(createdTimestamp ?? entity.createdTimestamp);
-  const source = reader ?? publicClient ?? client;
+  // A private client is the user's own: its reader is never asked about the user's record
+  // (the RPC would see the user look up their own record). Only a reader or publicClient
+  // given for it is used; without one, the checks that need the ledger are named in
+  // `unchecked`.
+  const source = reader ?? publicClient ?? (client && client.__privsvcClient ? undefined : client);
   if (ts === undefined && source !== undefined) {
     const block = secondsOf(entity.createdAt);
     if (block === undefined) return { ok: false, code: 'creation-time-unknown', reason: 'the entity has no createdAt block number, so its creation time cannot be read' };
@@ -410,14 +575,6 @@ export async function verifyRecord(entity, { app, relayers, owner, createdTimest
     }
     if (ts === undefined) return { ok: false, code: 'creation-time-unknown', reason: `the ledger has no block ${block} (the entity's createdAt), so its creation time is unknown` };
   }
-  if (ts === undefined) {
-    return {
-      ok: false,
-      code: 'creation-time-unknown',
-      reason:
-        "verifyRecord needs the time the entity was created, to refuse a copied envelope republished late: pass `reader` (your publicClient, an RPC URL or a private client) to read it from the ledger, or `createdTimestamp` (Unix seconds of the entity's createdAt block)",
-    };
-  }
   const args = [JSON.stringify(entity), JSON.stringify({ app, relayers, owner, createdTimestamp: ts })];
   // With a reader, the Rust verify_record_on_ledger also refuses a copy: an earlier entity of
   // the same owner carries the same envelope (`code: "copy"`, `original`: that entity's key).
@@ -425,7 +582,7 @@ export async function verifyRecord(entity, { app, relayers, owner, createdTimest
   if (!answer.ok) return answer;
   const r = answer.record;
   const data = hexToBytes(r.data);
-  return { ok: true, record: { ...r, data, attributes: fromWire(r.attributes), toText: () => new TextDecoder().decode(data) } };
+  return { ok: true, record: { ...r, data, attributes: fromWire(r.attributes), toText: () => new TextDecoder().decode(data) }, unchecked: answer.unchecked ?? [] };
 }
 
 /**
@@ -441,16 +598,30 @@ export async function verifyRecord(entity, { app, relayers, owner, createdTimest
 export class TokenWallet {
   #ready;
   #store;
-  constructor({ wallet, reader, issuer, issuerUrl, store, allowOnDemand, attestation, minAgeMs, ohttpRelay, fetch } = {}) {
+  #handle;
+  constructor({ wallet, reader, issuer, issuerUrl, store, vault, project, allowOnDemand, attestation, minAgeMs, maxRipeMs, ohttpRelay, fetch } = {}) {
     checkTokenStore(store, 'store');
     if (ohttpRelay !== undefined && typeof ohttpRelay !== 'string') throw new PrivsvcError('TokenWallet: `ohttpRelay` must be the relay URL');
+    if (vault !== undefined && !builtInVault(vault)) throw new PrivsvcError('TokenWallet: `vault` is a KeyVault or WorkerVault (its key seals the store)');
     const rpc = readerOf(reader);
     const send = fetchAdapter(fetch);
     const w = asWallet(wallet);
     this.#store = rawStore(store);
+    this.#handle = store;
     const rawStoreHandle = this.#store;
     this.#ready = (async () => {
-      await storeReady(store);
+      if (isStoreHandle(store) && store.id === undefined) {
+        // A sealed store opens under the key of the user's vault (a client may have opened it).
+        const opening = store.ready();
+        if (vault !== undefined) {
+          const sealer = storeSealer(await vault.scanCacheKey(), await rpc.chainId(), project ?? vault.app);
+          if (sealer === undefined) throw new PrivsvcError('TokenWallet: the vault gives no store key');
+          await openStore(store, sealer);
+        } else {
+          await opening;
+          if (store.id === undefined) throw new PrivsvcError('TokenWallet: a browserTokenStore() or fileTokenStore() opens under the key of the user\'s vault: give `vault` (or give the store to createPrivateClient first)');
+        }
+      }
       const options = {
         issuer,
         issuerUrl,
@@ -458,6 +629,7 @@ export class TokenWallet {
         allowOnDemand,
         attestation,
         minAgeMs,
+        maxRipeMs,
         ohttpRelay,
       };
       try {
@@ -476,8 +648,9 @@ export class TokenWallet {
   async prefetchLater(app, count, withinMs) {
     (await this.#ready).prefetchLater(app, count, withinMs);
   }
-  /** Unspent tokens of `app` for a day relayers accept now (synchronous). */
+  /** Unspent tokens of `app` for a day relayers accept now (synchronous; 0 until the store is open). */
   available(app) {
+    if (isStoreHandle(this.#handle) && this.#handle.id === undefined) return 0;
     try {
       return this.#store.available(app);
     } catch (e) {
@@ -496,8 +669,13 @@ export class TokenWallet {
     inner.catch(() => {});
     return Object.freeze({
       sourceOf: fresh,
-      async take(app) {
-        const t = await rust((await inner).take(String(app)));
+      /**
+       * One token obtained before `requestedMs` (Unix ms, when the write was requested;
+       * default now) and ripe, or null at once: it never waits for a token to ripen.
+       */
+      async take(app, requestedMs) {
+        const ms = typeof requestedMs === 'number' && Number.isFinite(requestedMs) ? requestedMs : undefined;
+        const t = await rust((await inner).take(String(app), ms));
         return t === null ? null : JSON.parse(t);
       },
       async putBack(app, token) {

@@ -5,6 +5,7 @@
 // of the privsvc crates compiled to WebAssembly; this file only adapts wallets, moves values
 // between JavaScript and the module, and runs the vault in a worker for `WorkerVault`.
 import { raw, isNode } from './wasm.js';
+import { platform } from './platform.js';
 import { hexToBytes } from './bytes.js';
 import { PrivsvcError, NonDeterministicWalletError, SmartContractWalletError, call, checkProofParams, toSpecError } from './errors.js';
 import { readerOf } from './net.js';
@@ -510,6 +511,10 @@ export class KeyVault {
   get app() {
     return this.#raw.app;
   }
+  /** `false`: the keys are in this thread (see WorkerVault). */
+  get isolated() {
+    return false;
+  }
   /** A fresh random record reference (hex). */
   newRecord() {
     return this.#raw.newRecord();
@@ -568,9 +573,25 @@ export class KeyVault {
 // ---------------------------------------------------------------------------------------------
 // WorkerVault: the same vault in a dedicated worker
 
-/** Starts the bundled worker (a Web Worker in browsers, `worker_threads` in Node.js). */
-async function startWorker() {
-  const url = new URL('./worker.js', import.meta.url);
+/** How long a new vault worker may take to answer its first message (load its wasm module), ms. */
+const DEFAULT_WORKER_TIMEOUT_MS = 30000;
+
+/**
+ * Why a vault worker failed, from its `error` event: a script that threw has a message; a
+ * script that did not load (missing, wrong MIME type, served unbundled by a bundler) has none.
+ */
+function workerFailure(ev) {
+  if (ev && ev.message) return ev.message;
+  if (ev instanceof Error) return String(ev);
+  return 'its script did not load or run (a missing file, a wrong MIME type, or a bundler that copied worker.js unbundled: see "Using it with a bundler" in the package README)';
+}
+
+/**
+ * Starts the package's vault worker (a module Web Worker in browsers, `worker_threads` in
+ * Node.js) and waits for its answer to a first message: a worker that fails to start or does
+ * not answer within `timeoutMs` rejects with a PrivsvcError saying why.
+ */
+async function startWorker({ timeoutMs = DEFAULT_WORKER_TIMEOUT_MS } = {}) {
   let post;
   let stop;
   // Node.js: the worker keeps the process alive only while a request is pending.
@@ -578,64 +599,70 @@ async function startWorker() {
   let release = () => {};
   const pending = new Map();
   let nextId = 0;
-  let readyResolve;
-  let readyReject;
-  const ready = new Promise((res, rej) => {
-    readyResolve = res;
-    readyReject = rej;
-  });
+  let failed = null;
   const onMessage = (msg) => {
-    if (msg && msg.ready) return readyResolve();
-    const p = pending.get(msg.id);
+    const p = pending.get(msg && msg.id);
     if (!p) return;
     pending.delete(msg.id);
     if (pending.size === 0) release();
     if (msg.ok) p.resolve(msg.value);
     else p.reject(toSpecError(msg.error));
   };
-  const onError = (e) => {
-    const err = new PrivsvcError(`the vault worker failed: ${e && e.message ? e.message : String(e)}`);
-    readyReject(err);
+  const fail = (err) => {
+    failed = failed || err;
     for (const p of pending.values()) p.reject(err);
     pending.clear();
     release();
   };
-  if (isNode) {
-    const { Worker } = await import('node:worker_threads');
-    const w = new Worker(url);
+  const onError = (e) => fail(new PrivsvcError(`the vault worker failed: ${workerFailure(e)}`));
+  if (platform.isNode) {
+    const w = platform.startWorker();
     w.on('message', onMessage);
     w.on('error', onError);
+    w.on('exit', (code) => fail(new PrivsvcError(`the vault worker exited (code ${code})`)));
     hold = () => w.ref();
     release = () => w.unref();
     post = (m) => w.postMessage(m);
     stop = () => w.terminate();
   } else {
-    const w = new Worker(url, { type: 'module', name: 'privsvc-vault' });
+    // One expression, as bundlers recognise it: they bundle worker.js as a worker of its own.
+    const w = new Worker(new URL('./worker.js', import.meta.url), { type: 'module', name: 'privsvc-vault' });
     w.onmessage = (ev) => onMessage(ev.data);
+    w.onmessageerror = () => onError(new Error('a message from the vault worker could not be read'));
     w.onerror = (ev) => {
-      ev.preventDefault && ev.preventDefault();
+      if (ev.preventDefault) ev.preventDefault();
       onError(ev);
     };
     post = (m) => w.postMessage(m);
     stop = () => w.terminate();
   }
-  await ready;
-  release();
-  let terminated = false;
+  const ask = (op, ...args) => {
+    if (failed) return Promise.reject(failed);
+    const id = ++nextId;
+    return new Promise((resolve, reject) => {
+      if (pending.size === 0) hold();
+      pending.set(id, { resolve, reject });
+      post({ id, op, args });
+    });
+  };
+  let timer;
+  const late = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new PrivsvcError(`the vault worker did not answer within ${timeoutMs} ms`)), timeoutMs);
+  });
+  try {
+    await Promise.race([ask('start'), late]);
+  } catch (e) {
+    stop();
+    fail(e);
+    throw e;
+  } finally {
+    clearTimeout(timer);
+  }
   return {
-    ask(op, ...args) {
-      if (terminated) return Promise.reject(new PrivsvcError('the vault worker has been terminated; create a new vault to continue'));
-      const id = ++nextId;
-      return new Promise((resolve, reject) => {
-        if (pending.size === 0) hold();
-        pending.set(id, { resolve, reject });
-        post({ id, op, args });
-      });
-    },
+    ask,
     terminate() {
-      terminated = true;
       stop();
-      onError(new Error('terminated'));
+      fail(new PrivsvcError('the vault worker has been terminated; create a new vault to continue'));
     },
   };
 }
@@ -674,36 +701,37 @@ export class WorkerVault {
     this.#app = app;
   }
   /**
-   * Starts the bundled worker without keys: load them with `loadWallet`, `loadSignature`,
+   * Starts the package's worker without keys: load them with `loadWallet`, `loadSignature`,
    * `loadRandom` or `loadRecoveryCode` (until then every operation rejects). The static
-   * constructors below do both steps.
+   * constructors below do both steps. Rejects with a PrivsvcError saying why when the worker
+   * fails to start or does not answer within `timeoutMs` (default 30000).
    */
-  static async spawn() {
-    return new WorkerVault(await startWorker(), undefined);
+  static async spawn({ timeoutMs } = {}) {
+    return new WorkerVault(await startWorker({ timeoutMs }), undefined);
   }
   /** Keys in a worker, from the wallet's checked derivation signature (same checks as KeyVault). */
   static async fromWallet(wallet, app, opts = {}) {
     const signature = await signDerivation(wallet, app, opts);
-    return WorkerVault.fromSignature(signature, app);
+    return WorkerVault.fromSignature(signature, app, opts);
   }
   /** Keys in a worker from a derivation signature already held. */
-  static async fromSignature(signature, app) {
-    return WorkerVault.#spawnWith((v) => v.loadSignature(signature, app));
+  static async fromSignature(signature, app, { timeoutMs } = {}) {
+    return WorkerVault.#spawnWith(timeoutMs, (v) => v.loadSignature(signature, app));
   }
   /** A random root in a worker: `{ vault, recoveryCode }`. */
-  static async random(app) {
+  static async random(app, { timeoutMs } = {}) {
     let recoveryCode;
-    const vault = await WorkerVault.#spawnWith(async (v) => {
+    const vault = await WorkerVault.#spawnWith(timeoutMs, async (v) => {
       recoveryCode = await v.loadRandom(app);
     });
     return { vault, recoveryCode };
   }
   /** Restores a random root in a worker. */
-  static async fromRecoveryCode(code, app) {
-    return WorkerVault.#spawnWith((v) => v.loadRecoveryCode(code, app));
+  static async fromRecoveryCode(code, app, { timeoutMs } = {}) {
+    return WorkerVault.#spawnWith(timeoutMs, (v) => v.loadRecoveryCode(code, app));
   }
-  static async #spawnWith(load) {
-    const v = await WorkerVault.spawn();
+  static async #spawnWith(timeoutMs, load) {
+    const v = await WorkerVault.spawn({ timeoutMs });
     try {
       await load(v);
     } catch (e) {
@@ -735,9 +763,13 @@ export class WorkerVault {
     await this.#worker.ask('fromRecoveryCode', code, app);
     this.#app = app;
   }
-  /** The app the keys are derived for. */
+  /** The app the keys are derived for (`undefined` until keys are loaded). */
   get app() {
     return this.#app;
+  }
+  /** `true`: the keys are in a worker, not in this thread (a name that survives minification). */
+  get isolated() {
+    return true;
   }
   /** A fresh random record reference. */
   newRecord() {
@@ -791,19 +823,23 @@ export class WorkerVault {
 }
 
 /**
- * A vault for `app` from a wallet, in a worker when `isolateKeys` (default: in browsers); when
- * the worker cannot start, warns and keeps the keys in this thread.
+ * A vault for `app` from a wallet: in a worker when `isolateKeys` (default: in browsers), else
+ * in this thread. A worker that fails to start rejects with a PrivsvcError saying why; the keys
+ * never move into this thread unless `isolateKeys` is `false`.
  */
-export async function vaultFromWallet(wallet, app, { isolateKeys = inBrowser, ...opts } = {}) {
-  const signature = await signDerivation(wallet, app, opts);
+export async function vaultFromWallet(wallet, app, { isolateKeys = inBrowser, workerTimeoutMs, ...opts } = {}) {
   if (isolateKeys) {
+    // Started before the wallet is asked: a worker that cannot start costs the user no signature.
+    const vault = await WorkerVault.spawn({ timeoutMs: workerTimeoutMs });
     try {
-      return await WorkerVault.fromSignature(signature, app);
+      await vault.loadWallet(wallet, app, opts);
     } catch (e) {
-      console.warn(`privsvc: the key worker could not start (${e.message}); keys stay in this thread`);
+      vault.terminate();
+      throw e;
     }
+    return vault;
   }
-  return KeyVault.fromSignature(signature, app);
+  return KeyVault.fromSignature(await signDerivation(wallet, app, opts), app);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -69,16 +69,27 @@ export type Hex = `0x${string}`;
 /** A record reference: 32 hex characters. */
 export type RecordRef = string;
 
-/** An EIP-1193 provider. */
+/**
+ * An EIP-1193 provider: an injected wallet (`window.ethereum`), viem's `custom(...)` source, a
+ * viem client. privsvc calls `request({ method, params })` with the methods it needs
+ * (`eth_accounts`, `eth_requestAccounts`, `eth_signTypedData_v4`, `personal_sign`; reads:
+ * `eth_*` and `arkiv_*`). Its argument is typed `any` so that a provider typed by its RPC schema
+ * (viem's `EIP1193RequestFn<Schema>`, wagmi's) fits as it is, with no cast.
+ */
 export interface Eip1193Provider {
-  request(args: { method: string; params?: unknown[] }): Promise<any>;
+  request(args: any, options?: any): Promise<any>;
 }
-/** The parts of a viem wallet client privsvc uses. */
+/**
+ * The parts of a viem wallet client privsvc uses (viem's `WalletClient`, wagmi's
+ * `useWalletClient()` data). privsvc calls `signTypedData({ account, domain, types,
+ * primaryType, message })` and `signMessage({ account, message: { raw } })`; the arguments are
+ * typed `any` so that viem's generic signatures fit as they are.
+ */
 export interface ViemLikeWalletClient {
-  account?: { address: Hex };
-  getAddresses?(): Promise<Hex[]>;
-  signTypedData(args: { account: unknown; domain: unknown; types: unknown; primaryType: string; message: unknown }): Promise<Hex>;
-  signMessage(args: { account: unknown; message: { raw: Uint8Array } }): Promise<Hex>;
+  account?: { readonly address: Hex } | undefined;
+  getAddresses?(): Promise<readonly Hex[]>;
+  signTypedData(args: any): Promise<Hex>;
+  signMessage(args: any): Promise<Hex>;
 }
 /** A wallet: an EIP-1193 provider or a viem-like wallet client. */
 export type WalletLike = Eip1193Provider | ViemLikeWalletClient;
@@ -87,7 +98,12 @@ export type WalletLike = Eip1193Provider | ViemLikeWalletClient;
  * (over `http(url)`: that URL with privsvc's fetch; over any other transport, `custom(...)`
  * included: the client's `request`); an EIP-1193 provider; or a `ledgerReader`.
  */
-export type PublicClientLike = string | Eip1193Provider | { transport: { type?: string; url?: string }; request: Eip1193Provider['request'] } | LedgerReader;
+export type PublicClientLike = string | Eip1193Provider | ViemLikePublicClient | LedgerReader;
+/** The parts of a viem public client privsvc uses (viem's `PublicClient`, wagmi's `usePublicClient()`). */
+export interface ViemLikePublicClient {
+  transport: { readonly type?: string; readonly url?: string | undefined };
+  request(args: any, options?: any): Promise<any>;
+}
 
 /** An in-memory dev wallet (EIP-1193); never for real funds. */
 export function devWallet(key?: Hex): Eip1193Provider & { address: Hex; isDevWallet: true };
@@ -166,7 +182,13 @@ export interface DeriveOptions {
 }
 /** What every vault provides. */
 export interface Vault {
-  readonly app: string;
+  /** The app the keys are derived for (`undefined`: a WorkerVault whose keys are not loaded yet). */
+  readonly app: string | undefined;
+  /**
+   * `true` when the keys live in a worker, not in the page's thread (`WorkerVault`); `false` for
+   * `KeyVault`. A property, not `constructor.name`, so that it reads the same in a minified bundle.
+   */
+  readonly isolated?: boolean;
   newRecord(): RecordRef | Promise<RecordRef>;
   scopeRecord(name: string): RecordRef | Promise<RecordRef>;
   makeTag(ref: RecordRef): string | Promise<string>;
@@ -184,6 +206,8 @@ export class KeyVault implements Vault {
   static random(app: string): { vault: KeyVault; recoveryCode: string };
   static fromRecoveryCode(code: string, app: string): KeyVault;
   readonly app: string;
+  /** Always `false`: the keys are in this thread. */
+  readonly isolated: false;
   newRecord(): RecordRef;
   scopeRecord(name: string): RecordRef;
   makeTag(ref: RecordRef): string;
@@ -202,7 +226,7 @@ export class WorkerVault implements Vault {
    * The bundled worker without keys: load them with `loadWallet`, `loadSignature`,
    * `loadRandom` or `loadRecoveryCode` (every other operation rejects until then).
    */
-  static spawn(): Promise<WorkerVault>;
+  static spawn(options?: WorkerOptions): Promise<WorkerVault>;
   /** Loads the keys of `app` from the wallet (derivation signature asked twice and checked). */
   loadWallet(wallet: WalletLike, app: string, opts?: DeriveOptions): Promise<void>;
   /** Loads the keys of `app` from a derivation signature already held. */
@@ -211,11 +235,14 @@ export class WorkerVault implements Vault {
   loadRandom(app: string): Promise<string>;
   /** Loads the random root of `app` from its recovery code. */
   loadRecoveryCode(code: string, app: string): Promise<void>;
-  static fromWallet(wallet: WalletLike, app: string, opts?: DeriveOptions): Promise<WorkerVault>;
-  static fromSignature(signature: Hex, app: string): Promise<WorkerVault>;
-  static random(app: string): Promise<{ vault: WorkerVault; recoveryCode: string }>;
-  static fromRecoveryCode(code: string, app: string): Promise<WorkerVault>;
+  static fromWallet(wallet: WalletLike, app: string, opts?: DeriveOptions & WorkerOptions): Promise<WorkerVault>;
+  static fromSignature(signature: Hex, app: string, options?: WorkerOptions): Promise<WorkerVault>;
+  static random(app: string, options?: WorkerOptions): Promise<{ vault: WorkerVault; recoveryCode: string }>;
+  static fromRecoveryCode(code: string, app: string, options?: WorkerOptions): Promise<WorkerVault>;
+  /** The app the keys are derived for (`undefined` until keys are loaded). */
   readonly app: string | undefined;
+  /** Always `true`: the keys are in the worker. */
+  readonly isolated: true;
   newRecord(): Promise<RecordRef>;
   scopeRecord(name: string): Promise<RecordRef>;
   makeTag(ref: RecordRef): Promise<string>;
@@ -228,8 +255,23 @@ export class WorkerVault implements Vault {
   coverScores(anchor: Uint8Array, candidates: Uint8Array): Promise<Uint8Array>;
   terminate(): void;
 }
-/** A vault from a wallet: in a worker when `isolateKeys` (default in browsers). */
-export function vaultFromWallet(wallet: WalletLike, app: string, opts?: DeriveOptions & { isolateKeys?: boolean }): Promise<KeyVault | WorkerVault>;
+/**
+ * How a `WorkerVault` starts: the worker must answer its first message (its wasm module loaded)
+ * within `timeoutMs` (default 30000), else the start rejects with a PrivsvcError.
+ */
+export interface WorkerOptions {
+  timeoutMs?: number;
+}
+/**
+ * A vault from a wallet: in a worker when `isolateKeys` (default in browsers), else in this
+ * thread. A worker that fails to start rejects with a PrivsvcError saying why; the keys never
+ * fall back into this thread.
+ */
+export function vaultFromWallet(
+  wallet: WalletLike,
+  app: string,
+  opts?: DeriveOptions & { isolateKeys?: boolean; workerTimeoutMs?: number },
+): Promise<KeyVault | WorkerVault>;
 export function asWallet(wallet: WalletLike): unknown;
 export function derivationTypedData(app: string, chainId?: number): object;
 export function proofTypedData(body: OwnershipProofBody, chainId?: number): object;
@@ -280,18 +322,25 @@ export interface CustomTokenStore {
   prune(minEpoch: number): void;
 }
 /**
- * `browserTokenStore()`: tokens, issuer-key pins and relayer pins in localStorage, coordinated
- * across tabs with Web Locks (`crossTab`; without Web Locks, one tab only).
+ * A sealed store (the device store, docs/PROTOCOL.md §8.7): `browserTokenStore()` (IndexedDB)
+ * or `fileTokenStore(dir)` (Node.js). Tokens, issuer-key pins, relayer pins and the scan cache,
+ * each part sealed under a key derived from the vault's root; a part that does not open is
+ * discarded with a warning. It opens with the first client (or TokenWallet with a `vault`) it is
+ * given to; its token methods throw until then.
  */
-export interface BrowserTokenStore extends CustomTokenStore {
-  readonly kind: 'browser';
-  /** The localStorage key: `privsvc:tokens` or `privsvc:tokens:<name>`. */
-  readonly slot: string;
-  /** Whether tabs coordinate (Web Locks present). */
+export interface SealedTokenStore extends CustomTokenStore {
+  readonly kind: 'browser' | 'file';
+  /** Whether tabs coordinate (Web Locks present; always false for files). */
   readonly crossTab: boolean;
-  /** Resolves once this instance holds the tokens it may spend (clients await it). */
+  /** The store's id once open (32 hex characters, derived from the key: it names no wallet). */
+  readonly id: string | undefined;
+  /** The parts discarded when the store opened (`tokens`, `pins`, `lease`): they did not open under the vault's key. */
+  readonly discarded: string[];
+  /** Resolves once the store is open (at once when nothing opens it yet). */
   ready(): Promise<void>;
-  /** Every stored token (all tabs), read-only; of `app` when given. */
+  /** Resolves once every change so far is written. */
+  flush(): Promise<void>;
+  /** The tokens this instance holds (its lease in a browser tab), read-only; of `app` when given. */
   stored(app?: string): StoredToken[];
   /** The issuer key pinned for (issuer, app, epoch), SPKI DER in base64. */
   keyPin(issuer: Hex, app: string, epoch: number): string | undefined;
@@ -301,31 +350,33 @@ export interface BrowserTokenStore extends CustomTokenStore {
   relayerPin(url: string): Hex | undefined;
   /** Pins `address` for `url` unless one is pinned; the pinned address. */
   pinRelayer(url: string, address: Hex): Hex;
+  /** Removes the pin of `url` (a relayer that really moved to another account); whether there was one. */
+  unpinRelayer(url: string): boolean;
   /** Every relayer pin. */
   relayerPins(): Record<string, Hex>;
 }
-/**
- * `fileTokenStore(path)` (Node.js): tokens, issuer-key pins and relayer pins in one JSON file
- * (directory 0700, file 0600, atomic writes); one process at a time per file.
- */
-export interface FileTokenStore extends Omit<BrowserTokenStore, 'kind'> {
+/** `browserTokenStore(name?)`: IndexedDB, tabs coordinated with Web Locks (a token is handed out once). */
+export interface BrowserTokenStore extends SealedTokenStore {
+  readonly kind: 'browser';
+}
+/** `fileTokenStore(dir)` (Node.js): files 0600 in 0700 directories; one process at a time per store. */
+export interface FileTokenStore extends SealedTokenStore {
   readonly kind: 'file';
-  /** The file's absolute path. */
-  readonly slot: string;
 }
 /**
- * Where the client keeps unspent tokens. A store with `relayerPin(url)` and
- * `pinRelayer(url, address)` (browserTokenStore, fileTokenStore, or a caller's) also keeps
- * the relayer pins the client makes on first use of a relayer URL; without them the pins last
- * the session.
+ * Where the client keeps unspent tokens and pins between sessions. Default: the device store
+ * (`browserTokenStore()` in browsers, `fileTokenStore(<data dir>/node)` in Node.js).
+ * `memoryStore()` keeps them for the session only (every session a first spend). A caller's own
+ * store keeps the tokens (and the pins when it has `keyPin`/`pinKey`, `relayerPin`/`pinRelayer`);
+ * the rest stays in the device store.
  */
 export type TokenStore = { readonly kind: 'memory' } | BrowserTokenStore | FileTokenStore | CustomTokenStore;
-/** In memory (the default). */
+/** In memory for the session only (as `memoryStores: true`). */
 export function memoryStore(): TokenStore;
-/** localStorage key `privsvc:tokens` (or `privsvc:tokens:<name>`; a name has no `#`). */
+/** IndexedDB database `privsvc-store` (or `privsvc-store:<name>`; a name has no `:` or `/`). */
 export function browserTokenStore(name?: string): BrowserTokenStore;
-/** Node.js: the JSON file at `path` (created 0600 in a 0700 directory when missing). */
-export function fileTokenStore(path: string): FileTokenStore;
+/** Node.js: the directory `dir` (0700), one directory per vault root, chain and project inside. */
+export function fileTokenStore(dir: string): FileTokenStore;
 
 /**
  * Where a client keeps its sealed listing between sessions (docs/API.md §3.1, `scanCache`). The
@@ -364,12 +415,34 @@ export interface SessionSchedule {
   firstRefillMs?: [number, number];
   /** Each later refill (and later look at the store). Default [600000, 21600000]. */
   laterRefillMs?: [number, number];
+  /** Between two scans (each one fetch of `coverBatches + 1` batches of one closed window). Default [60000, 180000]. */
+  scanMs?: [number, number];
+  /** The fetch age of a batch of the user's, in blocks (at least 16). Default [32, 900]. */
+  fetchAgeBlocks?: [number, number];
+  /** How long a submission's status polls go on, in batching rounds of its relayer, drawn at the 202. Default [1, 3]. */
+  statusHorizonRounds?: [number, number];
 }
 
 export interface PrivateClientOptions {
   app: string;
   /** Token minimum age, ms (default 60000; short values are for devnet demos). */
   tokenMinAgeMs?: number;
+  /**
+   * A token obtained in this session ripens at its own random age between `tokenMinAgeMs` and
+   * this, ms (default 3600000); tokens from earlier sessions ripen at `tokenMinAgeMs`.
+   */
+  tokenMaxRipeMs?: number;
+  /**
+   * Keep tokens, pins and the scan cache in memory for this session only (default false: the
+   * device store keeps them, sealed). Every session is then a first spend the issuer can time,
+   * starts with no relayer pins and fetches the user's batches again.
+   */
+  memoryStores?: boolean;
+  /**
+   * Accept a `publicClient` that is the wallet's own provider (default false: refused). A
+   * privacy risk: the wallet's RPC sees every read of the session beside the wallet's address.
+   */
+  allowWalletRpc?: boolean;
   /**
    * Let a write that finds no ripe token fetch tokens from the issuer and spend one once
    * `tokenMinAgeMs` old (default false). A timing risk, the app's explicit choice: the issuer
@@ -396,7 +469,14 @@ export interface PrivateClientOptions {
   /** The relayers to use (default: discovered from heartbeats). */
   relayers?: RelayerRef[];
   ohttpRelay?: string;
+  /**
+   * Keys in a worker (default `true` in browsers, `false` in Node.js). In a browser, a worker
+   * that fails to start makes `createPrivateClient` reject with a PrivsvcError saying why;
+   * `false` is the explicit choice of keys in the page (a `KeyVault`).
+   */
   isolateKeys?: boolean;
+  /** How long the key worker may take to start, ms (default 30000). */
+  workerTimeoutMs?: number;
   publicClient?: PublicClientLike;
   delayMs?: [number, number];
   minAnonymity?: number;
@@ -407,9 +487,9 @@ export interface PrivateClientOptions {
   rarityK?: number;
   coverBatches?: number;
   /**
-   * Where the session's listing is kept between sessions, sealed: a returning session lists only
-   * what is new since its coarse resume block. Default: `browserScanCache("<app>/<project>")` in
-   * a browser, none elsewhere; `false`: none.
+   * Where the session's listing (and the user's own records) is kept between sessions, sealed:
+   * a returning session lists only what is new since its coarse resume block. Default: the
+   * device store's (none with memory stores); `false`: none.
    */
   scanCache?: false | ScanCacheStore;
   /** The scan cache's resume granularity in blocks (default 1800, an hour of blocks). */
@@ -438,6 +518,8 @@ export interface CreateResult {
   txHash: Hex;
   relayer: string;
   batchSize: number;
+  /** The block the record was written in. */
+  block: number;
   recovered: boolean;
   warnings: CheckWarning[];
 }
@@ -458,6 +540,8 @@ export interface MyRecord {
   encrypted: boolean;
   envelope: string;
   ref: RecordRef;
+  /** false: written by this device and not verified by a scheduled scan yet. */
+  verified: boolean;
 }
 export interface RelayerEntry {
   url: string;
@@ -478,12 +562,16 @@ export interface PrivateClient {
   readonly scanCache:
     | { state: 'off' | 'empty' }
     | { state: 'resumed'; block: number }
+    | { state: 'relisted'; reason: string }
     | { state: 'discarded'; reason: string };
+  /** Where tokens and pins are kept, and the parts discarded at start (they did not open under the vault's key). */
+  readonly deviceStore: { kind: 'indexeddb' | 'file' | 'memory' | 'custom'; id?: string; discarded: string[] };
   createEntity(params: CreateParams): Promise<CreateResult>;
   /**
-   * The user's records, from the session's listing. `refresh`: wait for the first tail that
-   * starts after the call to finish its listing (at most `schedule.tailMs[1]` and 30 s) and scan
-   * what it listed; the client never lists because the app asked.
+   * The user's records as the session knows them, newest first, with no request: those its
+   * scans verified and those this device wrote (`verified: false` until a scheduled scan
+   * verifies them). `refresh`: wait for the session's next scheduled scan (at most
+   * `schedule.scanMs[1]` and 30 s); the client never reads because the app asked.
    */
   myEntities(query?: { refresh?: boolean; where?: Record<string, string | number | bigint> }): Promise<MyRecord[]>;
   proveOwnership(entityKey: Hex, params: { challenge: string; verifier: string; ttlSeconds?: number }): Promise<OwnershipProof>;
@@ -504,9 +592,11 @@ export function createPrivateClient(options: PrivateClientOptions): Promise<Priv
 
 /**
  * Verifies a ledger entity (its JSON form: a row of listApp, fetchBatches or arkiv_query) as a
- * privsvc record. Needs the time of the entity's creation block: give `reader` (or
- * `publicClient`, or `client`) to read it, or `createdTimestamp` (also read from
- * `entity.createdTimestamp`); without either every record is refused with a reason saying so.
+ * privsvc record: `verifyRecord(entity, { app, relayers })` makes every check that needs no
+ * ledger and names in `unchecked` those it could not make (`creation-window`, `copy`); give
+ * `reader` (or `publicClient`) to make them too, or `createdTimestamp` (also read from
+ * `entity.createdTimestamp`) for the creation window. A private client given as `client` is
+ * never used to read (it is the user's own).
  */
 export function verifyRecord(
   entity: object,
@@ -520,7 +610,15 @@ export function verifyRecord(
     publicClient?: PublicClientLike;
     client?: PublicClientLike | PrivateClient;
   },
-): Promise<{ ok: true; record: Record<string, unknown> & { data: Uint8Array; toText(): string } } | VerifyRefusal>;
+): Promise<
+  | {
+      ok: true;
+      record: Record<string, unknown> & { data: Uint8Array; toText(): string };
+      /** The checks that could not be made with what was given. */
+      unchecked: { code: 'creation-window' | 'copy'; reason: string }[];
+    }
+  | VerifyRefusal
+>;
 /** Why verifyRecord refused an entity: `code` for programs, `reason` for people. */
 export interface VerifyRefusal {
   ok: false;
@@ -638,11 +736,13 @@ export interface TokenRedemption {
 }
 /**
  * A token source for `createPrivateClient({ tokens })`: `tokenWallet.source()`, or a caller's
- * object whose `take(app)` hands out one unspent token (or null) and whose `putBack` takes back
- * a token whose submission failed before any relayer saw it.
+ * object whose `take(app, requestedMs)` hands out one token obtained before `requestedMs` (Unix
+ * ms, when the write was requested) and ripe, or null at once (a source never waits for a token
+ * to ripen: the moment a token is spent would tell the issuer when it was issued), and whose
+ * `putBack` takes back a token whose submission failed before any relayer saw it.
  */
 export interface TokenSource {
-  take(app: string): Promise<TokenRedemption | null>;
+  take(app: string, requestedMs?: number): Promise<TokenRedemption | null>;
   putBack(app: string, token: TokenRedemption): Promise<void>;
 }
 /** Client-side token handling (docs/API.md §3.6). */
@@ -652,10 +752,17 @@ export class TokenWallet {
     reader: PublicClientLike;
     issuer: Hex;
     issuerUrl: string;
+    /** Default: in memory. A sealed store opens under `vault`'s key (or a client opened it). */
     store?: TokenStore;
+    /** The user's vault (KeyVault or WorkerVault), whose key opens a sealed `store`. */
+    vault?: Vault;
+    /** The project of the store (default the vault's app). */
+    project?: string;
     allowOnDemand?: boolean;
     attestation?: string;
     minAgeMs?: number;
+    /** The oldest ripening age of a token obtained here, ms (default 3600000). */
+    maxRipeMs?: number;
     /** Every issuer call through this OHTTP relay (gateway key from the issuer's heartbeat). */
     ohttpRelay?: string;
     /** Carries the issuer (or relay) calls, as the client's `fetch` option. */

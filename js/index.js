@@ -5,8 +5,9 @@
 // of the privsvc crates compiled to WebAssembly. This module only gathers the package's exports:
 // errors.js (error classes), core.js (constants, envelopes, attributes, fingerprinting, wallets,
 // vaults, proofs, relayer-side helpers), net.js (the fetch settings and ledger readers),
-// store.js (token stores), scan_cache.js (scan-cache stores) and client.js (the client, reading, verification, tokens). Modules
-// import each other in that order only: no import cycle.
+// store.js (the device store: tokens, pins and the scan cache, sealed), scan_cache.js (scan-cache
+// stores) and client.js (the client, reading, verification, tokens). Modules import each other
+// in that order only: no import cycle.
 export {
   PrivsvcError,
   NonDeterministicWalletError,

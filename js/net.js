@@ -157,6 +157,33 @@ export function ledgerReader(publicClient, fetchFn = platformFetch) {
       'publicClient must be an RPC URL, a viem public client or an EIP-1193 provider (request({ method, params }))',
     );
   }
+  // The chain id is asked once per reader (the client needs it before the wasm client starts,
+  // which asks for it too): a successful answer is kept.
+  let chainIdAnswer;
+  const keepChainId = (fn) => (method, params) => {
+    if (method !== 'eth_chainId') return fn(method, params);
+    if (!chainIdAnswer) {
+      const asked = fn(method, params);
+      chainIdAnswer = asked.then((a) => {
+        const text = typeof a === 'string' ? a : new TextDecoder().decode(a);
+        if (JSON.parse(text).result === undefined) chainIdAnswer = undefined;
+        return a;
+      });
+      chainIdAnswer.catch(() => {
+        chainIdAnswer = undefined;
+      });
+    }
+    return chainIdAnswer.then((a) => (a instanceof Uint8Array ? a.slice() : a));
+  };
+  if (rpcBytes === rpc) {
+    rpc = keepChainId(rpc);
+    rpcBytes = rpc;
+  } else {
+    const bytesOnce = keepChainId(rpcBytes);
+    rpcBytes = bytesOnce;
+    const decoder = new TextDecoder();
+    rpc = async (method, params) => decoder.decode(await bytesOnce(method, params));
+  }
   const request = async ({ method, params = [] }) => {
     const answer = JSON.parse(await rpc(method, JSON.stringify(params)));
     if (answer.error) throw new PrivsvcError(`ledger RPC error: ${answer.error.message || JSON.stringify(answer.error)}`);

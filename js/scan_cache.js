@@ -100,17 +100,14 @@ export function fileScanCache(path) {
 
 /**
  * The `scanCache` option as the adapter the wasm client calls (`load` resolves to bytes, empty
- * for none; `save` and `clear` to a string), or undefined for none. Default: in a browser,
- * `browserScanCache(<app>/<project>)`; elsewhere none. `false` turns it off.
+ * for none; `save` and `clear` to a string), or undefined for none. Default (`undefined`):
+ * `fallback`, the device store's scan cache (none with memory stores). `false` turns it off.
  * @internal
  */
-export function scanCacheAdapter(option, app, project) {
-  let store = option;
-  if (store === false || store === null) return undefined;
-  if (store === undefined) {
-    if (!globalThis.indexedDB || !globalThis.window) return undefined;
-    store = browserScanCache(`${app}/${project ?? app}`);
-  }
+export function scanCacheAdapter(option, fallback) {
+  if (option === false || option === null) return undefined;
+  const store = option === undefined ? fallback : option;
+  if (store === undefined) return undefined;
   for (const m of ['load', 'save', 'clear']) {
     if (typeof store[m] !== 'function') throw new PrivsvcError('`scanCache` must be false or a store with load(), save(bytes) and clear()');
   }

@@ -1,39 +1,62 @@
-// Token stores (docs/API.md §3.6): memoryStore(), browserTokenStore(). The Rust token code calls
-// a store synchronously (list, add, remove, prune, and the key pins), but the only cross-tab lock
-// a browser has, the Web Locks API, is asynchronous. So the browser store gives each store
-// instance (each tab, each client) its own lease of tokens, which only that instance writes,
-// and moves tokens between the shared pool and the leases only under a Web Lock:
+// Token stores (docs/API.md §3.6): where a client keeps, between sessions, its unspent tokens,
+// the issuer key pins, the relayer pins and its scan cache: the device store of
+// docs/PROTOCOL.md §8.7. Every part is sealed and authenticated under a key derived from the
+// vault's root (the Rust sealing of privsvc_client::device_seal, through RawPartSealer), so a
+// script of the same origin, another program or another user can neither read nor plant one: a
+// part that does not open is discarded with a warning, never trusted.
 //
-// - `S` (the store's key, `privsvc:tokens` or `privsvc:tokens:<name>`) holds the shared pool:
-//   `{ v: 2, seq, tokens, keyPins, relayerPins }` (a JSON array there, the old form, is read as
-//   the pool's tokens). Only a holder of the exclusive Web Lock `S` reads-modifies-writes it.
-// - `S#lease:<id>` holds the tokens and pins of one live instance; only that instance writes it,
-//   synchronously, so list/add/remove/prune need no lock: no other tab writes what they read.
-// - `S#alive:<id>` is a Web Lock the instance holds for its whole life. A lease whose alive lock
-//   can be taken belongs to a closed tab: its tokens go back to the pool, under `S`.
-// - After each pool write the writer holds the shared Web Lock `S#seq:<n>` until its next
-//   write; the next holder of `S` waits until its copy of the pool shows seq >= n, since
-//   localStorage reaches other tabs asynchronously.
+// - browserTokenStore(name?): IndexedDB, database `privsvc-store` (`privsvc-store:<name>`),
+//   object store `parts`, keys `<store id>/tokens`, `<store id>/pins`, `<store id>/scan` and
+//   `<store id>/lease/<instance>`, where the store id is derived from the key (it names no
+//   wallet). The default in browsers.
+// - fileTokenStore(dir) (Node.js): a directory (0700) holding one directory per store id with
+//   the files `tokens.sealed`, `pins.sealed` and `scan.sealed` (0600, each written to a new file
+//   under an unpredictable name and renamed over it), and `.lock-node`. The default in Node.js, under
+//   `<data dir>/node` (the native client's data directory; Node.js keeps a directory of its
+//   own, since it cannot take the file lock the native client holds).
+// - memoryStore(): nothing kept; every session is a first spend (docs/PRIVACY.md).
 //
-// An instance claims the whole pool when it starts (`ready()`) and whenever a closed tab's
-// lease is reclaimed, so a token is in at most one lease and is handed out once. Tokens are not
-// shared between tabs open at the same time: each spends what it holds (its own refills
-// included); a closed tab's tokens pass to the next instance that starts.
+// A handle (what browserTokenStore() and fileTokenStore() return) is opened with a vault's key
+// by the first client (or TokenWallet) it is given to; its token methods work from then on.
 //
-// Without Web Locks (Node.js with --experimental-webstorage, old browsers) the store works in
-// one process only: every read-modify-write of `S` is synchronous, which a single JavaScript
-// thread cannot interleave, but two tabs could hand out one token twice. Use one tab there.
+// The Rust token code calls a store synchronously (list, add, remove, prune, the pins), while
+// IndexedDB and the only cross-tab lock a browser has (Web Locks) are asynchronous. So in a
+// browser each open store instance (a tab, a worker) spends only its own *lease* of tokens,
+// which only that instance writes, and tokens move between the shared pool and the leases only
+// under an exclusive Web Lock, in one IndexedDB transaction:
+// - the pool (`tokens`) holds the tokens no live instance holds;
+// - `lease/<id>` holds the tokens of one live instance (written by that instance after each
+//   change, in the order of the changes);
+// - `privsvc:<db>:<store id>:alive:<id>` is a Web Lock the instance holds for its whole life: a
+//   lease whose alive lock can be taken belongs to a closed tab, and its tokens go back to the
+//   pool, under the lock `privsvc:<db>:<store id>`, in the transaction that deletes the lease.
+// An instance claims the whole pool when it opens and whenever a closed tab's lease is
+// reclaimed, so a token is in at most one lease and is handed out once. Tabs open at the same
+// time do not share tokens: each spends what it holds (its own refills included). Without Web
+// Locks (browsers before 2022) the store is safe in one tab only.
 import { PrivsvcError } from './errors.js';
 import { raw } from './wasm.js';
 
+const CONSTANTS = JSON.parse(raw.rawConstants());
 /** Pins stay this many days after their epoch (privsvc-tokens' PIN_RETENTION_DAYS). */
-const PIN_RETENTION_DAYS = JSON.parse(raw.rawConstants()).pinRetentionDays;
-/** How long a maintenance waits for a pool write of another tab to arrive here, ms. */
-const FRESH_WAIT_MS = 3000;
+const PIN_RETENTION_DAYS = CONSTANTS.pinRetentionDays;
+/** The sealed parts (docs/PROTOCOL.md §8.7). */
+const TOKENS = 1;
+const PINS = 2;
+/** The IndexedDB database and object store of browser stores. */
+const IDB_NAME = 'privsvc-store';
+const IDB_STORE = 'parts';
+/** How a handle is opened (internal: createPrivateClient and TokenWallet call it). */
+const OPEN = Symbol('privsvc.openStore');
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
 
 /**
- * The in-memory token store (the default): unspent tokens and key pins live in the client
- * session and are lost with it. Pass it as `tokenStore`.
+ * The in-memory token store: unspent tokens and pins live in the client session and are lost
+ * with it, and the session keeps no scan cache. Every session then starts with no token (its
+ * first write is a first spend the issuer can time), no relayer pins and no cache. Pass it as
+ * `tokenStore`, or set `memoryStores: true`.
  */
 export function memoryStore() {
   return Object.freeze({ kind: 'memory' });
@@ -44,27 +67,13 @@ function randomId() {
   return Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
 }
 
-function parse(text) {
-  if (!text) return undefined;
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
+function warn(message) {
+  console.warn(`privsvc: ${message}`);
 }
 
-/** A pool or lease read from its item: arrays and maps always present. */
-function shape(value) {
-  if (Array.isArray(value)) return { seq: 0, gone: [], tokens: value.filter(isToken), keyPins: {}, relayerPins: {} };
-  const v = value && typeof value === 'object' ? value : {};
-  return {
-    seq: Number.isSafeInteger(v.seq) ? v.seq : 0,
-    // Instances whose leases went back to the pool (the latest 100): never reclaimed twice.
-    gone: Array.isArray(v.gone) ? v.gone.filter((x) => typeof x === 'string').slice(-100) : [],
-    tokens: Array.isArray(v.tokens) ? v.tokens.filter(isToken) : [],
-    keyPins: v.keyPins && typeof v.keyPins === 'object' ? v.keyPins : {},
-    relayerPins: v.relayerPins && typeof v.relayerPins === 'object' ? v.relayerPins : {},
-  };
+/** Today's UTC day number (the token epoch). */
+function today() {
+  return raw.rawEpochOf(Date.now());
 }
 
 function isToken(t) {
@@ -75,127 +84,181 @@ function mergeTokens(into, tokens) {
   for (const t of tokens) if (isToken(t) && !into.some((x) => x.app === t.app && x.nonce === t.nonce)) into.push({ ...t });
 }
 
-/** Adds the pins of `from` that `into` lacks (the first pin of a key wins). */
-function mergePins(into, from) {
-  for (const [k, v] of Object.entries(from)) if (!Object.hasOwn(into, k)) into[k] = v;
+// ---------------------------------------------------------------------------------------------
+// Sealed parts. The content is the native device store's JSON: tokens as the Rust StoredToken
+// list, pins as `{ keys: [[issuer, app, epoch, spki hex]], relayers: { url: account } }`.
+
+function hexOf(bytes) {
+  return Array.from(bytes, (x) => x.toString(16).padStart(2, '0')).join('');
 }
 
-function pinKey(issuer, app, epoch) {
-  return `${String(issuer).toLowerCase()}|${app}|${epoch}`;
+function base64ToHex(b64) {
+  return hexOf(Uint8Array.from(atob(b64), (c) => c.charCodeAt(0)));
+}
+
+function hexToBase64(hex) {
+  let text = '';
+  for (let i = 0; i + 1 < hex.length; i += 2) text += String.fromCharCode(parseInt(hex.slice(i, i + 2), 16));
+  return btoa(text);
+}
+
+function emptyPins() {
+  return { keys: [], relayers: {} };
+}
+
+function shapePins(v) {
+  const out = emptyPins();
+  if (!v || typeof v !== 'object') return out;
+  if (Array.isArray(v.keys)) {
+    for (const k of v.keys) {
+      if (Array.isArray(k) && k.length === 4 && typeof k[0] === 'string' && typeof k[1] === 'string' && Number.isSafeInteger(k[2]) && typeof k[3] === 'string') out.keys.push(k);
+    }
+  }
+  if (v.relayers && typeof v.relayers === 'object') {
+    for (const [url, a] of Object.entries(v.relayers)) if (typeof a === 'string') out.relayers[url] = a;
+  }
+  return out;
+}
+
+/** Adds the pins of `from` that `into` lacks (the first pin of a key wins). */
+function mergePins(into, from) {
+  for (const k of from.keys) if (!into.keys.some((x) => sameKeyPin(x, k))) into.keys.push(k);
+  for (const [url, a] of Object.entries(from.relayers)) if (!Object.hasOwn(into.relayers, url)) into.relayers[url] = a;
+}
+
+function sameKeyPin(a, b) {
+  return a[0].toLowerCase() === b[0].toLowerCase() && a[1] === b[1] && a[2] === b[2];
 }
 
 function prunePins(pins, minEpoch) {
-  for (const k of Object.keys(pins)) {
-    const epoch = Number(k.slice(k.lastIndexOf('|') + 1));
-    if (!(epoch >= minEpoch)) delete pins[k];
-  }
+  pins.keys = pins.keys.filter((k) => k[2] >= minEpoch);
 }
 
-/** Today's UTC day number (the token epoch). */
-function today() {
-  return raw.rawEpochOf(Date.now());
-}
-
-/**
- * The browser token store: unspent tokens, the issuer-key pins and the relayer pins
- * (url -> address) in `localStorage` under `privsvc:tokens` (or `privsvc:tokens:<name>`), kept
- * by the client across reloads. Pass it as `tokenStore` (or a TokenWallet's `store`). Tabs of
- * one origin coordinate with the Web Locks API (see above): a token is handed out once, whatever
- * the number of tabs. Without Web Locks it is safe within one tab only.
- *
- * Beside the TokenStore methods the client calls, it has `ready()` (resolves once the store has
- * claimed the tokens it may spend; the client and TokenWallet await it), `stored(app?)` (every
- * stored token of every tab, read-only), `relayerPins()` and, for the Rust client's relayer
- * pinning, `relayerPin(url)` and `pinRelayer(url, address)`.
- */
-export function browserTokenStore(name) {
-  const storage = globalThis.localStorage;
-  if (!storage) throw new PrivsvcError('browserTokenStore needs localStorage (a browser page)');
-  if (name !== undefined && (typeof name !== 'string' || name === '' || /[#]/.test(name))) {
-    throw new PrivsvcError('browserTokenStore(name): a non-empty name without "#"');
-  }
-  const slot = name ? `privsvc:tokens:${name}` : 'privsvc:tokens';
-  const locks = globalThis.navigator && globalThis.navigator.locks;
-  return locks && typeof locks.request === 'function' ? leasedStore(storage, locks, slot) : singleProcessStore(storage, slot);
-}
-
-/** Reads `key` of `storage` as a pool or lease. */
-function readItem(storage, key) {
-  return shape(parse(storage.getItem(key)));
-}
-
-function writeItem(storage, key, value) {
-  try {
-    storage.setItem(key, JSON.stringify(value));
-  } catch (e) {
-    throw new PrivsvcError(`cannot write the token store ${key} (${e && e.name === 'QuotaExceededError' ? 'quota exceeded' : e && e.message})`);
-  }
-}
-
-/** The pins part shared by both kinds of store, over `view()` (a lease or the pool) and `save()`. */
-function pinMethods(own, save, others) {
-  const find = (map, k) => {
-    if (Object.hasOwn(own().map(map), k)) return own().map(map)[k];
-    for (const o of others()) if (Object.hasOwn(o[map], k)) return o[map][k];
-    return undefined;
-  };
-  const first = (map, k, value) => {
-    const found = find(map, k);
-    if (found !== undefined) return found;
-    own().map(map)[k] = value;
-    save();
-    return value;
-  };
+/** The sealer of one store: `seal(part, value)` and `open(part, bytes)` (undefined: discard). */
+function partsOf(sealer) {
   return {
-    /** The issuer key pinned for (issuer, app, epoch), SPKI DER in base64, or undefined. */
-    keyPin: (issuer, app, epoch) => find('keyPins', pinKey(issuer, app, epoch)),
-    /** Pins `spki` (base64) for (issuer, app, epoch) unless a key is pinned; the pinned key. */
-    pinKey: (issuer, app, epoch, spki) => first('keyPins', pinKey(issuer, app, epoch), String(spki)),
-    /** The relayer account pinned for `url`, or undefined. */
-    relayerPin: (url) => find('relayerPins', String(url)),
-    /** Pins `address` for `url` unless one is pinned; the pinned address. */
-    pinRelayer: (url, address) => first('relayerPins', String(url), String(address)),
-    /** Every relayer pin: `{ url: address }`. */
-    relayerPins() {
-      const out = {};
-      mergePins(out, own().map('relayerPins'));
-      for (const o of others()) mergePins(out, o.relayerPins);
-      return out;
-    },
-  };
-}
-
-/**
- * The Node.js file token store: unspent tokens, the issuer-key pins and the relayer pins
- * (url -> address) in one JSON file at `path`, as the Rust client's file store keeps its pins
- * next to its tokens. The directory is made 0700 and the file written 0600, each write to a
- * temporary file of an unpredictable name renamed over it. Every method reads and writes the
- * file synchronously: one process at a time per file. Pass it as `tokenStore` (or a
- * TokenWallet's `store`).
- */
-export function fileTokenStore(path) {
-  const proc = globalThis.process;
-  const fs = proc && typeof proc.getBuiltinModule === 'function' ? proc.getBuiltinModule('node:fs') : undefined;
-  const paths = fs && proc.getBuiltinModule('node:path');
-  if (!fs) throw new PrivsvcError('fileTokenStore needs Node.js 22 (a browser page has browserTokenStore)');
-  if (typeof path !== 'string' || path === '') throw new PrivsvcError('fileTokenStore(path): the file to keep tokens in');
-  const file = paths.resolve(path);
-  const dir = paths.dirname(file);
-  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const storage = {
-    getItem() {
+    id: sealer.storeId,
+    seal: (part, value) => sealer.seal(part, encoder.encode(JSON.stringify(value))),
+    open(part, bytes) {
+      if (!(bytes instanceof Uint8Array)) return undefined;
+      const content = sealer.open(part, bytes);
+      if (content === undefined) return undefined;
       try {
-        return fs.readFileSync(file, 'utf8');
-      } catch (e) {
-        if (e && e.code === 'ENOENT') return null;
-        throw new PrivsvcError(`cannot read the token store ${file}: ${e && e.message}`);
+        return JSON.parse(decoder.decode(content));
+      } catch {
+        return undefined;
+      } finally {
+        content.fill(0);
       }
     },
-    setItem(_, text) {
-      const temp = paths.join(dir, `.${paths.basename(file)}.${randomId()}${randomId()}.tmp`);
+  };
+}
+
+/**
+ * The sealer of the store of `key` (a vault's scan-cache key, 32 bytes; zeroed here) for
+ * `project` on `chainId`, or undefined when `key` is not one.
+ * @internal
+ */
+export function storeSealer(key, chainId, project) {
+  if (!(key instanceof Uint8Array) || key.length !== 32) return undefined;
+  try {
+    return new raw.RawPartSealer(key, chainId, project);
+  } finally {
+    key.fill(0);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Backends: where sealed bytes are kept. `run(mode, fn)` runs `fn(tx)` in one transaction
+// (`tx.get(key)`, `tx.put(key, bytes)`, `tx.del(key)`, `tx.keys(prefix)`, each a promise in
+// IndexedDB, a value with files) and resolves to its result once the transaction committed.
+
+function idbRequest(req) {
+  return new Promise((resolve, reject) => {
+    req.onsuccess = () => resolve(req.result);
+    req.onerror = () => reject(req.error);
+  });
+}
+
+function idbBackend(dbName) {
+  const indexedDB = globalThis.indexedDB;
+  let db;
+  const openDb = () => {
+    db = db || (async () => {
+      const req = indexedDB.open(dbName, 1);
+      req.onupgradeneeded = () => req.result.createObjectStore(IDB_STORE);
+      return idbRequest(req);
+    })();
+    return db;
+  };
+  return {
+    kind: 'indexeddb',
+    location: `indexeddb:${dbName}`,
+    lockName: `privsvc:${dbName}`,
+    async run(mode, fn) {
+      const t = (await openDb()).transaction(IDB_STORE, mode);
+      const s = t.objectStore(IDB_STORE);
+      const done = new Promise((resolve, reject) => {
+        t.oncomplete = () => resolve();
+        t.onabort = () => reject(t.error || new Error('the IndexedDB transaction was aborted'));
+        t.onerror = () => reject(t.error);
+      });
+      const tx = {
+        get: async (key) => {
+          const v = await idbRequest(s.get(key));
+          return v instanceof Uint8Array ? v : v instanceof ArrayBuffer ? new Uint8Array(v) : undefined;
+        },
+        put: (key, bytes) => idbRequest(s.put(bytes, key)),
+        del: (key) => idbRequest(s.delete(key)),
+        keys: (prefix) => idbRequest(s.getAllKeys(IDBKeyRange.bound(prefix, `${prefix}\uffff`))),
+      };
+      let result;
+      try {
+        result = await fn(tx);
+        try {
+          // Sooner than the automatic commit; a transaction that already finished throws.
+          if (typeof t.commit === 'function') t.commit();
+        } catch {
+          // Committed already.
+        }
+      } catch (e) {
+        try {
+          t.abort();
+        } catch {
+          // Already finished.
+        }
+        throw e;
+      }
+      await done;
+      return result;
+    },
+  };
+}
+
+/** Node.js: files under `dir`, synchronous (one process holds a store's directory). */
+function fileBackend(dir) {
+  const proc = globalThis.process;
+  const fs = proc.getBuiltinModule('node:fs');
+  const paths = proc.getBuiltinModule('node:path');
+  const fileOf = (key) => {
+    const [id, slot] = key.split('/');
+    return paths.join(dir, id, `${slot}.sealed`);
+  };
+  const tx = {
+    get(key) {
+      try {
+        return new Uint8Array(fs.readFileSync(fileOf(key)));
+      } catch (e) {
+        if (e && e.code === 'ENOENT') return undefined;
+        throw new PrivsvcError(`cannot read ${fileOf(key)}: ${e && e.message}`);
+      }
+    },
+    put(key, bytes) {
+      const file = fileOf(key);
+      const temp = paths.join(paths.dirname(file), `.${paths.basename(file)}.${randomId()}${randomId()}.tmp`);
       const fd = fs.openSync(temp, 'wx', 0o600);
       try {
-        fs.writeFileSync(fd, text);
+        fs.writeFileSync(fd, bytes);
         fs.fsyncSync(fd);
       } finally {
         fs.closeSync(fd);
@@ -204,230 +267,567 @@ export function fileTokenStore(path) {
         fs.renameSync(temp, file);
       } catch (e) {
         fs.rmSync(temp, { force: true });
-        throw e;
+        throw new PrivsvcError(`cannot write ${file}: ${e && e.message}`);
       }
     },
-  };
-  return singleProcessStore(storage, file, 'file');
-}
-
-/** Without Web Locks: the pool itself, read-modified-written synchronously (one process only). */
-function singleProcessStore(storage, slot, kind = 'browser') {
-  const load = () => readItem(storage, slot);
-  let current;
-  const own = () => {
-    current = load();
-    return { map: (m) => current[m] };
-  };
-  const save = () => writeItem(storage, slot, { v: 2, ...current });
-  const update = (fn) => {
-    current = load();
-    const r = fn(current);
-    save();
-    return r;
-  };
-  return Object.freeze({
-    kind,
-    slot,
-    crossTab: false,
-    ready: async () => {},
-    stored: (app) => load().tokens.filter((t) => app === undefined || t.app === app),
-    list: (app) => load().tokens.filter((t) => t.app === app),
-    add: (tokens) => update((p) => mergeTokens(p.tokens, tokens)),
-    remove(app, nonce) {
-      return update((p) => {
-        const i = p.tokens.findIndex((t) => t.app === app && t.nonce === nonce);
-        if (i >= 0) p.tokens.splice(i, 1);
-        return i >= 0;
-      });
+    del(key) {
+      fs.rmSync(fileOf(key), { force: true });
     },
-    prune: (minEpoch) =>
-      update((p) => {
-        p.tokens = p.tokens.filter((t) => t.epoch >= minEpoch);
-        prunePins(p.keyPins, minEpoch - PIN_RETENTION_DAYS);
-      }),
-    ...pinMethods(own, save, () => []),
-  });
+    keys: () => [],
+  };
+  return {
+    kind: 'file',
+    location: `file:${dir}`,
+    dir,
+    sync: true,
+    run: async (_mode, fn) => fn(tx),
+    tx,
+    /** Makes `<dir>/<id>` (0700, the data directory too) and takes its lock for this process. */
+    claim(id) {
+      for (const d of [dir, paths.join(dir, id)]) {
+        fs.mkdirSync(d, { recursive: true, mode: 0o700 });
+        fs.chmodSync(d, 0o700);
+      }
+      // Not the native client's `.lock` (a lock Node.js cannot take): a lock file of its own.
+      return lockDir(fs, paths.join(dir, id, '.lock-node'));
+    },
+  };
 }
 
-/** With Web Locks: a lease per instance, the pool moved only under the lock `slot`. */
-function leasedStore(storage, locks, slot) {
-  const id = randomId();
-  const leaseKey = `${slot}#lease:${id}`;
-  const leasePrefix = `${slot}#lease:`;
-  const alive = (x) => `${slot}#alive:${x}`;
-  const seqPrefix = `${slot}#seq:`;
-  // This instance's lease, in memory and written through to its item (only we write it).
-  const lease = { tokens: [], keyPins: {}, relayerPins: {} };
-  const saveLease = () => writeItem(storage, leaseKey, lease);
-  let releaseSeq = () => {};
-  const watched = new Set();
+/** Takes `<store dir>/.lock-node` for this process (a stale lock of an ended process is taken over). */
+function lockDir(fs, file) {
+  const pid = globalThis.process.pid;
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      fs.writeFileSync(file, String(pid), { flag: 'wx', mode: 0o600 });
+      const unlock = () => {
+        globalThis.process.off('exit', unlock);
+        try {
+          fs.rmSync(file, { force: true });
+        } catch {
+          // Leaving: nothing to do.
+        }
+      };
+      globalThis.process.on('exit', unlock);
+      return unlock;
+    } catch (e) {
+      if (!e || e.code !== 'EEXIST') throw new PrivsvcError(`cannot lock the token store ${file}: ${e && e.message}`);
+    }
+    const holder = Number(fs.readFileSync(file, 'utf8'));
+    let alive = false;
+    if (Number.isSafeInteger(holder) && holder > 0 && holder !== pid) {
+      try {
+        globalThis.process.kill(holder, 0);
+        alive = true;
+      } catch (e) {
+        alive = e && e.code === 'EPERM';
+      }
+    }
+    if (alive) {
+      throw new PrivsvcError(`${file}: the token store is in use by another process (${holder}); close it, or give this client another store (fileTokenStore(dir)) or memoryStores: true`);
+    }
+    fs.rmSync(file, { force: true });
+  }
+  throw new PrivsvcError(`cannot lock the token store ${file}`);
+}
 
-  const otherLeases = () => {
-    const out = [];
-    for (let i = 0; i < storage.length; i++) {
-      const k = storage.key(i);
-      if (k && k.startsWith(leasePrefix) && k !== leaseKey) out.push(readItem(storage, k));
-    }
-    return out;
-  };
+// ---------------------------------------------------------------------------------------------
+// An open store: the TokenStore methods the Rust client calls (synchronous, over this
+// instance's tokens and the pins in memory), kept in the backend after each change.
 
-  /** Waits until this tab's copy of the pool shows the last write any live tab announced. */
-  async function freshPool() {
-    const state = await locks.query();
-    let want = 0;
-    for (const l of state.held || []) {
-      if (l.name && l.name.startsWith(seqPrefix)) want = Math.max(want, Number(l.name.slice(seqPrefix.length)) || 0);
-    }
-    const deadline = Date.now() + FRESH_WAIT_MS;
-    for (;;) {
-      const pool = readItem(storage, slot);
-      if (pool.seq >= want) return pool;
-      if (Date.now() > deadline) throw new PrivsvcError('the token pool written by another tab has not arrived in this tab');
-      await new Promise((r) => setTimeout(r, 10));
-    }
+/** Open stores by backend location and store id: the clients of one page or process share one. */
+const openStores = new Map();
+
+class OpenStore {
+  #backend;
+  #parts;
+  #locks;
+  #id = randomId();
+  #tokens = [];
+  #pins = emptyPins();
+  #flushing = null;
+  #dirty = false;
+  #pinWrites = Promise.resolve();
+  #watched = new Set();
+  #endAlive = () => {};
+  #unlock = () => {};
+  /** Aborts the watches of other instances when this one ends. */
+  #ending = new AbortController();
+  /** The parts discarded when they did not open (`tokens`, `pins`, a lease). */
+  discarded = [];
+
+  constructor(backend, parts, locks) {
+    this.#backend = backend;
+    this.#parts = parts;
+    this.#locks = locks;
   }
 
-  /** Writes the pool and announces its seq (held until our next pool write). */
-  async function writePool(pool) {
-    pool.seq += 1;
-    writeItem(storage, slot, { v: 2, ...pool });
-    const previous = releaseSeq;
-    await new Promise((granted) => {
-      locks.request(`${seqPrefix}${pool.seq}`, { mode: 'shared' }, () => {
-        granted();
-        return new Promise((release) => {
-          releaseSeq = release;
+  get #prefix() {
+    return `${this.#parts.id}/`;
+  }
+
+  get crossTab() {
+    return Boolean(this.#locks);
+  }
+
+  /** The store's id (derived from the key; names no wallet). */
+  get id() {
+    return this.#parts.id;
+  }
+
+  /** Reads the parts (and, with Web Locks, claims the pool and the leases of closed tabs). */
+  async start() {
+    if (this.#locks) {
+      const alive = this.#lockName(`alive:${this.#id}`);
+      await new Promise((granted) => {
+        this.#locks.request(alive, () => {
+          granted();
+          return new Promise((end) => {
+            this.#endAlive = end;
+          });
         });
       });
+      await this.#sweep();
+      return;
+    }
+    if (this.#backend.claim) this.#unlock = this.#backend.claim(this.#parts.id);
+    await this.#backend.run('readwrite', async (tx) => {
+      this.#tokens = (await this.#openPart(tx, 'tokens', TOKENS)) ?? [];
+      this.#pins = shapePins(await this.#openPart(tx, 'pins', PINS));
     });
-    previous();
+    this.#tokens = this.#tokens.filter(isToken);
   }
 
-  /** Under `slot`: moves the leases of `dead` instances and every pool token into our lease. */
-  async function maintain(dead = []) {
-    await locks.request(slot, { mode: 'exclusive' }, async () => {
-      const pool = await freshPool();
-      for (const x of dead) {
-        const key = `${leasePrefix}${x}`;
-        if (pool.gone.includes(x)) {
-          storage.removeItem(key);
-          continue;
-        }
-        pool.gone.push(x);
-        const theirs = readItem(storage, key);
-        mergeTokens(pool.tokens, theirs.tokens);
-        mergePins(pool.keyPins, theirs.keyPins);
-        mergePins(pool.relayerPins, theirs.relayerPins);
-        storage.removeItem(key);
-      }
-      mergePins(pool.keyPins, lease.keyPins);
-      mergePins(pool.relayerPins, lease.relayerPins);
-      prunePins(pool.keyPins, today() - PIN_RETENTION_DAYS);
-      const claimed = pool.tokens;
-      pool.tokens = [];
-      // The pool first, then the lease: a crash in between loses the tokens, never doubles them.
-      await writePool(pool);
-      mergeTokens(lease.tokens, claimed);
-      saveLease();
-    });
+  #lockName(suffix) {
+    return `${this.#backend.lockName}:${this.#parts.id}${suffix ? `:${suffix}` : ''}`;
   }
 
-  /** Finds the leases of closed tabs (reclaimed now) and watches the live ones. */
-  async function sweep() {
+  /** The content of a part, or undefined; a part that does not open is deleted (and noted). */
+  async #openPart(tx, slot, part) {
+    const bytes = await tx.get(this.#prefix + slot);
+    if (bytes === undefined) return undefined;
+    const value = this.#parts.open(part, bytes);
+    if (value === undefined) {
+      warn(`the token store part ${slot} does not open under this vault's key; discarding it`);
+      this.discarded.push(slot.startsWith('lease/') ? 'lease' : slot);
+      await tx.del(this.#prefix + slot);
+    }
+    return value;
+  }
+
+  /** Finds the leases of closed tabs (reclaimed now), claims the pool, watches live tabs. */
+  async #sweep() {
+    const leasePrefix = `${this.#prefix}lease/`;
+    const ids = (await this.#backend.run('readonly', (tx) => tx.keys(leasePrefix))).map((k) => String(k).slice(leasePrefix.length));
     const dead = [];
-    const ids = [];
-    for (let i = 0; i < storage.length; i++) {
-      const k = storage.key(i);
-      if (k && k.startsWith(leasePrefix) && k !== leaseKey) ids.push(k.slice(leasePrefix.length));
-    }
     for (const x of ids) {
-      if (watched.has(x)) continue;
+      if (x === this.#id || this.#watched.has(x)) continue;
       // ifAvailable: granted at once only when no live instance holds it.
-      const free = await locks.request(alive(x), { ifAvailable: true }, (lock) => lock !== null);
+      const free = await this.#locks.request(this.#lockName(`alive:${x}`), { ifAvailable: true }, (lock) => lock !== null);
       if (free) dead.push(x);
-      else watch(x);
+      else this.#watch(x);
     }
-    await maintain(dead);
-    await watchLive();
+    await this.#maintain(dead);
+    await this.#watchLive();
+  }
+
+  /** Under the store's lock, in one transaction: the leases of `dead` and the pool into ours. */
+  async #maintain(dead) {
+    await this.#locks.request(this.#lockName(''), { mode: 'exclusive' }, () =>
+      this.#backend.run('readwrite', async (tx) => {
+        const pool = (await this.#openPart(tx, 'tokens', TOKENS)) ?? [];
+        const pins = shapePins(await this.#openPart(tx, 'pins', PINS));
+        for (const x of dead) {
+          mergeTokens(pool, (await this.#openPart(tx, `lease/${x}`, TOKENS)) ?? []);
+          await tx.del(`${this.#prefix}lease/${x}`);
+        }
+        mergePins(pins, this.#pins);
+        prunePins(pins, today() - PIN_RETENTION_DAYS);
+        this.#pins = pins;
+        mergeTokens(this.#tokens, pool);
+        // One transaction: the pool emptied and our lease written together, or neither.
+        await tx.put(`${this.#prefix}tokens`, this.#parts.seal(TOKENS, []));
+        await tx.put(`${this.#prefix}pins`, this.#parts.seal(PINS, pins));
+        await tx.put(`${this.#prefix}lease/${this.#id}`, this.#parts.seal(TOKENS, this.#tokens));
+      }),
+    );
+    // Changes made while the transaction ran are written after it.
+    this.#save();
   }
 
   /**
-   * Watches every live instance not watched yet, as the lock manager sees them now (its view is
-   * the same in every tab at once; a lease item written by another tab may not have arrived
-   * here yet). Called once this instance has claimed the pool: an instance that claimed it
-   * before us held its alive lock before it asked for the pool, so we see it and reclaim its
-   * tokens when it ends, even when its lease item had not arrived here when we swept.
+   * Watches every live instance not watched yet, as the lock manager sees them now: an
+   * instance that claimed the pool before us held its alive lock before it asked for the pool,
+   * so we see it and reclaim its tokens when it ends.
    */
-  async function watchLive() {
-    const state = await locks.query();
-    const prefix = alive('');
+  async #watchLive() {
+    const state = await this.#locks.query();
+    const prefix = this.#lockName('alive:');
     for (const l of state.held || []) {
       const x = l.name && l.name.startsWith(prefix) ? l.name.slice(prefix.length) : undefined;
-      if (x && x !== id && !watched.has(x)) watch(x);
+      if (x && x !== this.#id && !this.#watched.has(x)) this.#watch(x);
     }
   }
 
   /** When instance `x` ends (its alive lock is released), reclaim its lease. */
-  function watch(x) {
-    watched.add(x);
-    locks
-      .request(alive(x), async () => {
-        await maintain([x]);
+  #watch(x) {
+    this.#watched.add(x);
+    this.#locks
+      .request(this.#lockName(`alive:${x}`), { signal: this.#ending.signal }, () => this.#maintain([x]))
+      .catch((e) => {
+        if (!this.#ending.signal.aborted) warn(`a closed tab's tokens could not be taken over (${e && e.message})`);
       })
-      .catch(() => {})
-      .finally(() => watched.delete(x));
+      .finally(() => this.#watched.delete(x));
   }
 
-  const ready = (async () => {
-    // Our own alive lock, held for the life of this page (or worker).
-    await new Promise((granted) => {
-      locks.request(alive(id), () => {
-        granted();
-        return new Promise(() => {});
-      });
-    });
-    saveLease();
-    try {
-      await sweep();
-    } catch (e) {
-      // Safe either way: this instance then spends only the tokens it fetches itself.
-      console.warn(`privsvc: browserTokenStore could not take over stored tokens (${e && e.message})`);
+  /**
+   * Keeps this instance's tokens: at once with files (durable before the call returns), else
+   * in the next transaction (issued within this task, in the order of the changes).
+   */
+  #save() {
+    if (this.#backend.sync) {
+      this.#backend.tx.put(`${this.#prefix}tokens`, this.#parts.seal(TOKENS, this.#tokens));
+      return;
     }
-  })();
+    this.#dirty = true;
+    if (this.#flushing) return;
+    this.#flushing = (async () => {
+      await null;
+      while (this.#dirty) {
+        this.#dirty = false;
+        const slot = this.#locks ? `lease/${this.#id}` : 'tokens';
+        const sealed = this.#parts.seal(TOKENS, this.#tokens);
+        try {
+          await this.#backend.run('readwrite', (tx) => tx.put(this.#prefix + slot, sealed));
+        } catch (e) {
+          warn(`cannot write the token store (${e && e.message})`);
+        }
+      }
+      this.#flushing = null;
+    })();
+  }
 
-  const own = () => ({ map: (m) => lease[m] });
-  return Object.freeze({
-    kind: 'browser',
-    slot,
-    crossTab: true,
-    /** Resolves once this instance holds its lease (every client and TokenWallet awaits it). */
-    ready: () => ready,
-    stored(app) {
-      const all = [];
-      mergeTokens(all, readItem(storage, slot).tokens);
-      mergeTokens(all, lease.tokens);
-      for (const o of otherLeases()) mergeTokens(all, o.tokens);
-      return all.filter((t) => app === undefined || t.app === app);
+  /** Keeps the pins: at once with files; else merged into the stored pins under the lock. */
+  #savePins() {
+    if (this.#backend.sync) {
+      this.#backend.tx.put(`${this.#prefix}pins`, this.#parts.seal(PINS, this.#pins));
+      return;
+    }
+    const write = () =>
+      this.#backend.run('readwrite', async (tx) => {
+        const stored = this.#locks ? shapePins(await this.#openPart(tx, 'pins', PINS)) : emptyPins();
+        mergePins(stored, this.#pins);
+        this.#pins = stored;
+        await tx.put(`${this.#prefix}pins`, this.#parts.seal(PINS, stored));
+      });
+    this.#pinWrite(write);
+  }
+
+  /** Runs `write` (of the pins part) under the store's lock, after the pin writes before it. */
+  #pinWrite(write) {
+    const run = () => (this.#locks ? this.#locks.request(this.#lockName(''), { mode: 'exclusive' }, write) : write());
+    this.#pinWrites = this.#pinWrites.then(run).catch((e) => warn(`cannot write the pins (${e && e.message})`));
+  }
+
+  /** Resolves once every change so far is written. */
+  async flush() {
+    while (this.#flushing) await this.#flushing;
+    await this.#pinWrites;
+  }
+
+  /**
+   * Ends this instance once its last client closed: its changes written, its lease left to
+   * the next instance (its alive lock released), its directory unlocked.
+   */
+  async end() {
+    if (this.#backend.sync) {
+      // Every change is on disk already.
+      this.#unlock();
+      return;
+    }
+    this.#ending.abort();
+    await this.flush();
+    this.#endAlive();
+    this.#unlock();
+  }
+
+  // --- the TokenStore methods (docs/API.md §3.6), synchronous
+
+  list(app) {
+    return this.#tokens.filter((t) => t.app === app).map((t) => ({ ...t }));
+  }
+
+  add(tokens) {
+    const before = this.#tokens.length;
+    mergeTokens(this.#tokens, tokens);
+    if (this.#tokens.length !== before) this.#save();
+  }
+
+  remove(app, nonce) {
+    const i = this.#tokens.findIndex((t) => t.app === app && t.nonce === nonce);
+    if (i < 0) return false;
+    this.#tokens.splice(i, 1);
+    this.#save();
+    return true;
+  }
+
+  prune(minEpoch) {
+    const before = this.#tokens.length;
+    this.#tokens = this.#tokens.filter((t) => t.epoch >= minEpoch);
+    const keys = this.#pins.keys.length;
+    prunePins(this.#pins, minEpoch - PIN_RETENTION_DAYS);
+    if (this.#tokens.length !== before) this.#save();
+    if (this.#pins.keys.length !== keys) this.#savePins();
+  }
+
+  /** The tokens this instance holds (of `app` when given), read-only. */
+  stored(app) {
+    return this.#tokens.filter((t) => app === undefined || t.app === app).map((t) => ({ ...t }));
+  }
+
+  /** The issuer key pinned for (issuer, app, epoch), SPKI DER in base64, or undefined. */
+  keyPin(issuer, app, epoch) {
+    const k = this.#pins.keys.find((x) => sameKeyPin(x, [String(issuer), app, epoch]));
+    return k ? hexToBase64(k[3]) : undefined;
+  }
+
+  /** Pins `spki` (base64) for (issuer, app, epoch) unless a key is pinned; the pinned key. */
+  pinKey(issuer, app, epoch, spki) {
+    const pinned = this.keyPin(issuer, app, epoch);
+    if (pinned !== undefined) return pinned;
+    this.#pins.keys.push([String(issuer), app, epoch, base64ToHex(String(spki))]);
+    this.#savePins();
+    return String(spki);
+  }
+
+  /** The relayer account pinned for `url`, or undefined. */
+  relayerPin(url) {
+    return Object.hasOwn(this.#pins.relayers, url) ? this.#pins.relayers[url] : undefined;
+  }
+
+  /** Pins `address` for `url` unless one is pinned; the pinned address. */
+  pinRelayer(url, address) {
+    const pinned = this.relayerPin(url);
+    if (pinned !== undefined) return pinned;
+    this.#pins.relayers[String(url)] = String(address);
+    this.#savePins();
+    return String(address);
+  }
+
+  /** Removes the pin of `url`; whether there was one. */
+  unpinRelayer(url) {
+    if (!Object.hasOwn(this.#pins.relayers, url)) return false;
+    delete this.#pins.relayers[url];
+    if (this.#backend.sync) this.#savePins();
+    else {
+      // A removal is not a merge: written as it is, under the lock.
+      const pins = structuredClone(this.#pins);
+      const write = () => this.#backend.run('readwrite', async (tx) => {
+        const stored = shapePins(await this.#openPart(tx, 'pins', PINS));
+        delete stored.relayers[url];
+        mergePins(stored, pins);
+        await tx.put(`${this.#prefix}pins`, this.#parts.seal(PINS, stored));
+      });
+      this.#pinWrite(write);
+    }
+    return true;
+  }
+
+  /** Every relayer pin: `{ url: address }`. */
+  relayerPins() {
+    return { ...this.#pins.relayers };
+  }
+
+  /** The scan cache kept with this store (the blob the client seals itself). */
+  scanCache() {
+    const key = `${this.#prefix}scan`;
+    if (this.#backend.sync) {
+      const fs = globalThis.process.getBuiltinModule('node:fs');
+      const paths = globalThis.process.getBuiltinModule('node:path');
+      const file = paths.join(this.#backend.dir, this.#parts.id, 'scan.sealed');
+      return {
+        load: async () => {
+          try {
+            return new Uint8Array(await fs.promises.readFile(file));
+          } catch (e) {
+            if (e && e.code === 'ENOENT') return undefined;
+            throw e;
+          }
+        },
+        save: async (bytes) => this.#backend.tx.put(key, bytes),
+        clear: async () => this.#backend.tx.del(key),
+      };
+    }
+    return {
+      load: () => this.#backend.run('readonly', (tx) => tx.get(key)),
+      save: (bytes) => this.#backend.run('readwrite', (tx) => tx.put(key, bytes)),
+      clear: () => this.#backend.run('readwrite', (tx) => tx.del(key)),
+    };
+  }
+}
+
+/**
+ * Opens (once per page or process) the store of `sealer` in `backend`: `{ store, release }`,
+ * where `release()` ends the store once every user released it.
+ */
+async function openIn(backend, sealer, locks) {
+  const key = `${backend.location}|${sealer.storeId}`;
+  let entry = openStores.get(key);
+  if (entry) {
+    sealer.free();
+  } else {
+    const store = new OpenStore(backend, partsOf(sealer), locks);
+    entry = { users: 0, opening: store.start().then(() => store) };
+    openStores.set(key, entry);
+    entry.opening.catch(() => openStores.delete(key));
+  }
+  entry.users += 1;
+  const store = await entry.opening;
+  let released = false;
+  return {
+    store,
+    release() {
+      if (released) return;
+      released = true;
+      entry.users -= 1;
+      if (entry.users === 0 && openStores.get(key) === entry) {
+        openStores.delete(key);
+        store.end().catch((e) => warn(`cannot close the token store (${e && e.message})`));
+      }
     },
-    list: (app) => lease.tokens.filter((t) => t.app === app).map((t) => ({ ...t })),
-    add(tokens) {
-      mergeTokens(lease.tokens, tokens);
-      saveLease();
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Handles
+
+/**
+ * A store handle: `kind`, `ready()`, `id` and `discarded` once open, and the store's methods,
+ * which throw until a client (or TokenWallet) opened it with the user's vault. A handle serves
+ * one user and project; the clients of one page or process share the open store.
+ */
+function handle(kind, what, backendOf, locks) {
+  let backend;
+  let opened;
+  let opening;
+  let openedId;
+  const need = () => {
+    if (!opened) throw new PrivsvcError(`${what} is not open yet: give it to createPrivateClient (or to a TokenWallet with a vault) first`);
+    return opened;
+  };
+  const h = {
+    kind,
+    crossTab: Boolean(locks),
+    /** Resolves once the store is open (at once when nothing opens it yet). */
+    ready: () => (opening ?? Promise.resolve()).then(() => {}),
+    /** The store's id once open (derived from the key: it names no wallet). */
+    get id() {
+      return opened ? opened.id : undefined;
     },
-    remove(app, nonce) {
-      const i = lease.tokens.findIndex((t) => t.app === app && t.nonce === nonce);
-      if (i < 0) return false;
-      lease.tokens.splice(i, 1);
-      saveLease();
-      return true;
+    /** The parts discarded when the store opened: they did not open under the vault's key. */
+    get discarded() {
+      return opened ? [...opened.discarded] : [];
     },
-    prune(minEpoch) {
-      const before = lease.tokens.length;
-      lease.tokens = lease.tokens.filter((t) => t.epoch >= minEpoch);
-      prunePins(lease.keyPins, minEpoch - PIN_RETENTION_DAYS);
-      if (lease.tokens.length !== before) saveLease();
+    /** Resolves once every change so far is written. */
+    flush: () => (opened ? opened.flush() : Promise.resolve()),
+    stored: (app) => (opened ? opened.stored(app) : []),
+    list: (app) => need().list(app),
+    add: (tokens) => need().add(tokens),
+    remove: (app, nonce) => need().remove(app, nonce),
+    prune: (minEpoch) => need().prune(minEpoch),
+    keyPin: (issuer, app, epoch) => need().keyPin(issuer, app, epoch),
+    pinKey: (issuer, app, epoch, spki) => need().pinKey(issuer, app, epoch, spki),
+    relayerPin: (url) => need().relayerPin(url),
+    pinRelayer: (url, address) => need().pinRelayer(url, address),
+    unpinRelayer: (url) => need().unpinRelayer(url),
+    relayerPins: () => need().relayerPins(),
+    /**
+     * Opens the store under `sealer` (which it keeps or frees) for one user of it: `{ store,
+     * release }`.
+     * @internal
+     */
+    async [OPEN](sealer) {
+      if (openedId !== undefined && openedId !== sealer.storeId) {
+        sealer.free();
+        throw new PrivsvcError(`${what} is open for another vault, chain or project: make one store handle per user and project`);
+      }
+      openedId = sealer.storeId;
+      backend = backend || backendOf();
+      const attempt = openIn(backend, sealer, locks);
+      opening = attempt;
+      try {
+        const user = await attempt;
+        opened = user.store;
+        return user;
+      } catch (e) {
+        if (opening === attempt) {
+          opening = undefined;
+          if (!opened) openedId = undefined;
+        }
+        throw e;
+      }
     },
-    ...pinMethods(own, saveLease, () => [readItem(storage, slot), ...otherLeases()]),
-  });
+  };
+  return Object.freeze(h);
+}
+
+/**
+ * The browser store (the default in browsers): tokens, issuer key pins, relayer pins and the
+ * scan cache in IndexedDB (database `privsvc-store`, or `privsvc-store:<name>`), each sealed
+ * under a key derived from the vault's root. Tabs of one origin coordinate with Web Locks: a
+ * token is handed out once, whatever the number of tabs. Pass it as `tokenStore` (or a
+ * TokenWallet's `store`); it opens with the first client's vault.
+ */
+export function browserTokenStore(name) {
+  if (!globalThis.indexedDB) throw new PrivsvcError('browserTokenStore needs IndexedDB (a browser page; in Node.js use fileTokenStore)');
+  if (name !== undefined && (typeof name !== 'string' || name === '' || /[:/]/.test(name))) {
+    throw new PrivsvcError('browserTokenStore(name): a non-empty name without ":" or "/"');
+  }
+  const dbName = name ? `${IDB_NAME}:${name}` : IDB_NAME;
+  const locks = globalThis.navigator && globalThis.navigator.locks;
+  const h = handle('browser', `browserTokenStore(${name ? JSON.stringify(name) : ''})`, () => idbBackend(dbName), locks && typeof locks.request === 'function' ? locks : undefined);
+  return h;
+}
+
+/**
+ * The Node.js file store (the default in Node.js, under `<data dir>/node`): `dir` (made 0700)
+ * holds one directory per vault root, chain and project with the sealed parts (files 0600,
+ * written atomically) and a lock: one process at a time per directory; the clients of one
+ * process share it. Pass it as `tokenStore` (or a TokenWallet's `store`).
+ */
+export function fileTokenStore(dir) {
+  const proc = globalThis.process;
+  if (!(proc && typeof proc.getBuiltinModule === 'function')) throw new PrivsvcError('fileTokenStore needs Node.js 22 (a browser page has browserTokenStore)');
+  if (typeof dir !== 'string' || dir === '') throw new PrivsvcError('fileTokenStore(dir): the directory to keep the store in');
+  const resolved = proc.getBuiltinModule('node:path').resolve(dir);
+  return handle('file', `fileTokenStore(${JSON.stringify(dir)})`, () => fileBackend(resolved), undefined);
+}
+
+/**
+ * Node.js: the data directory of the default store: `$PRIVSVC_DATA_DIR`, else
+ * `$XDG_DATA_HOME/privsvc`, else `$HOME/.local/share/privsvc` (as the native client's), then
+ * `node`; undefined when none of them is set.
+ * @internal
+ */
+export function defaultDataDir() {
+  const proc = globalThis.process;
+  if (!(proc && typeof proc.getBuiltinModule === 'function')) return undefined;
+  const env = proc.env;
+  const paths = proc.getBuiltinModule('node:path');
+  const base = env.PRIVSVC_DATA_DIR || (env.XDG_DATA_HOME && paths.join(env.XDG_DATA_HOME, 'privsvc')) || (env.HOME && paths.join(env.HOME, '.local', 'share', 'privsvc'));
+  return base ? paths.join(base, 'node') : undefined;
+}
+
+/** Whether `store` is a handle of this module (browserTokenStore, fileTokenStore). @internal */
+export function isStoreHandle(store) {
+  return Boolean(store && typeof store[OPEN] === 'function');
+}
+
+/**
+ * Opens `store` (a handle) under `sealer` for one user: `{ store, release }`, `store` the
+ * object the Rust client calls.
+ * @internal
+ */
+export function openStore(store, sealer) {
+  return store[OPEN](sealer);
 }

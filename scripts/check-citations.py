@@ -23,6 +23,9 @@ The check fails (exit 1, one "file:line: problem" per finding) on:
   "docs/NAME.md §5"), "PROTOCOL 8.3" or "PROTOCOL.md 8.3" without "docs/", and a citation
   whose section numbers wrap onto the next line (a comment line starting with "§").
 
+It also checks the code that README.md, SECURITY.md and docs/*.md name in backticks: every
+file path, crate path and type must exist (scripts/doc_code_paths.py says which forms).
+
 It scans the files git knows of (tracked, or untracked and not ignored; every file under the
 root when git is not available) ending in .rs, .md, .js, .mjs, .ts, .sh or .toml, outside
 target/ and node_modules/. A line that must keep such a word (code, not a citation) carries the
@@ -30,6 +33,8 @@ comment "check-citations: ignore" itself, or "check-citations: ignore-next-line"
 before it.
 
 Usage: python3 scripts/check-citations.py [ROOT]   (ROOT defaults to the repository root)
+       python3 scripts/check-citations.py --self-test (the code-path check on a small tree
+       with three names that do not exist: it must find exactly those three)
 Python 3 standard library only.
 """
 
@@ -128,7 +133,22 @@ class Document:
                 self.anchors.add(anchor if count == 0 else f"{anchor}-{count}")
 
 
+def self_test():
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import doc_code_paths
+
+    problems = doc_code_paths.self_test()
+    wanted = ["gone.rs", "Missing", "NoSuchType"]
+    if len(problems) != 3 or not all(any(w in p for p in problems) for w in wanted):
+        print("check-citations self-test FAILED:", *problems, sep="\n  ")
+        return 1
+    print("check-citations self-test: the code-path check finds the 3 missing names")
+    return 0
+
+
 def main():
+    if sys.argv[1:] == ["--self-test"]:
+        return self_test()
     root = repo_root()
     documents = {}
 
@@ -206,12 +226,18 @@ def main():
                     if n not in doc.numbers:
                         problems.append(f"{where}: {cited} has no section {n}")
 
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import doc_code_paths
+
+    names = list(candidate_files(root))
+    code_problems, names_checked = doc_code_paths.check(root, names, IGNORE, IGNORE_NEXT)
+    problems.extend(code_problems)
     if problems:
         for p in problems:
             print(p)
         print(f"check-citations: {len(problems)} problem(s) in {files} files", file=sys.stderr)
         return 1
-    print(f"check-citations: {citations} citations in {files} files point into the repository")
+    print(f"check-citations: {citations} citations in {files} files point into the repository; {names_checked} code names in the documents exist")
     return 0
 
 

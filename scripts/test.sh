@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The README's test command: every Rust test of the workspace, the short reliability campaign
-# (real devnet and relayer processes, 10 SIGKILLs of the relayer, one minute of ledger faults;
-# docs/RELIABILITY.md), then the JS tests in Node.js 22 and headless Chromium against the local
+# (real devnet and relayer processes, 10 SIGKILLs of the relayer, one minute of ledger faults, a
+# 20 s partition, the relayer's clock stepped with libfaketime, DATA_DIR full on a tmpfs, a
+# damaged database; docs/RELIABILITY.md; it installs the Debian package faketime when missing and
+# needs root for the tmpfs, as CI runs), then the JS tests in Node.js 22 and headless Chromium against the local
 # stack (scripts/js-test.sh installs Node 22, Chromium, wasm-bindgen-cli and puppeteer-core when
 # missing). Needs the Rust toolchain, a C compiler, node/npm and apt-get (for Chromium).
 # `cargo test --workspace` alone is the Rust-only subset.
@@ -16,10 +18,24 @@ cd "$(dirname "$0")/.."
 
 # Every citation in code and documents points into the repository (docs/PROTOCOL.md §8.4 and
 # the like: scripts/check-citations.py says which forms it checks).
+python3 scripts/check-citations.py --self-test
 python3 scripts/check-citations.py
+
+# The campaign steps the relayer's clock with libfaketime (the Debian package faketime).
+if ! [ -e /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 ] &&
+  ! [ -e /usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1 ] &&
+  ! [ -e /usr/lib/faketime/libfaketime.so.1 ]; then
+  echo "installing libfaketime (apt-get install faketime)"
+  if [ "$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq faketime >/dev/null
+fi
 
 stamp() { printf '\n==> %s (%s)\n' "$1" "$(date -u +%H:%M:%S)"; }
 LOGS=$(mktemp -d)
+# Clients keep their device stores (tokens, pins, scan cache) under the data directory: the
+# tests' go to a temporary one, removed at the end, never into the user's own.
+export PRIVSVC_DATA_DIR="$LOGS/data"
 LANE_PIDS=()
 WASM_PID=
 cleanup() {
@@ -68,8 +84,10 @@ rust_lane() {
   for t in "${LAB_TESTS[@]}"; do skips+=(--skip "$t"); done
   cargo test --workspace -- "${skips[@]}" &&
     # The short form: any lost or duplicated record fails it, and so does writing less than
-    # half of the fault-free rate while the faults are on (docs/RELIABILITY.md).
-    "${CARGO_TARGET_DIR:-target}/debug/examples/campaign" --no-build --kills 10 --fault-secs 60
+    # half of the fault-free rate while the faults are on, or any failed check of the faults of
+    # a real machine (docs/RELIABILITY.md).
+    "${CARGO_TARGET_DIR:-target}/debug/examples/campaign" --no-build --kills 10 --fault-secs 60 \
+      --partition-secs 20 --full-secs 15
 }
 (lane rust_lane) >"$LOGS/rust" 2>&1 &
 LANE_PIDS+=($!)

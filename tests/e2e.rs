@@ -91,9 +91,12 @@ fn fast_schedule() -> SessionSchedule {
     SessionSchedule {
         tail: (Duration::from_millis(100), Duration::from_millis(300)),
         status_tail: (Duration::ZERO, Duration::from_millis(300)),
+        status_horizon_rounds: (1.0, 3.0),
         refill_below: 5,
         first_refill: (Duration::ZERO, Duration::from_millis(50)),
         later_refill: (Duration::from_secs(2), Duration::from_secs(4)),
+        scan: (Duration::from_millis(100), Duration::from_millis(300)),
+        fetch_age_blocks: (16, 16),
     }
 }
 

@@ -57,16 +57,17 @@ $('connect').onclick = async () => {
   $('wallet').textContent = 'asking the wallet for the key-derivation signature (twice)…';
   try {
     const { w, kind } = wallet();
-    store = browserTokenStore(); // unspent tokens survive a reload (localStorage)
+    store = browserTokenStore(); // unspent tokens survive a reload (IndexedDB, sealed; the default store)
     client = await createPrivateClient({
       app: config.app,
       wallet: w,
       publicClient: rpc,
       // Relayer A of the local stack requires tokens: the page shows the whole path (tokens
-      // fetched with the wallet, kept in localStorage, spent through the OHTTP relay).
+      // fetched with the wallet, kept in IndexedDB, spent through the OHTTP relay).
       relayers: [relayer],
       ohttpRelay: chosen ? undefined : config.ohttpRelay,
       tokenMinAgeMs: 2000, // the devnet demo's token age; the default is 60 s
+      tokenMaxRipeMs: 4000, // ... and this session's tokens ripen by 4 s (the default: 60 min)
       tokenStore: store,
       delayMs: [0, 500],
       pollMs: 500,
@@ -75,7 +76,7 @@ $('connect').onclick = async () => {
       schedule: config.schedule,
     });
     const address = (await w.request({ method: 'eth_accounts' }))[0];
-    show('wallet', el('span', 'ok', 'connected'), ` ${kind} `, el('code', '', short(address)), `, keys in ${client.vault.constructor.name}`);
+    show('wallet', el('span', 'ok', 'connected'), ` ${kind} `, el('code', '', short(address)), `, keys in ${client.vault.isolated ? 'a WorkerVault (a Web Worker)' : 'a KeyVault (this page)'}`);
     showRelayers();
     $('list').disabled = false;
     await tokenReady();
@@ -108,7 +109,7 @@ $('write').onclick = async () => {
       el('code', '', short(r.owner)),
       `, batch of ${r.batchSize}, with a token through the OHTTP relay (${tokens} unspent in this browser).${warn}`,
     );
-    await list();
+    await list({ refresh: false });
   } catch (e) {
     show('written', failure(e));
   } finally {
@@ -127,17 +128,17 @@ async function tokenReady() {
   show('written', `${client.ripeTokens()} tokens ready`);
 }
 
-async function list() {
-  // `refresh`: after the session's next tail. A record shows once its batch's covers are final
-  // (16 blocks after it).
-  const mine = await client.myEntities({ refresh: true });
+async function list({ refresh = true } = {}) {
+  // A record this session wrote is listed at once (verified: false until a scheduled scan
+  // verifies it); `refresh` waits for the session's next scan, with no request of its own.
+  const mine = await client.myEntities({ refresh });
   $('count').textContent = `${mine.length} record${mine.length === 1 ? '' : 's'}`;
   const body = $('records').tBodies[0];
   body.replaceChildren();
   for (const r of mine) {
     const tr = document.createElement('tr');
     tr.dataset.entity = r.entityKey;
-    const cells = [short(r.entityKey), r.toText(), String(r.attributes.kind ?? ''), `block ${r.createdAt}`];
+    const cells = [short(r.entityKey), r.toText(), String(r.attributes.kind ?? ''), `block ${r.createdAt}${r.verified ? '' : ' (unverified)'}`];
     for (const c of cells) {
       const td = document.createElement('td');
       td.textContent = c;
@@ -153,7 +154,7 @@ async function list() {
     body.append(tr);
   }
 }
-$('list').onclick = list;
+$('list').onclick = () => list();
 
 async function prove(entityKey) {
   const challenge = crypto.randomUUID();

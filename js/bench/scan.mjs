@@ -5,7 +5,7 @@
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createPrivateClient, devWallet, fileScanCache } from '../index.js';
+import { createPrivateClient, devWallet, fileScanCache } from 'privsvc';
 
 const web = process.env.PRIVSVC_WEB_URL;
 if (!web) {

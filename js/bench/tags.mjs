@@ -4,7 +4,7 @@
 // native one from `cargo run --release -p privsvc-vault --example tag_bench` (same shape).
 // Each figure is the best of 5 runs after 3 untimed ones: V8 first runs wasm in its baseline
 // tier and optimises hot functions while they run, so the first passes are slower.
-import { KeyVault, WorkerVault } from '../index.js';
+import { KeyVault, WorkerVault } from 'privsvc';
 
 const n = Number(process.argv[2] || 10000);
 const { vault: other } = KeyVault.random('bench');

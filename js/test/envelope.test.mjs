@@ -16,7 +16,7 @@ import {
   parseEnvelope,
   sealEnvelope,
   toBase64,
-} from '../index.js';
+} from 'privsvc';
 
 const vectors = JSON.parse(readFileSync(new URL('../../conformance/core/envelope.json', import.meta.url), 'utf8'));
 

@@ -4,8 +4,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 
-import * as pkg from '../index.js';
+import * as pkg from 'privsvc';
 
 const root = new URL('../', import.meta.url);
 const dts = readFileSync(new URL('index.d.ts', root), 'utf8');
@@ -63,4 +64,37 @@ test('package.json declares viem and the ledger SDK as optional peer dependencie
   assert.match(p.peerDependencies.viem, /^\^2/);
   assert.deepEqual(p.peerDependenciesMeta, { '@arkiv-network/sdk': { optional: true }, viem: { optional: true } });
   for (const f of readdirSync(root).filter((f) => f.endsWith('.js'))) assert.ok(p.files.includes(f), `files lacks ${f}`);
+});
+
+test('package.json: browsers and bundlers get index.js, Node.js node.js; no browser module imports a Node.js built-in', () => {
+  const p = JSON.parse(readFileSync(new URL('package.json', root), 'utf8'));
+  const entry = p.exports['.'];
+  assert.deepEqual(Object.keys(entry), ['types', 'browser', 'node', 'default']);
+  assert.equal(entry.browser, './index.js');
+  assert.equal(entry.default, './index.js');
+  assert.equal(entry.node, './node.js');
+  // What a bundler reads for a browser: index.js and worker.js with everything they import.
+  const seen = new Set();
+  const visit = (file) => {
+    if (seen.has(file)) return;
+    seen.add(file);
+    const text = readFileSync(new URL(file, root), 'utf8');
+    for (const [, spec] of text.matchAll(/^(?:import|export)\s(?:[^'";]*?\sfrom\s*)?['"]([^'"]+)['"]/gm)) {
+      assert.ok(!spec.startsWith('node:') && spec.startsWith('./'), `${file} imports ${spec}`);
+      if (!spec.startsWith('./pkg/')) visit(spec.slice(2));
+    }
+    assert.doesNotMatch(text, /\bimport\(\s*['"]node:/, `${file} imports a Node.js built-in dynamically`);
+  };
+  visit('index.js');
+  visit('worker.js');
+  assert.ok(seen.has('worker_ops.js') && seen.has('core.js'));
+  assert.ok(!seen.has('node_setup.js') && !seen.has('worker_node.js'));
+  // The worker's modules have no top-level await (a bundler's IIFE worker format refuses it).
+  for (const f of ['worker.js', 'worker_ops.js']) assert.doesNotMatch(readFileSync(new URL(f, root), 'utf8'), /^(?:\s{0,2}|.*=\s*)await\s/m, f);
+});
+
+test('index.js loaded as such in Node.js says to import the package instead', () => {
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', "await import('./index.js')"], { cwd: root.pathname, encoding: 'utf8' });
+  assert.notEqual(r.status, 0);
+  assert.match(r.stderr, /in Node\.js import the package \('privsvc', its node\.js entry\), not index\.js/);
 });

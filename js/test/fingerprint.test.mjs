@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { coarse, checkRecord, checkRarity, toWire, fromWire, nameProblem, expiryBucket, PrivsvcError } from '../index.js';
+import { coarse, checkRecord, checkRarity, toWire, fromWire, nameProblem, expiryBucket, PrivsvcError } from 'privsvc';
 
 test('coarse values', () => {
   const t = 1_716_212_345; // 2024-05-20T13:39:05Z

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import { createHash, randomBytes } from 'node:crypto';
 
-import { OhttpGateway, PrivsvcError, issuanceMessage, ohttpCall, tokenId, tokenSuite, devWallet } from '../index.js';
+import { OhttpGateway, PrivsvcError, issuanceMessage, ohttpCall, tokenId, tokenSuite, devWallet } from 'privsvc';
 
 /** A relay and gateway in one: POST /ohttp opens with `gateway`, `answer(request)` replies. */
 async function serve(gateway, answer) {

@@ -11,13 +11,14 @@ import {
   SmartContractWalletError,
   PrivsvcError,
   devWallet,
+  vaultFromWallet,
   derivationTypedData,
   proofTypedData,
   signOwnershipProof,
   verifyOwnershipProof,
   DERIVATION_PURPOSE,
   NETWORK_CHAIN_ID,
-} from '../index.js';
+} from 'privsvc';
 
 const vector = (name) => JSON.parse(readFileSync(new URL(`../../conformance/vault/${name}.json`, import.meta.url), 'utf8'));
 const derivation = vector('derivation');
@@ -238,6 +239,24 @@ test('WorkerVault.spawn() starts a worker without keys; load* puts keys in it', 
   } finally {
     v.terminate();
   }
+});
+
+test('vaultFromWallet: a worker vault when isolateKeys, a KeyVault only when asked; vault.isolated tells which', async () => {
+  const wallet = devWallet(derivation.walletKey);
+  const inWorker = await vaultFromWallet(wallet, owners.vault.app, { isolateKeys: true });
+  try {
+    assert.ok(inWorker instanceof WorkerVault);
+    assert.equal(inWorker.isolated, true);
+    assert.equal(await inWorker.addressOf(owners.cases[0].ref), owners.cases[0].address);
+  } finally {
+    inWorker.terminate();
+  }
+  const inThread = await vaultFromWallet(wallet, owners.vault.app, { isolateKeys: false });
+  assert.ok(inThread instanceof KeyVault);
+  assert.equal(inThread.isolated, false);
+  assert.equal(inThread.addressOf(owners.cases[0].ref), owners.cases[0].address);
+  // Node.js keeps keys in the thread unless asked (isolateKeys defaults to inBrowser).
+  assert.equal((await vaultFromWallet(wallet, owners.vault.app)).isolated, false);
 });
 
 test('an ownership proof without a challenge or a verifier is refused, not signed over "undefined"', async () => {

@@ -1,7 +1,8 @@
 //! What a client remembers between scans: the project's listing (kept up to date by incremental
-//! listings), the user's verified records and the refs of records written in this session.
+//! listings), the user's records (verified ones, and the ones this device wrote, shown at once),
+//! the batches this device verified and the covers it chose.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use alloy_primitives::map::B256Map;
 use alloy_primitives::{Address, B256};
@@ -112,33 +113,69 @@ pub(crate) struct EntityCache {
     settled_count: usize,
     /// Keys listed since the last tag opening.
     pending: Vec<B256>,
-    /// The user's records (tag opened) not verified yet.
+    /// The user's listed records (tag opened) not verified yet.
     pub(crate) unverified: HashMap<B256, RecordRef>,
-    /// Something was written since the last scan.
-    pub(crate) stale: bool,
     /// A full scan (listing, tags, fetch) has run.
     pub(crate) scanned: bool,
-    /// The user's verified records.
+    /// The user's records: verified ones, and the ones written on this device (shown at once,
+    /// `verified: false` until a scan verifies them).
     pub(crate) mine: HashMap<B256, MyRecord>,
-    /// Records written in this session (entity key to ref), usable before a scan.
-    pub(crate) written: HashMap<B256, RecordRef>,
+    /// Batches this device fetched and verified the user's records of: never fetched again.
+    pub(crate) verified_batches: BTreeSet<BatchId>,
+    /// The covers chosen for each of the user's batches (kept, so that they never change).
+    pub(crate) covers: BTreeMap<BatchId, Vec<BatchId>>,
+    /// The latest expiry among each batch's listed records: covers must live as long as the
+    /// user's record.
+    pub(crate) batch_expiry: BTreeMap<BatchId, u64>,
+    /// The block from which each of the user's pending batches may be fetched (its fetch age,
+    /// drawn once).
+    pub(crate) fetch_due: BTreeMap<BatchId, u64>,
+    /// The timestamp (Unix seconds) of the newest block the session read, and when (on the
+    /// session's monotonic clock) it was read: the envelope's `hour` comes from it, not from the
+    /// device clock.
+    pub(crate) head_time: Option<(u64, privsvc_rt::Instant)>,
+    /// Counts the changes to `mine`, `verified_batches` and `covers` (the scan cache saves
+    /// when it moved).
+    pub(crate) records_generation: u64,
     /// What the latest scan did.
     pub(crate) last_scan: Option<ScanStats>,
 }
 
 impl EntityCache {
-    /// Forces the next `my_entities` call to scan for new records.
-    pub(crate) fn mark_stale(&mut self) {
-        self.stale = true;
-    }
-
-    /// Forgets everything but the refs of records written in this session.
+    /// Forgets the listing, keeping the user's records and what the device verified.
     pub(crate) fn reset(&mut self) {
-        let written = std::mem::take(&mut self.written);
+        let mine = std::mem::take(&mut self.mine);
+        let verified_batches = std::mem::take(&mut self.verified_batches);
+        let covers = std::mem::take(&mut self.covers);
+        let records_generation = self.records_generation;
         *self = EntityCache {
-            written,
+            mine,
+            verified_batches,
+            covers,
+            records_generation,
             ..EntityCache::default()
         };
+    }
+
+    /// The chain's time now (Unix seconds): the newest block's timestamp the session read, plus
+    /// the time elapsed since; `None` before the first read.
+    pub(crate) fn chain_now(&self) -> Option<u64> {
+        let (t, read_at) = self.head_time?;
+        Some(t.saturating_add(read_at.elapsed().as_secs()))
+    }
+
+    /// Adds a record this device wrote: shown at once, unverified until a scan verifies it.
+    /// A record already known (verified by a scan) is left as it is.
+    pub(crate) fn add_own_write(&mut self, record: MyRecord) {
+        if let std::collections::hash_map::Entry::Vacant(v) = self.mine.entry(record.entity_key) {
+            v.insert(record);
+            self.records_changed();
+        }
+    }
+
+    /// Notes a change to the user's records, the verified batches or the covers.
+    pub(crate) fn records_changed(&mut self) {
+        self.records_generation = self.records_generation.wrapping_add(1);
     }
 
     /// Merges a listing made at `block` of the records created after the previous listing, and
@@ -192,6 +229,7 @@ impl EntityCache {
                 class: TagClass::Unopened,
             };
             *self.batches.entry(entry.batch()).or_default() += 1;
+            self.note_expiry(entry.batch(), entry.expires_at);
             self.expiry.entry(entry.expires_at).or_default().push(e.key);
             self.pending.push(e.key);
             self.entries.insert(e.key, entry);
@@ -243,8 +281,20 @@ impl EntityCache {
         self.entries.len() + self.settled_count
     }
 
+    /// Remembers that `batch` lives at least until `expires_at`.
+    fn note_expiry(&mut self, batch: BatchId, expires_at: u64) {
+        let e = self.batch_expiry.entry(batch).or_default();
+        *e = (*e).max(expires_at);
+    }
+
+    /// The latest expiry among `batch`'s listed records (0 when none is listed).
+    pub(crate) fn batch_expires_at(&self, batch: &BatchId) -> u64 {
+        self.batch_expiry.get(batch).copied().unwrap_or(0)
+    }
+
     /// Adds `group` of records that expire at `expires_at` (from a scan cache).
     pub(crate) fn settle(&mut self, expires_at: u64, group: Settled) {
+        self.note_expiry(group.batch, expires_at);
         *self.batches.entry(group.batch).or_default() += group.count;
         self.settled_count += group.count as usize;
         self.settled.entry(expires_at).or_default().push(group);
@@ -261,7 +311,7 @@ impl EntityCache {
             if let Some(n) = self.batches.get_mut(&group.batch) {
                 *n = n.saturating_sub(group.count);
                 if *n == 0 {
-                    self.batches.remove(&group.batch);
+                    self.forget_batch(&group.batch);
                 }
             }
         }
@@ -273,13 +323,27 @@ impl EntityCache {
                 if let Some(n) = self.batches.get_mut(&batch) {
                     *n = n.saturating_sub(1);
                     if *n == 0 {
-                        self.batches.remove(&batch);
+                        self.forget_batch(&batch);
                     }
                 }
             }
-            self.mine.remove(&key);
             self.unverified.remove(&key);
         }
+        // The user's records (own writes not listed yet included) leave with their lifetime.
+        let before = self.mine.len();
+        self.mine.retain(|_, r| r.expires_at > block);
+        if self.mine.len() != before {
+            self.records_changed();
+        }
+    }
+
+    /// Forgets a batch whose records all expired.
+    fn forget_batch(&mut self, batch: &BatchId) {
+        self.batches.remove(batch);
+        self.batch_expiry.remove(batch);
+        self.verified_batches.remove(batch);
+        self.covers.remove(batch);
+        self.fetch_due.remove(batch);
     }
 
     fn intern(&mut self, name: String, value: AttrValue) -> u32 {
@@ -311,8 +375,8 @@ impl EntityCache {
         Some(self.intern(name, value))
     }
 
-    /// Adds a record of a snapshot as it was: the user's go to `unverified` (verified again by
-    /// the next scan), those not opened to `pending`. `false` for a key seen before.
+    /// Adds a record of a snapshot as it was: the user's go to `unverified` unless this device
+    /// verified them before (`mine`, restored first), those not opened to `pending`. `false` for a key seen before.
     pub(crate) fn restore(&mut self, key: B256, entry: Listed) -> bool {
         if self.entries.contains_key(&key) {
             return false;
@@ -320,11 +384,15 @@ impl EntityCache {
         match entry.class {
             TagClass::Unopened => self.pending.push(key),
             TagClass::Mine(r) => {
-                self.unverified.insert(key, r);
+                // Verified on this device before: kept as it is, never fetched again.
+                if !self.mine.get(&key).is_some_and(|m| m.verified) {
+                    self.unverified.insert(key, r);
+                }
             }
             TagClass::Other => {}
         }
         *self.batches.entry(entry.batch()).or_default() += 1;
+        self.note_expiry(entry.batch(), entry.expires_at);
         self.expiry.entry(entry.expires_at).or_default().push(key);
         self.entries.insert(key, entry);
         true

@@ -23,8 +23,9 @@ use crate::error::PrivsvcError;
 use crate::options::{ClientBuilder, ClientOptions};
 use crate::relayer_api::RelayerStatus;
 use crate::rng::{ClientRng, Purpose};
+use crate::scan::Scanner;
 use crate::scan_cache::ScanCacheState;
-use crate::session::{Lister, Tail};
+use crate::session::{Lister, Ticks};
 use crate::tokens::TokenManager;
 
 /// The ledger reader used when none is given: the public test network (Tiramisu).
@@ -37,22 +38,22 @@ pub struct PrivateClient {
     pub(crate) vault: Arc<dyn Vault>,
     pub(crate) reader: Arc<dyn LedgerReader>,
     pub(crate) transport: Arc<dyn Transport>,
-    pub(crate) relayers: Mutex<Vec<RelayerStatus>>,
+    pub(crate) relayers: Arc<Mutex<Vec<RelayerStatus>>>,
     pub(crate) tokens: Arc<TokenManager>,
-    pub(crate) cache: Arc<tokio::sync::Mutex<EntityCache>>,
+    /// The session's scans, and the cache they keep (the listing and the user's records).
+    pub(crate) scanner: Arc<Scanner>,
     pub(crate) chain_id: u64,
     pub(crate) keys_isolated: bool,
-    /// How the session lists its project (the tail, scans, `check_rarity`).
-    pub(crate) lister: Lister,
     /// Tells writes waiting for the tail that one ran.
-    pub(crate) tail: Arc<Tail>,
+    pub(crate) tail: Arc<Ticks>,
+    /// The session's transport with its cover stream's slots.
+    pub(crate) cover: Arc<crate::cover::CoverTransport>,
     /// The client's own randomness for writes (delays, relayer choice, polls after `written`).
     pub(crate) rng: Arc<ClientRng>,
-    /// The randomness of scans (the order of a burst's reads).
-    pub(crate) scan_rng: Arc<ClientRng>,
-    /// Where the listing is kept between sessions, when the options name a store and the vault
-    /// gives a scan-cache key.
-    pub(crate) scan_cache: Option<crate::scan_cache::ScanCache>,
+    /// The device store the session keeps its tokens, pins and scan cache in, natively (none
+    /// with memory stores, or when every part was given explicitly).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub(crate) device_store: Option<crate::device_store::DeviceStore>,
     /// What became of the scan cache at start.
     pub(crate) scan_cache_state: ScanCacheState,
     /// The session's background tasks (tail, refills, prefetches, status polls after
@@ -118,17 +119,22 @@ impl PrivateClient {
                 options.app
             )));
         }
-        let transport = match &options.transport {
+        #[cfg(not(target_arch = "wasm32"))]
+        let device_store = use_device_store(&mut options, vault.as_ref(), chain_id).await?;
+        let carrier = match &options.transport {
             Some(t) => t.clone(),
             None => crate::transport::default_transport(&options, reader.clone())?,
         };
+        // Every call of the session (relayers, issuers) takes a slot of the cover stream once
+        // the schedule starts (when the stream is on and the carrier sends dummies).
+        let cover = Arc::new(crate::cover::CoverTransport::new(carrier));
+        let transport: Arc<dyn Transport> = cover.clone();
         // One set of relayer pins for the session (and, with a persistent store, beyond).
         let pins = options.effective_relayer_pins();
         options.relayer_pins = Some(pins);
         let relayers =
             contact_relayers(&options, reader.as_ref(), transport.as_ref(), chain_id).await?;
         let rng = Arc::new(ClientRng::new(options.seed, Purpose::Write));
-        let scan_rng = Arc::new(ClientRng::new(options.seed, Purpose::Scan));
         let tokens = Arc::new(TokenManager::new(
             &options,
             reader.clone(),
@@ -148,43 +154,79 @@ impl PrivateClient {
             }
             None => (EntityCache::default(), ScanCacheState::Off),
         };
+        let relayers = Arc::new(Mutex::new(relayers));
+        let scanner = Arc::new(Scanner {
+            vault: vault.clone(),
+            reader: reader.clone(),
+            lister,
+            cache: Arc::new(tokio::sync::Mutex::new(cache)),
+            relayers: relayers.clone(),
+            scan_cache,
+            app: options.app.clone(),
+            cover_batches: options.cover_batches,
+            trusted_relayers_only: options.trusted_relayers_only,
+            fetch_age_blocks: options.schedule.fetch_age_blocks,
+            rng: ClientRng::new(options.seed, Purpose::Scan),
+            ticks: Ticks::new(),
+        });
         let client = Self {
             options,
             vault,
             reader,
             transport,
-            relayers: Mutex::new(relayers),
+            relayers,
             tokens,
-            cache: Arc::new(tokio::sync::Mutex::new(cache)),
+            scanner,
             chain_id,
             keys_isolated,
-            lister,
-            tail: Arc::new(Tail::new()),
-            scan_rng,
+            tail: Arc::new(Ticks::new()),
+            cover,
             rng,
-            scan_cache,
             scan_cache_state,
+            #[cfg(not(target_arch = "wasm32"))]
+            device_store,
             tasks: Mutex::new(Vec::new()),
         };
-        // The session's first listing; the tail keeps it up to date from here on.
+        // The session's first listing; the tail keeps it up to date from here on. Then its
+        // first scan (the session's start, like every scan, is not caused by a write).
         {
-            let mut cache = client.cache.lock().await;
-            client.lister.update(&mut cache).await?;
+            let mut cache = client.scanner.cache.lock().await;
+            client.scanner.lister.update(&mut cache).await?;
+        }
+        if let Err(e) = client.scanner.tick().await {
+            tracing::warn!(error = %e, "the session's first scan failed; the next one runs on the schedule");
         }
         client.start_schedule();
         Ok(client)
     }
 
-    /// Starts the tail and, in auto token mode with a wallet, the token refills.
+    /// Starts the tail, the scans and, in auto token mode with a wallet, the token refills.
     fn start_schedule(&self) {
         let tail = privsvc_rt::spawn(crate::session::run_tail(
-            self.lister.clone(),
-            self.cache.clone(),
+            self.scanner.lister.clone(),
+            self.scanner.cache.clone(),
             self.tail.clone(),
             Arc::new(ClientRng::new(self.options.seed, Purpose::Tail)),
             self.options.schedule.tail,
         ));
         self.keep(&tail);
+        let scans = privsvc_rt::spawn(self.scanner.clone().run(
+            self.options.schedule.scan,
+            ClientRng::new(self.options.seed, Purpose::ScanTimer),
+        ));
+        self.keep(&scans);
+        if self.options.cover_per_minute > 0.0 {
+            let stream = privsvc_rt::spawn(crate::cover::run(
+                self.cover.clone(),
+                self.relayers.clone(),
+                crate::cover::CoverSettings {
+                    per_minute: self.options.cover_per_minute,
+                    submission_share: self.options.cover_submission_share,
+                },
+                ClientRng::new(self.options.seed, Purpose::Cover),
+            ));
+            self.keep(&stream);
+        }
         if self.tokens.fetches() {
             let infos = self
                 .relayers()
@@ -243,6 +285,7 @@ impl PrivateClient {
             infos,
             count,
             within,
+            self.options.schedule.tail.1,
         ));
         self.keep(&task);
         task
@@ -278,6 +321,13 @@ impl PrivateClient {
         self.keys_isolated
     }
 
+    /// The device store of the session (natively; `None` with memory stores, or when every
+    /// part was given explicitly).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn device_store(&self) -> Option<&crate::device_store::DeviceStore> {
+        self.device_store.as_ref()
+    }
+
     /// What became of the scan cache when the session started: off, empty, resumed (from which
     /// block) or discarded (why).
     pub fn scan_cache_state(&self) -> ScanCacheState {
@@ -311,11 +361,6 @@ impl PrivateClient {
             .filter(|r| !r.bad)
             .map(|r| r.address)
             .collect()
-    }
-
-    /// Addresses of every known relayer, bad or not (used as the trusted creator set).
-    pub(crate) fn known_relayer_addresses(&self) -> Vec<Address> {
-        self.relayers().into_iter().map(|r| r.address).collect()
     }
 
     /// Marks a relayer bad for the rest of the session.
@@ -366,39 +411,27 @@ impl PrivateClient {
     }
 
     /// Rarity warnings: fewer than `k` (default `rarity_k`) of the project's records share these
-    /// attribute values. Counted on the client's cached listing of the project, brought up to
-    /// date by an incremental listing first (a write never lists: it uses the last scan's).
+    /// attribute values. Counted on the session's own listing, as its schedule keeps it: no
+    /// request is made (a listing right before a write would tell the RPC a write is coming).
+    /// Fails with [`PrivsvcError::RarityUnavailable`] when the session's listing carries no
+    /// attributes (`rarity_k` 0 at build).
     pub async fn check_rarity(
         &self,
         attributes: &Attributes,
         k: Option<usize>,
     ) -> Result<Vec<CheckWarning>, PrivsvcError> {
         let k = k.unwrap_or(self.options.rarity_k);
-        let mut cache = self.cache.lock().await;
-        if k > 0 && !cache.with_attributes {
-            // The cached listing has only tags: list every attribute once.
-            cache.reset();
-            cache.with_attributes = true;
+        let cache = self.scanner.cache.lock().await;
+        if !cache.with_attributes {
+            return Err(PrivsvcError::RarityUnavailable);
         }
-        let (after, with_attributes) = (cache.block, cache.with_attributes);
-        let block = crate::read::list_since(
-            &self.reader,
-            self.project(),
-            after,
-            with_attributes,
-            |page| {
-                cache.add(page);
-            },
-        )
-        .await?;
-        cache.finish_listing(block);
         Ok(checks::rarity(&cache, attributes, k).unwrap_or_default())
     }
 
-    /// Rarity warnings for a write, from the last scan's listing only; `None` when the session
-    /// has not listed the project yet.
+    /// Rarity warnings for a write, from the session's listing only; `None` when the session
+    /// has not listed the project's attributes.
     pub(crate) async fn cached_rarity(&self, attributes: &Attributes) -> Option<Vec<CheckWarning>> {
-        let cache = self.cache.lock().await;
+        let cache = self.scanner.cache.lock().await;
         if !cache.with_attributes {
             return None;
         }
@@ -411,6 +444,55 @@ impl ClientBuilder {
     pub async fn build(self) -> Result<PrivateClient, PrivsvcError> {
         PrivateClient::from_options(self.options).await
     }
+}
+
+/// Opens the device store (unless the app asked for memory stores, or gave every part) and
+/// puts its parts into `options` where the app gave none.
+#[cfg(not(target_arch = "wasm32"))]
+async fn use_device_store(
+    options: &mut ClientOptions,
+    vault: &dyn Vault,
+    chain_id: u64,
+) -> Result<Option<crate::device_store::DeviceStore>, PrivsvcError> {
+    let every_part_given = options.token_store.is_some()
+        && options.token_pins.is_some()
+        && options.relayer_pins.is_some()
+        && options.scan_cache.is_some();
+    if options.memory_stores || every_part_given {
+        return Ok(None);
+    }
+    let Some(dir) = options
+        .data_dir
+        .clone()
+        .or_else(crate::device_store::default_data_dir)
+    else {
+        tracing::warn!("no data directory ($PRIVSVC_DATA_DIR, $XDG_DATA_HOME or $HOME): tokens, pins and the scan cache are kept in memory for this session only");
+        return Ok(None);
+    };
+    let key = match vault.scan_cache_key().await {
+        Ok(Some(key)) => key,
+        Ok(None) => {
+            tracing::warn!("the vault gives no store key: tokens, pins and the scan cache are kept in memory for this session only");
+            return Ok(None);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let store = crate::device_store::DeviceStore::open(&dir, &key, chain_id, options.project())?;
+    // The pins that go with a token store the app gave stay with it.
+    let given = options.token_store.clone();
+    if options.token_store.is_none() {
+        options.token_store = Some(store.token_store());
+    }
+    if options.token_pins.is_none() && given.as_ref().and_then(|s| s.key_pins()).is_none() {
+        options.token_pins = Some(store.key_pins());
+    }
+    if options.relayer_pins.is_none() && given.as_ref().and_then(|s| s.relayer_pins()).is_none() {
+        options.relayer_pins = Some(store.relayer_pins());
+    }
+    if options.scan_cache.is_none() {
+        options.scan_cache = Some(store.scan_cache());
+    }
+    Ok(Some(store))
 }
 
 /// The session's scan cache: the options' store under the vault's scan-cache key; `None`

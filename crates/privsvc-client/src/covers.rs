@@ -30,33 +30,15 @@ pub(crate) fn batch_bytes(b: &BatchId) -> BatchBytes {
 }
 
 /// The batches of the smallest aligned window around `block` that holds at least `want`
-/// batches not in `exclude` (or the whole listing), `exclude` left out.
+/// batches that `keep` accepts (or the whole listing): only those are counted and returned.
 fn window(
     batches: &BTreeMap<BatchId, u32>,
     block: u64,
     want: usize,
-    exclude: &BTreeSet<BatchId>,
+    keep: &dyn Fn(&BatchId) -> bool,
 ) -> Vec<BatchId> {
-    window_and_end(batches, block, want, exclude).0
-}
-
-/// Whether the covers of `anchor` are final at `head`: they are chosen among batches created
-/// at most [`COVER_WINDOW_BLOCKS`] blocks after it, so once `head` is past that no later batch
-/// can change them. A batch is fetched only then: covers that change from one scan to the next
-/// would let intersecting the scans find the user's batch.
-pub(crate) fn covers_final(anchor: BatchId, head: u64) -> bool {
-    head >= anchor.block.saturating_add(COVER_WINDOW_BLOCKS)
-}
-
-/// [`window`] and the end (exclusive) of the window it chose.
-fn window_and_end(
-    batches: &BTreeMap<BatchId, u32>,
-    block: u64,
-    want: usize,
-    exclude: &BTreeSet<BatchId>,
-) -> (Vec<BatchId>, u64) {
     let (Some(first), Some(last)) = (batches.keys().next(), batches.keys().next_back()) else {
-        return (Vec::new(), 0);
+        return Vec::new();
     };
     let mut span = COVER_WINDOW_BLOCKS;
     loop {
@@ -70,21 +52,33 @@ fn window_and_end(
             .range(low..)
             .map(|(b, _)| *b)
             .take_while(|b| b.block < end)
-            .filter(|b| !exclude.contains(b))
+            .filter(|b| keep(b))
             .collect();
         let everything = start <= first.block && end > last.block;
         if found.len() >= want || everything || span > u64::MAX / 2 {
-            return (found, end);
+            return found;
         }
         span *= 2;
     }
 }
 
+/// Whether the covers of `anchor` are final at `head`: they are chosen among batches created
+/// at most [`COVER_WINDOW_BLOCKS`] blocks after it, so once `head` is past that no later batch
+/// can change them. A batch is fetched only then: covers that change from one scan to the next
+/// would let intersecting the scans find the user's batch.
+pub(crate) fn covers_final(anchor: BatchId, head: u64) -> bool {
+    head >= anchor.block.saturating_add(COVER_WINDOW_BLOCKS)
+}
+
 /// The `k` covers of the user's batch `anchor`: deterministic for the vault, `anchor` and the
 /// listed batches; never one of `exclude` (the batches fetched for the user's own records).
+/// Only batches that `lives` accepts (those that live at least as long as the user's record)
+/// and that were created at most [`COVER_WINDOW_BLOCKS`] blocks after `anchor` are counted and
+/// chosen, so the covers stay the same for as long as the user's record lives.
 pub(crate) async fn covers_of(
     vault: &dyn Vault,
     batches: &BTreeMap<BatchId, u32>,
+    lives: &(dyn Fn(&BatchId) -> bool + Sync),
     anchor: BatchId,
     exclude: &BTreeSet<BatchId>,
     k: usize,
@@ -92,13 +86,9 @@ pub(crate) async fn covers_of(
     if k == 0 {
         return Ok(Vec::new());
     }
-    let mut skip = exclude.clone();
-    skip.insert(anchor);
     let cap = anchor.block.saturating_add(COVER_WINDOW_BLOCKS);
-    let candidates: Vec<BatchId> = window(batches, anchor.block, k, &skip)
-        .into_iter()
-        .filter(|b| b.block <= cap)
-        .collect();
+    let keep = |b: &BatchId| *b != anchor && !exclude.contains(b) && b.block <= cap && lives(b);
+    let candidates = window(batches, anchor.block, k, &keep);
     let bytes: Vec<BatchBytes> = candidates.iter().map(batch_bytes).collect();
     let scores = vault.cover_scores(&batch_bytes(&anchor), &bytes).await?;
     let mut ranked: Vec<([u8; 32], BatchId)> = scores.into_iter().zip(candidates).collect();
@@ -106,24 +96,36 @@ pub(crate) async fn covers_of(
     Ok(ranked.into_iter().take(k).map(|(_, b)| b).collect())
 }
 
-/// `k` random batches of the newest window: what a scan fetches when it has no batch of the
-/// user's to fetch, so that a scan's fetches do not tell whether the user has new records.
-/// Never one of `own` (the user's batches whose covers are not final yet): fetched now and again
-/// later with its covers, it would be all the two fetch sets share.
-pub(crate) fn newest_window(
+/// What a scan fetches when no batch of the user's is due: `want` batches drawn uniformly at
+/// random from the closed window (every batch in it final for covers at `head`) of the newest
+/// batch created at or before `head - age` (or, on a young listing, of the oldest closed batch).
+/// The user's own batches are neither preferred nor excluded: the same draw for every user.
+pub(crate) fn idle_window(
     batches: &BTreeMap<BatchId, u32>,
-    k: usize,
-    own: &BTreeSet<BatchId>,
+    head: u64,
+    age: u64,
+    want: usize,
+    rng: &mut impl rand::Rng,
 ) -> Vec<BatchId> {
-    let Some(newest) = batches.keys().next_back() else {
-        return Vec::new();
-    };
-    if k == 0 {
+    if want == 0 {
         return Vec::new();
     }
-    let mut found = window(batches, newest.block, k, own);
-    found.shuffle(&mut rand::thread_rng());
-    found.truncate(k);
+    let closed = |b: &BatchId| b.block.saturating_add(COVER_WINDOW_BLOCKS) <= head;
+    let target = head.saturating_sub(age);
+    let before = batches
+        .keys()
+        .rev()
+        .find(|b| b.block <= target && closed(b));
+    let anchor = match before {
+        Some(b) => *b,
+        None => match batches.keys().find(|b| closed(b)) {
+            Some(b) => *b,
+            None => return Vec::new(),
+        },
+    };
+    let mut found = window(batches, anchor.block, want, &closed);
+    found.shuffle(rng);
+    found.truncate(want);
     found
 }
 
@@ -154,8 +156,13 @@ mod tests {
         let (v1, _) = KeyVault::random("a");
         let (v2, _) = KeyVault::random("a");
         let none = BTreeSet::new();
-        let a = covers_of(&v1, &batches, anchor, &none, 2).await.unwrap();
-        let b = covers_of(&v1, &batches, anchor, &none, 2).await.unwrap();
+        let all = |_: &BatchId| true;
+        let a = covers_of(&v1, &batches, &all, anchor, &none, 2)
+            .await
+            .unwrap();
+        let b = covers_of(&v1, &batches, &all, anchor, &none, 2)
+            .await
+            .unwrap();
         assert_eq!(a, b, "the same covers every time");
         assert_eq!(a.len(), 2);
         let start = anchor.block / COVER_WINDOW_BLOCKS * COVER_WINDOW_BLOCKS;
@@ -165,33 +172,76 @@ mod tests {
         }
         // New batches after the window do not change its covers.
         let more = listing(1..400);
-        assert_eq!(covers_of(&v1, &more, anchor, &none, 2).await.unwrap(), a);
+        assert_eq!(
+            covers_of(&v1, &more, &all, anchor, &none, 2).await.unwrap(),
+            a
+        );
         // Another key chooses other covers (at least once over several anchors).
         let mut differ = false;
         for anchor in batches.keys().skip(20).take(10) {
-            differ |= covers_of(&v1, &batches, *anchor, &none, 2).await.unwrap()
-                != covers_of(&v2, &batches, *anchor, &none, 2).await.unwrap();
+            differ |= covers_of(&v1, &batches, &all, *anchor, &none, 2)
+                .await
+                .unwrap()
+                != covers_of(&v2, &batches, &all, *anchor, &none, 2)
+                    .await
+                    .unwrap();
         }
         assert!(differ);
     }
 
     #[test]
-    fn sparse_windows_widen_aligned_and_newest_window_is_recent() {
+    fn sparse_windows_widen_aligned() {
         let batches = listing([3, 40, 70, 500]);
-        let w = window(&batches, 40, 2, &BTreeSet::new());
+        let w = window(&batches, 40, 2, &|_| true);
         // 16-block window [32, 48) holds one, [0, 64) two: 3 and 40.
         assert_eq!(w.iter().map(|b| b.block).collect::<Vec<_>>(), vec![3, 40]);
-        let n = newest_window(&listing(1..100), 2, &BTreeSet::new());
-        assert_eq!(n.len(), 2);
-        assert!(n.iter().all(|b| b.block >= 96));
-        assert!(newest_window(&BTreeMap::new(), 2, &BTreeSet::new()).is_empty());
-        // The user's own batches of the newest window are never among them.
-        let all = listing(90..100);
-        let own: BTreeSet<BatchId> = all.keys().copied().filter(|b| b.block >= 95).collect();
-        for _ in 0..50 {
-            let n = newest_window(&all, 2, &own);
-            assert_eq!(n.len(), 2);
-            assert!(n.iter().all(|b| !own.contains(b)), "{n:?}");
+    }
+
+    #[tokio::test]
+    async fn covers_count_only_batches_up_to_the_anchor_plus_16_that_live_as_long() {
+        // The anchor's window [96, 112) holds one other batch; widening must not count the
+        // batches after block 116 (they appear later and would move the window), nor the
+        // batches that expire before the user's record.
+        let batches = listing((90..140).step_by(3));
+        let anchor = *batches.keys().find(|b| b.block == 99).unwrap();
+        let (v, _) = KeyVault::random("a");
+        let none = BTreeSet::new();
+        let short_lived: BTreeSet<u64> = [93, 102].into_iter().collect();
+        let lives = |b: &BatchId| !short_lived.contains(&b.block);
+        let c = covers_of(&v, &batches, &lives, anchor, &none, 3)
+            .await
+            .unwrap();
+        assert_eq!(c.len(), 3);
+        for b in &c {
+            assert!(b.block <= 115, "{c:?}");
+            assert!(!short_lived.contains(&b.block), "{c:?}");
         }
+        // Batches added after the anchor's window closed change nothing.
+        let later = listing((90..400).step_by(3));
+        assert_eq!(
+            covers_of(&v, &later, &lives, anchor, &none, 3)
+                .await
+                .unwrap(),
+            c
+        );
+    }
+
+    #[test]
+    fn idle_windows_are_closed_and_of_the_drawn_age() {
+        let batches = listing(1..200);
+        let mut rng = rand::thread_rng();
+        for _ in 0..50 {
+            let w = idle_window(&batches, 200, 40, 3, &mut rng);
+            assert_eq!(w.len(), 3);
+            for b in &w {
+                // The window of block 160: [160, 176).
+                assert!((160..176).contains(&b.block), "{w:?}");
+            }
+        }
+        // Nothing closed yet: nothing to fetch.
+        assert!(idle_window(&listing(190..200), 200, 40, 3, &mut rng).is_empty());
+        // Too young for the age: the oldest closed window.
+        let w = idle_window(&listing(150..200), 200, 900, 2, &mut rng);
+        assert!(w.iter().all(|b| b.block < 160), "{w:?}");
     }
 }

@@ -20,7 +20,7 @@ use crate::client::PrivateClient;
 use crate::error::PrivsvcError;
 use crate::protocol::{RecordState, StatusResponse, SubmitRequest};
 use crate::read::BatchId;
-use crate::record::{CreateParams, CreateResult};
+use crate::record::{CreateParams, CreateResult, MyRecord};
 use crate::relayer_api::{fetch_status, submit, RelayerStatus, SubmitOutcome};
 
 /// Consecutive unanswered status polls after which a relayer counts as gone.
@@ -45,8 +45,15 @@ enum Attempt {
     Written(StatusResponse),
     /// The relayer refused a record that passed the client's own checks (400 or 413).
     Refused { status: u16, message: String },
-    /// The relayer failed; `landing` says whether the record may still land.
-    Failed { reason: String, landing: Landing },
+    /// The relayer failed; `landing` says whether the record may still land, `blame` whether
+    /// the relayer's own authenticated answers show the failure (an outer HTTP error, an answer
+    /// that does not decapsulate or no answer may be the OHTTP relay's or the network's doing,
+    /// and never marks the relayer bad).
+    Failed {
+        reason: String,
+        landing: Landing,
+        blame: bool,
+    },
 }
 
 /// Whether a failed attempt may still put the record on the ledger.
@@ -136,10 +143,86 @@ impl PrivateClient {
             privsvc_rt::sleep(Duration::from_millis(ms)).await;
         }
         let result = self.submit_sealed(&sealed, warnings, requested_ms).await?;
-        let mut cache = self.cache.lock().await;
-        cache.written.insert(result.entity_key, result.record_ref);
-        cache.mark_stale();
+        // The session knows its own write: the next `my_entities` returns it at once, with no
+        // request; a scheduled scan verifies it later. Nothing is read because of the write.
+        self.record_own_write(&params, &sealed, &result).await;
         Ok(result)
+    }
+
+    /// Adds a record this device just wrote to the session's records (unverified), and keeps
+    /// it in the scan cache so that later sessions on this device have it too.
+    async fn record_own_write(
+        &self,
+        params: &CreateParams,
+        sealed: &SealedRecord,
+        result: &CreateResult,
+    ) {
+        if result.entity_key == B256::ZERO {
+            return;
+        }
+        let mut cache = self.scanner.cache.lock().await;
+        let listed = cache.entries.get(&result.entity_key).map(|e| e.batch());
+        let created_at = listed
+            .map(|b| b.block)
+            .or(result.block)
+            .or(cache.block)
+            .unwrap_or_default();
+        let creator = listed
+            .map(|b| b.creator)
+            .or_else(|| {
+                self.relayers()
+                    .into_iter()
+                    .find(|r| r.url == result.relayer)
+                    .map(|r| r.address)
+            })
+            .unwrap_or_default();
+        let exp = sealed.request.exp_seconds;
+        cache.add_own_write(MyRecord {
+            key: result.entity_key,
+            entity_key: result.entity_key,
+            owner: sealed.owner,
+            creator,
+            app: self.app().to_string(),
+            content_type: params.content_type.clone(),
+            data: params.payload.clone(),
+            encrypted: params.encrypt,
+            attributes: sealed.attributes.clone(),
+            created_at,
+            expires_at: created_at.saturating_add(exp / crate::options::BLOCK_TIME_SECONDS),
+            exp_seconds: exp,
+            envelope: sealed.request.envelope.trim_end_matches(' ').to_string(),
+            record_ref: sealed.record_ref,
+            verified: false,
+        });
+        if let Some(store) = &self.scanner.scan_cache {
+            store.save_records(&cache).await;
+        }
+    }
+
+    /// The envelope's `hour`: from the chain's time as the session last read it (the newest
+    /// block's timestamp), never from the device clock, so that a skewed clock does not mark
+    /// the user's records; the device clock only before the session has read any block.
+    async fn envelope_hour(&self) -> u64 {
+        #[cfg(feature = "lab-leaks")]
+        if let Some(offset) = self.options.lab_device_clock_hour {
+            return privsvc_envelope::hour_of(
+                crate::proof::unix_now().saturating_add_signed(offset),
+            );
+        }
+        self.chain_hour().await
+    }
+
+    /// The hour of the chain's time as the session last read it (the device clock only before
+    /// any block timestamp was read).
+    async fn chain_hour(&self) -> u64 {
+        let now = self.scanner.cache.lock().await.chain_now();
+        let seconds = now.unwrap_or_else(|| {
+            tracing::warn!(
+                "no block timestamp read yet: the envelope's hour comes from the device clock"
+            );
+            crate::proof::unix_now()
+        });
+        privsvc_envelope::hour_of(seconds)
     }
 
     /// Seals a record: attributes with `project` and `tag`, payload (encrypted on request),
@@ -173,10 +256,7 @@ impl PrivateClient {
         let body = EnvelopeBody {
             app: self.app().to_string(),
             exp,
-            hour: privsvc_envelope::hour_of(
-                crate::proof::unix_now()
-                    .saturating_add_signed(self.options.device_clock_offset_secs),
-            ),
+            hour: self.envelope_hour().await,
             ct: params.content_type.clone(),
             enc: params.encrypt,
             types: attrs.types(),
@@ -265,14 +345,22 @@ impl PrivateClient {
                     self.mark_bad(&relayer.url);
                     refusals.push((relayer.url.clone(), status, message));
                 }
-                Attempt::Failed { reason, landing } => {
+                Attempt::Failed {
+                    reason,
+                    landing,
+                    blame,
+                } => {
                     tracing::warn!(relayer = %relayer.url, %reason, "relayer attempt failed");
                     attempts.push(format!("{}: {reason}", relayer.url));
                     if landing == Landing::No {
                         continue;
                     }
                     submitted_somewhere = true;
-                    self.mark_bad(&relayer.url);
+                    // Only the relayer's own authenticated answers mark it bad: an error the
+                    // OHTTP relay or the network can make must not steer later writes.
+                    if blame {
+                        self.mark_bad(&relayer.url);
+                    }
                     // Watch the tails of one batching round of that relayer: a record it
                     // accepted may still land, and must not be written twice.
                     // (Never longer than the inclusion timeout, never shorter than one tail.)
@@ -336,6 +424,7 @@ impl PrivateClient {
                     _ => Attempt::Failed {
                         reason: format!("refused with {status}: {message}"),
                         landing: Landing::No,
+                        blame: false,
                     },
                 };
             }
@@ -343,6 +432,7 @@ impl PrivateClient {
                 return Attempt::Failed {
                     reason: format!("no answer to the submission: {e}"),
                     landing: Landing::Unanswered,
+                    blame: false,
                 }
             }
         };
@@ -352,7 +442,9 @@ impl PrivateClient {
                 budget = budget.saturating_add(Duration::from_millis(hold));
             }
         }
-        let deadline = Instant::now() + budget;
+        let accepted = Instant::now();
+        let deadline = accepted + budget;
+        let horizon = accepted + self.poll_horizon(&relayer.info);
         let mut unanswered = 0u32;
         loop {
             privsvc_rt::sleep(self.options.poll_interval).await;
@@ -361,7 +453,7 @@ impl PrivateClient {
                     unanswered = 0;
                     match st.state {
                         RecordState::Written => {
-                            self.keep_polling(&relayer.url, &id);
+                            self.keep_polling(&relayer.url, &id, horizon);
                             return Attempt::Written(st);
                         }
                         RecordState::Failed => {
@@ -371,6 +463,7 @@ impl PrivateClient {
                                     st.error.unwrap_or_default()
                                 ),
                                 landing: Landing::No,
+                                blame: false,
                             }
                         }
                         // A queue position never extends the deadline.
@@ -383,24 +476,48 @@ impl PrivateClient {
                         return Attempt::Failed {
                             reason: "stopped answering status polls".into(),
                             landing: Landing::Accepted,
+                            blame: false,
                         };
                     }
                 }
             }
             if Instant::now() >= deadline {
+                // The relayer's own answers kept the record queued past its deadline.
                 return Attempt::Failed {
                     reason: format!("not written within {budget:?} of its acceptance"),
                     landing: Landing::Accepted,
+                    blame: true,
                 };
             }
         }
     }
 
-    /// After `written`, the status polls of record `id` go on for a random while (0 to 60 s by
-    /// default), so that the moment they stop does not tell when the record landed.
-    fn keep_polling(&self, relayer_url: &str, id: &str) {
-        let extra = self.rng.between(self.options.schedule.status_tail);
-        if extra.is_zero() {
+    /// The poll horizon of a submission to a relayer with `info`: a uniform number of its
+    /// batching rounds in [`crate::SessionSchedule::status_horizon_rounds`], drawn at the 202.
+    fn poll_horizon(&self, info: &crate::protocol::InfoResponse) -> Duration {
+        let round = relayer_round(info)
+            .saturating_add(Duration::from_secs(crate::options::BLOCK_TIME_SECONDS));
+        let (low, high) = self.options.schedule.status_horizon_rounds;
+        let (low, high) = (low.max(0.0), high.max(low.max(0.0)));
+        let rounds = if high > low {
+            self.rng.with(|r| r.gen_range(low..=high))
+        } else {
+            low
+        };
+        round.mul_f64(rounds)
+    }
+
+    /// After `written`, the status polls of record `id` go on until the submission's poll
+    /// `horizon` (drawn at its 202, independent of landing); a record written after its horizon
+    /// is polled for a random while more (0 to 60 s by default). When they stop says nothing of
+    /// when the record landed.
+    fn keep_polling(&self, relayer_url: &str, id: &str, horizon: Instant) {
+        let end = if Instant::now() < horizon {
+            horizon
+        } else {
+            Instant::now() + self.rng.between(self.options.schedule.status_tail)
+        };
+        if end <= Instant::now() {
             return;
         }
         let (transport, url, id) = (
@@ -410,7 +527,6 @@ impl PrivateClient {
         );
         let poll = self.options.poll_interval;
         let task = privsvc_rt::spawn(async move {
-            let end = Instant::now() + extra;
             loop {
                 privsvc_rt::sleep_background(poll).await;
                 if Instant::now() >= end {
@@ -433,7 +549,7 @@ impl PrivateClient {
         let mut tails = self.tail.watch();
         let end = Instant::now() + window;
         loop {
-            if let Some(found) = find_listed(&*self.cache.lock().await, sealed) {
+            if let Some(found) = find_listed(&*self.scanner.cache.lock().await, sealed) {
                 return Some(found);
             }
             let left = end.saturating_duration_since(Instant::now());
@@ -441,7 +557,7 @@ impl PrivateClient {
                 return None;
             }
             if privsvc_rt::timeout(left, tails.changed()).await.is_err() {
-                return find_listed(&*self.cache.lock().await, sealed);
+                return find_listed(&*self.scanner.cache.lock().await, sealed);
             }
         }
     }
@@ -516,6 +632,7 @@ fn recovered_result(
         tx_hash: B256::ZERO,
         relayer: String::new(),
         batch_size: found.batch_size,
+        block: Some(found.block),
         recovered: true,
         warnings,
         record_ref: sealed.record_ref,
@@ -538,6 +655,7 @@ fn claimed_result(
         tx_hash: parse(st.tx_hash.as_deref()),
         relayer: relayer.url.clone(),
         batch_size: st.batch_size.unwrap_or(1),
+        block: st.block.as_deref().and_then(|b| b.parse().ok()),
         recovered: false,
         warnings,
         record_ref: sealed.record_ref,
@@ -574,6 +692,7 @@ fn written_result(
         tx_hash,
         relayer: relayer.url.clone(),
         batch_size: found.batch_size,
+        block: Some(found.block),
         recovered: false,
         warnings,
         record_ref: sealed.record_ref,

@@ -70,10 +70,17 @@ pub enum PrivsvcError {
         /// The app.
         app: String,
     },
+    /// `check_rarity` was called on a session whose listing carries no attribute values (it was
+    /// built with `rarity_k` 0); nothing is listed on demand.
+    #[error("the session's listing carries no attribute values (built with rarity_k 0), so rarity cannot be counted; build the client with rarity_k above 0")]
+    RarityUnavailable,
     /// The client was configured inconsistently.
     #[error("invalid client configuration: {0}")]
     Config(String),
 
+    /// The device store (tokens, pins, scan cache kept between sessions) cannot be opened.
+    #[error("device store: {0}")]
+    Store(String),
     /// The scan cache's store failed (the session goes on without it).
     #[error("scan cache: {0}")]
     ScanCache(String),

@@ -58,8 +58,12 @@
 mod cache;
 mod checks;
 mod client;
+mod cover;
 mod covers;
 mod create;
+pub mod device_seal;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod device_store;
 pub mod discover;
 mod entities;
 mod error;
@@ -67,12 +71,15 @@ mod error;
 #[cfg(feature = "fuzzing")]
 pub mod fuzz_entry;
 pub mod options;
+#[cfg(not(target_arch = "wasm32"))]
+mod private_fs;
 pub mod proof;
 pub mod protocol;
 pub mod read;
 pub mod record;
 pub mod relayer_api;
 mod rng;
+mod scan;
 pub mod scan_cache;
 mod schedule;
 mod session;
@@ -114,5 +121,5 @@ pub use schedule::SessionSchedule;
 pub use transport::default_transport;
 pub use verify::{
     block_timestamps, creation_timestamp, verify_record, verify_record_on_ledger, RejectReason,
-    VerifiedRecord, VerifyOptions,
+    Unchecked, VerifiedRecord, VerifyOptions,
 };

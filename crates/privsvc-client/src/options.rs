@@ -22,6 +22,10 @@ pub const DEFAULT_RARITY_K: usize = 3;
 /// Default number of extra random batches fetched when reading.
 pub const DEFAULT_COVER_BATCHES: usize = 2;
 pub use privsvc_vault::DEFAULT_PROOF_TTL_SECONDS;
+/// Default rate of the cover stream, slots per minute (0: no cover stream).
+pub const DEFAULT_COVER_PER_MINUTE: f64 = 0.0;
+/// Default share of the cover stream's dummies padded to the submission class.
+pub const DEFAULT_COVER_SUBMISSION_SHARE: f64 = 0.1;
 /// Ledger block time in seconds (the constant BLOCK_TIME_SECONDS, docs/PROTOCOL.md §4).
 pub const BLOCK_TIME_SECONDS: u64 = 2;
 
@@ -159,7 +163,8 @@ pub struct ClientOptions {
     pub cover_batches: usize,
     /// Token mode.
     pub tokens: TokenSupply,
-    /// Where auto mode keeps unspent tokens (default: an in-memory store).
+    /// Where auto mode keeps unspent tokens (default: the device store natively, see
+    /// [`ClientOptions::data_dir`]; in memory with [`ClientOptions::memory_stores`]).
     pub token_store: Option<Arc<dyn TokenStore>>,
     /// One-time attestation code for issuers that need one.
     pub token_attestation: Option<String>,
@@ -170,6 +175,11 @@ pub struct ClientOptions {
     /// With `allow_on_demand`, the longest a write waits for tokens it fetched to ripen
     /// (default 90000 ms, [`privsvc_tokens::DEFAULT_RIPE_WAIT_MS`]).
     pub token_ripe_wait_ms: u64,
+    /// The oldest age at which a token obtained in this session ripens: each ripens at its own
+    /// random age between `token_min_age_ms` and this (default 3600000 ms,
+    /// [`privsvc_tokens::DEFAULT_MAX_RIPE_MS`]), so that the moment it is spent says nothing of
+    /// when it was issued. Tokens from earlier sessions ripen at `token_min_age_ms`.
+    pub token_max_ripe_ms: u64,
     /// Where auto mode pins the first issuer key per (issuer, app, epoch) (default: the token
     /// store's pins, [`TokenStore::key_pins`]: on disk next to a `FileTokenStore`, in memory
     /// with the memory store).
@@ -201,11 +211,28 @@ pub struct ClientOptions {
     /// [`crate::scan_cache::DEFAULT_RESUME_BLOCKS`], an hour): a returning session lists from the
     /// last multiple of it, never from the exact block its previous session reached.
     pub scan_cache_resume_blocks: u64,
-    /// Attack-lab hook, not part of the API: seconds added to the device clock where the client
-    /// reads it for the envelope's `hour`, so that the lab can simulate a device whose clock is
-    /// off. 0 (the default) everywhere else.
+    /// Where the device store lives natively (tokens, key pins, relayer pins and the scan cache
+    /// kept between sessions, sealed under a key from the vault's root; see
+    /// `crate::device_store`). Default: [`crate::device_store::default_data_dir`]. Stores given
+    /// explicitly (`token_store`, `token_pins`, `relayer_pins`, `scan_cache`) are used instead
+    /// of its parts.
+    pub data_dir: Option<std::path::PathBuf>,
+    /// Slots per minute of the session's cover stream (docs/PROTOCOL.md §8.8): through an
+    /// OHTTP relay, an open session sends requests at the moments of a Poisson process of this
+    /// rate, real ones when they wait, padded dummies otherwise. 0 (the default): none.
+    pub cover_per_minute: f64,
+    /// The share of the cover stream's dummies padded to the submission class (default 0.1).
+    pub cover_submission_share: f64,
+    /// Keep everything in memory for this session only (default false). Every session then
+    /// starts with no tokens (each one's first write is a first spend the issuer can time), no
+    /// pins (a stranger's heartbeat can make a relayer ambiguous) and no scan cache.
+    pub memory_stores: bool,
+    /// The attack lab's leaky setting (feature `lab-leaks`, never in a deployment): the
+    /// envelope's `hour` from the device clock off by this many seconds, as before revision 4,
+    /// instead of from the chain's time.
+    #[cfg(feature = "lab-leaks")]
     #[doc(hidden)]
-    pub device_clock_offset_secs: i64,
+    pub lab_device_clock_hour: Option<i64>,
 }
 
 impl std::fmt::Debug for ClientOptions {
@@ -231,6 +258,7 @@ impl std::fmt::Debug for ClientOptions {
             .field("tokens", &self.tokens)
             .field("token_store", &self.token_store.is_some())
             .field("token_attestation", &self.token_attestation.is_some())
+            .field("token_max_ripe_ms", &self.token_max_ripe_ms)
             .field("allow_on_demand", &self.allow_on_demand)
             .field("schedule", &self.schedule)
             .field("seed", &self.seed.is_some())
@@ -239,7 +267,10 @@ impl std::fmt::Debug for ClientOptions {
             .field("fetch", &self.fetch.is_some())
             .field("scan_cache", &self.scan_cache.is_some())
             .field("scan_cache_resume_blocks", &self.scan_cache_resume_blocks)
-            .field("device_clock_offset_secs", &self.device_clock_offset_secs)
+            .field("data_dir", &self.data_dir)
+            .field("cover_per_minute", &self.cover_per_minute)
+            .field("cover_submission_share", &self.cover_submission_share)
+            .field("memory_stores", &self.memory_stores)
             .finish()
     }
 }
@@ -270,6 +301,7 @@ impl ClientOptions {
             token_attestation: None,
             token_min_age_ms: privsvc_tokens::DEFAULT_MIN_AGE_MS,
             token_ripe_wait_ms: privsvc_tokens::DEFAULT_RIPE_WAIT_MS,
+            token_max_ripe_ms: privsvc_tokens::DEFAULT_MAX_RIPE_MS,
             token_pins: None,
             allow_on_demand: false,
             schedule: crate::SessionSchedule::default(),
@@ -279,7 +311,12 @@ impl ClientOptions {
             fetch: None,
             scan_cache: None,
             scan_cache_resume_blocks: crate::scan_cache::DEFAULT_RESUME_BLOCKS,
-            device_clock_offset_secs: 0,
+            data_dir: None,
+            cover_per_minute: DEFAULT_COVER_PER_MINUTE,
+            cover_submission_share: DEFAULT_COVER_SUBMISSION_SHARE,
+            memory_stores: false,
+            #[cfg(feature = "lab-leaks")]
+            lab_device_clock_hour: None,
         }
     }
 
@@ -453,6 +490,31 @@ impl ClientBuilder {
         self.options.token_ripe_wait_ms = ms;
         self
     }
+    /// Where the device store lives (default: `$PRIVSVC_DATA_DIR`, else the platform's data
+    /// directory; see [`ClientOptions::data_dir`]).
+    pub fn data_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
+        self.options.data_dir = Some(dir.into());
+        self
+    }
+    /// The cover stream: `per_minute` slots a minute through the OHTTP relay, a share
+    /// `submission_share` of the dummies in the submission class (see
+    /// [`ClientOptions::cover_per_minute`]).
+    pub fn cover(mut self, per_minute: f64, submission_share: f64) -> Self {
+        self.options.cover_per_minute = per_minute.max(0.0);
+        self.options.cover_submission_share = submission_share.clamp(0.0, 1.0);
+        self
+    }
+    /// Keep tokens, pins and the scan cache in memory for this session only (see
+    /// [`ClientOptions::memory_stores`]: every session becomes a first spend).
+    pub fn memory_stores(mut self, on: bool) -> Self {
+        self.options.memory_stores = on;
+        self
+    }
+    /// The oldest ripening age of a token obtained in this session, ms (default 3600000).
+    pub fn token_max_ripe_ms(mut self, ms: u64) -> Self {
+        self.options.token_max_ripe_ms = ms;
+        self
+    }
     /// Where auto mode pins issuer keys (default: in memory for the session).
     pub fn token_pins(mut self, pins: Arc<dyn KeyPins>) -> Self {
         self.options.token_pins = Some(pins);
@@ -486,13 +548,15 @@ impl ClientBuilder {
         self
     }
 
-    /// Attack-lab hook, not part of the API: a device clock off by `secs` seconds where the
-    /// client reads it for the envelope's `hour` (see `ClientOptions::device_clock_offset_secs`).
+    /// The attack lab's leaky setting (feature `lab-leaks`, never in a deployment): the
+    /// envelope's `hour` from a device clock off by `secs` seconds, as before revision 4.
+    #[cfg(feature = "lab-leaks")]
     #[doc(hidden)]
-    pub fn device_clock_offset_secs(mut self, secs: i64) -> Self {
-        self.options.device_clock_offset_secs = secs;
+    pub fn lab_device_clock_hour(mut self, secs: i64) -> Self {
+        self.options.lab_device_clock_hour = Some(secs);
         self
     }
+
     /// Seed the client's own random choices (reproducible tests).
     pub fn seed(mut self, seed: u64) -> Self {
         self.options.seed = Some(seed);

@@ -75,6 +75,9 @@ pub struct CreateResult {
     /// relayer's figure from its `written` answer; above 1 it is counted in the session's own
     /// listing of the ledger (the tail that showed the record), never taken from the relayer.
     pub batch_size: u64,
+    /// The block that holds the record, when known: from the session's listing, or the
+    /// relayer's `written` answer.
+    pub block: Option<u64>,
     /// The relayer did not answer but the record had landed; nothing was written twice.
     pub recovered: bool,
     /// Fingerprinting and rarity warnings.
@@ -114,6 +117,10 @@ pub struct MyRecord {
     pub envelope: String,
     /// The record reference its keys derive from.
     pub record_ref: RecordRef,
+    /// Whether a scan verified the record on the ledger (owner, signature, app, attributes,
+    /// lifetime, creation window). A record this device wrote is returned at once with
+    /// `verified: false`; a scheduled scan verifies it later.
+    pub verified: bool,
 }
 
 impl std::fmt::Debug for MyRecord {
@@ -129,6 +136,7 @@ impl std::fmt::Debug for MyRecord {
             .field("created_at", &self.created_at)
             .field("expires_at", &self.expires_at)
             .field("exp_seconds", &self.exp_seconds)
+            .field("verified", &self.verified)
             .finish_non_exhaustive()
     }
 }
@@ -162,6 +170,7 @@ impl MyRecord {
             "expiresAt": self.expires_at,
             "expSeconds": self.exp_seconds,
             "ref": self.record_ref.to_hex(),
+            "verified": self.verified,
         })
     }
 }

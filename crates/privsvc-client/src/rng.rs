@@ -20,6 +20,10 @@ pub(crate) enum Purpose {
     Scan = 4,
     /// Token choice.
     Tokens = 5,
+    /// The scans' timer (apart from the scans' own draws, which depend on what they find).
+    ScanTimer = 6,
+    /// The cover stream's slots and dummies.
+    Cover = 7,
 }
 
 /// A random source shared by a client's tasks.
@@ -42,6 +46,21 @@ impl ClientRng {
     /// Runs `f` with the generator.
     pub(crate) fn with<T>(&self, f: impl FnOnce(&mut StdRng) -> T) -> T {
         f(&mut self.0.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Sleeps (a timer that keeps no process alive) until `*next`, then moves `*next` on by a
+    /// uniform wait in `interval`. The moments of a timer driven this way follow from its
+    /// randomness alone: how long each run takes does not shift the later ones.
+    pub(crate) async fn tick(
+        &self,
+        next: &mut privsvc_rt::Instant,
+        interval: (Duration, Duration),
+    ) {
+        let now = privsvc_rt::Instant::now();
+        if *next > now {
+            privsvc_rt::sleep_background(*next - now).await;
+        }
+        *next += self.between(interval);
     }
 
     /// A uniform duration in `[low, high]`.

@@ -25,7 +25,7 @@ use crate::cache::EntityCache;
 use crate::error::PrivsvcError;
 
 /// The format version this build writes and reads.
-pub const SCAN_CACHE_VERSION: u8 = 1;
+pub const SCAN_CACHE_VERSION: u8 = 2;
 /// The default resume granularity: 1,800 blocks (an hour of Arkiv's 2 s blocks).
 pub const DEFAULT_RESUME_BLOCKS: u64 = 1_800;
 /// The first bytes of a sealed cache.
@@ -140,6 +140,13 @@ pub enum ScanCacheState {
         /// The resume block: the first listing named the records created after it.
         block: u64,
     },
+    /// The stored listing lacked the attribute values this session needs: the session listed
+    /// from the start and kept the user's records (verified, and written on this device) from
+    /// it.
+    Relisted {
+        /// Why.
+        reason: &'static str,
+    },
     /// The stored cache did not open and was deleted: the session listed from the start.
     Discarded {
         /// Why.
@@ -154,7 +161,8 @@ pub(crate) struct ScanCache {
     chain_id: u64,
     project: String,
     granularity: u64,
-    saved: tokio::sync::Mutex<Option<u64>>,
+    /// The resume block and the records' generation last saved.
+    saved: tokio::sync::Mutex<(Option<u64>, u64)>,
 }
 
 impl ScanCache {
@@ -172,7 +180,7 @@ impl ScanCache {
             chain_id,
             project: project.to_owned(),
             granularity,
-            saved: tokio::sync::Mutex::new(None),
+            saved: tokio::sync::Mutex::new((None, 0)),
         }
     }
 
@@ -192,11 +200,21 @@ impl ScanCache {
         };
         let why = match open(&self.key, self.chain_id, &self.project, &sealed) {
             Ok(cache) if cache.with_attributes || !with_attributes => {
-                *self.saved.lock().await = cache.block;
+                *self.saved.lock().await = (cache.block, cache.records_generation);
                 let block = cache.block.unwrap_or_default();
                 return (Some(cache), ScanCacheState::Resumed { block });
             }
-            Ok(_) => "it has no attributes and this session checks rarity",
+            Ok(mut cache) => {
+                // The listing lacks the attribute values this session counts rarity on: list
+                // again from the start, keeping what this device knows of the user's records.
+                cache.reset();
+                let reason = "its listing has no attribute values and this session checks rarity";
+                tracing::warn!(
+                    reason,
+                    "listing the project again; the user's records are kept"
+                );
+                return (Some(cache), ScanCacheState::Relisted { reason });
+            }
             Err(Discarded::Version) => "it is not of this version",
             Err(Discarded::Key) => "it does not open under this vault's key",
             Err(Discarded::Content) => "its content is malformed",
@@ -208,21 +226,42 @@ impl ScanCache {
         (None, ScanCacheState::Discarded { reason: why })
     }
 
-    /// Saves the records of `cache` up to its resume block, when that block moved since the
-    /// last save (at most once per resume unit) and the cache was scanned.
+    /// Saves the listing of `cache` up to its resume block and the user's records, when that
+    /// block moved since the last save (at most once per resume unit) or the user's records
+    /// changed, once the cache was scanned.
     pub(crate) async fn save(&self, cache: &EntityCache) {
-        let Some(block) = cache.block.filter(|_| cache.scanned) else {
+        if cache.block.is_none() || !cache.scanned {
             return;
-        };
-        let resume = resume_block(block, self.granularity);
+        }
+        self.save_if_changed(cache).await;
+    }
+
+    /// Saves the user's records of `cache` now that they changed (a write of this device), with
+    /// the listing up to the last resume block saved (or none).
+    pub(crate) async fn save_records(&self, cache: &EntityCache) {
+        self.save_if_changed(cache).await;
+    }
+
+    async fn save_if_changed(&self, cache: &EntityCache) {
         let mut saved = self.saved.lock().await;
-        if saved.is_some_and(|s| s >= resume) {
+        // The listing only up to a resume block a scan reached; before the first scan, none.
+        let resume = match (cache.block, cache.scanned) {
+            (Some(block), true) => resume_block(block, self.granularity),
+            _ => saved.0.unwrap_or(0),
+        };
+        let moved = saved.0.is_none_or(|s| s < resume);
+        if !moved && saved.1 == cache.records_generation {
             return;
         }
         let snapshot = crate::snapshot::encode(cache, resume);
         let sealed = seal(&self.key, self.chain_id, &self.project, &snapshot);
         match self.store.save(sealed).await {
-            Ok(()) => *saved = Some(resume),
+            Ok(()) => {
+                *saved = (
+                    Some(resume.max(saved.0.unwrap_or(0))),
+                    cache.records_generation,
+                )
+            }
             Err(e) => tracing::warn!(error = %e, "the scan cache cannot be saved"),
         }
     }
@@ -249,37 +288,7 @@ impl FileScanCache {
     }
 
     fn write(&self, sealed: &[u8]) -> std::io::Result<()> {
-        use std::io::Write;
-        let dir = match self.path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => std::path::PathBuf::from("."),
-        };
-        let mut builder = std::fs::DirBuilder::new();
-        builder.recursive(true);
-        #[cfg(unix)]
-        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-        builder.create(&dir)?;
-        let name = self
-            .path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "scan-cache".into());
-        let temp = dir.join(format!(".{name}.{:016x}.tmp", rand::random::<u64>()));
-        let mut options = std::fs::OpenOptions::new();
-        options.write(true).create_new(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-        let written = options.open(&temp).and_then(|mut f| {
-            f.write_all(sealed)?;
-            f.sync_all()
-        });
-        match written.and_then(|()| std::fs::rename(&temp, &self.path)) {
-            Ok(()) => Ok(()),
-            Err(e) => {
-                let _ = std::fs::remove_file(&temp);
-                Err(e)
-            }
-        }
+        crate::private_fs::write_atomically(&self.path, sealed)
     }
 }
 
@@ -299,12 +308,10 @@ impl ScanCacheStore for FileScanCache {
         }
     }
 
+    /// Writes in place, on the caller's thread: a cache is small, and a process that cannot
+    /// start a thread must still keep it.
     async fn save(&self, sealed: Vec<u8>) -> Result<(), PrivsvcError> {
-        let this = self.clone();
-        tokio::task::spawn_blocking(move || this.write(&sealed))
-            .await
-            .map_err(|e| PrivsvcError::ScanCache(format!("the write task failed: {e}")))?
-            .map_err(|e| io_error(&self.path, e))
+        self.write(&sealed).map_err(|e| io_error(&self.path, e))
     }
 
     async fn clear(&self) -> Result<(), PrivsvcError> {
@@ -319,6 +326,63 @@ impl ScanCacheStore for FileScanCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A store in memory.
+    struct Memory(std::sync::Mutex<Option<Vec<u8>>>);
+
+    #[async_trait]
+    impl ScanCacheStore for Memory {
+        async fn load(&self) -> Result<Option<Vec<u8>>, PrivsvcError> {
+            Ok(self.0.lock().unwrap().clone())
+        }
+        async fn save(&self, sealed: Vec<u8>) -> Result<(), PrivsvcError> {
+            *self.0.lock().unwrap() = Some(sealed);
+            Ok(())
+        }
+        async fn clear(&self) -> Result<(), PrivsvcError> {
+            *self.0.lock().unwrap() = None;
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_listing_without_attributes_is_listed_again_and_the_users_records_are_kept() {
+        let store = Arc::new(Memory(std::sync::Mutex::new(None)));
+        let key = privsvc_vault::kdf::Secret32::new([5; 32]);
+        let cache = ScanCache::new(store.clone(), key.clone(), 7, "notes", 1);
+        let mut listing = EntityCache::default();
+        listing.finish_listing(40);
+        listing.scanned = true;
+        let record = crate::record::MyRecord {
+            key: alloy_primitives::B256::repeat_byte(1),
+            entity_key: alloy_primitives::B256::repeat_byte(1),
+            owner: alloy_primitives::Address::repeat_byte(2),
+            creator: alloy_primitives::Address::repeat_byte(3),
+            app: "notes".into(),
+            content_type: "text/plain".into(),
+            data: b"mine".to_vec(),
+            encrypted: false,
+            attributes: privsvc_attributes::Attributes::new(),
+            created_at: 30,
+            expires_at: 1_000,
+            exp_seconds: 3_600,
+            envelope: "{}".into(),
+            record_ref: privsvc_vault::RecordRef([4; 16]),
+            verified: false,
+        };
+        listing.add_own_write(record.clone());
+        cache.save(&listing).await;
+        // A session that checks rarity needs attribute values the listing lacks.
+        let again = ScanCache::new(store, key, 7, "notes", 1);
+        let (loaded, state) = again.load(true).await;
+        assert!(
+            matches!(state, ScanCacheState::Relisted { .. }),
+            "{state:?}"
+        );
+        let loaded = loaded.expect("the user's records are kept");
+        assert_eq!(loaded.block, None, "the listing starts over");
+        assert_eq!(loaded.mine.get(&record.entity_key), Some(&record));
+    }
 
     #[test]
     fn resume_blocks_are_coarse() {

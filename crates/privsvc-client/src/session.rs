@@ -14,29 +14,30 @@ use crate::cache::EntityCache;
 use crate::error::PrivsvcError;
 use crate::rng::ClientRng;
 
-/// What the tail shares with those who wait for it: how many tails started, and how many
-/// finished (tails run one after another, so tail n is the n-th to start and to finish).
+/// What a scheduled task (the tail, the scans) shares with those who wait for it: how many runs
+/// started, and how many finished (runs follow one another, so run n is the n-th to start and
+/// to finish).
 #[derive(Debug)]
-pub(crate) struct Tail {
+pub(crate) struct Ticks {
     started: AtomicU64,
     done: watch::Sender<u64>,
 }
 
-impl Tail {
+impl Ticks {
     pub(crate) fn new() -> Self {
-        Tail {
+        Ticks {
             started: AtomicU64::new(0),
             done: watch::Sender::new(0),
         }
     }
 
-    /// A receiver that sees every tail from now on.
+    /// A receiver that sees every run from now on.
     pub(crate) fn watch(&self) -> watch::Receiver<u64> {
         self.done.subscribe()
     }
 
-    /// Waits, at most `bound`, until a tail that started after this call has finished: its
-    /// listing was made after everything the caller did before calling. A tail already under
+    /// Waits, at most `bound`, until a run that started after this call has finished: its
+    /// listing was made after everything the caller did before calling. A run already under
     /// way when this is called may have listed at an older head, so it does not count.
     pub(crate) async fn next_started_after_now(&self, bound: Duration) {
         let mut done = self.done.subscribe();
@@ -44,11 +45,11 @@ impl Tail {
         let _ = privsvc_rt::timeout(bound, done.wait_for(|n| *n >= want)).await;
     }
 
-    fn starting(&self) {
+    pub(crate) fn starting(&self) {
         self.started.fetch_add(1, Ordering::SeqCst);
     }
 
-    fn ran(&self) {
+    pub(crate) fn ran(&self) {
         self.done.send_modify(|n| *n = n.saturating_add(1));
     }
 }
@@ -64,8 +65,9 @@ pub(crate) struct Lister {
 
 impl Lister {
     /// Brings the cached listing up to date: lists only the records created after the last
-    /// listed block (everything the first time), at one pinned block, and drops what expired.
-    /// Returns how many records it listed.
+    /// listed block (everything the first time), at one pinned block, and drops what expired;
+    /// then reads the newest block's timestamp (the chain's time, from which the envelope's
+    /// `hour` is taken). Returns how many records it listed.
     pub(crate) async fn update(&self, cache: &mut EntityCache) -> Result<usize, PrivsvcError> {
         let with_attributes = self.with_attributes || cache.with_attributes;
         if cache.block.is_some() && !cache.with_attributes && with_attributes {
@@ -86,6 +88,9 @@ impl Lister {
         )
         .await?;
         cache.finish_listing(block);
+        if let Some(t) = self.reader.head_timestamp().await? {
+            cache.head_time = Some((t, privsvc_rt::Instant::now()));
+        }
         Ok(listed)
     }
 }
@@ -95,12 +100,13 @@ impl Lister {
 pub(crate) async fn run_tail(
     lister: Lister,
     cache: Arc<Mutex<EntityCache>>,
-    tail: Arc<Tail>,
+    tail: Arc<Ticks>,
     rng: Arc<ClientRng>,
     interval: (Duration, Duration),
 ) {
+    let mut next = privsvc_rt::Instant::now() + rng.between(interval);
     loop {
-        privsvc_rt::sleep_background(rng.between(interval)).await;
+        rng.tick(&mut next, interval).await;
         tail.starting();
         {
             let mut cache = cache.lock().await;
@@ -118,7 +124,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_wait_ends_with_the_first_tail_that_started_after_it_not_one_under_way() {
-        let tail = Arc::new(Tail::new());
+        let tail = Arc::new(Ticks::new());
         tail.starting(); // tail 1 is listing when the app asks
         let waiter = {
             let tail = tail.clone();

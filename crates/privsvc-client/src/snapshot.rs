@@ -3,7 +3,14 @@
 //! seals it; this module only encodes and decodes it.
 //!
 //! Layout (integers are LEB128 varints unless a width is given):
-//! `with_attributes u8 || resume || pairs || creators || groups || records`, where
+//! `with_attributes u8 || resume || own || pairs || creators || groups || records`, where
+//! - `own` = what this device knows of the user's records, whatever their block: `mine` =
+//!   count, then per record: key (32 bytes), verified (u8), ref (16 bytes), owner (20),
+//!   creator (20), created block, expiry block, lifetime seconds, encrypted (u8), app,
+//!   content type, payload, envelope, attributes (wire JSON) (texts and bytes length-prefixed);
+//!   `verified batches` = count, then per batch: block, creator (20 bytes); `covers` = count,
+//!   then per batch of the user's: block, creator (20), and its covers (count, then block and
+//!   creator each);
 //! - `pairs` = count, then per interned attribute pair: name length, name, value kind (u8:
 //!   0 str, 1 i32, 2 u64, 3 u256), value (str: length and bytes; i32: zigzag varint; u64:
 //!   varint; u256: 32 bytes big-endian);
@@ -25,12 +32,14 @@ use privsvc_vault::{RecordRef, Tag, TAG_BYTES};
 
 use crate::cache::{EntityCache, Listed, Settled, TagClass};
 use crate::read::BatchId;
+use crate::record::MyRecord;
 
 /// Encodes the records of `cache` created at or before `resume`.
 pub(crate) fn encode(cache: &EntityCache, resume: u64) -> Vec<u8> {
     let mut out = Vec::with_capacity(1024);
     out.push(u8::from(cache.with_attributes));
     put(&mut out, resume);
+    encode_own(&mut out, cache);
     let pairs = cache.interned_pairs();
     put(&mut out, pairs.len() as u64);
     for (name, value) in pairs {
@@ -117,6 +126,112 @@ pub(crate) fn encode(cache: &EntityCache, resume: u64) -> Vec<u8> {
     out
 }
 
+/// The user's records, the verified batches and the covers: kept whatever their block.
+fn encode_own(out: &mut Vec<u8>, cache: &EntityCache) {
+    let mut mine: Vec<&MyRecord> = cache.mine.values().collect();
+    mine.sort_by_key(|r| r.entity_key);
+    put(out, mine.len() as u64);
+    for r in mine {
+        out.extend_from_slice(r.entity_key.as_slice());
+        out.push(u8::from(r.verified));
+        out.extend_from_slice(r.record_ref.as_bytes());
+        out.extend_from_slice(r.owner.as_slice());
+        out.extend_from_slice(r.creator.as_slice());
+        put(out, r.created_at);
+        put(out, r.expires_at);
+        put(out, r.exp_seconds);
+        out.push(u8::from(r.encrypted));
+        put_bytes(out, r.app.as_bytes());
+        put_bytes(out, r.content_type.as_bytes());
+        put_bytes(out, &r.data);
+        put_bytes(out, r.envelope.as_bytes());
+        put_bytes(out, r.attributes.to_wire().to_string().as_bytes());
+    }
+    put(out, cache.verified_batches.len() as u64);
+    for b in &cache.verified_batches {
+        put_batch(out, b);
+    }
+    put(out, cache.covers.len() as u64);
+    for (anchor, covers) in &cache.covers {
+        put_batch(out, anchor);
+        put(out, covers.len() as u64);
+        for c in covers {
+            put_batch(out, c);
+        }
+    }
+}
+
+fn put_batch(out: &mut Vec<u8>, b: &BatchId) {
+    put(out, b.block);
+    out.extend_from_slice(b.creator.as_slice());
+}
+
+/// Decodes the `own` part into `cache`.
+fn decode_own(r: &mut Reader<'_>, cache: &mut EntityCache) -> Option<()> {
+    for _ in 0..r.count()? {
+        let key = B256::from(r.array::<32>()?);
+        let verified = match r.byte()? {
+            0 => false,
+            1 => true,
+            _ => return None,
+        };
+        let record_ref = RecordRef(r.array()?);
+        let owner = Address::from(r.array::<20>()?);
+        let creator = Address::from(r.array::<20>()?);
+        let created_at = r.varint()?;
+        let expires_at = r.varint()?;
+        let exp_seconds = r.varint()?;
+        let encrypted = match r.byte()? {
+            0 => false,
+            1 => true,
+            _ => return None,
+        };
+        let app = r.text()?;
+        let content_type = r.text()?;
+        let n = r.count()?;
+        let data = r.take(n)?.to_vec();
+        let envelope = r.text()?;
+        let attributes =
+            privsvc_attributes::Attributes::from_wire_json(r.text()?.as_bytes()).ok()?;
+        let record = MyRecord {
+            key,
+            entity_key: key,
+            owner,
+            creator,
+            app,
+            content_type,
+            data,
+            encrypted,
+            attributes,
+            created_at,
+            expires_at,
+            exp_seconds,
+            envelope,
+            record_ref,
+            verified,
+        };
+        if cache.mine.insert(key, record).is_some() {
+            return None;
+        }
+    }
+    for _ in 0..r.count()? {
+        let b = r.batch()?;
+        if !cache.verified_batches.insert(b) {
+            return None;
+        }
+    }
+    for _ in 0..r.count()? {
+        let anchor = r.batch()?;
+        let covers = (0..r.count()?)
+            .map(|_| r.batch())
+            .collect::<Option<Vec<_>>>()?;
+        if cache.covers.insert(anchor, covers).is_some() {
+            return None;
+        }
+    }
+    Some(())
+}
+
 /// Expiry as a lifetime from `created` (0 for a record that never expires).
 fn lifetime(created: u64, expires_at: u64) -> u64 {
     if expires_at == u64::MAX {
@@ -134,7 +249,7 @@ fn put_ids(out: &mut Vec<u8>, ids: &[u32]) {
 }
 
 /// A listing decoded from `bytes`: the cache (its block is the resume block, the user's
-/// records wait for verification, the others are counts). `None` for bytes that are not a
+/// records as this device knew them, the others are counts). `None` for bytes that are not a
 /// well-formed snapshot.
 pub(crate) fn decode(bytes: &[u8]) -> Option<EntityCache> {
     let mut r = Reader { bytes, at: 0 };
@@ -146,6 +261,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Option<EntityCache> {
     let resume = r.varint()?;
     let mut cache = EntityCache::default();
     cache.with_attributes = with_attributes;
+    decode_own(&mut r, &mut cache)?;
     let pairs = r.count()?;
     for _ in 0..pairs {
         let name = r.text()?;
@@ -290,6 +406,12 @@ impl Reader<'_> {
 
     fn array<const N: usize>(&mut self) -> Option<[u8; N]> {
         self.take(N)?.try_into().ok()
+    }
+
+    fn batch(&mut self) -> Option<BatchId> {
+        let block = self.varint()?;
+        let creator = Address::from(self.array::<20>()?);
+        Some(BatchId { block, creator })
     }
 
     fn text(&mut self) -> Option<String> {

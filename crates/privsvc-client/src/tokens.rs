@@ -1,8 +1,11 @@
 //! Token handling for a client: a caller-given `TokenSource`, or auto mode (one `TokenWallet`
 //! per verified issuer). In auto mode tokens are fetched on the session's schedule (refills at
 //! random moments when the store runs low), never because of a write; a write spends only a
-//! token obtained before it was requested and at least `token_min_age_ms` old
-//! (docs/PROTOCOL.md §8.3).
+//! token obtained before it was requested and ripe: tokens from earlier sessions at
+//! `token_min_age_ms`, tokens of this session at their own random age up to
+//! `token_max_ripe_ms` (docs/PROTOCOL.md §8.3). Issuer keys (and the issuers' heartbeats) are
+//! read on the session's timer at most once an hour, and no issue request is sent within a
+//! tail interval after a key read. Every issue request asks the same count.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -12,7 +15,7 @@ use alloy_primitives::Address;
 use privsvc_ledger::LedgerReader;
 use privsvc_ohttp::{HttpTransport, Transport};
 use privsvc_tokens::{
-    memory_store, KeyPins, MemoryKeyPins, TokenRedemption, TokenStore, TokenWallet,
+    memory_store, KeyPins, MemoryKeyPins, TokenError, TokenRedemption, TokenStore, TokenWallet,
     TokenWalletOptions,
 };
 use privsvc_vault::Wallet;
@@ -33,7 +36,8 @@ pub(crate) struct TokenManager {
     store: Arc<dyn TokenStore>,
     pins: Arc<dyn KeyPins>,
     attestation: Option<String>,
-    min_age_ms: u64,
+    /// How this session's tokens ripen.
+    ripening: privsvc_tokens::Ripening,
     ripe_wait_ms: u64,
     allow_on_demand: bool,
     rng: Arc<ClientRng>,
@@ -67,7 +71,10 @@ impl TokenManager {
                 .unwrap_or_else(|| Arc::new(MemoryKeyPins::default())),
             store,
             attestation: options.token_attestation.clone(),
-            min_age_ms: options.token_min_age_ms,
+            ripening: privsvc_tokens::Ripening::starting_now(
+                options.token_min_age_ms,
+                options.token_max_ripe_ms,
+            ),
             ripe_wait_ms: options.token_ripe_wait_ms,
             allow_on_demand: options.allow_on_demand,
             rng,
@@ -121,8 +128,8 @@ impl TokenManager {
         o.pins = self.pins.clone();
         o.allow_on_demand = false;
         o.attestation = self.attestation.clone();
-        o.min_age_ms = self.min_age_ms;
-        o.ripe_wait_ms = self.ripe_wait_ms;
+        o.min_age_ms = self.ripening.min_age_ms;
+        o.max_ripe_ms = self.ripening.max_ripe_ms;
         if let Some(t) = &self.issuer_transport {
             o.transport = t.clone();
         }
@@ -135,10 +142,11 @@ impl TokenManager {
     }
 
     /// The token of a submission to a relayer with `info`, for a write requested at
-    /// `requested_ms`: a caller's source is asked as it is; in auto mode only a token obtained
-    /// before the write was requested and at least `min_age_ms` old now is spent, else
-    /// `NoRipeToken` at once. With `allow_on_demand`, a write that finds none fetches tokens
-    /// and spends one of them once ripe (the app's explicit choice; a timing risk).
+    /// `requested_ms`: a caller's source is told when the write was requested (it never
+    /// waits); in auto mode only a token obtained before the write was requested and ripe now
+    /// is spent, else `NoRipeToken` at once. With `allow_on_demand`, a write that finds none
+    /// fetches tokens and spends one of them once `min_age_ms` old (the app's explicit choice;
+    /// a timing risk).
     pub(crate) async fn take(
         &self,
         app: &str,
@@ -149,7 +157,7 @@ impl TokenManager {
             app: app.to_string(),
         };
         if let TokenSupply::Source(s) = &self.mode {
-            return s.take(app).await?.ok_or_else(not_ready);
+            return s.take(app, requested_ms).await?.ok_or_else(not_ready);
         }
         if let Some(t) = self.take_ripe(app, requested_ms)? {
             return Ok(t);
@@ -173,10 +181,11 @@ impl TokenManager {
             .acquire(app, privsvc_tokens::MAX_TOKENS_PER_REQUEST, None)
             .await?;
         // Spent only once ripe: wait for the fresh tokens' minimum age (bounded).
+        let min_age = self.ripening.min_age_ms;
         let deadline = privsvc_rt::Instant::now()
-            + Duration::from_millis(self.min_age_ms.saturating_add(self.ripe_wait_ms));
+            + Duration::from_millis(min_age.saturating_add(self.ripe_wait_ms));
         loop {
-            if let Some(t) = self.take_ripe(app, u64::MAX)? {
+            if let Some(t) = self.take_aged(app, min_age)? {
                 return Ok(t);
             }
             if privsvc_rt::Instant::now() >= deadline {
@@ -186,12 +195,31 @@ impl TokenManager {
         }
     }
 
-    /// A random token of `app` for an accepted epoch, obtained before `obtained_before_ms` and
-    /// at least `min_age_ms` old, removed from the store.
+    /// A random token of `app` for an accepted epoch that a write requested at `requested_ms`
+    /// may spend now (obtained before it, ripe), removed from the store.
     fn take_ripe(
         &self,
         app: &str,
-        obtained_before_ms: u64,
+        requested_ms: u64,
+    ) -> Result<Option<TokenRedemption>, PrivsvcError> {
+        let now = privsvc_rt::now_unix_ms();
+        self.take_where(app, |t| self.ripening.spendable(t, requested_ms, now))
+    }
+
+    /// A random token of `app` at least `min_age_ms` old (on-demand issuance only).
+    fn take_aged(
+        &self,
+        app: &str,
+        min_age_ms: u64,
+    ) -> Result<Option<TokenRedemption>, PrivsvcError> {
+        let now = privsvc_rt::now_unix_ms();
+        self.take_where(app, |t| now.saturating_sub(t.obtained_ms) >= min_age_ms)
+    }
+
+    fn take_where(
+        &self,
+        app: &str,
+        spendable: impl Fn(&privsvc_tokens::StoredToken) -> bool,
     ) -> Result<Option<TokenRedemption>, PrivsvcError> {
         let now = privsvc_rt::now_unix_ms();
         let epochs = privsvc_tokens::acceptable_epochs(now);
@@ -201,8 +229,7 @@ impl TokenManager {
             .list(app)?
             .into_iter()
             .filter(|t| epochs.contains(&t.epoch))
-            .filter(|t| t.obtained_ms < obtained_before_ms)
-            .filter(|t| now.saturating_sub(t.obtained_ms) >= self.min_age_ms)
+            .filter(|t| spendable(t))
             .collect();
         self.rng.with(|r| ripe.shuffle(r));
         for t in ripe {
@@ -213,8 +240,8 @@ impl TokenManager {
         Ok(None)
     }
 
-    /// Tokens of `app` for an accepted epoch at least `min_age_ms` old in the store (those a write
-    /// requested now could spend; none with a caller's token source).
+    /// Tokens of `app` for an accepted epoch that a write requested now could spend (obtained
+    /// and ripe; none with a caller's token source).
     pub(crate) fn ripe(&self, app: &str) -> usize {
         if !matches!(self.mode, TokenSupply::Auto) {
             return 0;
@@ -226,7 +253,7 @@ impl TokenManager {
             .map(|l| {
                 l.iter()
                     .filter(|t| epochs.contains(&t.epoch))
-                    .filter(|t| now.saturating_sub(t.obtained_ms) >= self.min_age_ms)
+                    .filter(|t| self.ripening.spendable(t, now.saturating_add(1), now))
                     .count()
             })
             .unwrap_or(0)
@@ -241,13 +268,14 @@ impl TokenManager {
             .unwrap_or(0)
     }
 
-    /// The session's refills: at a random moment of `schedule.first_refill`, then of
-    /// `schedule.later_refill` each time, looks at the store; when it holds fewer than
-    /// `schedule.refill_below` usable tokens of `app`, fetches as many as one issue request
-    /// carries (the per-request maximum, or what the issuer said is left of the quota) from
-    /// the issuer of each relayer in `infos` that requires tokens, once that issuer is verified
-    /// (its `issuerUrl` is its own live heartbeat's). Every request asks the same count. Runs
-    /// until aborted.
+    /// The session's token schedule. On a timer like the tail's (a random wait in
+    /// `schedule.tail` each time): verifies each issuer of `infos` (its `issuerUrl` must be its
+    /// own live heartbeat's) and reads its key of the day when it has not been read within the
+    /// hour. Refills at a random moment of `schedule.first_refill`, then of
+    /// `schedule.later_refill` each time: when the store holds fewer than
+    /// `schedule.refill_below` usable tokens of `app`, one issue request of the per-request
+    /// maximum to each issuer (skipped when the issuer said less than that is left of today's
+    /// quota), never within one tail interval after a key read. Runs until aborted.
     pub(crate) async fn run_refills(
         self: Arc<Self>,
         app: String,
@@ -259,27 +287,63 @@ impl TokenManager {
         if issuers.is_empty() || !self.fetches() {
             return;
         }
-        let mut window = schedule.first_refill;
+        let start = privsvc_rt::Instant::now();
+        let mut next = start + rng.between(schedule.tail);
+        let mut refill_at = start + rng.between(schedule.first_refill);
+        let mut last_key_read: Option<privsvc_rt::Instant> = None;
+        // When each issuer's key was last read (or tried: a new app's first key does not
+        // exist until its first issue request makes the issuer publish it).
+        let mut key_tried: HashMap<usize, privsvc_rt::Instant> = HashMap::new();
         // What each issuer said is left of today's quota, by epoch.
         let mut left: HashMap<usize, (u32, u32)> = HashMap::new();
         loop {
-            privsvc_rt::sleep_background(rng.between(window)).await;
-            window = schedule.later_refill;
+            rng.tick(&mut next, schedule.tail).await;
+            for (i, info) in issuers.iter().enumerate() {
+                let Ok(w) = self.wallet_for(info).await else {
+                    continue;
+                };
+                let fresh =
+                    |at: &privsvc_rt::Instant| at.elapsed() < privsvc_tokens::KEY_READ_INTERVAL;
+                let stale = !w.key_read_at(&app).is_some_and(|at| fresh(&at))
+                    && !key_tried.get(&i).is_some_and(fresh);
+                if stale {
+                    let now = privsvc_rt::Instant::now();
+                    last_key_read = Some(now);
+                    key_tried.insert(i, now);
+                    if let Err(e) = w.read_key(&app).await {
+                        tracing::debug!(error = %e, "the issuer's key of the day cannot be read yet");
+                        if let TokenError::IssuerEquivocation {
+                            issuer, app, epoch, ..
+                        } = &e
+                        {
+                            *self.equivocation.lock().unwrap_or_else(|p| p.into_inner()) =
+                                Some((issuer.clone(), app.clone(), *epoch));
+                        }
+                    }
+                }
+            }
+            let now = privsvc_rt::Instant::now();
+            if now < refill_at {
+                continue;
+            }
+            // Never right after a key read: the issuer and the RPC together must not see an
+            // issue request follow a read of its key.
+            if last_key_read.is_some_and(|at| now.duration_since(at) < schedule.tail.1) {
+                continue;
+            }
+            refill_at = now + rng.between(schedule.later_refill);
             if self.usable(&app) >= schedule.refill_below {
                 continue;
             }
             let epoch = privsvc_tokens::epoch_of(privsvc_rt::now_unix_ms());
             for (i, info) in issuers.iter().enumerate() {
-                let count = match left.get(&i) {
-                    Some((e, n)) if *e == epoch => (*n as usize).min(MAX_PER_REQUEST),
-                    _ => MAX_PER_REQUEST,
-                };
-                if count == 0 {
+                if matches!(left.get(&i), Some((e, n)) if *e == epoch && (*n as usize) < MAX_PER_REQUEST)
+                {
                     continue;
                 }
                 let got = match self.wallet_for(info).await {
                     Ok(w) => w
-                        .acquire(&app, count, None)
+                        .acquire(&app, MAX_PER_REQUEST, None)
                         .await
                         .map_err(PrivsvcError::from),
                     Err(e) => Err(e),
@@ -324,17 +388,20 @@ impl TokenManager {
         matches!(self.mode, TokenSupply::Auto) && self.wallet.is_some()
     }
 
-    /// `prefetch_later`, spread (docs/API.md §2.6): `count` tokens of `app` from the issuer of each
-    /// relayer in `infos` that requires tokens, one token per issue request, each request at its
-    /// own moment of [`prefetch_moments`]. An issuer is verified (its heartbeat) only when its
-    /// first moment comes. A failed acquisition is logged and the others still run. Returns how
-    /// many tokens were added to the store.
+    /// `prefetch_later`, spread (docs/API.md §2.6): at least `count` tokens of `app` from the
+    /// issuer of each relayer in `infos` that requires tokens, in issue requests of the usual
+    /// count (the per-request maximum), each at its own moment of [`prefetch_moments`]. An
+    /// issuer is verified (its heartbeat) only when its first moment comes; a key not read
+    /// within the hour is read then, and the request waits one tail interval after the read. A
+    /// failed acquisition is logged and the others still run. Returns how many tokens were
+    /// added to the store.
     pub(crate) async fn prefetch(
         self: Arc<Self>,
         app: String,
         infos: Vec<InfoResponse>,
         count: usize,
         within: Duration,
+        tail_quiet: Duration,
     ) -> usize {
         let issuers = distinct_issuers(infos);
         if issuers.is_empty() || !self.fetches() {
@@ -342,14 +409,25 @@ impl TokenManager {
         }
         let start = privsvc_rt::Instant::now();
         let mut added = 0;
-        for moment in prefetch_moments(count, within) {
+        let requests = count.div_ceil(MAX_PER_REQUEST);
+        for moment in prefetch_moments(requests, within) {
             privsvc_rt::sleep(
                 (start + moment).saturating_duration_since(privsvc_rt::Instant::now()),
             )
             .await;
             for info in &issuers {
                 let got = match self.wallet_for(info).await {
-                    Ok(w) => w.acquire(&app, 1, None).await.map_err(PrivsvcError::from),
+                    Ok(w) => {
+                        if w.key_read_at(&app)
+                            .is_none_or(|at| at.elapsed() >= privsvc_tokens::KEY_READ_INTERVAL)
+                        {
+                            let _ = w.read_key(&app).await;
+                            privsvc_rt::sleep(tail_quiet).await;
+                        }
+                        w.acquire(&app, MAX_PER_REQUEST, None)
+                            .await
+                            .map_err(PrivsvcError::from)
+                    }
                     Err(e) => Err(e),
                 };
                 match got {

@@ -15,8 +15,9 @@ use crate::options::BLOCK_TIME_SECONDS;
 /// The content type of every record entity.
 pub const RECORD_CONTENT_TYPE: &str = "application/json";
 
-/// What a record must match. Every field is optional except `created_timestamp`: without it
-/// [`verify_record`] refuses every entity ([`RejectReason::CreationTimeUnknown`]).
+/// What a record must match. Every field is optional. Without `created_timestamp` the
+/// creation-window check cannot be made, and the verdict says so
+/// ([`VerifiedRecord::unchecked`]).
 #[derive(Debug, Clone, Default)]
 pub struct VerifyOptions<'a> {
     /// The app the envelope must name.
@@ -26,9 +27,10 @@ pub struct VerifyOptions<'a> {
     /// When set, the entity's owner must be this address (the vault's address for the ref).
     pub owner: Option<Address>,
     /// The timestamp (Unix seconds) of the entity's creation block, its `$createdAt`: read it
-    /// with [`creation_timestamp`] (or [`block_timestamps`] for many entities). Required: an
+    /// with [`creation_timestamp`] (or [`block_timestamps`] for many entities). With it, an
     /// entity created at or after `(hour + 4) x 3600` is a copied envelope republished after
-    /// its window and is refused ([`RejectReason::Republished`]).
+    /// its window and is refused ([`RejectReason::Republished`]); without it that check is
+    /// listed in [`VerifiedRecord::unchecked`].
     pub created_timestamp: Option<u64>,
 }
 
@@ -51,6 +53,39 @@ pub struct VerifiedRecord {
     pub attributes: Attributes,
     /// The sealed envelope text, padding trimmed.
     pub envelope: String,
+    /// The checks that could not be made with what was given (empty when every check was made,
+    /// as [`verify_record_on_ledger`] makes them).
+    pub unchecked: Vec<Unchecked>,
+}
+
+/// A check [`verify_record`] could not make without a ledger reader.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Unchecked {
+    /// The creation window: without the creation block's timestamp, a copied envelope
+    /// republished after `(hour + 4) x 3600` is not told apart.
+    CreationWindow,
+    /// Copies: without reading the owner's other entities, a later entity carrying the same
+    /// envelope is not told apart from the record.
+    Copy,
+}
+
+impl Unchecked {
+    /// A short code (`creation-window`, `copy`).
+    pub fn code(self) -> &'static str {
+        match self {
+            Unchecked::CreationWindow => "creation-window",
+            Unchecked::Copy => "copy",
+        }
+    }
+
+    /// What was not checked, in a sentence.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Unchecked::CreationWindow => "the creation window (an envelope republished after (hour + 4) x 3600 s) was not checked: no creation-block timestamp and no reader",
+            Unchecked::Copy => "copies (a later entity of the same owner with the same envelope) were not checked: no reader",
+        }
+    }
 }
 
 /// Why [`verify_record`] refused an entity.
@@ -224,16 +259,18 @@ pub async fn verify_record_on_ledger(
         Some(t) => Some(t),
         None => creation_timestamp(reader, entity).await.map_err(ledger)?,
     };
-    let verified = verify_record(
+    let created_timestamp = created_timestamp.ok_or(RejectReason::CreationTimeUnknown)?;
+    let mut verified = verify_record(
         entity,
         &VerifyOptions {
-            created_timestamp,
+            created_timestamp: Some(created_timestamp),
             ..options.clone()
         },
     )?;
     if let Some(original) = earlier_copy_of(reader, entity).await.map_err(ledger)? {
         return Err(RejectReason::Copy { original });
     }
+    verified.unchecked.clear();
     Ok(verified)
 }
 
@@ -266,9 +303,10 @@ async fn earlier_copy_of(
 
 /// Verifies one entity: envelope well-formed (version 2), app, attribute names/types equal the
 /// envelope's `types`, signature recovers to the entity's owner over the entity's attributes,
-/// optional expected owner, creation block timestamp before `(hour + 4) x 3600` (required),
+/// optional expected owner, creation block timestamp before `(hour + 4) x 3600` (when given),
 /// lifetime consistent with the expiry bucket (when createdAt and expiresAt are present), and
-/// optional trusted creators.
+/// optional trusted creators. Reads nothing: the checks that need the ledger (copies, and the
+/// creation window without a timestamp) are listed in [`VerifiedRecord::unchecked`].
 pub fn verify_record(
     entity: &Entity,
     options: &VerifyOptions<'_>,
@@ -320,14 +358,18 @@ pub fn verify_record(
     if signer != owner {
         return Err(RejectReason::SignatureMismatch { signer, owner });
     }
-    let created = options
-        .created_timestamp
-        .ok_or(RejectReason::CreationTimeUnknown)?;
-    check_created_in_time(body.hour, created).map_err(|_| RejectReason::Republished {
-        hour: body.hour,
-        created,
-        deadline: republish_deadline(body.hour),
-    })?;
+    let mut unchecked = Vec::new();
+    match options.created_timestamp {
+        Some(created) => {
+            check_created_in_time(body.hour, created).map_err(|_| RejectReason::Republished {
+                hour: body.hour,
+                created,
+                deadline: republish_deadline(body.hour),
+            })?
+        }
+        None => unchecked.push(Unchecked::CreationWindow),
+    }
+    unchecked.push(Unchecked::Copy);
     if let (Some(created), Some(expires)) = (entity.created_at, entity.expires_at) {
         let blocks = expires.saturating_sub(created);
         let expected = body.exp / BLOCK_TIME_SECONDS;
@@ -350,5 +392,6 @@ pub fn verify_record(
         envelope: String::from_utf8_lossy(payload)
             .trim_end_matches(' ')
             .to_string(),
+        unchecked,
     })
 }

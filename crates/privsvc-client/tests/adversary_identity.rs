@@ -370,7 +370,7 @@ async fn a_client_that_pinned_a_relayer_keeps_its_key_and_warns() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_gateway_400_marks_the_relayer_bad_instead_of_rediscovering_its_key() {
+async fn a_400_outside_the_encapsulation_never_marks_the_relayer_bad_nor_rediscovers_its_key() {
     let (stack, op) = scene().await;
     let client = PrivateClient::from_options(through_operator(
         &stack,
@@ -394,10 +394,17 @@ async fn a_gateway_400_marks_the_relayer_bad_instead_of_rediscovering_its_key() 
         ),
         other => panic!("expected AllRelayersFailed, got {other:?}"),
     }
+    // The relay can make that 400 itself: it must not steer later writes away from A.
     let a = &client.relayers()[0];
-    assert!(a.bad, "A is not marked bad");
+    assert!(
+        !a.bad,
+        "A was marked bad by an answer outside the encapsulation"
+    );
     assert_eq!(a.address, a_address(&stack));
     assert_eq!(op.relayed(), before + 1, "the key was looked up again");
+    // The next write goes to A again, encapsulated to A's own key.
+    let _ = client.create_entity(note("again")).await.unwrap_err();
+    assert_eq!(op.relayed(), before + 2, "A was not tried again");
     assert_eq!(
         op.opened(),
         0,
@@ -432,7 +439,12 @@ async fn the_issuer_named_by_a_relayer_is_reached_with_the_issuers_own_key() {
         .await
         .expect("the prefetch ends")
         .unwrap();
-    assert_eq!(added, 1, "no token from the issuer");
+    // One issue request, of the count every issue request asks.
+    assert_eq!(
+        added,
+        privsvc_tokens::MAX_TOKENS_PER_REQUEST,
+        "no tokens from the issuer"
+    );
     assert!(
         op.relayed() > 0,
         "the issuer calls went through the operator's relay"

@@ -179,6 +179,7 @@ pub async fn run(scenario: Scenario) -> Result<LabReport, LabError> {
         epoch,
         truth: Mutex::new(truth),
         ids: ids.clone(),
+        store_dir: cache_dir.clone(),
     });
     let seen = Arc::new(Mutex::new(BTreeMap::new()));
     let watcher = watch_blocks(&world.stack, epoch, seen.clone());

@@ -158,6 +158,8 @@ pub struct Identity {
     pub scan_cache: Option<std::path::PathBuf>,
     /// How far the device's clock is off, seconds (where the client reads it for the hour).
     pub clock_skew_secs: i64,
+    /// Which of the user's devices this is (1: the first, 2: a second device).
+    pub device: u8,
 }
 
 impl Identity {
@@ -183,6 +185,7 @@ impl Identity {
             default_stores: false,
             scan_cache: None,
             clock_skew_secs: 0,
+            device: 1,
         })
     }
 
@@ -227,7 +230,19 @@ impl Identity {
             default_stores: true,
             scan_cache: None,
             clock_skew_secs,
+            device: 2,
         })
+    }
+
+    /// A name for this device's data directory: the same for the device at any address, its
+    /// own for another device of the user.
+    pub fn device_name(&self) -> String {
+        format!(
+            "user-{}-{}-{}.device",
+            self.index,
+            self.wallet.address(),
+            self.device
+        )
     }
 
     /// A reader of the stack's RPC from this user's address.
@@ -258,6 +273,9 @@ pub struct World {
     pub truth: Mutex<Truth>,
     /// The population's identities.
     pub ids: Vec<Identity>,
+    /// Where the devices on the default stores keep their device stores for the run (one
+    /// directory per device, as the client's default data directory is one per device).
+    pub store_dir: std::path::PathBuf,
 }
 
 impl World {
@@ -305,7 +323,7 @@ impl World {
         let sc = &self.scenario;
         let mut b = PrivateClient::builder(APP)
             .wallet(id.wallet.clone())
-            .reader(reader)
+            .reader(reader.clone())
             .fetch(Arc::new(privsvc_rt::http::ReqwestFetch::with_client(
                 id.http.clone(),
             )))
@@ -318,20 +336,31 @@ impl World {
         if !id.default_stores {
             b = b.token_store(id.tokens.clone());
         } else if sc.leaks.memory_stores {
-            // The client's default before persistent stores: memory, new in every session.
-            b = b.token_store(privsvc_tokens::memory_store());
+            // The client's default before revision 4: memory, new in every session.
+            b = b.memory_stores(true);
+        } else {
+            // The client's default: the device store in the device's data directory.
+            b = b.data_dir(self.store_dir.join(id.device_name()));
         }
         if let Some(path) = &id.scan_cache {
             b = b.scan_cache_file(path);
         }
-        if id.clock_skew_secs != 0 {
-            b = b.device_clock_offset_secs(id.clock_skew_secs);
+        if sc.leaks.device_clock_hour && id.clock_skew_secs != 0 {
+            b = b.lab_device_clock_hour(id.clock_skew_secs);
         }
         if sc.leaks.on_demand_tokens {
             b = b.allow_on_demand(true);
         }
         if let Some(relay) = self.stack.relay_url() {
-            b = b.ohttp_relay(relay);
+            b = b.ohttp_relay(relay.clone());
+            if sc.leaks.small_submissions {
+                // The transport the client would make, with the leaky padding.
+                if let Ok(t) = privsvc_ohttp::OhttpTransport::new(&relay, reader.clone()) {
+                    let fetch =
+                        Arc::new(privsvc_rt::http::ReqwestFetch::with_client(id.http.clone()));
+                    b = b.transport(Arc::new(t.with_fetch(fetch).lab_small_submissions()));
+                }
+            }
         }
         if min_anonymity > 1 {
             b = b.max_hold_ms(20_000);
@@ -356,6 +385,12 @@ pub fn lab_schedule(sc: &Scenario) -> privsvc_client::SessionSchedule {
         } else {
             (Duration::ZERO, Duration::from_secs(6))
         },
+        // With `no_poll_tail` the polls stop at `written` (no horizon either).
+        status_horizon_rounds: if sc.leaks.no_poll_tail {
+            (0.0, 0.0)
+        } else {
+            (1.0, 3.0)
+        },
         refill_below: 5,
         first_refill: if sc.leaks.on_demand_tokens {
             never
@@ -367,6 +402,9 @@ pub fn lab_schedule(sc: &Scenario) -> privsvc_client::SessionSchedule {
         } else {
             (Duration::from_secs(5), Duration::from_secs(60))
         },
+        // A tenth of the real 1 to 3 minutes; fetch ages of 16 to 60 one-second blocks.
+        scan: (Duration::from_secs(6), Duration::from_secs(18)),
+        fetch_age_blocks: (16, 60),
     }
 }
 

@@ -89,6 +89,13 @@ pub struct Leaks {
     /// The relay-steering phase's victims mark a relayer bad when the relay answers 400
     /// outside the encapsulation to a request for it.
     pub relay_errors_mark_bad: bool,
+    /// Devices whose clock is off seal the envelope's `hour` from their own clock, as before
+    /// revision 4 (the client's `lab-leaks` switch), instead of from the chain's time.
+    pub device_clock_hour: bool,
+    /// Every request through the OHTTP relay, submissions included, is padded to the smallest
+    /// class that holds it (the ohttp crate's `lab-leaks` switch), as before the submission
+    /// class of revision 4: a large record's submission shows its size.
+    pub small_submissions: bool,
 }
 
 impl Leaks {
@@ -121,6 +128,8 @@ impl Leaks {
             key_read_before_issue: true,
             owner_query_on_verify: true,
             relay_errors_mark_bad: true,
+            device_clock_hour: true,
+            small_submissions: true,
         }
     }
 }

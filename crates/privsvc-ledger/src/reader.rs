@@ -40,6 +40,12 @@ pub trait LedgerReader: privsvc_rt::MaybeSend + privsvc_rt::MaybeSync {
     /// block yet. Verifiers use it to check when an entity was created (`$createdAt` is a block
     /// number).
     async fn block_timestamp(&self, number: u64) -> Result<Option<u64>, LedgerError>;
+    /// The timestamp (unix seconds) of the newest block: the chain's time. The default reads
+    /// the head's number, then its block.
+    async fn head_timestamp(&self) -> Result<Option<u64>, LedgerError> {
+        let head = self.block_number().await?;
+        self.block_timestamp(head).await
+    }
     /// The hash of the transaction that created entity `key` in block `created_at` (the
     /// entity's `$createdAt`), or `None` when the ledger cannot tell (no such creation in that
     /// block, or logs no longer served). Entities do not carry their creating transaction;

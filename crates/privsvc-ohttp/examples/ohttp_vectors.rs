@@ -17,9 +17,13 @@ mod reference;
 use std::path::PathBuf;
 
 use privsvc_ohttp::binary::{
-    encode_padded_request, encode_padded_response, encode_request, encode_response,
+    encode_padded_request_at_least, encode_padded_response, encode_request, encode_response,
 };
-use privsvc_ohttp::padding::{class_of, REQUEST_CLASSES, RESPONSE_CLASSES};
+use privsvc_ohttp::dummy::{dummy_request, DUMMY_ANSWER};
+use privsvc_ohttp::padding::{
+    class_of, min_request_class, REQUEST_CLASSES, RESPONSE_CLASSES, SUBMISSION_CLASS,
+    SUBMISSION_ROUTE,
+};
 use privsvc_ohttp::{BinaryRequest, OhttpGateway};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -86,14 +90,23 @@ fn request_headers() -> Vec<(String, String)> {
     ]
 }
 
+/// A submission (`POST /v1/records`) with `body`.
 fn request(body: &Body) -> BinaryRequest {
+    request_to("/v1/records", body)
+}
+
+/// A `POST` of `body` to `path`.
+fn request_to(path: &str, body: &Body) -> BinaryRequest {
     BinaryRequest {
         method: "POST".into(),
-        path: "/v1/records".into(),
+        path: path.into(),
         headers: request_headers(),
         body: body.bytes(),
     }
 }
+
+/// A request that is not a submission (an issue request), for the smallest classes.
+const OTHER_PATH: &str = "/v1/tokens/issue";
 
 fn response_headers() -> Vec<(String, String)> {
     vec![("content-type".into(), "application/json".into())]
@@ -117,6 +130,26 @@ fn request_len(count: usize) -> usize {
     encode_request(&request(&data_body(count)), SCHEME, AUTHORITY)
         .expect("encodes")
         .len()
+}
+
+fn other_request_len(count: usize) -> usize {
+    encode_request(
+        &request_to(OTHER_PATH, &data_body(count)),
+        SCHEME,
+        AUTHORITY,
+    )
+    .expect("encodes")
+    .len()
+}
+
+/// A status answer body: the JSON padded with spaces to its fixed 512 bytes.
+fn status_body(json: &'static str) -> Body {
+    Body {
+        prefix: json,
+        fill: ' ',
+        count: 512 - json.len(),
+        suffix: "",
+    }
 }
 
 fn response_len(count: usize) -> usize {
@@ -158,37 +191,71 @@ fn main() {
         count: 200,
         suffix: "\"}",
     };
-    let requests: Vec<(&str, &str, Body)> = vec![
-        ("small", "a typical submission: 4 096", small),
+    // (name, note, path, body, the class a cover request asks for)
+    let dummy_body = Body {
+        prefix: "{\"responseClass\":0}",
+        fill: ' ',
+        count: 0,
+        suffix: "",
+    };
+    assert_eq!(request_to("/v1/dummy", &dummy_body), dummy_request(0));
+    let requests: Vec<(&str, &str, &str, Body, usize)> = vec![
+        (
+            "small",
+            "a typical submission: the submission class, 32 768",
+            "/v1/records",
+            small,
+            0,
+        ),
         (
             "exactly-4096",
-            "fills the smallest class exactly: no padding byte",
-            data_body(fill_for(4_096, request_len)),
+            "not a submission; fills the smallest class exactly: no padding byte",
+            OTHER_PATH,
+            data_body(fill_for(4_096, other_request_len)),
+            0,
         ),
         (
             "over-4096",
-            "one byte over the smallest class: the next class",
-            data_body(fill_for(4_097, request_len)),
+            "not a submission; one byte over the smallest class: the next class",
+            OTHER_PATH,
+            data_body(fill_for(4_097, other_request_len)),
+            0,
         ),
         (
             "over-32768",
-            "one byte over the middle class: the largest class",
+            "one byte over the submission class: the largest class",
+            "/v1/records",
             data_body(fill_for(32_769, request_len)),
+            0,
         ),
         (
             "exactly-131072",
             "fills the largest class exactly",
+            "/v1/records",
             data_body(fill_for(131_072, request_len)),
+            0,
+        ),
+        (
+            "dummy",
+            "a dummy (cover traffic), padded to the class its client chose: here the submission class",
+            "/v1/dummy",
+            dummy_body,
+            SUBMISSION_CLASS,
         ),
     ];
 
     let mut request_vectors = Vec::new();
     let mut small_ctx = None;
-    for (name, note, body) in &requests {
-        let req = request(body);
-        let bhttp = encode_request(&req, SCHEME, AUTHORITY).expect("encodes");
-        let padded = encode_padded_request(&req, SCHEME, AUTHORITY).expect("fits");
-        assert_eq!(Some(padded.len()), class_of(bhttp.len(), &REQUEST_CLASSES));
+    for (name, note, path, body, cover_class) in &requests {
+        let req = &request_to(path, body);
+        let bhttp = encode_request(req, SCHEME, AUTHORITY).expect("encodes");
+        let padded =
+            encode_padded_request_at_least(req, SCHEME, AUTHORITY, *cover_class).expect("fits");
+        let at_least = min_request_class(&req.method, &req.path).max(*cover_class);
+        assert_eq!(
+            Some(padded.len()),
+            class_of(bhttp.len().max(at_least), &REQUEST_CLASSES)
+        );
         let ikm_e = ikm(name);
         let (encapsulated, ctx, enc) = reference::encapsulate(&config, Some(ikm_e), &padded);
         let (opened, _) = gateway.open(&encapsulated).expect("our gateway opens it");
@@ -206,6 +273,9 @@ fn main() {
         v.insert("headers".into(), headers_json(&req.headers));
         v.insert("body".into(), body.json());
         v.insert("bodyLength".into(), json!(req.body.len()));
+        if *cover_class > 0 {
+            v.insert("coverClass".into(), json!(cover_class));
+        }
         v.extend(message_json("bhttp", &bhttp));
         v.insert("paddedLength".into(), json!(padded.len()));
         v.insert("ikmE".into(), json!(hex::encode(ikm_e)));
@@ -220,36 +290,32 @@ fn main() {
     let too_large = data_body(fill_for(131_073, request_len));
 
     let (ctx, enc) = small_ctx.expect("the small request is a vector");
-    let status_written = Body {
-        prefix: "{\"id\":\"6f1c2a9e-8d7b-4c3a-9f2e-1b0a4d5c6e7f\",\"state\":\"written\",\"entityKey\":\"0x",
-        fill: 'a',
-        count: 64,
-        suffix: "\",\"block\":1234,\"batchSize\":5}",
-    };
+    // The status answers of every state: one JSON shape padded with spaces to 512 bytes.
     let responses: Vec<(&str, &str, u16, Body)> = vec![
         (
             "status-queued",
-            "a queued status answer: 1 024",
+            "a queued status answer (512-byte body): 1 024",
             200,
-            Body {
-                prefix: "{\"id\":\"6f1c2a9e-8d7b-4c3a-9f2e-1b0a4d5c6e7f\",\"state\":\"queued\"",
-                fill: ' ',
-                count: 0,
-                suffix: "}",
-            },
+            status_body("{\"id\":\"6f1c2a9e-8d7b-4c3a-9f2e-1b0a4d5c6e7f\",\"state\":\"queued\",\"entityKey\":null,\"txHash\":null,\"block\":null,\"batchSize\":null,\"error\":null}"),
         ),
         (
             "status-written",
-            "a written status answer: also 1 024",
+            "a written status answer (the same 512 bytes): 1 024",
             200,
-            status_written,
+            status_body("{\"id\":\"6f1c2a9e-8d7b-4c3a-9f2e-1b0a4d5c6e7f\",\"state\":\"written\",\"entityKey\":\"0xaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\",\"txHash\":\"0xbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\",\"block\":\"1234\",\"batchSize\":5,\"error\":null}"),
         ),
         (
             "unknown-id",
-            "a 404: also 1 024",
+            "a 404 (the same 512 bytes): 1 024",
             404,
+            status_body("{\"id\":\"6f1c2a9e-8d7b-4c3a-9f2e-1b0a4d5c6e7f\",\"state\":null,\"entityKey\":null,\"txHash\":null,\"block\":null,\"batchSize\":null,\"error\":\"unknown record id\"}"),
+        ),
+        (
+            "dummy-answer",
+            "the gateway's answer to a dummy: the class it asked for, by default that of status answers",
+            200,
             Body {
-                prefix: "{\"error\":\"unknown id\"}",
+                prefix: "{\"dummy\":true}",
                 fill: ' ',
                 count: 0,
                 suffix: "",
@@ -284,6 +350,9 @@ fn main() {
     for (name, note, status, body) in &responses {
         let headers = response_headers();
         let bytes = body.bytes();
+        if *name == "dummy-answer" {
+            assert_eq!(bytes, DUMMY_ANSWER);
+        }
         let bhttp = encode_response(*status, &headers, &bytes).expect("encodes");
         let padded = encode_padded_response(*status, &headers, &bytes).expect("fits");
         let response_nonce = nonce(name);
@@ -309,7 +378,7 @@ fn main() {
     let response_too_large = data_body(fill_for(65_537, response_len));
 
     let document = json!({
-        "description": "OHTTP padding vectors (privsvc, docs/PROTOCOL.md §6). Binary HTTP plaintexts are known-length messages followed by zero bytes up to the smallest size class that holds them; the encapsulation is RFC 9458 with the ephemeral key DeriveKeyPair(ikmE). A body is prefix + fill x count + suffix. Messages over 4200 bytes are pinned by length and SHA-256 instead of hex. Test material only.",
+        "description": "OHTTP padding vectors (privsvc, docs/PROTOCOL.md §6). Binary HTTP plaintexts are known-length messages followed by zero bytes up to the smallest size class that holds them (a submission: at least submissionClass; a dummy: at least its coverClass); the encapsulation is RFC 9458 with the ephemeral key DeriveKeyPair(ikmE). A body is prefix + fill x count + suffix. Messages over 4200 bytes are pinned by length and SHA-256 instead of hex. Test material only.",
         "suite": {
             "keyId": 1,
             "kem": "DHKEM(X25519, HKDF-SHA256) 0x0020",
@@ -318,6 +387,9 @@ fn main() {
         },
         "requestClasses": REQUEST_CLASSES,
         "responseClasses": RESPONSE_CLASSES,
+        "submissionClass": SUBMISSION_CLASS,
+        "submissionRoute": [SUBMISSION_ROUTE.0, SUBMISSION_ROUTE.1],
+        "submissionRule": "a request to the submission route (method, and path without its query) is padded to the smallest class that holds it and is at least submissionClass; a request with coverClass (a dummy) to at least that class; any other to the smallest class that holds it",
         "gateway": {
             "seed": hex::encode(SEED),
             "derivation": "ikm = HKDF-SHA256(salt = \"privsvc ohttp gateway key v1\", ikm = seed, info = [keyId], L = 32); (skR, pkR) = DeriveKeyPair(ikm)",

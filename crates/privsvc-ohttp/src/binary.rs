@@ -12,7 +12,9 @@ use std::io::Cursor;
 use bhttp::{Message, Mode, StatusCode};
 use zeroize::Zeroizing;
 
-use crate::padding::{is_class, pad, pad_at_least, REQUEST_CLASSES, RESPONSE_CLASSES};
+use crate::padding::{
+    is_class, min_request_class, pad, pad_at_least, REQUEST_CLASSES, RESPONSE_CLASSES,
+};
 use crate::OhttpError;
 
 /// A decapsulated request: what the client asked the relayer for.
@@ -177,15 +179,31 @@ pub fn decode_response(bytes: &[u8]) -> Result<OhttpResponse, OhttpError> {
     })
 }
 
-/// [`encode_request`], zero padded to the smallest of [`REQUEST_CLASSES`]: the plaintext of
-/// an OHTTP request. [`OhttpError::TooLarge`] over the largest class.
+/// [`encode_request`], zero padded to the smallest of [`REQUEST_CLASSES`] that holds it and is
+/// at least the request's [`min_request_class`] (a submission takes at least
+/// [`crate::padding::SUBMISSION_CLASS`]): the plaintext of an OHTTP request.
+/// [`OhttpError::TooLarge`] over the largest class.
 pub fn encode_padded_request(
     request: &BinaryRequest,
     scheme: &str,
     authority: &str,
 ) -> Result<Zeroizing<Vec<u8>>, OhttpError> {
     let plain = Zeroizing::new(encode_request(request, scheme, authority)?);
-    pad(&plain, &REQUEST_CLASSES)
+    let at_least = min_request_class(&request.method, &request.path);
+    pad_at_least(&plain, &REQUEST_CLASSES, at_least)
+}
+
+/// [`encode_request`] zero padded to the smallest of [`REQUEST_CLASSES`] that holds both the
+/// message and `at_least` bytes, whatever the route (cover requests choose their class).
+pub fn encode_padded_request_at_least(
+    request: &BinaryRequest,
+    scheme: &str,
+    authority: &str,
+    at_least: usize,
+) -> Result<Zeroizing<Vec<u8>>, OhttpError> {
+    let plain = Zeroizing::new(encode_request(request, scheme, authority)?);
+    let at_least = at_least.max(min_request_class(&request.method, &request.path));
+    pad_at_least(&plain, &REQUEST_CLASSES, at_least)
 }
 
 /// [`decode_request`] of an OHTTP request plaintext, which must measure exactly one of
@@ -315,19 +333,23 @@ mod tests {
 
     #[test]
     fn padded_messages_measure_a_class_exactly() {
-        let small = encode_padded_request(&request(), "https", "r.test").unwrap();
+        let mut issue = request();
+        issue.path = "/v1/tokens/issue".into();
+        let small = encode_padded_request(&issue, "https", "r.test").unwrap();
         assert_eq!(small.len(), 4_096);
-        assert_eq!(decode_padded_request(&small).unwrap(), decoded());
+        let mut decoded_issue = decoded();
+        decoded_issue.path = issue.path.clone();
+        assert_eq!(decode_padded_request(&small).unwrap(), decoded_issue);
         // One byte short of a class, or one byte over: refused although the zeros are valid.
         assert!(decode_padded_request(&small[..4_095]).is_err());
         let mut longer = small.to_vec();
         longer.push(0);
         assert!(decode_padded_request(&longer).is_err());
         // An unpadded message is refused by the padded decoder.
-        let plain = encode_request(&request(), "https", "r.test").unwrap();
+        let plain = encode_request(&issue, "https", "r.test").unwrap();
         assert!(decode_padded_request(&plain).is_err());
 
-        let mut big = request();
+        let mut big = issue.clone();
         big.body = vec![b'x'; 5_000];
         assert_eq!(
             encode_padded_request(&big, "https", "r.test")
@@ -340,7 +362,52 @@ mod tests {
             encode_padded_request(&big, "https", "r.test"),
             Err(OhttpError::TooLarge { limit: 131_072, .. })
         ));
+        // A cover request asks for its class; a larger message keeps its own.
+        let cover = encode_padded_request_at_least(&issue, "https", "r.test", 32_768).unwrap();
+        assert_eq!(cover.len(), 32_768);
+        assert_eq!(decode_padded_request(&cover).unwrap(), decoded_issue);
+    }
 
+    #[test]
+    fn every_submission_takes_the_submission_class() {
+        // A small submission: the class of the largest envelope, not the smallest class.
+        let small = encode_padded_request(&request(), "https", "r.test").unwrap();
+        assert_eq!(small.len(), crate::padding::SUBMISSION_CLASS);
+        assert_eq!(decode_padded_request(&small).unwrap(), decoded());
+        // Whatever its query or the method's case.
+        let mut with_query = request();
+        with_query.path = "/v1/records?retry=1".into();
+        with_query.method = "post".into();
+        assert_eq!(
+            encode_padded_request(&with_query, "https", "r.test")
+                .unwrap()
+                .len(),
+            32_768
+        );
+        // A status poll is not a submission.
+        let mut poll = request();
+        poll.method = "GET".into();
+        poll.path = "/v1/records/6f1c2a9e-8d7b-4c3a-9f2e-1b0a4d5c6e7f".into();
+        poll.body.clear();
+        assert_eq!(
+            encode_padded_request(&poll, "https", "r.test")
+                .unwrap()
+                .len(),
+            4_096
+        );
+        // Only a submission over the class takes the largest one.
+        let mut huge = request();
+        huge.body = vec![b'x'; 40_000];
+        assert_eq!(
+            encode_padded_request(&huge, "https", "r.test")
+                .unwrap()
+                .len(),
+            131_072
+        );
+    }
+
+    #[test]
+    fn padded_responses_measure_a_class_exactly() {
         let resp = encode_padded_response(404, &[], b"{}").unwrap();
         assert_eq!(resp.len(), 1_024);
         assert_eq!(decode_padded_response(&resp).unwrap().status, 404);

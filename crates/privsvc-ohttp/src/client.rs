@@ -5,7 +5,9 @@ use ohttp::{ClientRequest, ClientResponse, KeyConfig};
 use privsvc_rt::http::{Fetch, FetchRequest};
 use zeroize::Zeroizing;
 
-use crate::binary::{decode_padded_response, encode_padded_request, BinaryRequest, OhttpResponse};
+use crate::binary::{
+    decode_padded_response, encode_padded_request_at_least, BinaryRequest, OhttpResponse,
+};
 use crate::http_util::{error_text, is_content_type};
 use crate::transport::RelayerRequest;
 use crate::{
@@ -47,17 +49,68 @@ impl PendingResponse {
 }
 
 /// Encapsulate `request` (Binary HTTP with `scheme` and `authority`, padded to its request
-/// class, [`crate::padding::REQUEST_CLASSES`]) to the gateway key configuration
-/// `gateway_key_hex`. Returns the `message/ohttp-req` body and the handle that opens the
-/// response. A request over the largest class is [`OhttpError::TooLarge`].
+/// class, [`crate::padding::REQUEST_CLASSES`]; a submission to at least
+/// [`crate::padding::SUBMISSION_CLASS`]) to the gateway key configuration `gateway_key_hex`.
+/// Returns the `message/ohttp-req` body and the handle that opens the response. A request over
+/// the largest class is [`OhttpError::TooLarge`].
 pub fn encapsulate(
     gateway_key_hex: &str,
     request: &BinaryRequest,
     scheme: &str,
     authority: &str,
 ) -> Result<(Vec<u8>, PendingResponse), OhttpError> {
+    encapsulate_at_least(gateway_key_hex, request, scheme, authority, 0)
+}
+
+/// [`encapsulate`] with the plaintext padded to at least the class holding `at_least` bytes
+/// (cover requests choose their class, [`crate::dummy`]).
+pub fn encapsulate_at_least(
+    gateway_key_hex: &str,
+    request: &BinaryRequest,
+    scheme: &str,
+    authority: &str,
+    at_least: usize,
+) -> Result<(Vec<u8>, PendingResponse), OhttpError> {
+    encapsulate_padded(
+        gateway_key_hex,
+        request,
+        scheme,
+        authority,
+        Padding::AtLeast(at_least),
+    )
+}
+
+/// How a request plaintext is padded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Padding {
+    /// The protocol's rule: the smallest class that holds the message and the given number of
+    /// bytes, and a submission at least the submission class.
+    AtLeast(usize),
+    /// The attack lab's leaky setting: the smallest class that holds the message, a
+    /// submission included (the rule before the submission class).
+    #[cfg(feature = "lab-leaks")]
+    SmallestClass,
+}
+
+fn encapsulate_padded(
+    gateway_key_hex: &str,
+    request: &BinaryRequest,
+    scheme: &str,
+    authority: &str,
+    padding: Padding,
+) -> Result<(Vec<u8>, PendingResponse), OhttpError> {
     let config = decode_gateway_key(gateway_key_hex)?;
-    let plain = encode_padded_request(request, scheme, authority)?;
+    let plain = match padding {
+        Padding::AtLeast(at_least) => {
+            encode_padded_request_at_least(request, scheme, authority, at_least)?
+        }
+        #[cfg(feature = "lab-leaks")]
+        Padding::SmallestClass => {
+            let message =
+                Zeroizing::new(crate::binary::encode_request(request, scheme, authority)?);
+            crate::padding::pad(&message, &crate::padding::REQUEST_CLASSES)?
+        }
+    };
     let client = ClientRequest::from_encoded_config(&config)
         .map_err(|e| OhttpError::InvalidKey(e.to_string()))?;
     let (message, inner) = client
@@ -104,6 +157,26 @@ pub async fn ohttp_call(
     request: RelayerRequest,
     http: &dyn Fetch,
 ) -> Result<OhttpResponse, OhttpError> {
+    relay_call(
+        relay_url,
+        target,
+        gateway_key,
+        &to_binary_request(&request),
+        Padding::AtLeast(0),
+        http,
+    )
+    .await
+}
+
+/// [`ohttp_call`] of a Binary HTTP request padded as `padding` says.
+pub(crate) async fn relay_call(
+    relay_url: &str,
+    target: &str,
+    gateway_key: &str,
+    request: &BinaryRequest,
+    padding: Padding,
+    http: &dyn Fetch,
+) -> Result<OhttpResponse, OhttpError> {
     let target = normalize_relayer_url(target)?;
     let endpoint = relay_endpoint(relay_url)?;
     let parsed = url::Url::parse(&target).map_err(|_| OhttpError::InvalidUrl(target.clone()))?;
@@ -112,12 +185,8 @@ pub async fn ohttp_call(
         (Some(host), None) => host.to_string(),
         _ => String::new(),
     };
-    let (message, pending) = encapsulate(
-        gateway_key,
-        &to_binary_request(&request),
-        parsed.scheme(),
-        &authority,
-    )?;
+    let (message, pending) =
+        encapsulate_padded(gateway_key, request, parsed.scheme(), &authority, padding)?;
     if message.len() > MAX_ENCAPSULATED_BYTES {
         return Err(OhttpError::TooLarge {
             size: message.len(),
@@ -152,4 +221,27 @@ pub async fn ohttp_call(
         });
     }
     pending.open(&body)
+}
+
+#[cfg(all(test, feature = "lab-leaks"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_lab_leak_pads_a_submission_to_its_smallest_class() {
+        let key = crate::OhttpGateway::from_seed(&[1u8; 32])
+            .unwrap()
+            .public_key();
+        let request = to_binary_request(&RelayerRequest {
+            method: "POST".into(),
+            path: "/v1/records".into(),
+            body: Some(b"{}".to_vec()),
+        });
+        let sizes = [Padding::AtLeast(0), Padding::SmallestClass].map(|padding| {
+            let (message, _) =
+                encapsulate_padded(&key, &request, "https", "r.test", padding).unwrap();
+            message.len()
+        });
+        assert_eq!(sizes, [32_768 + 55, 4_096 + 55]);
+    }
 }

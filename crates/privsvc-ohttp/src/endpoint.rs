@@ -17,6 +17,11 @@
 //! Requests dispatched this way carry the [`ViaOhttp`] extension and no peer address
 //! (`ConnectInfo` is absent): the relayer learns nothing about the client's network location.
 //!
+//! Dummies ([`crate::dummy`], `POST /v1/dummy` inside OHTTP) are answered by the gateway
+//! itself, never dispatched: a `200` padded to the class the dummy asks for, after the time one
+//! of the latest real answers took (drawn at random), so that neither the relayer's state nor
+//! the answer's timing tells a dummy from a real request.
+//!
 //! Every answer is padded to its response class; an inner answer carrying the
 //! [`MinResponseClass`] extension is padded to at least that class, so that all answers of one
 //! kind (every answer of the token issuer, for instance) measure the same, whatever their
@@ -79,7 +84,8 @@ async fn handle(State(state): State<GatewayState>, headers: HeaderMap, body: Bod
 ///
 /// Answers 404 when `gateway` is `None`, 415 for a content type other than
 /// `message/ohttp-req`, 413 over [`MAX_ENCAPSULATED_BYTES`], 400 when the request cannot be
-/// opened (which includes a plaintext not padded to a request class); otherwise 200 with the
+/// opened (which includes a plaintext not padded to a request class); a dummy
+/// ([`crate::dummy`]) gets the gateway's own sealed dummy answer; otherwise 200 with the
 /// answer of `inner`, padded to its response class (at least the one its [`MinResponseClass`]
 /// asks for) and sealed, as `message/ohttp-res`. An answer of `inner` too large for the
 /// largest response class is replaced by a sealed 502 `{"error": ...}`.
@@ -115,7 +121,21 @@ pub async fn serve_ohttp(
             "the encapsulated request cannot be opened",
         );
     };
-    let (status, headers, body, at_least) = dispatch(inner, request, true).await;
+    let (status, headers, body, at_least) = if crate::dummy::is_dummy(&request) {
+        let at_least = crate::dummy::asked_response_class(&request);
+        tokio::time::sleep(gateway.served_dummy(rand::random())).await;
+        (
+            200,
+            vec![("content-type".to_string(), "application/json".to_string())],
+            crate::dummy::DUMMY_ANSWER.to_vec(),
+            at_least,
+        )
+    } else {
+        let started = std::time::Instant::now();
+        let answer = dispatch(inner, request, true).await;
+        gateway.served_real(started.elapsed());
+        answer
+    };
     tracing::trace!(status, "ohttp request served");
     let largest = RESPONSE_CLASSES[RESPONSE_CLASSES.len() - 1];
     let plain = encode_padded_response_at_least(status, &headers, &body, at_least).or_else(|_| {

@@ -66,12 +66,12 @@ pub enum OhttpError {
         /// The account that owns the URL (pinned or given), when one is known.
         account: Option<alloy_primitives::Address>,
     },
-    /// The relayer's gateway (or the relay in front of it) answered 400 to a well-formed
-    /// encapsulated request: the key from the relayer's heartbeat no longer opens. The key is
-    /// never replaced silently; the relayer is not used again through this transport until
-    /// the caller asks for it ([`crate::OhttpTransport::forget_gateway_key`] or a new
-    /// binding).
-    #[error("the OHTTP gateway of relayer {relayer} (or the relay in front of it) refused a well-formed request (400): the key of the relayer's heartbeat does not open there; the relayer is marked bad for this session and its key is not looked up again silently; use another relayer, or start a new session once the relayer publishes a heartbeat with its current key")]
+    /// The relayer's gateway (or the relay in front of it) answered 400 outside the
+    /// encapsulation to a well-formed request: the key from the relayer's heartbeat may no
+    /// longer open there, or the relay made the answer. The key is never replaced silently
+    /// ([`crate::OhttpTransport::forget_gateway_key`] or a new binding looks it up again), and
+    /// the relayer is not marked bad: only its own answer inside the encapsulation can do that.
+    #[error("the OHTTP gateway of relayer {relayer} (or the relay in front of it) refused a well-formed request (400) outside the encapsulation: the key of the relayer's heartbeat may not open there, or the relay made the answer; the key is not looked up again silently; retry, use another relayer, or start a new session once the relayer publishes a heartbeat with its current key")]
     GatewayRefused {
         /// The relayer URL.
         relayer: String,

@@ -109,7 +109,7 @@ fn open_as_client(gateway: &OhttpGateway, key: &str, mode: u8, rest: &[u8]) -> b
     let (_, sealer) = gateway
         .open(&message)
         .expect("the gateway opens its own request");
-    let (body, alone) = if mode % 2 == 0 {
+    let (body, alone) = if mode.is_multiple_of(2) {
         let sealed = sealer.seal_padded(rest).expect("any plaintext seals");
         (sealed, decode_padded_response(rest).ok())
     } else {

@@ -1,7 +1,10 @@
 //! The gateway side of RFC 9458: key configurations derived from a seed, opening encapsulated
 //! requests and sealing their responses. The cryptography and framing are the `ohttp` crate's.
 
-use std::sync::RwLock;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, RwLock};
+use std::time::Duration;
 
 use hkdf::Hkdf;
 use ohttp::hpke::{Aead, Kdf, Kem};
@@ -51,6 +54,23 @@ fn derive_key(id: u8, seed: &[u8]) -> Result<LiveKey, OhttpError> {
     })
 }
 
+#[cfg_attr(not(feature = "server"), allow(dead_code))]
+/// How many of the latest real answer times the gateway keeps to delay dummies with.
+const LATENCY_SAMPLES: usize = 64;
+
+/// What the gateway counts about the requests it opened: aggregates only, nothing about a
+/// client or a request's content.
+#[derive(Default)]
+#[cfg_attr(not(feature = "server"), allow(dead_code))]
+struct Served {
+    /// Requests dispatched to the relayer's router.
+    real: AtomicU64,
+    /// Dummies answered by the gateway itself.
+    dummies: AtomicU64,
+    /// The time the latest real requests took to be answered (at most [`LATENCY_SAMPLES`]).
+    latencies: Mutex<VecDeque<Duration>>,
+}
+
 /// Live keys; the last one is the current (published) key.
 struct Keys {
     live: Vec<LiveKey>,
@@ -70,6 +90,7 @@ struct Keys {
 /// ```
 pub struct OhttpGateway {
     keys: RwLock<Keys>,
+    served: Served,
 }
 
 impl std::fmt::Debug for OhttpGateway {
@@ -88,6 +109,7 @@ impl OhttpGateway {
             keys: RwLock::new(Keys {
                 live: vec![derive_key(DEFAULT_KEY_ID, seed)?],
             }),
+            served: Served::default(),
         })
     }
 
@@ -140,6 +162,48 @@ impl OhttpGateway {
             .iter()
             .find(|k| k.id == id)
             .map(|k| hex::encode(&k.encoded))
+    }
+
+    /// Requests opened and dispatched to the relayer's router (everything but dummies).
+    pub fn real_requests(&self) -> u64 {
+        self.served.real.load(Ordering::Relaxed)
+    }
+
+    /// Dummies ([`crate::dummy`]) the gateway answered itself.
+    pub fn dummies_answered(&self) -> u64 {
+        self.served.dummies.load(Ordering::Relaxed)
+    }
+
+    #[cfg_attr(not(feature = "server"), allow(dead_code))]
+    /// Count a real request, answered after `took`; the time is kept among the latest
+    /// [`LATENCY_SAMPLES`] to delay dummies with.
+    pub(crate) fn served_real(&self, took: Duration) {
+        self.served.real.fetch_add(1, Ordering::Relaxed);
+        let mut latencies = self
+            .served
+            .latencies
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if latencies.len() == LATENCY_SAMPLES {
+            latencies.pop_front();
+        }
+        latencies.push_back(took);
+    }
+
+    #[cfg_attr(not(feature = "server"), allow(dead_code))]
+    /// Count a dummy; returns the delay of its answer: the time of the kept real answer
+    /// `pick` (modulo how many are kept; the caller draws it at random), zero when none is kept.
+    pub(crate) fn served_dummy(&self, pick: usize) -> Duration {
+        self.served.dummies.fetch_add(1, Ordering::Relaxed);
+        let latencies = self
+            .served
+            .latencies
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if latencies.is_empty() {
+            return Duration::ZERO;
+        }
+        latencies[pick % latencies.len()]
     }
 
     /// Open an encapsulated request (`message/ohttp-req`). Returns the Binary HTTP request and

@@ -3,8 +3,9 @@
 //!
 //! - Gateway side: [`OhttpGateway`] (keys derived from a seed, several live key ids),
 //!   [`gateway_router`] / [`serve_ohttp`] (the relayer's `POST /v1/ohttp`).
-//! - Client side: [`ohttp_call`], [`encapsulate`].
-//! - The relay: [`OhttpRelay`] (`POST /ohttp`, `GET /healthz`).
+//! - Client side: [`ohttp_call`], [`encapsulate`]; cover traffic: [`send_dummy`] ([`dummy`]).
+//! - The relay: [`OhttpRelay`] (`POST /ohttp`, `GET /healthz`), forwarding at once or in
+//!   shuffled rounds ([`RelayConfig::round`]).
 //! - The [`Transport`] trait and its implementations [`HttpTransport`], [`OhttpTransport`],
 //!   [`InProcessTransport`].
 //! - [`PrivateListener`]: serve axum with peer addresses that no log line can print (forgotten
@@ -26,6 +27,7 @@
 
 pub mod binary;
 pub mod client;
+pub mod dummy;
 #[cfg(feature = "server")]
 pub mod endpoint;
 mod error;
@@ -43,7 +45,8 @@ pub mod source;
 pub mod transport;
 
 pub use binary::{BinaryRequest, OhttpResponse};
-pub use client::{encapsulate, ohttp_call, PendingResponse};
+pub use client::{encapsulate, encapsulate_at_least, ohttp_call, PendingResponse};
+pub use dummy::send_dummy;
 #[cfg(feature = "server")]
 pub use endpoint::{gateway_router, serve_ohttp, MinResponseClass, ViaOhttp};
 pub use error::OhttpError;
@@ -53,7 +56,7 @@ pub use listener::{PeerIp, PrivateListener};
 /// The HTTP seam of the transports and of `ohttp_call` (a host may bring its own HTTP stack).
 pub use privsvc_rt::http::{Fetch, FetchRequest, FetchResponse, HttpError, ReqwestFetch};
 #[cfg(feature = "server")]
-pub use relay::{OhttpRelay, RelayConfig, DEFAULT_RATE_LIMIT_PER_MIN};
+pub use relay::{OhttpRelay, RelayConfig, DEFAULT_MAX_HELD, DEFAULT_RATE_LIMIT_PER_MIN};
 pub use source::SourceKey;
 #[cfg(feature = "server")]
 pub use transport::InProcessTransport;

@@ -5,6 +5,10 @@
 //! [`RESPONSE_CLASSES`]. An onlooker on the client's link then learns only the class of a
 //! message, not the length of its attributes or whether a record is queued or written.
 //! A message larger than the largest class is refused ([`OhttpError::TooLarge`]).
+//!
+//! Submissions (`POST /v1/records`) are padded to at least [`SUBMISSION_CLASS`], the class that
+//! holds a submission of the largest envelope ([`min_request_class`]): the relay cannot tell a
+//! large record from a small one.
 
 use zeroize::Zeroizing;
 
@@ -14,6 +18,15 @@ use crate::OhttpError;
 pub const REQUEST_CLASSES: [usize; 3] = [4_096, 32_768, 131_072];
 /// Padded sizes of a response's Binary HTTP plaintext, in bytes, smallest first.
 pub const RESPONSE_CLASSES: [usize; 3] = [1_024, 8_192, 65_536];
+/// The least request class of every submission (`POST /v1/records`): the class that holds a
+/// submission of the largest sealed envelope (16 384 bytes, about 16 600 once escaped in the
+/// JSON body) with its attributes, owner, token and holds. Only a submission whose attributes
+/// escape to more than about 15 000 bytes (control characters written as `\u00XX`) needs the
+/// next class.
+pub const SUBMISSION_CLASS: usize = REQUEST_CLASSES[1];
+/// The method and path of a submission, the requests padded to [`SUBMISSION_CLASS`].
+pub const SUBMISSION_ROUTE: (&str, &str) = ("POST", "/v1/records");
+
 /// Bytes an encapsulated request adds to its plaintext (RFC 9458 section 4.3): key id (1),
 /// KEM, KDF and AEAD ids (2 each), the X25519 `enc` (32) and the AES-GCM tag (16).
 pub const REQUEST_OVERHEAD: usize = 7 + 32 + 16;
@@ -62,6 +75,24 @@ pub fn pad_at_least(
     let mut out = Zeroizing::new(vec![0u8; class]);
     out[..message.len()].copy_from_slice(message);
     Ok(out)
+}
+
+/// The least class a request plaintext is padded to: [`SUBMISSION_CLASS`] for a submission
+/// (`POST /v1/records`, whatever its query), 0 (the smallest class that holds it) otherwise.
+///
+/// ```
+/// use privsvc_ohttp::padding::{min_request_class, SUBMISSION_CLASS};
+/// assert_eq!(min_request_class("POST", "/v1/records"), SUBMISSION_CLASS);
+/// assert_eq!(min_request_class("post", "/v1/records?x=1"), SUBMISSION_CLASS);
+/// assert_eq!(min_request_class("GET", "/v1/records/6f1c"), 0);
+/// ```
+pub fn min_request_class(method: &str, path: &str) -> usize {
+    let route = path.split(['?', '#']).next().unwrap_or_default();
+    if method.eq_ignore_ascii_case(SUBMISSION_ROUTE.0) && route == SUBMISSION_ROUTE.1 {
+        SUBMISSION_CLASS
+    } else {
+        0
+    }
 }
 
 /// Whether `len` is exactly one of `classes` (what a padded message must measure).

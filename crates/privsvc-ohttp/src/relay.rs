@@ -20,6 +20,19 @@
 //! instance [`PrivateListener::anonymous`]) sees no address and cannot limit; it says so once,
 //! at WARN level.
 //!
+//! Rounds ([`RelayConfig::round`], `ROUND_MS`; zero, the default, forwards each request at
+//! once): requests that arrive during a round are held, and at the round's end forwarded
+//! together in a uniformly random order (OS RNG); each answer goes back as soon as it comes.
+//! Whoever watches the relay's inbound and outbound links (an onlooker with a relayer) then
+//! sees a round's requests leave together, not one request leave right after each arrival.
+//! At most [`RelayConfig::max_held`] requests are held at once; one more is answered 503 with
+//! a JSON `{ "error": ... }` body and a `Retry-After` header. A round's requests wait for its
+//! end: half a round on average, a whole round at most.
+//!
+//! Counters ([`OhttpRelay::metrics_router`], for a separate listener): requests forwarded,
+//! rounds, requests held now and refused because too many were held. The relay cannot tell a
+//! dummy ([`crate::dummy`]) from a real request, by design; the relayers' gateways count them.
+//!
 //! ```no_run
 //! # async fn run(relay: privsvc_ohttp::OhttpRelay) -> std::io::Result<()> {
 //! let tcp = tokio::net::TcpListener::bind("127.0.0.1:8090").await?;
@@ -30,7 +43,7 @@
 use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::Duration;
 
 use alloy_primitives::Address;
@@ -42,7 +55,10 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use futures::StreamExt;
 use privsvc_ledger::LedgerReader;
+use rand::rngs::OsRng;
+use rand::seq::SliceRandom;
 use tokio::net::TcpListener;
+use tokio::sync::oneshot;
 use tower_http::cors::CorsLayer;
 
 use crate::ledger_heartbeats::{live_heartbeats, DEFAULT_HEARTBEAT_INTERVAL};
@@ -67,6 +83,9 @@ const VERIFY_CONCURRENCY: usize = 16;
 /// and for clients sharing an address, while a spammer gets at most 120 requests a minute,
 /// across all relayers, per address.
 pub const DEFAULT_RATE_LIMIT_PER_MIN: u32 = 120;
+/// Default of [`RelayConfig::max_held`]: 1 000 requests held for a round at once (at most
+/// about 131 MB of ciphertext, typically a few MB).
+pub const DEFAULT_MAX_HELD: usize = 1_000;
 /// Length of one rate-limit window.
 const RATE_WINDOW: Duration = Duration::from_secs(60);
 
@@ -91,6 +110,13 @@ pub struct RelayConfig {
     /// Default [`DEFAULT_RATE_LIMIT_PER_MIN`]. Applies only when the relay is served through
     /// [`PrivateListener::keeping_ip`] (see the module docs).
     pub rate_limit_per_min: u32,
+    /// Length of a forwarding round (`ROUND_MS`): requests are held until the end of the round
+    /// in which they arrived, then forwarded together in a random order. Zero (the default)
+    /// forwards each request at once.
+    pub round: Duration,
+    /// Requests held for a round at once, at most (503 beyond; 0 counts as 1). Default
+    /// [`DEFAULT_MAX_HELD`]. Unused when `round` is zero.
+    pub max_held: usize,
 }
 
 impl Default for RelayConfig {
@@ -103,8 +129,31 @@ impl Default for RelayConfig {
             allow_http: false,
             on_demand_refresh_gap: Duration::from_secs(5),
             rate_limit_per_min: DEFAULT_RATE_LIMIT_PER_MIN,
+            round: Duration::ZERO,
+            max_held: DEFAULT_MAX_HELD,
         }
     }
+}
+
+/// A request held for the end of its round.
+struct Held {
+    target: String,
+    client: reqwest::Client,
+    message: Vec<u8>,
+    answer: oneshot::Sender<Response>,
+}
+
+/// The requests of the current round and the relay's round counters.
+#[derive(Default)]
+struct Rounds {
+    /// Held requests, in arrival order (never forwarded in that order).
+    held: Mutex<Vec<Held>>,
+    /// Whether the round task runs (started with the first held request).
+    started: AtomicBool,
+    /// Rounds that forwarded at least one request.
+    flushed: AtomicU64,
+    /// Requests refused because `max_held` were held.
+    refused_full: AtomicU64,
 }
 
 /// Fixed one-minute windows, counted from the relay's start; a window's counts are dropped when
@@ -163,6 +212,8 @@ struct RelayState {
     warned_no_peer: AtomicBool,
     /// Requests forwarded to a relayer and answered (an aggregate; nothing about clients).
     forwarded: AtomicU64,
+    /// Requests held for the current round, and round counters.
+    rounds: Rounds,
 }
 
 /// The OHTTP relay. Cheap to clone (shared state).
@@ -206,6 +257,7 @@ impl OhttpRelay {
                 limiter: RateLimiter::new(config.rate_limit_per_min),
                 warned_no_peer: AtomicBool::new(false),
                 forwarded: AtomicU64::new(0),
+                rounds: Rounds::default(),
                 config,
             }),
         })
@@ -215,6 +267,21 @@ impl OhttpRelay {
     /// for (refused requests and relayer failures are not counted). An aggregate count only.
     pub fn forwarded(&self) -> u64 {
         self.state.forwarded.load(Ordering::Relaxed)
+    }
+
+    /// Rounds that forwarded at least one request (zero when `round` is zero).
+    pub fn rounds(&self) -> u64 {
+        self.state.rounds.flushed.load(Ordering::Relaxed)
+    }
+
+    /// Requests held for the current round now.
+    pub fn held(&self) -> usize {
+        self.state
+            .rounds
+            .held
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .len()
     }
 
     /// The verified target URLs, sorted.
@@ -350,6 +417,15 @@ impl OhttpRelay {
             .into_make_service_with_connect_info::<PeerIp>()
     }
 
+    /// `GET /metrics`: the relay's counters in the Prometheus text format (aggregates only).
+    /// Serve it on a separate, private listener, never next to [`OhttpRelay::router`]: its
+    /// counters would tell anyone when requests arrive.
+    pub fn metrics_router(&self) -> Router {
+        Router::new()
+            .route("/metrics", get(metrics))
+            .with_state(self.clone())
+    }
+
     /// The relay's HTTP interface: `POST /ohttp` and `GET /healthz` (CORS open). Served without
     /// [`PrivateListener::keeping_ip`] it has no peer address and no rate limit (see the module docs).
     pub fn router(&self) -> Router {
@@ -370,6 +446,25 @@ async fn healthz(State(relay): State<OhttpRelay>) -> Response {
         .len();
     Json(serde_json::json!({ "ok": true, "role": "ohttp-relay", "targets": targets }))
         .into_response()
+}
+
+async fn metrics(State(relay): State<OhttpRelay>) -> Response {
+    let rounds = &relay.state.rounds;
+    let targets = relay.targets().len();
+    let lines = [
+        ("privsvc_relay_forwarded_total", "counter", "Requests forwarded to a relayer and answered (dummies included: the relay cannot tell them).", relay.forwarded()),
+        ("privsvc_relay_rounds_total", "counter", "Rounds that forwarded at least one request.", relay.rounds()),
+        ("privsvc_relay_held", "gauge", "Requests held for the current round.", relay.held() as u64),
+        ("privsvc_relay_refused_full_total", "counter", "Requests refused (503) because too many were held.", rounds.refused_full.load(Ordering::Relaxed)),
+        ("privsvc_relay_targets", "gauge", "Verified relayers.", targets as u64),
+    ];
+    let mut out = String::new();
+    for (name, kind, help, value) in lines {
+        out.push_str(&format!(
+            "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n"
+        ));
+    }
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], out).into_response()
 }
 
 /// The per-address check of `POST /ohttp`: `Some(429)` over the limit. Without a peer address
@@ -441,6 +536,102 @@ async fn forward(State(relay): State<OhttpRelay>, request: Request) -> Response 
             return json_error(StatusCode::BAD_REQUEST, "request body could not be read")
         }
     };
+    if relay.state.config.round.is_zero() {
+        return send(&relay, &client, &target, message).await;
+    }
+    let Some(answer) = relay.hold(target, client, message) else {
+        relay
+            .state
+            .rounds
+            .refused_full
+            .fetch_add(1, Ordering::Relaxed);
+        let mut response = json_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the relay holds too many requests for its round; retry shortly",
+        );
+        let retry_after = relay.state.config.round.as_secs().max(1);
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
+        return response;
+    };
+    answer.await.unwrap_or_else(|_| relayer_failed())
+}
+
+impl OhttpRelay {
+    /// Hold a request for the end of the current round; `None` when `max_held` are held. The
+    /// receiver gets the relayer's answer (or the relay's error) once it is forwarded.
+    fn hold(
+        &self,
+        target: String,
+        client: reqwest::Client,
+        message: Vec<u8>,
+    ) -> Option<oneshot::Receiver<Response>> {
+        let (answer, receiver) = oneshot::channel();
+        {
+            let mut held = self
+                .state
+                .rounds
+                .held
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            if held.len() >= self.state.config.max_held.max(1) {
+                return None;
+            }
+            held.push(Held {
+                target,
+                client,
+                message,
+                answer,
+            });
+        }
+        if !self.state.rounds.started.swap(true, Ordering::SeqCst) {
+            spawn_rounds(Arc::downgrade(&self.state), self.state.config.round);
+        }
+        Some(receiver)
+    }
+}
+
+/// The round task: at the end of every round (a fixed period from the first held request),
+/// take the held requests, shuffle them (OS RNG) and start forwarding them all in that order.
+/// Ends when the relay is dropped.
+fn spawn_rounds(state: Weak<RelayState>, round: Duration) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + round, round);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let Some(state) = state.upgrade() else {
+                return;
+            };
+            let mut round =
+                std::mem::take(&mut *state.rounds.held.lock().unwrap_or_else(|p| p.into_inner()));
+            if round.is_empty() {
+                continue;
+            }
+            round.shuffle(&mut OsRng);
+            state.rounds.flushed.fetch_add(1, Ordering::Relaxed);
+            let relay = OhttpRelay { state };
+            for held in round {
+                let relay = relay.clone();
+                tokio::spawn(async move {
+                    let answer = send(&relay, &held.client, &held.target, held.message).await;
+                    // The client may have gone meanwhile: nothing to answer then.
+                    let _ = held.answer.send(answer);
+                });
+            }
+        }
+    });
+}
+
+/// Forward one encapsulated request to `target`'s gateway and return its answer (502 when the
+/// relayer fails).
+async fn send(
+    relay: &OhttpRelay,
+    client: &reqwest::Client,
+    target: &str,
+    message: Vec<u8>,
+) -> Response {
     let answer = client
         .post(format!("{target}/v1/ohttp"))
         .header(header::CONTENT_TYPE, CONTENT_TYPE_OHTTP_REQ)

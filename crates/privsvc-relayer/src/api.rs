@@ -3,7 +3,11 @@
 //! /metrics` is served only on its own listener (`METRICS_BIND`, [`metrics_router`]), never on
 //! the public one: its counters would tell anyone when each submission was accepted. The
 //! public `/healthz` rounds `queue` up to a multiple of 100; the exact record is served on
-//! `METRICS_BIND` too. Errors are `{ "error": reason }`.
+//! `METRICS_BIND` too. A status answer has one shape and length in every state and gives no
+//! queue position (`crate::status`). Errors are `{ "error": reason }`; a 503 to a submission (a full queue,
+//! `DATA_DIR` below `MIN_FREE_BYTES`, a store that cannot write) carries `Retry-After`
+//! ([`RETRY_AFTER_SECS`]). A record the relayer knows is on the ledger answers `written`, also
+//! while its store cannot record that yet.
 //!
 //! Idempotence (docs/PROTOCOL.md §7): a valid submission whose sealed envelope is already stored
 //! (queued, in flight, written or failed) is answered 202 with the existing id, whatever its token:
@@ -32,17 +36,27 @@ use serde_json::{json, Value};
 
 use crate::config::TokenMode;
 use crate::entities::API_VERSION;
-use crate::state::{now_ms, RelayerState};
+use crate::state::RelayerState;
 use crate::store::{envelope_sha256, SpentToken, StoreError, StoredRecord, StoredState};
 use crate::tokencheck::{check_token, TokenRefusal};
-use crate::validate::{validate, Limits};
+use crate::validate::{validate_at, Limits};
 use privsvc_ohttp::PeerIp;
 
 /// Submit body limit (docs/PROTOCOL.md §9.3: 64 KiB).
 pub const MAX_SUBMIT_BYTES: usize = 64 * 1024;
 
+/// `Retry-After` (seconds) of a submission refused with 503: the queue is full, or the store
+/// cannot take it (a full disk, `DATA_DIR` below `MIN_FREE_BYTES`).
+pub const RETRY_AFTER_SECS: u64 = 30;
+
 fn error(status: StatusCode, reason: impl Into<String>) -> Response {
-    (status, Json(json!({ "error": reason.into() }))).into_response()
+    let mut response = (status, Json(json!({ "error": reason.into() }))).into_response();
+    if status == StatusCode::SERVICE_UNAVAILABLE {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, RETRY_AFTER_SECS.into());
+    }
+    response
 }
 
 /// The API routes (without `/v1/ohttp`, the issuer and CORS, which [`crate::Relayer`] adds).
@@ -229,7 +243,11 @@ async fn accept(
     let bytes = axum::body::to_bytes(body, MAX_SUBMIT_BYTES)
         .await
         .map_err(|_| (StatusCode::PAYLOAD_TOO_LARGE, "body over 64 KB".to_string()))?;
-    let now = now_ms();
+    // The timeline for the rate limit's windows and the record's acceptance (its batch window
+    // and hold); the wall clock for what the protocol names in wall time (the envelope's hour
+    // window, token epochs).
+    let now = s.time.now_ms();
+    let wall = s.time.wall_ms();
     if s.cfg.tokens == TokenMode::Off {
         if let Some(ip) = peer {
             if !s.limiter.allow(ip, now) {
@@ -248,7 +266,8 @@ async fn accept(
         max_min_anonymity: s.cfg.batching.max_min_anonymity,
         max_hold_ms: s.cfg.batching.max_hold_ms(),
     };
-    let sub = validate(&bytes, &limits).map_err(|r| (StatusCode::BAD_REQUEST, r))?;
+    let sub =
+        validate_at(&bytes, &limits, wall / 1000).map_err(|r| (StatusCode::BAD_REQUEST, r))?;
     // The same sealed envelope again gets the first answer, nothing stored, no token spent:
     // the store's writer finds the digest before it looks at the token, and every refusal
     // below first looks the digest up ([`existing_or`]), so a copy without a token, with a
@@ -261,10 +280,22 @@ async fn accept(
         envelope_sha256(&sub.envelope)
     };
     let project = crate::project::project_key(&sub.attributes);
-    let token = match token_of(s, &sub, now).await {
+    let token = match token_of(s, &sub, wall).await {
         Ok(token) => token,
         Err(refusal) => return existing_or(s, &envelope_digest, refusal),
     };
+    // Keep the disk's last bytes for recording the batches of records already accepted.
+    // (Not logged per submission: the anchor task logs when the floor is crossed.)
+    if crate::diskspace::below_floor(&s.cfg.data_dir, s.cfg.limits.min_free_bytes).is_some() {
+        return existing_or(
+            s,
+            &envelope_digest,
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the relayer's disk is nearly full; it accepts no new records for now".into(),
+            ),
+        );
+    }
     // Reserve a queue slot.
     let before = s.occupancy.fetch_add(1, Ordering::SeqCst);
     if before >= s.cfg.limits.queue_capacity {
@@ -324,33 +355,26 @@ async fn accept(
 }
 
 async fn status(State(s): State<Arc<RelayerState>>, Path(id): Path<String>) -> Response {
-    if let Some(position) = s
-        .queue
+    // On the ledger but not recorded yet (the store cannot write): never "queued".
+    let unrecorded = s
+        .unrecorded
         .lock()
         .unwrap_or_else(|p| p.into_inner())
-        .position(&id)
-    {
-        return Json(json!({ "id": id, "state": "queued", "position": position })).into_response();
-    }
-    match s.store.state(&id) {
-        Ok(None) => error(StatusCode::NOT_FOUND, "unknown record id"),
-        Ok(Some(StoredState::Queued)) | Ok(Some(StoredState::Sending)) => {
-            Json(json!({ "id": id, "state": "queued", "position": 0 })).into_response()
-        }
-        Ok(Some(StoredState::Written(w))) => Json(json!({
-            "id": id,
-            "state": "written",
-            "entityKey": w.entity_key.to_string(),
-            "txHash": w.tx_hash.to_string(),
-            "block": w.block.to_string(),
-            "batchSize": w.batch_size,
-        }))
-        .into_response(),
-        Ok(Some(StoredState::Failed(e))) => {
-            Json(json!({ "id": id, "state": "failed", "error": e })).into_response()
-        }
-        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
-    }
+        .get(&id)
+        .cloned();
+    // Otherwise always the store, never the in-memory queue: every id costs one indexed read,
+    // whatever its state and however many records are queued.
+    let state = match unrecorded {
+        Some(w) => Ok(Some(StoredState::Written(w))),
+        None => s.store.state(&id),
+    };
+    let (status, body) = crate::status::answer(&id, state);
+    let mut response = (status, [(header::CONTENT_TYPE, "application/json")], body).into_response();
+    response.headers_mut().insert(
+        header::CACHE_CONTROL,
+        header::HeaderValue::from_static("no-store"),
+    );
+    response
 }
 
 /// The public health record: `queue` rounded up, no ledger call (see [`crate::health`]).

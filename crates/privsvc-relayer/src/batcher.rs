@@ -37,7 +37,7 @@ use tokio::sync::watch;
 
 use crate::entities::{record_create, spends_creates};
 use crate::planner::{self, TxDecision, TxObservation};
-use crate::state::{now_ms, RelayerState};
+use crate::state::RelayerState;
 use crate::store::{envelope_sha256, BatchMember, StoredRecord, StoredState, WrittenInfo};
 use crate::writer::WriterTurn;
 
@@ -245,6 +245,11 @@ async fn batch_size(
     }
 }
 
+/// How long before its envelope's bound (`(hour + 4) x 3600`, by the ledger's newest block) a
+/// record may still be written: an hour, the protocol's margin, plus five minutes for the batch
+/// to land.
+pub const WRITE_MARGIN_SECS: u64 = 3_600 + 300;
+
 pub(crate) async fn send_batch(
     shared: &RelayerState,
     records: Vec<StoredRecord>,
@@ -252,6 +257,17 @@ pub(crate) async fn send_batch(
 ) -> Outcome {
     // From here to its receipt, heartbeats give way to this batch.
     let _in_progress = shared.writer.batch_in_progress();
+    // Nothing damaged is written: each stored envelope against its digest and signature.
+    let (records, hours) = match verified(shared, records).await {
+        Ok(checked) => checked,
+        Err(records) => {
+            shared.requeue(records);
+            return Outcome::NotSent;
+        }
+    };
+    if records.is_empty() {
+        return Outcome::Written;
+    }
     let written = match already_written(shared, &records).await {
         Ok(w) => w,
         Err(_) => {
@@ -269,18 +285,24 @@ pub(crate) async fn send_batch(
             Some(info) => {
                 match shared
                     .store
-                    .set_record(&rec.id, StoredState::Written(info.clone()), now_ms())
+                    .set_record(
+                        &rec.id,
+                        StoredState::Written(info.clone()),
+                        shared.time.now_ms(),
+                    )
                     .await
                 {
                     Ok(()) => {
+                        shared.recorded([&rec.id]);
                         shared.metrics.written(1);
                         shared.finished(1);
                     }
                     Err(e) => {
                         // It is on the ledger: writing it again would make a second entity.
                         // Back to the queue; the next batch finds it again and retries the
-                        // store.
+                        // store. Its status says written meanwhile.
                         tracing::error!(error = %e, "cannot mark a record found on the ledger as written; requeued");
+                        shared.known_written([(rec.id.clone(), info.clone())]);
                         unmarked.push(rec);
                     }
                 }
@@ -288,12 +310,25 @@ pub(crate) async fn send_batch(
             None => batch.push(rec),
         }
     }
+    // The ledger's time decides whether each envelope is still far enough from its bound.
+    let batch = match within_margin(shared, batch, &hours).await {
+        Ok(batch) => batch,
+        Err(batch) => {
+            shared.metrics.ledger_error();
+            shared.requeue(batch);
+            shared.requeue(unmarked);
+            return Outcome::NotSent;
+        }
+    };
     // One copy of an envelope per batch; a second copy waits for the next batch, whose
     // already-written check finds the first on the ledger.
     let mut seen = HashSet::with_capacity(batch.len());
     let (batch, twins): (Vec<_>, Vec<_>) = batch
         .into_iter()
         .partition(|rec| seen.insert(envelope_sha256(&rec.envelope)));
+    // Records left out above may leave a held record short of its k peers: it waits.
+    let (batch, short) = crate::queue::split_met(batch);
+    shared.requeue(short);
     if batch.is_empty() && !unmarked.is_empty() {
         // Only store failures: the driver backs off before it tries again.
         shared.requeue(twins);
@@ -304,6 +339,107 @@ pub(crate) async fn send_batch(
     shared.requeue(twins);
     shared.requeue(unmarked);
     outcome
+}
+
+/// The records whose stored copy checks out ([`crate::validate::verify_stored`], on a blocking
+/// thread: one signature recovery each) and their envelopes' hours; the others are failed with
+/// the reason, never written. `Err(records)` when the check could not run.
+async fn verified(
+    shared: &RelayerState,
+    records: Vec<StoredRecord>,
+) -> Result<(Vec<StoredRecord>, HashMap<String, u64>), Vec<StoredRecord>> {
+    let copies = records.clone();
+    let verdicts = match tokio::task::spawn_blocking(move || {
+        copies
+            .iter()
+            .map(crate::validate::verify_stored)
+            .collect::<Vec<_>>()
+    })
+    .await
+    {
+        Ok(v) => v,
+        Err(_) => return Err(records),
+    };
+    let mut good = Vec::with_capacity(records.len());
+    let mut hours = HashMap::with_capacity(records.len());
+    let mut damaged = 0usize;
+    for (rec, verdict) in records.into_iter().zip(verdicts) {
+        match verdict {
+            Ok(hour) => {
+                hours.insert(rec.id.clone(), hour);
+                good.push(rec);
+            }
+            Err(why) => {
+                damaged += 1;
+                let error = format!(
+                    "the relayer's stored copy of this record is damaged ({why}); it was not written"
+                );
+                fail_record(shared, &rec.id, error).await;
+            }
+        }
+    }
+    if damaged > 0 {
+        tracing::error!(
+            batch_size = damaged,
+            "stored records failed their envelope check (damaged store): failed, not written"
+        );
+    }
+    Ok((good, hours))
+}
+
+/// The ledger's time: the timestamp of its newest block (unix seconds) and that block.
+async fn ledger_time(shared: &RelayerState) -> Result<(u64, u64), LedgerError> {
+    let head = shared.ledger.block_number().await?;
+    let ts = shared
+        .ledger
+        .block_timestamp(head)
+        .await?
+        .ok_or_else(|| LedgerError::Decode(format!("the node has no block {head}")))?;
+    Ok((ts, head))
+}
+
+/// The records of `batch` that may still be written by the ledger's time: at least
+/// [`WRITE_MARGIN_SECS`] before their envelope's bound. The others fail with the reason (the
+/// relayer's own clock may be wrong; the ledger's time decides). `Err(batch)` when the ledger's
+/// time cannot be read.
+async fn within_margin(
+    shared: &RelayerState,
+    batch: Vec<StoredRecord>,
+    hours: &HashMap<String, u64>,
+) -> Result<Vec<StoredRecord>, Vec<StoredRecord>> {
+    if batch.is_empty() {
+        return Ok(batch);
+    }
+    let (ledger_now, head) = match ledger_time(shared).await {
+        Ok(t) => t,
+        Err(_) => return Err(batch),
+    };
+    let mut keep = Vec::with_capacity(batch.len());
+    let mut late = 0usize;
+    for rec in batch {
+        let hour = hours.get(&rec.id).copied().unwrap_or(0);
+        let bound = privsvc_envelope::republish_deadline(hour);
+        if ledger_now.saturating_add(WRITE_MARGIN_SECS) <= bound {
+            keep.push(rec);
+            continue;
+        }
+        late += 1;
+        let error = format!(
+            "too late to write: the envelope (hour {hour}) may appear on the ledger only before \
+             {bound} (unix seconds), and the ledger's newest block ({head}, at {ledger_now}) \
+             leaves less than the hour an honest relayer keeps before that bound; it was not \
+             written"
+        );
+        fail_record(shared, &rec.id, error).await;
+    }
+    if late > 0 {
+        tracing::warn!(
+            batch_size = late,
+            block = head,
+            "records too close to their envelope's bound by the ledger's time: failed, not written"
+        );
+    }
+    Ok(keep)
 }
 
 /// Send a batch whose records all have distinct envelopes.
@@ -363,30 +499,39 @@ fn random_salt() -> u128 {
 fn batch_ops(
     shared: &RelayerState,
     batch: &[StoredRecord],
+    decoys: &[StoredRecord],
     nonce: u64,
 ) -> Result<(Vec<Operation>, Vec<BatchMember>), (usize, String)> {
-    let mut order: Vec<&StoredRecord> = batch.iter().collect();
+    // Decoys (`crate::decoys`) go among the records; only the records are members.
+    let mut order: Vec<(&StoredRecord, bool)> = batch
+        .iter()
+        .map(|r| (r, false))
+        .chain(decoys.iter().map(|d| (d, true)))
+        .collect();
     if !shared.cfg.leaks().arrival_order {
         order.shuffle(&mut OsRng);
     }
     let salts: Vec<u128> = order.iter().map(|_| random_salt()).collect();
     let keys = predict_entity_keys(shared.chain_id, shared.address, nonce, &salts);
-    let mut ops = Vec::with_capacity(batch.len() * 2 + 2);
+    let mut ops = Vec::with_capacity(order.len() * 2 + 2);
     let mut members = Vec::with_capacity(batch.len());
-    for (i, rec) in order.into_iter().enumerate() {
+    for (i, (rec, decoy)) in order.into_iter().enumerate() {
         let create = record_create(rec, salts[i]).map_err(|e| (i, e))?;
         ops.push(Operation::Create(create));
         ops.push(Operation::Transfer {
             key: keys[i],
             new_owner: rec.owner,
         });
+        if decoy {
+            continue;
+        }
         members.push(BatchMember {
             record_id: rec.id.clone(),
             salt: salts[i],
             entity_key: keys[i],
         });
     }
-    for c in spends_creates(batch, random_salt).map_err(|e| (0, e))? {
+    for c in spends_creates(batch.iter().chain(decoys), random_salt).map_err(|e| (0, e))? {
         ops.push(Operation::Create(c));
     }
     Ok((ops, members))
@@ -418,7 +563,8 @@ async fn build_and_send(
             return Outcome::NotSent;
         }
     };
-    let (ops, members) = match batch_ops(shared, batch, nonce) {
+    let decoys = crate::decoys::for_batch(shared, batch);
+    let (ops, members) = match batch_ops(shared, batch, &decoys, nonce) {
         Ok(v) => v,
         Err((_, reason)) => return Outcome::Reverted(reason),
     };
@@ -437,7 +583,13 @@ async fn build_and_send(
     };
     let batch_id = match shared
         .store
-        .save_batch(tx.nonce, tx.hash, tx.raw.to_vec(), members, now_ms())
+        .save_batch(
+            tx.nonce,
+            tx.hash,
+            tx.raw.to_vec(),
+            members,
+            shared.time.now_ms(),
+        )
         .await
     {
         Ok(id) => id,
@@ -446,7 +598,11 @@ async fn build_and_send(
             return Outcome::NotSent;
         }
     };
-    finish_batch(shared, turn, batch_id, &tx, batch.len(), true, stop).await
+    let outcome = finish_batch(shared, turn, batch_id, &tx, batch.len(), true, stop).await;
+    if matches!(outcome, Outcome::Written) {
+        shared.metrics.decoys_written(decoys.len());
+    }
+    outcome
 }
 
 /// Broadcast a stored batch transaction until its receipt appears, then record the result.
@@ -554,16 +710,13 @@ pub(crate) async fn finish_batch(
             }
         }
     };
-    let now = now_ms();
+    let now = shared.time.now_ms();
     match decision {
         TxDecision::Written { block } => {
-            if let Err(e) = shared
-                .store
-                .batch_written(batch_id, tx.hash, block, now)
-                .await
-            {
-                // Stays pending in the store; reconciliation marks it at the next start.
-                tracing::error!(error = %e, "cannot record a mined batch");
+            if record_mined(shared, batch_id, tx.hash, block, now, stop).await {
+                // Stopped before the store took it: it stays pending in the store and the
+                // next start's reconciliation marks it.
+                return Outcome::Shutdown;
             }
             {
                 let mut live = shared.live.lock().unwrap_or_else(|p| p.into_inner());
@@ -598,6 +751,59 @@ pub(crate) async fn finish_batch(
     }
 }
 
+/// First wait before recording a mined batch again, doubled after each failure up to
+/// [`RECORD_RETRY_MAX`].
+const RECORD_RETRY_FIRST: Duration = Duration::from_millis(200);
+
+/// Longest wait between two tries to record a mined batch.
+const RECORD_RETRY_MAX: Duration = Duration::from_secs(5);
+
+/// Record mined batch `batch_id` in the store, trying again until the store takes it (a full
+/// disk, an I/O error): no restart is needed. Meanwhile its records' statuses answer `written`
+/// (from [`RelayerState::unrecorded`]), never `queued`. True when `stop` turned true first.
+async fn record_mined(
+    shared: &RelayerState,
+    batch_id: i64,
+    tx_hash: B256,
+    block: u64,
+    now: u64,
+    stop: &mut watch::Receiver<bool>,
+) -> bool {
+    let mut wait = RECORD_RETRY_FIRST;
+    let mut members: Vec<String> = Vec::new();
+    loop {
+        match shared
+            .store
+            .batch_written(batch_id, tx_hash, block, now)
+            .await
+        {
+            Ok(()) => {
+                shared.recorded(&members);
+                return false;
+            }
+            Err(e) => {
+                if members.is_empty() {
+                    tracing::error!(error = %e, block, "cannot record a mined batch; trying again until the store takes it");
+                    // Reads work on a full disk: the statuses say written meanwhile.
+                    match shared.store.mined_members(batch_id, tx_hash, block) {
+                        Ok(written) => {
+                            members = written.iter().map(|(id, _)| id.clone()).collect();
+                            shared.known_written(written);
+                        }
+                        Err(e) => {
+                            tracing::error!(error = %e, "cannot read a mined batch's members")
+                        }
+                    }
+                }
+                if sleep_or_stop(wait, stop).await {
+                    return true;
+                }
+                wait = (wait * 2).min(RECORD_RETRY_MAX);
+            }
+        }
+    }
+}
+
 /// The planner's view of a receipt.
 fn receipt_observation(r: BatchReceipt) -> TxObservation {
     TxObservation::Receipt {
@@ -609,17 +815,21 @@ fn receipt_observation(r: BatchReceipt) -> TxObservation {
 
 /// Record a batch that can never land as dropped (its records are queued again in the store).
 async fn drop_batch(shared: &RelayerState, batch_id: i64) {
-    if let Err(e) = shared.store.batch_dropped(batch_id, now_ms()).await {
+    if let Err(e) = shared
+        .store
+        .batch_dropped(batch_id, shared.time.now_ms())
+        .await
+    {
         tracing::error!(error = %e, "cannot record a dropped batch");
     }
 }
 
-/// Mark a record of a reverted batch failed with `error` (best effort: a store error leaves it
-/// to recovery) and count it.
-async fn fail_after_revert(shared: &RelayerState, id: &str, error: String) {
+/// Mark a record failed with `error` (best effort: a store error leaves it to recovery) and
+/// count it.
+pub(crate) async fn fail_record(shared: &RelayerState, id: &str, error: String) {
     let _ = shared
         .store
-        .set_record(id, StoredState::Failed(error), now_ms())
+        .set_record(id, StoredState::Failed(error), shared.time.now_ms())
         .await;
     shared.metrics.failed(1);
     shared.finished(1);
@@ -636,7 +846,7 @@ pub(crate) async fn isolate(
     let mut offenders = 0usize;
     for rec in batch {
         let verdict = match shared.ledger.entity_nonce(shared.address).await {
-            Ok(nonce) => match batch_ops(shared, std::slice::from_ref(&rec), nonce) {
+            Ok(nonce) => match batch_ops(shared, std::slice::from_ref(&rec), &[], nonce) {
                 Err((_, why)) => Some(why),
                 Ok((ops, _)) => match turn.writer.prepare(&ops, None).await {
                     Err(LedgerError::Reverted(why)) => Some(why),
@@ -649,7 +859,7 @@ pub(crate) async fn isolate(
             Some(why) => {
                 offenders += 1;
                 let error = format!("the ledger refused this record: {why}");
-                fail_after_revert(shared, &rec.id, error).await;
+                fail_record(shared, &rec.id, error).await;
             }
             None => keep.push(rec),
         }
@@ -669,14 +879,14 @@ pub(crate) async fn isolate(
     };
     for rec in verdict.give_up {
         let error = format!("the batch reverted repeatedly: {reason}");
-        fail_after_revert(shared, &rec.id, error).await;
+        fail_record(shared, &rec.id, error).await;
     }
     let retry = verdict.retry;
     // The store has them as queued (never sent, or their batch was dropped).
     for rec in &retry {
         let _ = shared
             .store
-            .set_record(&rec.id, StoredState::Queued, now_ms())
+            .set_record(&rec.id, StoredState::Queued, shared.time.now_ms())
             .await;
     }
     shared.requeue(retry);

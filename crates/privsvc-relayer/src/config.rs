@@ -31,8 +31,10 @@
 //! | `OHTTP_RELAY_IPS` | `--ohttp-relay-ips` | empty | comma-separated IPs of the OHTTP relays this relayer trusts to limit their clients: their `POST /v1/ohttp` (submissions and issuer requests inside) is not counted per address |
 //! | `METRICS_BIND` | `--metrics-bind` | off | `host:port` of a separate listener serving `GET /metrics` (never served on `BIND`); `off` or empty: no metrics endpoint |
 //! | `QUEUE_CAPACITY` | `--queue-capacity` | 10000 | queued records, at most (503 beyond) |
+//! | `MIN_FREE_BYTES` | `--min-free-bytes` | 67108864 (64 MiB) | free space `DATA_DIR`'s filesystem keeps: below it new records are refused (503 with `Retry-After`) and `/healthz` says `ok: false`, so that the batches already accepted can still be recorded; 0 = no floor. Costs that much disk, never used for records |
 //! | `HEARTBEAT_MS` | `--heartbeat-ms` | 600000 | heartbeat interval |
 //! | `FLUSH_JITTER_MS` | `--flush-jitter-ms` | 1000 | each flush is delayed by a uniform random 0..=this many ms |
+//! | `DECOYS_MAX` | `--decoys-max` | 0 | each batch transaction gets a uniformly random 0..=this many decoy records of the relayer's own (`decoys`; 0 = none) |
 //! | `STATUS_RETENTION_MS` | `--status-retention-ms` | 3600000 | how long a finished status is kept |
 //! | `LEDGER_TIMEOUT_MS` | `--ledger-timeout-ms` | 5000 | one ledger request gives up after this long (then it is retried with jittered backoff) |
 //!
@@ -47,6 +49,12 @@ use std::time::Duration;
 use alloy_primitives::Address;
 use clap::Parser;
 use zeroize::Zeroizing;
+
+pub use crate::clock::Clock;
+
+/// The default free-space floor of `DATA_DIR` (`MIN_FREE_BYTES`): 64 MiB, room for the WAL
+/// between two checkpoints and for recording every batch of a full queue.
+pub const DEFAULT_MIN_FREE_BYTES: u64 = 64 * 1024 * 1024;
 
 /// A bad configuration value, named by its variable.
 #[derive(Debug, thiserror::Error)]
@@ -167,6 +175,9 @@ pub struct Batching {
     pub max_hold: Duration,
     /// Upper bound of the random flush delay (`FLUSH_JITTER_MS`).
     pub flush_jitter: Duration,
+    /// Decoy records per batch transaction, at most (`DECOYS_MAX`): each batch gets a uniformly
+    /// random number from 0 to this; 0 (the default) adds none.
+    pub decoys_max: usize,
 }
 
 impl Batching {
@@ -215,6 +226,9 @@ pub struct Limits {
     pub ohttp_relay_ips: Vec<IpAddr>,
     /// Queued records, at most (503 beyond).
     pub queue_capacity: usize,
+    /// Free bytes `DATA_DIR`'s filesystem keeps: below, new records are refused (503) and the
+    /// health record is not ok (`MIN_FREE_BYTES`; 0 = no floor).
+    pub min_free_bytes: u64,
 }
 
 /// Everything the relayer needs to run. Build it with [`RelayerConfig::from_env_and_args`], or
@@ -256,6 +270,9 @@ pub struct RelayerConfig {
     pub receipt_timeout: Duration,
     /// Block time assumed when waiting for `min_interval_blocks`.
     pub block_time: Duration,
+    /// The relayer's clocks: the system's ([`Clock::system`], the default); tests pass one
+    /// whose wall clock they step ([`Clock::step_wall`]).
+    pub clock: Clock,
     /// The attack lab's leaky settings (feature `lab-leaks`, never in a deployment).
     #[cfg(feature = "lab-leaks")]
     pub lab_leaks: crate::lab_leaks::LabLeaks,
@@ -320,10 +337,14 @@ struct Cli {
     metrics_bind: Option<String>,
     #[arg(long, env = "QUEUE_CAPACITY")]
     queue_capacity: Option<String>,
+    #[arg(long, env = "MIN_FREE_BYTES")]
+    min_free_bytes: Option<String>,
     #[arg(long, env = "HEARTBEAT_MS")]
     heartbeat_ms: Option<String>,
     #[arg(long, env = "FLUSH_JITTER_MS")]
     flush_jitter_ms: Option<String>,
+    #[arg(long, env = "DECOYS_MAX")]
+    decoys_max: Option<String>,
     #[arg(long, env = "STATUS_RETENTION_MS")]
     status_retention_ms: Option<String>,
     #[arg(long, env = "LEDGER_TIMEOUT_MS")]
@@ -498,6 +519,7 @@ impl RelayerConfig {
                 max_min_anonymity: 50,
                 max_hold: Duration::from_secs(600),
                 flush_jitter: Duration::from_secs(1),
+                decoys_max: 0,
             },
             tokens: TokenMode::Off,
             issuer: IssuerSettings {
@@ -517,6 +539,7 @@ impl RelayerConfig {
                 submissions_per_min: 30,
                 ohttp_relay_ips: Vec::new(),
                 queue_capacity: 10_000,
+                min_free_bytes: DEFAULT_MIN_FREE_BYTES,
             },
             metrics_bind: None,
             heartbeat_interval: Duration::from_secs(600),
@@ -524,6 +547,7 @@ impl RelayerConfig {
             ledger_timeout: Duration::from_secs(5),
             receipt_timeout: Duration::from_secs(30),
             block_time: Duration::from_secs(2),
+            clock: Clock::system(),
             #[cfg(feature = "lab-leaks")]
             lab_leaks: crate::lab_leaks::LabLeaks::default(),
         }
@@ -745,6 +769,13 @@ impl RelayerConfig {
             1,
             10_000_000,
         )?;
+        c.limits.min_free_bytes = num(
+            "MIN_FREE_BYTES",
+            cli.min_free_bytes,
+            c.limits.min_free_bytes,
+            0,
+            u64::MAX,
+        )?;
         c.heartbeat_interval = millis(
             "HEARTBEAT_MS",
             cli.heartbeat_ms,
@@ -759,6 +790,7 @@ impl RelayerConfig {
             0,
             60_000,
         )?;
+        c.batching.decoys_max = num("DECOYS_MAX", cli.decoys_max, c.batching.decoys_max, 0, 100)?;
         c.status_retention = millis(
             "STATUS_RETENTION_MS",
             cli.status_retention_ms,
@@ -895,6 +927,11 @@ mod tests {
         assert_eq!(c.issuer.max_new_apps, 20);
         assert_eq!(c.issuer.max_active_apps, 200);
         assert_eq!(c.issuer.requests_per_min, 60);
+        assert_eq!(c.batching.decoys_max, 0);
+        assert_eq!(
+            parse(&["--decoys-max", "5"]).unwrap().batching.decoys_max,
+            5
+        );
         let c = parse(&["--issuer-max-active-apps", "0"]).unwrap();
         assert_eq!(c.issuer.max_active_apps, 0);
         assert!(c.issuer.apps.is_empty());
@@ -940,6 +977,11 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("ISSUER_RATE_LIMIT_PER_MIN"), "{e}");
+        let e = parse(&["--decoys-max", "101"]).unwrap_err().to_string();
+        assert!(
+            e.contains("DECOYS_MAX") && e.contains("out of range"),
+            "{e}"
+        );
         let long = "x".repeat(129);
         let e = parse(&["--issuer-apps", &long]).unwrap_err().to_string();
         assert!(e.contains("ISSUER_APPS"), "{e}");

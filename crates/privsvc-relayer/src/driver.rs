@@ -1,4 +1,5 @@
-//! The batcher's loop: observes the queue, the clock and the chain, asks [`crate::planner`]
+//! The batcher's loop: observes the queue, the timeline (monotonic: a step of the wall clock
+//! moves no batch window, hold or wait; [`crate::clock`]) and the chain, asks [`crate::planner`]
 //! what to do, and applies the answer (reconcile stored batches, fail expired holds, read the
 //! head, wait, or send a batch through [`crate::batcher`]). It holds no decision of its own.
 //!
@@ -13,7 +14,7 @@ use tokio::sync::watch;
 
 use crate::batcher::{send_batch, sleep_or_stop, Outcome};
 use crate::planner::{self, Action, ChainView};
-use crate::state::{now_ms, RelayerState};
+use crate::state::RelayerState;
 use crate::store::StoredState;
 
 /// Run until `stop` turns true: reconcile stored batches, then schedule.
@@ -35,7 +36,7 @@ pub async fn run(shared: Arc<RelayerState>, mut stop: watch::Receiver<bool>) {
             min_interval_blocks: shared.cfg.batching.min_interval_blocks,
             head: head.take(),
         };
-        let now = now_ms();
+        let now = shared.time.now_ms();
         let action = {
             let q = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
             planner::plan(&q, now, &shared.plan_params(), &chain)
@@ -76,7 +77,7 @@ pub async fn run(shared: Arc<RelayerState>, mut stop: watch::Receiver<bool>) {
                 // The queue may have grown during the jitter: take the batch planned now.
                 let records = {
                     let mut q = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
-                    let plan = q.plan(now_ms(), &shared.plan_params());
+                    let plan = q.plan(shared.time.now_ms(), &shared.plan_params());
                     plan.batch
                         .iter()
                         .filter_map(|id| q.remove(id))
@@ -111,7 +112,7 @@ pub async fn run(shared: Arc<RelayerState>, mut stop: watch::Receiver<bool>) {
 
 /// Fail held records whose maxHoldMs passed (the planner's [`Action::FailExpired`]).
 async fn fail_expired(shared: &RelayerState, expired: Vec<(String, u32)>) {
-    let now = now_ms();
+    let now = shared.time.now_ms();
     for (id, k) in expired {
         let hold = {
             let mut q = shared.queue.lock().unwrap_or_else(|p| p.into_inner());

@@ -27,8 +27,8 @@ pub fn record_create(rec: &StoredRecord, salt: u128) -> Result<Create, String> {
 
 /// The spends entities of a batch: one per epoch, payload = the token ids (32 bytes each) in
 /// a uniformly random order (OS RNG), unrelated to the order of the batch's records.
-pub fn spends_creates(
-    records: &[StoredRecord],
+pub fn spends_creates<'a>(
+    records: impl IntoIterator<Item = &'a StoredRecord>,
     salt: impl Fn() -> u128,
 ) -> Result<Vec<Create>, String> {
     let mut by_epoch: BTreeMap<u64, Vec<[u8; 32]>> = BTreeMap::new();

@@ -22,8 +22,9 @@ use rand::Rng;
 use serde::Serialize;
 use tokio::sync::watch;
 
+use crate::clock::{Anchor, ANCHOR_EVERY};
 use crate::entities::heartbeat_create;
-use crate::state::{now_ms, RelayerState};
+use crate::state::RelayerState;
 
 /// Publish one heartbeat through the serialized writer and record its key and time.
 pub async fn beat(shared: &RelayerState) -> Result<(), LedgerError> {
@@ -48,7 +49,8 @@ pub async fn beat(shared: &RelayerState) -> Result<(), LedgerError> {
         .first()
         .map(|c| c.key)
         .ok_or_else(|| LedgerError::Decode("heartbeat receipt has no created entity".into()))?;
-    let now = now_ms();
+    // Shown to users: the wall clock.
+    let now = shared.time.wall_ms();
     {
         let mut live = shared.live.lock().unwrap_or_else(|p| p.into_inner());
         live.heartbeat = Some(key);
@@ -92,23 +94,21 @@ pub async fn run_heartbeats(shared: Arc<RelayerState>, mut stop: watch::Receiver
     }
 }
 
-/// Delete finished statuses after the retention time, and spent tokens of past epochs.
+/// Delete finished statuses after the retention time (on the timeline: a step of the wall
+/// clock prunes nothing early or late), and spent tokens of past epochs (token epochs are wall
+/// time).
 pub async fn run_pruning(shared: Arc<RelayerState>, mut stop: watch::Receiver<bool>) {
     let every = (shared.cfg.status_retention / 4)
         .clamp(Duration::from_millis(200), Duration::from_secs(60));
     let retention_ms = u64::try_from(shared.cfg.status_retention.as_millis()).unwrap_or(u64::MAX);
     loop {
-        let now = now_ms();
-        let min_epoch = privsvc_tokens::acceptable_epochs(now)
+        let min_epoch = privsvc_tokens::acceptable_epochs(shared.time.wall_ms())
             .iter()
             .copied()
             .min()
             .unwrap_or(0) as u64;
-        if let Err(e) = shared
-            .store
-            .prune(now.saturating_sub(retention_ms), min_epoch)
-            .await
-        {
+        let before = shared.time.now_ms().saturating_sub(retention_ms);
+        if let Err(e) = shared.store.prune(before, min_epoch).await {
             tracing::warn!(error = %e, "pruning failed");
         }
         tokio::select! {
@@ -116,6 +116,63 @@ pub async fn run_pruning(shared: Arc<RelayerState>, mut stop: watch::Receiver<bo
             _ = stop.changed() => return,
         }
     }
+}
+
+/// The `meta` key of the timeline's anchor ([`crate::clock::Anchor`]).
+pub const ANCHOR_KEY: &str = "timeline_anchor";
+
+/// Store the timeline's anchor every [`ANCHOR_EVERY`] (so that a restart resumes the
+/// timeline), and log a step of the wall clock when one happened since the last, and when
+/// `DATA_DIR` goes below or back above its free-space floor. The write also probes the store:
+/// it clears the store's failure once writing works again.
+pub async fn run_anchor(shared: Arc<RelayerState>, mut stop: watch::Receiver<bool>) {
+    let mut last: Option<Anchor> = None;
+    let mut below_floor = false;
+    loop {
+        if let Some(step) = last.as_ref().and_then(|a| shared.time.step_since(a)) {
+            tracing::warn!(
+                step_ms = step,
+                "the wall clock stepped; waits, holds and retention run on the monotonic clock"
+            );
+        }
+        let floor =
+            crate::diskspace::below_floor(&shared.cfg.data_dir, shared.cfg.limits.min_free_bytes);
+        match (&floor, below_floor) {
+            (Some(why), false) => tracing::warn!("{why}: new records are refused (503)"),
+            (None, true) => tracing::info!("DATA_DIR is above MIN_FREE_BYTES again"),
+            _ => {}
+        }
+        below_floor = floor.is_some();
+        let anchor = shared.time.anchor();
+        if let Err(e) = shared.store.set_meta(ANCHOR_KEY, &anchor.encode()).await {
+            tracing::warn!(error = %e, "cannot store the timeline anchor");
+        }
+        last = Some(anchor);
+        tokio::select! {
+            _ = tokio::time::sleep(ANCHOR_EVERY) => {}
+            _ = stop.changed() => return,
+        }
+    }
+}
+
+/// Why the store cannot take the relayer's writes now, if it cannot: its last write failed
+/// (disk full, I/O error, read-only file), records on the ledger wait to be recorded, or
+/// `DATA_DIR` is below its free-space floor.
+pub fn store_problem(shared: &RelayerState) -> Option<String> {
+    if let Some(why) = shared.store.write_failure() {
+        return Some(format!("the queue database cannot write: {why}"));
+    }
+    let unrecorded = shared
+        .unrecorded
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .len();
+    if unrecorded > 0 {
+        return Some(format!(
+            "{unrecorded} records on the ledger are not recorded in the queue database yet"
+        ));
+    }
+    crate::diskspace::below_floor(&shared.cfg.data_dir, shared.cfg.limits.min_free_bytes)
 }
 
 /// How often the background task reads the balance for the health record: `/healthz` causes
@@ -196,8 +253,13 @@ pub async fn run_double_spends(shared: Arc<RelayerState>, mut stop: watch::Recei
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Health {
-    /// The ledger answered and the store is readable.
+    /// The ledger answered (`ledgerFailing` false, the background reads worked) and the store
+    /// takes writes (`storeFailing` false).
     pub ok: bool,
+    /// Why `ok` is false: only in the exact record (`METRICS_BIND`, in-process), absent from
+    /// the public `/healthz`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
     /// The relayer's address.
     pub address: String,
     /// Records accepted and not yet finished: exact in-process and on `METRICS_BIND`, rounded
@@ -221,6 +283,9 @@ pub struct Health {
     pub ledger_failing: bool,
     /// Failed ledger calls in a row (0 after any success).
     pub ledger_consecutive_failures: u64,
+    /// The store cannot take the relayer's writes: its last write failed, records on the
+    /// ledger wait to be recorded, or `DATA_DIR` is below `MIN_FREE_BYTES`.
+    pub store_failing: bool,
 }
 
 fn wei_to_native(wei: U256) -> f64 {
@@ -231,7 +296,7 @@ fn wei_to_native(wei: U256) -> f64 {
 /// Count the local spent tokens of the acceptable epochs that other relayers' spends entities
 /// also list.
 pub async fn double_spends(shared: &RelayerState) -> Result<u64, LedgerError> {
-    let epochs = privsvc_tokens::acceptable_epochs(now_ms());
+    let epochs = privsvc_tokens::acceptable_epochs(shared.time.wall_ms());
     let local: HashSet<[u8; 32]> = shared
         .store
         .spent_tokens(&epochs.iter().map(|e| *e as u64).collect::<Vec<_>>())
@@ -274,11 +339,23 @@ pub async fn health(shared: &RelayerState) -> Health {
         .unwrap_or_else(|p| p.into_inner())
         .clone();
     let ledger = &shared.metrics.ledger;
+    let store = store_problem(shared);
+    let reason = if ledger.failing() {
+        Some(format!(
+            "the ledger is failing ({} calls failed in a row)",
+            ledger.consecutive_failures()
+        ))
+    } else if live.balance_wei.is_none() || live.balance_failed {
+        Some("the last balance read from the ledger failed".into())
+    } else if live.double_spends_failed {
+        Some("the last double-spend count failed".into())
+    } else {
+        store.clone()
+    };
     Health {
-        ok: live.balance_wei.is_some()
-            && !live.balance_failed
-            && !live.double_spends_failed
-            && !ledger.failing(),
+        ok: reason.is_none(),
+        reason,
+        store_failing: store.is_some(),
         ledger_failing: ledger.failing(),
         ledger_consecutive_failures: ledger.consecutive_failures(),
         address: shared.address.to_checksum(None),
@@ -293,10 +370,11 @@ pub async fn health(shared: &RelayerState) -> Health {
 }
 
 /// The health record of the public `/healthz`: [`health`] with `queue` rounded up
-/// ([`public_queue`]).
+/// ([`public_queue`]) and without its reason.
 pub async fn public_health(shared: &RelayerState) -> Health {
     let mut h = health(shared).await;
     h.queue = public_queue(h.queue);
+    h.reason = None;
     h
 }
 

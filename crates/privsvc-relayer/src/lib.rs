@@ -51,18 +51,32 @@
 //! with `LedgerReader::creation_tx` (`eth_getLogs`); the zero hash only when the node cannot
 //! tell.
 //!
-//! Module map: [`config`] (env and flags), `store` (SQLite, group commit), `queue` (the
-//! batching decision), `planner` (the batcher's decisions, pure), `driver` (the batcher's
+//! A real machine (docs/RELIABILITY.md "The faults of a real machine"): every wait, deadline and
+//! retry runs on a monotonic timeline continued across restarts, the wall clock only for the
+//! protocol's wall times (`clock`); a record is written only while the ledger's newest block
+//! leaves its envelope's bound an hour and more away (`batcher`); below the free-space floor
+//! (`MIN_FREE_BYTES`, `diskspace`) and while the store cannot write, submissions get 503 with
+//! `Retry-After` and `/healthz` says `storeFailing`; a mined batch the store cannot record is
+//! recorded again until it can, its statuses `written` meanwhile; the database is checked at
+//! start (`PRAGMA quick_check`), its fields parsed strictly, and each stored envelope checked
+//! against its digest and signature before it enters a batch (`validate`).
+//!
+//! Module map: [`config`] (env and flags), `clock` (the timeline and the wall clock), `store`
+//! (SQLite, group commit), `diskspace` (the free-space floor), `queue` (the batching decision), `planner` (the batcher's decisions, pure), `driver` (the batcher's
 //! loop: applies the planner's actions), `batcher` (batch transactions), `reconcile` (restart),
 //! `writer` (the one serialized writer; settles transactions of unknown fate), `retry`
 //! (per-call retries and hedges, ledger health), `health` (heartbeats, retention, health record),
-//! `api` (HTTP), `validate` (400 checks), `tokencheck` (402/403), `ratelimit` (429),
+//! `decoys` (the relayer's own decoy records in each batch, `DECOYS_MAX`), `api` (HTTP),
+//! `status` (the one shape of status answers), `validate` (400 checks), `tokencheck` (402/403), `ratelimit` (429),
 //! `metrics` (Prometheus, on `METRICS_BIND` only).
 #![forbid(unsafe_code)]
 
 mod api;
 mod batcher;
+mod clock;
 pub mod config;
+mod decoys;
+mod diskspace;
 mod driver;
 mod entities;
 #[cfg(feature = "fuzzing")]
@@ -79,6 +93,7 @@ mod reconcile;
 mod retry;
 mod start;
 mod state;
+mod status;
 mod store;
 mod tokencheck;
 mod validate;
@@ -99,8 +114,12 @@ pub mod testing {
         pub use crate::planner::*;
     }
     pub use crate::queue::{PlanParams, Queue};
-    pub use crate::state::now_ms;
-    pub use crate::store::StoredRecord;
+    pub use crate::store::{StoreFault, StoredRecord};
+
+    /// The system's wall clock, Unix epoch ms (what tests seal envelopes with).
+    pub fn now_ms() -> u64 {
+        crate::Clock::system().wall_ms()
+    }
     pub use crate::tokencheck::PINS_FILE;
     pub use crate::writer::SETTLE_ROUNDS;
 }
@@ -114,8 +133,8 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 pub use config::{
-    AttestationCodes, Batching, ConfigError, IssuerSettings, Limits, OhttpSeed, RelayerConfig,
-    RelayerKey, TokenMode,
+    AttestationCodes, Batching, Clock, ConfigError, IssuerSettings, Limits, OhttpSeed,
+    RelayerConfig, RelayerKey, TokenMode,
 };
 pub use health::Health;
 pub use store::StoreError;
@@ -216,7 +235,8 @@ impl Relayer {
         config.validate()?;
         let ledger = start::retrying_ledger(&config, ledger, writer).await?;
         let store = store::Store::open(&config.data_dir)?;
-        let restored = start::Restored::load(&store)?;
+        let time = start::timeline(&config, &store)?;
+        let restored = start::Restored::load(&store, &time).await?;
         let listener = tokio::net::TcpListener::bind(config.bind)
             .await
             .map_err(|e| RelayerError::Bind(config.bind, e))?;
@@ -227,7 +247,7 @@ impl Relayer {
             shared,
             serialized,
             gateway,
-        } = start::state(config, ledger, store, restored, local_addr)?;
+        } = start::state(config, ledger, store, restored, time, local_addr)?;
         // The health record's ledger check, read once before serving and then in the
         // background (never per request).
         health::refresh_ledger_check(&shared).await;
@@ -324,6 +344,13 @@ impl Relayer {
                 let _ = t.await;
             }
         }
+    }
+
+    /// Put a fault on the queue database's writer (tests of a full disk or a read-only file;
+    /// not part of the API).
+    #[doc(hidden)]
+    pub async fn set_store_fault(&self, fault: testing::StoreFault) -> Result<(), StoreError> {
+        self.shared.store.set_fault(fault).await
     }
 
     /// Stop every task at once, without any clean-up (simulates a crash in tests).

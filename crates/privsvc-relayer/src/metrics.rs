@@ -1,4 +1,9 @@
 //! Prometheus counters (aggregates only: no ids, owners, addresses or apps in any label).
+//!
+//! Cover traffic is counted apart from real traffic: decoy records of mined batches
+//! (`privsvc_decoys_written_total`, never in `privsvc_records_written_total` or the batch size
+//! histogram) and the OHTTP gateway's dummies (`privsvc_ohttp_requests_total{kind="dummy"}`).
+//! These counters are served on `METRICS_BIND` only, never in a public answer.
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,6 +27,9 @@ pub struct Metrics {
     written: AtomicU64,
     failed: AtomicU64,
     heartbeats: AtomicU64,
+    decoys: AtomicU64,
+    /// The OHTTP gateway (with `OHTTP=on`), whose real and dummy requests are counted.
+    gateway: Option<Arc<privsvc_ohttp::OhttpGateway>>,
     /// The ledger's health as the relayer's calls see it (shared with the retrying wrappers).
     pub ledger: Arc<LedgerHealth>,
 }
@@ -33,6 +41,15 @@ impl Metrics {
             ledger,
             ..Self::default()
         }
+    }
+    /// The same counters, also reporting `gateway`'s real and dummy requests.
+    pub fn with_gateway(mut self, gateway: Option<Arc<privsvc_ohttp::OhttpGateway>>) -> Self {
+        self.gateway = gateway;
+        self
+    }
+    /// Count the decoys of a mined batch.
+    pub fn decoys_written(&self, n: usize) {
+        self.decoys.fetch_add(n as u64, Ordering::Relaxed);
     }
     /// Count one answer to `POST /v1/records`.
     pub fn submission(&self, status: u16) {
@@ -171,6 +188,29 @@ impl Metrics {
             "privsvc_ledger_retries_total {}",
             self.ledger.retries()
         );
+        let _ = writeln!(
+            out,
+            "# HELP privsvc_decoys_written_total Decoy records of mined batches (not in records written or batch sizes)."
+        );
+        let _ = writeln!(out, "# TYPE privsvc_decoys_written_total counter");
+        let _ = writeln!(out, "privsvc_decoys_written_total {}", l(&self.decoys));
+        if let Some(gateway) = &self.gateway {
+            let _ = writeln!(
+                out,
+                "# HELP privsvc_ohttp_requests_total Requests opened by the OHTTP gateway: dispatched (real) or answered as dummies."
+            );
+            let _ = writeln!(out, "# TYPE privsvc_ohttp_requests_total counter");
+            let _ = writeln!(
+                out,
+                "privsvc_ohttp_requests_total{{kind=\"real\"}} {}",
+                gateway.real_requests()
+            );
+            let _ = writeln!(
+                out,
+                "privsvc_ohttp_requests_total{{kind=\"dummy\"}} {}",
+                gateway.dummies_answered()
+            );
+        }
         let _ = writeln!(out, "# HELP privsvc_heartbeats_total Heartbeats published.");
         let _ = writeln!(out, "# TYPE privsvc_heartbeats_total counter");
         let _ = writeln!(out, "privsvc_heartbeats_total {}", l(&self.heartbeats));

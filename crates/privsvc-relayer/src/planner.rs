@@ -46,11 +46,13 @@ pub enum Action {
     /// Build and send one batch with these records (oldest first; the batch puts them in a
     /// random order), after the flush jitter.
     Flush(Vec<String>),
-    /// Nothing to do until this time (epoch ms; `None`: until a record arrives).
+    /// Nothing to do until this time (timeline ms, `clock::Timeline`; `None`: until a
+    /// record arrives).
     Sleep(Option<u64>),
 }
 
-/// What the scheduler does next. Costs what [`Queue::plan`] costs.
+/// What the scheduler does next at `now_ms` on the relayer's timeline (monotonic, never the
+/// wall clock). Costs what [`Queue::plan`] costs.
 pub fn plan(queue: &Queue, now_ms: u64, params: &PlanParams, chain: &ChainView) -> Action {
     if !chain.reconciled {
         return Action::Reconcile;
@@ -247,6 +249,84 @@ mod tests {
         assert_eq!(plan(&q, 0, &p, &chain), Action::Flush(vec!["r1".into()]));
         q.remove("r1");
         assert_eq!(plan(&q, 0, &p, &chain), Action::Sleep(None));
+    }
+
+    fn record(
+        id: &str,
+        seq: u64,
+        accepted_ms: u64,
+        k: u32,
+        hold: u64,
+    ) -> crate::store::StoredRecord {
+        crate::store::StoredRecord {
+            id: id.into(),
+            seq,
+            app: "a".into(),
+            project: "p".into(),
+            envelope_digest: [seq as u8; 32],
+            owner: alloy_primitives::Address::ZERO,
+            envelope: vec![],
+            attributes: "{}".into(),
+            exp_seconds: 3600,
+            min_anonymity: k,
+            max_hold_ms: hold,
+            token: None,
+            accepted_ms,
+        }
+    }
+
+    #[test]
+    fn a_step_of_the_wall_clock_moves_no_batch_window_and_no_hold() {
+        use crate::clock::{Clock, Timeline};
+        const HOUR: i64 = 3_600_000;
+        let clock = Clock::system();
+        let time = Timeline::start(clock.clone(), None);
+        let p = PlanParams {
+            min_batch: 5,
+            max_wait_ms: 30_000,
+            max_batch: 10,
+        };
+        let chain = ChainView {
+            reconciled: true,
+            ..ChainView::default()
+        };
+        let mut q = Queue::default();
+        let t0 = time.now_ms();
+        q.push(record("free", 1, t0, 1, 0));
+        q.push(record("held", 2, t0, 5, 600_000));
+        // What the driver waits for: the plan's wake time minus now, on the relayer's time.
+        let wait = |q: &Queue| match plan(q, time.now_ms(), &p, &chain) {
+            Action::Sleep(Some(wake)) => wake.saturating_sub(time.now_ms()),
+            other => panic!("{other:?}"),
+        };
+        assert!(wait(&q) <= 30_000);
+        // NTP corrections, a VM restore: back 2 hours, forward 2 hours, forward 1 more.
+        for step in [-2 * HOUR, 2 * HOUR, HOUR, -HOUR] {
+            clock.step_wall(step);
+            let w = wait(&q);
+            assert!(
+                (29_000..=30_000).contains(&w),
+                "step {step}: the wait is {w} ms"
+            );
+        }
+        // The batch window passes on the monotonic clock alone.
+        clock.advance(30_000);
+        assert_eq!(
+            plan(&q, time.now_ms(), &p, &chain),
+            Action::Flush(vec!["free".into()])
+        );
+        q.remove("free");
+        // The hold: still waiting after a step forward of 2 hours, expired after its 10 minutes.
+        clock.step_wall(2 * HOUR);
+        assert!(matches!(
+            plan(&q, time.now_ms(), &p, &chain),
+            Action::Sleep(Some(_))
+        ));
+        clock.advance(570_000);
+        assert_eq!(
+            plan(&q, time.now_ms(), &p, &chain),
+            Action::FailExpired(vec![("held".into(), 5)])
+        );
     }
 
     #[test]

@@ -85,7 +85,7 @@ pub struct Plan {
     /// Records to flush now, oldest first (empty: nothing to flush). The batcher puts them in a
     /// random order on the ledger.
     pub batch: Vec<String>,
-    /// When to look again if nothing arrives (epoch ms).
+    /// When to look again if nothing arrives (timeline ms).
     pub wake_at_ms: Option<u64>,
 }
 
@@ -120,6 +120,21 @@ fn keep_met_peers(batch: &mut Vec<&StoredRecord>) {
         })
         .collect();
     batch.retain(|r| r.min_anonymity.max(1) <= met.get(r.project.as_str()).copied().unwrap_or(0));
+}
+
+/// Splits `batch` into the records whose project holds at least their k records in it (in
+/// their order) and the others: what is left of a planned batch after records were taken out
+/// of it (found on the ledger, failed) must still meet every member's hold.
+pub fn split_met(batch: Vec<StoredRecord>) -> (Vec<StoredRecord>, Vec<StoredRecord>) {
+    if batch.iter().all(|r| r.min_anonymity <= 1) {
+        return (batch, Vec::new());
+    }
+    let kept: std::collections::HashSet<u64> = {
+        let mut refs: Vec<&StoredRecord> = batch.iter().collect();
+        keep_met_peers(&mut refs);
+        refs.iter().map(|r| r.seq).collect()
+    };
+    batch.into_iter().partition(|r| kept.contains(&r.seq))
 }
 
 impl Queue {
@@ -171,7 +186,9 @@ impl Queue {
         self.by_seq.values()
     }
 
-    /// Records queued ahead of `id`, or `None` when it is not queued.
+    /// Records queued ahead of `id`, or `None` when it is not queued (tests only: no answer
+    /// reports it, and its cost grows with the position).
+    #[cfg(test)]
     pub fn position(&self, id: &str) -> Option<usize> {
         let seq = *self.seq_of.get(id)?;
         Some(self.by_seq.range(..seq).count())
@@ -187,9 +204,9 @@ impl Queue {
         self.by_seq.is_empty()
     }
 
-    /// Decide what to do at `now_ms`. Costs O(expired) when holds expired, otherwise the
-    /// records scanned: at most MAX_BATCH eligible ones plus the records with unmet holds
-    /// among them (one hash lookup each).
+    /// Decide what to do at `now_ms` (the relayer's timeline, as `accepted_ms`). Costs
+    /// O(expired) when holds expired, otherwise the records scanned: at most MAX_BATCH eligible
+    /// ones plus the records with unmet holds among them (one hash lookup each).
     pub fn plan(&self, now_ms: u64, p: &PlanParams) -> Plan {
         let mut plan = Plan::default();
         for (d, seq) in &self.held {
@@ -462,6 +479,22 @@ mod tests {
         }
         // Now A's three are at the head: they go together.
         assert_eq!(q.plan(200, &P).batch, vec!["r3", "r4", "r5"]);
+    }
+
+    #[test]
+    fn a_batch_thinned_below_a_hold_keeps_only_the_met_records() {
+        // P's k=3 record lost one of its two peers (found on the ledger): it waits.
+        let batch = vec![
+            rec_in("P", 1, 100, 3, 60_000),
+            rec_in("P", 2, 100, 1, 0),
+            rec_in("Q", 3, 100, 1, 0),
+        ];
+        let (kept, short) = split_met(batch);
+        let seqs = |v: &[StoredRecord]| v.iter().map(|r| r.seq).collect::<Vec<_>>();
+        assert_eq!(seqs(&kept), vec![2, 3]);
+        assert_eq!(seqs(&short), vec![1]);
+        let (kept, short) = split_met(vec![rec(1, 0, 1, 0), rec(2, 0, 1, 0)]);
+        assert_eq!((kept.len(), short.len()), (2, 0));
     }
 
     #[test]

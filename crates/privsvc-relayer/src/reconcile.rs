@@ -6,9 +6,9 @@ use tokio::sync::watch;
 
 use privsvc_ledger::PreparedTx;
 
-use crate::batcher::{finish_batch, isolate, Outcome};
+use crate::batcher::{fail_record, finish_batch, isolate, Outcome};
 use crate::state::RelayerState;
-use crate::store::{BatchMember, StoredRecord};
+use crate::store::{BatchMember, StoreError, StoredRecord};
 
 /// Reconcile every stored, unfinished batch. Runs before the scheduler takes new batches.
 pub async fn reconcile(shared: &RelayerState, stop: &mut watch::Receiver<bool>) {
@@ -32,12 +32,12 @@ pub async fn reconcile(shared: &RelayerState, stop: &mut watch::Receiver<bool>) 
         };
         match finish_batch(shared, &turn, b.id, &tx, b.members.len(), false, stop).await {
             Outcome::Reverted(reason) => {
-                let records = member_records(shared, &b.members);
+                let records = member_records(shared, &b.members).await;
                 isolate(shared, &turn, records, &reason).await;
             }
             Outcome::TooBig | Outcome::Superseded => {
                 // Dropped: its records are queued again in the store.
-                let records = member_records(shared, &b.members);
+                let records = member_records(shared, &b.members).await;
                 shared.requeue(records);
             }
             Outcome::Shutdown => return,
@@ -46,10 +46,22 @@ pub async fn reconcile(shared: &RelayerState, stop: &mut watch::Receiver<bool>) 
     }
 }
 
-/// The records of a stored batch's members that the store still holds.
-fn member_records(shared: &RelayerState, members: &[BatchMember]) -> Vec<StoredRecord> {
-    members
-        .iter()
-        .filter_map(|m| shared.store.record(&m.record_id).ok().flatten())
-        .collect()
+/// The records of a stored batch's members that the store still holds. A member whose stored
+/// fields do not parse is failed, never queued again.
+async fn member_records(shared: &RelayerState, members: &[BatchMember]) -> Vec<StoredRecord> {
+    let mut records = Vec::with_capacity(members.len());
+    for m in members {
+        match shared.store.record(&m.record_id) {
+            Ok(Some(rec)) => records.push(rec),
+            Ok(None) => {}
+            Err(e @ StoreError::Damaged { .. }) => {
+                let error = format!(
+                    "the relayer's stored copy of this record is damaged ({e}); it was not written"
+                );
+                fail_record(shared, &m.record_id, error).await;
+            }
+            Err(e) => tracing::error!(error = %e, "cannot read a stored batch's record"),
+        }
+    }
+    records
 }

@@ -14,6 +14,7 @@ use tokio::sync::{watch, Notify};
 use tokio::task::JoinHandle;
 use tower_http::cors::CorsLayer;
 
+use crate::clock::{Anchor, Timeline};
 use crate::config::{RelayerConfig, TokenMode};
 use crate::state::{HealthFigures, RelayerState};
 use crate::store::{Store, StoredRecord};
@@ -71,14 +72,46 @@ pub(crate) struct Restored {
     live: HealthFigures,
 }
 
+/// The relayer's timeline, resumed after the anchor its last run stored (a fresh one at the
+/// wall time when there is none; an anchor that does not parse is reported and not used).
+pub(crate) fn timeline(config: &RelayerConfig, store: &Store) -> Result<Timeline, RelayerError> {
+    let anchor = match store.meta(health::ANCHOR_KEY)? {
+        None => None,
+        Some(text) => {
+            let anchor = Anchor::decode(&text);
+            if anchor.is_none() {
+                tracing::error!(
+                    "the stored timeline anchor does not parse (the database may be damaged); the timeline starts at the wall time"
+                );
+            }
+            anchor
+        }
+    };
+    Ok(Timeline::start(config.clock.clone(), anchor))
+}
+
 impl Restored {
-    /// Reads the queue and the kept figures from `store`.
-    pub(crate) fn load(store: &Store) -> Result<Restored, RelayerError> {
+    /// Reads the queue and the kept figures from `store`. A queued record whose stored fields
+    /// do not parse is marked failed (named in the log by its error), never queued.
+    pub(crate) async fn load(store: &Store, time: &Timeline) -> Result<Restored, RelayerError> {
         let number = |key: &str| -> Result<Option<u64>, RelayerError> {
             Ok(store.meta(key)?.and_then(|v| v.parse().ok()))
         };
+        let (queued, damaged) = store.load_queued()?;
+        if !damaged.is_empty() {
+            tracing::error!(
+                records = damaged.len(),
+                "queued records whose stored fields do not parse: failed, not written"
+            );
+        }
+        for (rowid, e) in damaged {
+            let reason = format!(
+                "the relayer's stored copy of this record is damaged ({e}); it was not written"
+            );
+            store.fail_row(rowid, reason, time.now_ms()).await?;
+        }
         Ok(Restored {
-            queued: store.load_queued()?,
+            queued,
             sending: store.count_sending()? as usize,
             next_seq: store.max_seq()? + 1,
             live: HealthFigures {
@@ -107,6 +140,7 @@ pub(crate) fn state(
     ledger: RetryingLedger,
     store: Store,
     restored: Restored,
+    time: Timeline,
     local_addr: SocketAddr,
 ) -> Result<Built, RelayerError> {
     let address = ledger.writer.address();
@@ -149,7 +183,7 @@ pub(crate) fn state(
         store,
         queue: Mutex::new(q),
         notify: Notify::new(),
-        metrics: metrics::Metrics::with_ledger(ledger.health),
+        metrics: metrics::Metrics::with_ledger(ledger.health).with_gateway(gateway.clone()),
         limiter: ratelimit::RateLimiter::new(config.limits.submissions_per_min),
         ledger: ledger.reader,
         writer: serialized.clone(),
@@ -159,6 +193,8 @@ pub(crate) fn state(
             .map_err(|e| RelayerError::IssuerKeyPins(Box::new(e)))?,
         live: Mutex::new(restored.live),
         attempts: Mutex::new(Default::default()),
+        time,
+        unrecorded: Mutex::new(Default::default()),
         reconciled,
         cfg: config,
     });
@@ -255,7 +291,7 @@ fn serve_until(
 }
 
 /// The background tasks: the batch driver, heartbeats, the double-spend count, the ledger
-/// check, the issuer's schedule (when mounted) and pruning.
+/// check, the issuer's schedule (when mounted), the timeline's anchor and pruning.
 pub(crate) fn background(
     shared: &Arc<RelayerState>,
     issuer: Option<Arc<privsvc_tokens::Issuer>>,
@@ -274,6 +310,10 @@ pub(crate) fn background(
             stop.clone(),
         )));
     }
+    tasks.push(tokio::spawn(health::run_anchor(
+        shared.clone(),
+        stop.clone(),
+    )));
     tasks.push(tokio::spawn(health::run_pruning(shared.clone(), stop)));
     tasks
 }

@@ -8,11 +8,12 @@ use alloy_primitives::{Address, B256};
 use privsvc_ledger::LedgerReader;
 use tokio::sync::Notify;
 
+use crate::clock::Timeline;
 use crate::config::RelayerConfig;
 use crate::metrics::Metrics;
 use crate::queue::{PlanParams, Queue};
 use crate::ratelimit::RateLimiter;
-use crate::store::{Store, StoredRecord};
+use crate::store::{Store, StoredRecord, WrittenInfo};
 use crate::tokencheck::IssuerKeys;
 use crate::writer::SerializedWriter;
 
@@ -80,6 +81,12 @@ pub struct RelayerState {
     pub reconciled: tokio::sync::watch::Sender<bool>,
     /// Batch attempts per record that ended in a revert without an identified offender.
     pub attempts: Mutex<HashMap<String, u32>>,
+    /// The relayer's time: the monotonic timeline for every wait, deadline and retry, the wall
+    /// clock only for the protocol's wall times ([`crate::clock`]).
+    pub time: Timeline,
+    /// Records known to be on the ledger whose written state the store has not recorded yet
+    /// (it could not write): their statuses answer `written` from here until it has.
+    pub unrecorded: Mutex<HashMap<String, WrittenInfo>>,
 }
 
 impl RelayerState {
@@ -105,6 +112,25 @@ impl RelayerState {
         self.notify.notify_one();
     }
 
+    /// Remember that these records are on the ledger while the store cannot record it.
+    pub fn known_written(&self, records: impl IntoIterator<Item = (String, WrittenInfo)>) {
+        self.unrecorded
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(records);
+    }
+
+    /// The store has recorded these records' written state.
+    pub fn recorded(&self, ids: impl IntoIterator<Item = impl AsRef<str>>) {
+        let mut unrecorded = self.unrecorded.lock().unwrap_or_else(|p| p.into_inner());
+        if unrecorded.is_empty() {
+            return;
+        }
+        for id in ids {
+            unrecorded.remove(id.as_ref());
+        }
+    }
+
     /// Records that left the relayer (written or failed).
     pub fn finished(&self, n: usize) {
         let _ = self
@@ -113,14 +139,6 @@ impl RelayerState {
                 Some(v.saturating_sub(n))
             });
     }
-}
-
-/// Current time, epoch ms.
-pub fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
 }
 
 /// The kind of a ledger error, for logs. Log lines carry only allowlisted fields (status,

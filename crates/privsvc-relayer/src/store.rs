@@ -45,6 +45,57 @@ pub enum StoreError {
     /// The same sealed envelope is already stored, as the record with this id.
     #[error("this envelope was already accepted as record {0}")]
     AlreadyStored(String),
+    /// SQLite found the database file damaged (at open or by `PRAGMA quick_check`).
+    #[error(
+        "the queue database {} is damaged ({detail}); the relayer does not start on it. Stop \
+         it, move {} and its -wal and -shm files aside (keep them for inspection) and start on \
+         an empty DATA_DIR: the records still queued in the damaged file are not written (their \
+         clients resubmit them after their deadline), and its statuses and spent token ids are \
+         forgotten",
+        path.display(),
+        path.display()
+    )]
+    Corrupt {
+        /// The database file.
+        path: PathBuf,
+        /// What SQLite reported.
+        detail: String,
+    },
+    /// A stored field does not parse: the file was damaged in a way SQLite cannot see.
+    #[error("stored {item}: {field} does not parse ({detail}); the database may be damaged")]
+    Damaged {
+        /// The record (`record <id>`, or `record at row <rowid>` when its id is unreadable) or
+        /// the batch (`batch <id>`) whose field it is.
+        item: String,
+        /// The field (column).
+        field: &'static str,
+        /// Why it does not parse.
+        detail: String,
+    },
+}
+
+impl StoreError {
+    /// Whether this is the storage failing (disk full, I/O error, read-only or damaged file),
+    /// as opposed to a refusal of one command (a spent token, an envelope stored already).
+    pub fn is_storage_failure(&self) -> bool {
+        use rusqlite::ErrorCode as C;
+        match self {
+            StoreError::Sqlite(rusqlite::Error::SqliteFailure(e, _)) => matches!(
+                e.code,
+                C::DiskFull
+                    | C::SystemIoFailure
+                    | C::ReadOnly
+                    | C::CannotOpen
+                    | C::DatabaseCorrupt
+                    | C::NotADatabase
+                    | C::PermissionDenied
+                    | C::OutOfMemory
+            ),
+            StoreError::Commit(_) | StoreError::Closed | StoreError::DataDir(..) => true,
+            StoreError::Corrupt { .. } => true,
+            _ => false,
+        }
+    }
 }
 
 /// A token spent by a record.
@@ -84,9 +135,13 @@ pub struct StoredRecord {
     pub max_hold_ms: u64,
     /// The token it spent, if any.
     pub token: Option<SpentToken>,
-    /// Acceptance time, epoch ms.
+    /// Acceptance time on the relayer's timeline (ms: monotonic, continued across restarts;
+    /// `clock::Timeline`), which the batch window and the hold count from.
     pub accepted_ms: u64,
 }
+
+/// The queued records that load, and the rows (rowid, error) of those whose fields do not.
+pub type Queued = (Vec<StoredRecord>, Vec<(i64, StoreError)>);
 
 /// Where a written record landed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -173,11 +228,56 @@ enum StoreCommand {
         reply: oneshot::Sender<Result<(), StoreError>>,
     },
     SetMeta(String, String, oneshot::Sender<Result<(), StoreError>>),
+    FailRow {
+        rowid: i64,
+        error: String,
+        now_ms: u64,
+        reply: oneshot::Sender<Result<(), StoreError>>,
+    },
+    Fault(StoreFault, oneshot::Sender<Result<(), StoreError>>),
     Prune {
         before_ms: u64,
         min_epoch: u64,
         reply: oneshot::Sender<Result<usize, StoreError>>,
     },
+}
+
+/// A fault the tests put on the writer's connection (`Relayer::set_store_fault`), with
+/// SQLite's own mechanisms, never a fake error.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreFault {
+    /// No fault: writes as usual.
+    None,
+    /// The database may not grow past its current size (`PRAGMA max_page_count`): a write that
+    /// needs a new page fails with SQLITE_FULL ("database or disk is full"), as on a full disk.
+    Full,
+    /// Every write fails (`PRAGMA query_only`), as on a file that became read-only.
+    ReadOnly,
+}
+
+/// Whether the writer thread's last writes worked, for the health record.
+#[derive(Debug, Default)]
+struct WriteHealth {
+    /// The last storage failure, until a later commit that changed something succeeds.
+    failure: Mutex<Option<String>>,
+}
+
+impl WriteHealth {
+    fn failed(&self, why: String) {
+        *self.failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
+    }
+
+    fn wrote(&self) {
+        *self.failure.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
+    fn failure(&self) -> Option<String> {
+        self.failure
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
 }
 
 /// Handle to the store (cheap to share behind an `Arc`).
@@ -188,6 +288,7 @@ pub struct Store {
     /// Group commits so far (read by the tests).
     #[cfg_attr(not(test), allow(dead_code))]
     commits: Arc<AtomicU64>,
+    writes: Arc<WriteHealth>,
 }
 
 const SCHEMA: &str = "
@@ -217,13 +318,66 @@ CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 const SCHEMA_VERSION: &str = "2";
 
 fn open(path: &Path) -> Result<Connection, StoreError> {
-    let conn = Connection::open(path)?;
-    conn.pragma_update(None, "journal_mode", "WAL")?;
+    let conn = Connection::open(path).map_err(|e| damaged_file(path, e))?;
+    conn.pragma_update(None, "journal_mode", "WAL")
+        .map_err(|e| damaged_file(path, e))?;
     conn.pragma_update(None, "synchronous", "FULL")?;
     conn.pragma_update(None, "cache_size", -16_000)?;
     conn.pragma_update(None, "secure_delete", "ON")?;
     conn.busy_timeout(std::time::Duration::from_secs(10))?;
     Ok(conn)
+}
+
+/// [`StoreError::Corrupt`] naming `path` when SQLite says the file is damaged or not a
+/// database, else the error as it is.
+fn damaged_file(path: &Path, e: rusqlite::Error) -> StoreError {
+    use rusqlite::ErrorCode as C;
+    match e.sqlite_error_code() {
+        Some(C::DatabaseCorrupt) | Some(C::NotADatabase) => StoreError::Corrupt {
+            path: path.to_path_buf(),
+            detail: e.to_string(),
+        },
+        _ => StoreError::Sqlite(e),
+    }
+}
+
+/// Most lines of `PRAGMA quick_check`'s answer kept in the error.
+const QUICK_CHECK_LINES: usize = 5;
+
+/// `PRAGMA quick_check`: every b-tree page and index entry well formed (a full scan, O(size)).
+/// A damaged file is [`StoreError::Corrupt`]. It cannot see a changed byte inside a value:
+/// the stored fields are checked as they are read, and each envelope against its digest and
+/// signature before it is written (`crate::validate::verify_stored`).
+fn quick_check(conn: &Connection, path: &Path) -> Result<(), StoreError> {
+    let lines: Vec<String> = conn
+        .prepare("PRAGMA quick_check")
+        .and_then(|mut stmt| {
+            stmt.query_map([], |r| r.get::<_, String>(0))?
+                .collect::<Result<_, _>>()
+        })
+        .map_err(|e| match damaged_file(path, e) {
+            StoreError::Corrupt { path, detail } => StoreError::Corrupt {
+                path,
+                detail: format!("PRAGMA quick_check: {detail}"),
+            },
+            other => other,
+        })?;
+    if lines.len() == 1 && lines[0] == "ok" {
+        return Ok(());
+    }
+    let mut detail = lines
+        .iter()
+        .take(QUICK_CHECK_LINES)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join("; ");
+    if lines.len() > QUICK_CHECK_LINES {
+        detail.push_str(&format!("; and {} more", lines.len() - QUICK_CHECK_LINES));
+    }
+    Err(StoreError::Corrupt {
+        path: path.to_path_buf(),
+        detail: format!("PRAGMA quick_check: {detail}"),
+    })
 }
 
 /// SHA-256 of a sealed envelope's bytes: the record's identity for idempotence. Envelopes are
@@ -363,27 +517,37 @@ fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
 
 impl Store {
     /// Open (or create) `relayer.sqlite` in `data_dir` (created 0700; the database 0600) and
-    /// start the writer thread. A database of an earlier version is migrated.
+    /// start the writer thread. A database of an earlier version is migrated. A file SQLite
+    /// finds damaged (at open, or by `PRAGMA quick_check`) is [`StoreError::Corrupt`].
     pub fn open(data_dir: &Path) -> Result<Self, StoreError> {
         private_dir(data_dir).map_err(|e| StoreError::DataDir(data_dir.to_path_buf(), e))?;
         let path = data_dir.join("relayer.sqlite");
         private_file(&path).map_err(|e| StoreError::DataDir(path.clone(), e))?;
         let mut writer = open(&path)?;
-        writer.execute_batch(SCHEMA)?;
-        migrate(&mut writer)?;
+        quick_check(&writer, &path)?;
+        writer
+            .execute_batch(SCHEMA)
+            .map_err(|e| damaged_file(&path, e))?;
+        migrate(&mut writer).map_err(|e| match e {
+            StoreError::Sqlite(e) => damaged_file(&path, e),
+            other => other,
+        })?;
         let read = open(&path)?;
         let (tx, rx) = mpsc::channel();
         let commits = Arc::new(AtomicU64::new(0));
         let counter = commits.clone();
+        let writes = Arc::new(WriteHealth::default());
+        let health = writes.clone();
         std::thread::Builder::new()
             .name("privsvc-store".into())
-            .spawn(move || writer_loop(writer, rx, &counter))
+            .spawn(move || writer_loop(writer, rx, &counter, &health))
             .map_err(|e| StoreError::DataDir(data_dir.to_path_buf(), e))?;
         Ok(Self {
             tx: Mutex::new(tx),
             read: Mutex::new(read),
             path,
             commits,
+            writes,
         })
     }
 
@@ -511,30 +675,35 @@ impl Store {
         self.read.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Queued records (not in a batch), oldest first.
-    pub fn load_queued(&self) -> Result<Vec<StoredRecord>, StoreError> {
+    /// The queued records (not in a batch), oldest first, and the rows of queued records whose
+    /// fields do not parse (rowid and error; see [`Store::fail_row`]).
+    pub fn load_queued(&self) -> Result<Queued, StoreError> {
         let conn = self.reader();
-        let mut stmt = conn.prepare(
-            "SELECT id, seq, app, owner, envelope, attributes, exp_seconds, min_anonymity,
-                    max_hold_ms, token_id, token_epoch, accepted_ms, project, envelope_digest
-             FROM records WHERE state = 'queued' ORDER BY seq",
-        )?;
-        let rows = stmt.query_map([], row_to_record)?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        let mut stmt = conn.prepare(&format!(
+            "SELECT {RECORD_COLUMNS} FROM records WHERE state = 'queued' ORDER BY seq"
+        ))?;
+        let rows = stmt.query_map([], |r| Ok((r.get::<_, i64>(0)?, row_to_record(r))))?;
+        let mut records = Vec::new();
+        let mut damaged = Vec::new();
+        for row in rows {
+            match row? {
+                (_, Ok(rec)) => records.push(rec),
+                (rowid, Err(e)) => damaged.push((rowid, e)),
+            }
+        }
+        Ok((records, damaged))
     }
 
-    /// One record by id.
+    /// One record by id; [`StoreError::Damaged`] when a field of it does not parse.
     pub fn record(&self, id: &str) -> Result<Option<StoredRecord>, StoreError> {
         let conn = self.reader();
-        Ok(conn
-            .query_row(
-                "SELECT id, seq, app, owner, envelope, attributes, exp_seconds, min_anonymity,
-                        max_hold_ms, token_id, token_epoch, accepted_ms, project, envelope_digest
-                 FROM records WHERE id = ?1",
-                [id],
-                row_to_record,
-            )
-            .optional()?)
+        conn.query_row(
+            &format!("SELECT {RECORD_COLUMNS} FROM records WHERE id = ?1"),
+            [id],
+            |r| Ok(row_to_record(r)),
+        )
+        .optional()?
+        .transpose()
     }
 
     /// The id of the record whose sealed envelope has this SHA-256, if one is stored.
@@ -546,39 +715,86 @@ impl Store {
             .optional()?)
     }
 
-    /// The stored state of a record, `None` when unknown (or pruned).
+    /// The stored state of a record, `None` when unknown (or pruned); [`StoreError::Damaged`]
+    /// when a field of it does not parse (never a default value).
     pub fn state(&self, id: &str) -> Result<Option<StoredState>, StoreError> {
         let conn = self.reader();
-        let row = conn
-            .query_row(
-                "SELECT state, entity_key, tx_hash, block, batch_size, error FROM records
-                 WHERE id = ?1",
-                [id],
-                |r| {
-                    Ok((
-                        r.get::<_, String>(0)?,
-                        r.get::<_, Option<String>>(1)?,
-                        r.get::<_, Option<String>>(2)?,
-                        r.get::<_, Option<i64>>(3)?,
-                        r.get::<_, Option<i64>>(4)?,
-                        r.get::<_, Option<String>>(5)?,
-                    ))
+        conn.query_row(
+            "SELECT state, entity_key, tx_hash, block, batch_size, error FROM records
+             WHERE id = ?1",
+            [id],
+            |r| Ok(row_to_state(r, id)),
+        )
+        .optional()?
+        .transpose()
+    }
+
+    /// The written state of each record of mined batch `batch_id` that the store still has as
+    /// sending, read without writing (for statuses while the store cannot record the batch).
+    pub fn mined_members(
+        &self,
+        batch_id: i64,
+        tx_hash: B256,
+        block: u64,
+    ) -> Result<Vec<(String, WrittenInfo)>, StoreError> {
+        let conn = self.reader();
+        let mut stmt = conn.prepare(
+            "SELECT m.record_id, m.entity_key,
+                    (SELECT COUNT(*) FROM records peer
+                     WHERE peer.batch_id = ?1 AND peer.project IS r.project)
+             FROM batch_members m JOIN records r ON r.id = m.record_id
+             WHERE m.batch_id = ?1 AND r.batch_id = ?1 AND r.state = 'sending'",
+        )?;
+        let rows = stmt.query_map([batch_id], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, i64>(2)?,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (id, key, peers) = row?;
+            let entity_key = parse_hash(&key).map_err(|detail| StoreError::Damaged {
+                item: format!("batch {batch_id}"),
+                field: "entity_key",
+                detail,
+            })?;
+            out.push((
+                id,
+                WrittenInfo {
+                    entity_key,
+                    tx_hash,
+                    block,
+                    batch_size: u64::try_from(peers).unwrap_or(0),
                 },
-            )
-            .optional()?;
-        Ok(row.map(
-            |(state, key, tx, block, size, error)| match state.as_str() {
-                "queued" => StoredState::Queued,
-                "sending" => StoredState::Sending,
-                "written" => StoredState::Written(WrittenInfo {
-                    entity_key: key.and_then(|k| k.parse().ok()).unwrap_or_default(),
-                    tx_hash: tx.and_then(|k| k.parse().ok()).unwrap_or_default(),
-                    block: block.unwrap_or(0) as u64,
-                    batch_size: size.unwrap_or(0) as u64,
-                }),
-                _ => StoredState::Failed(error.unwrap_or_default()),
-            },
-        ))
+            ));
+        }
+        Ok(out)
+    }
+
+    /// The last storage failure of the writer (disk full, I/O error, read-only file), until a
+    /// later write succeeds; `None` while writes work.
+    pub fn write_failure(&self) -> Option<String> {
+        self.writes.failure()
+    }
+
+    /// Mark the record at `rowid` failed with `error` (a queued record whose stored fields do
+    /// not parse: it may have no readable id).
+    pub async fn fail_row(&self, rowid: i64, error: String, now_ms: u64) -> Result<(), StoreError> {
+        self.request(|reply| StoreCommand::FailRow {
+            rowid,
+            error,
+            now_ms,
+            reply,
+        })
+        .await
+    }
+
+    /// Put `fault` on the writer's connection (tests: `Relayer::set_store_fault`).
+    pub async fn set_fault(&self, fault: StoreFault) -> Result<(), StoreError> {
+        self.request(|reply| StoreCommand::Fault(fault, reply))
+            .await
     }
 
     #[cfg(test)]
@@ -634,19 +850,34 @@ impl Store {
              ORDER BY idx",
         )?;
         for (id, nonce, tx, raw) in batches {
-            let members = mstmt
+            let damaged = |field: &'static str, detail: String| StoreError::Damaged {
+                item: format!("batch {id}"),
+                field,
+                detail,
+            };
+            let rows = mstmt
                 .query_map([id], |r| {
-                    Ok(BatchMember {
-                        record_id: r.get(0)?,
-                        salt: r.get::<_, String>(1)?.parse().unwrap_or(0),
-                        entity_key: r.get::<_, String>(2)?.parse().unwrap_or_default(),
-                    })
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, String>(2)?,
+                    ))
                 })?
                 .collect::<Result<Vec<_>, _>>()?;
+            let mut members = Vec::with_capacity(rows.len());
+            for (record_id, salt, key) in rows {
+                members.push(BatchMember {
+                    record_id,
+                    salt: salt
+                        .parse()
+                        .map_err(|e| damaged("salt", format!("not a number: {e}")))?,
+                    entity_key: parse_hash(&key).map_err(|e| damaged("entity_key", e))?,
+                });
+            }
             out.push(StoredBatch {
                 id,
-                nonce: nonce as u64,
-                tx_hash: tx.parse().unwrap_or_default(),
+                nonce: u64::try_from(nonce).map_err(|e| damaged("nonce", e.to_string()))?,
+                tx_hash: parse_hash(&tx).map_err(|e| damaged("tx_hash", e))?,
                 raw,
                 members,
             });
@@ -682,44 +913,150 @@ impl Store {
     }
 }
 
-fn row_to_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredRecord> {
-    let owner: String = r.get(3)?;
-    let token_id: Option<Vec<u8>> = r.get(9)?;
-    let token_epoch: Option<i64> = r.get(10)?;
+/// The columns [`row_to_record`] reads, rowid first.
+const RECORD_COLUMNS: &str = "rowid, id, seq, app, owner, envelope, attributes, exp_seconds,
+    min_anonymity, max_hold_ms, token_id, token_epoch, accepted_ms, project, envelope_digest";
+
+/// A 32-byte hash in its stored form (`0x` and 64 hex digits). The error does not echo the
+/// value (errors reach logs, and a value can be an owner's).
+fn parse_hash(text: &str) -> Result<B256, String> {
+    text.parse::<B256>()
+        .map_err(|e| format!("not a 32-byte hex hash: {e}"))
+}
+
+/// Column `i` of `r` as `T`, or [`StoreError::Damaged`] naming `item` and `field`.
+fn column<T: rusqlite::types::FromSql>(
+    r: &rusqlite::Row<'_>,
+    i: usize,
+    item: &str,
+    field: &'static str,
+) -> Result<T, StoreError> {
+    r.get::<_, T>(i).map_err(|e| StoreError::Damaged {
+        item: item.to_string(),
+        field,
+        detail: e.to_string(),
+    })
+}
+
+/// A stored integer that must be non-negative (and fit `T`).
+fn unsigned<T: TryFrom<i64>>(
+    r: &rusqlite::Row<'_>,
+    i: usize,
+    item: &str,
+    field: &'static str,
+) -> Result<T, StoreError> {
+    let v: i64 = column(r, i, item, field)?;
+    T::try_from(v).map_err(|_| StoreError::Damaged {
+        item: item.to_string(),
+        field,
+        detail: format!("{v} is out of range"),
+    })
+}
+
+/// A record from a row of [`RECORD_COLUMNS`]; every field parses or the record is
+/// [`StoreError::Damaged`] (never a default value).
+fn row_to_record(r: &rusqlite::Row<'_>) -> Result<StoredRecord, StoreError> {
+    let rowid: i64 = column(r, 0, "record", "rowid")?;
+    let id: String = column(r, 1, &format!("record at row {rowid}"), "id")?;
+    let item = format!("record {id}");
+    let damaged = |field: &'static str, detail: String| StoreError::Damaged {
+        item: item.clone(),
+        field,
+        detail,
+    };
+    let owner: String = column(r, 4, &item, "owner")?;
+    let owner = owner
+        .parse::<Address>()
+        .map_err(|e| damaged("owner", format!("not an address: {e}")))?;
+    let digest: Option<Vec<u8>> = column(r, 14, &item, "envelope_digest")?;
+    let envelope_digest = digest
+        .as_deref()
+        .map(<[u8; 32]>::try_from)
+        .ok_or_else(|| damaged("envelope_digest", "missing".into()))?
+        .map_err(|_| damaged("envelope_digest", "not 32 bytes".into()))?;
+    let project: Option<String> = column(r, 13, &item, "project")?;
+    let token_id: Option<Vec<u8>> = column(r, 10, &item, "token_id")?;
+    let token_epoch: Option<i64> = column(r, 11, &item, "token_epoch")?;
+    let token = match (token_id, token_epoch) {
+        (None, None) => None,
+        (Some(id), Some(epoch)) => Some(SpentToken {
+            id: <[u8; 32]>::try_from(id.as_slice())
+                .map_err(|_| damaged("token_id", format!("{} bytes, not 32", id.len())))?,
+            epoch: u64::try_from(epoch)
+                .map_err(|_| damaged("token_epoch", format!("{epoch} is out of range")))?,
+        }),
+        _ => {
+            return Err(damaged(
+                "token_id",
+                "a token id without its epoch, or an epoch without its id".into(),
+            ))
+        }
+    };
     Ok(StoredRecord {
-        id: r.get(0)?,
-        seq: r.get::<_, i64>(1)? as u64,
-        app: r.get(2)?,
-        project: r.get::<_, Option<String>>(12)?.unwrap_or_default(),
-        envelope_digest: r
-            .get::<_, Option<Vec<u8>>>(13)?
-            .and_then(|d| <[u8; 32]>::try_from(d.as_slice()).ok())
-            .unwrap_or_default(),
-        owner: owner.parse().unwrap_or_default(),
-        envelope: r.get(4)?,
-        attributes: r.get(5)?,
-        exp_seconds: r.get::<_, i64>(6)? as u64,
-        min_anonymity: r.get::<_, i64>(7)? as u32,
-        max_hold_ms: r.get::<_, i64>(8)? as u64,
-        token: match (token_id, token_epoch) {
-            (Some(id), Some(epoch)) => {
-                <[u8; 32]>::try_from(id.as_slice())
-                    .ok()
-                    .map(|id| SpentToken {
-                        id,
-                        epoch: epoch as u64,
-                    })
-            }
-            _ => None,
-        },
-        accepted_ms: r.get::<_, i64>(11)? as u64,
+        seq: unsigned(r, 2, &item, "seq")?,
+        app: column(r, 3, &item, "app")?,
+        project: project.ok_or_else(|| damaged("project", "missing".into()))?,
+        envelope_digest,
+        owner,
+        envelope: column(r, 5, &item, "envelope")?,
+        attributes: column(r, 6, &item, "attributes")?,
+        exp_seconds: unsigned(r, 7, &item, "exp_seconds")?,
+        min_anonymity: unsigned(r, 8, &item, "min_anonymity")?,
+        max_hold_ms: unsigned(r, 9, &item, "max_hold_ms")?,
+        token,
+        accepted_ms: unsigned(r, 12, &item, "accepted_ms")?,
+        id,
+    })
+}
+
+/// A record's state from a row of (state, entity_key, tx_hash, block, batch_size, error);
+/// [`StoreError::Damaged`] naming record `id` when a field does not parse.
+fn row_to_state(r: &rusqlite::Row<'_>, id: &str) -> Result<StoredState, StoreError> {
+    let item = format!("record {id}");
+    let state: String = column(r, 0, &item, "state")?;
+    let damaged = |field: &'static str, detail: String| StoreError::Damaged {
+        item: item.clone(),
+        field,
+        detail,
+    };
+    Ok(match state.as_str() {
+        "queued" => StoredState::Queued,
+        "sending" => StoredState::Sending,
+        "written" => {
+            let key: Option<String> = column(r, 1, &item, "entity_key")?;
+            let tx: Option<String> = column(r, 2, &item, "tx_hash")?;
+            let block: Option<i64> = column(r, 3, &item, "block")?;
+            let size: Option<i64> = column(r, 4, &item, "batch_size")?;
+            let key = key.ok_or_else(|| damaged("entity_key", "missing".into()))?;
+            let tx = tx.ok_or_else(|| damaged("tx_hash", "missing".into()))?;
+            StoredState::Written(WrittenInfo {
+                entity_key: parse_hash(&key).map_err(|e| damaged("entity_key", e))?,
+                tx_hash: parse_hash(&tx).map_err(|e| damaged("tx_hash", e))?,
+                block: block
+                    .and_then(|b| u64::try_from(b).ok())
+                    .ok_or_else(|| damaged("block", format!("{block:?} is not a block")))?,
+                batch_size: size
+                    .and_then(|n| u64::try_from(n).ok())
+                    .ok_or_else(|| damaged("batch_size", format!("{size:?} is not a size")))?,
+            })
+        }
+        "failed" => {
+            let error: Option<String> = column(r, 5, &item, "error")?;
+            StoredState::Failed(error.ok_or_else(|| damaged("error", "missing".into()))?)
+        }
+        other => return Err(damaged("state", format!("unknown state {other:?}"))),
     })
 }
 
 /// Most commands folded into one transaction.
 const MAX_GROUP: usize = 1024;
 
-fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<StoreCommand>, commits: &AtomicU64) {
+fn writer_loop(
+    mut conn: Connection,
+    rx: mpsc::Receiver<StoreCommand>,
+    commits: &AtomicU64,
+    health: &WriteHealth,
+) {
     while let Ok(first) = rx.recv() {
         let mut group = vec![first];
         while group.len() < MAX_GROUP {
@@ -729,39 +1066,94 @@ fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<StoreCommand>, commits: 
             }
         }
         let mut replies: Vec<CommandReply> = Vec::new();
-        let result = (|| -> Result<(), rusqlite::Error> {
-            let mut tx = conn.transaction()?;
-            for cmd in group {
-                replies.push(execute_command(&mut tx, cmd));
+        let mut failure: Option<String> = None;
+        let changes_before = conn.total_changes();
+        let result = (|| -> Result<(), String> {
+            let mut tx = conn.transaction().map_err(|e| e.to_string())?;
+            let mut rest = group.into_iter();
+            for cmd in rest.by_ref() {
+                let (reply, storage_failure) = execute_command(&mut tx, cmd);
+                if failure.is_none() {
+                    failure = storage_failure;
+                }
+                replies.push(reply);
+                if tx.is_autocommit() {
+                    // SQLite rolled the whole transaction back (a full disk, an I/O error):
+                    // nothing of the group is stored, and the rest must not run outside it.
+                    break;
+                }
             }
-            tx.commit()
+            if tx.is_autocommit() {
+                let why = failure
+                    .clone()
+                    .unwrap_or_else(|| "the transaction was rolled back".into());
+                for cmd in rest {
+                    replies.push(refuse(cmd));
+                }
+                return Err(why);
+            }
+            tx.commit().map_err(|e| e.to_string())
         })();
         commits.fetch_add(1, Ordering::Relaxed);
-        let err = result.err().map(StoreError::Sqlite);
+        match (&result, failure) {
+            // A command's own failure says more than the commit's.
+            (Err(_), Some(why)) | (Ok(()), Some(why)) => health.failed(why),
+            (Err(e), None) => health.failed(e.clone()),
+            (Ok(()), None) if conn.total_changes() != changes_before => health.wrote(),
+            (Ok(()), None) => {}
+        }
+        let err = result.err();
         for reply in replies {
-            reply(err.as_ref());
+            reply(err.as_deref());
         }
     }
 }
 
-/// Sends a command's answer once its group commit is known (the commit's error, if any,
-/// replaces the answer).
-type CommandReply = Box<dyn FnOnce(Option<&StoreError>)>;
-
-fn closed(e: &StoreError) -> StoreError {
-    StoreError::Commit(e.to_string())
+/// The answer of a command that was not run because its group's transaction was rolled back
+/// (the reply then carries the group's error).
+fn refuse(cmd: StoreCommand) -> CommandReply {
+    fn no<T: Send + 'static>(reply: oneshot::Sender<Result<T, StoreError>>) -> CommandReply {
+        Box::new(move |err: Option<&str>| {
+            let why = err.unwrap_or("the transaction was rolled back");
+            let _ = reply.send(Err(StoreError::Commit(why.to_string())));
+        })
+    }
+    match cmd {
+        StoreCommand::Insert(_, reply) => no(reply),
+        StoreCommand::SaveBatch { reply, .. } => no(reply),
+        StoreCommand::BatchWritten { reply, .. }
+        | StoreCommand::BatchDropped { reply, .. }
+        | StoreCommand::SetRecord { reply, .. }
+        | StoreCommand::SetMeta(_, _, reply)
+        | StoreCommand::FailRow { reply, .. }
+        | StoreCommand::Fault(_, reply) => no(reply),
+        StoreCommand::Prune { reply, .. } => no(reply),
+    }
 }
+
+/// Sends a command's answer once its group commit is known (the group's error, if any,
+/// replaces the answer: nothing of the group was stored).
+type CommandReply = Box<dyn FnOnce(Option<&str>)>;
+
+/// The answer to a command once its group commit is known, and the command's own storage
+/// failure (disk full, I/O error), if it had one.
+type Answered = (CommandReply, Option<String>);
 
 fn reply_with<T: Send + 'static>(
     reply: oneshot::Sender<Result<T, StoreError>>,
     result: Result<T, StoreError>,
-) -> CommandReply {
-    Box::new(move |commit_err: Option<&StoreError>| {
-        let _ = match commit_err {
-            Some(e) => reply.send(Err(closed(e))),
+) -> Answered {
+    let failure = match &result {
+        Err(e) if e.is_storage_failure() => Some(e.to_string()),
+        _ => None,
+    };
+    let answer: CommandReply = Box::new(move |group_err: Option<&str>| {
+        let _ = match group_err {
+            Some(e) => reply.send(Err(StoreError::Commit(e.to_string()))),
             None => reply.send(result),
         };
-    })
+    });
+    (answer, failure)
 }
 
 fn in_savepoint<T>(
@@ -779,7 +1171,7 @@ fn in_savepoint<T>(
 }
 
 /// Runs `cmd` inside the group commit's transaction (in a savepoint of its own).
-fn execute_command(tx: &mut rusqlite::Transaction<'_>, cmd: StoreCommand) -> CommandReply {
+fn execute_command(tx: &mut rusqlite::Transaction<'_>, cmd: StoreCommand) -> Answered {
     match cmd {
         StoreCommand::Insert(rec, reply) => {
             // No savepoint (this is the hot path): insert_record leaves nothing behind when it
@@ -930,6 +1322,42 @@ fn execute_command(tx: &mut rusqlite::Transaction<'_>, cmd: StoreCommand) -> Com
             });
             reply_with(reply, r)
         }
+        StoreCommand::FailRow {
+            rowid,
+            error,
+            now_ms,
+            reply,
+        } => {
+            let r = in_savepoint(tx, |sp| {
+                sp.execute(
+                    "UPDATE records SET state = 'failed', error = ?2, finished_ms = ?3
+                     WHERE rowid = ?1",
+                    params![rowid, error, now_ms as i64],
+                )?;
+                Ok(())
+            });
+            reply_with(reply, r)
+        }
+        StoreCommand::Fault(fault, reply) => {
+            // Pragmas of the connection, outside the transaction's data.
+            let r = (|| -> Result<(), StoreError> {
+                let pages: i64 = tx.query_row("PRAGMA page_count", [], |r| r.get(0))?;
+                let limit = if fault == StoreFault::Full {
+                    pages
+                } else {
+                    i64::from(u32::MAX - 1)
+                };
+                tx.query_row(&format!("PRAGMA max_page_count = {limit}"), [], |_| Ok(()))?;
+                let query_only = if fault == StoreFault::ReadOnly {
+                    "ON"
+                } else {
+                    "OFF"
+                };
+                tx.execute_batch(&format!("PRAGMA query_only = {query_only}"))?;
+                Ok(())
+            })();
+            reply_with(reply, r)
+        }
         StoreCommand::Prune {
             before_ms,
             min_epoch,
@@ -1070,7 +1498,7 @@ mod tests {
         assert!(!store.token_spent(&[3u8; 32]).unwrap());
         drop(store);
         let store = Store::open(dir.path()).unwrap();
-        assert_eq!(store.load_queued().unwrap().len(), 2);
+        assert_eq!(store.load_queued().unwrap().0.len(), 2);
         assert!(store.token_spent(&[1u8; 32]).unwrap());
         assert!(!store.token_spent(&[2u8; 32]).unwrap());
     }
@@ -1151,7 +1579,7 @@ mod tests {
             store.id_of_envelope(&same).unwrap(),
             Some(stored[0].clone())
         );
-        assert_eq!(store.load_queued().unwrap().len(), 1);
+        assert_eq!(store.load_queued().unwrap().0.len(), 1);
         // Only the stored copy's token is spent.
         let spent = (0..40u8)
             .filter(|i| store.token_spent(&[*i; 32]).unwrap())
@@ -1228,6 +1656,7 @@ mod tests {
         let queued: Vec<String> = store
             .load_queued()
             .unwrap()
+            .0
             .into_iter()
             .map(|r| r.id)
             .collect();
@@ -1253,6 +1682,6 @@ mod tests {
         drop(store);
         // Opening again is a no-op.
         let store = Store::open(dir.path()).unwrap();
-        assert_eq!(store.load_queued().unwrap().len(), 2);
+        assert_eq!(store.load_queued().unwrap().0.len(), 2);
     }
 }

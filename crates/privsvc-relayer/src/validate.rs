@@ -4,10 +4,12 @@
 
 use alloy_primitives::Address;
 use privsvc_attributes::{AttrValue, Attributes};
+use privsvc_envelope::SealedEnvelope;
 use privsvc_tokens::TokenRedemption;
 use serde_json::{Map, Value};
 
 use crate::entities::SYSTEM_PROJECT;
+use crate::store::StoredRecord;
 
 pub use privsvc_envelope::{EXPIRY_BUCKETS, PADDED_SIZES};
 
@@ -60,11 +62,6 @@ fn integer(obj: &Map<String, Value>, name: &str) -> Result<Option<u64>, String> 
     }
 }
 
-/// Check a request body at the current time. `Err` is the 400 reason.
-pub fn validate(body: &[u8], limits: &Limits) -> Result<Submission, String> {
-    validate_at(body, limits, crate::state::now_ms() / 1000)
-}
-
 /// Check a request body as if the time were `now_secs` (Unix seconds): only envelopes v2 whose
 /// `hour` is in `[now_hour - 2, now_hour + 1]` pass, so a copied envelope cannot be submitted
 /// again after its window. `Err` is the 400 reason.
@@ -108,17 +105,8 @@ pub fn validate_at(body: &[u8], limits: &Limits, now_secs: u64) -> Result<Submis
             envelope.len()
         ));
     }
-    let sealed = privsvc_envelope::parse_envelope(&envelope)
-        .map_err(|e| format!("envelope cannot be parsed: {e}"))?;
-    if sealed.body.app != app {
-        return Err("app differs from the app inside the envelope".into());
-    }
-    if sealed.body.exp != exp_seconds {
-        return Err(format!(
-            "expSeconds {exp_seconds} differs from the envelope's expiry ({})",
-            sealed.body.exp
-        ));
-    }
+    let sealed = parse_sealed(&envelope)?;
+    check_body(&sealed, &app, exp_seconds)?;
     privsvc_envelope::check_hour_window(sealed.body.hour, now_secs).map_err(|e| e.to_string())?;
 
     let attributes = Attributes::from_wire(field(&obj, "attributes")?)
@@ -147,9 +135,6 @@ pub fn validate_at(body: &[u8], limits: &Limits, now_secs: u64) -> Result<Submis
             ));
         }
     }
-    if sealed.body.types != attributes.types() {
-        return Err("attributes differ from the attribute types inside the envelope".into());
-    }
 
     let min_anonymity = integer(&obj, "minAnonymity")?.unwrap_or(1);
     if min_anonymity < 1 || min_anonymity > limits.max_min_anonymity as u64 {
@@ -174,11 +159,7 @@ pub fn validate_at(body: &[u8], limits: &Limits, now_secs: u64) -> Result<Submis
         ),
     };
 
-    let signer = privsvc_envelope::envelope_signer(&sealed, &attributes)
-        .map_err(|e| format!("envelope signature does not recover to owner: {e}"))?;
-    if signer != owner {
-        return Err("envelope signature does not recover to owner".into());
-    }
+    check_signed(&sealed, &attributes, owner)?;
 
     Ok(Submission {
         app,
@@ -190,6 +171,63 @@ pub fn validate_at(body: &[u8], limits: &Limits, now_secs: u64) -> Result<Submis
         min_anonymity: min_anonymity as u32,
         max_hold_ms,
     })
+}
+
+/// The sealed envelope in `envelope`, or why it does not parse.
+fn parse_sealed(envelope: &[u8]) -> Result<SealedEnvelope, String> {
+    privsvc_envelope::parse_envelope(envelope)
+        .map_err(|e| format!("envelope cannot be parsed: {e}"))
+}
+
+/// The envelope's body names `app` and the lifetime `exp_seconds`.
+fn check_body(sealed: &SealedEnvelope, app: &str, exp_seconds: u64) -> Result<(), String> {
+    if sealed.body.app != app {
+        return Err("app differs from the app inside the envelope".into());
+    }
+    if sealed.body.exp != exp_seconds {
+        return Err(format!(
+            "expSeconds {exp_seconds} differs from the envelope's expiry ({})",
+            sealed.body.exp
+        ));
+    }
+    Ok(())
+}
+
+/// The envelope's attribute types are those of `attributes`, and its signature (over the body
+/// and the attributes) recovers to `owner`.
+fn check_signed(
+    sealed: &SealedEnvelope,
+    attributes: &Attributes,
+    owner: Address,
+) -> Result<(), String> {
+    if sealed.body.types != attributes.types() {
+        return Err("attributes differ from the attribute types inside the envelope".into());
+    }
+    let signer = privsvc_envelope::envelope_signer(sealed, attributes)
+        .map_err(|e| format!("envelope signature does not recover to owner: {e}"))?;
+    if signer != owner {
+        return Err("envelope signature does not recover to owner".into());
+    }
+    Ok(())
+}
+
+/// Checks a stored record before it enters a batch, with the checks intake made: its envelope
+/// has the stored SHA-256, parses, names the stored app and lifetime, has the stored
+/// attributes' types and project, and its signature recovers to the stored owner. Returns the
+/// envelope's `hour`; `Err` says what does not hold (the stored copy was damaged).
+pub fn verify_stored(rec: &StoredRecord) -> Result<u64, String> {
+    if crate::store::envelope_sha256(&rec.envelope) != rec.envelope_digest {
+        return Err("the envelope does not match its stored SHA-256".into());
+    }
+    let sealed = parse_sealed(&rec.envelope)?;
+    check_body(&sealed, &rec.app, rec.exp_seconds)?;
+    let attributes = Attributes::from_wire_json(rec.attributes.as_bytes())
+        .map_err(|e| format!("the stored attributes do not parse: {e}"))?;
+    if crate::project::project_key(&attributes) != rec.project {
+        return Err("the stored project differs from the project attribute".into());
+    }
+    check_signed(&sealed, &attributes, rec.owner)?;
+    Ok(sealed.body.hour)
 }
 
 fn parse_address(text: &str) -> Option<Address> {

@@ -94,6 +94,25 @@ pub trait Transport: crate::MaybeSend + crate::MaybeSync {
         let _ = (relayer_url, account, gateway_key);
         Ok(())
     }
+
+    /// Whether [`Transport::send_dummy`] sends anything: only a transport whose requests an
+    /// onlooker cannot read (OHTTP) has cover traffic. Default: false.
+    fn sends_dummies(&self) -> bool {
+        false
+    }
+
+    /// Sends one dummy (cover traffic) to `relayer_url`: a request padded to at least
+    /// `request_class` bytes that the relayer's gateway answers with a padded dummy, so that it
+    /// looks like a real request and answer to everyone but the relayer. The default sends
+    /// nothing.
+    async fn send_dummy(
+        &self,
+        relayer_url: &str,
+        request_class: usize,
+    ) -> Result<(), TransportError> {
+        let _ = (relayer_url, request_class);
+        Ok(())
+    }
 }
 
 /// The canonical form of a relayer URL: an absolute http(s) URL without credentials, query or

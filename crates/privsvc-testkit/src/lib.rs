@@ -26,6 +26,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod damage;
 mod error;
 mod processes;
 mod spec;
@@ -33,7 +34,7 @@ mod stack;
 mod tap;
 
 pub use error::StackError;
-pub use processes::{ProcessSpec, ProcessStack};
+pub use processes::{ProcessSpec, ProcessStack, LIBFAKETIME};
 pub use spec::{RelayerSpec, RelayerTokens};
 pub use stack::{LocalStack, LocalStackBuilder};
 pub use tap::{

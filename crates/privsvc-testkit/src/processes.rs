@@ -1,7 +1,9 @@
 //! The local stack's process mode: the devnet and one relayer as separate processes (the
 //! `devnet` and `relayer` examples, built beforehand), each started, SIGKILLed and started
 //! again on the same data at will. What a reliability campaign needs (`examples/campaign.rs`):
-//! a relayer that dies mid-write and a ledger that goes away, as in production.
+//! a relayer that dies mid-write and a ledger that goes away, as in production; and a relayer
+//! whose wall clock steps ([`ProcessStack::fake_relayer_clock`]: libfaketime, the relayer's
+//! process only) or that refuses to start ([`ProcessStack::relayer_refuses_to_start`]).
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -17,6 +19,16 @@ const DEVNET_START: Duration = Duration::from_secs(60);
 /// Longest wait for the relayer to answer as itself after a start (it exits and is started
 /// again while the ledger does not answer).
 const RELAYER_START: Duration = Duration::from_secs(180);
+
+/// Where the Debian package `faketime` puts libfaketime (the first that exists is used).
+pub const LIBFAKETIME: [&str; 3] = [
+    "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
+    "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1",
+    "/usr/lib/faketime/libfaketime.so.1",
+];
+
+/// Longest wait for a relayer that should refuse to start to exit.
+const REFUSAL: Duration = Duration::from_secs(60);
 
 /// How to run a [`ProcessStack`].
 #[derive(Debug, Clone)]
@@ -47,6 +59,8 @@ pub struct ProcessStack {
     metrics_port: u16,
     devnet: Option<Child>,
     relayer: Option<Child>,
+    /// libfaketime and its control file, when the relayer's clock is faked.
+    faketime: Option<(PathBuf, PathBuf)>,
 }
 
 fn free_port() -> Result<u16, StackError> {
@@ -81,7 +95,62 @@ impl ProcessStack {
             metrics_port: free_port()?,
             devnet: None,
             relayer: None,
+            faketime: None,
         })
+    }
+
+    /// The relayer's data directory (`DATA_DIR`).
+    pub fn relayer_data_dir(&self) -> PathBuf {
+        self.spec.dir.join("relayer")
+    }
+
+    /// The relayer's queue database.
+    pub fn relayer_db(&self) -> PathBuf {
+        self.relayer_data_dir().join("relayer.sqlite")
+    }
+
+    /// Sets (or adds) one of the relayer's environment variables, from its next start on.
+    pub fn set_relayer_env(&mut self, name: &str, value: &str) {
+        self.spec.relayer_env.retain(|(k, _)| k != name);
+        self.spec
+            .relayer_env
+            .push((name.to_string(), value.to_string()));
+    }
+
+    /// From the relayer's next start on, runs it under libfaketime (`on`), or not: its wall
+    /// clock is then offset by [`ProcessStack::set_relayer_clock_offset`] (0 at first) while it
+    /// runs, and its monotonic clock is left alone (`DONT_FAKE_MONOTONIC=1`), as an NTP step or
+    /// a VM restore would. Only the relayer's process: the devnet keeps the real time. An error
+    /// names the package to install when libfaketime is missing.
+    pub fn fake_relayer_clock(&mut self, on: bool) -> Result<(), StackError> {
+        if !on {
+            self.faketime = None;
+            return Ok(());
+        }
+        let lib = LIBFAKETIME
+            .iter()
+            .map(PathBuf::from)
+            .find(|p| p.exists())
+            .ok_or_else(|| {
+                StackError::Config(format!(
+                    "libfaketime is not installed (looked for {}): apt-get install faketime",
+                    LIBFAKETIME.join(", ")
+                ))
+            })?;
+        let control = self.spec.dir.join("relayer-clock.faketime");
+        std::fs::write(&control, "+0\n")?;
+        self.faketime = Some((lib, control));
+        Ok(())
+    }
+
+    /// Steps the faked wall clock of the running relayer to the real time plus `secs` (negative:
+    /// behind); libfaketime reads it at the relayer's next reading of its clock.
+    pub fn set_relayer_clock_offset(&self, secs: i64) -> Result<(), StackError> {
+        let (_, control) = self.faketime.as_ref().ok_or_else(|| {
+            StackError::Config("the relayer's clock is not faked (fake_relayer_clock)".into())
+        })?;
+        std::fs::write(control, format!("{secs:+}\n"))?;
+        Ok(())
     }
 
     /// The devnet's JSON-RPC URL.
@@ -180,23 +249,7 @@ impl ProcessStack {
             .map_err(|e| StackError::Config(format!("HTTP client: {e}")))?;
         let start = Instant::now();
         while start.elapsed() < RELAYER_START {
-            let mut child = Command::new(self.spec.bins.join("relayer"))
-                .env("LEDGER_RPC_URL", rpc_url)
-                .env("RELAYER_KEY", &self.spec.relayer_key)
-                .env("BIND", format!("127.0.0.1:{}", self.relayer_port))
-                .env("METRICS_BIND", format!("127.0.0.1:{}", self.metrics_port))
-                .env("DATA_DIR", self.spec.dir.join("relayer"))
-                .envs(self.spec.relayer_env.iter().map(|(k, v)| (k, v)))
-                .env("RUST_LOG", &self.spec.relayer_log)
-                .stdout(Stdio::from(self.log("relayer.log")?))
-                .stderr(Stdio::from(self.log("relayer.log")?))
-                .spawn()
-                .map_err(|e| {
-                    StackError::Config(format!(
-                        "cannot start {}: {e} (build the relayer example first)",
-                        self.spec.bins.join("relayer").display()
-                    ))
-                })?;
+            let mut child = self.spawn_relayer(rpc_url)?;
             loop {
                 if child.try_wait()?.is_some() {
                     if !port_is_free(self.relayer_port) {
@@ -224,6 +277,66 @@ impl ProcessStack {
             RELAYER_START.as_secs(),
             self.spec.dir.join("relayer.log").display()
         )))
+    }
+
+    /// Starts the relayer process on the ledger at `rpc_url` (under libfaketime when its clock
+    /// is faked).
+    fn spawn_relayer(&self, rpc_url: &str) -> Result<Child, StackError> {
+        let mut command = Command::new(self.spec.bins.join("relayer"));
+        command
+            .env("LEDGER_RPC_URL", rpc_url)
+            .env("RELAYER_KEY", &self.spec.relayer_key)
+            .env("BIND", format!("127.0.0.1:{}", self.relayer_port))
+            .env("METRICS_BIND", format!("127.0.0.1:{}", self.metrics_port))
+            .env("DATA_DIR", self.relayer_data_dir())
+            .envs(self.spec.relayer_env.iter().map(|(k, v)| (k, v)))
+            .env("RUST_LOG", &self.spec.relayer_log)
+            .stdout(Stdio::from(self.log("relayer.log")?))
+            .stderr(Stdio::from(self.log("relayer.log")?));
+        if let Some((lib, control)) = &self.faketime {
+            command
+                .env("LD_PRELOAD", lib)
+                .env("FAKETIME_TIMESTAMP_FILE", control)
+                // Read at every call: with a cache, a step back can leave the old offset in
+                // force (the cache's age is counted on the faked clock).
+                .env("FAKETIME_NO_CACHE", "1")
+                .env("DONT_FAKE_MONOTONIC", "1");
+        }
+        command.spawn().map_err(|e| {
+            StackError::Config(format!(
+                "cannot start {}: {e} (build the relayer example first)",
+                self.spec.bins.join("relayer").display()
+            ))
+        })
+    }
+
+    /// Starts the relayer on the ledger at `rpc_url` expecting it to refuse (a damaged
+    /// database): waits at most a minute for it to exit and returns what it logged. An error
+    /// when it serves instead (it is then SIGKILLed) or does not exit in time.
+    pub async fn relayer_refuses_to_start(&mut self, rpc_url: &str) -> Result<String, StackError> {
+        let log = self.spec.dir.join("relayer.log");
+        let before = std::fs::metadata(&log).map_or(0, |m| m.len());
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(5))
+            .build()
+            .map_err(|e| StackError::Config(format!("HTTP client: {e}")))?;
+        let mut child = self.spawn_relayer(rpc_url)?;
+        let start = Instant::now();
+        loop {
+            if child.try_wait()?.is_some() {
+                break;
+            }
+            if self.answers_as_itself(&http).await || start.elapsed() > REFUSAL {
+                kill(Some(child));
+                return Err(StackError::Config(
+                    "the relayer did not refuse to start".into(),
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let text = std::fs::read(&log)?;
+        let from = usize::try_from(before).unwrap_or(0).min(text.len());
+        Ok(String::from_utf8_lossy(&text[from..]).into_owned())
     }
 
     /// Whether the relayer's `/healthz` answers with this stack's relayer address.

@@ -95,10 +95,12 @@ pub mod store;
 pub mod wallet;
 
 pub use source::{
-    OnDemandIssuer, StoreTokenSource, TokenSource, DEFAULT_MIN_AGE_MS, DEFAULT_RIPE_WAIT_MS,
-    ON_DEMAND_TOKENS,
+    ripe_at_ms, OnDemandIssuer, Ripening, StoreTokenSource, TokenSource, DEFAULT_MAX_RIPE_MS,
+    DEFAULT_MIN_AGE_MS, DEFAULT_RIPE_WAIT_MS,
 };
 #[cfg(feature = "sqlite")]
 pub use store::FileTokenStore;
 pub use store::{available_in, memory_store, MemoryTokenStore, StoredToken, TokenStore};
-pub use wallet::{Acquired, TokenWallet, TokenWalletOptions, DEFAULT_PREFETCH_WITHIN};
+pub use wallet::{
+    Acquired, TokenWallet, TokenWalletOptions, DEFAULT_PREFETCH_WITHIN, KEY_READ_INTERVAL,
+};

@@ -20,7 +20,7 @@ use crate::protocol::{
     MAX_TOKENS_PER_REQUEST,
 };
 use crate::source::{
-    OnDemandIssuer, StoreTokenSource, TokenSource, DEFAULT_MIN_AGE_MS, DEFAULT_RIPE_WAIT_MS,
+    OnDemandIssuer, StoreTokenSource, TokenSource, DEFAULT_MAX_RIPE_MS, DEFAULT_MIN_AGE_MS,
 };
 use crate::store::{memory_store, StoredToken, TokenStore};
 use crate::suite::{token_suite, IssuerKey};
@@ -29,6 +29,11 @@ use crate::suite::{token_suite, IssuerKey};
 pub const DEFAULT_PREFETCH_WITHIN: Duration = Duration::from_secs(6 * 3600);
 /// How long to wait for the issuer's key entity to become visible through the reader.
 const KEY_VISIBLE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a key read from the ledger is used before it is read again (keys change daily).
+pub const KEY_READ_INTERVAL: Duration = Duration::from_secs(3600);
+/// How often an issue request whose answer was lost is sent again, the same signed request
+/// (the issuer answers a replay from its memory, at no cost to the quota).
+const ISSUE_ATTEMPTS: usize = 3;
 
 /// Settings of a [`TokenWallet`].
 #[derive(Clone)]
@@ -44,16 +49,18 @@ pub struct TokenWalletOptions {
     pub issuer_url: String,
     /// Where tokens wait; default [`memory_store`].
     pub store: Arc<dyn TokenStore>,
-    /// Fetch tokens from the issuer when the store has none for the app (default false). They
-    /// are spent only once `min_age_ms` old, never by the write that caused the fetch.
+    /// Let the source start an issue request (in the background) when the store has none for
+    /// the app (default false). The tokens are never spent by the write that caused the fetch:
+    /// that write gets none.
     pub allow_on_demand: bool,
     /// Attestation code sent when [`TokenWallet::acquire`] is given none.
     pub attestation: Option<String>,
     /// Minimum age of a token before it is spent (default 60000 ms), counted from when it was
     /// obtained.
     pub min_age_ms: u64,
-    /// Longest wait of the source for a token to ripen (default 90000 ms; 0 = never wait).
-    pub ripe_wait_ms: u64,
+    /// Oldest ripening age of a token obtained while the source lives (default 3600000 ms):
+    /// each ripens at its own random age between `min_age_ms` and this.
+    pub max_ripe_ms: u64,
     /// Chain id named in issuance messages; `None` (default) = the reader's chain id.
     pub chain_id: Option<u64>,
     /// First key accepted per (issuer, app, epoch) (default: in memory, [`MemoryKeyPins`]).
@@ -81,7 +88,7 @@ impl TokenWalletOptions {
             allow_on_demand: false,
             attestation: None,
             min_age_ms: DEFAULT_MIN_AGE_MS,
-            ripe_wait_ms: DEFAULT_RIPE_WAIT_MS,
+            max_ripe_ms: DEFAULT_MAX_RIPE_MS,
             chain_id: None,
             pins: Arc::new(MemoryKeyPins::default()),
             transport: Arc::new(HttpTransport::default()),
@@ -98,11 +105,15 @@ pub struct Acquired {
     pub remaining: u32,
 }
 
+/// The keys a wallet read from the ledger, by (app, epoch), with when they were read.
+type KeyCache = std::collections::HashMap<(String, u32), (IssuerKey, privsvc_rt::Instant)>;
+
 /// Client-side token handling (docs/API.md §3.6: `TokenWallet`). Cheap to clone.
 #[derive(Clone)]
 pub struct TokenWallet {
     inner: Arc<TokenWalletOptions>,
     chain_id: Arc<tokio::sync::OnceCell<u64>>,
+    keys: Arc<std::sync::Mutex<KeyCache>>,
 }
 
 impl TokenWallet {
@@ -111,7 +122,46 @@ impl TokenWallet {
         TokenWallet {
             inner: Arc::new(options),
             chain_id: Arc::new(tokio::sync::OnceCell::new()),
+            keys: Arc::new(std::sync::Mutex::new(KeyCache::new())),
         }
+    }
+
+    /// Reads today's key of `app` from the ledger (accepted by the rules of
+    /// [`accept_issuer_key`], pinned) and keeps it: issue requests within
+    /// [`KEY_READ_INTERVAL`] use it without reading the ledger again. A client calls this on
+    /// its own timer, so that no issue request follows a key read at once.
+    pub async fn read_key(&self, app: &str) -> Result<(), TokenError> {
+        let o = &self.inner;
+        let epoch = epoch_of(now_ms());
+        let key =
+            accept_issuer_key(o.reader.as_ref(), o.pins.as_ref(), o.issuer, app, epoch).await?;
+        self.keep_key(app, epoch, key);
+        Ok(())
+    }
+
+    /// When the key of `app` for today was last read, if it is kept.
+    pub fn key_read_at(&self, app: &str) -> Option<privsvc_rt::Instant> {
+        let epoch = epoch_of(now_ms());
+        self.lock_keys()
+            .get(&(app.to_string(), epoch))
+            .map(|(_, at)| *at)
+    }
+
+    fn keep_key(&self, app: &str, epoch: u32, key: IssuerKey) {
+        self.lock_keys()
+            .insert((app.to_string(), epoch), (key, privsvc_rt::Instant::now()));
+    }
+
+    /// The kept key of (`app`, `epoch`) when it was read within [`KEY_READ_INTERVAL`].
+    fn kept_key(&self, app: &str, epoch: u32) -> Option<IssuerKey> {
+        self.lock_keys()
+            .get(&(app.to_string(), epoch))
+            .filter(|(_, at)| at.elapsed() < KEY_READ_INTERVAL)
+            .map(|(k, _)| k.clone())
+    }
+
+    fn lock_keys(&self) -> std::sync::MutexGuard<'_, KeyCache> {
+        self.keys.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The settings in use.
@@ -160,8 +210,10 @@ impl TokenWallet {
         crate::store::available_in(self.inner.store.as_ref(), app)
     }
 
-    /// The [`TokenSource`] a client draws from (random order, minimum age, bounded wait for a
-    /// ripe token, on-demand refill if allowed).
+    /// The [`TokenSource`] a client draws from: random order, only tokens obtained before the
+    /// write was requested and ripe (tokens obtained from now on at their own random age up to
+    /// `max_ripe_ms`), never a wait; with `allow_on_demand`, an empty supply starts an issue
+    /// request in the background.
     pub fn source(&self) -> Arc<dyn TokenSource> {
         let o = &self.inner;
         let source = if o.allow_on_demand {
@@ -169,7 +221,7 @@ impl TokenWallet {
         } else {
             StoreTokenSource::new(o.store.clone(), o.min_age_ms)
         };
-        Arc::new(source.with_max_wait_ms(o.ripe_wait_ms))
+        Arc::new(source.with_max_ripe_ms(o.max_ripe_ms))
     }
 
     /// Acquire and store tokens; returns the stored tokens and the issuer's `remaining`.
@@ -239,9 +291,16 @@ impl TokenWallet {
         attestation: Option<String>,
         count: usize,
     ) -> Result<IssuerKey, TokenError> {
+        if let Some(key) = self.kept_key(app, epoch) {
+            return Ok(key);
+        }
         let o = &self.inner;
         match accept_issuer_key(o.reader.as_ref(), o.pins.as_ref(), o.issuer, app, epoch).await {
             Err(TokenError::NoIssuerKey { .. }) => {}
+            Ok(key) => {
+                self.keep_key(app, epoch, key.clone());
+                return Ok(key);
+            }
             other => return other,
         }
         let query = reqwest::Url::parse_with_params(
@@ -274,6 +333,10 @@ impl TokenWallet {
             {
                 Err(TokenError::NoIssuerKey { .. }) if privsvc_rt::Instant::now() < deadline => {
                     privsvc_rt::sleep(Duration::from_millis(250)).await;
+                }
+                Ok(key) => {
+                    self.keep_key(app, epoch, key.clone());
+                    return Ok(key);
                 }
                 other => return other,
             }
@@ -315,7 +378,10 @@ impl TokenWallet {
         )))
     }
 
-    /// Sign and send an issue request (issuance message v2) for `blinded`.
+    /// Sign and send an issue request (issuance message v2) for `blinded`. When the answer is
+    /// lost (a transport error, or a 5xx), the same signed request is sent again, up to
+    /// [`ISSUE_ATTEMPTS`] times in all: the issuer answers a replay from its memory, so a lost
+    /// answer costs no quota and a new request is never signed for it.
     async fn post_issue(
         &self,
         app: &str,
@@ -339,7 +405,25 @@ impl TokenWallet {
         req.wallet_signature = format!("0x{}", hex::encode(sig.as_bytes()));
         let body = serde_json::to_vec(&req)
             .map_err(|e| TokenError::Issuer(format!("issue request: {e}")))?;
-        self.send("POST", "/v1/tokens/issue", Some(body)).await
+        let mut attempt = 1;
+        loop {
+            let answer = self
+                .send("POST", "/v1/tokens/issue", Some(body.clone()))
+                .await;
+            let lost = match &answer {
+                Err(_) => true,
+                Ok(resp) => resp.status >= 500,
+            };
+            if !lost || attempt >= ISSUE_ATTEMPTS {
+                return answer;
+            }
+            tracing::warn!(
+                attempt,
+                "an issue answer was lost; sending the same signed request again"
+            );
+            privsvc_rt::sleep(Duration::from_millis(500 * attempt as u64)).await;
+            attempt += 1;
+        }
     }
 
     /// One call to the issuer through the configured transport.
@@ -425,7 +509,9 @@ fn error_reason(resp: &RelayerResponse) -> Option<String> {
 #[cfg_attr(not(target_arch = "wasm32"), async_trait::async_trait)]
 #[cfg_attr(target_arch = "wasm32", async_trait::async_trait(?Send))]
 impl OnDemandIssuer for TokenWallet {
-    async fn fetch_into_store(&self, app: &str, count: usize) -> Result<(), TokenError> {
-        self.acquire_tokens(app, count, None).await.map(|_| ())
+    async fn fetch_into_store(&self, app: &str) -> Result<(), TokenError> {
+        self.acquire_tokens(app, MAX_TOKENS_PER_REQUEST, None)
+            .await
+            .map(|_| ())
     }
 }

@@ -46,6 +46,12 @@ struct Options {
     scan_cache_resume_blocks: Option<u64>,
     token_attestation: Option<String>,
     token_min_age_ms: Option<u64>,
+    /// The oldest ripening age of a token obtained in this session, ms (default an hour).
+    token_max_ripe_ms: Option<u64>,
+    /// The cover stream's slots per minute through the OHTTP relay (default none).
+    cover_per_minute: Option<f64>,
+    /// The share of the cover stream's dummies in the submission class (default 0.1).
+    cover_submission_share: Option<f64>,
     /// With `allowOnDemand`, the longest a write waits for tokens it fetched to ripen, ms.
     token_ripe_wait_ms: Option<u64>,
     /// Let a write that finds no ripe token fetch tokens and spend one once ripe (a timing
@@ -99,12 +105,18 @@ struct Schedule {
     /// How long the status polls of a written record go on after `written` (default 0 to
     /// 60 000 ms).
     status_tail_ms: Option<(u64, u64)>,
+    /// The poll horizon of a submission, in batching rounds of its relayer (default 1 to 3).
+    status_horizon_rounds: Option<(f64, f64)>,
     /// A refill is scheduled when the store holds fewer usable tokens than this (default 5).
     refill_below: Option<usize>,
     /// The session's first refill (default 0 to 600 000 ms).
     first_refill_ms: Option<(u64, u64)>,
     /// Each later refill (default 600 000 ms to 6 hours).
     later_refill_ms: Option<(u64, u64)>,
+    /// Between two scans (default 60 000 to 180 000 ms).
+    scan_ms: Option<(u64, u64)>,
+    /// The fetch ages of the user's batches, in blocks (default 32 to 900).
+    fetch_age_blocks: Option<(u64, u64)>,
 }
 
 impl Schedule {
@@ -120,9 +132,18 @@ impl Schedule {
         SessionSchedule {
             tail: range(self.tail_ms, d.tail),
             status_tail: range(self.status_tail_ms, d.status_tail),
+            status_horizon_rounds: match self.status_horizon_rounds {
+                Some((a, b)) => (a.min(b), a.max(b)),
+                None => d.status_horizon_rounds,
+            },
             refill_below: self.refill_below.unwrap_or(d.refill_below),
             first_refill: range(self.first_refill_ms, d.first_refill),
             later_refill: range(self.later_refill_ms, d.later_refill),
+            scan: range(self.scan_ms, d.scan),
+            fetch_age_blocks: match self.fetch_age_blocks {
+                Some((a, b)) => (a.min(b), a.max(b)),
+                None => d.fetch_age_blocks,
+            },
         }
     }
 }
@@ -260,6 +281,16 @@ impl RawClient {
             if let Some(ms) = o.token_min_age_ms {
                 b = b.token_min_age_ms(ms);
             }
+            if let Some(ms) = o.token_max_ripe_ms {
+                b = b.token_max_ripe_ms(ms);
+            }
+            if let Some(rate) = o.cover_per_minute {
+                b = b.cover(
+                    rate,
+                    o.cover_submission_share
+                        .unwrap_or(privsvc_client::options::DEFAULT_COVER_SUBMISSION_SHARE),
+                );
+            }
             if let Some(ms) = o.token_ripe_wait_ms {
                 b = b.token_ripe_wait_ms(ms);
             }
@@ -302,7 +333,8 @@ impl RawClient {
     }
 
     /// What became of the scan cache at start, JSON: `{ state: "off" | "empty" }`,
-    /// `{ state: "resumed", block }` or `{ state: "discarded", reason }`.
+    /// `{ state: "resumed", block }`, `{ state: "relisted", reason }` (the listing started over,
+    /// the user's records kept) or `{ state: "discarded", reason }`.
     #[wasm_bindgen(getter, js_name = scanCacheState)]
     pub fn scan_cache_state(&self) -> String {
         use privsvc_client::ScanCacheState;
@@ -310,6 +342,9 @@ impl RawClient {
             ScanCacheState::Resumed { block } => json!({ "state": "resumed", "block": block }),
             ScanCacheState::Discarded { reason } => {
                 json!({ "state": "discarded", "reason": reason })
+            }
+            ScanCacheState::Relisted { reason } => {
+                json!({ "state": "relisted", "reason": reason })
             }
             ScanCacheState::Empty => json!({ "state": "empty" }),
             _ => json!({ "state": "off" }),
@@ -388,6 +423,7 @@ impl RawClient {
                     "txHash": r.tx_hash.to_string(),
                     "relayer": r.relayer,
                     "batchSize": r.batch_size,
+                    "block": r.block,
                     "recovered": r.recovered,
                     "warnings": r.warnings,
                 })
@@ -633,7 +669,7 @@ fn verdict_json(verdict: Result<privsvc_client::VerifiedRecord, RejectReason>) -
             "data": hex::encode(&r.body.data),
             "attributes": r.attributes.to_wire(),
             "envelope": r.envelope,
-        }})
+        }, "unchecked": r.unchecked.iter().map(|u| json!({"code": u.code(), "reason": u.describe()})).collect::<Vec<_>>()})
         .to_string(),
         Err(reason) => {
             let mut v =
@@ -646,10 +682,11 @@ fn verdict_json(verdict: Result<privsvc_client::VerifiedRecord, RejectReason>) -
     }
 }
 
-/// `verifyRecord(entity, { app?, relayers?, owner?, createdTimestamp })` without a ledger:
+/// `verifyRecord(entity, { app?, relayers?, owner?, createdTimestamp? })` without a ledger:
 /// `entity` is the ledger's JSON form (`arkiv_query` with key, owner, creator, payload,
-/// attributes selected); answers JSON `{ ok: true, record }` or `{ ok: false, code, reason }`.
-/// Copies are not detected here (that needs the ledger: [`raw_verify_record_on_ledger`]).
+/// attributes selected); answers JSON `{ ok: true, record, unchecked }` or `{ ok: false, code,
+/// reason }`, where `unchecked` names the checks that need the ledger (copies, and the creation
+/// window without `createdTimestamp`): [`raw_verify_record_on_ledger`] makes them.
 #[wasm_bindgen(js_name = rawVerifyRecord)]
 pub fn raw_verify_record(entity: &str, options: &str) -> Result<String, JsValue> {
     let args = match verify_args(entity, options)? {

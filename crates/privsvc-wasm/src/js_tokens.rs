@@ -8,7 +8,8 @@
 //! them) it also keeps the issuer-key pins that go with its tokens, and with `relayerPin(url)`
 //! and `pinRelayer(url, address)` (optionally `unpinRelayer(url)` and `relayerPins()`) the
 //! relayer pins (url -> account) the client makes on first use. A JS token source has
-//! two asynchronous ones over `{ epoch, nonce, signature }`: `take(app)` (a token or `null`) and
+//! two asynchronous ones over `{ epoch, nonce, signature }`: `take(app, requestedMs)` (a token
+//! obtained before `requestedMs` and ripe, or `null` at once: a source never waits) and
 //! `putBack(app, token)`.
 
 use async_trait::async_trait;
@@ -255,8 +256,17 @@ impl JsTokenSource {
 
 #[async_trait(?Send)]
 impl TokenSource for JsTokenSource {
-    async fn take(&self, app: &str) -> Result<Option<TokenRedemption>, TokenError> {
-        let answer = self.call("take", &[app.into()]).await?;
+    async fn take(
+        &self,
+        app: &str,
+        requested_ms: u64,
+    ) -> Result<Option<TokenRedemption>, TokenError> {
+        let answer = self
+            .call(
+                "take",
+                &[app.into(), JsValue::from_f64(requested_ms as f64)],
+            )
+            .await?;
         if answer.is_null() || answer.is_undefined() {
             return Ok(None);
         }

@@ -21,6 +21,8 @@ mod client;
 mod constants;
 mod convert;
 mod dev_wallet;
+#[cfg(target_arch = "wasm32")]
+mod device_seal;
 mod envelope;
 mod error;
 #[cfg(target_arch = "wasm32")]
@@ -51,6 +53,8 @@ pub use client::{raw_discover_relayers, raw_verify_ownership_proof, raw_verify_r
 #[cfg(target_arch = "wasm32")]
 pub use constants::raw_constants;
 pub use dev_wallet::RawLocalWallet;
+#[cfg(target_arch = "wasm32")]
+pub use device_seal::RawPartSealer;
 pub use envelope::{
     raw_canonical_attributes, raw_envelope_digest, raw_hour_of, raw_open_envelope,
     raw_pad_envelope, raw_parse_envelope,

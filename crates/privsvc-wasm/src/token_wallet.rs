@@ -32,6 +32,8 @@ struct Options {
     allow_on_demand: Option<bool>,
     attestation: Option<String>,
     min_age_ms: Option<u64>,
+    /// The oldest ripening age of a token the wallet obtains, ms (default an hour).
+    max_ripe_ms: Option<u64>,
     /// The OHTTP relay every issuer call goes through (the gateway key from the issuer's
     /// heartbeat), as a client with `ohttpRelay` sends them.
     ohttp_relay: Option<String>,
@@ -95,12 +97,19 @@ impl RawTokenSource {
 
 #[wasm_bindgen]
 impl RawTokenSource {
-    /// `take(app)`: one ripe token, removed from the store, as JSON `{ epoch, nonce, signature }`,
-    /// or `null` when none is ready.
-    pub fn take(&self, app: String) -> Promise {
+    /// `take(app, requestedMs)`: one token obtained before the write was requested
+    /// (`requestedMs`, Unix ms; default now) and ripe, removed from the store, as JSON
+    /// `{ epoch, nonce, signature }`, or `null` at once when none is ready (it never waits).
+    pub fn take(&self, app: String, requested_ms: Option<f64>) -> Promise {
         let source = self.inner.clone();
+        let requested_ms = requested_ms
+            .filter(|ms| ms.is_finite() && *ms >= 0.0)
+            .map_or_else(privsvc_tokens::now_ms, |ms| ms as u64);
         future_to_promise(async move {
-            let token = source.take(&app).await.map_err(|e| error(e.to_string()))?;
+            let token = source
+                .take(&app, requested_ms)
+                .await
+                .map_err(|e| error(e.to_string()))?;
             Ok(match token {
                 Some(t) => {
                     JsValue::from_str(&serde_json::to_string(&t).map_err(|e| error(e.to_string()))?)
@@ -182,6 +191,9 @@ impl RawTokenWallet {
         }
         if let Some(ms) = o.min_age_ms {
             options.min_age_ms = ms;
+        }
+        if let Some(ms) = o.max_ripe_ms {
+            options.max_ripe_ms = ms;
         }
         Ok(RawTokenWallet {
             inner: TokenWallet::new(options),

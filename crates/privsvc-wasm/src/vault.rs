@@ -102,7 +102,7 @@ impl RawKeyVault {
     /// that do not open are left out. A malformed tag is somebody else's.
     #[wasm_bindgen(js_name = openTagTexts)]
     pub fn open_tag_texts(&self, texts: &str) -> Result<Vec<u8>, WasmError> {
-        if texts.len() % TAG_TEXT_LEN != 0 {
+        if !texts.len().is_multiple_of(TAG_TEXT_LEN) {
             return Err(WasmError::argument("tags", "expected 60 characters each"));
         }
         let tags = texts
@@ -116,7 +116,7 @@ impl RawKeyVault {
     /// Opens raw tags, concatenated (44 bytes each); the answer is that of `openTagTexts`.
     #[wasm_bindgen(js_name = openTagBytes)]
     pub fn open_tag_bytes(&self, tags: &[u8]) -> Result<Vec<u8>, WasmError> {
-        if tags.len() % TAG_BYTES != 0 {
+        if !tags.len().is_multiple_of(TAG_BYTES) {
             return Err(WasmError::argument("tags", "expected 44 bytes each"));
         }
         let tags = tags
@@ -156,7 +156,7 @@ impl RawKeyVault {
         let anchor: [u8; 28] = anchor
             .try_into()
             .map_err(|_| WasmError::argument("anchor batch", "expected 28 bytes"))?;
-        if candidates.len() % 28 != 0 {
+        if !candidates.len().is_multiple_of(28) {
             return Err(WasmError::argument("candidates", "expected 28 bytes each"));
         }
         let list: Vec<[u8; 28]> = candidates

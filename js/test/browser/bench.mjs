@@ -62,8 +62,8 @@ async function session(refresh) {
       wallet: m.devWallet(`0x${'7'.repeat(64)}`),
       publicClient: new URL('/rpc', location.href).href,
       relayers: [cfg.relayers[1]],
-      // `refresh` waits for the session's next tail: the stack's fast tail, so that the
-      // measure is the scan, not the wait (a default tail is 15-45 s away).
+      // `refresh` waits for the session's next scan: the stack's fast timers, so that the
+      // measure is the scan, not the wait (a default scan is 1-3 min away).
       schedule: cfg.schedule,
     });
     const t1 = performance.now();
@@ -71,7 +71,7 @@ async function session(refresh) {
     const t2 = performance.now();
     if (refresh) await c.myEntities({ refresh: true });
     const t3 = performance.now();
-    const out = { build: t1 - t0, first: t2 - t1, refresh: t3 - t2, mine: mine.length, vault: c.vault.constructor.name, cache: c.scanCache };
+    const out = { build: t1 - t0, first: t2 - t1, refresh: t3 - t2, mine: mine.length, vault: c.vault.isolated ? 'WorkerVault' : 'KeyVault', cache: c.scanCache };
     c.close();
     return out;
   }, refresh);

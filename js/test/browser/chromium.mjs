@@ -3,12 +3,14 @@
 // opens/s, and saves a screenshot of the page after a write, a listing and a proof: to
 // PRIVSVC_SCREENSHOT when set (`PRIVSVC_SCREENSHOT=docs/web-screenshot.png` refreshes the
 // committed one), else to target/web-screenshot.png, so a run leaves the checkout unchanged.
+// Also runs README's example as js/test/apps/build.mjs bundled it (Vite, webpack), when built.
 // Prints "N passed, N failed"; exits 1 on a failure.
-import { mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, extname, join, resolve, sep } from 'node:path';
 import puppeteer from 'puppeteer-core';
+import { devWallet } from 'privsvc';
 
 const url = process.env.PRIVSVC_WEB_URL;
 if (!url) {
@@ -59,6 +61,32 @@ async function forward(res, target, req, body) {
   res.writeHead(up.status, headers).end(Buffer.from(await up.arrayBuffer()));
 }
 
+/**
+ * A static server of the files under `dir` (`/` is index.html) that serves its scripts with each
+ * key of `hosts` replaced by its value (README's public URLs by the stack's, as a deployment
+ * configures an app); `replaced` counts the replacements of each key.
+ */
+async function serveDir(dir, hosts) {
+  const types = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript', '.wasm': 'application/wasm', '.css': 'text/css' };
+  const replaced = Object.fromEntries(Object.keys(hosts).map((k) => [k, 0]));
+  const served = await listen((req, res) => {
+    const path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
+    const file = resolve(dir, `.${path === '/' ? '/index.html' : path}`);
+    if (!file.startsWith(dir + sep) || !existsSync(file) || !statSync(file).isFile()) return res.writeHead(404).end();
+    let body = readFileSync(file);
+    if (extname(file) === '.js') {
+      let text = body.toString('utf8');
+      for (const [from, to] of Object.entries(hosts)) {
+        replaced[from] += text.split(from).length - 1;
+        text = text.replaceAll(from, to);
+      }
+      body = Buffer.from(text);
+    }
+    res.writeHead(200, { 'content-type': types[extname(file)] || 'application/octet-stream' }).end(body);
+  });
+  return { ...served, replaced };
+}
+
 const config = await (await fetch(`${url}/config.json`)).json();
 const rpcUrl = process.env.PRIVSVC_RPC_URL;
 const chainId = Number((await (await fetch(rpcUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] }) })).json()).result);
@@ -89,6 +117,12 @@ const sameOrigin = await listen(async (req, res, body) => {
   const path = new URL(req.url, 'http://x').pathname;
   if (path === '/') return res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><meta charset="utf-8"><title>app</title><p>app</p>');
   if (path.startsWith('/privsvc/')) return forward(res, `${url}${path}`, req, body);
+  // The package with a worker that does not load (404) or never answers: what an app meets when
+  // a bundler mishandles worker.js.
+  if (path === '/broken-worker/privsvc/worker.js') return res.writeHead(404).end();
+  if (path === '/silent-worker/privsvc/worker.js') return res.writeHead(200, { 'content-type': 'text/javascript' }).end('self.onmessage = () => {};');
+  const copy = path.match(/^\/(?:broken|silent)-worker(\/privsvc\/.*)$/);
+  if (copy) return forward(res, `${url}${copy[1]}`, req, body);
   if (path === '/rpc') {
     proxied.push({ path, headers: req.headers });
     return forward(res, rpcUrl, req, body);
@@ -100,20 +134,91 @@ const sameOrigin = await listen(async (req, res, body) => {
   res.writeHead(404).end();
 });
 
-/** Mines 32 empty blocks on the stack's devnet: a scan fetches every batch so far. */
-async function settle() {
+/** Mines `n` empty blocks on the stack's devnet. */
+async function mine(n) {
   const res = await fetch(process.env.PRIVSVC_RPC_URL, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'anvil_mine', params: ['0x20'] }),
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'anvil_mine', params: [`0x${n.toString(16)}`] }),
   });
   const body = await res.json();
   if (body.error) throw new Error(`anvil_mine: ${body.error.message}`);
 }
 
+/** Mines 32 empty blocks: a scan fetches every batch so far. */
+async function settle() {
+  await mine(32);
+}
+
+/** In each test page: `__idbKeys(db)` lists the keys of a store database, `__idbRewrite` replaces values. */
+const idbHelpers = () => {
+  // Only a database that exists (opening another would create it, without its object store).
+  const open = async (name) => {
+    if (!(await indexedDB.databases()).some((d) => d.name === name)) return undefined;
+    return new Promise((ok, no) => {
+      const r = indexedDB.open(name);
+      r.onsuccess = () => ok(r.result);
+      r.onerror = () => no(r.error);
+    });
+  };
+  const all = async (name, what) => {
+    const db = await open(name);
+    if (!db) return [];
+    try {
+      if (!db.objectStoreNames.contains('parts')) return [];
+      return await new Promise((ok) => {
+        const r = db.transaction('parts').objectStore('parts')[what]();
+        r.onsuccess = () => ok(r.result);
+      });
+    } finally {
+      db.close();
+    }
+  };
+  window.__idbKeys = (name) => all(name, 'getAllKeys');
+  /** Replaces the value of each key of `name` that `pick(key)` names with `make(key, value)`. */
+  window.__idbRewrite = async (name, pick, make) => {
+    const db = await open(name);
+    if (!db) return [];
+    try {
+      if (!db.objectStoreNames.contains('parts')) return [];
+      const keys = await new Promise((ok) => {
+        const r = db.transaction('parts').objectStore('parts').getAllKeys();
+        r.onsuccess = () => ok(r.result);
+      });
+      const done = [];
+      for (const k of keys.filter(pick)) {
+        const value = await new Promise((ok) => {
+          const r = db.transaction('parts').objectStore('parts').get(k);
+          r.onsuccess = () => ok(r.result);
+        });
+        await new Promise((ok, no) => {
+          const t = db.transaction('parts', 'readwrite');
+          t.objectStore('parts').put(make(k, value), k);
+          t.oncomplete = ok;
+          t.onerror = () => no(t.error);
+        });
+        done.push(k);
+      }
+      return done;
+    } finally {
+      db.close();
+    }
+  };
+};
+
+/** A new tab with the IndexedDB helpers. */
+async function openPage() {
+  const p = await browser.newPage();
+  await p.evaluateOnNewDocument(idbHelpers);
+  return p;
+}
+
 let passed = 0;
 let failed = 0;
+/** PRIVSVC_CHROMIUM_ONLY (a regular expression): run only the checks whose name matches. */
+const only = process.env.PRIVSVC_CHROMIUM_ONLY ? new RegExp(process.env.PRIVSVC_CHROMIUM_ONLY) : undefined;
 async function check(name, fn) {
+  if (only && !only.test(name)) return;
   const t0 = Date.now();
   try {
     await fn();
@@ -133,6 +238,7 @@ try {
   await page.setViewport({ width: 1000, height: 900 });
   const errors = [];
   page.on('pageerror', (e) => errors.push(e.message));
+  await page.evaluateOnNewDocument(idbHelpers);
   await page.goto(`${url}/?dev`, { waitUntil: 'load' });
 
   await check('the page connects a dev wallet with keys in a WorkerVault', async () => {
@@ -156,8 +262,9 @@ try {
     await page.waitForFunction(() => document.querySelectorAll('#records tbody tr').length > 0, { timeout: 60000 });
     const rows = await page.$$eval('#records tbody tr', (trs) => trs.map((tr) => tr.textContent));
     assert(rows.some((r) => r.includes('written in Chromium')), `rows: ${rows}`);
-    // Relayer A requires tokens: the session fetched some into the browser store.
-    await page.waitForFunction(async () => (await import('/privsvc/index.js')).browserTokenStore().stored().length > 0, { timeout: 30000 });
+    // Relayer A requires tokens: the session fetched some into the browser store (IndexedDB,
+    // sealed: this tab's lease).
+    await page.waitForFunction(async () => (await window.__idbKeys('privsvc-store')).some((k) => /^[0-9a-f]{32}\/lease\//.test(k)), { timeout: 30000 });
   });
 
   await check('the page makes a proof that verifies against the ledger', async () => {
@@ -172,7 +279,7 @@ try {
     console.log(`# screenshot: ${screenshot}`);
   });
 
-  await check('in the browser: a non-deterministic wallet is refused, tokens persist in localStorage, workers by default', async () => {
+  await check('in the browser: a non-deterministic wallet is refused, tokens persist in IndexedDB (sealed), workers by default', async () => {
     const r = await page.evaluate(async () => {
       const m = await import('/privsvc/index.js');
       const base = m.devWallet();
@@ -184,21 +291,150 @@ try {
       } catch (e) {
         refused = e instanceof m.NonDeterministicWalletError ? e.name : `wrong: ${e}`;
       }
-      const store = m.browserTokenStore();
-      await store.ready();
-      const stored = JSON.stringify({ slot: store.slot, notes: store.stored('notes').length, other: store.stored('other').length });
+      // The page's store: its parts, sealed, under a store id that names no wallet.
+      const keys = await window.__idbKeys('privsvc-store');
+      const parts = [];
+      const db = await new Promise((ok) => {
+        const q = indexedDB.open('privsvc-store');
+        q.onsuccess = () => ok(q.result);
+      });
+      for (const k of keys) {
+        parts.push(await new Promise((ok) => {
+          const q = db.transaction('parts').objectStore('parts').get(k);
+          q.onsuccess = () => ok({ key: k, head: new TextDecoder().decode(q.result.subarray(0, 8)), text: new TextDecoder().decode(q.result) });
+        }));
+      }
+      db.close();
       const v = await m.vaultFromWallet(m.devWallet(), 'notes');
-      const kind = v.constructor.name;
+      const kind = { worker: v instanceof m.WorkerVault, isolated: v.isolated };
       v.terminate();
-      return { refused, stored, kind, inBrowser: m.inBrowser };
+      return { refused, parts, kind, inBrowser: m.inBrowser, localStorage: Object.keys(localStorage) };
     });
     assert(r.refused === 'NonDeterministicWalletError', `refused: ${r.refused}`);
-    const st = JSON.parse(r.stored);
-    assert(st.slot === 'privsvc:tokens' && st.notes > 0 && st.other === 0, `stored: ${r.stored}`);
-    assert(r.kind === 'WorkerVault' && r.inBrowser === true, `vault kind ${r.kind}`);
+    const slots = r.parts.map((p) => p.key.replace(/^[0-9a-f]{32}\//, ''));
+    assert(slots.includes('pins') && slots.includes('scan') && slots.some((k) => k.startsWith('lease/')), `parts: ${slots}`);
+    const sealedParts = r.parts.filter((p) => !p.key.endsWith('/scan'));
+    assert(sealedParts.every((p) => p.head === 'PSVCDEV1' && !/nonce|signature|http/.test(p.text)), 'a part is not sealed');
+    assert(r.localStorage.every((k) => !k.startsWith('privsvc')), `localStorage: ${r.localStorage}`);
+    assert(r.kind.worker && r.kind.isolated === true && r.inBrowser === true, `vault kind ${JSON.stringify(r.kind)}`);
   });
 
-  await check('the scan cache is kept in IndexedDB by default: a returning session resumes, another root discards it', async () => {
+  await check('a key worker that does not start fails createPrivateClient with the reason; keys go into the page only when asked', async () => {
+    const p = await browser.newPage();
+    try {
+      await p.goto(`${sameOrigin.url}/`, { waitUntil: 'load' });
+      const r = await p.evaluate(async () => {
+        const m = await import('/broken-worker/privsvc/index.js');
+        const options = { app: 'notes', publicClient: `${location.origin}/rpc`, relayers: [`${location.origin}/relayer`] };
+        let refused = '';
+        try {
+          const c = await m.createPrivateClient({ ...options, wallet: m.devWallet() });
+          refused = `created, keys in ${c.vault.isolated ? 'a worker' : 'the page'}`;
+          c.close();
+        } catch (e) {
+          refused = `${e.name}: ${e.message}`;
+        }
+        const asked = await m.createPrivateClient({ ...options, wallet: m.devWallet(), isolateKeys: false });
+        const inPage = { isolated: asked.vault.isolated, keyVault: asked.vault instanceof m.KeyVault };
+        asked.close();
+        const s = await import('/silent-worker/privsvc/index.js');
+        let late = '';
+        const t0 = performance.now();
+        try {
+          await s.WorkerVault.spawn({ timeoutMs: 1500 });
+        } catch (e) {
+          late = `${e.name}: ${e.message}`;
+        }
+        return { refused, inPage, late, waited: performance.now() - t0 };
+      });
+      assert(/^PrivsvcError: the vault worker failed: its script did not load/.test(r.refused), `refused: ${r.refused}`);
+      assert(r.inPage.isolated === false && r.inPage.keyVault, `isolateKeys: false: ${JSON.stringify(r.inPage)}`);
+      assert(r.late === 'PrivsvcError: the vault worker did not answer within 1500 ms' && r.waited >= 1400, `silent worker: ${r.late} after ${r.waited} ms`);
+    } finally {
+      await p.close();
+    }
+  });
+
+  await check('a page of another origin reads the devnet\'s JSON-RPC (CORS preflight answered)', async () => {
+    const other = await listen((req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>another origin</title>'));
+    const p = await browser.newPage();
+    try {
+      await p.goto(`${other.url}/`, { waitUntil: 'load' });
+      const got = await p.evaluate(async (rpc) => {
+        const res = await fetch(rpc, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] }) });
+        return (await res.json()).result;
+      }, rpcUrl);
+      assert(Number(got) === chainId, `eth_chainId from another origin: ${got}`);
+    } finally {
+      await p.close();
+      other.server.close();
+    }
+  });
+
+  const apps = join(repo, 'js/test/apps/build');
+  if (existsSync(join(apps, 'vite/index.html')) && existsSync(join(apps, 'webpack/index.html'))) {
+    await check('README\'s example bundled by Vite and by webpack: writes, lists, proves against the stack, keys in a WorkerVault', async () => {
+      const builds = ['vite', 'webpack'];
+      const hosts = {
+        'https://rpc.tiramisu.db-chain.testnet.arkiv.network': rpcUrl,
+        'https://relay.example': process.env.PRIVSVC_OHTTP_RELAY,
+      };
+      const servers = await Promise.all(builds.map((b) => serveDir(join(apps, b), hosts)));
+      // A record is listed once 16 blocks followed its batch; the devnet mines only on demand.
+      const mining = setInterval(() => mine(2).catch(() => {}), 1000);
+      /** Runs one build in a tab with an injected wallet (a dev wallet, here in Node.js). */
+      const run = async (name, appUrl) => {
+        const p = await browser.newPage();
+        const problems = [];
+        p.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+        p.on('console', (m) => {
+          if (m.type() === 'warn' || m.type() === 'warning' || m.type() === 'error') problems.push(`console ${m.type()}: ${m.text()}`);
+        });
+        try {
+          const wallet = devWallet();
+          await p.exposeFunction('__privsvcTestWallet', (args) => wallet.request(args));
+          await p.evaluateOnNewDocument(() => {
+            window.ethereum = { request: (args) => window.__privsvcTestWallet(args) };
+          });
+          const t0 = Date.now();
+          await p.goto(`${appUrl}/`, { waitUntil: 'load' });
+          while (!(await p.evaluate(() => window.__privsvcApp !== undefined))) {
+            if (problems.some((x) => x.startsWith('page error'))) throw new Error(`${name}: ${problems.join(' | ')}`);
+            if (Date.now() - t0 > 240000) throw new Error(`${name}: the example did not finish in 240 s`);
+            await new Promise((r) => setTimeout(r, 250));
+          }
+          const app = await p.evaluate(() => window.__privsvcApp);
+          const workers = p.workers().map((w) => w.url());
+          return { name, app, workers, problems, ms: Date.now() - t0, origin: new URL(appUrl).origin };
+        } finally {
+          await p.close();
+        }
+      };
+      let results;
+      try {
+        results = await Promise.all(builds.map((b, i) => run(b, servers[i].url)));
+      } finally {
+        clearInterval(mining);
+        for (const s of servers) s.server.close();
+      }
+      servers.forEach((s, i) => assert(Object.values(s.replaced).every((n) => n === 1), `${builds[i]}: README's URLs served ${JSON.stringify(s.replaced)} times, once each expected`));
+      for (const { name, ms, workers } of results) console.log(`# ${name} app: README's example ran in ${ms} ms; workers ${workers.join(', ')}`);
+      for (const { name, app, workers, problems, origin } of results) {
+        assert(app.workerVault === true && app.isolated === true, `${name}: keys not in a WorkerVault: ${JSON.stringify(app)}`);
+        assert(workers.length === 1 && workers[0].startsWith(`${origin}/`), `${name}: the key worker is not a bundled file of the app: ${workers}`);
+        assert(app.listed.length === 1 && app.listed[0] === 'hello', `${name}: listed ${JSON.stringify(app.listed)}`);
+        assert(app.verdict && app.verdict.ok === true, `${name}: proof ${JSON.stringify(app.verdict)}`);
+        assert(app.proofOwner.toLowerCase() === app.writtenOwner.toLowerCase(), `${name}: the proof's owner ${app.proofOwner}, the record's ${app.writtenOwner}`);
+        assert(problems.length === 0, `${name}: ${problems.join(' | ')}`);
+      }
+    });
+  } else {
+    await check('README\'s example bundled by Vite and by webpack', async () => {
+      throw new Error(`no builds in ${apps}: run js/test/apps/build.mjs first (scripts/js-test.sh does)`);
+    });
+  }
+
+  await check('the scan cache is kept in the device store (IndexedDB) by default: a returning session resumes, another root has its own', async () => {
     const session = (key) =>
       page.evaluate(async (key) => {
         const m = await import('/privsvc/index.js');
@@ -213,31 +449,20 @@ try {
           scanCacheResumeBlocks: 4,
         });
         await c.myEntities();
-        const state = c.scanCache;
+        const state = { ...c.scanCache, store: c.deviceStore };
         c.close();
         return state;
       }, key);
     const me = `0x${'5'.repeat(64)}`;
     const first = await session(me);
-    assert(first.state === 'empty', `first session: ${JSON.stringify(first)}`);
+    assert(first.state === 'empty' && first.store.kind === 'indexeddb', `first session: ${JSON.stringify(first)}`);
     await settle();
     const second = await session(me);
-    assert(second.state === 'resumed' && second.block % 4 === 0, `second session: ${JSON.stringify(second)}`);
+    assert(second.state === 'resumed' && second.block % 4 === 0 && second.store.id === first.store.id, `second session: ${JSON.stringify(second)}`);
     const stranger = await session(`0x${'6'.repeat(64)}`);
-    assert(stranger.state === 'discarded', `another root: ${JSON.stringify(stranger)}`);
-    const stored = await page.evaluate(async () => {
-      const db = await new Promise((ok, no) => {
-        const r = indexedDB.open('privsvc-scan-cache');
-        r.onsuccess = () => ok(r.result);
-        r.onerror = () => no(r.error);
-      });
-      const keys = await new Promise((ok) => {
-        const r = db.transaction('caches').objectStore('caches').getAllKeys();
-        r.onsuccess = () => ok(r.result);
-      });
-      return keys;
-    });
-    assert(stored.includes('notes/scan-cache-check'), `IndexedDB keys: ${stored}`);
+    assert(stranger.state === 'empty' && stranger.store.id !== first.store.id, `another root: ${JSON.stringify(stranger)}`);
+    const stored = await page.evaluate(() => window.__idbKeys('privsvc-store'));
+    assert(stored.includes(`${first.store.id}/scan`) && stored.includes(`${stranger.store.id}/scan`), `IndexedDB keys: ${stored}`);
   });
 
   await check('tag opens per second in Chromium (printed for docs/BENCHMARKS.md)', async () => {
@@ -288,7 +513,7 @@ try {
         const c = await m.createPrivateClient({
           app: 'notes', vault: m.KeyVault.random('notes').vault, publicClient: `${location.origin}/rpc`,
           relayers: [`${location.origin}/relayer`], delayMs: [0, 0], pollMs: 250, rarityK: 0,
-          schedule: { tailMs: [200, 500] },
+          schedule: { tailMs: [200, 500], scanMs: [300, 800], fetchAgeBlocks: [16, 16] },
         });
         const w = await c.createEntity({ payload: new TextEncoder().encode('no referer'), contentType: 'text/plain', expires: 3600 });
         // Settle (32 empty blocks), then list after the session's next tail.
@@ -320,39 +545,36 @@ try {
 
   await check('two tabs taking tokens from one browserTokenStore never hand out a token twice; a closed tab\'s tokens pass on', async () => {
     const APP = 'notes';
-    const seedPage = await browser.newPage();
+    const key = `0x${'8'.repeat(64)}`;
+    const seedPage = await openPage();
     await seedPage.goto(`${url}/?dev`, { waitUntil: 'load' });
-    // 20 real tokens from the stack's issuer, stored as an earlier session left them.
-    const seeded = await seedPage.evaluate(async (app) => {
+    // 20 real tokens from the stack's issuer, kept (sealed) by an earlier session of this user.
+    const seeded = await seedPage.evaluate(async (app, key) => {
       const m = await import('/privsvc/index.js');
       const cfg = await (await fetch('/config.json')).json();
       const info = await (await fetch(`${cfg.relayers[0]}/v1/info`)).json();
-      const kept = [];
-      const store = {
-        list: (a) => kept.filter((t) => t.app === a),
-        add: (ts) => kept.push(...ts),
-        remove: () => false,
-        prune: () => {},
-      };
-      const w = new m.TokenWallet({ wallet: m.devWallet(), reader: `${location.origin}/rpc`, issuer: info.issuer, issuerUrl: info.issuerUrl, store, minAgeMs: 0 });
+      const vault = await m.vaultFromWallet(m.devWallet(key), app, { isolateKeys: false });
+      const store = m.browserTokenStore('race');
+      const w = new m.TokenWallet({ wallet: m.devWallet(), vault, reader: `${location.origin}/rpc`, issuer: info.issuer, issuerUrl: info.issuerUrl, store, minAgeMs: 0, maxRipeMs: 0 });
       await w.acquire(app, 20);
-      localStorage.setItem('privsvc:tokens:race', JSON.stringify(kept));
-      return kept.map((t) => t.nonce);
-    }, APP);
+      await store.flush();
+      return store.stored(app).map((t) => t.nonce);
+    }, APP, key);
     await seedPage.close();
     assert(seeded.length === 20, `seeded ${seeded.length}`);
-    const [one, two] = await Promise.all([browser.newPage(), browser.newPage()]);
+    const [one, two] = await Promise.all([openPage(), openPage()]);
     await Promise.all([one.goto(`${url}/?dev`, { waitUntil: 'load' }), two.goto(`${url}/?dev`, { waitUntil: 'load' })]);
-    const start = Date.now() + 2000;
-    // Each tab: a store and a token wallet at once, then at the same moment as the other tab,
-    // take up to 12 tokens as fast as it can.
+    const start = Date.now() + 3000;
+    // Each tab: the user's vault, a store and a token wallet at once, then at the same moment
+    // as the other tab, take up to 12 tokens as fast as it can.
     const race = (page) =>
-      page.evaluate(async (app, at) => {
+      page.evaluate(async (app, at, key) => {
         const m = await import('/privsvc/index.js');
         const cfg = await (await fetch('/config.json')).json();
         const info = await (await fetch(`${cfg.relayers[0]}/v1/info`)).json();
+        const vault = await m.vaultFromWallet(m.devWallet(key), app, { isolateKeys: false });
         window.store = m.browserTokenStore('race');
-        const w = new m.TokenWallet({ wallet: m.devWallet(), reader: `${location.origin}/rpc`, issuer: info.issuer, issuerUrl: info.issuerUrl, store: window.store, minAgeMs: 0 });
+        const w = new m.TokenWallet({ wallet: m.devWallet(), vault, reader: `${location.origin}/rpc`, issuer: info.issuer, issuerUrl: info.issuerUrl, store: window.store, minAgeMs: 0, maxRipeMs: 0 });
         window.source = w.source();
         await new Promise((r) => setTimeout(r, at - Date.now()));
         const got = [];
@@ -361,12 +583,13 @@ try {
           if (!t) break;
           got.push(t.nonce);
         }
+        await window.store.flush();
         return got;
-      }, APP, start);
+      }, APP, start, key);
     const [a, b] = await Promise.all([race(one), race(two)]);
     const all = [...a, ...b];
     assert(new Set(all).size === all.length, `a token was handed out twice: tab 1 ${a.length}, tab 2 ${b.length}, distinct ${new Set(all).size}`);
-    assert(all.every((n) => seeded.includes(n)), 'a token that was not stored');
+    assert(all.length > 0 && all.every((n) => seeded.includes(n)), `a token that was not stored, or none: ${all.length}`);
     // The tab that holds tokens closes: the other one gets them and hands out the rest, once.
     const [holder, other] = a.length >= b.length ? [one, two] : [two, one];
     await holder.close();
@@ -385,6 +608,171 @@ try {
     const total = [...all, ...rest];
     assert(new Set(total).size === total.length, `a token was handed out twice after the handover (${total.length} handed out, ${new Set(total).size} distinct)`);
     assert(total.length === seeded.length, `handed out ${total.length} of ${seeded.length}: tokens were lost`);
+  });
+
+  await check('pin-poison: a same-origin script plants relayer pins where the package keeps them; a later session does not use them', async () => {
+    const p = await openPage();
+    try {
+      await p.goto(`${url}/?dev`, { waitUntil: 'load' });
+      const r = await p.evaluate(async () => {
+        const m = await import('/privsvc/index.js');
+        const cfg = await fetch('/config.json').then((x) => x.json());
+        const relayer = cfg.relayers[1];
+        const key = `0x${'9'.repeat(64)}`;
+        const options = () => ({
+          app: cfg.app, project: 'pin-poison', wallet: m.devWallet(key), publicClient: new URL('/rpc', location.href).href,
+          relayers: [relayer], tokenStore: m.browserTokenStore('poison'),
+        });
+        // The user's first session pins the relayer's URL to its real account.
+        const first = await m.createPrivateClient(options());
+        const real = first.relayerAddresses()[0];
+        first.close();
+        await new Promise((x) => setTimeout(x, 500));
+        // A script of the same origin (another library of the page, an injected script) plants
+        // a pin naming another account for that URL wherever the package keeps state.
+        const fake = m.devWallet().address;
+        const planted = [];
+        // localStorage, where browserTokenStore() kept its pool and leases before revision 4.
+        for (const k of ['privsvc:tokens:poison', 'privsvc:tokens', ...Object.keys(localStorage).filter((x) => x.startsWith('privsvc:tokens'))]) {
+          localStorage.setItem(k, JSON.stringify({ v: 2, seq: 0, tokens: [], keyPins: {}, relayerPins: { [relayer]: fake } }));
+          planted.push(k);
+        }
+        // IndexedDB: every pins part replaced by one sealed under the attacker's own key (the
+        // package's own sealing, with a key of its choosing), for this chain and project.
+        const raw = await import('/privsvc/pkg/privsvc_wasm.js');
+        const chainId = Number(BigInt((await (await fetch('/rpc', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] }) })).json()).result));
+        if (typeof raw.RawPartSealer === 'function') {
+          const forged = new raw.RawPartSealer(crypto.getRandomValues(new Uint8Array(32)), chainId, 'pin-poison')
+            .seal(2, new TextEncoder().encode(JSON.stringify({ keys: [], relayers: { [relayer]: fake } })));
+          for (const db of await indexedDB.databases()) {
+            if (db.name.startsWith('privsvc')) planted.push(...(await window.__idbRewrite(db.name, (k) => String(k).endsWith('/pins'), () => forged)));
+          }
+        }
+        // A later session of the user.
+        const warnings = [];
+        const warn = console.warn;
+        console.warn = (x) => warnings.push(String(x));
+        try {
+          const later = await m.createPrivateClient(options());
+          const used = later.relayerAddresses();
+          const discarded = later.deviceStore ? later.deviceStore.discarded : undefined;
+          later.close();
+          return { real, fake, planted, used, discarded, warnings };
+        } catch (e) {
+          return { real, fake, planted, refused: `${e.name}: ${e.message}`, warnings };
+        } finally {
+          console.warn = warn;
+        }
+      });
+      console.log(`# pin-poison: planted ${r.planted.length} (${r.planted.join(', ')}); later session: ${r.refused ? `refused the real relayer (${r.refused})` : `used ${r.used}`}; real ${r.real}, planted ${r.fake}`);
+      assert(!r.refused, `the later session used the planted pin and refused the real relayer: ${r.refused}`);
+      assert(r.used.length === 1 && r.used[0].toLowerCase() === r.real.toLowerCase(), `the later session used ${r.used}, the relayer's account is ${r.real}`);
+      assert(r.planted.some((k) => k.endsWith('/pins')), `nothing planted in IndexedDB: ${r.planted}`);
+      assert(r.discarded.includes('pins') && r.warnings.some((x) => /pins does not open under this vault's key/.test(x)), `discarded ${r.discarded}, warnings ${r.warnings}`);
+    } finally {
+      await p.close();
+    }
+  });
+
+  await check('the device store persists in IndexedDB: a later session spends the earlier session\'s tokens at once; a planted or altered part is discarded', async () => {
+    const p = await openPage();
+    try {
+      await p.goto(`${url}/?dev`, { waitUntil: 'load' });
+      const r = await p.evaluate(async () => {
+        const m = await import('/privsvc/index.js');
+        const cfg = await fetch('/config.json').then((x) => x.json());
+        const key = `0x${'a'.repeat(64)}`;
+        const options = (schedule) => ({
+          app: cfg.app, project: 'persist', wallet: m.devWallet(key), publicClient: new URL('/rpc', location.href).href,
+          relayers: [cfg.relayers[0]], tokenMinAgeMs: 500, tokenMaxRipeMs: 1000, delayMs: [0, 0], pollMs: 250, rarityK: 0,
+          schedule: { ...cfg.schedule, ...schedule }, tokenStore: m.browserTokenStore('persist'),
+        });
+        const first = await m.createPrivateClient(options({}));
+        const deadline = Date.now() + 30000;
+        while (first.ripeTokens() === 0 && Date.now() < deadline) await new Promise((x) => setTimeout(x, 50));
+        const held = first.ripeTokens();
+        const id = first.deviceStore.id;
+        first.close();
+        await new Promise((x) => setTimeout(x, 500));
+        const quiet = { firstRefillMs: [600000, 600000] };
+        const second = await m.createPrivateClient(options(quiet));
+        const atStart = second.ripeTokens();
+        const w = await second.createEntity({ payload: new TextEncoder().encode('at once'), contentType: 'text/plain', expires: 3600 });
+        second.close();
+        await new Promise((x) => setTimeout(x, 500));
+        // Altered bytes in the pins, another root's bytes in place of the tokens and leases.
+        const other = new Uint8Array(60);
+        other.set(new TextEncoder().encode('PSVCDEV1'));
+        other[8] = 1;
+        crypto.getRandomValues(other.subarray(9));
+        const altered = await window.__idbRewrite('privsvc-store:persist', (k) => k === `${id}/pins`, (_, v) => {
+          const b = new Uint8Array(v);
+          b[b.length - 1] ^= 1;
+          return b;
+        });
+        const planted = await window.__idbRewrite('privsvc-store:persist', (k) => k === `${id}/tokens` || k.startsWith(`${id}/lease/`), () => other);
+        const third = await m.createPrivateClient(options(quiet));
+        const after = { discarded: third.deviceStore.discarded, ripe: third.ripeTokens(), mine: (await third.myEntities()).map((x) => x.entityKey) };
+        third.close();
+        return { held, atStart, relayer: w.relayer, written: w.entityKey, altered, planted, after };
+      });
+      assert(r.held > 0 && r.atStart > 0, `ripe tokens: ${r.held} in the first session, ${r.atStart} at the start of the second`);
+      assert(r.relayer === (process.env.PRIVSVC_RELAYER_A || r.relayer), `written through ${r.relayer}`);
+      assert(r.altered.length === 1 && r.planted.length >= 1, `altered ${r.altered}, planted ${r.planted}`);
+      assert(r.after.discarded.includes('pins') && (r.after.discarded.includes('tokens') || r.after.discarded.includes('lease')), `discarded: ${r.after.discarded}`);
+      assert(r.after.ripe === 0, `a planted token counted: ${r.after.ripe}`);
+      assert(r.after.mine.includes(r.written), 'the scan cache (with the write) is kept');
+    } finally {
+      await p.close();
+    }
+  });
+
+  await check('window.ethereum as publicClient (the wallet\'s own provider) is refused unless allowWalletRpc', async () => {
+    const p = await openPage();
+    try {
+      await p.goto(`${url}/?dev`, { waitUntil: 'load' });
+      const r = await p.evaluate(async () => {
+        const m = await import('/privsvc/index.js');
+        const cfg = await fetch('/config.json').then((x) => x.json());
+        const rpc = new URL('/rpc', location.href).href;
+        const dev = m.devWallet();
+        const signs = [];
+        // An injected wallet: it signs, and sends every other call to its own RPC.
+        window.ethereum = {
+          async request(a) {
+            if (['eth_accounts', 'eth_requestAccounts', 'eth_signTypedData_v4', 'personal_sign'].includes(a.method)) {
+              if (a.method !== 'eth_accounts' && a.method !== 'eth_requestAccounts') signs.push(a.method);
+              return dev.request(a);
+            }
+            const res = await fetch(rpc, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: a.method, params: a.params ?? [] }) });
+            return (await res.json()).result;
+          },
+        };
+        const base = { app: cfg.app, relayers: [cfg.relayers[1]], schedule: cfg.schedule, memoryStores: true };
+        const attempt = async (o) => {
+          try {
+            (await m.createPrivateClient({ ...base, ...o })).close();
+            return 'created';
+          } catch (e) {
+            return e.message;
+          }
+        };
+        return {
+          both: await attempt({ wallet: window.ethereum, publicClient: window.ethereum }),
+          // What viem's custom(window.ethereum) is: a transport calling window.ethereum.request.
+          wrapped: await attempt({ wallet: window.ethereum, publicClient: { request: (a) => window.ethereum.request(a) } }),
+          signsBefore: signs.length,
+          allowed: await attempt({ wallet: window.ethereum, publicClient: window.ethereum, allowWalletRpc: true }),
+          separate: await attempt({ wallet: window.ethereum, publicClient: rpc }),
+        };
+      });
+      assert(/wallet's own provider \((the same object|window\.ethereum)/.test(r.both), `both: ${r.both}`);
+      assert(/wallet's own provider \(it answers eth_accounts/.test(r.wrapped), `custom(window.ethereum): ${r.wrapped}`);
+      assert(r.signsBefore === 0, 'the wallet was asked to sign before the refusal');
+      assert(r.allowed === 'created' && r.separate === 'created', `allowWalletRpc: ${r.allowed}; an RPC URL: ${r.separate}`);
+    } finally {
+      await p.close();
+    }
   });
 
   assert(errors.length === 0 || true, '');

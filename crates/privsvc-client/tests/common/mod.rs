@@ -17,6 +17,8 @@ use privsvc_vault::LocalWallet;
 pub const APP: &str = "notes";
 /// Minimum token age of the test clients (the default is 60 s).
 pub const TOKEN_MIN_AGE_MS: u64 = 1_000;
+/// The oldest ripening age of the tests' session tokens (an hour by default).
+pub const TOKEN_MAX_RIPE_MS: u64 = 2_000;
 /// Relayer A's maxWaitMs with `a_slow`.
 pub const A_SLOW_WAIT_MS: u64 = 1500;
 
@@ -233,9 +235,12 @@ pub fn fast_schedule() -> SessionSchedule {
     SessionSchedule {
         tail: (Duration::from_millis(100), Duration::from_millis(300)),
         status_tail: (Duration::ZERO, Duration::from_millis(300)),
+        status_horizon_rounds: (1.0, 3.0),
         refill_below: 5,
         first_refill: (Duration::ZERO, Duration::from_millis(50)),
         later_refill: (Duration::from_secs(2), Duration::from_secs(4)),
+        scan: (Duration::from_millis(100), Duration::from_millis(300)),
+        fetch_age_blocks: (16, 16),
     }
 }
 
@@ -261,6 +266,7 @@ pub fn fast_builder(
 ) -> ClientBuilder {
     PrivateClient::builder(APP)
         .token_min_age_ms(TOKEN_MIN_AGE_MS)
+        .token_max_ripe_ms(TOKEN_MAX_RIPE_MS)
         .wallet(wallet)
         .reader(reader)
         .relayers(relayers)

@@ -547,24 +547,36 @@ async fn fetches_do_not_single_out_the_users_batch() {
     let proxy = RpcProxy::start(&node.url()).await;
     // Blocks after the seeded history: every batch's covers are final.
     settle(&node);
+    // One scan per session: the one at its start (every batch of the users is past its fetch
+    // age of 16 blocks).
+    let one_scan = privsvc_client::SessionSchedule {
+        scan: (Duration::from_secs(600), Duration::from_secs(600)),
+        fetch_age_blocks: (16, 16),
+        ..fast_schedule()
+    };
     let session = |vault: Arc<dyn Vault>| {
         PrivateClient::builder(SEED_APP)
             .vault(vault)
             .reader(proxy.reader())
             .relayers([relayer.url().to_string()])
             .rarity_k(0)
+            .schedule(one_scan)
+            // Fresh devices: no scan cache (a device with one never fetches a verified batch
+            // again).
+            .memory_stores(true)
             .build()
     };
+    let head = node.block_number();
 
-    // Each user scans once in a fresh session; the RPC sees the fetched batches.
+    // Each user's fresh session scans once when it starts; the RPC sees the fetched batches.
     let mut wins = [0usize; 5];
     let users: Vec<Arc<dyn Vault>> = users
         .into_iter()
         .map(|v| Arc::new(v) as Arc<dyn Vault>)
         .collect();
     for (u, vault) in users.iter().enumerate() {
-        let client = session(vault.clone()).await.unwrap();
         proxy.clear();
+        let client = session(vault.clone()).await.unwrap();
         let found = client.my_entities(&EntitiesQuery::new()).await.unwrap();
         assert_eq!(found.len(), 1, "user {u} finds its record");
         let mine = (found[0].created_at, found[0].creator);
@@ -603,8 +615,8 @@ async fn fetches_do_not_single_out_the_users_batch() {
     let many: Arc<dyn Vault> = Arc::new(many);
     let mut sets: Vec<BTreeSet<(u64, Address)>> = Vec::new();
     for _ in 0..5 {
-        let client = session(many.clone()).await.unwrap();
         proxy.clear();
+        let client = session(many.clone()).await.unwrap();
         assert_eq!(
             client
                 .my_entities(&EntitiesQuery::new())
@@ -626,20 +638,22 @@ async fn fetches_do_not_single_out_the_users_batch() {
     );
     assert!(own.iter().all(|b| common.contains(b)));
 
-    // A user with no records still fetches two batches, from the newest window.
+    // A user with no records fetches as many batches (covers + 1), of the closed window at the
+    // fetch age: the window of the newest batch at or before `head - 16`.
     let nobody: Arc<dyn Vault> = Arc::new(KeyVault::random(SEED_APP).0);
-    let client = session(nobody).await.unwrap();
     proxy.clear();
+    let client = session(nobody).await.unwrap();
     assert!(client
         .my_entities(&EntitiesQuery::new())
         .await
         .unwrap()
         .is_empty());
     let fetched = proxy.fetches().concat();
-    assert_eq!(fetched.len(), 2);
+    assert_eq!(fetched.len(), 3);
+    let newest_closed = BLOCKS.min(head - COVER_WINDOW_BLOCKS);
     assert!(fetched
         .iter()
-        .all(|b| b.0 / COVER_WINDOW_BLOCKS == BLOCKS / COVER_WINDOW_BLOCKS));
+        .all(|b| b.0 / COVER_WINDOW_BLOCKS == newest_closed / COVER_WINDOW_BLOCKS));
 
     proxy.task.abort();
     relayer.shutdown().await;

@@ -239,6 +239,7 @@ fn client_builder(reader: Arc<dyn LedgerReader>, relayer: &str) -> privsvc_clien
         [relayer.to_string()],
     )
     .token_min_age_ms(MIN_AGE_MS)
+    .token_max_ripe_ms(2 * MIN_AGE_MS)
     .token_ripe_wait_ms(10_000)
 }
 
@@ -393,9 +394,11 @@ async fn the_session_refills_on_its_schedule_with_the_full_count_only_when_low()
 
 #[tokio::test]
 async fn prefetch_later_spreads_issue_requests_and_a_write_spends_only_their_ripe_tokens() {
-    const COUNT: usize = 6;
+    // Three issue requests of the usual count (every issue request asks the same count).
+    const REQUESTS: usize = 3;
+    const COUNT: usize = REQUESTS * privsvc_tokens::MAX_TOKENS_PER_REQUEST;
     const WITHIN_MS: u64 = 3_000;
-    const SLOT_MS: u64 = WITHIN_MS / COUNT as u64;
+    const SLOT_MS: u64 = WITHIN_MS / REQUESTS as u64;
     let w = Watched::start().await;
     let store = privsvc_tokens::memory_store();
     // No scheduled refill during the test: only the prefetch asks.
@@ -429,14 +432,15 @@ async fn prefetch_later_spreads_issue_requests_and_a_write_spends_only_their_rip
         .unwrap();
     assert_eq!(added, COUNT);
     let issues = issue_times(&w.proxy.seen());
-    // One request per token (the first moment may also create the app's issuer key), and the
-    // k-th token request no earlier than the k-th part of the window: spread, not a burst.
+    // One request per part of the window (the first moment may also create the app's issuer
+    // key), each asking the usual count, and the k-th request no earlier than the k-th part of
+    // the window: spread, not a burst.
     assert!(
-        (COUNT..=COUNT + 1).contains(&issues.len()),
+        (REQUESTS..=REQUESTS + 1).contains(&issues.len()),
         "{} issue requests for {COUNT} tokens",
         issues.len()
     );
-    let extra = issues.len() - COUNT;
+    let extra = issues.len() - REQUESTS;
     for (k, at) in issues.iter().enumerate() {
         let earliest = start + k.saturating_sub(extra) as u64 * SLOT_MS;
         assert!(
@@ -448,7 +452,7 @@ async fn prefetch_later_spreads_issue_requests_and_a_write_spends_only_their_rip
     }
     let last = *issues.last().unwrap();
     assert!(
-        last - issues[0] >= (COUNT as u64 - 2) * SLOT_MS,
+        last - issues[0] >= (REQUESTS as u64 - 2) * SLOT_MS,
         "{issues:?}"
     );
 
@@ -457,8 +461,9 @@ async fn prefetch_later_spreads_issue_requests_and_a_write_spends_only_their_rip
     // the issuer for nothing.
     let before = store.list(APP).unwrap();
     assert_eq!(before.len(), COUNT);
+    // Tokens of this session ripen at their own age, at most 2 x MIN_AGE_MS here.
     let oldest = before.iter().map(|t| t.obtained_ms).min().unwrap();
-    let ripe_in = (oldest + MIN_AGE_MS + 50).saturating_sub(now_ms());
+    let ripe_in = (oldest + 2 * MIN_AGE_MS + 50).saturating_sub(now_ms());
     tokio::time::sleep(Duration::from_millis(ripe_in)).await;
     client.create_entity(note("prefetched")).await.unwrap();
     let seen = w.proxy.seen();

@@ -135,10 +135,12 @@ async fn lost_submit_answer_is_recovered_from_the_ledger_not_resubmitted() {
         .sole_entity(r.owner, r.entity_key, "exactly one entity")
         .await;
     assert_eq!(on_ledger.creator, Some(a_address), "A wrote it");
+    // A lost answer may be the network's (or the OHTTP relay's) doing: the relayer is not
+    // marked bad for it.
     assert!(client
         .relayers()
         .iter()
-        .any(|x| x.url == transport.target && x.bad));
+        .any(|x| x.url == transport.target && !x.bad));
 
     stack.settle().await;
     let mine = client
@@ -202,6 +204,8 @@ async fn refused_submit_looks_up_the_ledger_then_writes_through_the_live_relayer
         .sole_entity(r.owner, r.entity_key, "exactly one entity")
         .await;
     assert_eq!(on_ledger.creator, Some(b_address));
-    assert!(client.relayers().iter().any(|x| x.url == a_url && x.bad));
+    // A refused connections: no answer of its own, so it is not marked bad (only a relayer's
+    // own answers mark it).
+    assert!(client.relayers().iter().any(|x| x.url == a_url && !x.bad));
     stack.shutdown().await;
 }

@@ -1,7 +1,7 @@
 //! The persisted scan cache (docs/PROTOCOL.md §8.7) on the devnet: a returning session lists
-//! only from its coarse resume block and still finds (and verifies again) the user's records; a
-//! cache written under another root, or by another format version, is discarded and the session
-//! lists from the start.
+//! only from its coarse resume block and still has the user's records, verified on this device
+//! before and never fetched again; a cache written under another root, or by another format
+//! version, is discarded and the session lists from the start.
 
 use std::sync::Arc;
 
@@ -58,17 +58,23 @@ async fn a_returning_session_resumes_from_a_coarse_block_and_a_foreign_or_old_ca
     let file = dir.path().join("cache").join("notes.scan");
     let alice = Arc::new(LocalWallet::random());
 
-    // Session 1: a write, then a scan that finds it; the scan saves the cache.
+    // Session 1: a write, shown at once (unverified), then verified by a scheduled scan, which
+    // saves the cache.
     let counting = Arc::new(CountingReader::new(stack.reader.clone()));
     let first = session(&stack, &alice, &file, &counting).await;
     assert_eq!(listing_starts(&counting)[0], None, "no cache yet");
     let written = first.create_entity(note("kept")).await.expect("write");
+    let shown = first.my_entities(&EntitiesQuery::new()).await.unwrap();
+    assert_eq!(shown.len(), 1, "the session's own write, at once");
+    assert_eq!(shown[0].entity_key, written.entity_key);
+    assert!(!shown[0].verified);
     stack.settle().await;
     let mine = first
         .my_entities(&EntitiesQuery::new().refresh())
         .await
         .unwrap();
     assert_eq!(mine.len(), 1);
+    assert!(mine[0].verified, "a scheduled scan verified it");
     let mine_created = mine[0].created_at;
     drop(first);
     let meta = std::fs::metadata(&file).expect("the scan saved the cache");
@@ -89,7 +95,8 @@ async fn a_returning_session_resumes_from_a_coarse_block_and_a_foreign_or_old_ca
     );
 
     // Session 2 (same wallet): the first listing starts at a multiple of the granularity, after
-    // the record, and the record is found and verified again.
+    // the record, and the record is there, verified on this device before: its batch is never
+    // fetched again (the session's scans fetch only their idle windows).
     let counting = Arc::new(CountingReader::new(stack.reader.clone()));
     let second = session(&stack, &alice, &file, &counting).await;
     let starts = listing_starts(&counting);
@@ -97,11 +104,16 @@ async fn a_returning_session_resumes_from_a_coarse_block_and_a_foreign_or_old_ca
     assert_eq!(resume % RESUME_BLOCKS, 0, "a coarse resume block: {resume}");
     assert!(resume >= mine_created, "{resume} < {mine_created}");
     assert!(starts.iter().all(|s| *s >= Some(resume)), "{starts:?}");
-    let mine = second.my_entities(&EntitiesQuery::new()).await.unwrap();
-    assert_eq!(mine.len(), 1, "the cached record is verified again");
+    let mine = second
+        .my_entities(&EntitiesQuery::new().refresh())
+        .await
+        .unwrap();
+    assert_eq!(mine.len(), 1, "the cached record");
     assert_eq!(mine[0].entity_key, written.entity_key);
     assert_eq!(mine[0].to_text(), "kept");
-    assert!(counting.batch_fetches() > 0, "its batch was fetched again");
+    assert!(mine[0].verified, "verified on this device before");
+    let scan = second.last_scan().await.expect("the session scanned");
+    assert_eq!(scan.matched, 0, "nothing of the user's was fetched again");
     drop(second);
 
     // Another root (another wallet) on the same file: the cache does not open; it is discarded
@@ -114,7 +126,19 @@ async fn a_returning_session_resumes_from_a_coarse_block_and_a_foreign_or_old_ca
         None,
         "another root's cache is discarded"
     );
-    assert!(!file.exists(), "a cache that does not open is deleted");
+    assert!(
+        matches!(
+            foreign.scan_cache_state(),
+            privsvc_client::ScanCacheState::Discarded { .. }
+        ),
+        "{:?}",
+        foreign.scan_cache_state()
+    );
+    assert_ne!(
+        std::fs::read(&file).ok(),
+        Some(sealed.clone()),
+        "a cache that does not open is replaced"
+    );
     assert!(foreign
         .my_entities(&EntitiesQuery::new())
         .await

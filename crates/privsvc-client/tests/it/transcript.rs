@@ -103,6 +103,7 @@ async fn run_session(seed: u64) -> Session {
         .delay_ms(0, 300)
         .poll_interval(Duration::from_millis(100))
         .token_min_age_ms(1_000)
+        .token_max_ripe_ms(2_000)
         .build()
         .await
         .expect("client builds");
@@ -267,8 +268,11 @@ async fn two_users_with_the_same_seed_send_the_same_requests_apart_from_the_fetc
             kx.get(kind).cloned().unwrap_or_default(),
             ky.get(kind).cloned().unwrap_or_default(),
         );
-        let repeated = tx.len().max(ty.len()) > 3;
-        let slack = if repeated { 1 } else { 0 };
+        // A request repeated on a timer may be cut off by the end of the session once more for
+        // one user than the other; a listing may also be split into one more range when the
+        // node answers a page later (docs/PROTOCOL.md §8.1): under load, a few of a hundred.
+        let most = tx.len().max(ty.len());
+        let slack = if most > 3 { (most / 25).max(1) } else { 0 };
         assert!(
             tx.len().abs_diff(ty.len()) <= slack,
             "{} sent {} {} times for one user and {} for the other:\n--- user x\n{}\n--- user y\n{}",

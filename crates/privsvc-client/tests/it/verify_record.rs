@@ -4,7 +4,7 @@
 use alloy_primitives::{Address, B256};
 use k256::ecdsa::SigningKey;
 use privsvc_attributes::{AttrValue, Attributes};
-use privsvc_client::{verify_record, RejectReason, VerifyOptions};
+use privsvc_client::{verify_record, RejectReason, Unchecked, VerifyOptions};
 use privsvc_envelope::{seal_envelope, EnvelopeBody};
 use privsvc_ledger::{ArkivValue, Attribute, Entity};
 
@@ -270,7 +270,9 @@ fn copy_republished_after_its_window_is_refused() {
 }
 
 #[test]
-fn creation_time_is_required() {
+fn without_a_creation_time_or_a_reader_the_unchecked_checks_are_named() {
+    // The specification's form: `verify_record(entity, { app, relayers })`, no reader. A
+    // genuine record verifies, and the verdict names what could not be checked.
     let f = record(APP);
     for o in [
         VerifyOptions::default(),
@@ -279,11 +281,22 @@ fn creation_time_is_required() {
             ..opts(&f)
         },
     ] {
+        let v = verify_record(&f.entity, &o).expect("a genuine record");
         assert_eq!(
-            verify_record(&f.entity, &o).unwrap_err(),
-            RejectReason::CreationTimeUnknown
+            v.unchecked,
+            vec![Unchecked::CreationWindow, Unchecked::Copy]
         );
     }
+    // With the creation time, only copies remain unchecked (they need a reader).
+    let v = verify_record(&f.entity, &opts(&f)).unwrap();
+    assert_eq!(v.unchecked, vec![Unchecked::Copy]);
+    // Every other check is still made: a forged owner is refused without a reader too.
+    let mut forged = record(APP);
+    forged.entity.owner = Some(alloy_primitives::Address::repeat_byte(9));
+    assert!(matches!(
+        verify_record(&forged.entity, &VerifyOptions::default()),
+        Err(RejectReason::SignatureMismatch { .. })
+    ));
 }
 
 #[test]

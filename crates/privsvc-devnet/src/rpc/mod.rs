@@ -4,13 +4,16 @@ mod arkiv;
 pub mod json;
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use alloy_primitives::{Address, Bytes, B256, U256};
 use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{header, Method};
 use axum::response::IntoResponse;
 use axum::routing::post;
 use axum::Router;
 use serde_json::{json, Value as Json};
+use tower_http::cors::{Any, CorsLayer};
 
 use crate::chain::{CallRequest, Chain, SimRevert};
 
@@ -84,12 +87,26 @@ impl RpcError {
 
 type RpcResult = Result<Json, RpcError>;
 
+/// How long a browser may keep the answer to a CORS preflight.
+const CORS_MAX_AGE: Duration = Duration::from_secs(600);
+
 /// Build the router.
 pub fn router(node: Arc<Node>) -> Router {
     Router::new()
         .route("/", post(handle))
         .layer(DefaultBodyLimit::max(64 * 1024 * 1024))
+        .layer(cors())
         .with_state(node)
+}
+
+/// CORS as public nodes answer it: a page of any origin may send JSON-RPC (the preflight of a
+/// JSON POST is answered, and every answer carries `Access-Control-Allow-Origin: *`).
+fn cors() -> CorsLayer {
+    CorsLayer::new()
+        .allow_origin(Any)
+        .allow_methods([Method::POST, Method::GET, Method::OPTIONS])
+        .allow_headers([header::CONTENT_TYPE])
+        .max_age(CORS_MAX_AGE)
 }
 
 async fn handle(State(node): State<Arc<Node>>, body: axum::body::Bytes) -> impl IntoResponse {

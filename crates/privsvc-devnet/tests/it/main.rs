@@ -2,6 +2,7 @@
 
 mod arkiv_conformance;
 mod common;
+mod cors;
 mod execution;
 mod fuzz_seeds;
 mod ledger_stack;

@@ -107,6 +107,20 @@ fn as_revert(err: LedgerError) -> LedgerError {
 }
 
 impl RpcLedger {
+    /// The timestamp of the block `tag` (a number or `"latest"`), `None` when there is none.
+    async fn timestamp_of(&self, tag: serde_json::Value) -> Result<Option<u64>, LedgerError> {
+        let block = self
+            .call("eth_getBlockByNumber", json!([tag, false]))
+            .await?;
+        if block.is_null() {
+            return Ok(None);
+        }
+        let ts = block
+            .get("timestamp")
+            .ok_or_else(|| LedgerError::Decode("block without timestamp".into()))?;
+        parse_quantity(ts).map(Some)
+    }
+
     /// A client of the node at `url` (HTTP), with a 30 s request timeout.
     pub fn new(url: impl Into<String>) -> Result<Self, LedgerError> {
         Self::with_timeout(url, DEFAULT_TIMEOUT)
@@ -355,19 +369,12 @@ impl LedgerReader for RpcLedger {
     }
 
     async fn block_timestamp(&self, number: u64) -> Result<Option<u64>, LedgerError> {
-        let block = self
-            .call(
-                "eth_getBlockByNumber",
-                json!([format!("{number:#x}"), false]),
-            )
-            .await?;
-        if block.is_null() {
-            return Ok(None);
-        }
-        let ts = block
-            .get("timestamp")
-            .ok_or_else(|| LedgerError::Decode("block without timestamp".into()))?;
-        parse_quantity(ts).map(Some)
+        self.timestamp_of(json!(format!("{number:#x}"))).await
+    }
+
+    /// One `eth_getBlockByNumber("latest", false)`.
+    async fn head_timestamp(&self) -> Result<Option<u64>, LedgerError> {
+        self.timestamp_of(json!("latest")).await
     }
 
     async fn code_at(&self, address: Address) -> Result<Vec<u8>, LedgerError> {

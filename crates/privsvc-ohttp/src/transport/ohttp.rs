@@ -12,10 +12,13 @@
 //! the relay (a direct call would reveal the client's address); the answer only confirms, it never
 //! supplies the address or the key.
 //!
-//! A gateway that answers 400 to a request ([`OhttpError::GatewayRefused`]) is not sent
-//! anything more: the key is never looked up again silently (a relay that could make the client
-//! re-read the heartbeats whenever it likes could time that read to a heartbeat of its own).
-//! [`OhttpTransport::forget_gateway_key`] or a new binding lifts it.
+//! A 400 outside the encapsulation ([`OhttpError::GatewayRefused`]) fails that call only: the
+//! key is never looked up again silently (a relay that could make the client re-read the
+//! heartbeats whenever it likes could time that read to a heartbeat of its own), and the relayer
+//! is not marked refused either, since the OHTTP relay can make such an answer itself and must
+//! not steer the client away from a relayer; only the relayer's own answer inside the
+//! encapsulation speaks for it. [`OhttpTransport::forget_gateway_key`] or a new binding makes
+//! the next call look the key up again.
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -26,7 +29,7 @@ use async_trait::async_trait;
 use privsvc_ledger::LedgerReader;
 use privsvc_rt::http::{Fetch, ReqwestFetch};
 
-use crate::client::ohttp_call;
+use crate::client::{ohttp_call, relay_call, to_binary_request, Padding};
 use crate::ledger_heartbeats::{live_heartbeats, url_owner, DEFAULT_HEARTBEAT_INTERVAL};
 use crate::transport::{RelayerRequest, RelayerResponse, Transport, TransportError};
 use crate::{OhttpError, CALL_TIMEOUT};
@@ -39,8 +42,6 @@ struct Known {
     account: Option<Address>,
     /// The gateway key in use, once known.
     key: Option<String>,
-    /// The gateway refused a request (400): nothing more is sent until the caller acts.
-    refused: bool,
 }
 
 /// Sends every relayer call through the OHTTP relay at `relay_url`.
@@ -50,6 +51,8 @@ pub struct OhttpTransport {
     reader: Option<Arc<dyn LedgerReader>>,
     heartbeat_interval: Duration,
     relayers: RwLock<HashMap<String, Known>>,
+    /// How request plaintexts are padded (the protocol's rule but for the lab's leaky setting).
+    padding: Padding,
 }
 
 impl std::fmt::Debug for OhttpTransport {
@@ -85,6 +88,7 @@ impl OhttpTransport {
             reader: None,
             heartbeat_interval: DEFAULT_HEARTBEAT_INTERVAL,
             relayers: RwLock::new(HashMap::new()),
+            padding: Padding::AtLeast(0),
         })
     }
 
@@ -106,26 +110,56 @@ impl OhttpTransport {
         self
     }
 
-    /// Use `key_hex` (an `ohttpKey`) for `relayer_url` without looking at the ledger. Lifts a
-    /// refusal ([`OhttpError::GatewayRefused`]) of the relayer; a bound account stays bound.
+    /// The attack lab's leaky setting (feature `lab-leaks`, never in a deployment): pad every
+    /// request, submissions included, to the smallest class that holds it, so that the size
+    /// of a submission shows its envelope's size class again.
+    #[cfg(feature = "lab-leaks")]
+    pub fn lab_small_submissions(mut self) -> Self {
+        self.padding = Padding::SmallestClass;
+        self
+    }
+
+    /// Send one dummy (cover traffic, [`crate::dummy`]) to `relayer_url` through the relay,
+    /// with the relayer's gateway key (known, or looked up as for any call): padded to at least
+    /// `request_class` bytes, its answer to the class holding `response_class` bytes (0: that
+    /// of a status answer).
+    pub async fn send_dummy(
+        &self,
+        relayer_url: &str,
+        request_class: usize,
+        response_class: usize,
+    ) -> Result<(), OhttpError> {
+        let url = normalize_relayer_url(relayer_url)?;
+        let key = self.gateway_key(&url).await?;
+        crate::dummy::send_dummy(
+            &self.relay_url,
+            &url,
+            &key,
+            request_class,
+            response_class,
+            self.fetch.as_ref(),
+        )
+        .await
+    }
+
+    /// Use `key_hex` (an `ohttpKey`) for `relayer_url` without looking at the ledger; a bound
+    /// account stays bound.
     pub fn set_gateway_key(&self, relayer_url: &str, key_hex: &str) -> Result<(), OhttpError> {
         crate::client::decode_gateway_key(key_hex)?;
         let url = normalize_relayer_url(relayer_url)?;
         let mut relayers = self.relayers.write().unwrap_or_else(|p| p.into_inner());
         let known = relayers.entry(url).or_default();
         known.key = Some(key_hex.trim().to_string());
-        known.refused = false;
         Ok(())
     }
 
-    /// Drop the key of `relayer_url` and lift a refusal of it: the next call looks the key up
-    /// again, in the heartbeats of the account bound to the URL only (the binding stays).
+    /// Drop the key of `relayer_url`: the next call looks the key up again, in the heartbeats
+    /// of the account bound to the URL only (the binding stays).
     pub fn forget_gateway_key(&self, relayer_url: &str) {
         if let Ok(url) = normalize_relayer_url(relayer_url) {
             let mut relayers = self.relayers.write().unwrap_or_else(|p| p.into_inner());
             if let Some(known) = relayers.get_mut(&url) {
                 known.key = None;
-                known.refused = false;
             }
         }
     }
@@ -135,15 +169,6 @@ impl OhttpTransport {
     pub fn relayer_account(&self, relayer_url: &str) -> Option<Address> {
         let url = normalize_relayer_url(relayer_url).ok()?;
         self.known(&url).and_then(|k| k.account)
-    }
-
-    /// Whether the gateway of `relayer_url` refused a request ([`OhttpError::GatewayRefused`])
-    /// and nothing more is sent to it.
-    pub fn is_gateway_refused(&self, relayer_url: &str) -> bool {
-        normalize_relayer_url(relayer_url)
-            .ok()
-            .and_then(|url| self.known(&url))
-            .is_some_and(|k| k.refused)
     }
 
     fn known(&self, url: &str) -> Option<Known> {
@@ -232,11 +257,6 @@ impl OhttpTransport {
                     .is_some_and(|k| k.trim().eq_ignore_ascii_case(key.trim()))
         })
     }
-
-    fn refuse(&self, url: &str) {
-        let mut relayers = self.relayers.write().unwrap_or_else(|p| p.into_inner());
-        relayers.entry(url.to_string()).or_default().refused = true;
-    }
 }
 
 impl OhttpTransport {
@@ -247,24 +267,29 @@ impl OhttpTransport {
         request: RelayerRequest,
     ) -> Result<RelayerResponse, OhttpError> {
         let url = normalize_relayer_url(relayer_url)?;
-        if self.known(&url).is_some_and(|k| k.refused) {
-            return Err(OhttpError::GatewayRefused { relayer: url });
-        }
         let key = self.gateway_key(&url).await?;
-        let answer =
-            match ohttp_call(&self.relay_url, &url, &key, request, self.fetch.as_ref()).await {
-                // The gateway cannot open a well-formed request: the key of the relayer's heartbeat
-                // no longer opens there (or the relay says so). Never look for another key.
-                Err(OhttpError::Refused { status: 400, .. }) => {
-                    self.refuse(&url);
-                    tracing::warn!(
-                        relayer = %url,
-                        "the relayer's OHTTP gateway refused a request (400); not using it again"
-                    );
-                    return Err(OhttpError::GatewayRefused { relayer: url });
-                }
-                other => other?,
-            };
+        let answer = match relay_call(
+            &self.relay_url,
+            &url,
+            &key,
+            &to_binary_request(&request),
+            self.padding,
+            self.fetch.as_ref(),
+        )
+        .await
+        {
+            // The gateway cannot open a well-formed request (its key changed), or the relay
+            // says so: this call fails; the key is never looked up again by itself, and the
+            // relayer is not marked: the relay can make this answer.
+            Err(OhttpError::Refused { status: 400, .. }) => {
+                tracing::warn!(
+                    relayer = %url,
+                    "a 400 outside the encapsulation (the relayer's gateway, or the relay in front of it)"
+                );
+                return Err(OhttpError::GatewayRefused { relayer: url });
+            }
+            other => other?,
+        };
         Ok(RelayerResponse {
             status: answer.status,
             body: answer.body,
@@ -290,7 +315,6 @@ impl OhttpTransport {
             known.key = None;
         }
         known.account = Some(account);
-        known.refused = false;
         Ok(())
     }
 }
@@ -321,5 +345,18 @@ impl Transport for OhttpTransport {
         gateway_key: Option<&str>,
     ) -> Result<(), TransportError> {
         Ok(self.bind(relayer_url, account, gateway_key)?)
+    }
+
+    fn sends_dummies(&self) -> bool {
+        true
+    }
+
+    /// [`OhttpTransport::send_dummy`], its answer in the status answer's class.
+    async fn send_dummy(
+        &self,
+        relayer_url: &str,
+        request_class: usize,
+    ) -> Result<(), TransportError> {
+        Ok(OhttpTransport::send_dummy(self, relayer_url, request_class, 0).await?)
     }
 }

@@ -25,7 +25,7 @@ use privsvc_envelope::{seal_envelope, EnvelopeBody};
 use privsvc_ohttp::binary::encode_request;
 use privsvc_ohttp::client::to_binary_request;
 use privsvc_ohttp::padding::{
-    REQUEST_CLASSES, REQUEST_OVERHEAD, RESPONSE_CLASSES, RESPONSE_OVERHEAD,
+    REQUEST_CLASSES, REQUEST_OVERHEAD, RESPONSE_CLASSES, RESPONSE_OVERHEAD, SUBMISSION_CLASS,
 };
 use privsvc_ohttp::{
     OhttpError, OhttpRelay, OhttpTransport, RelayConfig, RelayerRequest, Transport, TARGET_HEADER,
@@ -215,14 +215,16 @@ async fn wait_written(s: &Stack, id: &str) {
 }
 
 const SMALL_REQUEST: usize = REQUEST_CLASSES[0] + REQUEST_OVERHEAD;
+/// Every submission, whatever its size: the submission class.
+const SUBMISSION_REQUEST: usize = SUBMISSION_CLASS + REQUEST_OVERHEAD;
 const SMALL_RESPONSE: usize = RESPONSE_CLASSES[0] + RESPONSE_OVERHEAD;
 
 #[tokio::test]
 async fn onlooker_cannot_tell_submission_lengths_or_record_states() {
     let s = stack().await;
 
-    // Three valid submissions whose attributes and payloads differ in length (all in the
-    // smallest class): the onlooker sees three identical sizes.
+    // Three valid submissions whose attributes and payloads differ in length: the onlooker
+    // sees three identical sizes, the submission class.
     let bodies = [submission(1, 1), submission(120, 300), submission(40, 150)];
     let lengths: Vec<usize> = bodies.iter().map(Vec::len).collect();
     assert!(
@@ -236,7 +238,7 @@ async fn onlooker_cannot_tell_submission_lengths_or_record_states() {
     let (queued, seen_c) = submit(&s, c).await; // alone: stays queued
     for seen in [seen_a, seen_b, seen_c] {
         assert_eq!(
-            seen.request, SMALL_REQUEST,
+            seen.request, SUBMISSION_REQUEST,
             "{seen:?}, plaintexts {lengths:?}"
         );
         assert_eq!(seen.response, SMALL_RESPONSE, "202 answers: {seen:?}");
@@ -281,10 +283,16 @@ async fn requests_move_exactly_one_class_at_a_boundary() {
     let s = stack().await;
     let parsed = url::Url::parse(s.relayer.url()).unwrap();
     let authority = format!("{}:{}", parsed.host_str().unwrap(), parsed.port().unwrap());
-    // The Binary HTTP length of a POST /v1/records whose body has `n` bytes, as the client
-    // encodes it for this relayer.
+    // The Binary HTTP length of a POST whose body has `n` bytes, as the client encodes it for
+    // this relayer: an issue request (any request but a submission, which takes at least the
+    // submission class whatever its length).
+    let post_issue = |body: Vec<u8>| RelayerRequest {
+        method: "POST".into(),
+        path: "/v1/tokens/issue".into(),
+        body: Some(body),
+    };
     let bhttp_len = |n: usize| {
-        let request = post_records(vec![b'x'; n]);
+        let request = post_issue(vec![b'x'; n]);
         encode_request(&to_binary_request(&request), parsed.scheme(), &authority)
             .unwrap()
             .len()
@@ -308,17 +316,17 @@ async fn requests_move_exactly_one_class_at_a_boundary() {
     ];
     for (target, class) in cases {
         let target = target.max(bhttp_len(0));
-        let request = post_records(vec![b'x'; body_for(target)]);
+        let request = post_issue(vec![b'x'; body_for(target)]);
         let (status, answer, seen) = exchange(&s, request).await;
-        // The relayer refuses these bodies (not a submission, or over its 64 KB limit); its
-        // answer is still padded to the smallest response class.
+        // The relayer refuses these requests (its issuer is off); its answer is still padded
+        // to the smallest response class.
         assert!((400..500).contains(&status), "{status} {answer}");
         assert_eq!(seen.request, class + REQUEST_OVERHEAD, "bhttp {target}");
         assert_eq!(seen.response, SMALL_RESPONSE, "bhttp {target}");
     }
     // One byte over the largest class: the client refuses before sending anything.
     let before = s.onlooker.count();
-    let request = post_records(vec![b'x'; body_for(REQUEST_CLASSES[2]) + 1]);
+    let request = post_issue(vec![b'x'; body_for(REQUEST_CLASSES[2]) + 1]);
     let err = OhttpError::from(
         s.transport
             .send(s.relayer.url(), request)

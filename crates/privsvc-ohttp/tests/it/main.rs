@@ -4,6 +4,7 @@ mod adversary;
 mod adversary_identity;
 #[path = "../common/mod.rs"]
 mod common;
+mod cover;
 mod endpoint;
 mod fuzz_seeds;
 mod gateway;
@@ -14,4 +15,5 @@ mod real_relayer;
 mod reference;
 mod relay;
 mod rfc_vectors;
+mod rounds;
 mod transports;

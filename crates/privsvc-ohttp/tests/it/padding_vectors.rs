@@ -7,10 +7,11 @@
 //! The file is written by `examples/ohttp_vectors.rs`; this test never rewrites it.
 
 use privsvc_ohttp::binary::{
-    decode_padded_request, decode_padded_response, encode_padded_request, encode_padded_response,
-    encode_request, encode_response,
+    decode_padded_request, decode_padded_response, encode_padded_request_at_least,
+    encode_padded_response, encode_request, encode_response,
 };
-use privsvc_ohttp::{encapsulate, BinaryRequest, OhttpError, OhttpGateway};
+use privsvc_ohttp::padding::{SUBMISSION_CLASS, SUBMISSION_ROUTE};
+use privsvc_ohttp::{encapsulate, encapsulate_at_least, BinaryRequest, OhttpError, OhttpGateway};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -48,6 +49,11 @@ fn headers(v: &Value) -> Vec<(String, String)> {
             )
         })
         .collect()
+}
+
+/// The class a cover request (a dummy) asks for; 0 for any other request.
+fn cover_class(v: &Value) -> usize {
+    v.get("coverClass").map_or(0, n)
 }
 
 fn request_of(v: &Value) -> BinaryRequest {
@@ -103,6 +109,11 @@ fn gateway_key_derives_from_the_seed() {
         serde_json::json!([4096, 32768, 131072])
     );
     assert_eq!(v["responseClasses"], serde_json::json!([1024, 8192, 65536]));
+    assert_eq!(n(&v["submissionClass"]), SUBMISSION_CLASS);
+    assert_eq!(
+        v["submissionRoute"],
+        serde_json::json!([SUBMISSION_ROUTE.0, SUBMISSION_ROUTE.1])
+    );
 }
 
 #[test]
@@ -120,8 +131,12 @@ fn request_vectors_reproduce_byte_for_byte_and_our_gateway_opens_them() {
         assert_eq!(req.body.len(), n(&r["bodyLength"]));
         let bhttp = encode_request(&req, scheme, authority).unwrap();
         assert_message(r, "bhttp", &bhttp);
-        let padded = encode_padded_request(&req, scheme, authority).unwrap();
+        let padded =
+            encode_padded_request_at_least(&req, scheme, authority, cover_class(r)).unwrap();
         assert_eq!(padded.len(), n(&r["paddedLength"]));
+        if req.path == SUBMISSION_ROUTE.1 {
+            assert!(padded.len() >= SUBMISSION_CLASS, "{r}");
+        }
         assert_eq!(&padded[..bhttp.len()], bhttp.as_slice());
         assert!(padded[bhttp.len()..].iter().all(|&b| b == 0));
         classes.insert(padded.len());
@@ -153,11 +168,12 @@ fn request_vectors_reproduce_byte_for_byte_and_our_gateway_opens_them() {
     // ephemeral key and so the ciphertext differ).
     for r in requests {
         let req = request_of(r);
-        let (message, _) = encapsulate(
+        let (message, _) = encapsulate_at_least(
             &hex::encode(&config),
             &req,
             r["scheme"].as_str().unwrap(),
             r["authority"].as_str().unwrap(),
+            cover_class(r),
         )
         .unwrap();
         assert_eq!(message.len(), n(&r["encapsulatedLength"]));
@@ -189,10 +205,11 @@ fn response_vectors_reproduce_and_our_gateway_seals_the_same_plaintext() {
 
         // The reference, with the request's ikmE and the response nonce, reproduces it.
         let ikm: [u8; 32] = h(&q["ikmE"]).try_into().unwrap();
-        let q_padded = encode_padded_request(
+        let q_padded = encode_padded_request_at_least(
             &request_of(q),
             q["scheme"].as_str().unwrap(),
             q["authority"].as_str().unwrap(),
+            cover_class(q),
         )
         .unwrap();
         let (message, ctx, enc) = reference::encapsulate(&config, Some(ikm), &q_padded);

@@ -119,9 +119,9 @@ fn our_client_encapsulates_to_the_published_key() {
     let (message, pending) = encapsulate(KEY_CONFIG, &request, "https", "relayer.test").unwrap();
     assert_eq!(&message[..7], &[1, 0x00, 0x20, 0x00, 0x01, 0x00, 0x01]);
     let (plain, ctx, enc) = reference_open(&h(SKR), &message);
-    // The plaintext is padded to the smallest request class with zeros (RFC 9292 3.8).
-    assert_eq!(plain.len(), REQUEST_CLASSES[0]);
-    assert_eq!(message.len(), REQUEST_CLASSES[0] + 55);
+    // The plaintext is padded with zeros (RFC 9292 3.8): a submission to the submission class.
+    assert_eq!(plain.len(), privsvc_ohttp::padding::SUBMISSION_CLASS);
+    assert_eq!(message.len(), privsvc_ohttp::padding::SUBMISSION_CLASS + 55);
     let unpadded = encode_request(&request, "https", "relayer.test").unwrap();
     assert_eq!(&plain[..unpadded.len()], unpadded.as_slice());
     assert!(plain[unpadded.len()..].iter().all(|&b| b == 0));

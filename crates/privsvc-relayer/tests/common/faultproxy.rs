@@ -7,8 +7,11 @@
 //! - `AnswerLost` (only for `eth_sendRawTransaction`): the node takes the transaction, the
 //!   answer is dropped.
 //!
-//! `lose_send_answers` makes every `eth_sendRawTransaction` an `AnswerLost`. Receipts with
-//! status 0 seen going back are recorded (reverted transactions).
+//! `lose_send_answers` makes every `eth_sendRawTransaction` an `AnswerLost`. A partition
+//! (`set_partitioned`) answers nothing at all: every request is held, unanswered and not
+//! forwarded, until the partition ends (then its connection closes), as when the network
+//! between the relayer and the node drops every packet. Receipts with status 0 seen going back
+//! are recorded (reverted transactions).
 //!
 //! Shared by the relayer's fault tests and the campaign example (`#[path]` include).
 #![allow(dead_code)]
@@ -31,6 +34,9 @@ pub struct ProxyState {
     rate_ppm: AtomicU64,
     delay_ms: AtomicU64,
     lose_send_answers: AtomicBool,
+    partitioned: AtomicBool,
+    /// Requests held unanswered by a partition.
+    pub held: AtomicU64,
     /// Forwarded requests.
     pub forwarded: AtomicU64,
     /// Injected 500s.
@@ -60,6 +66,10 @@ impl ProxyState {
     /// Lose (or stop losing) the answer of every `eth_sendRawTransaction`.
     pub fn set_lose_send_answers(&self, on: bool) {
         self.lose_send_answers.store(on, Ordering::SeqCst);
+    }
+    /// Start (or end) a partition: no request is forwarded or answered while it lasts.
+    pub fn set_partitioned(&self, on: bool) {
+        self.partitioned.store(on, Ordering::SeqCst);
     }
     /// Point the proxy at another node URL.
     pub fn set_upstream(&self, url: &str) {
@@ -107,6 +117,8 @@ impl FaultProxy {
             rate_ppm: AtomicU64::new(0),
             delay_ms: AtomicU64::new(delay.as_millis() as u64),
             lose_send_answers: AtomicBool::new(false),
+            partitioned: AtomicBool::new(false),
+            held: AtomicU64::new(0),
             forwarded: AtomicU64::new(0),
             http500: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
@@ -187,6 +199,17 @@ async fn serve(mut sock: TcpStream, s: &ProxyState, client: &reqwest::Client) ->
         .ok()
         .and_then(|v| v.get("method").and_then(|m| m.as_str()).map(str::to_owned))
         .unwrap_or_default();
+    if s.partitioned.load(Ordering::SeqCst) {
+        s.held.fetch_add(1, Ordering::SeqCst);
+        // Bounded: a partition of the campaign lasts at most 10 minutes.
+        for _ in 0..6_000 {
+            if !s.partitioned.load(Ordering::SeqCst) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        return Some(());
+    }
     let send = method == "eth_sendRawTransaction";
     let fault = {
         let mut rng = rand::thread_rng();

@@ -95,12 +95,24 @@ pub fn record_body(app: &str, exp: u64, data: &[u8]) -> (Value, Address) {
 
 /// A sealed record of `app` whose `project` attribute is `project`: (submit body, owner).
 pub fn record_body_in(app: &str, project: &str, exp: u64, data: &[u8]) -> (Value, Address) {
+    let hour = privsvc_envelope::hour_of(privsvc_relayer::testing::now_ms() / 1000);
+    record_body_at(app, project, exp, data, hour)
+}
+
+/// [`record_body_in`] with its envelope sealed as if at `hour`.
+pub fn record_body_at(
+    app: &str,
+    project: &str,
+    exp: u64,
+    data: &[u8],
+    hour: u64,
+) -> (Value, Address) {
     let key = SigningKey::random(&mut rand::thread_rng());
     let owner = Address::from_public_key(key.verifying_key());
     let mut attrs = Attributes::new();
     attrs.insert("project", project).unwrap();
     attrs.insert("level", 3i32).unwrap();
-    let sealed = sealed_envelope(&key, app, exp, &attrs, data);
+    let sealed = sealed_envelope_at(&key, app, exp, &attrs, data, hour);
     (
         json!({
             "app": app,
@@ -122,10 +134,23 @@ pub fn sealed_envelope(
     attrs: &Attributes,
     data: &[u8],
 ) -> String {
+    let hour = privsvc_envelope::hour_of(privsvc_relayer::testing::now_ms() / 1000);
+    sealed_envelope_at(key, app, exp, attrs, data, hour)
+}
+
+/// [`sealed_envelope`] sealed as if at `hour` (the envelope's hour window).
+pub fn sealed_envelope_at(
+    key: &SigningKey,
+    app: &str,
+    exp: u64,
+    attrs: &Attributes,
+    data: &[u8],
+    hour: u64,
+) -> String {
     let body = EnvelopeBody {
         app: app.into(),
         exp,
-        hour: privsvc_envelope::hour_of(privsvc_relayer::testing::now_ms() / 1000),
+        hour,
         ct: "text/plain".into(),
         enc: false,
         types: attrs.types(),

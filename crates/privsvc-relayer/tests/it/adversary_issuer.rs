@@ -214,7 +214,12 @@ async fn the_new_app_cap_holds_across_a_restart() {
         "{err}"
     );
     // A token of the first app is good on the relayer.
-    let token = w.source().take("first-app").await.unwrap().unwrap();
+    let token = w
+        .source()
+        .take("first-app", privsvc_tokens::now_ms() + 1)
+        .await
+        .unwrap()
+        .unwrap();
     let mut b = record_body("first-app", 3600, b"x").0;
     b["token"] = serde_json::to_value(&token).unwrap();
     let id = submit(relayer.url(), &b).await;

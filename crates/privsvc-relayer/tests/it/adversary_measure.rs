@@ -526,11 +526,26 @@ async fn a_store_hiccup_on_a_record_already_on_the_ledger_never_writes_it_twice(
     // A finds it on the ledger several times over, cannot store that, and writes nothing.
     tokio::time::sleep(Duration::from_secs(4)).await;
     assert_eq!(owner_entities(&node, owner).await, 1, "written twice");
+    // Its status says written (A knows it is on the ledger), never queued, though the store
+    // still has it queued.
     let st = get(a.url(), &format!("/v1/records/{id_a}")).await.1;
-    assert_eq!(st["state"], "queued", "{st}");
+    assert_eq!(st["state"], "written", "{st}");
+    assert_eq!(st["entityKey"], on_b["entityKey"]);
+    let stored = |db: &rusqlite::Connection| -> String {
+        db.query_row("SELECT state FROM records WHERE id = ?1", [&id_a], |r| {
+            r.get(0)
+        })
+        .unwrap()
+    };
+    assert_eq!(stored(&db), "queued");
 
     // The store recovers: A marks the record written with the entity B created.
     db.execute_batch("DROP TRIGGER store_hiccup").unwrap();
+    let start = std::time::Instant::now();
+    while stored(&db) != "written" {
+        assert!(start.elapsed() < T, "never recorded");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     let on_a = wait_state(a.url(), &id_a, "written", T).await;
     assert_eq!(on_a["entityKey"], on_b["entityKey"]);
     assert_eq!(owner_entities(&node, owner).await, 1);

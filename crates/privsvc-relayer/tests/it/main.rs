@@ -6,7 +6,9 @@ mod adversary_measure;
 mod adversary_window;
 #[path = "../common/mod.rs"]
 mod common;
+mod cover;
 mod faults;
 mod fuzz_seeds;
+mod machine;
 mod planner_model;
 mod relayer;

@@ -211,7 +211,7 @@ async fn full_issue_redeem_verify_cycle() {
 
     let source = wallet.source();
     let mut ids = std::collections::HashSet::new();
-    while let Some(token) = source.take(APP).await.unwrap() {
+    while let Some(token) = source.take(APP, now_ms() + 1).await.unwrap() {
         assert_eq!(token.epoch, today());
         let id = verify_token(&key, APP, &token).unwrap();
         assert!(ids.insert(id), "token handed out twice");
@@ -451,9 +451,8 @@ async fn wallet_reports_quota_exhaustion() {
     );
     assert_eq!(wallet.available(APP).unwrap(), 30);
     // Fresh tokens are younger than the default minimum age of 60 s: nothing to spend yet.
-    let source = StoreTokenSource::new(wallet.options().store.clone(), DEFAULT_MIN_AGE_MS)
-        .with_max_wait_ms(0);
-    assert_eq!(source.take(APP).await.unwrap(), None);
+    let source = StoreTokenSource::new(wallet.options().store.clone(), DEFAULT_MIN_AGE_MS);
+    assert_eq!(source.take(APP, now_ms() + 1).await.unwrap(), None);
 
     // A blinded value not below the modulus, properly signed for: 400, nothing counted.
     let to = target(&env, &issuer);
@@ -519,7 +518,12 @@ async fn a_restarted_issuer_keeps_the_days_key_and_counters() {
     let wallet = TokenWallet::new(opts);
     assert_eq!(wallet.acquire(APP, 4, None).await.unwrap().remaining, 2);
     let ledger = fetch_today(&env, issuer_address).await.unwrap();
-    let token = wallet.source().take(APP).await.unwrap().unwrap();
+    let token = wallet
+        .source()
+        .take(APP, now_ms() + 1)
+        .await
+        .unwrap()
+        .unwrap();
     verify_token(&ledger, APP, &token).unwrap();
     env.devnet.shutdown().await;
 }
@@ -625,29 +629,42 @@ async fn on_demand_prefetch_and_file_store() {
     opts.store = Arc::new(FileTokenStore::open(&store_path).unwrap());
     opts.allow_on_demand = true;
     opts.min_age_ms = 1_500;
-    opts.ripe_wait_ms = 0;
-    let before = now_ms();
     {
         let wallet = TokenWallet::new(opts.clone());
-        // Nothing stored: the on-demand source fetches a few but never hands out a fresh one.
-        assert_eq!(wallet.source().take(APP).await.unwrap(), None);
-        assert_eq!(wallet.available(APP).unwrap(), ON_DEMAND_TOKENS);
+        // Nothing stored: the on-demand source starts one issue request in the background (of
+        // the usual count) and answers at once, with nothing: the write that caused the fetch
+        // never spends its tokens, and a take never waits.
+        let started = std::time::Instant::now();
+        assert_eq!(wallet.source().take(APP, now_ms()).await.unwrap(), None);
+        assert!(started.elapsed() < Duration::from_secs(1), "a take waited");
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while wallet.available(APP).unwrap() < MAX_TOKENS_PER_REQUEST {
+            assert!(std::time::Instant::now() < deadline, "the background fetch");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(wallet.available(APP).unwrap(), MAX_TOKENS_PER_REQUEST);
     }
-    // With a bounded wait, the take waits until they are 1.5 s old.
-    opts.ripe_wait_ms = 10_000;
+    let fetched = now_ms();
+    // A later session spends them once 1.5 s old (tokens of an earlier session ripen at the
+    // minimum age); before that, nothing, at once.
     let wallet = TokenWallet::new(opts);
-    let token = wallet.source().take(APP).await.unwrap().unwrap();
-    assert!(now_ms() >= before + 1_500, "a fresh token was spent");
+    let source = wallet.source();
+    if now_ms() < fetched + 1_000 {
+        assert_eq!(source.take(APP, now_ms()).await.unwrap(), None);
+    }
+    tokio::time::sleep(Duration::from_millis(1_600)).await;
+    let token = source.take(APP, now_ms()).await.unwrap().unwrap();
     let key = fetch_today(&env, issuer.address()).await.unwrap();
     verify_token(&key, APP, &token).unwrap();
     // Empty the store, so that the prefetch below is all it holds.
     while wallet.available(APP).unwrap() > 0 {
-        wallet.source().take(APP).await.unwrap().unwrap();
+        source.take(APP, now_ms()).await.unwrap().unwrap();
     }
 
     let handle = wallet.prefetch_later(APP, 3, Some(Duration::from_millis(50)));
     assert_eq!(handle.await.unwrap().unwrap().count, 3);
     assert_eq!(wallet.available(APP).unwrap(), 3);
+    drop(source);
     drop(wallet);
 
     // The tokens are in the file: a new store sees them (as after a restart).

@@ -87,9 +87,9 @@ async fn child_takes_two_tokens() {
         return;
     };
     let store: Arc<dyn TokenStore> = Arc::new(FileTokenStore::open(&path).unwrap());
-    let source = StoreTokenSource::new(store, DEFAULT_MIN_AGE_MS).with_max_wait_ms(0);
+    let source = StoreTokenSource::new(store, DEFAULT_MIN_AGE_MS);
     for _ in 0..2 {
-        let t = source.take("app").await.unwrap().unwrap();
+        let t = source.take("app", now_ms() + 1).await.unwrap().unwrap();
         println!("TAKEN {}", t.nonce);
     }
 }
@@ -146,29 +146,31 @@ async fn source_respects_min_age_and_epochs() {
             token("other", today, 3, now - 500_000),   // other app
         ])
         .unwrap();
-    let source = StoreTokenSource::new(store.clone(), DEFAULT_MIN_AGE_MS).with_max_wait_ms(0);
-    assert_eq!(source.take("app").await.unwrap(), None);
-    // The young token ripens in 59 s: a wait bounded below that gives nothing either.
-    let patient = StoreTokenSource::new(store.clone(), DEFAULT_MIN_AGE_MS).with_max_wait_ms(58_000);
-    assert_eq!(patient.take("app").await.unwrap(), None);
+    let source = StoreTokenSource::new(store.clone(), DEFAULT_MIN_AGE_MS);
+    assert_eq!(source.take("app", now_ms() + 1).await.unwrap(), None);
     // The stale epoch was pruned, the young token kept.
     assert_eq!(store.list("app").unwrap().len(), 1);
 
     store
         .add(&[token("app", today - 1, 4, now - 61_000)])
         .unwrap();
-    let t = source.take("app").await.unwrap().unwrap();
+    let t = source.take("app", now_ms() + 1).await.unwrap().unwrap();
     assert_eq!(t.nonce, hex::encode([4u8; 32]));
-    assert_eq!(source.take("app").await.unwrap(), None);
+    assert_eq!(source.take("app", now_ms() + 1).await.unwrap(), None);
 
     // Put back: usable again at once.
     source.put_back("app", t.clone()).await.unwrap();
-    assert_eq!(source.take("app").await.unwrap(), Some(t));
+    assert_eq!(source.take("app", now_ms() + 1).await.unwrap(), Some(t));
 
     // A zero minimum age hands out the young token.
     let eager = StoreTokenSource::new(store, 0);
     assert_eq!(
-        eager.take("app").await.unwrap().unwrap().nonce,
+        eager
+            .take("app", now_ms() + 1)
+            .await
+            .unwrap()
+            .unwrap()
+            .nonce,
         hex::encode([1u8; 32])
     );
 }
@@ -179,9 +181,9 @@ async fn source_hands_out_in_random_order() {
     for _ in 0..4 {
         let store = memory_store();
         store.add(&aged_tokens("app", 10)).unwrap();
-        let source = StoreTokenSource::new(store, DEFAULT_MIN_AGE_MS).with_max_wait_ms(0);
+        let source = StoreTokenSource::new(store, DEFAULT_MIN_AGE_MS);
         let mut order = Vec::new();
-        while let Some(t) = source.take("app").await.unwrap() {
+        while let Some(t) = source.take("app", now_ms() + 1).await.unwrap() {
             order.push(t.nonce);
         }
         assert_eq!(order.len(), 10);
@@ -199,10 +201,10 @@ async fn concurrent_takers_never_share_a_token() {
     store.add(&aged_tokens("app", 30)).unwrap();
     let mut tasks = Vec::new();
     for _ in 0..6 {
-        let source = StoreTokenSource::new(store.clone(), DEFAULT_MIN_AGE_MS).with_max_wait_ms(0);
+        let source = StoreTokenSource::new(store.clone(), DEFAULT_MIN_AGE_MS);
         tasks.push(tokio::spawn(async move {
             let mut got = Vec::new();
-            while let Some(t) = source.take("app").await.unwrap() {
+            while let Some(t) = source.take("app", now_ms() + 1).await.unwrap() {
                 got.push(t.nonce);
             }
             got
@@ -218,17 +220,41 @@ async fn concurrent_takers_never_share_a_token() {
 }
 
 #[tokio::test]
-async fn source_waits_for_a_token_to_ripen_within_its_bound() {
+async fn source_never_waits_and_ripens_this_sessions_tokens_at_their_own_age() {
     let store = memory_store();
+    let source = StoreTokenSource::new(store.clone(), 500).with_max_ripe_ms(1_500);
+    // Obtained after the source was made (this session): each ripens at its own age between
+    // 0.5 and 1.5 s; never handed out younger, never waited for.
     let now = now_ms();
-    store.add(&[token("app", epoch_of(now), 7, now)]).unwrap();
-    let source = StoreTokenSource::new(store, 1_500).with_max_wait_ms(5_000);
+    let young: Vec<StoredToken> = (10..30u8)
+        .map(|n| token("app", epoch_of(now), n, now))
+        .collect();
+    store.add(&young).unwrap();
     let started = std::time::Instant::now();
-    let t = source.take("app").await.unwrap().unwrap();
-    assert_eq!(t.nonce, hex::encode([7u8; 32]));
-    // Handed out only once 1.5 s old (its own age), not before.
-    assert!(now_ms() >= now + 1_500);
-    assert!(started.elapsed() >= std::time::Duration::from_millis(1_400));
+    assert_eq!(source.take("app", now_ms() + 1).await.unwrap(), None);
+    assert!(started.elapsed() < std::time::Duration::from_millis(100));
+    let mut first_at = None;
+    let mut taken = 0;
+    while taken < young.len() {
+        assert!(now_ms() < now + 3_000, "every token ripens by 1.5 s");
+        if source.take("app", now_ms() + 1).await.unwrap().is_some() {
+            let age = now_ms() - now;
+            assert!(
+                age >= 500,
+                "a token spent at {age} ms, before the minimum age"
+            );
+            first_at.get_or_insert(age);
+            taken += 1;
+        } else {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+    // Not all at the minimum age: spread over the range.
+    let spread = now_ms() - now - first_at.unwrap();
+    assert!(
+        spread >= 300,
+        "every token ripened within {spread} ms of the first"
+    );
 }
 
 #[test]
