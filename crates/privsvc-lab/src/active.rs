@@ -179,7 +179,7 @@ impl<'a> Phases<'a> {
         // Like an app whose user waits for the session to be ready: a ripe token when a
         // relayer requires them (the session's first refill, then the tokens' minimum age).
         if client.relayers().iter().any(|r| r.info.tokens_required) {
-            let deadline = Instant::now() + Duration::from_secs(15);
+            let deadline = Instant::now() + Duration::from_secs(30);
             while client.ripe_tokens() == 0 && Instant::now() < deadline {
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }

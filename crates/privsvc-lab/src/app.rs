@@ -7,10 +7,13 @@ use privsvc_testkit::LocalStack;
 
 use crate::scenario::APP;
 
-/// The app verifies one of the user's records with the user's own reader, as an app shows a
-/// record's proof of authenticity: `verify_record_on_ledger` with the row it holds (read here
-/// by the lab's own reader, as the app already has it).
-pub async fn verify_own_record(stack: &LocalStack, rpc: &dyn LedgerReader, key: B256) {
+/// The app verifies one of the user's records, as an app shows a record's proof of
+/// authenticity: `verify_record` with the row it holds (read here by the lab's own reader, as
+/// the app already has it), the form docs/API.md gives for the user's own records. The user's
+/// reader `rpc` is not used: revision 4's `verifyRecord` makes only the reads it is given and
+/// never queries the owner of the user's record (`verify_record_on_ledger` does, for a third
+/// party; `Leaks::owner_query_on_verify` makes that query from the user's address).
+pub async fn verify_own_record(stack: &LocalStack, _rpc: &dyn LedgerReader, key: B256) {
     let Ok(Some(entity)) = stack.reader().entity(key, None).await else {
         return;
     };
@@ -18,5 +21,5 @@ pub async fn verify_own_record(stack: &LocalStack, rpc: &dyn LedgerReader, key: 
         app: Some(APP),
         ..privsvc_client::VerifyOptions::default()
     };
-    let _ = privsvc_client::verify_record_on_ledger(&entity, &options, rpc).await;
+    let _ = privsvc_client::verify_record(&entity, &options);
 }

@@ -120,17 +120,25 @@ impl Phases<'_> {
                 own.insert(v.ip, *b);
             }
         }
-        // The covers of every victim's batch are final 16 blocks after it.
+        // Everything the victims fetch from here until the crowd's records expire is "before"
+        // (a client fetches its own batch when its timer finds it due, not when asked).
+        let first_scan = Instant::now();
+        // The covers of every victim's batch are final 16 blocks after it, and a client fetches
+        // its own batch once it is as old as the age it drew (at most `fetch_age_blocks.1`):
+        // the devnet mines past both, the crowd's batches still live.
         let newest = own.values().map(|b| b.block).max().unwrap_or(0);
-        let final_at = newest + privsvc_client::COVER_WINDOW_BLOCKS + 1;
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while Instant::now() < deadline {
-            match stack.reader().block_number().await {
-                Ok(head) if head >= final_at => break,
-                _ => tokio::time::sleep(Duration::from_millis(500)).await,
+        let due = crate::population::lab_schedule(&self.world.scenario)
+            .fetch_age_blocks
+            .1;
+        let final_at = newest + privsvc_client::COVER_WINDOW_BLOCKS.max(due) + 1;
+        if let Ok(head) = stack.reader().block_number().await {
+            if head < final_at {
+                let _ = stack.devnet().mine_blocks(final_at - head);
             }
         }
-        let first_scan = Instant::now();
+        // Each victim's scan timer has run at least once past that age.
+        let scan_max = crate::population::lab_schedule(&self.world.scenario).scan.1;
+        tokio::time::sleep(scan_max + Duration::from_secs(2)).await;
         self.drift_scans(&clients, &own, leak).await;
         stop.store(true, Ordering::SeqCst);
         for t in crowd_tasks {
@@ -147,12 +155,16 @@ impl Phases<'_> {
         let before = self.fetched_between(first_scan, second_scan);
         let after = self.fetched_between(second_scan, Instant::now());
         for (ip, mine) in &own {
-            let first = before.get(ip).cloned().unwrap_or_default();
+            let mut first = before.get(ip).cloned().unwrap_or_default();
             let mine = (mine.block, mine.creator);
-            if !first.contains(&mine) {
-                continue;
-            }
             let second = after.get(ip).cloned().unwrap_or_default();
+            if !first.contains(&mine) {
+                if !second.contains(&mine) {
+                    continue;
+                }
+                // Fetched only after the crowd's records expired: that set alone.
+                first = second.clone();
+            }
             let shared: Vec<Batch> = first.intersection(&second).copied().collect();
             eprintln!(
                 "  cover drift: {ip}: {} batches fetched before, {} after, {} in both",

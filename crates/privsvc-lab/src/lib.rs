@@ -9,7 +9,8 @@
 //! from one view (or an allowed pair of views); the lab scores the guesses against what really
 //! happened ([`truth`]) and reports the success rate, the chance rate and a 95% interval.
 //!
-//! `cargo run --release --example attack_lab` runs the documented scenario and prints the table;
+//! `cargo run --release --features lab --example attack_lab` runs the documented scenario and
+//! prints the table;
 //! `docs/PRIVACY.md` holds the results and how to read them.
 #![forbid(unsafe_code)]
 
@@ -37,7 +38,7 @@ use rand::rngs::StdRng;
 use rand::SeedableRng;
 
 pub use report::LabReport;
-pub use scenario::{Active, Leaks, Scenario};
+pub use scenario::{Active, Defences, Leaks, Scenario};
 
 use crate::population::{Identity, World};
 use crate::report::PopulationFigures;
@@ -63,6 +64,8 @@ pub enum LabError {
 async fn start_stack(sc: &Scenario) -> Result<LocalStack, LabError> {
     let (min_batch, max_wait_ms) = (sc.min_batch, sc.max_wait_ms);
     let leaks = sc.leaks.clone();
+    let decoys_max = sc.defences.decoys_max;
+    let round = Duration::from_millis(sc.defences.round_ms);
     let batching = move |c: &mut privsvc_relayer::RelayerConfig| {
         c.batching.min_batch = min_batch;
         c.batching.max_wait = Duration::from_millis(max_wait_ms);
@@ -73,6 +76,7 @@ async fn start_stack(sc: &Scenario) -> Result<LocalStack, LabError> {
         // 1 s), and its phases mine blocks of their own.
         c.heartbeat_interval = Duration::from_secs(60);
         c.lab_leaks.arrival_order = leaks.arrival_order_kept;
+        c.batching.decoys_max = decoys_max;
     };
     // The OHTTP relay reaches A from 127.0.0.1 (every user has an address of its own).
     let mut relay_ips = vec![IpAddr::from([127, 0, 0, 1])];
@@ -107,7 +111,7 @@ async fn start_stack(sc: &Scenario) -> Result<LocalStack, LabError> {
             c.lab_leaks.resubmissions_stored_again = resubmissions_stored_again;
             c.lab_leaks.planner_oldest_only = planner_oldest_only;
         }))
-        .ohttp_relay()
+        .ohttp_relay_with(move |r| r.round = round)
         .start()
         .await?)
 }
@@ -246,6 +250,7 @@ pub async fn run(scenario: Scenario) -> Result<LabReport, LabError> {
         relayer_requests: views.relayers.values().map(Vec::len).sum(),
         ..devices
     };
+    let costs = costs(&views.until(day_end), &truth, epoch, day_end);
     if let Ok(world) = Arc::try_unwrap(world) {
         world.stack.shutdown().await;
     }
@@ -253,6 +258,70 @@ pub async fn run(scenario: Scenario) -> Result<LabReport, LabError> {
         scenario,
         attacks,
         population,
+        costs,
         seconds: started.elapsed().as_secs_f64(),
     })
+}
+
+/// What the day cost: write latency, relay bytes and requests per session, ledger records per
+/// write (see [`report::Costs`]).
+fn costs(views: &Views, truth: &Truth, epoch: Instant, day_end: f64) -> report::Costs {
+    let of_day = |at: Instant| ms_since(epoch, at) <= day_end;
+    let writes: Vec<_> = truth
+        .writes
+        .iter()
+        .filter(|w| w.outcome.is_ok() && of_day(w.requested))
+        .collect();
+    let mut latency: Vec<f64> = writes
+        .iter()
+        .map(|w| w.resolved.saturating_duration_since(w.requested).as_secs_f64() * 1000.0)
+        .collect();
+    latency.sort_by(f64::total_cmp);
+    let quantile = |q: f64| -> f64 {
+        if latency.is_empty() {
+            return 0.0;
+        }
+        let i = ((latency.len() - 1) as f64 * q).round() as usize;
+        latency[i.min(latency.len() - 1)]
+    };
+    let session_minutes: f64 = truth
+        .sessions
+        .iter()
+        .filter(|s| of_day(s.started))
+        .map(|s| s.ended.saturating_duration_since(s.started).as_secs_f64() / 60.0)
+        .sum();
+    let relay: Vec<_> = views
+        .relay
+        .iter()
+        .filter(|r| !r.injected && r.at <= day_end)
+        .collect();
+    let bytes: usize = relay
+        .iter()
+        .map(|r| r.request_bytes + r.response_bytes)
+        .sum();
+    // The day's records: those of blocks that appeared before its end.
+    let day_records = views
+        .ledger
+        .records
+        .iter()
+        .filter(|r| views.ledger.time_of(r.block).is_some_and(|t| t <= day_end))
+        .count();
+    let per_minute = |x: f64| {
+        if session_minutes > 0.0 {
+            x / session_minutes
+        } else {
+            0.0
+        }
+    };
+    report::Costs {
+        write_median_ms: quantile(0.5),
+        write_p95_ms: quantile(0.95),
+        relay_bytes_per_session_minute: per_minute(bytes as f64),
+        relay_requests_per_s_per_1000_sessions: per_minute(relay.len() as f64) / 60.0 * 1000.0,
+        ledger_records_per_write: if !writes.is_empty() {
+            day_records as f64 / writes.len() as f64
+        } else {
+            0.0
+        },
+    }
 }

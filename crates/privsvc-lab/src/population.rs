@@ -329,6 +329,9 @@ impl World {
             )))
             .token_min_age_ms(sc.token_min_age_ms)
             .token_ripe_wait_ms(sc.token_min_age_ms * 4)
+            // A session's own tokens ripen at random ages up to four minimum ages (the client's
+            // default, an hour, is sixty: the lab's day is compressed).
+            .token_max_ripe_ms(sc.token_min_age_ms * 4)
             .delay_ms(0, sc.delay_ms_max)
             .poll_interval(sc.poll)
             .schedule(lab_schedule(sc))
@@ -361,6 +364,9 @@ impl World {
                     b = b.transport(Arc::new(t.with_fetch(fetch).lab_small_submissions()));
                 }
             }
+        }
+        if sc.defences.cover_per_minute > 0.0 {
+            b = b.cover(sc.defences.cover_per_minute, 0.1);
         }
         if min_anonymity > 1 {
             b = b.max_hold_ms(20_000);

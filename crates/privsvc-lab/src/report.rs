@@ -15,8 +15,42 @@ pub struct LabReport {
     pub attacks: Vec<AttackResult>,
     /// Records written, writes failed, sessions, scans.
     pub population: PopulationFigures,
+    /// What the defences cost: latency, bytes, relay load, ledger records.
+    pub costs: Costs,
     /// Wall time of the run, seconds.
     pub seconds: f64,
+}
+
+/// What a run's settings cost the population and the servers (docs/PRIVACY.md "What a network
+/// watcher sees"), over the simulated day.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Costs {
+    /// Median time from `create_entity` to `written`, ms.
+    pub write_median_ms: f64,
+    /// 95th percentile of the same, ms.
+    pub write_p95_ms: f64,
+    /// Bytes through the OHTTP relay (requests and answers) per session-minute, over every
+    /// session of the day.
+    pub relay_bytes_per_session_minute: f64,
+    /// Relay requests a second per 1,000 open sessions.
+    pub relay_requests_per_s_per_1000_sessions: f64,
+    /// Records of the app on the ledger per record a user wrote (decoys raise it above 1).
+    pub ledger_records_per_write: f64,
+}
+
+impl Costs {
+    /// One line for the summary.
+    pub fn line(&self) -> String {
+        format!(
+            "costs: write latency median {:.0} ms, p95 {:.0} ms; relay {:.0} bytes a \
+             session-minute, {:.1} requests/s per 1,000 sessions; {:.2} ledger records a write",
+            self.write_median_ms,
+            self.write_p95_ms,
+            self.relay_bytes_per_session_minute,
+            self.relay_requests_per_s_per_1000_sessions,
+            self.ledger_records_per_write
+        )
+    }
 }
 
 /// What the population did.
@@ -137,6 +171,13 @@ impl LabReport {
             p.second_devices,
             p.app_listing_users,
             p.skewed_clocks
+        ) + &format!(
+            "\ndefences: ROUND_MS {}, cover {}/min, DECOYS_MAX {}, submission class {}\n{}",
+            s.defences.round_ms,
+            s.defences.cover_per_minute,
+            s.defences.decoys_max,
+            if s.leaks.small_submissions { "off" } else { "on" },
+            self.costs.line()
         ) + &p
             .write_errors
             .iter()

@@ -287,6 +287,22 @@ pub struct Scenario {
     pub leaks: Leaks,
     /// Active parties.
     pub active: Active,
+    /// The network watcher's defences of revision 4 (issue 31's grid).
+    pub defences: Defences,
+}
+
+/// The settings of the defences against a network watcher (docs/PROTOCOL.md §8.8), the
+/// factors of the lab's grid (docs/PRIVACY.md "What a network watcher sees"). The default is
+/// the deployment default: none of them on but the submission class (which is the protocol's
+/// rule; `Leaks::small_submissions` turns it off).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct Defences {
+    /// The OHTTP relay's `ROUND_MS` (0: forward at once).
+    pub round_ms: u64,
+    /// The clients' cover stream, slots per minute (0: none).
+    pub cover_per_minute: f64,
+    /// The relayers' `DECOYS_MAX` (0: no decoys).
+    pub decoys_max: usize,
 }
 
 mod millis {
@@ -329,6 +345,7 @@ impl Default for Scenario {
             victims: 4,
             leaks: Leaks::default(),
             active: Active::default(),
+            defences: Defences::default(),
         }
     }
 }

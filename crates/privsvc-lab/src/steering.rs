@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use alloy_primitives::{Address, B256};
 use async_trait::async_trait;
@@ -124,6 +124,16 @@ impl Phases<'_> {
         .into_iter()
         .flatten()
         .collect();
+        // Each victim holds a ripe token for every write it will make: a write that finds none
+        // cannot go to A or B, whatever the relay does.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while clients
+            .iter()
+            .any(|(_, c)| c.ripe_tokens() < LATER_WRITES + 1)
+            && Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
         tap.set_interceptor(Some(steerer.clone()));
         let plans: Vec<Vec<CreateParams>> = clients
             .iter()
