@@ -39,6 +39,9 @@ pub(crate) struct TokenManager {
     /// How this session's tokens ripen.
     ripening: privsvc_tokens::Ripening,
     ripe_wait_ms: u64,
+    /// How long an issue request waits after a key read made for it (the tail interval's
+    /// longest: `SessionSchedule::tail.1`).
+    key_read_quiet: std::time::Duration,
     allow_on_demand: bool,
     rng: Arc<ClientRng>,
     /// An issuer the refills found equivocating (reported by the writes that find no token).
@@ -76,6 +79,7 @@ impl TokenManager {
                 options.token_max_ripe_ms,
             ),
             ripe_wait_ms: options.token_ripe_wait_ms,
+            key_read_quiet: options.schedule.tail.1,
             allow_on_demand: options.allow_on_demand,
             rng,
             equivocation: Mutex::new(None),
@@ -130,6 +134,7 @@ impl TokenManager {
         o.attestation = self.attestation.clone();
         o.min_age_ms = self.ripening.min_age_ms;
         o.max_ripe_ms = self.ripening.max_ripe_ms;
+        o.quiet_after_key_read = self.key_read_quiet;
         if let Some(t) = &self.issuer_transport {
             o.transport = t.clone();
         }

@@ -68,6 +68,12 @@ pub struct TokenWalletOptions {
     /// Carries the calls to the issuer (default: [`HttpTransport`], direct HTTP that never
     /// follows redirects; a client passes its own relayer transport, OHTTP through its relay).
     pub transport: Arc<dyn Transport>,
+    /// How long an acquisition waits after reading the issuer's key from the ledger itself
+    /// (no key read by [`TokenWallet::read_key`] within [`KEY_READ_INTERVAL`]) before it sends
+    /// the issue request (default zero). A private client sets its tail interval, so that the
+    /// RPC and the issuer never see an issue request follow a read of its key by one round
+    /// trip (docs/PROTOCOL.md §8.4).
+    pub quiet_after_key_read: Duration,
 }
 
 impl TokenWalletOptions {
@@ -92,6 +98,7 @@ impl TokenWalletOptions {
             chain_id: None,
             pins: Arc::new(MemoryKeyPins::default()),
             transport: Arc::new(HttpTransport::default()),
+            quiet_after_key_read: Duration::ZERO,
         }
     }
 }
@@ -295,7 +302,12 @@ impl TokenWallet {
             return Ok(key);
         }
         let o = &self.inner;
-        match accept_issuer_key(o.reader.as_ref(), o.pins.as_ref(), o.issuer, app, epoch).await {
+        let read =
+            accept_issuer_key(o.reader.as_ref(), o.pins.as_ref(), o.issuer, app, epoch).await;
+        // Whatever the read found, the issuer hears from this wallet only a quiet interval
+        // later.
+        privsvc_rt::sleep(o.quiet_after_key_read).await;
+        match read {
             Err(TokenError::NoIssuerKey { .. }) => {}
             Ok(key) => {
                 self.keep_key(app, epoch, key.clone());
@@ -336,6 +348,7 @@ impl TokenWallet {
                 }
                 Ok(key) => {
                     self.keep_key(app, epoch, key.clone());
+                    privsvc_rt::sleep(o.quiet_after_key_read).await;
                     return Ok(key);
                 }
                 other => return other,

@@ -267,8 +267,10 @@ async fn no_token_a_write_spends_was_obtained_after_the_write_was_requested() {
         .unwrap();
     ready(&client).await;
     // Seven writes, each checked against the store as it was when the write was requested:
-    // the token it spent must be one the store held then, obtained before the request.
+    // the token it spent must be one the store held then, obtained before the request. A write
+    // never waits for a token to ripen (revision 4), so each is requested once one is ripe.
     for i in 0..7 {
+        ready(&client).await;
         let held: Vec<privsvc_tokens::StoredToken> = store.list(APP).unwrap();
         let requested = now_ms();
         client
