@@ -120,6 +120,12 @@ impl Phases<'_> {
                 own.insert(v.ip, *b);
             }
         }
+        eprintln!(
+            "  cover drift: {} victims, {} with a session, {} records located",
+            victims.len(),
+            clients.len(),
+            own.len()
+        );
         // Everything the victims fetch from here until the crowd's records expire is "before"
         // (a client fetches its own batch when its timer finds it due, not when asked).
         let first_scan = Instant::now();
@@ -140,6 +146,8 @@ impl Phases<'_> {
         let scan_max = crate::population::lab_schedule(&self.world.scenario).scan.1;
         tokio::time::sleep(scan_max + Duration::from_secs(2)).await;
         self.drift_scans(&clients, &own, leak).await;
+        // The scans the clients' timers make after the app's (a client fetches on its timer).
+        tokio::time::sleep(scan_max + Duration::from_secs(2)).await;
         stop.store(true, Ordering::SeqCst);
         for t in crowd_tasks {
             t.abort();
@@ -151,6 +159,7 @@ impl Phases<'_> {
             Err(e) => eprintln!("  cover drift: the devnet did not mine: {e}"),
         }
         self.drift_scans(&clients, &own, leak).await;
+        tokio::time::sleep(scan_max + Duration::from_secs(2)).await;
 
         let before = self.fetched_between(first_scan, second_scan);
         let after = self.fetched_between(second_scan, Instant::now());

@@ -274,7 +274,12 @@ fn costs(views: &Views, truth: &Truth, epoch: Instant, day_end: f64) -> report::
         .collect();
     let mut latency: Vec<f64> = writes
         .iter()
-        .map(|w| w.resolved.saturating_duration_since(w.requested).as_secs_f64() * 1000.0)
+        .map(|w| {
+            w.resolved
+                .saturating_duration_since(w.requested)
+                .as_secs_f64()
+                * 1000.0
+        })
         .collect();
     latency.sort_by(f64::total_cmp);
     let quantile = |q: f64| -> f64 {

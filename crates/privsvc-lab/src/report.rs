@@ -176,7 +176,11 @@ impl LabReport {
             s.defences.round_ms,
             s.defences.cover_per_minute,
             s.defences.decoys_max,
-            if s.leaks.small_submissions { "off" } else { "on" },
+            if s.leaks.small_submissions {
+                "off"
+            } else {
+                "on"
+            },
             self.costs.line()
         ) + &p
             .write_errors
