@@ -103,12 +103,21 @@ impl Phases<'_> {
                 .attribute("kind", "note")
             })
             .collect();
-        let written = futures::future::join_all(
-            clients
-                .iter()
-                .zip(params)
-                .map(|((_, client), p)| bounded(client.create_entity(p))),
-        )
+        let written = futures::future::join_all(clients.iter().zip(params).map(
+            |((_, client), p)| async move {
+                match tokio::time::timeout(Duration::from_secs(60), client.create_entity(p)).await {
+                    Ok(Ok(w)) => Some(w),
+                    Ok(Err(e)) => {
+                        eprintln!("  cover drift: a victim's write failed: {e}");
+                        None
+                    }
+                    Err(_) => {
+                        eprintln!("  cover drift: a victim's write took over 60 s");
+                        None
+                    }
+                }
+            },
+        ))
         .await;
         let mut own: BTreeMap<IpAddr, BatchId> = BTreeMap::new();
         for ((v, _), w) in clients.iter().zip(written) {

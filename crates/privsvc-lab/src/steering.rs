@@ -26,6 +26,8 @@ const STRANGER_ACCOUNT: usize = 4;
 /// Writes each victim makes once steered (each lands at the steered-to relayer by luck with
 /// probability 1/3 among three relayers).
 const LATER_WRITES: usize = 2;
+/// Writes a victim makes, at most, before the relay has answered for both A and B.
+const SPENDING_WRITES: usize = 4;
 
 /// The OHTTP relay answers 400, outside the encapsulation, to the first request each chosen
 /// source sends for each of the chosen relayers; everything else is forwarded.
@@ -97,11 +99,13 @@ impl Phases<'_> {
     /// The relay steers the victims' writes to relayer C: once each victim's session is ready
     /// (relayers discovered, a ripe token), it answers 400 outside the encapsulation to the
     /// victim's first request for relayer A and for relayer B, and forwards everything else.
-    /// Each victim writes once (the relay's answers come then), then [`LATER_WRITES`] times
-    /// more: a victim all of whose later writes land at C wins. A client that does not let a
-    /// relay's answer mark a relayer bad picks among three relayers for each later write:
-    /// chance is `(1/3)^LATER_WRITES`. With `Leaks::relay_errors_mark_bad`, the lab marks bad
-    /// (`set_relayer_bad`) each relayer the relay answered for after the first write.
+    /// Each victim writes until the relay has answered for both A and B (at most
+    /// [`SPENDING_WRITES`] writes; each answer moves only the write it came in), then
+    /// [`LATER_WRITES`] times more: a victim all of whose later writes land at C wins. A client
+    /// that does not let a relay's answer mark a relayer bad picks among three relayers for
+    /// each later write: chance is `(1/3)^LATER_WRITES`. With `Leaks::relay_errors_mark_bad`,
+    /// the lab marks bad (`set_relayer_bad`) each relayer the relay answered for before the
+    /// later writes.
     pub(crate) async fn relay_steering(&mut self, rng: &mut StdRng) {
         let Some(tap) = self.stack().tap("relay") else {
             return;
@@ -129,33 +133,42 @@ impl Phases<'_> {
         let deadline = Instant::now() + Duration::from_secs(30);
         while clients
             .iter()
-            .any(|(_, c)| c.ripe_tokens() < LATER_WRITES + 1)
+            .any(|(_, c)| c.ripe_tokens() < SPENDING_WRITES + LATER_WRITES)
             && Instant::now() < deadline
         {
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
         tap.set_interceptor(Some(steerer.clone()));
+        // Writes before the scored ones: until the relay has answered for both A and B (each
+        // answer steers at most the write it came in), at most `SPENDING_WRITES`.
         let plans: Vec<Vec<CreateParams>> = clients
             .iter()
-            .map(|_| (0..=LATER_WRITES).map(|_| note(rng)).collect())
+            .map(|_| {
+                (0..SPENDING_WRITES + LATER_WRITES)
+                    .map(|_| note(rng))
+                    .collect()
+            })
             .collect();
         let steered =
             futures::future::join_all(clients.iter().zip(plans).map(|((ip, client), writes)| {
                 let steerer = steerer.clone();
                 async move {
-                    let mut at_c = 0;
-                    for (i, params) in writes.into_iter().enumerate() {
-                        let written = bounded(client.create_entity(params)).await;
-                        if i == 0 && leak {
-                            for target in steerer.forged_for(*ip) {
-                                client.set_relayer_bad(&target, true);
-                            }
+                    let mut writes = writes.into_iter();
+                    for params in writes.by_ref().take(SPENDING_WRITES) {
+                        let _ = bounded(client.create_entity(params)).await;
+                        if steerer.forged_for(*ip).len() >= 2 {
+                            break;
                         }
-                        if i > 0 {
-                            if let Some(r) = written {
-                                at_c +=
-                                    usize::from(creator_of(this, r.entity_key).await == Some(c));
-                            }
+                    }
+                    if leak {
+                        for target in steerer.forged_for(*ip) {
+                            client.set_relayer_bad(&target, true);
+                        }
+                    }
+                    let mut at_c = 0;
+                    for params in writes.take(LATER_WRITES) {
+                        if let Some(r) = bounded(client.create_entity(params)).await {
+                            at_c += usize::from(creator_of(this, r.entity_key).await == Some(c));
                         }
                     }
                     at_c == LATER_WRITES

@@ -73,8 +73,6 @@ pub const RESIDUALS: &[&str] = &[
     // fill (docs/PRIVACY.md, residuals).
     "polls-stop-relay",
     "polls-stop-onlooker",
-    "size-class-relay",
-    "size-class-onlooker",
     "onlooker-relayer-timing",
     "issuer-onlooker-wallet",
     "n-minus-one-flood",

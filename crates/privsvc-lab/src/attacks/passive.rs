@@ -556,6 +556,8 @@ fn size_class(views: &Views, score: &Score, by_target: bool) -> AttackResult {
         .filter_map(|r| Some((views.ledger.time_of(r.block)?, r)))
         .collect();
     big_records.sort_by(|a, b| a.0.total_cmp(&b.0));
+    // Whatever the sizes show, the relay knows who sent to the relayer before a batch landed:
+    // the baseline is one of the batch's writers (`Score::writers_of_batch`).
     let mut taken: BTreeSet<usize> = BTreeSet::new();
     let mut trials = Vec::new();
     for (landed, r) in big_records {
@@ -592,9 +594,18 @@ fn size_class(views: &Views, score: &Score, by_target: bool) -> AttackResult {
         if active.is_empty() {
             continue;
         }
+        let writers = score
+            .writers_of_batch
+            .get(&(r.block, r.creator))
+            .map_or(1, BTreeSet::len)
+            .max(1);
         trials.push(Trial {
             success: guess.and_then(|(_, g)| score.user(&g)) == Some(*writer),
-            chance: 1.0 / active.len() as f64,
+            chance: if by_target {
+                1.0 / writers as f64
+            } else {
+                1.0 / active.len() as f64
+            },
         });
     }
     if by_target {
