@@ -16,13 +16,17 @@
 //!   spends of the sessions on the default stores alone (fresh memory stores in every session,
 //!   `Leaks::memory_stores`) and `issue-to-spend` every other spend. An attack that cannot win
 //!   against a leaky setting proves nothing.
-//!   Seven attacks are not asserted here: `landing-fetch`, `session-link`, `device-link`,
-//!   `rarity-on-demand`, `relay-steering` and `cover-drift` (revision 4's channels) and
-//!   `cover-intersection`. Their stand-ins act around a client that now fetches on its own
-//!   timer, and the client's own fetches drown them in this short run (measured: each within
-//!   its interval of chance, `cover-intersection` on either side of it from run to run). Each
-//!   is shown winning on the code before revision 4 instead, in docs/PRIVACY.md's "Before
-//!   revision 4" table (the documented 50-user run on that commit).
+//!   Eight attacks are not asserted here. `landing-fetch`, `session-link`, `device-link`,
+//!   `rarity-on-demand` and `cover-drift` (revision 4's channels) and `cover-intersection`:
+//!   their stand-ins act around a client that now fetches on its own timer, and the client's
+//!   own fetches drown them in this short run (measured: each within its interval of chance,
+//!   `cover-intersection` on either side of it from run to run). `first-spend`: the stand-in
+//!   (memory stores) leaves too few first spends in a 60-second day to separate from chance.
+//!   `size-class-relay`: its baseline is one of the batch's writers (the relay knows who sent
+//!   to the relayer before a batch landed), and batches of this run have about two writers,
+//!   so the size shows little more than that (0.52 against 0.49 with the small-submissions
+//!   leak). Each is shown winning on the code before revision 4 instead, in docs/PRIVACY.md's
+//!   "Before revision 4" table (the documented 50-user run on that commit).
 //!   The Referer and Cookie headers have their leaky control in the Chromium run
 //!   (`js/test/browser/chromium.mjs`).
 
@@ -127,7 +131,6 @@ async fn every_attack_wins_when_its_leak_is_on() {
         "landing-listing",
         "polls-stop-relay",
         "polls-stop-onlooker",
-        "size-class-relay",
         "onlooker-relayer-timing",
         "issuer-onlooker-wallet",
         "n-minus-one",
@@ -142,7 +145,6 @@ async fn every_attack_wins_when_its_leak_is_on() {
         "replay-issue",
         "head-of-line",
         "resume-link",
-        "first-spend",
         "key-read-to-issue",
         "verify-own",
         "clock-hour",
