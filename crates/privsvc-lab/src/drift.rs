@@ -197,7 +197,7 @@ impl Phases<'_> {
             };
             let guess = crate::attacks::pick(&candidates, rng);
             self.out
-                .push("cover-drift", guess == Some(mine), 1.0 / first.len() as f64);
+                .push("cover-drift", guess == Some(mine), drift_chance(first.len()));
         }
     }
 
@@ -252,4 +252,14 @@ impl Phases<'_> {
         }
         out
     }
+}
+
+/// The chance of a `cover-drift` guess: one in the group of the user's batch and its covers
+/// (what covers promise a batch fetched more than once: fetched twice with the same covers,
+/// the group is what two fetch sets share), or one in the first fetch set when that is larger.
+/// Covers that drift leave the user's batch alone in the intersection, and the guess beats
+/// this.
+fn drift_chance(first_fetch_set: usize) -> f64 {
+    let group = crate::leaky::COVERS + 1;
+    (1.0 / first_fetch_set.max(1) as f64).max(1.0 / group as f64)
 }
