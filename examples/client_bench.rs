@@ -80,7 +80,7 @@ async fn sealed(
     let body = EnvelopeBody {
         app: APP.into(),
         exp: EXP,
-        hour: privsvc::envelope::hour_of(privsvc::client::proof::unix_now()),
+        hour: privsvc::envelope::hour_of(privsvc::client::unix_now()),
         ct: "text/plain".into(),
         enc: false,
         types: attrs.types(),
@@ -193,7 +193,7 @@ async fn run(n: u64, mine: u64, new: u64) -> Result<()> {
 
     // The head just past a resume boundary (an hour of blocks): the scan cache the first session
     // saves holds every seeded record, as for a user who comes back within the hour.
-    let boundary = privsvc::client::scan_cache::DEFAULT_RESUME_BLOCKS;
+    let boundary = privsvc::client::DEFAULT_RESUME_BLOCKS;
     node.mine_blocks(boundary - head % boundary + 100)?;
     let scan_file = dir.path().join("notes.scan");
 

@@ -1,4 +1,4 @@
-//! The user-visible cost of the client (revision 3) with its default settings: how long a write
+//! The user-visible cost of the client with its default settings: how long a write
 //! takes to `written` and to resolution for `minAnonymity` 1 and 3, and how many JSON-RPC
 //! requests an idle session makes a minute (docs/BENCHMARKS.md, "Client: user-visible cost").
 //!
@@ -9,7 +9,7 @@
 //!
 //! Started here on loopback (`privsvc_testkit::LocalStack`, every party behind a recording tap):
 //! the devnet with a block every 2 s, relayers A and B with the batching defaults of
-//! `privsvc_relayer::config` (`MIN_BATCH=8`, `MAX_WAIT_MS=30000`, `FLUSH_JITTER_MS=1000`,
+//! `privsvc_relayer::RelayerConfig` (`MIN_BATCH=8`, `MAX_WAIT_MS=30000`, `FLUSH_JITTER_MS=1000`,
 //! `MIN_INTERVAL_BLOCKS=1`), `TOKENS=off` (a write spends a token only once it is 60 s old and
 //! the default first refill comes within 10 minutes, so a fresh session's first writes go to
 //! relayers without tokens anyway), `OHTTP=on`, and the OHTTP relay.
@@ -77,7 +77,7 @@ struct Args {
     crowd_per_min: f64,
 }
 
-/// A relayer with the defaults of `privsvc_relayer::config` (the environment variables named),
+/// A relayer with the defaults of `privsvc_relayer::RelayerConfig` (the environment variables named),
 /// except `TOKENS=off` and `OHTTP=on`.
 fn relayer(name: &str) -> RelayerSpec {
     RelayerSpec::new(name).ohttp().with(|c| {

@@ -15,7 +15,7 @@
 use std::time::Instant;
 
 use clap::Parser;
-use privsvc_devnet::exec::derive_key;
+use privsvc_devnet::testing::exec::derive_key;
 use privsvc_devnet::{
     Bytes, Devnet, DevnetConfig, DevnetHandle, EntityData, StoredAttr, DEV_PRIVATE_KEYS, U256,
 };

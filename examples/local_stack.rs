@@ -160,7 +160,7 @@ fn ms(d: Duration) -> String {
 }
 
 /// A relayer with short timers: the same settings as the environment variables named in the
-/// comments (see `privsvc_relayer::config`); `BIND=127.0.0.1:0` and `DATA_DIR=<temp dir>` come
+/// comments (see `privsvc_relayer::RelayerConfig`); `BIND=127.0.0.1:0` and `DATA_DIR=<temp dir>` come
 /// from the test kit.
 fn relayer(name: &str) -> RelayerSpec {
     RelayerSpec::new(name)

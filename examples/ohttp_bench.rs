@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use privsvc_devnet::{DevSigner, Devnet, DevnetConfig, DEV_PRIVATE_KEYS};
-use privsvc_ledger::system::Heartbeat;
+use privsvc_ledger::Heartbeat;
 use privsvc_ledger::{LedgerReader, LedgerWriter, Operation, RpcLedger, RpcWriter};
 use privsvc_ohttp::{
     encapsulate, gateway_router, ohttp_call, BinaryRequest, HttpTransport, OhttpGateway,

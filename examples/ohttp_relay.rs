@@ -22,9 +22,9 @@ use std::time::Duration;
 
 use clap::Parser;
 use privsvc_ledger::{LedgerReader, RpcLedger};
-use privsvc_ohttp::relay::{DEFAULT_MAX_HELD, DEFAULT_RATE_LIMIT_PER_MIN};
 use privsvc_ohttp::PrivateListener;
 use privsvc_ohttp::{OhttpRelay, RelayConfig, SILENCE_OHTTP_LOGS};
+use privsvc_ohttp::{DEFAULT_MAX_HELD, DEFAULT_RATE_LIMIT_PER_MIN};
 
 /// Command-line options (each also read from the environment).
 #[derive(Parser, Debug)]

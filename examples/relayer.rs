@@ -6,7 +6,7 @@
 //!   cargo run --example relayer -- --bind 127.0.0.1:8787
 //! ```
 //!
-//! Every variable and its default is listed in `privsvc_relayer::config`. Pass the key in a
+//! Every variable and its default is listed in `privsvc_relayer::RelayerConfig`. Pass the key in a
 //! 0600 file (`RELAYER_KEY_FILE`), not in the environment. With `DEVNET=on` the
 //! example starts an in-process devnet (one block per transaction) and, when no key is given,
 //! uses the devnet's first dev account: handy for trying the API locally.

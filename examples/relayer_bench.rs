@@ -22,7 +22,7 @@ use privsvc::envelope::{
 };
 use privsvc::ledger::{LedgerWriter, RpcLedger, RpcWriter};
 use privsvc::relayer::{Relayer, RelayerConfig, TokenMode};
-use privsvc::tokens::key_entity::issuer_key_create;
+use privsvc::tokens::issuer_key_create;
 use privsvc::tokens::{
     epoch_of, now_ms, token_message, token_suite, verify_token, IssuerKey, TokenRedemption,
 };

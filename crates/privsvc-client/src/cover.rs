@@ -171,9 +171,9 @@ pub(crate) async fn run(
         });
         let Some(i) = pick else { continue };
         let class = if big {
-            privsvc_ohttp::padding::SUBMISSION_CLASS
+            privsvc_ohttp::SUBMISSION_CLASS
         } else {
-            privsvc_ohttp::padding::REQUEST_CLASSES[0]
+            privsvc_ohttp::REQUEST_CLASSES[0]
         };
         let (t, url) = (transport.clone(), urls[i].clone());
         // The dummy's answer is not waited for here: the next slot comes on time.

@@ -12,7 +12,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use alloy_primitives::Address;
-use privsvc_vault::{kdf::BatchBytes, Vault};
+use privsvc_vault::{BatchBytes, Vault};
 use rand::seq::SliceRandom;
 
 use crate::error::PrivsvcError;

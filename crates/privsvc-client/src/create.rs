@@ -106,7 +106,8 @@ impl PrivateClient {
     /// bucket, seals the envelope under a fresh one-time owner (or the scope's owner), waits a
     /// random delay, submits through a random live relayer with a token when needed, and polls.
     ///
-    /// Revision 3 (docs/PROTOCOL.md §8.3): nothing here reads the ledger or calls the issuer.
+    /// No on-demand reads (docs/PROTOCOL.md §8.3): nothing here reads the ledger or calls the
+    /// issuer.
     /// - Tokens: only a token obtained before this call and at least `token_min_age_ms` old at
     ///   submission is spent; with none, a relayer that requires no token is chosen, else the
     ///   write fails with `NoRipeToken` at once (unless `allow_on_demand`).

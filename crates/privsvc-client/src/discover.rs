@@ -19,13 +19,11 @@
 
 use alloy_primitives::Address;
 use privsvc_ledger::LedgerReader;
-use privsvc_ohttp::ledger_heartbeats::{
-    live_heartbeats, url_owner, UrlOwner, DEFAULT_HEARTBEAT_INTERVAL,
-};
 use privsvc_ohttp::Transport;
+use privsvc_ohttp::{live_heartbeats, url_owner, UrlOwner, DEFAULT_HEARTBEAT_INTERVAL};
 use privsvc_tokens::{MemoryRelayerPins, RelayerPins};
 
-pub use privsvc_ohttp::ledger_heartbeats::LiveHeartbeat;
+pub use privsvc_ohttp::LiveHeartbeat;
 
 use crate::error::PrivsvcError;
 pub use crate::options::RelayerRef;

@@ -10,8 +10,8 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
 use alloy_primitives::Address;
-use privsvc_ledger::system::Heartbeat;
-use privsvc_ledger::wire::entity_from_json;
+use privsvc_ledger::entity_from_json;
+use privsvc_ledger::Heartbeat;
 use privsvc_ohttp::{
     normalize_relayer_url, RelayerRequest, RelayerResponse, Transport, TransportError,
 };
@@ -65,7 +65,7 @@ pub fn info(data: &[u8]) -> bool {
 
 /// One heartbeat entity as `arkiv_query` returns it (an `RpcEntity` JSON object with creator,
 /// createdAt, attributes and payload), parsed as discovery does
-/// (`privsvc_ohttp::ledger_heartbeats::live_heartbeats`): `Heartbeat::from_entity`, then the URL
+/// (`privsvc_ohttp::live_heartbeats`): `Heartbeat::from_entity`, then the URL
 /// normalised. Invariants of an accepted heartbeat: it names its creator's address (a heartbeat
 /// cannot speak for another relayer), its `url` attribute equals the payload's, and the
 /// normalised URL is a fixed point of normalisation.

@@ -61,41 +61,51 @@ mod client;
 mod cover;
 mod covers;
 mod create;
-pub mod device_seal;
+mod device_seal;
 #[cfg(not(target_arch = "wasm32"))]
-pub mod device_store;
-pub mod discover;
+mod device_store;
+mod discover;
 mod entities;
 mod error;
 #[cfg(not(target_arch = "wasm32"))]
 #[cfg(feature = "fuzzing")]
 pub mod fuzz_entry;
-pub mod options;
+mod options;
 #[cfg(not(target_arch = "wasm32"))]
 mod private_fs;
-pub mod proof;
-pub mod protocol;
-pub mod read;
-pub mod record;
-pub mod relayer_api;
+mod proof;
+mod protocol;
+mod read;
+mod record;
+mod relayer_api;
 mod rng;
 mod scan;
-pub mod scan_cache;
+mod scan_cache;
 mod schedule;
 mod session;
 mod snapshot;
 mod tokens;
 mod transport;
-pub mod verify;
+mod verify;
 
 pub use cache::ScanStats;
 pub use client::{PrivateClient, DEFAULT_RPC_URL};
 pub use covers::COVER_WINDOW_BLOCKS;
-pub use discover::{discover_relayers, heartbeat_relayers, LiveHeartbeat};
-pub use discover::{discover_relayers_pinned, RelayerRef};
+pub use device_seal::{Part, PartSealer, MAGIC};
+#[cfg(not(target_arch = "wasm32"))]
+pub use device_store::{default_data_dir, DeviceStore, OpenReport, DATA_DIR_ENV};
+pub use discover::{
+    bind_issuers, contact_relayer, discover_relayers, discover_relayers_pinned, heartbeat_relayers,
+    LiveHeartbeat, RelayerRef,
+};
 pub use entities::{EntitiesQuery, ProveParams};
 pub use error::PrivsvcError;
-pub use options::{default_inclusion_timeout, ClientBuilder, ClientOptions, TokenSupply};
+pub use options::{
+    default_inclusion_timeout, ClientBuilder, ClientOptions, TokenSupply, BLOCK_TIME_SECONDS,
+    DEFAULT_COVER_BATCHES, DEFAULT_COVER_PER_MINUTE, DEFAULT_COVER_SUBMISSION_SHARE,
+    DEFAULT_DELAY_MS, DEFAULT_MAX_HOLD_MS, DEFAULT_POLL, DEFAULT_PROOF_TTL_SECONDS,
+    DEFAULT_RARITY_K,
+};
 pub use privsvc_attributes::{AttrType, AttrValue, Attributes};
 pub use privsvc_envelope::Expires;
 pub use privsvc_fingerprint::{CheckWarning, WarningCode};
@@ -104,22 +114,29 @@ pub use privsvc_tokens::{IssueRequest, IssueResponse};
 pub use privsvc_vault::IsolatedVault;
 pub use privsvc_vault::{KeyVault, LocalWallet, RecordRef, Vault, Wallet};
 pub use proof::{
-    proof_signing_hash, proof_typed_data, sign_ownership_proof, verify_ownership_proof,
-    OwnershipProof, OwnershipProofBody, ProofExpectation, ProofParams, ProofRejection,
+    parse_signature, proof_signing_hash, proof_typed_data, sign_ownership_proof, signature_hex,
+    unix_now, verify_ownership_proof, OwnershipProof, OwnershipProofBody, ProofExpectation,
+    ProofParams, ProofRejection,
 };
 pub use protocol::{
     InfoResponse, RecordState, StatusResponse, SubmitRequest, SubmitResponse, TokenRedemption,
-    API_VERSION,
+    API_VERSION, MAX_HOLD_MS_LIMIT, MAX_WAIT_MS_LIMIT, MIN_INTERVAL_BLOCKS_LIMIT,
+    QUEUE_FIGURE_LIMIT,
 };
-pub use read::{fetch_batches, list_app, BatchId, Listing};
+pub use read::{
+    addr_literal, batch_of, fetch_batches, list_app, query_pinned, str_literal, BatchId, Listing,
+};
 pub use record::{CreateParams, CreateResult, MyRecord};
-pub use relayer_api::RelayerStatus;
+pub use relayer_api::{fetch_info, fetch_status, submit, RelayerStatus, SubmitOutcome};
 #[cfg(not(target_arch = "wasm32"))]
 pub use scan_cache::FileScanCache;
-pub use scan_cache::{ScanCacheState, ScanCacheStore};
+pub use scan_cache::{
+    resume_block, ScanCacheState, ScanCacheStore, DEFAULT_RESUME_BLOCKS, SCAN_CACHE_VERSION,
+};
 pub use schedule::SessionSchedule;
 pub use transport::default_transport;
 pub use verify::{
-    block_timestamps, creation_timestamp, verify_record, verify_record_on_ledger, RejectReason,
-    Unchecked, VerifiedRecord, VerifyOptions,
+    attributes_from_ledger, block_timestamps, creation_timestamp, verify_record,
+    verify_record_on_ledger, RejectReason, Unchecked, VerifiedRecord, VerifyOptions,
+    RECORD_CONTENT_TYPE,
 };

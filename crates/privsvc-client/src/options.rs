@@ -205,7 +205,7 @@ pub struct ClientOptions {
     /// a `transport` given here, nor by the ledger reader.
     pub fetch: Option<Arc<dyn Fetch>>,
     /// Where the session's listing is kept between sessions, sealed under the vault's
-    /// scan-cache key (default: nowhere; see [`crate::scan_cache`]).
+    /// scan-cache key (default: nowhere; see [`ScanCacheStore`](crate::ScanCacheStore)).
     pub scan_cache: Option<Arc<dyn crate::scan_cache::ScanCacheStore>>,
     /// The resume granularity of the scan cache in blocks (default
     /// [`crate::scan_cache::DEFAULT_RESUME_BLOCKS`], an hour): a returning session lists from the
@@ -531,7 +531,7 @@ impl ClientBuilder {
         self.options.schedule = schedule;
         self
     }
-    /// Keep the session's listing between sessions in `store` (see [`crate::scan_cache`]).
+    /// Keep the session's listing between sessions in `store` (see [`ScanCacheStore`](crate::ScanCacheStore)).
     pub fn scan_cache(mut self, store: Arc<dyn crate::scan_cache::ScanCacheStore>) -> Self {
         self.options.scan_cache = Some(store);
         self

@@ -12,7 +12,7 @@ use privsvc_vault::{proof_body, ProofCheckError, ProofSignError, RecordRef, Vaul
 
 pub use privsvc_vault::{
     proof_signing_hash, proof_typed_data, signature_from_hex as parse_signature, signature_hex,
-    OwnershipProof, OwnershipProofBody, MAX_PROOF_WINDOW_SECONDS,
+    OwnershipProof, OwnershipProofBody,
 };
 
 use crate::error::PrivsvcError;
@@ -99,7 +99,7 @@ pub enum ProofRejection {
         /// The time checked.
         now: u64,
     },
-    /// The window is longer than [`MAX_PROOF_WINDOW_SECONDS`]: a proof meant to be replayed.
+    /// The window is longer than [`MAX_PROOF_WINDOW_SECONDS`](privsvc_vault::MAX_PROOF_WINDOW_SECONDS): a proof meant to be replayed.
     WindowTooLong {
         /// `notAfter - notBefore` (saturating).
         seconds: u64,

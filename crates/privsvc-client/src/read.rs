@@ -47,12 +47,12 @@ pub fn batch_of(entity: &Entity) -> Option<BatchId> {
 
 /// A typed-query string literal: `str('...')` with quotes doubled.
 pub fn str_literal(value: &str) -> String {
-    privsvc_ledger::query::str_literal(value)
+    privsvc_ledger::str_literal(value)
 }
 
 /// An address literal `addr(0x…)` (checksummed, as the node requires a valid EIP-55 form).
 pub fn addr_literal(address: &Address) -> String {
-    privsvc_ledger::query::literal(&ArkivValue::Addr(*address))
+    privsvc_ledger::literal(&ArkivValue::Addr(*address))
 }
 
 fn select_without_payload() -> Select {
@@ -290,7 +290,7 @@ impl RangeLister {
         }
         let mut options = QueryOptions::new(self.select.clone());
         options.at_block = Some(self.block);
-        options.limit = Some(privsvc_ledger::rpc::MAX_PAGE_SIZE);
+        options.limit = Some(privsvc_ledger::MAX_PAGE_SIZE);
         options.cursor = o.cursor.clone();
         PageQuery {
             expression,

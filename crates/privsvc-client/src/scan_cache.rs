@@ -157,7 +157,7 @@ pub enum ScanCacheState {
 /// The scan cache of a client: its store and key, and the resume block it last saved.
 pub(crate) struct ScanCache {
     pub(crate) store: Arc<dyn ScanCacheStore>,
-    key: privsvc_vault::kdf::Secret32,
+    key: privsvc_vault::Secret32,
     chain_id: u64,
     project: String,
     granularity: u64,
@@ -169,7 +169,7 @@ impl ScanCache {
     /// The cache of `store` under `key`.
     pub(crate) fn new(
         store: Arc<dyn ScanCacheStore>,
-        key: privsvc_vault::kdf::Secret32,
+        key: privsvc_vault::Secret32,
         chain_id: u64,
         project: &str,
         granularity: u64,
@@ -348,7 +348,7 @@ mod tests {
     #[tokio::test]
     async fn a_listing_without_attributes_is_listed_again_and_the_users_records_are_kept() {
         let store = Arc::new(Memory(std::sync::Mutex::new(None)));
-        let key = privsvc_vault::kdf::Secret32::new([5; 32]);
+        let key = privsvc_vault::Secret32::new([5; 32]);
         let cache = ScanCache::new(store.clone(), key.clone(), 7, "notes", 1);
         let mut listing = EntityCache::default();
         listing.finish_listing(40);

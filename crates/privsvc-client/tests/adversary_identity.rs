@@ -35,7 +35,7 @@ use axum::Router;
 use common::{fast_builder, note, writer, Stack, StackOptions};
 use privsvc_client::{ClientOptions, PrivateClient, PrivsvcError, RelayerRef};
 use privsvc_devnet::DevSigner;
-use privsvc_ledger::system::Heartbeat;
+use privsvc_ledger::Heartbeat;
 use privsvc_ledger::Operation;
 use privsvc_ohttp::{OhttpGateway, CONTENT_TYPE_OHTTP_REQ, CONTENT_TYPE_OHTTP_RES, TARGET_HEADER};
 use privsvc_tokens::FileTokenStore;

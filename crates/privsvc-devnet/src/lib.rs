@@ -16,12 +16,12 @@
 //! transactions are verified (signature, chain id, nonce, balance for gas × fee, intrinsic gas);
 //! `execute()` batches to `0x44…44` are decoded canonically and applied atomically with the
 //! node's permissions, expiry resolution `max(expiresAt, block + minLifetime) > block`, key
-//! derivation from the per-creator entity nonce, the native gas schedule ([`exec`]), the five
-//! events in operation order and the custom revert errors ([`revert`]); a reverted batch gets a
+//! derivation from the per-creator entity nonce, the native gas schedule (`exec.rs`), the five
+//! events in operation order and the custom revert errors (`revert.rs`); a reverted batch gets a
 //! status-0 receipt, consumes its nonce and gas, and changes nothing else.
 //!
-//! The node decodes and validates `execute()` calldata with its own ABI definitions ([`abi`],
-//! [`decode`], [`value`], [`revert`]), written from the Arkiv node's rules and not shared with
+//! The node decodes and validates `execute()` calldata with its own ABI definitions (`abi.rs`,
+//! `decode.rs`, `value.rs`, `revert.rs`), written from the Arkiv node's rules and not shared with
 //! `privsvc-ledger`'s encoder. This is deliberate: the devnet is the test oracle for privsvc's
 //! ledger code, and an oracle that reused the encoder's tables would accept the encoder's own
 //! mistakes. Both are pinned to Arkiv's vectors (`conformance/arkiv/`).
@@ -51,23 +51,23 @@
 //! ```
 #![forbid(unsafe_code)]
 
-pub mod abi;
+mod abi;
 mod chain;
-pub mod db;
-pub mod decode;
-pub mod entity;
-pub mod error;
-pub mod exec;
+mod db;
+mod decode;
+mod entity;
+mod error;
+mod exec;
 #[cfg(feature = "fuzzing")]
 pub mod fuzz_entry;
-pub mod query;
-pub mod revert;
+mod query;
+mod revert;
 mod rpc;
-pub mod select;
-pub mod signer;
-pub mod store;
-pub mod types;
-pub mod value;
+mod select;
+mod signer;
+mod store;
+mod types;
+mod value;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -76,6 +76,40 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
+
+/// Internals that the devnet's own tests (its ABI, decoder, query engine and gas schedule) and
+/// the ledger benches reach; not part of the API (no stability promise).
+#[doc(hidden)]
+pub mod testing {
+    /// The node's own `execute()` ABI.
+    pub mod abi {
+        pub use crate::abi::*;
+    }
+    /// Calldata decoding.
+    pub mod decode {
+        pub use crate::decode::*;
+    }
+    /// Execution: key derivation, the gas schedule.
+    pub mod exec {
+        pub use crate::exec::*;
+    }
+    /// The query engine.
+    pub mod query {
+        pub use crate::query::*;
+    }
+    /// The custom revert errors.
+    pub mod revert {
+        pub use crate::revert::*;
+    }
+    /// Projections (`select`).
+    pub mod select {
+        pub use crate::select::*;
+    }
+    /// Typed attribute values.
+    pub mod value {
+        pub use crate::value::*;
+    }
+}
 
 pub use abi::ARKIV_ADDRESS;
 /// Primitive types used in this crate's API (re-exported for convenience).

@@ -84,11 +84,6 @@ impl EntityStore {
         (v.to == OPEN).then_some(&v.data)
     }
 
-    /// True when a key was ever used.
-    pub fn key_known(&self, key: &B256) -> bool {
-        self.by_key.contains_key(key)
-    }
-
     fn version_at(&self, eid: u64, block: u64) -> Option<&Version> {
         let rec = self.records.get(&eid)?;
         let i = rec.versions.partition_point(|v| v.from <= block);

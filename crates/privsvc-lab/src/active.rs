@@ -11,7 +11,7 @@ use alloy_primitives::{Address, B256};
 use async_trait::async_trait;
 use futures::StreamExt;
 use privsvc_client::{CreateParams, EntitiesQuery, Expires, LocalWallet, PrivateClient};
-use privsvc_ledger::system::Heartbeat;
+use privsvc_ledger::Heartbeat;
 use privsvc_ledger::{query_all, Create, CreationFlags, Entity, LedgerWriter, Operation, Select};
 use privsvc_ohttp::{OhttpGateway, RelayerRequest};
 use privsvc_testkit::{Action, Forwarder, Interceptor, TapRequest};
@@ -351,9 +351,9 @@ impl<'a> Phases<'a> {
     ) -> Option<Arc<dyn privsvc_ohttp::Transport>> {
         let transport =
             privsvc_ohttp::OhttpTransport::new(endpoint, id.reader(self.stack())).ok()?;
-        let transport = transport.with_fetch(Arc::new(
-            privsvc_rt::http::ReqwestFetch::with_client(id.http.clone()),
-        ));
+        let transport = transport.with_fetch(Arc::new(privsvc_rt::ReqwestFetch::with_client(
+            id.http.clone(),
+        )));
         Some(Arc::new(transport))
     }
 
@@ -505,7 +505,7 @@ impl<'a> Phases<'a> {
                 .project(format!("flood-{i}"))
                 .wallet(flooder.wallet.clone())
                 .reader(flooder.reader(self.stack()))
-                .fetch(Arc::new(privsvc_rt::http::ReqwestFetch::with_client(
+                .fetch(Arc::new(privsvc_rt::ReqwestFetch::with_client(
                     flooder.http.clone(),
                 )))
                 .relayers([c.clone()])
@@ -710,7 +710,7 @@ impl<'a> Phases<'a> {
         PrivateClient::builder(APP)
             .wallet(id.wallet.clone())
             .reader(id.reader(self.stack()))
-            .fetch(Arc::new(privsvc_rt::http::ReqwestFetch::with_client(
+            .fetch(Arc::new(privsvc_rt::ReqwestFetch::with_client(
                 id.http.clone(),
             )))
             .relayers([url.to_string()])
@@ -731,7 +731,7 @@ impl<'a> Phases<'a> {
             created_at: true,
             ..Select::default()
         };
-        let e = format!("project = {}", privsvc_client::read::str_literal(APP));
+        let e = format!("project = {}", privsvc_client::str_literal(APP));
         query_all(self.stack().reader().as_ref(), &e, &select, None)
             .await
             .unwrap_or_default()
@@ -1447,7 +1447,7 @@ impl Interceptor for Mitm {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .push((request.source, inner.path.clone()));
-        let fetch = privsvc_rt::http::ReqwestFetch::with_client(reqwest::Client::new());
+        let fetch = privsvc_rt::ReqwestFetch::with_client(reqwest::Client::new());
         let answer = privsvc_ohttp::ohttp_call(
             &self.relay,
             &self.target,

@@ -19,7 +19,7 @@ use crate::population::Identity;
 use crate::scenario::APP;
 
 /// Blocks of an hour's lifetime (the shortest bucket) at the client's 2 s a block.
-const HOUR_BLOCKS: u64 = 3_600 / privsvc_client::options::BLOCK_TIME_SECONDS;
+const HOUR_BLOCKS: u64 = 3_600 / privsvc_client::BLOCK_TIME_SECONDS;
 
 /// Victims of the phase at most (relayer B takes `minAnonymity` up to 10 in the lab).
 const MAX_VICTIMS: usize = 8;
@@ -196,8 +196,11 @@ impl Phases<'_> {
                 shared
             };
             let guess = crate::attacks::pick(&candidates, rng);
-            self.out
-                .push("cover-drift", guess == Some(mine), drift_chance(first.len()));
+            self.out.push(
+                "cover-drift",
+                guess == Some(mine),
+                drift_chance(first.len()),
+            );
         }
     }
 

@@ -26,7 +26,7 @@ async fn live_batches(stack: &LocalStack) -> BTreeMap<BatchId, usize> {
     let mut out = BTreeMap::new();
     if let Ok(listing) = privsvc_client::list_app(stack.reader().as_ref(), APP, None, None).await {
         for e in &listing.entities {
-            if let Some(b) = privsvc_client::read::batch_of(e) {
+            if let Some(b) = privsvc_client::batch_of(e) {
                 *out.entry(b).or_default() += 1;
             }
         }
@@ -108,7 +108,7 @@ pub async fn batches_of(stack: &LocalStack, keys: &[B256]) -> Vec<BatchId> {
     let mut out = BTreeSet::new();
     for key in keys {
         if let Ok(Some(e)) = reader.entity(*key, None).await {
-            out.extend(privsvc_client::read::batch_of(&e));
+            out.extend(privsvc_client::batch_of(&e));
         }
     }
     out.into_iter().collect()
@@ -170,7 +170,7 @@ pub async fn query_owner_of(stack: &LocalStack, rpc: &dyn LedgerReader, key: B25
         return;
     };
     let Some(owner) = e.owner else { return };
-    let expression = format!("$owner = {}", privsvc_client::read::addr_literal(&owner));
+    let expression = format!("$owner = {}", privsvc_client::addr_literal(&owner));
     let select = Select {
         key: true,
         created_at: true,
@@ -200,7 +200,7 @@ pub async fn key_read_then_issue(issuer: &Issuer, id: &Identity, rpc: Arc<dyn Le
     let Ok(transport) = privsvc_ohttp::OhttpTransport::new(&issuer.relay, rpc.clone()) else {
         return;
     };
-    let transport = transport.with_fetch(Arc::new(privsvc_rt::http::ReqwestFetch::with_client(
+    let transport = transport.with_fetch(Arc::new(privsvc_rt::ReqwestFetch::with_client(
         id.http.clone(),
     )));
     let mut o = privsvc_tokens::TokenWalletOptions::new(

@@ -5,8 +5,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use alloy_primitives::{Address, B256};
-use privsvc_ledger::system::{spends_query, SpendsEntity};
 use privsvc_ledger::{query_all, ArkivValue, AttributeSelect, RpcLedger, Select};
+use privsvc_ledger::{spends_query, SpendsEntity};
 use serde_json::json;
 
 use crate::views::{LedgerRecord, LedgerView, Ms, Spends};
@@ -32,7 +32,7 @@ pub async fn read(
     block_seen: BTreeMap<u64, Ms>,
 ) -> Result<LedgerView, LabError> {
     let ledger = RpcLedger::new(rpc_url)?;
-    let expression = format!("project = {}", privsvc_client::read::str_literal(app));
+    let expression = format!("project = {}", privsvc_client::str_literal(app));
     let entities = query_all(&ledger, &expression, &select_all(), None).await?;
     let mut records = Vec::new();
     for e in entities {

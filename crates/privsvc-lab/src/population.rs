@@ -324,7 +324,7 @@ impl World {
         let mut b = PrivateClient::builder(APP)
             .wallet(id.wallet.clone())
             .reader(reader.clone())
-            .fetch(Arc::new(privsvc_rt::http::ReqwestFetch::with_client(
+            .fetch(Arc::new(privsvc_rt::ReqwestFetch::with_client(
                 id.http.clone(),
             )))
             .token_min_age_ms(sc.token_min_age_ms)
@@ -359,8 +359,7 @@ impl World {
             if sc.leaks.small_submissions {
                 // The transport the client would make, with the leaky padding.
                 if let Ok(t) = privsvc_ohttp::OhttpTransport::new(&relay, reader.clone()) {
-                    let fetch =
-                        Arc::new(privsvc_rt::http::ReqwestFetch::with_client(id.http.clone()));
+                    let fetch = Arc::new(privsvc_rt::ReqwestFetch::with_client(id.http.clone()));
                     b = b.transport(Arc::new(t.with_fetch(fetch).lab_small_submissions()));
                 }
             }
@@ -727,7 +726,7 @@ async fn run_session(
             Ok(r) => {
                 written.push(r.entity_key);
                 let batch = match world.stack.reader().entity(r.entity_key, None).await {
-                    Ok(Some(e)) => privsvc_client::read::batch_of(&e),
+                    Ok(Some(e)) => privsvc_client::batch_of(&e),
                     _ => None,
                 };
                 if let Some(b) = batch {

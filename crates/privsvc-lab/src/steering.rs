@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use alloy_primitives::{Address, B256};
 use async_trait::async_trait;
 use privsvc_client::{CreateParams, PrivateClient};
-use privsvc_ledger::system::Heartbeat;
+use privsvc_ledger::Heartbeat;
 use privsvc_ledger::{LedgerWriter, Operation};
 use privsvc_ohttp::OhttpGateway;
 use privsvc_testkit::{Action, Forwarder, Interceptor, TapRequest};

@@ -652,7 +652,7 @@ fn decode_one(op: &Operation) -> Result<DecodedOp, DecodeError> {
 /// operationData (decoded, re-encoded and compared), creation flags, at most 32 cells,
 /// `Ident32` names with only `$payload` and `$contentType` writable among `$` names, strictly
 /// ascending names, exact value words (a tombstone is typeId 0 with an empty value), no
-/// tombstone in a create, no transfer to zero. Expiry resolution ([`crate::expiry`]) and state
+/// tombstone in a create, no transfer to zero. Expiry resolution ([`resolve_expiry`](crate::resolve_expiry)) and state
 /// rules (existence, ownership, readonly) are the executor's job.
 pub fn decode_operations(calldata: &[u8]) -> Result<Vec<DecodedOp>, DecodeError> {
     if calldata.len() < 4 {

@@ -1,6 +1,13 @@
 //! Errors of the ledger crate.
 
+use crate::abi::decode_revert;
+
 /// Everything that can go wrong reading or writing the ledger.
+///
+/// A node's JSON-RPC error is read in one place (`rpc::node_error`): what a caller decides on
+/// has its own variant ([`LedgerError::NonceTooLow`], [`LedgerError::ExceedsBlockGasLimit`],
+/// [`LedgerError::ReplacementUnderpriced`], [`LedgerError::AlreadyKnown`],
+/// [`LedgerError::Reverted`]), whatever the node's wording; the rest is [`LedgerError::Rpc`].
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum LedgerError {
@@ -15,21 +22,45 @@ pub enum LedgerError {
         method: String,
         /// The HTTP client's error.
         #[source]
-        source: privsvc_rt::http::HttpError,
+        source: privsvc_rt::HttpError,
     },
-    /// The node answered a JSON-RPC error.
+    /// The node refused a transaction whose nonce the account has already used (another
+    /// transaction of the account took it, or this one was mined already).
+    #[error("the node refused the transaction: its nonce is too low ({message})")]
+    NonceTooLow {
+        /// The node's message.
+        message: String,
+    },
+    /// The node refused a transaction that asks for more gas than a block holds: it can never
+    /// be included.
+    #[error("the node refused the transaction: it exceeds the block gas limit ({message})")]
+    ExceedsBlockGasLimit {
+        /// The node's message.
+        message: String,
+    },
+    /// The node holds another transaction with this nonce, and this one does not pay enough
+    /// more to replace it.
+    #[error("the node refused the transaction: replacement underpriced ({message})")]
+    ReplacementUnderpriced {
+        /// The node's message.
+        message: String,
+    },
+    /// The node already holds this very transaction.
+    #[error("the node already knows the transaction")]
+    AlreadyKnown,
+    /// The node answered another JSON-RPC error.
     #[error("ledger RPC error {code}: {message}")]
     Rpc {
         /// JSON-RPC error code (e.g. -32001 parse error in a query).
         code: i64,
         /// The node's message.
         message: String,
-        /// The raw `error.data`, if any (revert data for reverts).
+        /// The raw `error.data`, if any.
         data: Option<serde_json::Value>,
     },
-    /// A transaction or simulation reverted with a decoded Arkiv error.
+    /// A transaction or simulation reverted.
     #[error("batch reverted: {0}")]
-    Reverted(String),
+    Reverted(Revert),
     /// An answer from the node could not be decoded.
     #[error("cannot decode ledger answer: {0}")]
     Decode(String),
@@ -39,4 +70,56 @@ pub enum LedgerError {
     /// Waiting for something on the ledger took too long.
     #[error("timed out: {0}")]
     Timeout(String),
+}
+
+/// Why a transaction or a simulation reverted: the node's revert data when it gave some
+/// (decoded as an Arkiv error, `Error(string)` or `Panic`), else the reason as text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Revert {
+    data: Option<Vec<u8>>,
+    reason: String,
+}
+
+impl Revert {
+    /// The revert carrying the ABI-encoded error `data`.
+    pub fn from_data(data: Vec<u8>) -> Self {
+        Revert {
+            reason: decode_revert(&data),
+            data: Some(data),
+        }
+    }
+
+    /// A revert known by its reason only (a receipt without revert data, a caller's check).
+    pub fn from_reason(reason: impl Into<String>) -> Self {
+        Revert {
+            data: None,
+            reason: reason.into(),
+        }
+    }
+
+    /// The revert data, when the node gave some.
+    pub fn data(&self) -> Option<&[u8]> {
+        self.data.as_deref()
+    }
+
+    /// The 4-byte selector of the error, when the node gave revert data.
+    pub fn selector(&self) -> Option<[u8; 4]> {
+        self.data.as_deref()?.get(..4)?.try_into().ok()
+    }
+
+    /// The reason as text (`EntityNotFound(0x…)`, `Error("out of gas")`, ...).
+    pub fn reason(&self) -> &str {
+        &self.reason
+    }
+
+    /// The reason as text, owned.
+    pub fn into_reason(self) -> String {
+        self.reason
+    }
+}
+
+impl std::fmt::Display for Revert {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.reason)
+    }
 }

@@ -9,8 +9,9 @@ use alloy_sol_types::SolCall;
 use crate::abi::{self, decode_operations, decode_revert, encode_operation, executeCall};
 use crate::codec::TYPE_BYTES;
 use crate::codec::TYPE_STR;
+use crate::error::LedgerError;
 use crate::ops::Operation;
-use crate::rpc::{creation_tx_of, decode_answer, query_page_from_json, revert_data_of, RpcLedger};
+use crate::rpc::{creation_tx_of, decode_answer, query_page_from_json, RpcLedger};
 use crate::wire::{entity_from_json, entity_to_json};
 
 /// A JSON-RPC answer to `eth_getTransactionReceipt`, decoded as `RpcWriter::receipt` does.
@@ -21,12 +22,13 @@ use crate::wire::{entity_from_json, entity_to_json};
 pub fn receipt(data: &[u8]) -> bool {
     let result = match decode_answer("eth_getTransactionReceipt", data) {
         Ok(r) => r,
-        Err(e) => {
-            if let Some(revert) = revert_data_of(&e) {
-                assert!(!decode_revert(&revert).is_empty());
-            }
+        Err(LedgerError::Reverted(revert)) => {
+            let data = revert.data().expect("a decoded revert keeps its data");
+            assert_eq!(revert.reason(), decode_revert(data));
+            assert!(!revert.reason().is_empty());
             return false;
         }
+        Err(_) => return false,
     };
     let Ok(receipt) = RpcLedger::parse_receipt(&result) else {
         return false;

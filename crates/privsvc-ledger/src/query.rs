@@ -7,7 +7,7 @@
 //! no backslash escapes). Operators the node rejects (`!=`, `EXISTS`, `TYPEOF`) are not offered.
 //!
 //! ```
-//! use privsvc_ledger::query::Expr;
+//! use privsvc_ledger::Expr;
 //! use privsvc_ledger::ArkivValue;
 //!
 //! let q = Expr::and(vec![
@@ -21,7 +21,7 @@
 //!     q.to_string(),
 //!     "project = str('privsvc-7f3k') AND (epoch >= u64(3) OR NOT flagged = true)"
 //! );
-//! # Ok::<(), privsvc_ledger::query::QueryBuildError>(())
+//! # Ok::<(), privsvc_ledger::QueryBuildError>(())
 //! ```
 
 use std::fmt;

@@ -16,13 +16,13 @@ mod reference;
 
 use std::path::PathBuf;
 
-use privsvc_ohttp::binary::{
-    encode_padded_request_at_least, encode_padded_response, encode_request, encode_response,
-};
-use privsvc_ohttp::dummy::{dummy_request, DUMMY_ANSWER};
-use privsvc_ohttp::padding::{
+use privsvc_ohttp::{
     class_of, min_request_class, REQUEST_CLASSES, RESPONSE_CLASSES, SUBMISSION_CLASS,
     SUBMISSION_ROUTE,
+};
+use privsvc_ohttp::{dummy_request, DUMMY_ANSWER};
+use privsvc_ohttp::{
+    encode_padded_request_at_least, encode_padded_response, encode_request, encode_response,
 };
 use privsvc_ohttp::{BinaryRequest, OhttpGateway};
 use serde_json::{json, Value};

@@ -2,7 +2,7 @@
 //! an OHTTP relay, open the answer. The cryptography and framing are the `ohttp` crate's.
 
 use ohttp::{ClientRequest, ClientResponse, KeyConfig};
-use privsvc_rt::http::{Fetch, FetchRequest};
+use privsvc_rt::{Fetch, FetchRequest};
 use zeroize::Zeroizing;
 
 use crate::binary::{
@@ -14,7 +14,7 @@ use crate::{
     OhttpError, CONTENT_TYPE_OHTTP_REQ, CONTENT_TYPE_OHTTP_RES, MAX_ENCAPSULATED_BYTES,
     MAX_RESPONSE_BYTES, TARGET_HEADER,
 };
-use privsvc_rt::transport::normalize_relayer_url;
+use privsvc_rt::normalize_relayer_url;
 
 /// Decode and check a hex gateway key configuration (`ohttpKey`).
 pub fn decode_gateway_key(gateway_key_hex: &str) -> Result<Vec<u8>, OhttpError> {
@@ -63,7 +63,7 @@ pub fn encapsulate(
 }
 
 /// [`encapsulate`] with the plaintext padded to at least the class holding `at_least` bytes
-/// (cover requests choose their class, [`crate::dummy`]).
+/// (cover requests choose their class, [`dummy_request`](crate::dummy_request)).
 pub fn encapsulate_at_least(
     gateway_key_hex: &str,
     request: &BinaryRequest,

@@ -9,7 +9,7 @@
 //! after a delay drawn from the gateway's recent real answers. The route exists only inside
 //! OHTTP: a plain `POST /v1/dummy` is an unknown path.
 
-use privsvc_rt::http::Fetch;
+use privsvc_rt::Fetch;
 use serde::{Deserialize, Serialize};
 
 use crate::binary::BinaryRequest;

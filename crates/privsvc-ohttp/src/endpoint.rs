@@ -17,7 +17,7 @@
 //! Requests dispatched this way carry the [`ViaOhttp`] extension and no peer address
 //! (`ConnectInfo` is absent): the relayer learns nothing about the client's network location.
 //!
-//! Dummies ([`crate::dummy`], `POST /v1/dummy` inside OHTTP) are answered by the gateway
+//! Dummies ([`dummy_request`](crate::dummy_request), `POST /v1/dummy` inside OHTTP) are answered by the gateway
 //! itself, never dispatched: a `200` padded to the class the dummy asks for, after the time one
 //! of the latest real answers took (drawn at random), so that neither the relayer's state nor
 //! the answer's timing tells a dummy from a real request.
@@ -85,7 +85,7 @@ async fn handle(State(state): State<GatewayState>, headers: HeaderMap, body: Bod
 /// Answers 404 when `gateway` is `None`, 415 for a content type other than
 /// `message/ohttp-req`, 413 over [`MAX_ENCAPSULATED_BYTES`], 400 when the request cannot be
 /// opened (which includes a plaintext not padded to a request class); a dummy
-/// ([`crate::dummy`]) gets the gateway's own sealed dummy answer; otherwise 200 with the
+/// ([`dummy_request`](crate::dummy_request)) gets the gateway's own sealed dummy answer; otherwise 200 with the
 /// answer of `inner`, padded to its response class (at least the one its [`MinResponseClass`]
 /// asks for) and sealed, as `message/ohttp-res`. An answer of `inner` too large for the
 /// largest response class is replaced by a sealed 502 `{"error": ...}`.

@@ -10,7 +10,7 @@
 pub enum OhttpError {
     /// The relayer or relay could not be reached; the source says why.
     #[error("transport error: {0}")]
-    Transport(#[source] privsvc_rt::transport::TransportError),
+    Transport(#[source] privsvc_rt::TransportError),
     /// An encapsulated request could not be opened (one opaque error for every cause).
     #[error("the encapsulated request cannot be opened")]
     Open,
@@ -102,21 +102,19 @@ fn account_text(account: &Option<alloy_primitives::Address>) -> String {
     }
 }
 
-impl From<privsvc_rt::http::HttpError> for OhttpError {
-    fn from(e: privsvc_rt::http::HttpError) -> Self {
+impl From<privsvc_rt::HttpError> for OhttpError {
+    fn from(e: privsvc_rt::HttpError) -> Self {
         match e {
-            privsvc_rt::http::HttpError::TooLarge { size, limit } => {
-                OhttpError::TooLarge { size, limit }
-            }
+            privsvc_rt::HttpError::TooLarge { size, limit } => OhttpError::TooLarge { size, limit },
             other => OhttpError::Transport(other.into()),
         }
     }
 }
 
-impl From<privsvc_rt::transport::TransportError> for OhttpError {
+impl From<privsvc_rt::TransportError> for OhttpError {
     /// A transport's error as the OHTTP error it carries (or stands for).
-    fn from(e: privsvc_rt::transport::TransportError) -> Self {
-        use privsvc_rt::transport::TransportError;
+    fn from(e: privsvc_rt::TransportError) -> Self {
+        use privsvc_rt::TransportError;
         match e {
             TransportError::InvalidUrl(url) => OhttpError::InvalidUrl(url),
             TransportError::Http(e) => e.into(),
@@ -129,14 +127,14 @@ impl From<privsvc_rt::transport::TransportError> for OhttpError {
     }
 }
 
-impl From<OhttpError> for privsvc_rt::transport::TransportError {
+impl From<OhttpError> for privsvc_rt::TransportError {
     /// An OHTTP failure as a transport's error: the OHTTP error is its source (a transport
     /// failure is itself).
     fn from(e: OhttpError) -> Self {
         match e {
-            OhttpError::InvalidUrl(url) => privsvc_rt::transport::TransportError::InvalidUrl(url),
+            OhttpError::InvalidUrl(url) => privsvc_rt::TransportError::InvalidUrl(url),
             OhttpError::Transport(e) => e,
-            other => privsvc_rt::transport::TransportError::Carrier(Box::new(other)),
+            other => privsvc_rt::TransportError::Carrier(Box::new(other)),
         }
     }
 }
@@ -144,8 +142,8 @@ impl From<OhttpError> for privsvc_rt::transport::TransportError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use privsvc_rt::http::HttpError;
-    use privsvc_rt::transport::TransportError;
+    use privsvc_rt::HttpError;
+    use privsvc_rt::TransportError;
     use std::error::Error as _;
 
     #[test]

@@ -169,7 +169,7 @@ impl OhttpGateway {
         self.served.real.load(Ordering::Relaxed)
     }
 
-    /// Dummies ([`crate::dummy`]) the gateway answered itself.
+    /// Dummies ([`dummy_request`](crate::dummy_request)) the gateway answered itself.
     pub fn dummies_answered(&self) -> u64 {
         self.served.dummies.load(Ordering::Relaxed)
     }

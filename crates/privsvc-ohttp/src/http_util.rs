@@ -54,7 +54,7 @@ pub(crate) async fn read_response(
     response: reqwest::Response,
     limit: usize,
 ) -> Result<Vec<u8>, OhttpError> {
-    Ok(privsvc_rt::http::read_body(response, limit).await?)
+    Ok(privsvc_rt::read_body(response, limit).await?)
 }
 
 #[cfg(feature = "server")]

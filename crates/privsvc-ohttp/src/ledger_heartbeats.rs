@@ -8,17 +8,15 @@
 use std::time::Duration;
 
 use alloy_primitives::Address;
-use privsvc_ledger::system::{lifetime_blocks, live_heartbeats_query, Heartbeat, PRIVSVC_PROJECT};
+use privsvc_ledger::{lifetime_blocks, live_heartbeats_query, Heartbeat};
 use privsvc_ledger::{query_all, AttributeSelect, LedgerReader, Select};
 
 use crate::OhttpError;
-use privsvc_rt::transport::normalize_relayer_url;
+use privsvc_rt::normalize_relayer_url;
 
-/// The `project` value of system entities.
-pub const SYSTEM_PROJECT: &str = PRIVSVC_PROJECT;
 /// Default heartbeat interval (`HEARTBEAT_MS`): 10 minutes.
 pub const DEFAULT_HEARTBEAT_INTERVAL: Duration =
-    Duration::from_millis(privsvc_ledger::system::HEARTBEAT_INTERVAL_MS);
+    Duration::from_millis(privsvc_ledger::HEARTBEAT_INTERVAL_MS);
 
 /// A live heartbeat as the OHTTP code needs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,13 +34,13 @@ pub struct LiveHeartbeat {
 }
 
 /// The number of blocks in two heartbeat intervals (the liveness window; the same rounding as
-/// `privsvc_ledger::system::live_heartbeats_query`).
+/// `privsvc_ledger::live_heartbeats_query`).
 pub fn live_window_blocks(interval: Duration) -> u64 {
     let interval_ms = u64::try_from(interval.as_millis()).unwrap_or(u64::MAX / 2);
     lifetime_blocks((2 * interval_ms).div_ceil(1000))
 }
 
-/// All live heartbeats, newest first, parsed with `privsvc_ledger::system::Heartbeat`.
+/// All live heartbeats, newest first, parsed with `privsvc_ledger::Heartbeat`.
 /// Entities that do not parse (bad payload, `url` attribute differing from the payload, payload
 /// address differing from the creator) or whose URL is not an http(s) URL are skipped.
 pub async fn live_heartbeats(

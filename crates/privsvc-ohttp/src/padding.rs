@@ -37,7 +37,7 @@ pub const RESPONSE_OVERHEAD: usize = 16 + 16;
 /// The smallest class of `classes` (sorted ascending) that holds `len` bytes, if any.
 ///
 /// ```
-/// use privsvc_ohttp::padding::{class_of, REQUEST_CLASSES};
+/// use privsvc_ohttp::{class_of, REQUEST_CLASSES};
 /// assert_eq!(class_of(1, &REQUEST_CLASSES), Some(4_096));
 /// assert_eq!(class_of(4_097, &REQUEST_CLASSES), Some(32_768));
 /// assert_eq!(class_of(131_073, &REQUEST_CLASSES), None);
@@ -81,7 +81,7 @@ pub fn pad_at_least(
 /// (`POST /v1/records`, whatever its query), 0 (the smallest class that holds it) otherwise.
 ///
 /// ```
-/// use privsvc_ohttp::padding::{min_request_class, SUBMISSION_CLASS};
+/// use privsvc_ohttp::{min_request_class, SUBMISSION_CLASS};
 /// assert_eq!(min_request_class("POST", "/v1/records"), SUBMISSION_CLASS);
 /// assert_eq!(min_request_class("post", "/v1/records?x=1"), SUBMISSION_CLASS);
 /// assert_eq!(min_request_class("GET", "/v1/records/6f1c"), 0);

@@ -62,7 +62,7 @@ use tokio::sync::oneshot;
 use tower_http::cors::CorsLayer;
 
 use crate::ledger_heartbeats::{live_heartbeats, DEFAULT_HEARTBEAT_INTERVAL};
-use privsvc_rt::transport::normalize_relayer_url;
+use privsvc_rt::normalize_relayer_url;
 
 use crate::http_util::{
     declared_too_large, has_content_type, json_error, read_body, read_response, BodyError,
@@ -247,7 +247,7 @@ impl OhttpRelay {
     pub fn new(reader: Arc<dyn LedgerReader>, config: RelayConfig) -> Result<Self, OhttpError> {
         let verifier = no_redirects(config.info_timeout)
             .build()
-            .map_err(|e| OhttpError::from(privsvc_rt::http::HttpError::from(e)))?;
+            .map_err(|e| OhttpError::from(privsvc_rt::HttpError::from(e)))?;
         Ok(Self {
             state: Arc::new(RelayState {
                 reader,
@@ -346,7 +346,7 @@ impl OhttpRelay {
                     None => no_redirects(state.config.forward_timeout)
                         .pool_max_idle_per_host(1)
                         .build()
-                        .map_err(|e| OhttpError::from(privsvc_rt::http::HttpError::from(e)))?,
+                        .map_err(|e| OhttpError::from(privsvc_rt::HttpError::from(e)))?,
                 };
                 next.insert(url, client);
             }

@@ -10,7 +10,7 @@ mod ohttp;
 #[cfg(feature = "server")]
 pub use self::in_process::InProcessTransport;
 pub use self::ohttp::OhttpTransport;
-pub use privsvc_rt::transport::{
+pub use privsvc_rt::{
     normalize_relayer_url, HttpTransport, RelayerRequest, RelayerResponse, Transport,
     TransportError,
 };

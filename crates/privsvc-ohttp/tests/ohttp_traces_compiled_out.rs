@@ -50,7 +50,7 @@ fn no_ohttp_trace_reaches_a_trace_subscriber() {
     };
     let (message, pending) = privsvc_ohttp::encapsulate(
         &gateway.public_key(),
-        &privsvc_ohttp::client::to_binary_request(&request),
+        &privsvc_ohttp::to_binary_request(&request),
         "http",
         "relayer.test",
     )

@@ -440,12 +440,12 @@ fn ip_list(name: &'static str, value: Option<String>) -> Result<Vec<IpAddr>, Con
 fn issuer_apps(text: &str) -> Result<Vec<String>, ConfigError> {
     let mut apps: Vec<String> = Vec::new();
     for app in text.split(',').map(str::trim).filter(|a| !a.is_empty()) {
-        if app.len() > privsvc_tokens::issuer::MAX_APP_BYTES {
+        if app.len() > privsvc_tokens::MAX_APP_BYTES {
             return Err(invalid(
                 "ISSUER_APPS",
                 format!(
                     "app {app:?} is longer than {} bytes",
-                    privsvc_tokens::issuer::MAX_APP_BYTES
+                    privsvc_tokens::MAX_APP_BYTES
                 ),
             ));
         }
@@ -554,7 +554,9 @@ impl RelayerConfig {
     }
 
     /// [`RelayerConfig::new`] made quick for tests: any free port, a batch of one after 200 ms,
-    /// no flush jitter, no per-source limits.
+    /// no flush jitter, no per-source limits. Only with the `testing` feature (tests, benches,
+    /// `privsvc-testkit`); not part of the API.
+    #[cfg(any(test, feature = "testing"))]
     pub fn for_tests(data_dir: impl Into<PathBuf>) -> Self {
         let mut c = Self::new(data_dir);
         c.bind = SocketAddr::from(([127, 0, 0, 1], 0));

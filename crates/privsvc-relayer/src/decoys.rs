@@ -27,15 +27,13 @@ use rand::seq::SliceRandom;
 use rand::{Rng, RngCore};
 
 use crate::entities::record_create;
-use crate::state::RelayerState;
 use crate::store::{SpentToken, StoredRecord};
 
 /// Bytes of a record tag (a 12-byte nonce and a 32-byte MAC in a client's tag).
 const TAG_BYTES: usize = 44;
 
-/// The decoys of one batch transaction: 0 to `DECOYS_MAX` of them, uniformly at random.
-pub(crate) fn for_batch(shared: &RelayerState, batch: &[StoredRecord]) -> Vec<StoredRecord> {
-    let max = shared.cfg.batching.decoys_max;
+/// The decoys of one batch transaction: 0 to `max` (`DECOYS_MAX`) of them, uniformly at random.
+pub(crate) fn for_batch(max: usize, batch: &[StoredRecord]) -> Vec<StoredRecord> {
     if max == 0 || batch.is_empty() {
         return Vec::new();
     }

@@ -30,6 +30,23 @@ pub fn below_floor(dir: &Path, min_free: u64) -> Option<String> {
         .then(|| format!("DATA_DIR has {free} bytes free, below MIN_FREE_BYTES ({min_free})"))
 }
 
+/// `DATA_DIR` and its floor `MIN_FREE_BYTES`, for the parts that check it (the intake, the
+/// health record, the anchor task).
+#[derive(Debug, Clone)]
+pub struct DiskFloor {
+    /// `DATA_DIR`.
+    pub dir: std::path::PathBuf,
+    /// `MIN_FREE_BYTES` (0: no floor).
+    pub min_free: u64,
+}
+
+impl DiskFloor {
+    /// Why `DATA_DIR` is below its floor now, if it is ([`below_floor`]).
+    pub fn below(&self) -> Option<String> {
+        below_floor(&self.dir, self.min_free)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

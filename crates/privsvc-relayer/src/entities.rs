@@ -1,19 +1,19 @@
 //! The creates the relayer sends, built with the ledger crate's system-entity definitions
-//! (`privsvc_ledger::system`, docs/PROTOCOL.md §4) so every component agrees on their form.
+//! (`privsvc_ledger::Heartbeat`, `privsvc_ledger::SpendsEntity`, docs/PROTOCOL.md §4) so every component agrees on their form.
 
 use std::collections::BTreeMap;
 
 use alloy_primitives::Address;
 use privsvc_attributes::Attributes;
-use privsvc_ledger::system::{self, Heartbeat, SpendsEntity};
 use privsvc_ledger::Create;
+use privsvc_ledger::{Heartbeat, SpendsEntity};
 use rand::rngs::OsRng;
 use rand::seq::SliceRandom;
 
 use crate::store::StoredRecord;
 
 /// `project` of system entities.
-pub const SYSTEM_PROJECT: &str = system::PRIVSVC_PROJECT;
+pub const SYSTEM_PROJECT: &str = privsvc_ledger::PRIVSVC_PROJECT;
 /// API version string.
 pub const API_VERSION: &str = "privsvc-relayer/1";
 
@@ -22,7 +22,8 @@ pub const API_VERSION: &str = "privsvc-relayer/1";
 pub fn record_create(rec: &StoredRecord, salt: u128) -> Result<Create, String> {
     let attrs = Attributes::from_wire_json(rec.attributes.as_bytes())
         .map_err(|e| format!("stored attributes unreadable: {e}"))?;
-    system::record_create(&attrs, &rec.envelope, rec.exp_seconds, salt).map_err(|e| e.to_string())
+    privsvc_ledger::record_create(&attrs, &rec.envelope, rec.exp_seconds, salt)
+        .map_err(|e| e.to_string())
 }
 
 /// The spends entities of a batch: one per epoch, payload = the token ids (32 bytes each) in

@@ -28,23 +28,25 @@ use privsvc_ohttp::MinResponseClass;
 use privsvc_tokens::{issuer_router, now_ms, Issuer, IssuerConfig};
 
 use crate::api::request_source;
+use crate::config::RelayerConfig;
 use crate::ratelimit::RateLimiter;
-use crate::state::RelayerState;
 use crate::writer::SerializedWriter;
 use crate::RelayerError;
 
 /// The response class every answer of the issuer routes is padded to through OHTTP: the class
 /// of the largest issue response (20 blind signatures, about 7 KB of JSON).
-pub const ISSUER_RESPONSE_CLASS: usize = privsvc_ohttp::padding::RESPONSE_CLASSES[1];
+pub const ISSUER_RESPONSE_CLASS: usize = privsvc_ohttp::RESPONSE_CLASSES[1];
 
-/// Open the issuer (data in `<DATA_DIR>/issuer`) on the relayer's `writer`; returns its
-/// rate-limited routes and the issuer (for [`run_schedule`]).
+/// Open the issuer (data in `<DATA_DIR>/issuer`) on chain `chain_id` with the relayer's
+/// `writer` and `ledger`; returns its rate-limited routes and the issuer (for
+/// [`run_schedule`]).
 pub fn mount(
-    shared: &RelayerState,
+    cfg: &RelayerConfig,
+    chain_id: u64,
+    ledger: Arc<dyn privsvc_ledger::LedgerReader>,
     writer: &SerializedWriter,
 ) -> Result<(Router, Arc<Issuer>), RelayerError> {
-    let cfg = &shared.cfg;
-    let mut config = IssuerConfig::new(cfg.data_dir.join("issuer"), shared.chain_id);
+    let mut config = IssuerConfig::new(cfg.data_dir.join("issuer"), chain_id);
     config.quota_per_wallet = cfg.issuer.quota;
     config.attestation_codes = cfg.issuer.codes.as_ref().map(|c| c.0.clone());
     config.apps = cfg.issuer.apps.clone();
@@ -55,7 +57,7 @@ pub fn mount(
         config.lab_replays_signed_again = cfg.lab_leaks.issue_replays_signed_again;
     }
     let issuer = Arc::new(
-        Issuer::open(config, Arc::new(writer.clone()), shared.ledger.clone())
+        Issuer::open(config, Arc::new(writer.clone()), ledger)
             .map_err(|e| RelayerError::Issuer(Box::new(e)))?,
     );
     let limiter = Arc::new(IssuerLimit {

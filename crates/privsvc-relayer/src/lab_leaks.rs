@@ -1,4 +1,4 @@
-//! Channels that revision 3 closed, reopened on purpose for the attack lab (docs/PRIVACY.md):
+//! Channels the relayer closes (docs/PROTOCOL.md §7), reopened on purpose for the attack lab (docs/PRIVACY.md):
 //! an attack that cannot win against a leaky relayer proves nothing. Settable only with the
 //! `lab-leaks` feature (`RelayerConfig::lab_leaks`); without it every switch is off
 //! and the leaky branches are dead code.

@@ -19,7 +19,7 @@
 //! unprintable peer address (used only by the
 //! in-memory rate limiters of submissions and of the issuer routes, and dropped at accept when
 //! tokens are required and `ISSUER` is off); log fields are an allowlist
-//! (`state::ledger_error_kind`). The `ohttp` crate's TRACE records (key material) are
+//! (`retry::ledger_error_kind`). The `ohttp` crate's TRACE records (key material) are
 //! compiled out by `privsvc-ohttp`; `privsvc_ohttp::SILENCE_OHTTP_LOGS` in a log filter is a
 //! second guard.
 //!
@@ -29,7 +29,7 @@
 //! not counted here (their clients are limited per client address at the OHTTP relay,
 //! `privsvc_ohttp::RelayConfig::rate_limit_per_min`).
 //!
-//! Revision 2 (docs/PROTOCOL.md §7): the records of a batch, their transfers and the spends token
+//! Batches and idempotence (docs/PROTOCOL.md §7): the records of a batch, their transfers and the spends token
 //! ids are in a random order (OS RNG), never arrival order (`batcher`); the same sealed envelope
 //! submitted again gets the existing id and is never stored or written twice (UNIQUE envelope
 //! digest, `store`); minAnonymity k counts records of the record's own `project` (`queue`), and
@@ -37,7 +37,7 @@
 //! `/healthz` is refreshed in the background once a minute (`health`); `DATA_DIR` is 0700, the
 //! queue database 0600, with `secure_delete` on.
 //!
-//! Revision 3 (docs/PROTOCOL.md §5.3 and §7): the public `/healthz` rounds `queue` up to a multiple
+//! What a party can measure (docs/PROTOCOL.md §5.3 and §7): the public `/healthz` rounds `queue` up to a multiple
 //! of 100 and makes no ledger call (its balance is read in the background every 10 s; exact figures
 //! on `METRICS_BIND` only) (`health`); the planner batches the records whose holds it can meet
 //! and skips the others, which never block the records behind them (`queue`); the issuer routes
@@ -61,7 +61,7 @@
 //! start (`PRAGMA quick_check`), its fields parsed strictly, and each stored envelope checked
 //! against its digest and signature before it enters a batch (`validate`).
 //!
-//! Module map: [`config`] (env and flags), `clock` (the timeline and the wall clock), `store`
+//! Module map: `config` (env and flags, [`RelayerConfig`]), `clock` (the timeline and the wall clock), `store`
 //! (SQLite, group commit), `diskspace` (the free-space floor), `queue` (the batching decision), `planner` (the batcher's decisions, pure), `driver` (the batcher's
 //! loop: applies the planner's actions), `batcher` (batch transactions), `reconcile` (restart),
 //! `writer` (the one serialized writer; settles transactions of unknown fate), `retry`
@@ -74,7 +74,7 @@
 mod api;
 mod batcher;
 mod clock;
-pub mod config;
+mod config;
 mod decoys;
 mod diskspace;
 mod driver;
@@ -82,9 +82,12 @@ mod entities;
 #[cfg(feature = "fuzzing")]
 mod fuzz_entry;
 mod health;
+mod identity;
+mod intake;
 mod issuer_mount;
 mod lab_leaks;
 mod metrics;
+mod occupancy;
 mod planner;
 mod project;
 mod queue;
@@ -92,7 +95,6 @@ mod ratelimit;
 mod reconcile;
 mod retry;
 mod start;
-mod state;
 mod status;
 mod store;
 mod tokencheck;
@@ -134,13 +136,11 @@ use tokio::task::JoinHandle;
 
 pub use config::{
     AttestationCodes, Batching, Clock, ConfigError, IssuerSettings, Limits, OhttpSeed,
-    RelayerConfig, RelayerKey, TokenMode,
+    RelayerConfig, RelayerKey, TokenMode, DEFAULT_MIN_FREE_BYTES,
 };
 pub use health::Health;
 pub use store::StoreError;
 pub use writer::SerializedWriter;
-
-use state::RelayerState;
 
 /// Why the relayer could not start.
 #[derive(Debug, thiserror::Error)]
@@ -197,7 +197,13 @@ pub struct Relayer {
     local_addr: SocketAddr,
     metrics_addr: Option<SocketAddr>,
     router: Router,
-    shared: Arc<RelayerState>,
+    address: alloy_primitives::Address,
+    store: Arc<store::Store>,
+    writer: SerializedWriter,
+    beacon: Arc<health::Beacon>,
+    health: health::HealthView,
+    metrics: Arc<metrics::Metrics>,
+    occupancy: Arc<occupancy::Occupancy>,
     stop: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
 }
@@ -243,26 +249,53 @@ impl Relayer {
         let local_addr = listener
             .local_addr()
             .map_err(|e| RelayerError::Bind(config.bind, e))?;
-        let start::Built {
-            shared,
-            serialized,
-            gateway,
-        } = start::state(config, ledger, store, restored, time, local_addr)?;
+        let built = start::assemble(&config, ledger, store, restored, time.clone(), local_addr)?;
         // The health record's ledger check, read once before serving and then in the
         // background (never per request).
-        health::refresh_ledger_check(&shared).await;
-        let (router, issuer) = start::routes(&shared, &serialized, gateway, extra)?;
+        built.beacon.refresh_ledger_check().await;
+        let (router, issuer) = start::routes(&config, &built, extra)?;
         let (stop, stop_rx) = watch::channel(false);
-        let (metrics_addr, mut tasks) = start::serve(&shared, listener, &router, &stop_rx).await?;
-        tasks.extend(start::background(&shared, issuer, stop_rx));
-        let url = shared.public_url.clone();
+        let metrics_routes = api::metrics_router(
+            built.metrics.clone(),
+            built.occupancy.clone(),
+            built.health.clone(),
+        );
+        let (metrics_addr, mut tasks) =
+            start::serve(&config, listener, &router, metrics_routes, &stop_rx).await?;
+        let start::Built {
+            identity,
+            batcher,
+            beacon,
+            health,
+            metrics,
+            occupancy,
+            store,
+            serialized,
+            ..
+        } = built;
+        let housekeeping = (store.clone(), time);
+        tasks.extend(start::background(
+            &config,
+            batcher,
+            &beacon,
+            housekeeping,
+            issuer,
+            stop_rx,
+        ));
+        let url = identity.public_url.clone();
         tracing::info!(url = %url, "relayer started");
         Ok(Relayer {
             url,
             local_addr,
             metrics_addr,
             router,
-            shared,
+            address: identity.address,
+            store,
+            writer: serialized,
+            beacon,
+            health,
+            metrics,
+            occupancy,
             stop,
             tasks,
         })
@@ -287,18 +320,18 @@ impl Relayer {
 
     /// The database file of the queue.
     pub fn store_path(&self) -> &std::path::Path {
-        self.shared.store.path()
+        self.store.path()
     }
 
     /// Recount double spends now instead of waiting for the background task (which counts
     /// once a minute); for operators' tools and tests, not reachable over HTTP.
     pub async fn refresh_double_spends(&self) {
-        health::refresh_double_spends(&self.shared).await;
+        self.beacon.refresh_double_spends().await;
     }
 
     /// The relayer's address.
     pub fn address(&self) -> alloy_primitives::Address {
-        self.shared.address
+        self.address
     }
 
     /// The full router (API, OHTTP gateway, extra routes, CORS) for in-process use. It does not
@@ -310,23 +343,19 @@ impl Relayer {
     /// The serialized writer of the relayer account (hand it to anything that creates entities
     /// from this account, such as the token issuer).
     pub fn writer(&self) -> SerializedWriter {
-        self.shared.writer.clone()
+        self.writer.clone()
     }
 
     /// The current health record, with the exact queue length (the public `/healthz` rounds
     /// it up). Makes no ledger call: the balance is the background read's, at most
     /// `health::LEDGER_CHECK_REFRESH` old.
     pub async fn health(&self) -> Health {
-        health::health(&self.shared).await
+        self.health.health()
     }
 
     /// The Prometheus text of the counters.
     pub fn metrics_text(&self) -> String {
-        self.shared.metrics.render(
-            self.shared
-                .occupancy
-                .load(std::sync::atomic::Ordering::SeqCst),
-        )
+        self.metrics.render(self.occupancy.get())
     }
 
     /// Stop serving and batching, waiting up to [`SHUTDOWN_GRACE`] for the tasks to end; a task
@@ -350,7 +379,7 @@ impl Relayer {
     /// not part of the API).
     #[doc(hidden)]
     pub async fn set_store_fault(&self, fault: testing::StoreFault) -> Result<(), StoreError> {
-        self.shared.store.set_fault(fault).await
+        self.store.set_fault(fault).await
     }
 
     /// Stop every task at once, without any clean-up (simulates a crash in tests).

@@ -2,7 +2,7 @@
 //! minAnonymity (docs/PROTOCOL.md §7).
 
 use privsvc_attributes::Attributes;
-use privsvc_ledger::system;
+use privsvc_ledger::PROJECT_ATTRIBUTE;
 
 /// The grouping key of a record's `project` attribute: its wire JSON
 /// (`{"type":"str","value":"notes"}`), so values of different types never collide. Records
@@ -10,7 +10,7 @@ use privsvc_ledger::system;
 /// (validation refuses such records).
 pub fn project_key(attributes: &Attributes) -> String {
     attributes
-        .get(system::PROJECT_ATTRIBUTE)
+        .get(PROJECT_ATTRIBUTE)
         .map(|v| v.to_wire().to_string())
         .unwrap_or_default()
 }

@@ -80,6 +80,27 @@ pub fn transient(e: &LedgerError) -> bool {
     )
 }
 
+/// The kind of a ledger error, for logs. Log lines carry only allowlisted fields (status,
+/// batch_size, block, tx, attempt, batches, url = the relayer's own URL, error kind); ledger
+/// messages are not logged because revert reasons can name owners.
+#[allow(unreachable_patterns)]
+pub fn ledger_error_kind(e: &LedgerError) -> &'static str {
+    use LedgerError as E;
+    match e {
+        E::Transport(_) | E::Http { .. } => "transport",
+        E::Rpc { .. } => "rpc",
+        E::NonceTooLow { .. } => "nonce_too_low",
+        E::ExceedsBlockGasLimit { .. } => "exceeds_block_gas_limit",
+        E::ReplacementUnderpriced { .. } => "replacement_underpriced",
+        E::AlreadyKnown => "already_known",
+        E::Reverted(_) => "reverted",
+        E::Decode(_) => "decode",
+        E::Invalid(_) => "invalid",
+        E::Timeout(_) => "timeout",
+        _ => "other",
+    }
+}
+
 /// The backoff before retry number `retry` (1-based), jittered.
 pub fn backoff(retry: u32) -> Duration {
     let base = BASE_BACKOFF.as_millis() as f64 * f64::from(1u32 << retry.saturating_sub(1).min(6));
@@ -260,7 +281,9 @@ mod tests {
         let calls = AtomicU32::new(0);
         let r: Result<(), _> = with_retries(&health, || async {
             calls.fetch_add(1, Ordering::SeqCst);
-            Err(LedgerError::Reverted("NotOwner".into()))
+            Err(LedgerError::Reverted(privsvc_ledger::Revert::from_reason(
+                "NotOwner",
+            )))
         })
         .await;
         assert!(r.is_err());

@@ -1,27 +1,35 @@
-//! The steps of [`crate::Relayer::start_with`]: the ledger checked and wrapped in retries, the
-//! state restored from the queue's database, the shared state, the routes, the listeners and
-//! the background tasks.
+//! The steps of [`crate::Relayer::start_with`]: the ledger checked and wrapped in retries, what
+//! a restart takes back from the queue's database, the three owners (the intake, the batcher,
+//! the beacon) and the channels between them, the routes, the listeners and the background
+//! tasks.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, AtomicUsize};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
 
 use axum::Router;
 use privsvc_ledger::{LedgerReader, LedgerWriter};
 use privsvc_ohttp::{OhttpGateway, PeerIp, PrivateListener};
+use serde_json::Value;
 use tokio::net::TcpListener;
-use tokio::sync::{watch, Notify};
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tower_http::cors::CorsLayer;
 
+use crate::batcher::{BatchFigures, BatchSettings, Batcher};
 use crate::clock::{Anchor, Timeline};
 use crate::config::{RelayerConfig, TokenMode};
-use crate::state::{HealthFigures, RelayerState};
+use crate::diskspace::DiskFloor;
+use crate::health::{Beacon, BeaconFigures, HealthView};
+use crate::identity::Identity;
+use crate::intake::{Intake, IntakeSettings};
+use crate::metrics::Metrics;
+use crate::occupancy::Occupancy;
+use crate::status::Statuses;
 use crate::store::{Store, StoredRecord};
-use crate::{
-    api, driver, health, issuer_mount, metrics, queue, ratelimit, retry, tokencheck, RelayerError,
-    SerializedWriter,
-};
+use crate::validate::Limits;
+use crate::SerializedWriter;
+use crate::{api, health, issuer_mount, queue, ratelimit, retry, tokencheck, RelayerError};
 
 /// The ledger reader and writer, each call retried on its own (jittered backoff) and counted
 /// for health, once the ledger's chain id is the configured one.
@@ -68,8 +76,10 @@ pub(crate) struct Restored {
     sending: usize,
     /// The next submission sequence number.
     next_seq: u64,
-    /// The health figures kept across restarts.
-    live: HealthFigures,
+    /// The batcher's figures kept across restarts.
+    batches: BatchFigures,
+    /// The beacon's figures kept across restarts.
+    beacon: BeaconFigures,
 }
 
 /// The relayer's timeline, resumed after the anchor its last run stored (a fresh one at the
@@ -114,29 +124,53 @@ impl Restored {
             queued,
             sending: store.count_sending()? as usize,
             next_seq: store.max_seq()? + 1,
-            live: HealthFigures {
+            batches: BatchFigures {
                 batches: number("batches")?.unwrap_or(0),
                 last_flush_block: number("last_flush_block")?,
+            },
+            beacon: BeaconFigures {
                 heartbeat: store.meta("heartbeat")?.and_then(|v| v.parse().ok()),
                 last_beat_ms: number("last_beat")?.unwrap_or(0),
-                ..HealthFigures::default()
+                ..BeaconFigures::default()
             },
         })
     }
 }
 
-/// The relayer's shared state, its one serialized writer and its OHTTP gateway.
+/// The relayer's parts: its three owners, what reads their figures, and what the routes and
+/// the [`crate::Relayer`] handle need.
 pub(crate) struct Built {
-    pub(crate) shared: Arc<RelayerState>,
+    /// Who the relayer is.
+    pub(crate) identity: Arc<Identity>,
+    /// The intake of submissions.
+    pub(crate) intake: Arc<Intake>,
+    /// The batcher (run as one task).
+    pub(crate) batcher: Batcher,
+    /// The beacon.
+    pub(crate) beacon: Arc<Beacon>,
+    /// Where statuses are read.
+    pub(crate) statuses: Statuses,
+    /// Where the health record is read.
+    pub(crate) health: HealthView,
+    /// The info document.
+    pub(crate) info: Arc<Value>,
+    /// Counters.
+    pub(crate) metrics: Arc<Metrics>,
+    /// Records held.
+    pub(crate) occupancy: Arc<Occupancy>,
+    /// The durable queue.
+    pub(crate) store: Arc<Store>,
+    /// The ledger reader (retried calls).
+    pub(crate) ledger: Arc<dyn LedgerReader>,
     /// Every create of the account goes through it.
     pub(crate) serialized: SerializedWriter,
     /// With `OHTTP=on`.
     pub(crate) gateway: Option<Arc<OhttpGateway>>,
 }
 
-/// The state of a relayer bound to `local_addr`.
-pub(crate) fn state(
-    config: RelayerConfig,
+/// The relayer's parts, bound to `local_addr`.
+pub(crate) fn assemble(
+    config: &RelayerConfig,
     ledger: RetryingLedger,
     store: Store,
     restored: Restored,
@@ -164,42 +198,117 @@ pub(crate) fn state(
     } else {
         (config.issuer.address, config.issuer.url.clone())
     };
-    let mut q = queue::Queue::default();
-    q.set_oldest_only(config.leaks().planner_oldest_only);
-    let occupancy = restored.queued.len() + restored.sending;
-    for r in restored.queued {
-        q.push(r);
-    }
-    let (reconciled, ready) = watch::channel(false);
-    let serialized = SerializedWriter::new(ledger.writer, config.receipt_timeout, ready)
-        .with_round((config.block_time * 3).max(std::time::Duration::from_secs(1)));
-    let shared = Arc::new(RelayerState {
+    let identity = Arc::new(Identity {
         address,
         chain_id: ledger.chain_id,
         public_url,
         issuer,
         issuer_url,
         ohttp_key: gateway.as_ref().map(|g| g.public_key()),
-        store,
-        queue: Mutex::new(q),
-        notify: Notify::new(),
-        metrics: metrics::Metrics::with_ledger(ledger.health).with_gateway(gateway.clone()),
-        limiter: ratelimit::RateLimiter::new(config.limits.submissions_per_min),
-        ledger: ledger.reader,
+    });
+    let store = Arc::new(store);
+    let floor = DiskFloor {
+        dir: config.data_dir.clone(),
+        min_free: config.limits.min_free_bytes,
+    };
+    let metrics =
+        Arc::new(Metrics::with_ledger(ledger.health.clone()).with_gateway(gateway.clone()));
+    let occupancy = Arc::new(Occupancy::new(restored.queued.len() + restored.sending));
+    // The channels between the owners.
+    let (inbox, incoming) = mpsc::unbounded_channel();
+    let (reconciled, ready) = watch::channel(false);
+    let (unrecorded_out, unrecorded) = watch::channel(Default::default());
+    let (batch_figures, batches) = watch::channel(restored.batches);
+    let (beacon_figures, beacon) = watch::channel(restored.beacon);
+    let serialized = SerializedWriter::new(ledger.writer, config.receipt_timeout, ready)
+        .with_round((config.block_time * 3).max(std::time::Duration::from_secs(1)));
+    let leaks = config.leaks();
+    let mut queue = queue::Queue::default();
+    queue.set_oldest_only(leaks.planner_oldest_only);
+    for r in restored.queued {
+        queue.push(r);
+    }
+    let batcher = Batcher {
+        queue,
+        incoming,
+        attempts: Default::default(),
+        unrecorded: Default::default(),
+        unrecorded_out,
+        figures: batch_figures,
+        reconciled,
         writer: serialized.clone(),
-        seq: AtomicU64::new(restored.next_seq),
-        occupancy: AtomicUsize::new(occupancy),
+        store: store.clone(),
+        ledger: ledger.reader.clone(),
+        identity: identity.clone(),
+        settings: BatchSettings {
+            batching: config.batching.clone(),
+            block_time: config.block_time,
+            leaks,
+        },
+        occupancy: occupancy.clone(),
+        metrics: metrics.clone(),
+        time: time.clone(),
+    };
+    let intake = Arc::new(Intake {
+        settings: IntakeSettings {
+            tokens: config.tokens,
+            submissions_per_min: config.limits.submissions_per_min,
+            queue_capacity: config.limits.queue_capacity,
+            limits: Limits {
+                relayer: address,
+                max_min_anonymity: config.batching.max_min_anonymity,
+                max_hold_ms: config.batching.max_hold_ms(),
+            },
+            resubmissions_stored_again: leaks.resubmissions_stored_again,
+        },
+        issuer,
+        store: store.clone(),
+        limiter: ratelimit::RateLimiter::new(config.limits.submissions_per_min),
         issuer_keys: tokencheck::IssuerKeys::open(&config.data_dir)
             .map_err(|e| RelayerError::IssuerKeyPins(Box::new(e)))?,
-        live: Mutex::new(restored.live),
-        attempts: Mutex::new(Default::default()),
-        time,
-        unrecorded: Mutex::new(Default::default()),
-        reconciled,
-        cfg: config,
+        ledger: ledger.reader.clone(),
+        seq: AtomicU64::new(restored.next_seq),
+        occupancy: occupancy.clone(),
+        metrics: metrics.clone(),
+        time: time.clone(),
+        floor: floor.clone(),
+        batcher: inbox,
     });
+    let beacon_owner = Arc::new(Beacon {
+        identity: identity.clone(),
+        writer: serialized.clone(),
+        ledger: ledger.reader.clone(),
+        store: store.clone(),
+        metrics: metrics.clone(),
+        time,
+        heartbeat_interval: config.heartbeat_interval,
+        figures: beacon_figures,
+    });
+    let health = HealthView {
+        address,
+        beacon,
+        batches,
+        unrecorded: unrecorded.clone(),
+        occupancy: occupancy.clone(),
+        ledger: ledger.health,
+        store: store.clone(),
+        floor,
+    };
     Ok(Built {
-        shared,
+        info: Arc::new(api::info_json(&identity, config)),
+        identity,
+        intake,
+        batcher,
+        beacon: beacon_owner,
+        statuses: Statuses {
+            store: store.clone(),
+            unrecorded,
+        },
+        health,
+        metrics,
+        occupancy,
+        store,
+        ledger: ledger.reader,
         serialized,
         gateway,
     })
@@ -208,25 +317,37 @@ pub(crate) fn state(
 /// The relayer's routes: its API, the issuer's with `ISSUER=on` (served directly and through
 /// the OHTTP gateway), the gateway endpoint, and `extra`'s; and the issuer, when mounted.
 pub(crate) fn routes(
-    shared: &Arc<RelayerState>,
-    serialized: &SerializedWriter,
-    gateway: Option<Arc<OhttpGateway>>,
+    config: &RelayerConfig,
+    built: &Built,
     extra: impl FnOnce(&SerializedWriter) -> Option<Router>,
 ) -> Result<(Router, Option<Arc<privsvc_tokens::Issuer>>), RelayerError> {
-    let (issuer_routes, issuer) = if shared.cfg.issuer.on {
-        let (routes, issuer) = issuer_mount::mount(shared, serialized)?;
+    let (issuer_routes, issuer) = if config.issuer.on {
+        let (routes, issuer) = issuer_mount::mount(
+            config,
+            built.identity.chain_id,
+            built.ledger.clone(),
+            &built.serialized,
+        )?;
         (Some(routes), Some(issuer))
     } else {
         (None, None)
     };
-    let mut api = api::api_router(shared.clone());
+    let mut api = api::api_router(
+        built.info.clone(),
+        built.intake.clone(),
+        built.statuses.clone(),
+        built.health.clone(),
+    );
     if let Some(routes) = issuer_routes {
         api = api.merge(routes);
     }
-    let mut app = api
-        .clone()
-        .merge(api::ohttp_router(shared.clone(), gateway, api));
-    if let Some(extra) = extra(serialized) {
+    let ohttp = api::ohttp_router(
+        &config.limits.ohttp_relay_ips,
+        built.gateway.clone(),
+        api.clone(),
+    );
+    let mut app = api.merge(ohttp);
+    if let Some(extra) = extra(&built.serialized) {
         app = app.merge(extra);
     }
     let router = app.fallback(api::not_found).layer(CorsLayer::permissive());
@@ -234,35 +355,35 @@ pub(crate) fn routes(
 }
 
 /// Serves `router` on `listener` (addresses kept only where a limit needs them) and, with
-/// `METRICS_BIND`, the metrics on their own listener, until `stop` changes; returns the
-/// metrics address and the serving tasks.
+/// `METRICS_BIND`, the `metrics` routes on their own listener, until `stop` changes; returns
+/// the metrics address and the serving tasks.
 pub(crate) async fn serve(
-    shared: &Arc<RelayerState>,
+    config: &RelayerConfig,
     listener: TcpListener,
     router: &Router,
+    metrics: Router,
     stop: &watch::Receiver<bool>,
 ) -> Result<(Option<SocketAddr>, Vec<JoinHandle<()>>), RelayerError> {
     let mut tasks = Vec::new();
     let mut metrics_addr = None;
-    if let Some(bind) = shared.cfg.metrics_bind {
-        let metrics = TcpListener::bind(bind)
+    if let Some(bind) = config.metrics_bind {
+        let listener = TcpListener::bind(bind)
             .await
             .map_err(|e| RelayerError::Bind(bind, e))?;
         metrics_addr = Some(
-            metrics
+            listener
                 .local_addr()
                 .map_err(|e| RelayerError::Bind(bind, e))?,
         );
-        let service =
-            api::metrics_router(shared.clone()).into_make_service_with_connect_info::<PeerIp>();
+        let service = metrics.into_make_service_with_connect_info::<PeerIp>();
         tasks.push(serve_until(
-            PrivateListener::anonymous(metrics),
+            PrivateListener::anonymous(listener),
             service,
             stop.clone(),
         ));
     }
     // Addresses are kept for the submission limit (tokens off) and the issuer routes' limit.
-    let keep_peer = shared.cfg.tokens == TokenMode::Off || shared.cfg.issuer.on;
+    let keep_peer = config.tokens == TokenMode::Off || config.issuer.on;
     let listener = if keep_peer {
         PrivateListener::keeping_ip(listener)
     } else {
@@ -290,30 +411,45 @@ fn serve_until(
     })
 }
 
-/// The background tasks: the batch driver, heartbeats, the double-spend count, the ledger
+/// The background tasks: the batcher, the beacon's heartbeats, double-spend count and ledger
 /// check, the issuer's schedule (when mounted), the timeline's anchor and pruning.
 pub(crate) fn background(
-    shared: &Arc<RelayerState>,
+    config: &RelayerConfig,
+    batcher: Batcher,
+    beacon: &Arc<Beacon>,
+    housekeeping: (Arc<Store>, Timeline),
     issuer: Option<Arc<privsvc_tokens::Issuer>>,
     stop: watch::Receiver<bool>,
 ) -> Vec<JoinHandle<()>> {
+    let (store, time) = housekeeping;
     let mut tasks = vec![
-        tokio::spawn(driver::run(shared.clone(), stop.clone())),
-        tokio::spawn(health::run_heartbeats(shared.clone(), stop.clone())),
-        tokio::spawn(health::run_double_spends(shared.clone(), stop.clone())),
-        tokio::spawn(health::run_ledger_check(shared.clone(), stop.clone())),
+        tokio::spawn(batcher.run(stop.clone())),
+        tokio::spawn(beacon.clone().run_heartbeats(stop.clone())),
+        tokio::spawn(beacon.clone().run_double_spends(stop.clone())),
+        tokio::spawn(beacon.clone().run_ledger_check(stop.clone())),
     ];
     if let Some(issuer) = issuer {
         tasks.push(tokio::spawn(issuer_mount::run_schedule(
             issuer,
-            shared.cfg.issuer.schedule_period,
+            config.issuer.schedule_period,
             stop.clone(),
         )));
     }
+    let floor = DiskFloor {
+        dir: config.data_dir.clone(),
+        min_free: config.limits.min_free_bytes,
+    };
     tasks.push(tokio::spawn(health::run_anchor(
-        shared.clone(),
+        store.clone(),
+        time.clone(),
+        floor,
         stop.clone(),
     )));
-    tasks.push(tokio::spawn(health::run_pruning(shared.clone(), stop)));
+    tasks.push(tokio::spawn(health::run_pruning(
+        store,
+        time,
+        config.status_retention,
+        stop,
+    )));
     tasks
 }

@@ -8,10 +8,37 @@
 //! link) learns nothing of the state; inside OHTTP every status answer is in the smallest
 //! response class. No queue figure is given: how many records wait ahead of one is not public.
 
+use std::sync::Arc;
+
 use axum::http::StatusCode;
 use serde_json::{json, Value};
+use tokio::sync::watch;
 
-use crate::store::{StoreError, StoredState};
+use crate::batcher::Unrecorded;
+use crate::store::{Store, StoreError, StoredState};
+
+/// Where a record's status is read: the records the batcher knows are on the ledger but the
+/// store has not recorded yet (never "queued"), else the store (one indexed read per id,
+/// whatever its state and however many records are queued; never the in-memory queue).
+#[derive(Clone)]
+pub(crate) struct Statuses {
+    /// The durable queue.
+    pub(crate) store: Arc<Store>,
+    /// What the batcher publishes of the records on the ledger the store has not recorded.
+    pub(crate) unrecorded: watch::Receiver<Unrecorded>,
+}
+
+impl Statuses {
+    /// The status and body answering `GET /v1/records/{id}`.
+    pub(crate) fn answer(&self, id: &str) -> (StatusCode, Vec<u8>) {
+        let unrecorded = self.unrecorded.borrow().get(id).cloned();
+        let state = match unrecorded {
+            Some(w) => Ok(Some(StoredState::Written(w))),
+            None => self.store.state(id),
+        };
+        answer(id, state)
+    }
+}
 
 /// Length of every status answer's body, in bytes (JSON followed by spaces).
 pub const STATUS_BODY_BYTES: usize = 512;

@@ -1,6 +1,7 @@
 //! The few runtime services the privsvc client needs, in one place: timers ([`sleep`],
 //! [`timeout`]), background tasks ([`spawn`]), the clock ([`Instant`], [`now_unix_ms`]),
-//! randomness ([`fill_random`]) and bounded HTTP without redirects ([`http`]).
+//! randomness ([`fill_random`]), bounded HTTP without redirects ([`send`], [`Fetch`]) and the
+//! relayer transports ([`Transport`]).
 //!
 //! Natively they are tokio's (a current-thread or multi-thread runtime must be running, as
 //! before). In `wasm32-unknown-unknown` they are the host's event loop: tasks run with
@@ -14,14 +15,21 @@
 //! vault or store backed by JavaScript objects can implement them there.
 #![forbid(unsafe_code)]
 
-pub mod http;
+mod http;
 mod task;
 mod time;
-pub mod transport;
+mod transport;
 
+pub use http::{
+    client, read_body, send, Fetch, FetchRequest, FetchResponse, HttpError, ReqwestFetch,
+};
 pub use task::{abort_handle, spawn, AbortHandle, JoinError, JoinHandle};
 pub use time::{
     now_unix_ms, sleep, sleep_background, timeout, Elapsed, Instant, SystemTime, UNIX_EPOCH,
+};
+pub use transport::{
+    normalize_relayer_url, HttpTransport, RelayerRequest, RelayerResponse, Transport,
+    TransportError, CALL_TIMEOUT, MAX_ANSWER_BYTES,
 };
 
 /// `Send` natively; every type in wasm32 (one thread; JavaScript values are not `Send`).

@@ -119,7 +119,7 @@ pub trait Transport: crate::MaybeSend + crate::MaybeSync {
 /// fragment, scheme and host in lower case, without a trailing `/`.
 ///
 /// ```
-/// use privsvc_rt::transport::normalize_relayer_url;
+/// use privsvc_rt::normalize_relayer_url;
 /// assert_eq!(
 ///     normalize_relayer_url("HTTPS://Relayer.Example:8443/base/").unwrap(),
 ///     "https://relayer.example:8443/base"

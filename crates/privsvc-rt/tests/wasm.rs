@@ -70,7 +70,7 @@ const TEST_SERVER: Option<&str> = option_env!("PRIVSVC_RT_TEST_SERVER");
 
 #[wasm_bindgen_test]
 async fn fetch_is_bounded_and_a_redirected_answer_is_refused() {
-    use privsvc_rt::http::{client, send, HttpError};
+    use privsvc_rt::{client, send, HttpError};
     let Some(base) = TEST_SERVER else {
         panic!("build with PRIVSVC_RT_TEST_SERVER set (scripts/wasm-check.sh does)");
     };

@@ -66,7 +66,7 @@ pub enum TokenError {
     Issuer(String),
     /// The issuer could not be reached (directly or through the client's transport).
     #[error("cannot reach the issuer: {0}")]
-    Transport(#[from] privsvc_rt::transport::TransportError),
+    Transport(#[from] privsvc_rt::TransportError),
     /// Reading the ledger failed.
     #[error(transparent)]
     Ledger(#[from] LedgerError),

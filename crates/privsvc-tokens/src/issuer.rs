@@ -1,14 +1,14 @@
 //! The token issuer: per-(app, epoch) keys kept durably and published on the ledger, and
 //! issuance with every check of the 403 list of docs/PROTOCOL.md §9.5.
 //!
-//! Revision 2 (docs/PROTOCOL.md §5.1): `GET /v1/issuer/key` never creates a key. Keys exist for the
+//! Keys (docs/PROTOCOL.md §5.1): `GET /v1/issuer/key` never creates a key. Keys exist for the
 //! configured apps (`ISSUER_APPS`), or after a first valid, wallet-signed issue request within
 //! quota, at most `max_new_apps` new apps a UTC day. Day D+1's key of every configured or
 //! active app is published during day D at a random moment of its second half
 //! ([`next_day_moment`], [`next_day_due`], [`Issuer::run_key_schedule`]), so relayers and
 //! clients can refuse a key created after its day began (see [`crate::acceptance`]).
 //!
-//! Revision 3 (docs/PROTOCOL.md §5): issue requests are idempotent for their validity window. The
+//! Idempotence (docs/PROTOCOL.md §5): issue requests are idempotent for their validity window. The
 //! issuer remembers the answer to each signed issue request, keyed by (wallet, `ts`, SHA-256
 //! of the blinded values), in its SQLite store until `ts` + [`MAX_CLOCK_SKEW_MS`]; the same
 //! request again (an OHTTP relay replaying the encapsulated bytes, a client retrying) gets the
@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use alloy_primitives::{Address, Signature};
 use base64::Engine as _;
-use privsvc_ledger::{LedgerError, LedgerReader, LedgerWriter};
+use privsvc_ledger::{LedgerError, LedgerReader, LedgerWriter, Revert};
 use sha2::{Digest, Sha256};
 
 use crate::issuer_store::{Committed, IssuerStore, RememberedAnswer, RequestKey, StoreError};
@@ -78,8 +78,8 @@ pub struct IssuerConfig {
     /// The clock (default [`now_ms`]).
     pub clock: Clock,
     /// The attack lab's leaky setting (feature `lab-leaks`, never in a deployment): a request
-    /// answered before is forgotten and signed again at the wallet's expense, as the issuer did
-    /// before revision 3, so that the lab can show its replay attack winning.
+    /// answered before is forgotten and signed again at the wallet's expense (no idempotence),
+    /// so that the lab can show its replay attack winning.
     #[cfg(feature = "lab-leaks")]
     pub lab_replays_signed_again: bool,
 }
@@ -105,7 +105,7 @@ impl IssuerConfig {
 }
 
 /// The moment of day `epoch` at which its next-day keys are published: uniformly random in the
-/// second half of the day, at least [`PUBLISH_MARGIN_MS`] before its end.
+/// second half of the day, at least `PUBLISH_MARGIN_MS` before its end.
 pub fn next_day_moment(epoch: u32, rng: &mut impl rand::Rng) -> u64 {
     let half = u64::from(epoch) * DAY_MS + DAY_MS / 2;
     half + rng.gen_range(0..DAY_MS / 2 - PUBLISH_MARGIN_MS)
@@ -760,9 +760,11 @@ impl Issuer {
         let receipt = self.writer.execute(&[op]).await?;
         if !receipt.success {
             return Err(IssuerError::Ledger(LedgerError::Reverted(
-                receipt
-                    .revert_reason
-                    .unwrap_or_else(|| "unknown reason".into()),
+                Revert::from_reason(
+                    receipt
+                        .revert_reason
+                        .unwrap_or_else(|| "unknown reason".into()),
+                ),
             )));
         }
         let created = receipt.created.first().ok_or_else(|| {

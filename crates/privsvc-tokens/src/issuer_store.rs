@@ -351,21 +351,6 @@ impl IssuerStore {
         )?)
     }
 
-    /// Apps holding a key for `epoch` to which tokens were issued that day (the apps whose
-    /// next-day key the issuer publishes).
-    pub fn active_apps(&self, epoch: u32) -> Result<Vec<String>, StoreError> {
-        let conn = self.conn();
-        let mut stmt = conn.prepare(
-            "SELECT DISTINCT k.app FROM issuer_keys k JOIN issued i
-               ON i.app = k.app AND i.epoch = k.epoch
-             WHERE k.epoch = ?1 AND i.count > 0 ORDER BY k.app",
-        )?;
-        let apps = stmt
-            .query_map(params![epoch], |r| r.get::<_, String>(0))?
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(apps)
-    }
-
     /// [`IssuerStore::active_apps`] of `epoch`, most used first: by the number of wallets
     /// that were issued tokens that day, then by the tokens issued, then by name. The issuer
     /// publishes next-day keys for the first `ISSUER_MAX_ACTIVE_APPS` of them.

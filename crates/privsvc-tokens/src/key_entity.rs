@@ -1,8 +1,8 @@
-//! The issuer-key system entity (docs/PROTOCOL.md §4) through `privsvc_ledger::system`: the create
+//! The issuer-key system entity (docs/PROTOCOL.md §4) through `privsvc_ledger::IssuerKeyEntity`: the create
 //! that publishes a key, the query that finds an issuer's keys, and a strict parser.
 
 use alloy_primitives::Address;
-use privsvc_ledger::system::{issuer_keys_query, IssuerKeyEntity};
+use privsvc_ledger::{issuer_keys_query, IssuerKeyEntity};
 use privsvc_ledger::{AttributeSelect, Entity, LedgerError, Operation, QueryOptions, Select};
 
 /// The create operation that publishes `spki` as the key of (`app`, `epoch`) (7-day lifetime).

@@ -40,60 +40,61 @@
 //! ```
 #![forbid(unsafe_code)]
 
-pub mod acceptance;
-pub mod error;
-#[cfg(feature = "fuzzing")]
-pub mod fuzz_entry;
-pub mod message;
-pub mod protocol;
-pub mod suite;
-
-pub use error::TokenError;
-pub use message::{
-    acceptable_epochs, epoch_of, now_ms, token_id, token_message, DAY_MS, NONCE_BYTES,
-};
-pub use protocol::{
-    issuance_message, ErrorBody, IssueRequest, IssueResponse, IssuerKeyResponse, TokenRedemption,
-};
-pub use suite::{
-    import_issuer_key, token_suite, verify_token, Blinded, IssuerKey, IssuerSecretKey, TokenSuite,
-    MODULUS_BITS, MODULUS_BYTES, SUITE_NAME,
-};
+mod acceptance;
+mod error;
 #[cfg(feature = "sqlite")]
 mod file_store;
+#[cfg(feature = "fuzzing")]
+pub mod fuzz_entry;
 #[cfg(feature = "server")]
-pub mod issuer;
+mod issuer;
 #[cfg(feature = "sqlite")]
-pub mod issuer_store;
-pub mod key_entity;
-pub mod published_key;
-pub mod relayer_pins;
+// Without `server` only its private-file helpers are used (by the SQLite pins).
+#[cfg_attr(not(feature = "server"), allow(dead_code))]
+mod issuer_store;
+mod key_entity;
+mod message;
+mod protocol;
+mod published_key;
+mod relayer_pins;
 #[cfg(feature = "server")]
-pub mod router;
-pub mod signer;
+mod router;
+mod signer;
+mod source;
 #[cfg(feature = "sqlite")]
 mod sqlite_pins;
+mod store;
+mod suite;
+mod wallet;
 
 #[cfg(feature = "sqlite")]
 pub use acceptance::SqliteKeyPins;
-pub use acceptance::{accept_issuer_key, KeyPins, MemoryKeyPins};
+pub use acceptance::{accept_issuer_key, KeyPins, MemoryKeyPins, PIN_RETENTION_DAYS};
+pub use error::TokenError;
 #[cfg(feature = "server")]
 pub use issuer::{
     next_day_due, next_day_moment, Clock, IssueRefusal, Issuer, IssuerConfig, IssuerError,
-    DEFAULT_MAX_ACTIVE_APPS, DEFAULT_MAX_NEW_APPS,
+    DEFAULT_MAX_ACTIVE_APPS, DEFAULT_MAX_NEW_APPS, DEFAULT_QUOTA, MAX_APP_BYTES, MAX_CLOCK_SKEW_MS,
+    PUBLISH_MARGIN_MS,
 };
-pub use protocol::MAX_TOKENS_PER_REQUEST;
+#[cfg(feature = "server")]
+pub use issuer_store::ISSUER_DB_FILE;
+pub use key_entity::{issuer_key_create, issuer_key_query};
+pub use message::{
+    acceptable_epochs, epoch_of, now_ms, token_id, token_message, DAY_MS, ISSUANCE_DOMAIN,
+    NONCE_BYTES, TOKEN_DOMAIN,
+};
+pub use protocol::{
+    issuance_message, ErrorBody, IssueRequest, IssueResponse, IssuerKeyResponse, TokenRedemption,
+    MAX_TOKENS_PER_REQUEST,
+};
 pub use published_key::{fetch_issuer_key, fetch_issuer_key_entity, PublishedKey};
 #[cfg(not(target_arch = "wasm32"))]
 pub use relayer_pins::FileRelayerPins;
 pub use relayer_pins::{MemoryRelayerPins, RelayerPins};
 #[cfg(feature = "server")]
-pub use router::issuer_router;
-pub use signer::BlindSigner;
-pub mod source;
-pub mod store;
-pub mod wallet;
-
+pub use router::{issuer_router, MAX_ISSUE_BODY};
+pub use signer::{BlindSigner, BLINDING_REFRESH};
 pub use source::{
     ripe_at_ms, OnDemandIssuer, Ripening, StoreTokenSource, TokenSource, DEFAULT_MAX_RIPE_MS,
     DEFAULT_MIN_AGE_MS, DEFAULT_RIPE_WAIT_MS,
@@ -101,6 +102,10 @@ pub use source::{
 #[cfg(feature = "sqlite")]
 pub use store::FileTokenStore;
 pub use store::{available_in, memory_store, MemoryTokenStore, StoredToken, TokenStore};
+pub use suite::{
+    import_issuer_key, token_suite, verify_token, Blinded, IssuerKey, IssuerSecretKey,
+    SuitePublicKey, TokenSuite, MODULUS_BITS, MODULUS_BYTES, SUITE_NAME,
+};
 pub use wallet::{
     Acquired, TokenWallet, TokenWalletOptions, DEFAULT_PREFETCH_WITHIN, KEY_READ_INTERVAL,
 };

@@ -10,7 +10,7 @@ pub const TOKEN_DOMAIN: &[u8] = b"privsvc token v1";
 pub const NONCE_BYTES: usize = 32;
 /// Milliseconds in a UTC day.
 pub const DAY_MS: u64 = 86_400_000;
-/// First line of the issuance message (revision 2: the message names the issuer and chain).
+/// First line of the issuance message (the message names the issuer and the chain).
 pub const ISSUANCE_DOMAIN: &str = "privsvc token issuance v2";
 
 /// The message a token signs:

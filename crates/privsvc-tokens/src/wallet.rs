@@ -7,7 +7,7 @@ use std::time::Duration;
 use alloy_primitives::Address;
 use base64::Engine as _;
 use privsvc_ledger::LedgerReader;
-use privsvc_rt::transport::{HttpTransport, RelayerRequest, RelayerResponse, Transport};
+use privsvc_rt::{HttpTransport, RelayerRequest, RelayerResponse, Transport};
 use privsvc_vault::Wallet;
 use rand::{Rng as _, RngCore as _};
 

@@ -19,13 +19,13 @@
 //! ```
 #![forbid(unsafe_code)]
 
-pub mod error;
+mod error;
 #[cfg(feature = "fuzzing")]
 pub mod fuzz_entry;
 mod gcm_siv;
 #[cfg(not(target_arch = "wasm32"))]
 mod isolated;
-pub mod kdf;
+mod kdf;
 mod key_vault;
 mod local_wallet;
 mod payload;
@@ -37,11 +37,22 @@ mod signer;
 mod tag;
 mod typed_data;
 mod vault;
-pub mod wallet;
+mod wallet;
+
+/// Internals that the crate's own conformance tests reach (the key derivations); not part of
+/// the API (no stability promise).
+#[doc(hidden)]
+pub mod testing {
+    /// The key derivations.
+    pub mod kdf {
+        pub use crate::kdf::*;
+    }
+}
 
 pub use error::VaultError;
 #[cfg(not(target_arch = "wasm32"))]
 pub use isolated::IsolatedVault;
+pub use kdf::{BatchBytes, Secret32};
 pub use key_vault::{DeriveOptions, KeyVault};
 pub use local_wallet::LocalWallet;
 pub use payload::{PAYLOAD_AUTH_BYTES, PAYLOAD_NONCE_BYTES};

@@ -288,7 +288,7 @@ impl RawClient {
                 b = b.cover(
                     rate,
                     o.cover_submission_share
-                        .unwrap_or(privsvc_client::options::DEFAULT_COVER_SUBMISSION_SHARE),
+                        .unwrap_or(privsvc_client::DEFAULT_COVER_SUBMISSION_SHARE),
                 );
             }
             if let Some(ms) = o.token_ripe_wait_ms {
@@ -596,7 +596,7 @@ impl VerifyArgs {
 fn verify_args(entity: &str, options: &str) -> Result<Result<VerifyArgs, String>, JsValue> {
     let value: Value =
         serde_json::from_str(entity).map_err(|e| config_error(format!("invalid entity: {e}")))?;
-    let entity = match privsvc_ledger::wire::entity_from_json(&value) {
+    let entity = match privsvc_ledger::entity_from_json(&value) {
         Ok(e) => e,
         Err(e) => {
             return Ok(Err(json!({

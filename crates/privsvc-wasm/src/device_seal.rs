@@ -1,8 +1,8 @@
 //! `RawPartSealer`: the sealing of the device store's parts (docs/PROTOCOL.md §8.7) for the JS
 //! package's stores (`js/device_store.js`: IndexedDB in browsers, files in Node.js), the same
-//! key, names and format as the native device store's (`privsvc_client::device_seal`).
+//! key, names and format as the native device store's (`privsvc_client::PartSealer`).
 
-use privsvc_client::device_seal::{Part, PartSealer};
+use privsvc_client::{Part, PartSealer};
 use wasm_bindgen::prelude::*;
 use zeroize::Zeroizing;
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use js_sys::{Array, Function, Promise, Reflect, Uint8Array};
-use privsvc_rt::http::{Fetch, FetchRequest, FetchResponse, HttpError};
+use privsvc_rt::{Fetch, FetchRequest, FetchResponse, HttpError};
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 

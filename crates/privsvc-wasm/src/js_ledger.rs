@@ -15,8 +15,8 @@
 
 use async_trait::async_trait;
 use js_sys::{Function, Promise, Reflect, Uint8Array};
-use privsvc_ledger::rpc::{RpcChannel, RpcLedger};
 use privsvc_ledger::LedgerError;
+use privsvc_ledger::{RpcChannel, RpcLedger};
 use serde_json::Value;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;

@@ -7,8 +7,8 @@ use alloy_primitives::{Address, Signature};
 use async_trait::async_trait;
 use privsvc_attributes::Attributes;
 use privsvc_envelope::EnvelopeBody;
-use privsvc_vault::kdf::{BatchBytes, Secret32};
 use privsvc_vault::{tag_from_text, OwnershipProofBody, RecordRef, Tag, Vault, VaultError, Wallet};
+use privsvc_vault::{BatchBytes, Secret32};
 
 use crate::bridge::{Arg, Bridge, Call, Reply, Want};
 use crate::convert::{to_ref, to_signature};

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use alloy_primitives::Address;
 use js_sys::Promise;
 use privsvc_client::{fetch_batches, heartbeat_relayers, list_app, BatchId};
-use privsvc_ledger::wire::entity_to_json;
+use privsvc_ledger::entity_to_json;
 use privsvc_ledger::LedgerReader;
 use privsvc_tokens::TokenError;
 use serde::Deserialize;

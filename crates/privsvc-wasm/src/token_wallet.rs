@@ -172,7 +172,7 @@ impl RawTokenWallet {
             options.allow_on_demand = on;
         }
         options.attestation = o.attestation;
-        let fetch: Option<Arc<dyn privsvc_rt::http::Fetch>> = fetch.map(|f| Arc::new(f) as _);
+        let fetch: Option<Arc<dyn privsvc_rt::Fetch>> = fetch.map(|f| Arc::new(f) as _);
         match (o.ohttp_relay, fetch) {
             (Some(relay), fetch) => {
                 let mut t = OhttpTransport::new(&relay, reader)

@@ -164,7 +164,7 @@ impl Stack {
     /// Every live entity owned by `owner`.
     pub async fn owned_by(&self, owner: Address) -> Vec<Entity> {
         let q = format!("$owner = addr({})", owner.to_checksum(None));
-        privsvc_client::read::query_pinned(
+        privsvc_client::query_pinned(
             self.reader.as_ref(),
             &q,
             privsvc_ledger::Select {

@@ -371,7 +371,7 @@ async fn the_rpc_never_sees_owner_key_or_tag_and_relayers_are_not_believed() {
         .unwrap();
     let mut two_hours = ok.clone();
     two_hours.body = body;
-    two_hours.signature = privsvc_client::proof::signature_hex(&sig);
+    two_hours.signature = privsvc_client::signature_hex(&sig);
     assert_eq!(
         verify_ownership_proof(&two_hours, &expect).await,
         Err(ProofRejection::WindowTooLong { seconds: 7_200 })
@@ -482,7 +482,7 @@ async fn record_of(vault: &KeyVault, block: u64, i: u64) -> EntityData {
     let body = EnvelopeBody {
         app: SEED_APP.into(),
         exp: 86_400,
-        hour: privsvc_envelope::hour_of(privsvc_client::proof::unix_now()),
+        hour: privsvc_envelope::hour_of(privsvc_client::unix_now()),
         ct: "text/plain".into(),
         enc: false,
         types: attrs.types(),

@@ -26,8 +26,8 @@ use privsvc_devnet::{Devnet, DevnetConfig, DevnetHandle};
 use privsvc_ledger::{LedgerReader, Operation, QueryOptions};
 use privsvc_ohttp::{OhttpRelay, RelayConfig};
 use privsvc_relayer::{OhttpSeed, Relayer, RelayerConfig, TokenMode};
-use privsvc_tokens::key_entity::{issuer_key_create, issuer_key_query};
 use privsvc_tokens::{epoch_of, now_ms, token_suite, IssuerKey, SqliteKeyPins};
+use privsvc_tokens::{issuer_key_create, issuer_key_query};
 use privsvc_vault::LocalWallet;
 use tempfile::TempDir;
 

@@ -9,7 +9,7 @@
 
 use alloy_primitives::{Address, B256};
 use privsvc_attributes::Attributes;
-use privsvc_client::proof::unix_now;
+use privsvc_client::unix_now;
 use privsvc_client::{
     creation_timestamp, sign_ownership_proof, verify_ownership_proof, verify_record, EntitiesQuery,
     PrivateClient, PrivsvcError, ProofExpectation, ProofParams, ProofRejection, ProveParams,
@@ -53,8 +53,7 @@ async fn rogue_publish(
     owner: Address,
 ) -> B256 {
     let create =
-        privsvc_ledger::system::record_create(attrs, envelope.as_bytes(), 3600, rand::random())
-            .unwrap();
+        privsvc_ledger::record_create(attrs, envelope.as_bytes(), 3600, rand::random()).unwrap();
     let receipt = writer.execute(&[Operation::Create(create)]).await.unwrap();
     assert!(receipt.success);
     let key = receipt.created[0].key;

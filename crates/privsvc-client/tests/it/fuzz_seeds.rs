@@ -10,8 +10,8 @@ use std::path::PathBuf;
 
 use alloy_primitives::{Address, B256};
 use privsvc_client::fuzz_entry::{heartbeat, info};
-use privsvc_ledger::system::Heartbeat;
-use privsvc_ledger::wire::entity_to_json;
+use privsvc_ledger::entity_to_json;
+use privsvc_ledger::Heartbeat;
 use privsvc_ledger::{ArkivValue, Attribute, Entity};
 use serde_json::{json, Value};
 

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use privsvc_client::scan_cache::SCAN_CACHE_VERSION;
+use privsvc_client::SCAN_CACHE_VERSION;
 use privsvc_client::{EntitiesQuery, LocalWallet, PrivateClient};
 use privsvc_ledger::LedgerReader;
 

@@ -17,10 +17,10 @@
 use std::collections::{BTreeSet, HashMap};
 
 use alloy_primitives::{Address, Bytes, B256, U256};
-use privsvc_devnet::exec::derive_key;
-use privsvc_devnet::query::lexer::{tokenize, Tok};
-use privsvc_devnet::query::literal::{parse_i32, parse_tagged};
-use privsvc_devnet::query::{cursor, parse, Expr};
+use privsvc_devnet::testing::exec::derive_key;
+use privsvc_devnet::testing::query::lexer::{tokenize, Tok};
+use privsvc_devnet::testing::query::literal::{parse_i32, parse_tagged};
+use privsvc_devnet::testing::query::{cursor, parse, Expr};
 use privsvc_devnet::{DevSigner, Devnet, DevnetConfig, DevnetHandle, EntityData, StoredAttr};
 use serde_json::{json, Value as Json};
 
@@ -65,12 +65,12 @@ fn render_ast(e: &Expr, top: bool) -> String {
         Expr::Pred(p) if !top => p.attr.to_string(),
         Expr::Pred(p) => {
             let op = match p.op {
-                privsvc_devnet::query::CmpOp::Eq => "Eq",
-                privsvc_devnet::query::CmpOp::Lt => "Lt",
-                privsvc_devnet::query::CmpOp::Lte => "Lte",
-                privsvc_devnet::query::CmpOp::Gt => "Gt",
-                privsvc_devnet::query::CmpOp::Gte => "Gte",
-                privsvc_devnet::query::CmpOp::StartsWith => "StartsWith",
+                privsvc_devnet::testing::query::CmpOp::Eq => "Eq",
+                privsvc_devnet::testing::query::CmpOp::Lt => "Lt",
+                privsvc_devnet::testing::query::CmpOp::Lte => "Lte",
+                privsvc_devnet::testing::query::CmpOp::Gt => "Gt",
+                privsvc_devnet::testing::query::CmpOp::Gte => "Gte",
+                privsvc_devnet::testing::query::CmpOp::StartsWith => "StartsWith",
             };
             let lit = p.value.render();
             let (tag, body) = match lit.split_once('(') {
@@ -260,7 +260,7 @@ async fn query_section() {
                             let b =
                                 hex::decode(v["bytes"].as_str().unwrap().trim_start_matches("0x"))
                                     .unwrap();
-                            let j = privsvc_devnet::value::to_json(t, &b);
+                            let j = privsvc_devnet::testing::value::to_json(t, &b);
                             let ok = match (t, want) {
                                 (3, Json::String(s)) => U256::from_be_slice(&b).to_string() == *s,
                                 (9, Json::String(s)) => j.as_str().unwrap().to_lowercase() == *s,
@@ -427,7 +427,7 @@ async fn rpc_section() {
                     .is_some_and(|s| s.contains("default"))
                 {
                     assert_eq!(
-                        privsvc_devnet::select::Projection::default().fingerprint(),
+                        privsvc_devnet::testing::select::Projection::default().fingerprint(),
                         fp,
                         "{id}"
                     );
@@ -445,7 +445,7 @@ async fn rpc_section() {
                     None => (
                         "*".to_string(),
                         head,
-                        privsvc_devnet::select::Projection::default().fingerprint(),
+                        privsvc_devnet::testing::select::Projection::default().fingerprint(),
                     ),
                 };
                 let e = cursor::decode(c, &q, b, &fp).expect_err(&id);

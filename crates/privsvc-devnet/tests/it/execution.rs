@@ -4,7 +4,7 @@
 use alloy_consensus::TxEip1559;
 use alloy_primitives::{Address, Bytes, TxKind, B256, U256};
 use alloy_sol_types::SolError;
-use privsvc_devnet::abi;
+use privsvc_devnet::testing::abi;
 use privsvc_devnet::{BlockTime, DevSigner, Devnet, DevnetConfig, DevnetHandle, ARKIV_ADDRESS};
 use serde_json::{json, Value as Json};
 
@@ -63,7 +63,7 @@ async fn create_patch_extend_transfer_delete_with_permissions() {
     let created = q(&r["blockNumber"]);
     assert_eq!(
         k1,
-        privsvc_devnet::exec::derive_key(node.chain_id(), a.address(), 0, 7)
+        privsvc_devnet::testing::exec::derive_key(node.chain_id(), a.address(), 0, 7)
     );
     // Gas: intrinsic + 2 × (80 000 + 16 × (10 + 5) + 5 000 × 1) with the native schedule.
     let tx = rpc(
@@ -74,7 +74,7 @@ async fn create_patch_extend_transfer_delete_with_permissions() {
     .await
     .unwrap();
     let input: Bytes = tx["input"].as_str().unwrap().parse().unwrap();
-    let intrinsic = privsvc_devnet::exec::intrinsic_gas(&input);
+    let intrinsic = privsvc_devnet::testing::exec::intrinsic_gas(&input);
     assert_eq!(q(&r["gasUsed"]), intrinsic + 2 * (80_000 + 16 * 15 + 5_000));
 
     // A stranger cannot patch: NotOwner(key, caller, owner) in eth_call's error data.
@@ -463,7 +463,7 @@ async fn persistence_across_restart_and_interval_blocks() {
     let r3 = send_batch(&node, &a, vec![create_op(1, 0, 1000, 0, cells)]).await;
     assert_eq!(
         key_of(&r3, 0),
-        privsvc_devnet::exec::derive_key(node.chain_id(), a.address(), 1, 1)
+        privsvc_devnet::testing::exec::derive_key(node.chain_id(), a.address(), 1, 1)
     );
     node.shutdown().await;
 

@@ -173,10 +173,10 @@ fn write_generated_seeds() {
     let key = B256::repeat_byte(9);
 
     // devnet_rpc_request: a page of one of the three entities, and the page after it.
-    let fp = privsvc_devnet::select::Projection::from_json(None)
+    let fp = privsvc_devnet::testing::select::Projection::from_json(None)
         .unwrap()
         .fingerprint();
-    let cursor = privsvc_devnet::query::cursor::encode("*", 0, &fp, 1);
+    let cursor = privsvc_devnet::testing::query::cursor::encode("*", 0, &fp, 1);
     let page = |c: &str| {
         json!({"jsonrpc": "2.0", "id": 7, "method": "arkiv_query",
                "params": ["*", {"limit": 1, "cursor": c}]})
@@ -187,7 +187,7 @@ fn write_generated_seeds() {
         "accept-query-cursor.json",
         page(&cursor).as_bytes(),
     );
-    let other_block = privsvc_devnet::query::cursor::encode("*", 5, &fp, 1);
+    let other_block = privsvc_devnet::testing::query::cursor::encode("*", 5, &fp, 1);
     write(
         "devnet_rpc_request",
         "reject-cursor-of-another-block.json",
@@ -321,7 +321,7 @@ fn write_generated_seeds() {
     write(
         "devnet_calldata",
         "accept-entity-nonce.bin",
-        &privsvc_ledger::abi::entity_nonce_calldata(Address::repeat_byte(3)),
+        &privsvc_ledger::entity_nonce_calldata(Address::repeat_byte(3)),
     );
     write(
         "devnet_calldata",

@@ -3,8 +3,8 @@
 
 use alloy_primitives::{Address, Bytes, B256, U256};
 use alloy_sol_types::SolError;
-use privsvc_devnet::abi::{self, Operation};
-use privsvc_devnet::revert::Revert;
+use privsvc_devnet::testing::abi::{self, Operation};
+use privsvc_devnet::testing::revert::Revert;
 use privsvc_devnet::{DevSigner, Devnet, DevnetConfig, ARKIV_ADDRESS};
 use serde_json::{json, Value as Json};
 
@@ -252,7 +252,12 @@ async fn decode_rules_over_eth_call() {
     .unwrap();
     assert_eq!(
         keys,
-        vec![privsvc_devnet::exec::derive_key(node.chain_id(), a, 0, 0)]
+        vec![privsvc_devnet::testing::exec::derive_key(
+            node.chain_id(),
+            a,
+            0,
+            0
+        )]
     );
     node.shutdown().await;
 }
@@ -350,7 +355,7 @@ async fn calldata_write_path_vector() {
     for c in vectors("operations") {
         if let Some(cd) = c["calldata"].as_str() {
             let raw = hex::decode(cd.trim_start_matches("0x")).unwrap();
-            let decoded = privsvc_devnet::decode::decode_call(&raw);
+            let decoded = privsvc_devnet::testing::decode::decode_call(&raw);
             assert!(decoded.is_ok(), "{}: {decoded:?}", c["id"]);
         }
     }
@@ -414,7 +419,7 @@ fn the_ledger_decoder_and_the_node_agree_on_cell_types() {
     ];
     for (what, op, ok) in cases {
         let data = execute_calldata(vec![op]);
-        let node = privsvc_devnet::decode::decode_call(&data);
+        let node = privsvc_devnet::testing::decode::decode_call(&data);
         let ledger = privsvc_ledger::decode_operations(&data);
         assert_eq!(node.is_ok(), ok, "{what}: the node says {:?}", node.err());
         assert_eq!(

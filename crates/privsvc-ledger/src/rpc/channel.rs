@@ -50,7 +50,7 @@ impl HttpChannel {
             method: method.to_string(),
             source,
         };
-        let response = privsvc_rt::http::send(request, self.timeout)
+        let response = privsvc_rt::send(request, self.timeout)
             .await
             .map_err(http)?;
         let status = response.status();

@@ -15,9 +15,7 @@ use async_trait::async_trait;
 use k256::ecdsa::SigningKey;
 use serde_json::{json, Value};
 
-use crate::abi::{
-    self, check_operations, decode_log, decode_revert, encode_operations, ArkivEvents,
-};
+use crate::abi::{self, check_operations, decode_log, encode_operations, ArkivEvents};
 use crate::codec::parse_hex;
 use crate::entity::{Entity, PageQuery, QueryOptions, QueryPage, Select};
 use crate::error::LedgerError;
@@ -31,6 +29,7 @@ use crate::writer::{BatchReceipt, CreatedEntity, LedgerWriter, PreparedTx, Trans
 mod batch;
 mod channel;
 mod fast;
+mod node_error;
 
 pub use batch::{decode_query_batch_answer, query_batch_body};
 use channel::HttpChannel;
@@ -83,29 +82,6 @@ fn parse_data(v: &Value, what: &str) -> Result<Vec<u8>, LedgerError> {
         .ok_or_else(|| LedgerError::Decode(format!("{what} is not 0x hex")))
 }
 
-/// The revert data carried by a JSON-RPC error, if any (`error.data` as a hex string, or as
-/// an object with a `data` hex string).
-pub fn revert_data_of(err: &LedgerError) -> Option<Vec<u8>> {
-    let LedgerError::Rpc { data: Some(d), .. } = err else {
-        return None;
-    };
-    let s = match d {
-        Value::String(s) => s.as_str(),
-        Value::Object(o) => o.get("data").and_then(Value::as_str)?,
-        _ => return None,
-    };
-    parse_hex(s)
-}
-
-/// Turn an `eth_call`/`eth_estimateGas` error carrying revert data into
-/// [`LedgerError::Reverted`] with the decoded error text; other errors pass through.
-fn as_revert(err: LedgerError) -> LedgerError {
-    match revert_data_of(&err) {
-        Some(data) => LedgerError::Reverted(decode_revert(&data)),
-        None => err,
-    }
-}
-
 impl RpcLedger {
     /// The timestamp of the block `tag` (a number or `"latest"`), `None` when there is none.
     async fn timestamp_of(&self, tag: serde_json::Value) -> Result<Option<u64>, LedgerError> {
@@ -133,7 +109,7 @@ impl RpcLedger {
         let builder = reqwest::Client::builder()
             .timeout(timeout)
             .connect_timeout(timeout);
-        // In wasm32 (fetch) the limit is put on each request instead (`privsvc_rt::http::send`).
+        // In wasm32 (fetch) the limit is put on each request instead (`privsvc_rt::send`).
         #[cfg(target_arch = "wasm32")]
         let builder = reqwest::Client::builder();
         let client = builder.build().map_err(|e| LedgerError::Http {
@@ -203,7 +179,7 @@ impl RpcLedger {
         parse_quantity(&self.call(method, params).await?)
     }
 
-    /// `eth_call` to the Arkiv address at `block` ("latest" when `None`); a revert becomes
+    /// `eth_call` to the Arkiv address at `block` ("latest" when `None`); a revert is
     /// [`LedgerError::Reverted`] with the decoded error.
     pub async fn eth_call(
         &self,
@@ -216,10 +192,7 @@ impl RpcLedger {
             tx["from"] = addr_json(&f);
         }
         let tag = block.map(quantity).unwrap_or_else(|| json!("latest"));
-        let r = self
-            .call("eth_call", json!([tx, tag]))
-            .await
-            .map_err(as_revert)?;
+        let r = self.call("eth_call", json!([tx, tag])).await?;
         parse_data(&r, "eth_call result")
     }
 
@@ -232,10 +205,7 @@ impl RpcLedger {
             "data": hex_bytes(data),
             "value": "0x0",
         });
-        let r = self
-            .call("eth_estimateGas", json!([tx]))
-            .await
-            .map_err(as_revert)?;
+        let r = self.call("eth_estimateGas", json!([tx])).await?;
         parse_quantity(&r)
     }
 
@@ -416,8 +386,8 @@ impl LedgerReader for RpcLedger {
     }
 }
 
-/// The `result` of the JSON-RPC answer `body` to `method`: [`LedgerError::Rpc`] for a JSON-RPC
-/// error, [`LedgerError::Transport`] for a body that is not JSON-RPC.
+/// The `result` of the JSON-RPC answer `body` to `method`: a JSON-RPC error as the node's
+/// error says (`rpc/node_error.rs`), [`LedgerError::Transport`] for a body that is not JSON-RPC.
 pub fn decode_answer(method: &str, body: &[u8]) -> Result<Value, LedgerError> {
     let v: Value = serde_json::from_slice(body)
         .map_err(|_| LedgerError::Transport(format!("{method}: the answer is not JSON-RPC")))?;
@@ -434,18 +404,11 @@ pub fn decode_query_answer(body: &[u8]) -> Result<QueryPage, LedgerError> {
     }
 }
 
-/// The `result` member of the parsed answer `v`, or its `error` as [`LedgerError::Rpc`].
+/// The `result` member of the parsed answer `v`, or its `error` as the node's error says
+/// ([`node_error`]).
 fn result_of(method: &str, mut v: Value) -> Result<Value, LedgerError> {
     if let Some(err) = v.get("error").filter(|e| !e.is_null()) {
-        return Err(LedgerError::Rpc {
-            code: err.get("code").and_then(Value::as_i64).unwrap_or(0),
-            message: err
-                .get("message")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_owned(),
-            data: err.get("data").cloned(),
-        });
+        return Err(node_error::from_error_object(method, err));
     }
     v.get_mut("result")
         .map(Value::take)
@@ -650,18 +613,13 @@ impl RpcWriter {
         let mut last = String::new();
         for at in [Some(block.saturating_sub(1)), None] {
             match self.ledger.eth_call(from, &input, at).await {
-                Err(LedgerError::Reverted(reason)) => return reason,
+                Err(LedgerError::Reverted(revert)) => return revert.into_reason(),
                 Err(e) => last = e.to_string(),
                 Ok(_) => last = "re-simulation succeeded".into(),
             }
         }
         format!("reverted (no revert data: {last}; possibly out of gas)")
     }
-}
-
-fn is_already_known(message: &str) -> bool {
-    let m = message.to_ascii_lowercase();
-    m.contains("already known") || m.contains("known transaction") || m.contains("already imported")
 }
 
 #[cfg_attr(not(target_arch = "wasm32"), async_trait)]
@@ -709,10 +667,15 @@ impl LedgerWriter for RpcWriter {
             .call("eth_sendRawTransaction", json!([hex_bytes(&tx.raw)]))
             .await
         {
-            Ok(_) => Ok(()),
-            Err(LedgerError::Rpc { ref message, .. }) if is_already_known(message) => Ok(()),
-            Err(e @ LedgerError::Rpc { .. }) => {
-                // "nonce too low" for a transaction that was already mined is not an error.
+            Ok(_) | Err(LedgerError::AlreadyKnown) => Ok(()),
+            Err(
+                e @ (LedgerError::NonceTooLow { .. }
+                | LedgerError::ReplacementUnderpriced { .. }
+                | LedgerError::ExceedsBlockGasLimit { .. }
+                | LedgerError::Rpc { .. }),
+            ) => {
+                // A refusal ("nonce too low") of a transaction that was already mined is not
+                // an error.
                 let known = self
                     .ledger
                     .call("eth_getTransactionByHash", json!([tx.hash]))
@@ -756,7 +719,7 @@ mod tests {
     use super::*;
     use alloy_consensus::transaction::SignerRecoverable;
     use alloy_eips::eip2718::Decodable2718;
-    use alloy_sol_types::{SolError, SolEvent};
+    use alloy_sol_types::SolEvent;
 
     /// A channel that answers from a script, sends no batches, and records the methods asked.
     struct Scripted {
@@ -834,7 +797,7 @@ mod tests {
         };
         assert_eq!(method, "eth_blockNumber");
         assert!(
-            matches!(source, privsvc_rt::http::HttpError::Client(e) if e.is_connect()),
+            matches!(source, privsvc_rt::HttpError::Client(e) if e.is_connect()),
             "{source:?}"
         );
         // The client's error is the source, and no message of the chain names the URL.
@@ -1046,35 +1009,6 @@ mod tests {
         );
         assert_eq!(creation_tx_of(&logs[..2], key).unwrap(), None);
         assert_eq!(creation_tx_of(&[], key).unwrap(), None);
-    }
-
-    #[test]
-    fn revert_data_in_rpc_errors_is_decoded() {
-        let data = abi::EntityNotFound {
-            entityKey: B256::repeat_byte(0x11),
-        }
-        .abi_encode();
-        let e = LedgerError::Rpc {
-            code: 3,
-            message: "execution reverted".into(),
-            data: Some(hex_bytes(&data)),
-        };
-        match as_revert(e) {
-            LedgerError::Reverted(t) => assert!(t.starts_with("EntityNotFound(0x1111")),
-            other => panic!("{other:?}"),
-        }
-        let e = LedgerError::Rpc {
-            code: -32000,
-            message: "boom".into(),
-            data: Some(json!({"data": hex_bytes(&data)})),
-        };
-        assert!(matches!(as_revert(e), LedgerError::Reverted(_)));
-        let plain = LedgerError::Rpc {
-            code: -32601,
-            message: "method not found".into(),
-            data: None,
-        };
-        assert!(matches!(as_revert(plain), LedgerError::Rpc { .. }));
     }
 
     #[test]

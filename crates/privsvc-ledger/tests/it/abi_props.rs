@@ -92,7 +92,7 @@ proptest! {
     fn valid_batches_round_trip(ops in prop::collection::vec(op(), 1..6)) {
         let calldata = encode_operations(&ops);
         prop_assert_eq!(decode_operations(&calldata).unwrap(), ops.clone());
-        prop_assert!(privsvc_ledger::abi::check_operations(&ops).is_ok());
+        prop_assert!(privsvc_ledger::check_operations(&ops).is_ok());
     }
 
     #[test]

@@ -13,14 +13,15 @@ use std::path::PathBuf;
 
 use alloy_primitives::{keccak256, Address, B256, I256, U256};
 use alloy_sol_types::{SolCall, SolError, SolEvent, SolValue};
-use privsvc_ledger::abi::{self, ArkivEvents, DecodeError};
-use privsvc_ledger::codec::{self, CodecError, NameError};
-use privsvc_ledger::expiry::{resolve_expiry, ExpiryError};
-use privsvc_ledger::query::{self, Expr};
+use privsvc_ledger::testing::abi::{self, ArkivEvents, DecodeError};
+use privsvc_ledger::testing::codec::{self, CodecError, NameError};
+use privsvc_ledger::testing::query::{self, Expr};
+use privsvc_ledger::testing::wire;
 use privsvc_ledger::{
-    decode_operations, decode_revert, encode_operations, entity_key, predict_entity_keys, wire,
+    decode_operations, decode_revert, encode_operations, entity_key, predict_entity_keys,
     ArkivValue, Attribute, Create, CreationFlags, Operation,
 };
+use privsvc_ledger::{resolve_expiry, ExpiryError};
 use serde_json::Value;
 
 /// Cases not checked as written, with the reason. Kept in the test on purpose: nothing is

@@ -7,13 +7,13 @@ use std::time::Duration;
 use alloy_consensus::TxEip1559;
 use alloy_primitives::{Address, TxKind, B256, U256};
 use privsvc_devnet::{Devnet, DevnetConfig, DEV_PRIVATE_KEYS};
-use privsvc_ledger::abi::{encode_operations, ARKIV_ADDRESS};
-use privsvc_ledger::entity::{AttributeSelect, Select};
-use privsvc_ledger::system::{spends_query, SpendsEntity};
+use privsvc_ledger::{encode_operations, ARKIV_ADDRESS};
 use privsvc_ledger::{
     query_all, ArkivValue, Attribute, Create, CreationFlags, LedgerError, LedgerReader,
     LedgerWriter, Operation, RpcLedger, RpcWriter,
 };
+use privsvc_ledger::{spends_query, SpendsEntity};
+use privsvc_ledger::{AttributeSelect, Select};
 
 fn secret(i: usize) -> [u8; 32] {
     let b = hex::decode(DEV_PRIVATE_KEYS[i].trim_start_matches("0x")).unwrap();
@@ -94,7 +94,7 @@ async fn writer_and_reader_against_the_devnet() {
     let found = query_all(
         &reader,
         &spends_query(20_000),
-        &privsvc_ledger::wire::select_all(),
+        &privsvc_ledger::select_all(),
         None,
     )
     .await
@@ -137,7 +137,7 @@ async fn writer_and_reader_against_the_devnet() {
         .await
         .unwrap_err();
     match err {
-        LedgerError::Reverted(t) => assert_eq!(t, format!("EntityNotFound({missing})")),
+        LedgerError::Reverted(r) => assert_eq!(r.reason(), format!("EntityNotFound({missing})")),
         other => panic!("{other:?}"),
     }
     // The relayer can no longer touch a transferred entity.
@@ -146,7 +146,7 @@ async fn writer_and_reader_against_the_devnet() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&err, LedgerError::Reverted(t) if t.starts_with("NotOwner(")),
+        matches!(&err, LedgerError::Reverted(r) if r.reason().starts_with("NotOwner(")),
         "{err:?}"
     );
     // Client-side refusal before anything is sent.

@@ -10,9 +10,9 @@ use std::path::PathBuf;
 
 use alloy_primitives::{Address, Bytes, LogData, B256, I256, U256};
 use alloy_sol_types::{SolCall, SolError, SolEvent, SolValue};
-use privsvc_ledger::abi::{self, executeCall};
+use privsvc_ledger::entity_to_json;
 use privsvc_ledger::fuzz_entry::{execute, query_page, receipt, revert};
-use privsvc_ledger::wire::entity_to_json;
+use privsvc_ledger::testing::abi::{self, executeCall};
 use privsvc_ledger::{
     encode_operations, ArkivValue, Attribute, Create, CreationFlags, Entity, Operation,
 };

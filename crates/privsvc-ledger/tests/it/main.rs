@@ -4,4 +4,5 @@ mod abi_props;
 mod arkiv_conformance;
 mod devnet_smoke;
 mod fuzz_seeds;
+mod node_errors;
 mod query_batch;

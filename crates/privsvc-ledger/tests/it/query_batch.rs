@@ -10,11 +10,11 @@ use axum::extract::State;
 use axum::routing::post;
 use axum::Router;
 use privsvc_devnet::{Devnet, DevnetConfig, DevnetHandle, DEV_PRIVATE_KEYS};
-use privsvc_ledger::entity::{AttributeSelect, Select};
 use privsvc_ledger::{
     ArkivValue, Attribute, Create, CreationFlags, LedgerReader, LedgerWriter, Operation, PageQuery,
     QueryOptions, RpcLedger, RpcWriter,
 };
+use privsvc_ledger::{AttributeSelect, Select};
 
 fn create(salt: u128, n: i32) -> Operation {
     Operation::Create(Create {

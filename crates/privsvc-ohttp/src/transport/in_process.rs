@@ -11,7 +11,7 @@ use crate::client::to_binary_request;
 use crate::endpoint::dispatch;
 use crate::transport::{RelayerRequest, RelayerResponse, Transport, TransportError};
 use crate::OhttpError;
-use privsvc_rt::transport::normalize_relayer_url;
+use privsvc_rt::normalize_relayer_url;
 
 /// Maps relayer URLs to routers and calls them with `tower::ServiceExt::oneshot`.
 ///

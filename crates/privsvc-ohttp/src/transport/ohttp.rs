@@ -27,13 +27,13 @@ use std::time::Duration;
 use alloy_primitives::Address;
 use async_trait::async_trait;
 use privsvc_ledger::LedgerReader;
-use privsvc_rt::http::{Fetch, ReqwestFetch};
+use privsvc_rt::{Fetch, ReqwestFetch};
 
 use crate::client::{ohttp_call, relay_call, to_binary_request, Padding};
 use crate::ledger_heartbeats::{live_heartbeats, url_owner, DEFAULT_HEARTBEAT_INTERVAL};
 use crate::transport::{RelayerRequest, RelayerResponse, Transport, TransportError};
 use crate::{OhttpError, CALL_TIMEOUT};
-use privsvc_rt::transport::normalize_relayer_url;
+use privsvc_rt::normalize_relayer_url;
 
 /// What the transport knows about one relayer URL.
 #[derive(Clone, Default)]
@@ -119,7 +119,7 @@ impl OhttpTransport {
         self
     }
 
-    /// Send one dummy (cover traffic, [`crate::dummy`]) to `relayer_url` through the relay,
+    /// Send one dummy (cover traffic, [`dummy_request`](crate::dummy_request)) to `relayer_url` through the relay,
     /// with the relayer's gateway key (known, or looked up as for any call): padded to at least
     /// `request_class` bytes, its answer to the class holding `response_class` bytes (0: that
     /// of a status answer).

@@ -11,7 +11,7 @@ use axum::http::StatusCode;
 use axum::routing::{self, post};
 use axum::{Json, Router};
 use privsvc_devnet::{DevSigner, Devnet, DevnetConfig, DevnetHandle, DEV_PRIVATE_KEYS};
-use privsvc_ledger::system::Heartbeat;
+use privsvc_ledger::Heartbeat;
 use privsvc_ledger::{LedgerReader, LedgerWriter, Operation, RpcLedger, RpcWriter};
 use privsvc_ohttp::{
     gateway_router, OhttpGateway, OhttpRelay, RelayConfig, RelayerRequest, SILENCE_OHTTP_LOGS,

@@ -22,13 +22,13 @@ use axum::Router;
 use k256::ecdsa::SigningKey;
 use privsvc_attributes::Attributes;
 use privsvc_envelope::{seal_envelope, EnvelopeBody};
-use privsvc_ohttp::binary::encode_request;
-use privsvc_ohttp::client::to_binary_request;
-use privsvc_ohttp::padding::{
-    REQUEST_CLASSES, REQUEST_OVERHEAD, RESPONSE_CLASSES, RESPONSE_OVERHEAD, SUBMISSION_CLASS,
-};
+use privsvc_ohttp::encode_request;
+use privsvc_ohttp::to_binary_request;
 use privsvc_ohttp::{
     OhttpError, OhttpRelay, OhttpTransport, RelayConfig, RelayerRequest, Transport, TARGET_HEADER,
+};
+use privsvc_ohttp::{
+    REQUEST_CLASSES, REQUEST_OVERHEAD, RESPONSE_CLASSES, RESPONSE_OVERHEAD, SUBMISSION_CLASS,
 };
 use privsvc_relayer::{OhttpSeed, Relayer, RelayerConfig};
 use serde_json::{json, Value};

@@ -8,11 +8,11 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use axum::routing::get as get_route;
 use axum::Router;
-use privsvc_ohttp::padding::{REQUEST_OVERHEAD, SUBMISSION_CLASS};
 use privsvc_ohttp::{
     encapsulate, gateway_router, ohttp_call, send_dummy, Fetch, FetchRequest, FetchResponse,
     HttpError, OhttpGateway, OhttpTransport, RelayConfig, RelayerRequest, ReqwestFetch,
 };
+use privsvc_ohttp::{REQUEST_OVERHEAD, SUBMISSION_CLASS};
 
 use crate::common::{get, serve, served_stack};
 
@@ -139,7 +139,7 @@ async fn a_dummy_through_the_relay_is_answered_by_the_gateway_alone() {
 
 /// POST an encapsulated `request` to `url`'s gateway; the time until its answer is opened.
 async fn timed(url: &str, key: &str, request: RelayerRequest) -> (u16, Duration) {
-    let binary = privsvc_ohttp::client::to_binary_request(&request);
+    let binary = privsvc_ohttp::to_binary_request(&request);
     let (message, pending) = encapsulate(key, &binary, "http", "relayer.test").unwrap();
     let started = Instant::now();
     let r = reqwest::Client::new()

@@ -6,7 +6,7 @@ use axum::body::Body;
 use axum::http::{HeaderMap, Request};
 use axum::routing::post;
 use axum::{Extension, Router};
-use privsvc_ohttp::client::to_binary_request;
+use privsvc_ohttp::to_binary_request;
 use privsvc_ohttp::{
     encapsulate, gateway_router, BinaryRequest, OhttpGateway, RelayerRequest, ViaOhttp,
     MAX_ENCAPSULATED_BYTES,
@@ -229,8 +229,8 @@ async fn inner_requests_are_marked_and_carry_only_safe_headers() {
 /// sealed 502 of the smallest class instead of leaking its size.
 #[tokio::test]
 async fn answers_are_padded_to_response_classes() {
-    use privsvc_ohttp::binary::encode_response;
-    use privsvc_ohttp::padding::{RESPONSE_CLASSES, RESPONSE_OVERHEAD};
+    use privsvc_ohttp::encode_response;
+    use privsvc_ohttp::{RESPONSE_CLASSES, RESPONSE_OVERHEAD};
 
     let gateway = gateway();
     let api = Router::new().route(
@@ -305,8 +305,8 @@ async fn answers_are_padded_to_response_classes() {
 async fn min_response_class_raises_small_answers_to_one_size() {
     use axum::http::StatusCode;
     use axum::response::IntoResponse;
-    use privsvc_ohttp::padding::{RESPONSE_CLASSES, RESPONSE_OVERHEAD};
     use privsvc_ohttp::MinResponseClass;
+    use privsvc_ohttp::{RESPONSE_CLASSES, RESPONSE_OVERHEAD};
 
     let gateway = gateway();
     let api = Router::new()

@@ -6,11 +6,11 @@
 use std::path::PathBuf;
 
 use privsvc_attributes::fuzz_entry::replay_seed_corpus;
-use privsvc_ohttp::binary::{encode_padded_request, encode_padded_response, encode_request};
 use privsvc_ohttp::fuzz_entry::{
     client_response, gateway_open, padded_request, padded_response, FUZZ_GATEWAY_SEED,
 };
 use privsvc_ohttp::{encapsulate, BinaryRequest, OhttpGateway};
+use privsvc_ohttp::{encode_padded_request, encode_padded_response, encode_request};
 
 fn seeds_dir(target: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use privsvc_ohttp::ledger_heartbeats::{live_heartbeats, live_window_blocks};
+use privsvc_ohttp::{live_heartbeats, live_window_blocks};
 
 use crate::common::{addr, Chain};
 

@@ -6,12 +6,12 @@
 //!
 //! The file is written by `examples/ohttp_vectors.rs`; this test never rewrites it.
 
-use privsvc_ohttp::binary::{
+use privsvc_ohttp::{
     decode_padded_request, decode_padded_response, encode_padded_request_at_least,
     encode_padded_response, encode_request, encode_response,
 };
-use privsvc_ohttp::padding::{SUBMISSION_CLASS, SUBMISSION_ROUTE};
 use privsvc_ohttp::{encapsulate, encapsulate_at_least, BinaryRequest, OhttpError, OhttpGateway};
+use privsvc_ohttp::{SUBMISSION_CLASS, SUBMISSION_ROUTE};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 

@@ -7,17 +7,17 @@
 //! reference: our client encapsulates to the appendix's published key configuration and the
 //! appendix's private key opens it; the reference encapsulates to our gateway and our gateway
 //! opens it and seals a response that the reference opens. Binary HTTP always goes through our
-//! wrappers (`privsvc_ohttp::binary`).
+//! wrappers (`privsvc_ohttp::encode_padded_request` and the other binary HTTP functions).
 
 use hpke::kem::X25519HkdfSha256;
 use hpke::{Deserializable, Kem as _, Serializable};
-use privsvc_ohttp::binary::{
+use privsvc_ohttp::decode_gateway_key;
+use privsvc_ohttp::{
     decode_padded_request, decode_request, decode_response, encode_padded_response, encode_request,
     encode_response,
 };
-use privsvc_ohttp::client::decode_gateway_key;
-use privsvc_ohttp::padding::{pad, REQUEST_CLASSES};
 use privsvc_ohttp::{encapsulate, BinaryRequest, OhttpError, OhttpGateway};
+use privsvc_ohttp::{pad, REQUEST_CLASSES};
 
 use crate::reference::{self, aes_open, aes_seal, open as reference_open, response_keys};
 
@@ -120,8 +120,8 @@ fn our_client_encapsulates_to_the_published_key() {
     assert_eq!(&message[..7], &[1, 0x00, 0x20, 0x00, 0x01, 0x00, 0x01]);
     let (plain, ctx, enc) = reference_open(&h(SKR), &message);
     // The plaintext is padded with zeros (RFC 9292 3.8): a submission to the submission class.
-    assert_eq!(plain.len(), privsvc_ohttp::padding::SUBMISSION_CLASS);
-    assert_eq!(message.len(), privsvc_ohttp::padding::SUBMISSION_CLASS + 55);
+    assert_eq!(plain.len(), privsvc_ohttp::SUBMISSION_CLASS);
+    assert_eq!(message.len(), privsvc_ohttp::SUBMISSION_CLASS + 55);
     let unpadded = encode_request(&request, "https", "relayer.test").unwrap();
     assert_eq!(&plain[..unpadded.len()], unpadded.as_slice());
     assert!(plain[unpadded.len()..].iter().all(|&b| b == 0));

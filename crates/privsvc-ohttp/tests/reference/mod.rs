@@ -26,7 +26,7 @@ pub const REQUEST_LABEL: &[u8] = b"message/bhttp request";
 pub const RESPONSE_LABEL: &[u8] = b"message/bhttp response";
 /// The request header after the key id: KEM X25519 (0x0020), HKDF-SHA256 (1), AES-128-GCM (1).
 pub const SUITE: [u8; 6] = [0x00, 0x20, 0x00, 0x01, 0x00, 0x01];
-/// HKDF salt of privsvc's seed-to-key derivation (`privsvc_ohttp::gateway`).
+/// HKDF salt of privsvc's seed-to-key derivation (`privsvc_ohttp::OhttpGateway::from_seed`).
 pub const SEED_SALT: &[u8] = b"privsvc ohttp gateway key v1";
 
 /// An RNG that hands out exactly the given bytes, once: feeding `ikmE` to HPKE's

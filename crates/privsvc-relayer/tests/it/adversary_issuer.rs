@@ -19,7 +19,7 @@ use alloy_primitives::{Address, B256};
 use base64::Engine as _;
 use privsvc_ledger::{LedgerWriter, Operation, RpcLedger};
 use privsvc_relayer::TokenMode;
-use privsvc_tokens::key_entity::issuer_key_create;
+use privsvc_tokens::issuer_key_create;
 use privsvc_tokens::{
     issuance_message, now_ms, token_suite, IssueRequest, IssuerKey, TokenError, TokenWallet,
     TokenWalletOptions,
@@ -33,13 +33,13 @@ const T: Duration = Duration::from_secs(30);
 
 /// How many issuer-key entities `creator` has on the ledger.
 async fn key_entities(node: &privsvc_devnet::DevnetHandle, creator: Address) -> usize {
-    let expr = privsvc_ledger::query::Expr::And(vec![
-        privsvc_ledger::query::Expr::eq(
+    let expr = privsvc_ledger::Expr::And(vec![
+        privsvc_ledger::Expr::eq(
             "privsvc_kind",
-            privsvc_ledger::entity::ArkivValue::Str("issuer-key".into()),
+            privsvc_ledger::ArkivValue::Str("issuer-key".into()),
         )
         .unwrap(),
-        privsvc_ledger::query::Expr::creator_is(creator),
+        privsvc_ledger::Expr::creator_is(creator),
     ]);
     let mut options = privsvc_ledger::QueryOptions::new(privsvc_ledger::Select::default());
     options.limit = Some(200);

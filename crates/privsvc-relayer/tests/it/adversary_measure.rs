@@ -16,8 +16,8 @@ use axum::extract::ConnectInfo;
 use axum::http::Request;
 use base64::Engine as _;
 use privsvc_ledger::{LedgerReader, LedgerWriter, RpcLedger, RpcWriter};
-use privsvc_ohttp::padding::{RESPONSE_CLASSES, RESPONSE_OVERHEAD};
 use privsvc_ohttp::PeerIp;
+use privsvc_ohttp::{RESPONSE_CLASSES, RESPONSE_OVERHEAD};
 use privsvc_relayer::{OhttpSeed, Relayer};
 use privsvc_tokens::{
     fetch_issuer_key, issuance_message, now_ms, token_message, token_suite, verify_token, Blinded,

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use privsvc_attributes::{AttrValue, Attributes};
 use privsvc_ledger::{ArkivValue, QueryOptions, Select};
-use privsvc_relayer::config::OhttpSeed;
+use privsvc_relayer::OhttpSeed;
 use serde_json::{json, Value};
 
 use crate::common::*;
@@ -115,7 +115,7 @@ async fn status_answers_of_every_state_measure_the_same_and_give_no_queue_figure
     for id in [&written, &failed, &queued, &unknown] {
         sealed.push(through_gateway(&url, &key, &status_request(id), 0).await.0);
     }
-    let dummy = privsvc_ohttp::dummy::dummy_request(0);
+    let dummy = privsvc_ohttp::dummy_request(0);
     sealed.push(through_gateway(&url, &key, &dummy, 0).await.0);
     assert_eq!(sealed, vec![1_024 + 32; 5]);
     relayer.shutdown().await;
@@ -134,10 +134,10 @@ async fn a_dummy_is_answered_by_the_gateway_alone_and_counted_apart() {
         .unwrap()
         .to_string();
     // Padded like a submission, answered in the class of a status answer.
-    let dummy = privsvc_ohttp::dummy::dummy_request(0);
+    let dummy = privsvc_ohttp::dummy_request(0);
     let (len, answer) = through_gateway(&url, &key, &dummy, 32_768).await;
     assert_eq!((len, answer.status), (1_024 + 32, 200));
-    assert_eq!(answer.body, privsvc_ohttp::dummy::DUMMY_ANSWER);
+    assert_eq!(answer.body, privsvc_ohttp::DUMMY_ANSWER);
     let (len, answer) = through_gateway(&url, &key, &status_request("x"), 0).await;
     assert_eq!((len, answer.status), (1_024 + 32, 404));
     // The route does not exist outside OHTTP.
@@ -223,7 +223,7 @@ async fn decoys_land_as_records_that_verify_and_are_counted_only_in_metrics() {
             "$creator = addr({}) AND $createdAt = u64({}) AND NOT project = str('{}')",
             relayer.address(),
             block.unwrap(),
-            privsvc_ledger::system::PRIVSVC_PROJECT
+            privsvc_ledger::PRIVSVC_PROJECT
         );
         let page = ledger.query(&expr, &options).await.unwrap();
         assert!(page.entities.len() >= RECORDS);

@@ -871,7 +871,9 @@ impl LedgerWriter for Refusing {
         for op in ops {
             if let Operation::Transfer { key, new_owner } = op {
                 if *new_owner == self.poisoned {
-                    return Err(LedgerError::Reverted(format!("EntityNotFound({key})")));
+                    return Err(LedgerError::Reverted(privsvc_ledger::Revert::from_reason(
+                        format!("EntityNotFound({key})"),
+                    )));
                 }
             }
         }

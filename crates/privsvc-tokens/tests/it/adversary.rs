@@ -11,7 +11,7 @@ use alloy_primitives::{Address, B256};
 use base64::Engine as _;
 use privsvc_devnet::{Devnet, DevnetConfig, DevnetHandle, DEV_PRIVATE_KEYS};
 use privsvc_ledger::{LedgerReader, LedgerWriter, Operation, RpcLedger, RpcWriter};
-use privsvc_tokens::key_entity::issuer_key_create;
+use privsvc_tokens::issuer_key_create;
 use privsvc_tokens::*;
 use privsvc_vault::{LocalWallet, Wallet};
 use serde_json::Value;
@@ -129,13 +129,13 @@ async fn key_entities(env: &Env, creator: Address) -> usize {
     let page = env
         .reader
         .query(
-            &privsvc_ledger::query::Expr::And(vec![
-                privsvc_ledger::query::Expr::eq(
+            &privsvc_ledger::Expr::And(vec![
+                privsvc_ledger::Expr::eq(
                     "privsvc_kind",
-                    privsvc_ledger::entity::ArkivValue::Str("issuer-key".into()),
+                    privsvc_ledger::ArkivValue::Str("issuer-key".into()),
                 )
                 .unwrap(),
-                privsvc_ledger::query::Expr::creator_is(creator),
+                privsvc_ledger::Expr::creator_is(creator),
             ])
             .to_string(),
             &options,

@@ -10,7 +10,7 @@ use alloy_primitives::Address;
 use base64::Engine as _;
 use privsvc_devnet::{Devnet, DevnetConfig, DevnetHandle, DEV_PRIVATE_KEYS};
 use privsvc_ledger::{LedgerReader, LedgerWriter, RpcLedger, RpcWriter};
-use privsvc_tokens::key_entity::issuer_key_create;
+use privsvc_tokens::issuer_key_create;
 use privsvc_tokens::*;
 use privsvc_vault::{LocalWallet, Wallet};
 use serde_json::Value;
@@ -226,7 +226,7 @@ async fn full_issue_redeem_verify_cycle() {
     env.devnet.shutdown().await;
 }
 
-const DEFAULT_QUOTA_FOR_TEST: u32 = privsvc_tokens::issuer::DEFAULT_QUOTA;
+const DEFAULT_QUOTA_FOR_TEST: u32 = privsvc_tokens::DEFAULT_QUOTA;
 
 #[tokio::test]
 async fn key_endpoint_never_creates_a_key_and_checks_the_epoch() {

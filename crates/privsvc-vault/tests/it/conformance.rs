@@ -5,8 +5,9 @@
 use std::path::PathBuf;
 
 use alloy_primitives::{Signature, B256};
+use privsvc_vault::testing::kdf;
 use privsvc_vault::{
-    derivation_typed_data, kdf, proof_signer, proof_signing_hash, tag_from_text, tag_to_text,
+    derivation_typed_data, proof_signer, proof_signing_hash, tag_from_text, tag_to_text,
     DeriveOptions, KeyVault, LocalWallet, OwnershipProofBody, RecordRef, RecoveryCode, Wallet,
 };
 use serde_json::Value;

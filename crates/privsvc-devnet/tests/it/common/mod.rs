@@ -4,11 +4,13 @@ use std::path::PathBuf;
 
 use alloy_primitives::{Address, Bytes, FixedBytes, B256};
 use alloy_sol_types::SolValue;
-use privsvc_devnet::abi::{self, Attribute, Operation};
+use privsvc_devnet::testing::abi::{self, Attribute, Operation};
 /// A create operation (cells sorted by name) and `execute(ops)` calldata: the crate's own
 /// builders, under the names the tests use (not every test binary uses both).
 #[allow(unused_imports)]
-pub use privsvc_devnet::abi::{create_operation as create_op, encode_execute as execute_calldata};
+pub use privsvc_devnet::testing::abi::{
+    create_operation as create_op, encode_execute as execute_calldata,
+};
 use privsvc_devnet::{DevSigner, DevnetHandle};
 use serde_json::{json, Value as Json};
 
