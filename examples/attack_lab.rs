@@ -37,9 +37,23 @@ struct Args {
     /// Leaks to switch on: `none`, `all`, or a comma list of timestamps, wallet, landing,
     /// on-demand, no-covers, no-poll-tail, exact-healthz, issuer-via-ohttp, long-attempts,
     /// fresh-covers, newest-heartbeat, copies-accepted, refusal-ends-write, arrival-order,
-    /// resubmissions, issue-replays, oldest-only.
+    /// resubmissions, issue-replays, oldest-only, exact-resume, fetch-on-landing,
+    /// fixed-fetch-sets, live-covers, memory-stores, list-before-write, key-read-before-issue,
+    /// owner-query, relay-errors, device-clock-hour, small-submissions.
     #[arg(long, default_value = "none")]
     leaks: String,
+    /// The OHTTP relay's `ROUND_MS` (the network watcher's grid; default 0).
+    #[arg(long)]
+    round_ms: Option<u64>,
+    /// The clients' cover stream, slots a minute (default 0: none).
+    #[arg(long)]
+    cover_per_minute: Option<f64>,
+    /// The relayers' `DECOYS_MAX` (default 0).
+    #[arg(long)]
+    decoys: Option<usize>,
+    /// Run only the n-1 phases among the active ones (the network watcher's grid).
+    #[arg(long)]
+    only_n_minus_one: bool,
     /// Skip the active phases.
     #[arg(long)]
     passive_only: bool,
@@ -75,6 +89,16 @@ fn leaks(text: &str) -> Result<Leaks, String> {
             "issue-replays" => l.issue_replays_signed_again = true,
             "oldest-only" => l.planner_oldest_only = true,
             "exact-resume" => l.exact_resume_block = true,
+            "fetch-on-landing" => l.fetch_on_landing = true,
+            "fixed-fetch-sets" => l.fixed_fetch_sets = true,
+            "live-covers" => l.covers_from_live_listing = true,
+            "memory-stores" => l.memory_stores = true,
+            "list-before-write" => l.list_before_write = true,
+            "key-read-before-issue" => l.key_read_before_issue = true,
+            "owner-query" => l.owner_query_on_verify = true,
+            "relay-errors" => l.relay_errors_mark_bad = true,
+            "device-clock-hour" => l.device_clock_hour = true,
+            "small-submissions" => l.small_submissions = true,
             other => return Err(format!("unknown leak {other:?}")),
         }
     }
@@ -110,6 +134,21 @@ async fn main() -> ExitCode {
             eprintln!("{e}");
             return ExitCode::from(2);
         }
+    }
+    if let Some(r) = args.round_ms {
+        scenario.defences.round_ms = r;
+    }
+    if let Some(c) = args.cover_per_minute {
+        scenario.defences.cover_per_minute = c;
+    }
+    if let Some(d) = args.decoys {
+        scenario.defences.decoys_max = d;
+    }
+    if args.only_n_minus_one {
+        scenario.active = Active {
+            n_minus_one: true,
+            ..Active::none()
+        };
     }
     if args.passive_only {
         scenario.active = Active::none();

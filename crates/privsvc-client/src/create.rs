@@ -203,6 +203,18 @@ impl PrivateClient {
     /// The envelope's `hour`: from the chain's time as the session last read it (the newest
     /// block's timestamp), never from the device clock, so that a skewed clock does not mark
     /// the user's records; the device clock only before the session has read any block.
+    async fn envelope_hour(&self) -> u64 {
+        #[cfg(feature = "lab-leaks")]
+        if let Some(offset) = self.options.lab_device_clock_hour {
+            return privsvc_envelope::hour_of(
+                crate::proof::unix_now().saturating_add_signed(offset),
+            );
+        }
+        self.chain_hour().await
+    }
+
+    /// The hour of the chain's time as the session last read it (the device clock only before
+    /// any block timestamp was read).
     async fn chain_hour(&self) -> u64 {
         let now = self.scanner.cache.lock().await.chain_now();
         let seconds = now.unwrap_or_else(|| {
@@ -245,7 +257,7 @@ impl PrivateClient {
         let body = EnvelopeBody {
             app: self.app().to_string(),
             exp,
-            hour: self.chain_hour().await,
+            hour: self.envelope_hour().await,
             ct: params.content_type.clone(),
             enc: params.encrypt,
             types: attrs.types(),

@@ -227,6 +227,12 @@ pub struct ClientOptions {
     /// starts with no tokens (each one's first write is a first spend the issuer can time), no
     /// pins (a stranger's heartbeat can make a relayer ambiguous) and no scan cache.
     pub memory_stores: bool,
+    /// The attack lab's leaky setting (feature `lab-leaks`, never in a deployment): the
+    /// envelope's `hour` from the device clock off by this many seconds, as before revision 4,
+    /// instead of from the chain's time.
+    #[cfg(feature = "lab-leaks")]
+    #[doc(hidden)]
+    pub lab_device_clock_hour: Option<i64>,
 }
 
 impl std::fmt::Debug for ClientOptions {
@@ -309,6 +315,8 @@ impl ClientOptions {
             cover_per_minute: DEFAULT_COVER_PER_MINUTE,
             cover_submission_share: DEFAULT_COVER_SUBMISSION_SHARE,
             memory_stores: false,
+            #[cfg(feature = "lab-leaks")]
+            lab_device_clock_hour: None,
         }
     }
 
@@ -539,6 +547,16 @@ impl ClientBuilder {
         self.options.scan_cache_resume_blocks = blocks;
         self
     }
+
+    /// The attack lab's leaky setting (feature `lab-leaks`, never in a deployment): the
+    /// envelope's `hour` from a device clock off by `secs` seconds, as before revision 4.
+    #[cfg(feature = "lab-leaks")]
+    #[doc(hidden)]
+    pub fn lab_device_clock_hour(mut self, secs: i64) -> Self {
+        self.options.lab_device_clock_hour = Some(secs);
+        self
+    }
+
     /// Seed the client's own random choices (reproducible tests).
     pub fn seed(mut self, seed: u64) -> Self {
         self.options.seed = Some(seed);

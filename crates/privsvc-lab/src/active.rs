@@ -93,6 +93,14 @@ pub async fn run_phases(world: &World, rng: &mut StdRng) -> ActiveOutcomes {
         log("issuer flood through /v1/ohttp from one address");
         phases.issuer_flood(rng).await;
     }
+    if a.relay_steering {
+        log("relay steering: 400s made by the relay");
+        phases.relay_steering(rng).await;
+    }
+    if a.heartbeat_spam {
+        log("heartbeat spam: a stranger names relayers A and B");
+        phases.heartbeat_spam(rng).await;
+    }
     if a.returning_sessions {
         log("returning sessions with a scan cache");
         phases.returning_sessions(rng).await;
@@ -101,13 +109,30 @@ pub async fn run_phases(world: &World, rng: &mut StdRng) -> ActiveOutcomes {
     phases.out
 }
 
-struct Phases<'a> {
-    world: &'a World,
-    next: usize,
-    out: ActiveOutcomes,
+/// The cover-drift phase ([`Phases::cover_drift`]), run after every other phase (it expires
+/// every record of an hour); its guesses are added to `outcomes`.
+pub async fn run_cover_drift(world: &World, rng: &mut StdRng, outcomes: &mut ActiveOutcomes) {
+    // Victims are new users after every other phase's.
+    let next = world.scenario.users + 1_000;
+    let mut phases = Phases {
+        world,
+        next,
+        out: std::mem::take(outcomes),
+    };
+    eprintln!("  active phase: cover drift (records of an hour expire)");
+    phases.cover_drift(rng).await;
+    *outcomes = phases.out;
 }
 
-fn note(rng: &mut StdRng) -> CreateParams {
+/// The active phases' shared state: the world, the next free user index (each victim is a new
+/// user at an address of its own), and the scored guesses.
+pub(crate) struct Phases<'a> {
+    pub(crate) world: &'a World,
+    pub(crate) next: usize,
+    pub(crate) out: ActiveOutcomes,
+}
+
+pub(crate) fn note(rng: &mut StdRng) -> CreateParams {
     CreateParams::new(
         format!("victim note {}", rng.gen::<u32>()).into_bytes(),
         "text/plain",
@@ -117,7 +142,7 @@ fn note(rng: &mut StdRng) -> CreateParams {
 }
 
 impl<'a> Phases<'a> {
-    fn victims(&mut self, rng: &mut StdRng, n: usize) -> Vec<Identity> {
+    pub(crate) fn victims(&mut self, rng: &mut StdRng, n: usize) -> Vec<Identity> {
         let mut out = Vec::new();
         for _ in 0..n {
             if let Ok(id) = Identity::new(self.next, rng) {
@@ -128,12 +153,12 @@ impl<'a> Phases<'a> {
         out
     }
 
-    fn stack(&self) -> &'a privsvc_testkit::LocalStack {
+    pub(crate) fn stack(&self) -> &'a privsvc_testkit::LocalStack {
         &self.world.stack
     }
 
     /// A victim's client, with `relayers` named or discovered, and `bad` relayers marked bad.
-    async fn client(
+    pub(crate) async fn client(
         &self,
         id: &Identity,
         relayers: Option<Vec<String>>,
@@ -154,7 +179,7 @@ impl<'a> Phases<'a> {
         // Like an app whose user waits for the session to be ready: a ripe token when a
         // relayer requires them (the session's first refill, then the tokens' minimum age).
         if client.relayers().iter().any(|r| r.info.tokens_required) {
-            let deadline = Instant::now() + Duration::from_secs(15);
+            let deadline = Instant::now() + Duration::from_secs(30);
             while client.ripe_tokens() == 0 && Instant::now() < deadline {
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
@@ -164,7 +189,7 @@ impl<'a> Phases<'a> {
 
     /// The RPC's view since `since`: each call's source address and its parsed JSON request
     /// (every call of a JSON-RPC batch on its own).
-    fn rpc_since(&self, since: Instant) -> Vec<(IpAddr, Value)> {
+    pub(crate) fn rpc_since(&self, since: Instant) -> Vec<(IpAddr, Value)> {
         self.stack()
             .tap("rpc")
             .map(|tap| tap.exchanges())
@@ -681,7 +706,7 @@ impl<'a> Phases<'a> {
     }
 
     /// A client of `id` that writes straight to relayer `url` (no OHTTP relay, no delay).
-    async fn direct_client(&self, id: &Identity, url: &str) -> Option<PrivateClient> {
+    pub(crate) async fn direct_client(&self, id: &Identity, url: &str) -> Option<PrivateClient> {
         PrivateClient::builder(APP)
             .wallet(id.wallet.clone())
             .reader(id.reader(self.stack()))
@@ -1033,7 +1058,7 @@ fn isolated(records: &[Entity], owner: Address, fillers: &BTreeSet<Address>) -> 
 }
 
 /// The result of a victim's action, or `None` when it failed or took longer than a minute.
-async fn bounded<T, E>(f: impl std::future::Future<Output = Result<T, E>>) -> Option<T> {
+pub(crate) async fn bounded<T, E>(f: impl std::future::Future<Output = Result<T, E>>) -> Option<T> {
     tokio::time::timeout(Duration::from_secs(60), f)
         .await
         .ok()

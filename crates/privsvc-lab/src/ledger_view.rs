@@ -1,5 +1,6 @@
-//! Reading the public ledger at the end of a run: the app's records, the spends entities, and the
-//! order of creates inside each batch (from the node's logs).
+//! Reading the public ledger at the end of a run: the app's records (with the hour their
+//! envelopes name and their blocks' timestamps), the spends entities, and the order of creates
+//! inside each batch (from the node's logs).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -47,6 +48,7 @@ pub async fn read(
                     _ => None,
                 })
         });
+        let hour = e.payload.as_deref().and_then(envelope_hour);
         records.push(LedgerRecord {
             key: e.key,
             owner,
@@ -54,7 +56,19 @@ pub async fn read(
             block,
             envelope_len: e.payload.as_ref().map_or(0, Vec::len),
             tag,
+            hour,
+            block_timestamp: None,
         });
+    }
+    let blocks: BTreeSet<u64> = records.iter().map(|r| r.block).collect();
+    let mut timestamps = BTreeMap::new();
+    for b in blocks {
+        if let Some(t) = privsvc_ledger::LedgerReader::block_timestamp(&ledger, b).await? {
+            timestamps.insert(b, t);
+        }
+    }
+    for r in &mut records {
+        r.block_timestamp = timestamps.get(&r.block).copied();
     }
     let today = u64::from(privsvc_tokens::epoch_of(privsvc_tokens::now_ms()));
     let mut spends = Vec::new();
@@ -79,6 +93,15 @@ pub async fn read(
         spends,
         batch_order,
     })
+}
+
+/// The `hour` member of a sealed envelope (a JSON object padded with trailing spaces).
+fn envelope_hour(envelope: &[u8]) -> Option<u64> {
+    let end = envelope.iter().rposition(|b| *b != b' ')? + 1;
+    serde_json::from_slice::<serde_json::Value>(&envelope[..end])
+        .ok()?
+        .get("hour")?
+        .as_u64()
 }
 
 /// The order of the records' creates in each batch (one transaction: a relayer may land two in

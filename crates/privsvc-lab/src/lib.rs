@@ -9,17 +9,22 @@
 //! from one view (or an allowed pair of views); the lab scores the guesses against what really
 //! happened ([`truth`]) and reports the success rate, the chance rate and a 95% interval.
 //!
-//! `cargo run --release --example attack_lab` runs the documented scenario and prints the table;
+//! `cargo run --release --features lab --example attack_lab` runs the documented scenario and
+//! prints the table;
 //! `docs/PRIVACY.md` holds the results and how to read them.
 #![forbid(unsafe_code)]
 
 pub mod active;
+pub mod app;
 pub mod attacks;
+mod drift;
+pub mod leaky;
 pub mod ledger_view;
 pub mod population;
 pub mod report;
 pub mod scenario;
 pub mod stats;
+mod steering;
 pub mod truth;
 pub mod views;
 
@@ -33,7 +38,7 @@ use rand::rngs::StdRng;
 use rand::SeedableRng;
 
 pub use report::LabReport;
-pub use scenario::{Active, Leaks, Scenario};
+pub use scenario::{Active, Defences, Leaks, Scenario};
 
 use crate::population::{Identity, World};
 use crate::report::PopulationFigures;
@@ -59,13 +64,19 @@ pub enum LabError {
 async fn start_stack(sc: &Scenario) -> Result<LocalStack, LabError> {
     let (min_batch, max_wait_ms) = (sc.min_batch, sc.max_wait_ms);
     let leaks = sc.leaks.clone();
+    let decoys_max = sc.defences.decoys_max;
+    let round = Duration::from_millis(sc.defences.round_ms);
     let batching = move |c: &mut privsvc_relayer::RelayerConfig| {
         c.batching.min_batch = min_batch;
         c.batching.max_wait = Duration::from_millis(max_wait_ms);
         c.batching.flush_jitter = Duration::from_millis(500);
         c.batching.max_min_anonymity = 10;
         c.issuer.quota = 100;
+        // A heartbeat a minute: a run lasts about as long as a heartbeat lives (600 blocks of
+        // 1 s), and its phases mine blocks of their own.
+        c.heartbeat_interval = Duration::from_secs(60);
         c.lab_leaks.arrival_order = leaks.arrival_order_kept;
+        c.batching.decoys_max = decoys_max;
     };
     // The OHTTP relay reaches A from 127.0.0.1 (every user has an address of its own).
     let mut relay_ips = vec![IpAddr::from([127, 0, 0, 1])];
@@ -100,7 +111,7 @@ async fn start_stack(sc: &Scenario) -> Result<LocalStack, LabError> {
             c.lab_leaks.resubmissions_stored_again = resubmissions_stored_again;
             c.lab_leaks.planner_oldest_only = planner_oldest_only;
         }))
-        .ohttp_relay()
+        .ohttp_relay_with(move |r| r.round = round)
         .start()
         .await?)
 }
@@ -139,9 +150,31 @@ pub async fn run(scenario: Scenario) -> Result<LabReport, LabError> {
     for id in ids.iter_mut().take(returning) {
         id.returning = true;
     }
+    // Persistent devices keep their scan caches here for the run.
+    let cache_dir = std::env::temp_dir().join(format!(
+        "privsvc-lab-{}-{}",
+        std::process::id(),
+        scenario.seed
+    ));
+    std::fs::create_dir_all(&cache_dir)
+        .map_err(|e| LabError::Setup(format!("scan cache directory: {e}")))?;
+    let people = population::people(&scenario, ids, &cache_dir, &mut rng)?;
+    let ids: Vec<Identity> = people.iter().map(|p| p.device.clone()).collect();
+    let devices = PopulationFigures {
+        default_store_users: ids.iter().filter(|i| i.default_stores).count(),
+        roaming_users: people.iter().filter(|p| p.roaming.is_some()).count(),
+        second_devices: people.iter().filter(|p| p.second.is_some()).count(),
+        skewed_clocks: people
+            .iter()
+            .flat_map(|p| std::iter::once(&p.device).chain(p.second.as_ref()))
+            .filter(|i| i.clock_skew_secs != 0)
+            .count(),
+        app_listing_users: people.iter().filter(|p| p.app_lists).count(),
+        ..PopulationFigures::default()
+    };
     let epoch = Instant::now();
     let truth = Truth {
-        users: ids.iter().map(Identity::user).collect(),
+        users: people.iter().map(population::Person::user).collect(),
         ..Truth::default()
     };
     let world = Arc::new(World {
@@ -150,12 +183,15 @@ pub async fn run(scenario: Scenario) -> Result<LabReport, LabError> {
         epoch,
         truth: Mutex::new(truth),
         ids: ids.clone(),
+        store_dir: cache_dir.clone(),
     });
     let seen = Arc::new(Mutex::new(BTreeMap::new()));
     let watcher = watch_blocks(&world.stack, epoch, seen.clone());
 
     let with_tokens = population::run_prologue(world.clone(), &ids, &mut rng).await;
-    eprintln!("  the earlier day: {with_tokens} of {returning} returning users hold tokens");
+    eprintln!(
+        "  the earlier day: {returning} returning users wrote a record, {with_tokens} hold tokens"
+    );
     // The earlier day's tokens are ripe when the day starts.
     tokio::time::sleep(Duration::from_millis(scenario.token_min_age_ms + 500)).await;
     eprintln!(
@@ -163,17 +199,23 @@ pub async fn run(scenario: Scenario) -> Result<LabReport, LabError> {
         scenario.users,
         scenario.day.as_secs()
     );
-    population::run_day(world.clone(), ids, Instant::now()).await;
+    population::run_day(world.clone(), people, Instant::now()).await;
     // The day's last batches land before the active phases start.
     tokio::time::sleep(Duration::from_millis(scenario.max_wait_ms + 3_000)).await;
     let day_end = ms_since(epoch, Instant::now());
-    let outcomes = active::run_phases(&world, &mut rng).await;
+    let mut outcomes = active::run_phases(&world, &mut rng).await;
     // Let the last batches land.
     tokio::time::sleep(Duration::from_millis(scenario.max_wait_ms + 3_000)).await;
-    watcher.abort();
-
+    // The ledger as it stands before the cover-drift phase, which expires every record of an
+    // hour.
     let block_seen = seen.lock().unwrap_or_else(|p| p.into_inner()).clone();
     let ledger = ledger_view::read(&world.stack.devnet().url(), scenario::APP, block_seen).await?;
+    if scenario.active.cover_drift {
+        active::run_cover_drift(&world, &mut rng, &mut outcomes).await;
+    }
+    watcher.abort();
+    let _ = std::fs::remove_dir_all(&cache_dir);
+
     let mut views = Views::from_stack(&world.stack, epoch, ledger);
     views.issuer = Some("A".into());
     let truth = world
@@ -181,13 +223,13 @@ pub async fn run(scenario: Scenario) -> Result<LabReport, LabError> {
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .clone();
-    let mut attacks = attacks::passive(
-        &views.until(day_end),
-        &truth,
-        scenario.token_min_age_ms,
-        scenario.delay_ms_max,
-        scenario.seed,
-    );
+    let known = attacks::Known {
+        min_age_ms: scenario.token_min_age_ms,
+        delay_ms_max: scenario.delay_ms_max,
+        tail_min_ms: population::lab_schedule(&scenario).tail.0.as_millis() as u64,
+        max_wait_ms: scenario.max_wait_ms,
+    };
+    let mut attacks = attacks::passive(&views.until(day_end), &truth, known, scenario.seed);
     attacks.extend(attacks::active(&views, &truth, &outcomes));
     let population = PopulationFigures {
         sessions: truth.sessions.len(),
@@ -206,7 +248,9 @@ pub async fn run(scenario: Scenario) -> Result<LabReport, LabError> {
         rpc_calls: views.rpc.len(),
         relay_requests: views.relay.len(),
         relayer_requests: views.relayers.values().map(Vec::len).sum(),
+        ..devices
     };
+    let costs = costs(&views.until(day_end), &truth, epoch, day_end);
     if let Ok(world) = Arc::try_unwrap(world) {
         world.stack.shutdown().await;
     }
@@ -214,6 +258,75 @@ pub async fn run(scenario: Scenario) -> Result<LabReport, LabError> {
         scenario,
         attacks,
         population,
+        costs,
         seconds: started.elapsed().as_secs_f64(),
     })
+}
+
+/// What the day cost: write latency, relay bytes and requests per session, ledger records per
+/// write (see [`report::Costs`]).
+fn costs(views: &Views, truth: &Truth, epoch: Instant, day_end: f64) -> report::Costs {
+    let of_day = |at: Instant| ms_since(epoch, at) <= day_end;
+    let writes: Vec<_> = truth
+        .writes
+        .iter()
+        .filter(|w| w.outcome.is_ok() && of_day(w.requested))
+        .collect();
+    let mut latency: Vec<f64> = writes
+        .iter()
+        .map(|w| {
+            w.resolved
+                .saturating_duration_since(w.requested)
+                .as_secs_f64()
+                * 1000.0
+        })
+        .collect();
+    latency.sort_by(f64::total_cmp);
+    let quantile = |q: f64| -> f64 {
+        if latency.is_empty() {
+            return 0.0;
+        }
+        let i = ((latency.len() - 1) as f64 * q).round() as usize;
+        latency[i.min(latency.len() - 1)]
+    };
+    let session_minutes: f64 = truth
+        .sessions
+        .iter()
+        .filter(|s| of_day(s.started))
+        .map(|s| s.ended.saturating_duration_since(s.started).as_secs_f64() / 60.0)
+        .sum();
+    let relay: Vec<_> = views
+        .relay
+        .iter()
+        .filter(|r| !r.injected && r.at <= day_end)
+        .collect();
+    let bytes: usize = relay
+        .iter()
+        .map(|r| r.request_bytes + r.response_bytes)
+        .sum();
+    // The day's records: those of blocks that appeared before its end.
+    let day_records = views
+        .ledger
+        .records
+        .iter()
+        .filter(|r| views.ledger.time_of(r.block).is_some_and(|t| t <= day_end))
+        .count();
+    let per_minute = |x: f64| {
+        if session_minutes > 0.0 {
+            x / session_minutes
+        } else {
+            0.0
+        }
+    };
+    report::Costs {
+        write_median_ms: quantile(0.5),
+        write_p95_ms: quantile(0.95),
+        relay_bytes_per_session_minute: per_minute(bytes as f64),
+        relay_requests_per_s_per_1000_sessions: per_minute(relay.len() as f64) / 60.0 * 1000.0,
+        ledger_records_per_write: if !writes.is_empty() {
+            day_records as f64 / writes.len() as f64
+        } else {
+            0.0
+        },
+    }
 }

@@ -15,8 +15,42 @@ pub struct LabReport {
     pub attacks: Vec<AttackResult>,
     /// Records written, writes failed, sessions, scans.
     pub population: PopulationFigures,
+    /// What the defences cost: latency, bytes, relay load, ledger records.
+    pub costs: Costs,
     /// Wall time of the run, seconds.
     pub seconds: f64,
+}
+
+/// What a run's settings cost the population and the servers (docs/PRIVACY.md "What a network
+/// watcher sees"), over the simulated day.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Costs {
+    /// Median time from `create_entity` to `written`, ms.
+    pub write_median_ms: f64,
+    /// 95th percentile of the same, ms.
+    pub write_p95_ms: f64,
+    /// Bytes through the OHTTP relay (requests and answers) per session-minute, over every
+    /// session of the day.
+    pub relay_bytes_per_session_minute: f64,
+    /// Relay requests a second per 1,000 open sessions.
+    pub relay_requests_per_s_per_1000_sessions: f64,
+    /// Records of the app on the ledger per record a user wrote (decoys raise it above 1).
+    pub ledger_records_per_write: f64,
+}
+
+impl Costs {
+    /// One line for the summary.
+    pub fn line(&self) -> String {
+        format!(
+            "costs: write latency median {:.0} ms, p95 {:.0} ms; relay {:.0} bytes a \
+             session-minute, {:.1} requests/s per 1,000 sessions; {:.2} ledger records a write",
+            self.write_median_ms,
+            self.write_p95_ms,
+            self.relay_bytes_per_session_minute,
+            self.relay_requests_per_s_per_1000_sessions,
+            self.ledger_records_per_write
+        )
+    }
 }
 
 /// What the population did.
@@ -40,6 +74,16 @@ pub struct PopulationFigures {
     pub relay_requests: usize,
     /// Requests the relayers saw.
     pub relayer_requests: usize,
+    /// Users on the client's default stores.
+    pub default_store_users: usize,
+    /// Users whose device also sent from a second address.
+    pub roaming_users: usize,
+    /// Users with a second device.
+    pub second_devices: usize,
+    /// Devices whose clock was off.
+    pub skewed_clocks: usize,
+    /// Users whose app lists without `refresh` when a page opens and after writes.
+    pub app_listing_users: usize,
 }
 
 impl LabReport {
@@ -98,7 +142,9 @@ impl LabReport {
              writes), day {} s, blocks {} ms, \
              MIN_BATCH {}, MAX_WAIT_MS {}, token min age {} ms, delay 0-{} ms, leaks {:?}\n\
              {} sessions ({} failed to start), {} records written, {} writes failed, {} scans; \
-             seen: {} RPC calls, {} relay requests, {} relayer requests; {:.0} s",
+             seen: {} RPC calls, {} relay requests, {} relayer requests; {:.0} s\n\
+             users: {} on the default stores, {} from two addresses, {} with a second device, \
+             {} listing without refresh; {} devices with a clock off",
             s.seed,
             s.users,
             s.returning_share * 100.0,
@@ -119,7 +165,23 @@ impl LabReport {
             p.rpc_calls,
             p.relay_requests,
             p.relayer_requests,
-            self.seconds
+            self.seconds,
+            p.default_store_users,
+            p.roaming_users,
+            p.second_devices,
+            p.app_listing_users,
+            p.skewed_clocks
+        ) + &format!(
+            "\ndefences: ROUND_MS {}, cover {}/min, DECOYS_MAX {}, submission class {}\n{}",
+            s.defences.round_ms,
+            s.defences.cover_per_minute,
+            s.defences.decoys_max,
+            if s.leaks.small_submissions {
+                "off"
+            } else {
+                "on"
+            },
+            self.costs.line()
         ) + &p
             .write_errors
             .iter()

@@ -64,6 +64,38 @@ pub struct Leaks {
     /// The returning-sessions phase's victims resume their scan cache from the exact block
     /// their previous session listed (resume granularity 1), not from a coarse boundary.
     pub exact_resume_block: bool,
+    /// Right after a write resolves, fetch the batch that holds the record and two other
+    /// batches of its window from the user's address (a scan made because a write landed).
+    pub fetch_on_landing: bool,
+    /// At every scan, also fetch the user's batches with covers fixed by the user's wallet
+    /// (the same set from every address and device of the user).
+    pub fixed_fetch_sets: bool,
+    /// The cover-drift phase's victims also fetch their batch at every scan with covers ranked
+    /// by a key of theirs among the batches of its window listed at that moment, whatever their
+    /// lifetime (covers that change when their batches expire).
+    pub covers_from_live_listing: bool,
+    /// Users and devices on the default stores get a fresh in-memory token store (and relayer
+    /// pins) in every session, as the client's default was: every session is a first spend,
+    /// and a stranger's heartbeat makes a relayer's URL ambiguous for every session.
+    pub memory_stores: bool,
+    /// List the project from the user's address right before each write.
+    pub list_before_write: bool,
+    /// Once a session, read relayer A's issuer key from the user's address and at once ask
+    /// A's issuer for tokens (a key read one round trip before an issue request).
+    pub key_read_before_issue: bool,
+    /// Query the ledger for the one-time owner of one of the session's records from the
+    /// user's address (as a verification of the user's own record did).
+    pub owner_query_on_verify: bool,
+    /// The relay-steering phase's victims mark a relayer bad when the relay answers 400
+    /// outside the encapsulation to a request for it.
+    pub relay_errors_mark_bad: bool,
+    /// Devices whose clock is off seal the envelope's `hour` from their own clock, as before
+    /// revision 4 (the client's `lab-leaks` switch), instead of from the chain's time.
+    pub device_clock_hour: bool,
+    /// Every request through the OHTTP relay, submissions included, is padded to the smallest
+    /// class that holds it (the ohttp crate's `lab-leaks` switch), as before the submission
+    /// class of revision 4: a large record's submission shows its size.
+    pub small_submissions: bool,
 }
 
 impl Leaks {
@@ -88,6 +120,16 @@ impl Leaks {
             issue_replays_signed_again: true,
             planner_oldest_only: true,
             exact_resume_block: true,
+            fetch_on_landing: true,
+            fixed_fetch_sets: true,
+            covers_from_live_listing: true,
+            memory_stores: true,
+            list_before_write: true,
+            key_read_before_issue: true,
+            owner_query_on_verify: true,
+            relay_errors_mark_bad: true,
+            device_clock_hour: true,
+            small_submissions: true,
         }
     }
 }
@@ -119,6 +161,16 @@ pub struct Active {
     /// RPC (a passive party here: the phase only makes the sessions) tries to link each second
     /// session to the first by its resume block.
     pub returning_sessions: bool,
+    /// The OHTTP relay answers 400 outside the encapsulation to a victim's first request for
+    /// relayers A and B, so that the victim's writes go to relayer C.
+    pub relay_steering: bool,
+    /// Another user publishes heartbeats naming relayer A's and B's URLs from its own account
+    /// while victims on the default stores start fresh sessions.
+    pub heartbeat_spam: bool,
+    /// Victims write long-lived records among short-lived ones, scan, and scan again once the
+    /// short-lived records expired (the devnet mines past their lifetime); the RPC intersects
+    /// the two fetch sets. Runs last: every record of an hour expires there.
+    pub cover_drift: bool,
 }
 
 impl Default for Active {
@@ -134,6 +186,9 @@ impl Default for Active {
             head_of_line: true,
             issuer_flood: true,
             returning_sessions: true,
+            relay_steering: true,
+            heartbeat_spam: true,
+            cover_drift: true,
         }
     }
 }
@@ -152,6 +207,9 @@ impl Active {
             head_of_line: false,
             issuer_flood: false,
             returning_sessions: false,
+            relay_steering: false,
+            heartbeat_spam: false,
+            cover_drift: false,
         }
     }
 }
@@ -179,6 +237,30 @@ pub struct Scenario {
     /// session of theirs before the day starts); the others are new wallets, whose first
     /// session's refill is their first issue request.
     pub returning_share: f64,
+    /// Fraction of users whose app calls `my_entities` without `refresh` when a page opens and
+    /// after each write (re-rendering its list), besides the refresh scans every user makes.
+    /// (Each user share is `round(users * share)` users, drawn at random.)
+    pub app_list_share: f64,
+    /// Fraction of users on the client's default stores: no token store and no scan cache
+    /// passed. The others keep a token store and a scan cache across their sessions (as a
+    /// browser's persistent storage would).
+    pub default_store_share: f64,
+    /// Fraction of users with a second device: sessions of the same wallet from another address,
+    /// with no scan cache and the default stores.
+    pub second_device_share: f64,
+    /// Fraction of users whose device also connects from a second address (same stores, same
+    /// scan cache): every other session of theirs comes from there.
+    pub roaming_share: f64,
+    /// Fraction of devices whose clock is off (minutes to hours, either way), where the client
+    /// reads it for the envelope's `hour`.
+    pub skewed_clock_share: f64,
+    /// Fraction of sessions whose app calls `check_rarity` before each write.
+    pub rarity_check_share: f64,
+    /// Fraction of sessions whose app verifies one of the user's records with the user's own
+    /// reader (`verify_record_on_ledger`).
+    pub verify_own_share: f64,
+    /// Fraction of records written for a day or a week instead of an hour.
+    pub long_lived_share: f64,
     /// Length of the simulated day.
     #[serde(with = "millis")]
     pub day: Duration,
@@ -205,6 +287,22 @@ pub struct Scenario {
     pub leaks: Leaks,
     /// Active parties.
     pub active: Active,
+    /// The network watcher's defences of revision 4 (issue 31's grid).
+    pub defences: Defences,
+}
+
+/// The settings of the defences against a network watcher (docs/PROTOCOL.md §8.8), the
+/// factors of the lab's grid (docs/PRIVACY.md "What a network watcher sees"). The default is
+/// the deployment default: none of them on but the submission class (which is the protocol's
+/// rule; `Leaks::small_submissions` turns it off).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct Defences {
+    /// The OHTTP relay's `ROUND_MS` (0: forward at once).
+    pub round_ms: u64,
+    /// The clients' cover stream, slots per minute (0: none).
+    pub cover_per_minute: f64,
+    /// The relayers' `DECOYS_MAX` (0: no decoys).
+    pub decoys_max: usize,
 }
 
 mod millis {
@@ -228,6 +326,14 @@ impl Default for Scenario {
             big_record_share: 0.1,
             prove_share: 0.2,
             returning_share: 0.75,
+            app_list_share: 0.6,
+            default_store_share: 0.2,
+            second_device_share: 0.2,
+            roaming_share: 0.2,
+            skewed_clock_share: 0.2,
+            rarity_check_share: 0.3,
+            verify_own_share: 0.2,
+            long_lived_share: 0.4,
             day: Duration::from_secs(240),
             think: Duration::from_secs(4),
             block_time: Duration::from_millis(1000),
@@ -239,6 +345,7 @@ impl Default for Scenario {
             victims: 4,
             leaks: Leaks::default(),
             active: Active::default(),
+            defences: Defences::default(),
         }
     }
 }

@@ -14,10 +14,25 @@ pub struct User {
     pub index: usize,
     /// The wallet's address.
     pub wallet: Address,
-    /// The network address every request of this user comes from.
+    /// The network address of the user's device.
     pub ip: IpAddr,
     /// The user holds tokens from an earlier day (the lab's prologue); otherwise a new wallet.
     pub returning: bool,
+    /// The user's device runs on the client's default stores (no token store, no scan cache).
+    pub default_stores: bool,
+    /// The second address the user's device connects from (same stores), if any.
+    pub roaming_ip: Option<IpAddr>,
+    /// The address of the user's second device (no scan cache, default stores), if any.
+    pub second_device_ip: Option<IpAddr>,
+}
+
+impl User {
+    /// Every address the user sends from.
+    pub fn addresses(&self) -> impl Iterator<Item = IpAddr> + '_ {
+        std::iter::once(self.ip)
+            .chain(self.roaming_ip)
+            .chain(self.second_device_ip)
+    }
 }
 
 /// One write, as the user saw it.
@@ -61,6 +76,11 @@ pub struct Session {
     pub ended: Instant,
     /// Why it could not start, if it could not.
     pub error: Option<String>,
+    /// The address it sent from.
+    pub ip: IpAddr,
+    /// It ran on the client's default stores (no token store passed): it could spend only
+    /// tokens it fetched itself.
+    pub default_stores: bool,
 }
 
 /// One `myEntities` call.
@@ -94,7 +114,18 @@ pub struct Truth {
 impl Truth {
     /// The user who sends from `ip`.
     pub fn user_of_ip(&self, ip: IpAddr) -> Option<usize> {
-        self.users.iter().find(|u| u.ip == ip).map(|u| u.index)
+        self.users
+            .iter()
+            .find(|u| u.addresses().any(|a| a == ip))
+            .map(|u| u.index)
+    }
+
+    /// The session that wrote each one-time owner's record.
+    pub fn session_of_owner(&self) -> BTreeMap<Address, usize> {
+        self.writes
+            .iter()
+            .filter_map(|w| w.outcome.as_ref().ok().map(|o| (o.owner, w.session)))
+            .collect()
     }
 
     /// The writer of each written entity.

@@ -102,6 +102,10 @@ pub struct LedgerRecord {
     pub envelope_len: usize,
     /// The `tag` attribute.
     pub tag: Option<String>,
+    /// The envelope's `hour` (Unix seconds / 3600 where the client sealed it), when it parses.
+    pub hour: Option<u64>,
+    /// The timestamp of the creation block (Unix seconds).
+    pub block_timestamp: Option<u64>,
 }
 
 /// A spends entity: the token ids a relayer's batch redeemed.

@@ -548,10 +548,18 @@ impl Batcher {
         records: Vec<StoredRecord>,
     ) -> Result<(Vec<StoredRecord>, HashMap<String, u64>), Vec<StoredRecord>> {
         let copies = records.clone();
+        // The lab's leaky setting stores a random digest (no deduplication): the check takes
+        // the envelope's own.
+        let random_digests = self.settings.leaks.resubmissions_stored_again;
         let verdicts = match tokio::task::spawn_blocking(move || {
             copies
-                .iter()
-                .map(crate::validate::verify_stored)
+                .into_iter()
+                .map(|mut rec| {
+                    if random_digests {
+                        rec.envelope_digest = crate::store::envelope_sha256(&rec.envelope);
+                    }
+                    crate::validate::verify_stored(&rec)
+                })
                 .collect::<Vec<_>>()
         })
         .await

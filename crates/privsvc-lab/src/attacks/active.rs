@@ -85,6 +85,21 @@ pub const ACTIVE_ATTACKS: &[(&str, &str, &str)] = &[
         "RPC",
         "which earlier session a returning session (scan cache, new address) continues, by its resume block",
     ),
+    (
+        "relay-steering",
+        "OHTTP relay (active)",
+        "writes steered to relayer C by 400s the relay made outside the encapsulation",
+    ),
+    (
+        "heartbeat-spam",
+        "another user (active)",
+        "fresh sessions that could not write or were steered, by heartbeats naming relayers A and B",
+    ),
+    (
+        "cover-drift",
+        "RPC",
+        "which batch is the user's (fetch sets intersected across the expiry of its covers)",
+    ),
 ];
 
 pub(super) fn all(_views: &Views, _score: &Score, outcomes: &ActiveOutcomes) -> Vec<AttackResult> {

@@ -3,6 +3,7 @@
 //! is only ever read to score.
 
 mod active;
+mod app_channels;
 mod passive;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -57,23 +58,31 @@ impl AttackResult {
 
 /// Attacks that guess only when they see their signal: with none (an honest run), they score no
 /// guess, which is the result, not a gap in the lab.
-pub const ABSTAINING: &[&str] = &["issue-to-spend", "first-spend"];
+pub const ABSTAINING: &[&str] = &[
+    "issue-to-spend",
+    "first-spend",
+    "rarity-on-demand",
+    "verify-own",
+    "clock-hour",
+    // Its victims write with `minAnonymity` 6 at B; on a loaded machine a session's tails may
+    // not show the batch in time and the write fails (the record is written all the same), so
+    // no victim's batch is known to score.
+    "cover-drift",
+];
 
 /// Attacks the design cannot stop: measured and stated, not held to chance.
 pub const RESIDUALS: &[&str] = &[
-    // Status polls end within the random tail after `written`: the writer hides only among
-    // the sessions whose requests end in the same window, which a sparse population does not
-    // fill (docs/PRIVACY.md, residuals).
-    "polls-stop-relay",
-    "polls-stop-onlooker",
-    "size-class-relay",
-    "size-class-onlooker",
+    // Timing across the relay: the relay forwards at once unless it runs rounds (`ROUND_MS`),
+    // which shrink these without closing them (docs/PRIVACY.md, "What a network watcher sees").
     "onlooker-relayer-timing",
     "issuer-onlooker-wallet",
     "n-minus-one-flood",
     // A new wallet's first tokens come from its first session's refill, the only issue request
     // it ever made: a spend soon after can be matched to it where few wallets are new.
     "first-spend",
+    // A device without a scan cache fetches the user's batches again, with their covers: the
+    // same set as the user's other device fetched.
+    "device-link",
 ];
 
 /// The truth, indexed for scoring.
@@ -90,6 +99,14 @@ pub(crate) struct Score {
     pub(crate) wallets: Vec<Address>,
     /// Whether each user came back from an earlier day (otherwise a new wallet).
     pub(crate) returning: Vec<bool>,
+    /// One-time owner to the session that wrote its record.
+    pub(crate) session_of_owner: BTreeMap<Address, usize>,
+    /// The sessions that ran on the client's default stores.
+    pub(crate) default_store_sessions: BTreeSet<usize>,
+    /// The second addresses of the users' devices.
+    pub(crate) roaming_ips: BTreeSet<IpAddr>,
+    /// The addresses of the users' second devices.
+    pub(crate) second_device_ips: BTreeSet<IpAddr>,
 }
 
 impl Score {
@@ -105,13 +122,45 @@ impl Score {
             }
         }
         Score {
-            user_of_ip: truth.users.iter().map(|u| (u.ip, u.index)).collect(),
+            user_of_ip: truth
+                .users
+                .iter()
+                .flat_map(|u| u.addresses().map(move |a| (a, u.index)))
+                .collect(),
             writer_of_owner: truth.writer_of_owner(),
             writer_of_entity,
             writers_of_batch,
             wallets: truth.users.iter().map(|u| u.wallet).collect(),
             returning: truth.users.iter().map(|u| u.returning).collect(),
+            session_of_owner: truth.session_of_owner(),
+            default_store_sessions: truth
+                .sessions
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| s.default_stores)
+                .map(|(i, _)| i)
+                .collect(),
+            roaming_ips: truth.users.iter().filter_map(|u| u.roaming_ip).collect(),
+            second_device_ips: truth
+                .users
+                .iter()
+                .filter_map(|u| u.second_device_ip)
+                .collect(),
         }
+    }
+
+    /// Whether the record of `owner` was paid with a first spend: its writer is a new wallet,
+    /// or its session ran on the default stores (tokens of its own fetching only).
+    pub(crate) fn first_spend(&self, owner: &Address) -> bool {
+        let new_wallet = self
+            .writer_of_owner
+            .get(owner)
+            .is_some_and(|u| !self.returning.get(*u).copied().unwrap_or(false));
+        let default_stores = self
+            .session_of_owner
+            .get(owner)
+            .is_some_and(|s| self.default_store_sessions.contains(s));
+        new_wallet || default_stores
     }
 
     pub(crate) fn user(&self, ip: &IpAddr) -> Option<usize> {
@@ -124,16 +173,25 @@ pub(crate) fn pick<T: Clone>(items: &[T], rng: &mut StdRng) -> Option<T> {
     items.choose(rng).cloned()
 }
 
+/// What the attackers know of the clients' and relayers' settings (public defaults).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Known {
+    /// The tokens' minimum age, ms.
+    pub min_age_ms: u64,
+    /// The longest random delay before a submission, ms.
+    pub delay_ms_max: u64,
+    /// The shortest wait between two of a session's tails, ms.
+    pub tail_min_ms: u64,
+    /// The relayers' longest wait for a batch (`MAX_WAIT_MS`).
+    pub max_wait_ms: u64,
+}
+
 /// Every passive attack on a run's views.
-pub fn passive(
-    views: &Views,
-    truth: &Truth,
-    min_age_ms: u64,
-    delay_ms_max: u64,
-    seed: u64,
-) -> Vec<AttackResult> {
+pub fn passive(views: &Views, truth: &Truth, known: Known, seed: u64) -> Vec<AttackResult> {
     let score = Score::new(truth, views);
-    passive::all(views, &score, min_age_ms, delay_ms_max, seed)
+    let mut results = passive::all(views, &score, known.min_age_ms, known.delay_ms_max, seed);
+    results.extend(app_channels::all(views, &score, known, seed));
+    results
 }
 
 /// Every active attack's result, from what the active phases recorded.

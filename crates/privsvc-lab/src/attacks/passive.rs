@@ -12,12 +12,15 @@ use crate::stats::Trial;
 use crate::views::{LedgerRecord, Ms, RelayRequest, RpcCall, Views};
 
 /// A batch: `(block, creator)`.
-type Batch = (u64, Address);
+pub(super) type Batch = (u64, Address);
 
 /// Fetch calls of one source closer than this belong to one burst (one scan's fetch).
 const BURST_GAP_MS: Ms = 2_000.0;
 /// Timestamp reads up to this long after a burst count as the burst's.
 const TIMESTAMP_LAG_MS: Ms = 3_000.0;
+/// How long before its tokens ripen an issue request of an on-demand fetch reaches the issuer
+/// (the answer's round trip and the ripeness check's 100 ms step).
+const ISSUE_LEAD_MS: Ms = 300.0;
 /// A listing this soon after a batch appeared is "right after it landed".
 const LANDING_LAG_MS: Ms = 1_500.0;
 /// Sources that list the app this close to a landing are the sessions live at that moment: each
@@ -79,7 +82,7 @@ pub(crate) fn batches_in(expression: &str) -> Vec<Batch> {
     out
 }
 
-fn expression(call: &RpcCall) -> Option<&str> {
+pub(super) fn expression(call: &RpcCall) -> Option<&str> {
     (call.method == "arkiv_query")
         .then(|| call.params.get(0).and_then(|e| e.as_str()))
         .flatten()
@@ -156,7 +159,7 @@ pub(crate) fn fetch_bursts(rpc: &[RpcCall]) -> Vec<Burst> {
 }
 
 /// The users whose record is in `batch`.
-fn writers(score: &Score, batch: &Batch) -> BTreeSet<usize> {
+pub(super) fn writers(score: &Score, batch: &Batch) -> BTreeSet<usize> {
     score
         .writers_of_batch
         .get(batch)
@@ -166,9 +169,11 @@ fn writers(score: &Score, batch: &Batch) -> BTreeSet<usize> {
 
 /// Issuer: a spend comes `minAgeMs` after the issue request that the write caused; guess the
 /// wallet whose latest issue request before `spend - minAgeMs` is the most recent. One attack,
-/// scored in two parts: the spends of returning users (`issue-to-spend`, which revision 3
-/// closes) and those of new wallets (`first-spend`, a stated residual: a new wallet's tokens
-/// come from the first issue request it ever made).
+/// scored in two parts: the spends of returning users on a store of their own
+/// (`issue-to-spend`, which revision 3 closes) and first spends (`first-spend`, a stated
+/// residual): those of new wallets, whose tokens come from the first issue request they ever
+/// made, and those of sessions on the default stores, which can spend only tokens they
+/// fetched themselves.
 fn issue_to_spend(
     views: &Views,
     score: &Score,
@@ -188,7 +193,7 @@ fn issue_to_spend(
             AttackResult::new(
                 "first-spend",
                 "issuer",
-                "which new wallet spent this token (its first issue request)",
+                "which wallet spent this token (a first spend: a new wallet, or a session on the default stores)",
                 new_wallets,
             ),
         ]
@@ -261,10 +266,10 @@ fn issue_to_spend(
         }
     }
     for (at, id, window) in spends {
-        let Some(writer) = owner_of_token
-            .get(&id)
-            .and_then(|o| score.writer_of_owner.get(o))
-        else {
+        let Some(owner) = owner_of_token.get(&id) else {
+            continue;
+        };
+        let Some(writer) = score.writer_of_owner.get(owner) else {
             continue;
         };
         let before: Vec<&(Ms, Address)> = issues.iter().filter(|(t, _)| *t < at).collect();
@@ -273,12 +278,17 @@ fn issue_to_spend(
         // very write would: `minAgeMs` before the spend, within the window. A spend with no
         // such request tells it nothing, and it abstains.
         let ripe = at - min_age_ms as f64;
-        let in_window: Vec<Address> = before
+        // Nearest first to where a token fetched for this write was asked for: a round trip
+        // and the ripeness check's step before it ripened.
+        let mut in_window: Vec<(Ms, Address)> = before
             .iter()
-            .rev()
             .filter(|(t, _)| *t <= ripe + 500.0 && *t >= ripe - window)
-            .map(|(_, w)| *w)
+            .map(|(t, w)| (*t, *w))
             .collect();
+        in_window.sort_by(|a, b| {
+            ((a.0 - (ripe - ISSUE_LEAD_MS)).abs()).total_cmp(&(b.0 - (ripe - ISSUE_LEAD_MS)).abs())
+        });
+        let in_window: Vec<Address> = in_window.into_iter().map(|(_, w)| w).collect();
         // Another relayer's spends entity lands a batching round after the spend: in that wider
         // window the attacker guesses only when one issue request alone falls there.
         if window > arrival_window && in_window.len() != 1 {
@@ -291,10 +301,10 @@ fn issue_to_spend(
             success: Some(guess) == score.wallets.get(*writer).copied(),
             chance: 1.0 / candidates.len() as f64,
         };
-        if score.returning.get(*writer).copied().unwrap_or(false) {
-            returning.push(trial);
-        } else {
+        if score.first_spend(owner) {
             new_wallets.push(trial);
+        } else {
+            returning.push(trial);
         }
     }
     results(&returning, &new_wallets)
@@ -385,7 +395,10 @@ fn wallet_named(views: &Views, score: &Score, rng: &mut StdRng) -> AttackResult 
 }
 
 /// Sources with a request within [`ACTIVE_WINDOW_MS`] of `at`.
-fn active_sources<'a>(times: impl Iterator<Item = (&'a IpAddr, Ms)>, at: Ms) -> BTreeSet<IpAddr> {
+pub(super) fn active_sources<'a>(
+    times: impl Iterator<Item = (&'a IpAddr, Ms)>,
+    at: Ms,
+) -> BTreeSet<IpAddr> {
     times
         .filter(|(_, t)| (t - at).abs() <= ACTIVE_WINDOW_MS)
         .map(|(s, _)| *s)
@@ -393,7 +406,7 @@ fn active_sources<'a>(times: impl Iterator<Item = (&'a IpAddr, Ms)>, at: Ms) -> 
 }
 
 /// The batches of the app with at least one simulated user's record, with their landing time.
-fn landed_batches(views: &Views, score: &Score) -> Vec<(Batch, Ms, BTreeSet<usize>)> {
+pub(super) fn landed_batches(views: &Views, score: &Score) -> Vec<(Batch, Ms, BTreeSet<usize>)> {
     score
         .writers_of_batch
         .iter()
@@ -543,6 +556,8 @@ fn size_class(views: &Views, score: &Score, by_target: bool) -> AttackResult {
         .filter_map(|r| Some((views.ledger.time_of(r.block)?, r)))
         .collect();
     big_records.sort_by(|a, b| a.0.total_cmp(&b.0));
+    // Whatever the sizes show, the relay knows who sent to the relayer before a batch landed:
+    // the baseline is one of the batch's writers (`Score::writers_of_batch`).
     let mut taken: BTreeSet<usize> = BTreeSet::new();
     let mut trials = Vec::new();
     for (landed, r) in big_records {
@@ -579,9 +594,18 @@ fn size_class(views: &Views, score: &Score, by_target: bool) -> AttackResult {
         if active.is_empty() {
             continue;
         }
+        let writers = score
+            .writers_of_batch
+            .get(&(r.block, r.creator))
+            .map_or(1, BTreeSet::len)
+            .max(1);
         trials.push(Trial {
             success: guess.and_then(|(_, g)| score.user(&g)) == Some(*writer),
-            chance: 1.0 / active.len() as f64,
+            chance: if by_target {
+                1.0 / writers as f64
+            } else {
+                1.0 / active.len() as f64
+            },
         });
     }
     if by_target {
