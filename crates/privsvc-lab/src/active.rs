@@ -109,7 +109,7 @@ pub async fn run_phases(world: &World, rng: &mut StdRng) -> ActiveOutcomes {
     phases.out
 }
 
-/// The cover-drift phase ([`Phases::cover_drift`]), run after every other phase (it expires
+/// The cover-drift phase (`Phases::cover_drift`), run after every other phase (it expires
 /// every record of an hour); its guesses are added to `outcomes`.
 pub async fn run_cover_drift(world: &World, rng: &mut StdRng, outcomes: &mut ActiveOutcomes) {
     // Victims are new users after every other phase's.
