@@ -618,23 +618,12 @@ impl<'a> Phases<'a> {
             let Some(client) = self.direct_client(id, &c).await else {
                 continue;
             };
-            let stop = stop.clone();
-            let seed: u64 = rng.gen();
-            crowd_tasks.push(tokio::spawn(async move {
-                let mut rng = StdRng::seed_from_u64(seed);
-                let mut n = 0u32;
-                while !stop.load(std::sync::atomic::Ordering::SeqCst) {
-                    n += 1;
-                    tokio::time::sleep(Duration::from_millis(rng.gen_range(300..2_500))).await;
-                    let p = CreateParams::new(
-                        format!("crowd {n}").into_bytes(),
-                        "text/plain",
-                        Expires::Hours(1),
-                    )
-                    .attribute("kind", "note");
-                    let _ = bounded(client.create_entity(p)).await;
-                }
-            }));
+            crowd_tasks.push(spawn_crowd_writer(
+                client,
+                stop.clone(),
+                rng.gen(),
+                300..2_500,
+            ));
         }
         // The lab's ground truth: C's exact queue, sampled through the phase.
         let sampler = {
@@ -1058,6 +1047,31 @@ fn isolated(records: &[Entity], owner: Address, fillers: &BTreeSet<Address>) -> 
 }
 
 /// The result of a victim's action, or `None` when it failed or took longer than a minute.
+/// A crowd member's writes until `stop`: a note of an hour after each random gap of
+/// `gap_ms`, each write bounded like every phase's.
+pub(crate) fn spawn_crowd_writer(
+    client: PrivateClient,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    seed: u64,
+    gap_ms: std::ops::Range<u64>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let mut n = 0u32;
+        while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+            n += 1;
+            tokio::time::sleep(Duration::from_millis(rng.gen_range(gap_ms.clone()))).await;
+            let p = CreateParams::new(
+                format!("crowd {n}").into_bytes(),
+                "text/plain",
+                Expires::Hours(1),
+            )
+            .attribute("kind", "note");
+            let _ = bounded(client.create_entity(p)).await;
+        }
+    })
+}
+
 pub(crate) async fn bounded<T, E>(f: impl std::future::Future<Output = Result<T, E>>) -> Option<T> {
     tokio::time::timeout(Duration::from_secs(60), f)
         .await

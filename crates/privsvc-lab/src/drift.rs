@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use alloy_primitives::Address;
 use privsvc_client::{BatchId, CreateParams, EntitiesQuery, Expires, PrivateClient, Wallet};
 use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
+use rand::Rng;
 use serde_json::Value;
 
 use crate::active::{bounded, Phases};
@@ -51,22 +51,12 @@ impl Phases<'_> {
             let Some(client) = self.direct_client(id, &c).await else {
                 continue;
             };
-            let (stop, seed) = (stop.clone(), rng.gen::<u64>());
-            crowd_tasks.push(tokio::spawn(async move {
-                let mut rng = StdRng::seed_from_u64(seed);
-                let mut n = 0u32;
-                while !stop.load(Ordering::SeqCst) {
-                    n += 1;
-                    tokio::time::sleep(Duration::from_millis(rng.gen_range(300..1_500))).await;
-                    let p = CreateParams::new(
-                        format!("crowd {n}").into_bytes(),
-                        "text/plain",
-                        Expires::Hours(1),
-                    )
-                    .attribute("kind", "note");
-                    let _ = bounded(client.create_entity(p)).await;
-                }
-            }));
+            crowd_tasks.push(crate::active::spawn_crowd_writer(
+                client,
+                stop.clone(),
+                rng.gen(),
+                300..1_500,
+            ));
         }
         // The crowd's batches fill the windows before and around the victims'.
         tokio::time::sleep(Duration::from_secs(4)).await;

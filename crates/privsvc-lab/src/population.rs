@@ -813,19 +813,7 @@ async fn scan(
     client: &PrivateClient,
     rpc: &dyn LedgerReader,
 ) {
-    let started = Instant::now();
-    let found = client
-        .my_entities(&EntitiesQuery::new().refresh())
-        .await
-        .map(|r| r.len())
-        .unwrap_or(0);
-    world.record_scan(Scan {
-        user: id.index,
-        session,
-        started,
-        ended: Instant::now(),
-        found,
-    });
+    timed_listing(world, id, session, client, &EntitiesQuery::new().refresh()).await;
     if world.scenario.leaks.fixed_fetch_sets {
         let keys: Vec<B256> = {
             let t = world.truth.lock().unwrap_or_else(|p| p.into_inner());
@@ -842,9 +830,20 @@ async fn scan(
 /// `my_entities` without `refresh`: the app shows the user's records (a page opens, or the
 /// list is drawn again after a write).
 async fn list_view(world: &World, id: &Identity, session: usize, client: &PrivateClient) {
+    timed_listing(world, id, session, client, &EntitiesQuery::new()).await;
+}
+
+/// One `my_entities` call with `query`, recorded in the truth as a scan of `session`.
+async fn timed_listing(
+    world: &World,
+    id: &Identity,
+    session: usize,
+    client: &PrivateClient,
+    query: &EntitiesQuery,
+) {
     let started = Instant::now();
     let found = client
-        .my_entities(&EntitiesQuery::new())
+        .my_entities(query)
         .await
         .map(|r| r.len())
         .unwrap_or(0);
