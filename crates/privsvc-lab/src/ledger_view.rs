@@ -87,12 +87,34 @@ pub async fn read(
         }
     }
     let batch_order = create_order(&ledger, &records).await?;
+    let batch_gas = gas_of(&ledger, batch_order.keys().map(|(_, _, tx)| *tx)).await?;
     Ok(LedgerView {
         records,
         block_seen,
         spends,
         batch_order,
+        batch_gas,
     })
+}
+
+/// The gas each transaction used, from its receipt (a transaction without one is left out).
+async fn gas_of(
+    ledger: &RpcLedger,
+    transactions: impl Iterator<Item = B256>,
+) -> Result<BTreeMap<B256, u64>, LabError> {
+    let mut gas = BTreeMap::new();
+    for tx in transactions.collect::<BTreeSet<_>>() {
+        let receipt = ledger
+            .call("eth_getTransactionReceipt", json!([format!("{tx:#x}")]))
+            .await?;
+        let used = receipt["gasUsed"]
+            .as_str()
+            .and_then(|g| u64::from_str_radix(g.trim_start_matches("0x"), 16).ok());
+        if let Some(used) = used {
+            gas.insert(tx, used);
+        }
+    }
+    Ok(gas)
 }
 
 /// The `hour` member of a sealed envelope (a JSON object padded with trailing spaces).

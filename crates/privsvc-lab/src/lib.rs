@@ -318,6 +318,18 @@ fn costs(views: &Views, truth: &Truth, epoch: Instant, day_end: f64) -> report::
             0.0
         }
     };
+    let (idle, writing) = bytes_by_session_kind(&relay, truth, epoch, day_end);
+    // The gas of the day's batch transactions (decoys and spends updates included).
+    let day_gas: u64 = views
+        .ledger
+        .batch_order
+        .keys()
+        .filter(|(block, _, _)| views.ledger.time_of(*block).is_some_and(|t| t <= day_end))
+        .map(|(_, _, tx)| *tx)
+        .collect::<std::collections::BTreeSet<_>>()
+        .iter()
+        .filter_map(|tx| views.ledger.batch_gas.get(tx))
+        .sum();
     report::Costs {
         write_median_ms: quantile(0.5),
         write_p95_ms: quantile(0.95),
@@ -328,5 +340,70 @@ fn costs(views: &Views, truth: &Truth, epoch: Instant, day_end: f64) -> report::
         } else {
             0.0
         },
+        relay_bytes_per_idle_session_minute: idle,
+        relay_bytes_per_writing_session_minute: writing,
+        gas_per_1000_writes: if !writes.is_empty() {
+            day_gas as f64 * 1000.0 / writes.len() as f64
+        } else {
+            0.0
+        },
     }
+}
+
+/// Relay bytes a session-minute while no write is under way and while one is (from
+/// `createEntity` to its result), `(idle, writing)`: a relay request belongs to the session open
+/// at its source address then.
+fn bytes_by_session_kind(
+    relay: &[&views::RelayRequest],
+    truth: &Truth,
+    epoch: Instant,
+    day_end: f64,
+) -> (f64, f64) {
+    let mut bytes = [0usize; 2];
+    let mut minutes = [0f64; 2];
+    for (i, s) in truth.sessions.iter().enumerate() {
+        let (from, to) = (ms_since(epoch, s.started), ms_since(epoch, s.ended));
+        if from > day_end {
+            continue;
+        }
+        // The session's writing spans, merged.
+        let mut spans: Vec<(f64, f64)> = truth
+            .writes
+            .iter()
+            .filter(|w| w.session == i)
+            .map(|w| {
+                (
+                    ms_since(epoch, w.requested).max(from),
+                    ms_since(epoch, w.resolved).min(to),
+                )
+            })
+            .filter(|(a, b)| a < b)
+            .collect();
+        spans.sort_by(|x, y| x.0.total_cmp(&y.0));
+        let mut merged: Vec<(f64, f64)> = Vec::new();
+        for (a, b) in spans {
+            match merged.last_mut() {
+                Some(last) if a <= last.1 => last.1 = last.1.max(b),
+                _ => merged.push((a, b)),
+            }
+        }
+        let writing_ms: f64 = merged.iter().map(|(a, b)| b - a).sum();
+        minutes[1] += writing_ms / 60_000.0;
+        minutes[0] += ((to - from) - writing_ms).max(0.0) / 60_000.0;
+        for r in relay
+            .iter()
+            .filter(|r| r.source == s.ip && r.at >= from && r.at <= to)
+        {
+            let kind = usize::from(merged.iter().any(|(a, b)| r.at >= *a && r.at <= *b));
+            bytes[kind] += r.request_bytes + r.response_bytes;
+        }
+    }
+    let rate = |k: usize| {
+        if minutes[k] > 0.0 {
+            bytes[k] as f64 / minutes[k]
+        } else {
+            0.0
+        }
+    };
+    (rate(0), rate(1))
 }

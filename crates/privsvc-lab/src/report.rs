@@ -36,6 +36,14 @@ pub struct Costs {
     pub relay_requests_per_s_per_1000_sessions: f64,
     /// Records of the app on the ledger per record a user wrote (decoys raise it above 1).
     pub ledger_records_per_write: f64,
+    /// Relay bytes a session-minute while no write of the session is under way.
+    pub relay_bytes_per_idle_session_minute: f64,
+    /// Relay bytes a session-minute while a write of the session is under way (from
+    /// `create_entity` to its result).
+    pub relay_bytes_per_writing_session_minute: f64,
+    /// Gas of the day's batch transactions per 1,000 records users wrote (decoys and spends
+    /// updates included).
+    pub gas_per_1000_writes: f64,
 }
 
 impl Costs {
@@ -43,12 +51,16 @@ impl Costs {
     pub fn line(&self) -> String {
         format!(
             "costs: write latency median {:.0} ms, p95 {:.0} ms; relay {:.0} bytes a \
-             session-minute, {:.1} requests/s per 1,000 sessions; {:.2} ledger records a write",
+             session-minute ({:.0} idle, {:.0} writing), {:.1} requests/s per 1,000 sessions; \
+             {:.2} ledger records and {:.0} gas a write",
             self.write_median_ms,
             self.write_p95_ms,
             self.relay_bytes_per_session_minute,
+            self.relay_bytes_per_idle_session_minute,
+            self.relay_bytes_per_writing_session_minute,
             self.relay_requests_per_s_per_1000_sessions,
-            self.ledger_records_per_write
+            self.ledger_records_per_write,
+            self.gas_per_1000_writes / 1000.0
         )
     }
 }

@@ -293,9 +293,10 @@ pub struct Scenario {
 
 /// The settings of the defences against a network watcher (docs/PROTOCOL.md §8.8), the
 /// factors of the lab's grid (docs/PRIVACY.md "What a network watcher sees"). The default is
-/// the deployment default: none of them on but the submission class (which is the protocol's
-/// rule; `Leaks::small_submissions` turns it off).
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+/// the deployment default chosen from that grid: the reference relay's rounds
+/// ([`privsvc_ohttp::RECOMMENDED_ROUND_MS`]), no cover stream, no decoys, and the submission
+/// class (the protocol's rule; `Leaks::small_submissions` turns it off).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Defences {
     /// The OHTTP relay's `ROUND_MS` (0: forward at once).
     pub round_ms: u64,
@@ -303,6 +304,16 @@ pub struct Defences {
     pub cover_per_minute: f64,
     /// The relayers' `DECOYS_MAX` (0: no decoys).
     pub decoys_max: usize,
+}
+
+impl Default for Defences {
+    fn default() -> Self {
+        Defences {
+            round_ms: privsvc_ohttp::RECOMMENDED_ROUND_MS,
+            cover_per_minute: 0.0,
+            decoys_max: 0,
+        }
+    }
 }
 
 mod millis {

@@ -130,6 +130,8 @@ pub struct LedgerView {
     pub spends: Vec<Spends>,
     /// The order of creates in each batch `(block, creator, transaction)`.
     pub batch_order: BTreeMap<(u64, Address, B256), Vec<B256>>,
+    /// Gas used by each batch transaction of [`Self::batch_order`] (its receipt's `gasUsed`).
+    pub batch_gas: BTreeMap<B256, u64>,
 }
 
 impl LedgerView {

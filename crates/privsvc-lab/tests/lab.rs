@@ -32,7 +32,7 @@
 
 use std::time::Duration;
 
-use privsvc_lab::{Active, Leaks, Scenario};
+use privsvc_lab::{Active, Defences, Leaks, Scenario};
 
 /// Attacks of the short form, each of which must score guesses.
 const EVERY_ATTACK: &[&str] = &[
@@ -120,6 +120,12 @@ async fn every_attack_wins_when_its_leak_is_on() {
         },
         // Every active party (the default).
         active: Active::default(),
+        // The relay forwards at once, as before the watcher's defences: the leaks' stand-ins
+        // were made against it.
+        defences: Defences {
+            round_ms: 0,
+            ..Defences::default()
+        },
         ..Scenario::short()
     };
     let report = privsvc_lab::run(scenario).await.expect("the lab runs");
