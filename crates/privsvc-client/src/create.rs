@@ -25,7 +25,8 @@ use crate::relayer_api::{fetch_status, submit, RelayerStatus, SubmitOutcome};
 
 /// Consecutive unanswered status polls after which a relayer counts as gone.
 const MAX_UNANSWERED_POLLS: u32 = 3;
-/// Tails a write waits for a record the relayer called written when `minAnonymity` > 1.
+/// Tails (started after the relayer's answer) a write waits for a record the relayer called
+/// written when `minAnonymity` > 1.
 const TAILS_FOR_WRITTEN: u32 = 3;
 
 /// A record sealed and ready to submit (the same text goes to every relayer tried).
@@ -295,12 +296,16 @@ impl PrivateClient {
         requested_ms: u64,
     ) -> Result<CreateResult, PrivsvcError> {
         let mut tried = HashSet::new();
+        // The longest inclusion timeout of the relayers tried: how long the last look waits.
+        let mut longest_timeout = self.tail_window(1);
         let mut attempts = Vec::new();
         let mut submitted_somewhere = false;
         let mut token_failures = Vec::new();
         let mut refusals = Vec::new();
         while let Some(relayer) = self.pick_relayer(&tried) {
             tried.insert(relayer.url.clone());
+            longest_timeout =
+                longest_timeout.max(self.options.inclusion_timeout_for(&relayer.info));
             if let Some(reason) = unacceptable(&relayer, &sealed.request) {
                 attempts.push(format!("{}: {reason}", relayer.url));
                 continue;
@@ -326,8 +331,11 @@ impl PrivateClient {
                         return Ok(claimed_result(&relayer, st, sealed, warnings));
                     }
                     // k > 1: the batch must show the record with its peers.
-                    let window = self.tail_window(TAILS_FOR_WRITTEN);
-                    if let Some(found) = self.await_tail(sealed, window).await {
+                    let bound = self.options.inclusion_timeout_for(&relayer.info);
+                    if let Some(found) = self
+                        .await_tail(sealed, Duration::ZERO, TAILS_FOR_WRITTEN, bound)
+                        .await
+                    {
                         return written_result(&relayer, st, found, sealed, warnings);
                     }
                     tracing::warn!(relayer = %relayer.url, "the relayer says written, the session's tails do not show the record");
@@ -365,18 +373,24 @@ impl PrivateClient {
                     // Watch the tails of one batching round of that relayer: a record it
                     // accepted may still land, and must not be written twice.
                     // (Never longer than the inclusion timeout, never shorter than one tail.)
+                    let timeout = self.options.inclusion_timeout_for(&relayer.info);
                     let window = relayer_round(&relayer.info)
-                        .min(self.options.inclusion_timeout_for(&relayer.info))
-                        .max(self.tail_window(1))
+                        .min(timeout)
                         .saturating_add(self.options.poll_interval);
-                    if let Some(found) = self.await_tail(sealed, window).await {
+                    if let Some(found) = self
+                        .await_tail(sealed, window, 1, window.saturating_add(timeout))
+                        .await
+                    {
                         return Ok(recovered_result(found, sealed, warnings));
                     }
                 }
             }
         }
         if submitted_somewhere {
-            if let Some(found) = self.await_tail(sealed, self.tail_window(1)).await {
+            if let Some(found) = self
+                .await_tail(sealed, Duration::ZERO, 1, longest_timeout)
+                .await
+            {
                 return Ok(recovered_result(found, sealed, warnings));
             }
         }
@@ -544,20 +558,35 @@ impl PrivateClient {
         self.options.schedule.tail.1.saturating_mul(tails)
     }
 
-    /// Waits up to `window` for a tail (the session's own listing) that shows the sealed record.
-    /// The record is recognised locally by owner, tag and attributes; nothing is read here.
-    async fn await_tail(&self, sealed: &SealedRecord, window: Duration) -> Option<Found> {
-        let mut tails = self.tail.watch();
-        let end = Instant::now() + window;
+    /// Waits for a tail (the session's own listing) that shows the sealed record: for at least
+    /// `at_least`, and until `tails` tails that started after this call have finished however
+    /// long they took to list (a listing under way may have been made at a head before the
+    /// record's block), but never past `bound`. The record is recognised locally by owner, tag
+    /// and attributes; nothing is read here.
+    async fn await_tail(
+        &self,
+        sealed: &SealedRecord,
+        at_least: Duration,
+        tails: u32,
+        bound: Duration,
+    ) -> Option<Found> {
+        let mut done = self.tail.watch();
+        let want = self.tail.started().saturating_add(u64::from(tails));
+        let start = Instant::now();
+        let (min_end, end) = (start + at_least, start + bound.max(at_least));
         loop {
             if let Some(found) = find_listed(&*self.scanner.cache.lock().await, sealed) {
                 return Some(found);
             }
-            let left = end.saturating_duration_since(Instant::now());
-            if left.is_zero() {
+            let now = Instant::now();
+            let tails_done = *done.borrow_and_update() >= want;
+            if (tails_done && now >= min_end) || now >= end {
                 return None;
             }
-            if privsvc_rt::timeout(left, tails.changed()).await.is_err() {
+            // Wake for the next tail, or once the minimum wait is over when the tails are done.
+            let left = if tails_done { min_end - now } else { end - now };
+            if let Ok(Err(_)) = privsvc_rt::timeout(left, done.changed()).await {
+                // The tail loop is gone: nothing more will be listed.
                 return find_listed(&*self.scanner.cache.lock().await, sealed);
             }
         }

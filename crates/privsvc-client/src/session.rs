@@ -45,6 +45,11 @@ impl Ticks {
         let _ = privsvc_rt::timeout(bound, done.wait_for(|n| *n >= want)).await;
     }
 
+    /// How many runs have started so far.
+    pub(crate) fn started(&self) -> u64 {
+        self.started.load(Ordering::SeqCst)
+    }
+
     pub(crate) fn starting(&self) {
         self.started.fetch_add(1, Ordering::SeqCst);
     }

@@ -350,3 +350,46 @@ impl LedgerReader for CountingReader {
         self.inner.balance(a).await
     }
 }
+
+/// A slow node: every listing (`query`) takes `delay`, and one that a new block has made stale
+/// meanwhile (pinned at a block below today's head) takes `stale_delay` more: on a loaded
+/// machine, the listing under way when a batch lands outlasts the write it serves.
+pub struct StaleListingReader {
+    pub inner: Arc<dyn LedgerReader>,
+    pub delay: Duration,
+    pub stale_delay: Duration,
+}
+
+#[async_trait]
+impl LedgerReader for StaleListingReader {
+    async fn chain_id(&self) -> Result<u64, LedgerError> {
+        self.inner.chain_id().await
+    }
+    async fn block_number(&self) -> Result<u64, LedgerError> {
+        self.inner.block_number().await
+    }
+    async fn query(&self, e: &str, o: &QueryOptions) -> Result<QueryPage, LedgerError> {
+        tokio::time::sleep(self.delay).await;
+        if let Some(at) = o.at_block {
+            if self.inner.block_number().await? > at {
+                tokio::time::sleep(self.stale_delay).await;
+            }
+        }
+        self.inner.query(e, o).await
+    }
+    async fn entity(&self, k: B256, b: Option<u64>) -> Result<Option<Entity>, LedgerError> {
+        self.inner.entity(k, b).await
+    }
+    async fn block_timestamp(&self, n: u64) -> Result<Option<u64>, LedgerError> {
+        self.inner.block_timestamp(n).await
+    }
+    async fn code_at(&self, a: Address) -> Result<Vec<u8>, LedgerError> {
+        self.inner.code_at(a).await
+    }
+    async fn entity_nonce(&self, a: Address) -> Result<u64, LedgerError> {
+        self.inner.entity_nonce(a).await
+    }
+    async fn balance(&self, a: Address) -> Result<U256, LedgerError> {
+        self.inner.balance(a).await
+    }
+}

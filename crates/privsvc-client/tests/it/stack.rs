@@ -8,7 +8,7 @@ use alloy_primitives::B256;
 use privsvc_client::{
     heartbeat_relayers, verify_ownership_proof, verify_record, AttrValue, CreateParams,
     CreateResult, EntitiesQuery, Expires, PrivateClient, PrivsvcError, ProofExpectation,
-    ProveParams, RejectReason, VerifyOptions, WarningCode,
+    ProveParams, RejectReason, SessionSchedule, VerifyOptions, WarningCode,
 };
 use privsvc_ledger::{ArkivValue, Create, CreationFlags, Operation};
 use privsvc_relayer::Health;
@@ -577,6 +577,59 @@ async fn min_anonymity_three_clients_share_one_batch() {
         other => panic!("expected AllRelayersFailed, got {other}"),
     }
     stack.shutdown().await;
+}
+
+/// With `minAnonymity` > 1 a write the relayer calls written waits for the session's tails to
+/// show it, counted in tails that started after the relayer's answer, not in time: when the
+/// tail under way at that answer was listing at a head before the batch and outlasts the tails'
+/// gaps (a slow node: each listing 3 s, one made stale by a new block 6 s more), the record is
+/// still found and reported as written with its batch, not as missing (which marked the
+/// relayer bad and sent the write on to another).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn min_anonymity_write_waits_for_tails_that_outlast_their_gaps() {
+    let stack = Stack::start(StackOptions::plain()).await;
+    let slow: Arc<dyn privsvc_ledger::LedgerReader> = Arc::new(StaleListingReader {
+        inner: stack.reader.clone(),
+        delay: Duration::from_secs(3),
+        stale_delay: Duration::from_secs(6),
+    });
+    // No scheduled scan: only the tail lists (a scan's listing would show the record too).
+    let schedule = SessionSchedule {
+        scan: (Duration::from_secs(3_600), Duration::from_secs(3_600)),
+        ..fast_schedule()
+    };
+    let mut clients = Vec::new();
+    for _ in 0..3 {
+        clients.push(
+            fast_builder(
+                Arc::new(LocalWallet::random()),
+                slow.clone(),
+                [stack.a_url.clone()],
+            )
+            .schedule(schedule)
+            .inclusion_timeout(Duration::from_secs(30))
+            .min_anonymity(3)
+            .build()
+            .await
+            .unwrap(),
+        );
+    }
+    for c in &clients {
+        ready(c).await;
+    }
+    let results = futures_join(&clients).await;
+    for (r, c) in results.iter().zip(&clients) {
+        assert!(
+            !r.recovered && r.relayer == stack.a_url && r.tx_hash != B256::ZERO,
+            "reported as written by its relayer, not recovered: {r:?}"
+        );
+        assert_eq!(r.tx_hash, results[0].tx_hash, "all three in one batch");
+        assert!(r.batch_size >= 3, "batch of {}", r.batch_size);
+        assert!(
+            c.relayers().iter().all(|s| !s.bad),
+            "a relayer whose record landed is not marked bad"
+        );
+    }
 }
 
 async fn futures_join(clients: &[PrivateClient]) -> Vec<privsvc_client::CreateResult> {

@@ -22,14 +22,14 @@ use serde_json::Value;
 use crate::common::{fast_schedule, note, APP};
 
 /// The moments of the session's actions, from its start.
-const WRITE_1: Duration = Duration::from_millis(4_000);
-const SCAN_1: Duration = Duration::from_millis(7_000);
-const WRITE_2: Duration = Duration::from_millis(8_000);
-const SCAN_2: Duration = Duration::from_millis(11_000);
-const END: Duration = Duration::from_millis(13_000);
+const WRITE_1: Duration = Duration::from_millis(6_000);
+const SCAN_1: Duration = Duration::from_millis(9_000);
+const WRITE_2: Duration = Duration::from_millis(10_000);
+const SCAN_2: Duration = Duration::from_millis(13_000);
+const END: Duration = Duration::from_millis(15_000);
 /// How many times the pair of sessions is run when a session's machine was too loaded for its
 /// first token to ripen before its first write (a void session, not a different transcript).
-const ATTEMPTS: usize = 3;
+const ATTEMPTS: usize = 4;
 /// How far the same request of the two users may be apart in time.
 const TOLERANCE_MS: f64 = 1_500.0;
 
