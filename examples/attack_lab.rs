@@ -42,7 +42,8 @@ struct Args {
     /// owner-query, relay-errors, device-clock-hour, small-submissions.
     #[arg(long, default_value = "none")]
     leaks: String,
-    /// The OHTTP relay's `ROUND_MS` (the network watcher's grid; default 0).
+    /// The OHTTP relay's `ROUND_MS` (the network watcher's grid; default: the reference
+    /// relay's 1000).
     #[arg(long)]
     round_ms: Option<u64>,
     /// The clients' cover stream, slots a minute (default 0: none).
@@ -51,6 +52,10 @@ struct Args {
     /// The relayers' `DECOYS_MAX` (default 0).
     #[arg(long)]
     decoys: Option<usize>,
+    /// The clients' longest status-poll tail after `written`, ms (default 6000: a tenth of
+    /// the real 60 s, as the lab's other timers).
+    #[arg(long)]
+    status_tail_ms: Option<u64>,
     /// Run only the n-1 phases among the active ones (the network watcher's grid).
     #[arg(long)]
     only_n_minus_one: bool,
@@ -143,6 +148,9 @@ async fn main() -> ExitCode {
     }
     if let Some(d) = args.decoys {
         scenario.defences.decoys_max = d;
+    }
+    if let Some(t) = args.status_tail_ms {
+        scenario.status_tail_max = Duration::from_millis(t);
     }
     if args.only_n_minus_one {
         scenario.active = Active {

@@ -378,7 +378,8 @@ impl World {
 }
 
 /// The session timers of the compressed day: tails every 1.5 to 4.5 s (a tenth of the real
-/// 15 to 45 s), status polls for up to 6 s after `written`, the first refill within 5 s of a
+/// 15 to 45 s), status polls for up to `status_tail_max` (6 s, a tenth of the real 60 s) after
+/// `written`, the first refill within 5 s of a
 /// session's start, later ones 5 to 60 s apart. With the `on_demand_tokens` leak there are no
 /// refills; with `no_poll_tail` the polls stop at `written`.
 pub fn lab_schedule(sc: &Scenario) -> privsvc_client::SessionSchedule {
@@ -388,7 +389,7 @@ pub fn lab_schedule(sc: &Scenario) -> privsvc_client::SessionSchedule {
         status_tail: if sc.leaks.no_poll_tail {
             (Duration::ZERO, Duration::ZERO)
         } else {
-            (Duration::ZERO, Duration::from_secs(6))
+            (Duration::ZERO, sc.status_tail_max)
         },
         // With `no_poll_tail` the polls stop at `written` (no horizon either).
         status_horizon_rounds: if sc.leaks.no_poll_tail {

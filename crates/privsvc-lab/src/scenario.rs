@@ -281,6 +281,10 @@ pub struct Scenario {
     /// Clients' status poll interval.
     #[serde(with = "millis")]
     pub poll: Duration,
+    /// The longest status-poll tail after `written` (the client's `status_tail`, drawn from 0
+    /// to this), for writes that land after their poll horizon.
+    #[serde(with = "millis")]
+    pub status_tail_max: Duration,
     /// Victims of each active phase.
     pub victims: usize,
     /// Leaks switched on.
@@ -353,6 +357,7 @@ impl Default for Scenario {
             token_min_age_ms: 3_000,
             delay_ms_max: 3_000,
             poll: Duration::from_millis(500),
+            status_tail_max: Duration::from_secs(6),
             victims: 4,
             leaks: Leaks::default(),
             active: Active::default(),

@@ -83,6 +83,10 @@ pub const RESIDUALS: &[&str] = &[
     // A device without a scan cache fetches the user's batches again, with their covers: the
     // same set as the user's other device fetched.
     "device-link",
+    // A session that ends a few seconds after its write resolves stops all its requests then,
+    // status polls included: at chance among a few dozen users, above it among 200.
+    "polls-stop-relay",
+    "polls-stop-onlooker",
 ];
 
 /// The truth, indexed for scoring.
