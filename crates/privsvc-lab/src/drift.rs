@@ -119,6 +119,7 @@ impl Phases<'_> {
                 own.insert(v.ip, *b);
             }
         }
+        self.out.ran("cover-drift");
         eprintln!(
             "  cover drift: {} victims, {} with a session, {} records located",
             victims.len(),

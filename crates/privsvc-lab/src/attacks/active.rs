@@ -21,6 +21,12 @@ impl ActiveOutcomes {
             .or_default()
             .push(Trial { success, chance });
     }
+
+    /// Records that attack `id`'s phase ran, whether or not it scored a guess (an abstaining
+    /// attack is reported with no trials, not left out).
+    pub fn ran(&mut self, id: &'static str) {
+        self.trials.entry(id).or_default();
+    }
 }
 
 /// Party and description of each active attack, in report order.
