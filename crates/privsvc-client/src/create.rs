@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use alloy_primitives::{Address, B256};
-use privsvc_attributes::{AttrValue, Attributes};
+use privsvc_attributes::{AttrValue, AttributeError, Attributes};
 use privsvc_envelope::{expiry_bucket, expiry_seconds, EnvelopeBody};
 use privsvc_rt::Instant;
 use privsvc_vault::{RecordRef, Tag};
@@ -74,26 +74,29 @@ pub(crate) fn user_attributes(input: &[(String, AttrValue)]) -> Result<Attribute
     let mut problems = Vec::new();
     let mut attrs = Attributes::new();
     for (name, value) in input {
-        if let Some(p) = privsvc_attributes::user_name_problem(name) {
-            problems.push(format!("{name:?}: {p}"));
+        if let Some(reason) = privsvc_attributes::user_name_problem(name) {
+            problems.push(AttributeError::Invalid {
+                name: name.clone(),
+                reason,
+            });
             continue;
         }
         if attrs.contains(name) {
-            problems.push(format!("{name:?} is given twice"));
+            problems.push(AttributeError::Invalid {
+                name: name.clone(),
+                reason: "is given twice".into(),
+            });
             continue;
         }
         if let Err(e) = attrs.insert(name.clone(), value.clone()) {
-            problems.push(e.to_string());
+            problems.push(e);
         }
     }
     // project and tag are added by the library.
     if attrs.len() + 2 > privsvc_attributes::MAX_ATTRIBUTES {
-        problems.push(format!(
-            "{} attributes given, at most {} (a record holds {} with project and tag)",
-            attrs.len(),
-            privsvc_attributes::MAX_ATTRIBUTES - 2,
-            privsvc_attributes::MAX_ATTRIBUTES
-        ));
+        problems.push(AttributeError::TooMany {
+            count: attrs.len() + 2,
+        });
     }
     if problems.is_empty() {
         Ok(attrs)
@@ -241,9 +244,7 @@ impl PrivateClient {
         };
         let owner = self.vault.address_of(&record_ref).await?;
         let tag = self.vault.make_tag(&record_ref).await?;
-        let invalid = |e: privsvc_attributes::AttributeError| PrivsvcError::InvalidAttributes {
-            problems: vec![e.to_string()],
-        };
+        let invalid = |e: AttributeError| PrivsvcError::InvalidAttributes { problems: vec![e] };
         attrs
             .insert("project", AttrValue::Str(self.project().to_string()))
             .map_err(invalid)?;
@@ -752,9 +753,17 @@ mod tests {
         match err {
             PrivsvcError::InvalidAttributes { problems } => {
                 assert_eq!(problems.len(), 4, "{problems:?}");
-                assert!(problems[0].contains("lowercase"));
-                assert!(problems[1].contains("reserved"));
-                assert!(problems[2].contains("twice"));
+                let named = |i: usize, want: &str, says: &str| {
+                    matches!(&problems[i], AttributeError::Invalid { name, reason }
+                        if name == want && reason.contains(says))
+                };
+                assert!(named(0, "Kind", "lowercase"), "{problems:?}");
+                assert!(named(1, "tag", "reserved"), "{problems:?}");
+                assert!(named(2, "x", "twice"), "{problems:?}");
+                assert!(
+                    matches!(&problems[3], AttributeError::Invalid { name, .. } if name == "y"),
+                    "{problems:?}"
+                );
             }
             other => panic!("{other}"),
         }
@@ -768,9 +777,13 @@ mod tests {
                 .collect()
         };
         assert!(user_attributes(&many(28)).is_ok());
-        assert!(matches!(
-            user_attributes(&many(29)),
-            Err(PrivsvcError::InvalidAttributes { .. })
-        ));
+        match user_attributes(&many(29)) {
+            Err(PrivsvcError::InvalidAttributes { problems }) => assert_eq!(
+                problems,
+                vec![AttributeError::TooMany { count: 31 }],
+                "project and tag are counted"
+            ),
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -103,7 +103,11 @@ pub async fn contact_relayer(
     };
     let expected = given.or(pinned);
     let owner = match heartbeats {
-        Some(heartbeats) => Some(url_owner(heartbeats, url, expected)?),
+        Some(heartbeats) => Some(url_owner(
+            heartbeats,
+            &privsvc_ohttp::RelayerUrl::parse(url)?,
+            expected,
+        )?),
         None => None,
     };
     let protocol = |message: String| PrivsvcError::Protocol {

@@ -38,10 +38,10 @@ pub enum PrivsvcError {
         warnings: Vec<CheckWarning>,
     },
     /// Attribute names or values are not acceptable; nothing was sent.
-    #[error("invalid attributes: {}", .problems.join("; "))]
+    #[error("invalid attributes: {}", problems_text(.problems))]
     InvalidAttributes {
-        /// One line per problem.
-        problems: Vec<String>,
+        /// Every problem found, each naming its attribute.
+        problems: Vec<privsvc_attributes::AttributeError>,
     },
     /// `prove_ownership` was asked about an entity that is not one of the user's records.
     #[error("entity {entity_key} is not one of your records (or it expired); call my_entities() to see the keys you own")]
@@ -151,6 +151,14 @@ fn path_prefix(path: &Option<PathBuf>) -> String {
         Some(p) => format!("{}: ", p.display()),
         None => String::new(),
     }
+}
+
+fn problems_text(problems: &[privsvc_attributes::AttributeError]) -> String {
+    problems
+        .iter()
+        .map(|p| p.to_string())
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 fn warning_codes(warnings: &[CheckWarning]) -> String {

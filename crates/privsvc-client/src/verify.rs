@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use alloy_primitives::{Address, B256};
-use privsvc_attributes::{AttrType, AttrValue, Attributes};
+use privsvc_attributes::{AttrType, AttrValue, AttributeError, Attributes};
 use privsvc_envelope::{
     check_created_in_time, envelope_signer, parse_envelope, republish_deadline, EnvelopeBody,
 };
@@ -103,7 +103,7 @@ pub enum RejectReason {
     BadEnvelope(#[source] privsvc_envelope::EnvelopeError),
     /// The ledger attributes cannot be read as privsvc attributes.
     #[error("the attributes are not valid privsvc attributes: {0}")]
-    BadAttributes(String),
+    BadAttributes(#[source] AttributeError),
     /// The envelope names another app.
     #[error("the envelope is for app {found:?}, not {expected:?}")]
     WrongApp {
@@ -175,8 +175,16 @@ pub enum RejectReason {
     Ledger(String),
 }
 
-/// Converts ledger attributes into privsvc attributes (only str, i32, u64 and u256).
-pub fn attributes_from_ledger(attrs: &[privsvc_ledger::Attribute]) -> Result<Attributes, String> {
+/// Converts ledger attributes into privsvc attributes (only str, i32, u64 and u256); an
+/// attribute of another type, a repeated name or an invalid name or value is an
+/// [`AttributeError::Invalid`] naming it.
+pub fn attributes_from_ledger(
+    attrs: &[privsvc_ledger::Attribute],
+) -> Result<Attributes, AttributeError> {
+    let invalid = |name: &str, reason: String| AttributeError::Invalid {
+        name: name.to_owned(),
+        reason,
+    };
     let mut out = Attributes::new();
     for a in attrs {
         let value = match &a.value {
@@ -184,13 +192,12 @@ pub fn attributes_from_ledger(attrs: &[privsvc_ledger::Attribute]) -> Result<Att
             ArkivValue::I32(v) => AttrValue::I32(*v),
             ArkivValue::U64(v) => AttrValue::U64(*v),
             ArkivValue::U256(v) => AttrValue::U256(*v),
-            other => return Err(format!("attribute {:?} has type {other:?}", a.name)),
+            other => return Err(invalid(&a.name, format!("has type {other:?}"))),
         };
         if out.contains(&a.name) {
-            return Err(format!("attribute {:?} appears twice", a.name));
+            return Err(invalid(&a.name, "appears twice".into()));
         }
-        out.insert(a.name.clone(), value)
-            .map_err(|e| e.to_string())?;
+        out.insert(a.name.clone(), value)?;
     }
     Ok(out)
 }
@@ -393,4 +400,47 @@ pub fn verify_record(
             .to_string(),
         unchecked,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use privsvc_ledger::Attribute;
+
+    fn attr(name: &str, value: ArkivValue) -> Attribute {
+        Attribute {
+            name: name.into(),
+            value,
+        }
+    }
+
+    #[test]
+    fn ledger_attributes_that_are_not_privsvc_attributes_are_typed_errors_naming_them() {
+        let wrong_type = attributes_from_ledger(&[attr("blob", ArkivValue::Bytes(vec![1]))]);
+        assert!(
+            matches!(&wrong_type, Err(AttributeError::Invalid { name, .. }) if name == "blob"),
+            "{wrong_type:?}"
+        );
+        let twice = attributes_from_ledger(&[
+            attr("level", ArkivValue::U64(1)),
+            attr("level", ArkivValue::U64(2)),
+        ]);
+        assert!(
+            matches!(&twice, Err(AttributeError::Invalid { name, reason }) if name == "level" && reason == "appears twice"),
+            "{twice:?}"
+        );
+        // A name the privsvc rules refuse keeps the attribute crate's own error.
+        let bad_name = attributes_from_ledger(&[attr("Level", ArkivValue::U64(1))]);
+        assert!(
+            matches!(&bad_name, Err(AttributeError::Invalid { name, .. }) if name == "Level"),
+            "{bad_name:?}"
+        );
+        let reason = RejectReason::BadAttributes(bad_name.unwrap_err());
+        assert!(
+            std::error::Error::source(&reason)
+                .and_then(|s| s.downcast_ref::<AttributeError>())
+                .is_some(),
+            "{reason:?}"
+        );
+    }
 }

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use privsvc_attributes::{json, name_problem, AttrType, AttributeError, MAX_ATTRIBUTES};
 use serde_json::{Map, Value};
 
-use crate::{expiry, to_base64, EnvelopeError, ENVELOPE_VERSION, MAX_HOUR};
+use crate::{expiry, to_base64, EnvelopeError, MemberReason, ENVELOPE_VERSION, MAX_HOUR};
 
 /// The signed content of an envelope (`v` is always [`ENVELOPE_VERSION`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -36,13 +36,13 @@ impl EnvelopeBody {
         if self.app.is_empty() {
             return Err(EnvelopeError::InvalidMember {
                 member: "app",
-                reason: "must not be empty".into(),
+                reason: MemberReason::Empty,
             });
         }
         if self.ct.is_empty() {
             return Err(EnvelopeError::InvalidMember {
                 member: "ct",
-                reason: "must not be empty".into(),
+                reason: MemberReason::Empty,
             });
         }
         if !expiry::is_bucket(self.exp) {
@@ -51,10 +51,7 @@ impl EnvelopeBody {
         if self.hour > MAX_HOUR {
             return Err(EnvelopeError::InvalidMember {
                 member: "hour",
-                reason: format!(
-                    "{} is above the largest exact JSON integer {MAX_HOUR}",
-                    self.hour
-                ),
+                reason: MemberReason::HourTooLarge(self.hour),
             });
         }
         if let Some(t) = self.types.get("project") {

@@ -3,6 +3,8 @@
 use privsvc_attributes::json::StrictJsonError;
 use privsvc_attributes::{AttrType, AttributeError};
 
+use crate::MAX_HOUR;
+
 /// Why an envelope could not be sealed, parsed or verified.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -47,7 +49,7 @@ pub enum EnvelopeError {
     NotAnObject,
     /// The envelope's version is not 2 (version 1 envelopes, without `hour`, are refused).
     #[error("unsupported envelope version {0}: only version 2 is accepted (version 1 envelopes have no hour and are refused; seal the record again)")]
-    UnsupportedVersion(String),
+    UnsupportedVersion(serde_json::Value),
     /// The envelope has a member that version 2 does not define.
     #[error(
         "unknown envelope member {0:?} (version 2 has v, app, exp, hour, ct, enc, types, data, sig)"
@@ -62,7 +64,8 @@ pub enum EnvelopeError {
         /// The member name.
         member: &'static str,
         /// What is wrong.
-        reason: String,
+        #[source]
+        reason: MemberReason,
     },
     /// `exp` (or a requested lifetime) is not one of the expiry buckets.
     #[error("exp {0} is not an expiry bucket (3600, 86400, 604800, 2592000 or 7776000 seconds)")]
@@ -124,6 +127,36 @@ pub enum EnvelopeError {
         deadline: u64,
     },
     /// A base64 text is not standard base64 with padding.
+    #[error("invalid base64 (standard alphabet with padding expected): {0}")]
+    Base64(#[source] Base64Error),
+}
+
+/// What is wrong with an envelope member's value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum MemberReason {
+    /// An empty string where text is needed (`app`, `ct`).
+    #[error("must not be empty")]
+    Empty,
+    /// Not a JSON string.
+    #[error("must be a string")]
+    NotString,
+    /// `enc` is not a JSON boolean.
+    #[error("must be true or false")]
+    NotBool,
+    /// `exp` is not a non-negative JSON integer.
+    #[error("must be a non-negative integer number of seconds")]
+    NotSeconds,
+    /// `hour` is not a non-negative JSON integer.
+    #[error("must be a non-negative integer (unix seconds / 3600, rounded down)")]
+    NotHour,
+    /// `hour` is above [`crate::MAX_HOUR`].
+    #[error("{0} is above the largest exact JSON integer {MAX_HOUR}")]
+    HourTooLarge(u64),
+    /// `types` is not a JSON object.
+    #[error("must be an object mapping attribute names to types")]
+    NotTypeMap,
+    /// `data` is not standard base64.
     #[error("invalid base64 (standard alphabet with padding expected): {0}")]
     Base64(#[source] Base64Error),
 }

@@ -53,7 +53,8 @@ mod window;
 pub use body::EnvelopeBody;
 pub use codec::{from_base64, to_base64};
 pub use error::{
-    Base64Error, EnvelopeError, InvalidSignatureReason, SignatureFormatReason, SigningReason,
+    Base64Error, EnvelopeError, InvalidSignatureReason, MemberReason, SignatureFormatReason,
+    SigningReason,
 };
 pub use expiry::{
     expiry_bucket, expiry_seconds, is_bucket, Expires, EXPIRY_BUCKETS, MAX_EXPIRY_SECONDS,

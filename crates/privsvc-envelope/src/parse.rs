@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use privsvc_attributes::{json, AttrType, AttributeError};
 use serde_json::{Map, Value};
 
-use crate::error::SignatureFormatReason;
+use crate::error::{MemberReason, SignatureFormatReason};
 use crate::seal::{check_signature_bytes, padded_size, MAX_ENVELOPE_BYTES, PADDED_SIZES};
 use crate::{from_base64, EnvelopeBody, EnvelopeError, ENVELOPE_VERSION};
 
@@ -75,7 +75,7 @@ fn from_object(obj: &Map<String, Value>) -> Result<SealedEnvelope, EnvelopeError
     match obj.get("v") {
         None => return Err(EnvelopeError::MissingMember("v")),
         Some(v) if v.as_u64() == Some(ENVELOPE_VERSION) => {}
-        Some(other) => return Err(EnvelopeError::UnsupportedVersion(other.to_string())),
+        Some(other) => return Err(EnvelopeError::UnsupportedVersion(other.clone())),
     }
     if let Some(unknown) = obj.keys().find(|k| !MEMBERS.contains(&k.as_str())) {
         return Err(EnvelopeError::UnknownMember(unknown.clone()));
@@ -85,27 +85,29 @@ fn from_object(obj: &Map<String, Value>) -> Result<SealedEnvelope, EnvelopeError
         .as_u64()
         .ok_or(EnvelopeError::InvalidMember {
             member: "exp",
-            reason: "must be a non-negative integer number of seconds".into(),
+            reason: MemberReason::NotSeconds,
         })?;
     let hour = member(obj, "hour")?
         .as_u64()
         .ok_or(EnvelopeError::InvalidMember {
             member: "hour",
-            reason: "must be a non-negative integer (unix seconds / 3600, rounded down)".into(),
+            reason: MemberReason::NotHour,
         })?;
     let ct = string_member(obj, "ct")?;
     let enc = member(obj, "enc")?
         .as_bool()
         .ok_or(EnvelopeError::InvalidMember {
             member: "enc",
-            reason: "must be true or false".into(),
+            reason: MemberReason::NotBool,
         })?;
     let types = types_member(member(obj, "types")?)?;
-    let data =
-        from_base64(&string_member(obj, "data")?).map_err(|e| EnvelopeError::InvalidMember {
+    let data = from_base64(&string_member(obj, "data")?).map_err(|e| match e {
+        EnvelopeError::Base64(source) => EnvelopeError::InvalidMember {
             member: "data",
-            reason: e.to_string(),
-        })?;
+            reason: MemberReason::Base64(source),
+        },
+        other => other,
+    })?;
     let signature = parse_signature(&string_member(obj, "sig")?)?;
     let body = EnvelopeBody {
         app,
@@ -130,7 +132,7 @@ fn string_member(obj: &Map<String, Value>, name: &'static str) -> Result<String,
         .map(str::to_owned)
         .ok_or(EnvelopeError::InvalidMember {
             member: name,
-            reason: "must be a string".into(),
+            reason: MemberReason::NotString,
         })
 }
 
@@ -138,7 +140,7 @@ fn types_member(v: &Value) -> Result<BTreeMap<String, AttrType>, EnvelopeError> 
     let Value::Object(m) = v else {
         return Err(EnvelopeError::InvalidMember {
             member: "types",
-            reason: "must be an object mapping attribute names to types".into(),
+            reason: MemberReason::NotTypeMap,
         });
     };
     let mut out = BTreeMap::new();

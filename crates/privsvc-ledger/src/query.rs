@@ -28,7 +28,7 @@ use std::fmt;
 
 use alloy_primitives::{Address, B256};
 
-use crate::codec::{format_dec, validate_sdk_name};
+use crate::codec::{format_dec, validate_sdk_name, CodecError};
 use crate::entity::ArkivValue;
 
 /// The query that matches every live entity (raw RPC only).
@@ -63,9 +63,13 @@ pub enum QueryBuildError {
         /// The value's type.
         got: &'static str,
     },
-    /// A value that cannot appear in a query (bytes, or a str with a control character).
+    /// A str value that cannot appear in a query (too long, or with a control character); the
+    /// source is the codec's error.
     #[error("invalid value: {0}")]
-    InvalidValue(String),
+    InvalidValue(#[source] CodecError),
+    /// A bytes value: bytes cannot appear in a query.
+    #[error("invalid value: bytes values cannot be queried")]
+    BytesValue,
     /// AND/OR of nothing.
     #[error("AND/OR needs at least one expression")]
     Empty,
@@ -145,12 +149,10 @@ fn system_type(name: &str) -> Result<&'static str, QueryBuildError> {
 
 fn check_value(value: &ArkivValue) -> Result<(), QueryBuildError> {
     match value {
-        ArkivValue::Bytes(_) => Err(QueryBuildError::InvalidValue(
-            "bytes values cannot be queried".into(),
-        )),
+        ArkivValue::Bytes(_) => Err(QueryBuildError::BytesValue),
         ArkivValue::Str(s) => ArkivValue::str(s.clone())
             .map(|_| ())
-            .map_err(|e| QueryBuildError::InvalidValue(e.to_string())),
+            .map_err(QueryBuildError::InvalidValue),
         _ => Ok(()),
     }
 }
@@ -386,6 +388,23 @@ mod tests {
 
     fn eqi(n: &str, v: i32) -> Expr {
         Expr::eq(n, ArkivValue::I32(v)).unwrap()
+    }
+
+    #[test]
+    fn values_that_cannot_be_queried_are_typed() {
+        assert_eq!(
+            Expr::eq("a", ArkivValue::Bytes(vec![1])).unwrap_err(),
+            QueryBuildError::BytesValue
+        );
+        let control = Expr::eq("a", ArkivValue::Str("a\u{7}".into())).unwrap_err();
+        assert_eq!(
+            control,
+            QueryBuildError::InvalidValue(CodecError::ControlCharacter(7))
+        );
+        assert!(
+            control.to_string().starts_with("invalid value: "),
+            "{control}"
+        );
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! Errors of the OHTTP crate.
 
+use privsvc_rt::RelayerUrl;
+
 /// Everything that can go wrong encapsulating, relaying or opening an OHTTP exchange.
 ///
 /// Gateway-side open failures are deliberately opaque ([`OhttpError::Open`]): the gateway never
@@ -51,13 +53,13 @@ pub enum OhttpError {
     },
     /// No usable gateway key is known for a relayer.
     #[error("no verified OHTTP gateway key for relayer {0}; is OHTTP on and its heartbeat live?")]
-    NoGatewayKey(String),
+    NoGatewayKey(RelayerUrl),
     /// Live heartbeats of two or more accounts name one relayer URL, and no account was pinned
     /// or given for it: anyone can publish a heartbeat naming any URL, so neither is believed.
     #[error("relayer {relayer} is named by the live heartbeats of {} accounts ({}); it is refused as ambiguous: give its account with its URL (a relayer reference with an address), or use another relayer", .accounts.len(), accounts_text(.accounts))]
     AmbiguousRelayer {
         /// The relayer URL.
-        relayer: String,
+        relayer: RelayerUrl,
         /// The accounts whose live heartbeats name it, newest heartbeat first.
         accounts: Vec<alloy_primitives::Address>,
     },
@@ -66,7 +68,7 @@ pub enum OhttpError {
     #[error("no live heartbeat {} names relayer {relayer}; is the relayer running and publishing heartbeats on this ledger?", account_text(.account))]
     NoLiveHeartbeat {
         /// The relayer URL.
-        relayer: String,
+        relayer: RelayerUrl,
         /// The account that owns the URL (pinned or given), when one is known.
         account: Option<alloy_primitives::Address>,
     },
@@ -78,7 +80,7 @@ pub enum OhttpError {
     #[error("the OHTTP gateway of relayer {relayer} (or the relay in front of it) refused a well-formed request (400) outside the encapsulation: the key of the relayer's heartbeat may not open there, or the relay made the answer; the key is not looked up again silently; retry, use another relayer, or start a new session once the relayer publishes a heartbeat with its current key")]
     GatewayRefused {
         /// The relayer URL.
-        relayer: String,
+        relayer: RelayerUrl,
     },
     /// Reading the ledger failed.
     #[error("ledger error: {0}")]
@@ -88,7 +90,7 @@ pub enum OhttpError {
     InvalidUrl(String),
     /// The in-process transport has no router for this relayer URL.
     #[error("no in-process router registered for {0}")]
-    UnknownRelayer(String),
+    UnknownRelayer(RelayerUrl),
 }
 
 /// An error of a crate underneath (`ohttp`, `bhttp`, `hex`, HKDF) kept as a source without its

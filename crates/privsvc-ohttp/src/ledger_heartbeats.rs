@@ -12,7 +12,7 @@ use privsvc_ledger::{lifetime_blocks, live_heartbeats_query, Heartbeat};
 use privsvc_ledger::{query_all, AttributeSelect, LedgerReader, Select};
 
 use crate::OhttpError;
-use privsvc_rt::normalize_relayer_url;
+use privsvc_rt::{normalize_relayer_url, RelayerUrl};
 
 /// Default heartbeat interval (`HEARTBEAT_MS`): 10 minutes.
 pub const DEFAULT_HEARTBEAT_INTERVAL: Duration =
@@ -115,10 +115,10 @@ impl UrlOwner {
 ///   newest heartbeat must never win). None: [`OhttpError::NoLiveHeartbeat`].
 pub fn url_owner(
     heartbeats: &[LiveHeartbeat],
-    url: &str,
+    url: &RelayerUrl,
     expected: Option<Address>,
 ) -> Result<UrlOwner, OhttpError> {
-    let naming: Vec<&LiveHeartbeat> = heartbeats.iter().filter(|h| h.url == url).collect();
+    let naming: Vec<&LiveHeartbeat> = heartbeats.iter().filter(|h| *url == h.url).collect();
     let mut accounts: Vec<Address> = Vec::new();
     for h in &naming {
         if !accounts.contains(&h.creator) {
@@ -130,14 +130,14 @@ pub fn url_owner(
         None => match accounts.as_slice() {
             [] => {
                 return Err(OhttpError::NoLiveHeartbeat {
-                    relayer: url.to_string(),
+                    relayer: url.clone(),
                     account: None,
                 })
             }
             [one] => *one,
             _ => {
                 return Err(OhttpError::AmbiguousRelayer {
-                    relayer: url.to_string(),
+                    relayer: url.clone(),
                     accounts,
                 })
             }
@@ -150,7 +150,7 @@ pub fn url_owner(
         .collect();
     if own.is_empty() {
         return Err(OhttpError::NoLiveHeartbeat {
-            relayer: url.to_string(),
+            relayer: url.clone(),
             account: Some(account),
         });
     }
@@ -165,6 +165,10 @@ pub fn url_owner(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn url(text: &str) -> RelayerUrl {
+        RelayerUrl::parse(text).unwrap()
+    }
 
     fn beat(url: &str, creator: u8, key: &str, created_at: u64) -> LiveHeartbeat {
         let creator = Address::repeat_byte(creator);
@@ -184,7 +188,7 @@ mod tests {
             beat("http://b", 2, "kb", 8),
             beat("http://a", 1, "k1", 5),
         ];
-        let owner = url_owner(&beats, "http://a", None).unwrap();
+        let owner = url_owner(&beats, &url("http://a"), None).unwrap();
         assert_eq!(owner.account, Address::repeat_byte(1));
         assert_eq!(owner.heartbeats.len(), 2);
         assert_eq!(owner.ohttp_key(), Some("k2"));
@@ -194,7 +198,7 @@ mod tests {
     #[test]
     fn two_accounts_make_a_url_ambiguous_unless_one_is_expected() {
         let beats = [beat("http://a", 3, "evil", 9), beat("http://a", 1, "k1", 5)];
-        match url_owner(&beats, "http://a", None) {
+        match url_owner(&beats, &url("http://a"), None) {
             Err(OhttpError::AmbiguousRelayer { relayer, accounts }) => {
                 assert_eq!(relayer, "http://a");
                 assert_eq!(
@@ -204,7 +208,7 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        let owner = url_owner(&beats, "http://a", Some(Address::repeat_byte(1))).unwrap();
+        let owner = url_owner(&beats, &url("http://a"), Some(Address::repeat_byte(1))).unwrap();
         assert_eq!(owner.ohttp_key(), Some("k1"));
         assert_eq!(owner.ignored, vec![Address::repeat_byte(3)]);
     }
@@ -213,14 +217,14 @@ mod tests {
     fn an_expected_account_without_a_live_heartbeat_is_not_replaced() {
         let beats = [beat("http://a", 3, "evil", 9)];
         assert!(matches!(
-            url_owner(&beats, "http://a", Some(Address::repeat_byte(1))),
+            url_owner(&beats, &url("http://a"), Some(Address::repeat_byte(1))),
             Err(OhttpError::NoLiveHeartbeat {
                 account: Some(_),
                 ..
             })
         ));
         assert!(matches!(
-            url_owner(&beats, "http://other", None),
+            url_owner(&beats, &url("http://other"), None),
             Err(OhttpError::NoLiveHeartbeat { account: None, .. })
         ));
     }

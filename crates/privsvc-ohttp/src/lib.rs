@@ -82,7 +82,7 @@ pub use source::SourceKey;
 pub use transport::InProcessTransport;
 pub use transport::{
     normalize_relayer_url, HttpTransport, OhttpTransport, RelayerRequest, RelayerResponse,
-    Transport, TransportError,
+    RelayerUrl, Transport, TransportError,
 };
 
 /// Largest encapsulated request accepted by `POST /v1/ohttp` and `POST /ohttp`: the largest

@@ -11,6 +11,6 @@ mod ohttp;
 pub use self::in_process::InProcessTransport;
 pub use self::ohttp::OhttpTransport;
 pub use privsvc_rt::{
-    normalize_relayer_url, HttpTransport, RelayerRequest, RelayerResponse, Transport,
+    normalize_relayer_url, HttpTransport, RelayerRequest, RelayerResponse, RelayerUrl, Transport,
     TransportError,
 };

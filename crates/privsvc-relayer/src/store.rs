@@ -33,9 +33,14 @@ pub enum StoreError {
     /// The token of a submission was already spent.
     #[error("token already spent")]
     TokenSpent,
-    /// The group transaction could not be committed (nothing of it was stored).
+    /// The group transaction could not be committed (nothing of it was stored); the source is
+    /// the group's failure (SQLite's error, or the first storage failure of a command in it),
+    /// shared by every command of the group.
     #[error("commit failed: {0}")]
-    Commit(String),
+    Commit(#[source] Arc<StoreError>),
+    /// SQLite rolled the group transaction back without another error to name.
+    #[error("the transaction was rolled back")]
+    RolledBack,
     /// The writer thread has stopped.
     #[error("the store's writer thread has stopped")]
     Closed,
@@ -91,7 +96,10 @@ impl StoreError {
                     | C::PermissionDenied
                     | C::OutOfMemory
             ),
-            StoreError::Commit(_) | StoreError::Closed | StoreError::DataDir(..) => true,
+            StoreError::Commit(_)
+            | StoreError::RolledBack
+            | StoreError::Closed
+            | StoreError::DataDir(..) => true,
             StoreError::Corrupt { .. } => true,
             _ => false,
         }
@@ -1066,10 +1074,12 @@ fn writer_loop(
             }
         }
         let mut replies: Vec<CommandReply> = Vec::new();
-        let mut failure: Option<String> = None;
+        let mut failure: Option<GroupError> = None;
         let changes_before = conn.total_changes();
-        let result = (|| -> Result<(), String> {
-            let mut tx = conn.transaction().map_err(|e| e.to_string())?;
+        let result = (|| -> Result<(), GroupError> {
+            let mut tx = conn
+                .transaction()
+                .map_err(|e| Arc::new(StoreError::Sqlite(e)))?;
             let mut rest = group.into_iter();
             for cmd in rest.by_ref() {
                 let (reply, storage_failure) = execute_command(&mut tx, cmd);
@@ -1086,25 +1096,27 @@ fn writer_loop(
             if tx.is_autocommit() {
                 let why = failure
                     .clone()
-                    .unwrap_or_else(|| "the transaction was rolled back".into());
+                    .unwrap_or_else(|| Arc::new(StoreError::RolledBack));
                 for cmd in rest {
                     replies.push(refuse(cmd));
                 }
                 return Err(why);
             }
-            tx.commit().map_err(|e| e.to_string())
+            tx.commit().map_err(|e| Arc::new(StoreError::Sqlite(e)))
         })();
         commits.fetch_add(1, Ordering::Relaxed);
+        // `failure` is dropped here, so that a command whose own failure did not fail the group
+        // gets its error back unshared.
         match (&result, failure) {
             // A command's own failure says more than the commit's.
-            (Err(_), Some(why)) | (Ok(()), Some(why)) => health.failed(why),
-            (Err(e), None) => health.failed(e.clone()),
+            (Err(_), Some(why)) | (Ok(()), Some(why)) => health.failed(why.to_string()),
+            (Err(e), None) => health.failed(e.to_string()),
             (Ok(()), None) if conn.total_changes() != changes_before => health.wrote(),
             (Ok(()), None) => {}
         }
         let err = result.err();
         for reply in replies {
-            reply(err.as_deref());
+            reply(err.as_ref());
         }
     }
 }
@@ -1113,9 +1125,11 @@ fn writer_loop(
 /// (the reply then carries the group's error).
 fn refuse(cmd: StoreCommand) -> CommandReply {
     fn no<T: Send + 'static>(reply: oneshot::Sender<Result<T, StoreError>>) -> CommandReply {
-        Box::new(move |err: Option<&str>| {
-            let why = err.unwrap_or("the transaction was rolled back");
-            let _ = reply.send(Err(StoreError::Commit(why.to_string())));
+        Box::new(move |err: Option<&GroupError>| {
+            let why = err
+                .cloned()
+                .unwrap_or_else(|| Arc::new(StoreError::RolledBack));
+            let _ = reply.send(Err(StoreError::Commit(why)));
         })
     }
     match cmd {
@@ -1133,24 +1147,33 @@ fn refuse(cmd: StoreCommand) -> CommandReply {
 
 /// Sends a command's answer once its group commit is known (the group's error, if any,
 /// replaces the answer: nothing of the group was stored).
-type CommandReply = Box<dyn FnOnce(Option<&str>)>;
+type CommandReply = Box<dyn FnOnce(Option<&GroupError>)>;
+
+/// Why a group transaction failed, shared by the replies of all its commands.
+type GroupError = Arc<StoreError>;
 
 /// The answer to a command once its group commit is known, and the command's own storage
 /// failure (disk full, I/O error), if it had one.
-type Answered = (CommandReply, Option<String>);
+type Answered = (CommandReply, Option<GroupError>);
 
 fn reply_with<T: Send + 'static>(
     reply: oneshot::Sender<Result<T, StoreError>>,
     result: Result<T, StoreError>,
 ) -> Answered {
-    let failure = match &result {
-        Err(e) if e.is_storage_failure() => Some(e.to_string()),
-        _ => None,
+    let (result, failure) = match result {
+        Err(e) if e.is_storage_failure() => {
+            let shared = Arc::new(e);
+            (Err(Arc::clone(&shared)), Some(shared))
+        }
+        Ok(v) => (Ok(v), None),
+        Err(e) => (Err(Arc::new(e)), None),
     };
-    let answer: CommandReply = Box::new(move |group_err: Option<&str>| {
+    let answer: CommandReply = Box::new(move |group_err: Option<&GroupError>| {
         let _ = match group_err {
-            Some(e) => reply.send(Err(StoreError::Commit(e.to_string()))),
-            None => reply.send(result),
+            Some(e) => reply.send(Err(StoreError::Commit(Arc::clone(e)))),
+            // The command's own error, unshared once the writer has let go of its copy.
+            None => reply
+                .send(result.map_err(|e| Arc::try_unwrap(e).unwrap_or_else(StoreError::Commit))),
         };
     });
     (answer, failure)
@@ -1501,6 +1524,36 @@ mod tests {
         assert_eq!(store.load_queued().unwrap().0.len(), 2);
         assert!(store.token_spent(&[1u8; 32]).unwrap());
         assert!(!store.token_spent(&[2u8; 32]).unwrap());
+    }
+
+    #[tokio::test]
+    async fn a_full_store_answers_with_sqlites_error_as_the_source() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        store.set_fault(StoreFault::Full).await.unwrap();
+        let mut refused = None;
+        for i in 0..2_000u64 {
+            if let Err(e) = store.insert(rec(&format!("r{i}"), i, None)).await {
+                refused = Some(e);
+                break;
+            }
+        }
+        let e = refused.expect("the full store took 2000 records");
+        assert!(e.is_storage_failure(), "{e:?}");
+        // Through a failed group commit or not, SQLite's own error is in the chain.
+        let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&e);
+        let mut sqlite = None;
+        while let Some(c) = cause {
+            if let Some(r) = c.downcast_ref::<rusqlite::Error>() {
+                sqlite = Some(r);
+            }
+            cause = c.source();
+        }
+        assert_eq!(
+            sqlite.and_then(rusqlite::Error::sqlite_error_code),
+            Some(rusqlite::ErrorCode::DiskFull),
+            "{e:?}"
+        );
     }
 
     #[tokio::test]

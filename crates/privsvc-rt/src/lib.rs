@@ -28,7 +28,7 @@ pub use time::{
     now_unix_ms, sleep, sleep_background, timeout, Elapsed, Instant, SystemTime, UNIX_EPOCH,
 };
 pub use transport::{
-    normalize_relayer_url, HttpTransport, RelayerRequest, RelayerResponse, Transport,
+    normalize_relayer_url, HttpTransport, RelayerRequest, RelayerResponse, RelayerUrl, Transport,
     TransportError, CALL_TIMEOUT, MAX_ANSWER_BYTES,
 };
 

@@ -116,7 +116,7 @@ pub trait Transport: crate::MaybeSend + crate::MaybeSync {
 }
 
 /// The canonical form of a relayer URL: an absolute http(s) URL without credentials, query or
-/// fragment, scheme and host in lower case, without a trailing `/`.
+/// fragment, scheme and host in lower case, without a trailing `/` ([`RelayerUrl`]'s text).
 ///
 /// ```
 /// use privsvc_rt::normalize_relayer_url;
@@ -127,18 +127,86 @@ pub trait Transport: crate::MaybeSend + crate::MaybeSync {
 /// assert!(normalize_relayer_url("ftp://x").is_err());
 /// ```
 pub fn normalize_relayer_url(raw: &str) -> Result<String, TransportError> {
-    let invalid = || TransportError::InvalidUrl(raw.to_string());
-    let url = url::Url::parse(raw.trim()).map_err(|_| invalid())?;
-    if !matches!(url.scheme(), "http" | "https")
-        || url.host_str().is_none()
-        || !url.username().is_empty()
-        || url.password().is_some()
-        || url.query().is_some()
-        || url.fragment().is_some()
-    {
-        return Err(invalid());
+    RelayerUrl::parse(raw).map(RelayerUrl::into_string)
+}
+
+/// A relayer URL (or an OHTTP relay's, or an issuer's) in canonical form: an absolute http(s)
+/// URL with a host, without credentials, query or fragment, scheme and host in lower case,
+/// without a trailing `/`. Two spellings of one URL are one `RelayerUrl`.
+///
+/// ```
+/// use privsvc_rt::RelayerUrl;
+/// let url = RelayerUrl::parse("HTTPS://Relayer.Example:8443/base/").unwrap();
+/// assert_eq!(url, "https://relayer.example:8443/base");
+/// assert_eq!(url.to_string(), "https://relayer.example:8443/base");
+/// assert!(RelayerUrl::parse("https://user@relayer.example").is_err());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RelayerUrl(String);
+
+impl RelayerUrl {
+    /// `raw` in canonical form; [`TransportError::InvalidUrl`] unless it is an absolute http(s)
+    /// URL with a host and without credentials, query or fragment.
+    pub fn parse(raw: &str) -> Result<Self, TransportError> {
+        let invalid = || TransportError::InvalidUrl(raw.to_string());
+        let url = url::Url::parse(raw.trim()).map_err(|_| invalid())?;
+        if !matches!(url.scheme(), "http" | "https")
+            || url.host_str().is_none()
+            || !url.username().is_empty()
+            || url.password().is_some()
+            || url.query().is_some()
+            || url.fragment().is_some()
+        {
+            return Err(invalid());
+        }
+        Ok(RelayerUrl(url.as_str().trim_end_matches('/').to_string()))
     }
-    Ok(url.as_str().trim_end_matches('/').to_string())
+
+    /// The canonical text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The canonical text, owned.
+    pub fn into_string(self) -> String {
+        self.0
+    }
+}
+
+impl std::fmt::Display for RelayerUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl AsRef<str> for RelayerUrl {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<RelayerUrl> for String {
+    fn from(url: RelayerUrl) -> String {
+        url.0
+    }
+}
+
+impl PartialEq<str> for RelayerUrl {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+
+impl PartialEq<&str> for RelayerUrl {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+
+impl PartialEq<String> for RelayerUrl {
+    fn eq(&self, other: &String) -> bool {
+        &self.0 == other
+    }
 }
 
 /// Calls relayers (and their issuer) directly, by default with reqwest and rustls: a URL in

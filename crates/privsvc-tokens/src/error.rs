@@ -13,9 +13,10 @@ pub enum TokenError {
     /// The source is the DER or RSA decoder's error, or what is wrong with the key.
     #[error("invalid issuer key: {0}; expected a 2048-bit RSA public key (e = 65537) as SPKI DER")]
     InvalidKey(#[source] BoxError),
-    /// A token redemption is malformed (bad hex nonce, bad base64 signature, wrong length).
+    /// A token redemption or a blinded value is malformed (bad hex nonce, bad base64, wrong
+    /// length).
     #[error("malformed token: {0}")]
-    Malformed(String),
+    Malformed(#[source] MalformedToken),
     /// The token signature does not verify under the issuer key for this app and epoch.
     #[error("token signature does not verify for this app, epoch and issuer key")]
     InvalidSignature,
@@ -99,6 +100,54 @@ pub enum TokenError {
         #[source]
         source: BoxError,
     },
+}
+
+/// What is wrong with a token redemption or a blinded value.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum MalformedToken {
+    /// The nonce does not have 64 characters.
+    #[error("nonce must be {expected} hexadecimal characters, got {got}")]
+    NonceLength {
+        /// Characters given.
+        got: usize,
+        /// Characters expected (twice the nonce's bytes).
+        expected: usize,
+    },
+    /// The nonce is not hexadecimal.
+    #[error("nonce is not hexadecimal: {0}")]
+    NonceNotHex(#[source] hex::FromHexError),
+    /// The signature is not standard base64.
+    #[error("signature is not base64: {0}")]
+    SignatureNotBase64(#[source] base64::DecodeError),
+    /// The signature does not have the key's size.
+    #[error("signature is {got} bytes, expected {expected}")]
+    SignatureLength {
+        /// Bytes given.
+        got: usize,
+        /// The key's modulus size in bytes.
+        expected: usize,
+    },
+    /// A blinded value of an issuance is not standard base64.
+    #[error("blinded value {index} is not base64: {source}")]
+    BlindedNotBase64 {
+        /// The value's index in the request.
+        index: usize,
+        /// The decoder's error.
+        #[source]
+        source: base64::DecodeError,
+    },
+    /// A blinded message does not have the key's size.
+    #[error("blinded message is {got} bytes, expected {expected}")]
+    BlindedLength {
+        /// Bytes given.
+        got: usize,
+        /// The key's modulus size in bytes.
+        expected: usize,
+    },
+    /// A blinded message is not below the key's modulus.
+    #[error("blinded message is not below the key's modulus")]
+    BlindedNotBelowModulus,
 }
 
 /// An error of a crate underneath (blind RSA, RSA, DER, SQLite, the file system, a JavaScript

@@ -601,7 +601,7 @@ impl Issuer {
         .await
         .map_err(|e| internal("signing task", e))?
         .map_err(|e| match e {
-            crate::TokenError::Malformed(m) => IssuerError::BadRequest(m),
+            crate::TokenError::Malformed(m) => IssuerError::BadRequest(m.to_string()),
             other => internal("blind signing", other),
         })?;
         let blind_signatures: Vec<String> = signatures

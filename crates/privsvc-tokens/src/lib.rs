@@ -70,7 +70,7 @@ mod wallet;
 #[cfg(feature = "sqlite")]
 pub use acceptance::SqliteKeyPins;
 pub use acceptance::{accept_issuer_key, KeyPins, MemoryKeyPins, PIN_RETENTION_DAYS};
-pub use error::{BoxError, TokenError};
+pub use error::{BoxError, MalformedToken, TokenError};
 #[cfg(feature = "server")]
 pub use issuer::{
     next_day_due, next_day_moment, Clock, IssueRefusal, Issuer, IssuerConfig, IssuerError,

@@ -4,7 +4,7 @@ use alloy_primitives::Address;
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 
-use crate::error::TokenError;
+use crate::error::{MalformedToken, TokenError};
 use crate::message::{ISSUANCE_DOMAIN, NONCE_BYTES};
 use sha2::{Digest, Sha256};
 
@@ -35,15 +35,14 @@ impl TokenRedemption {
     /// The decoded nonce; fails unless it is exactly 64 hexadecimal characters.
     pub fn nonce_bytes(&self) -> Result<[u8; NONCE_BYTES], TokenError> {
         if self.nonce.len() != 2 * NONCE_BYTES {
-            return Err(TokenError::Malformed(format!(
-                "nonce must be {} hexadecimal characters, got {}",
-                2 * NONCE_BYTES,
-                self.nonce.len()
-            )));
+            return Err(TokenError::Malformed(MalformedToken::NonceLength {
+                got: self.nonce.len(),
+                expected: 2 * NONCE_BYTES,
+            }));
         }
         let mut out = [0u8; NONCE_BYTES];
         hex::decode_to_slice(&self.nonce, &mut out)
-            .map_err(|e| TokenError::Malformed(format!("nonce is not hexadecimal: {e}")))?;
+            .map_err(|e| TokenError::Malformed(MalformedToken::NonceNotHex(e)))?;
         Ok(out)
     }
 
@@ -51,7 +50,7 @@ impl TokenRedemption {
     pub fn signature_bytes(&self) -> Result<Vec<u8>, TokenError> {
         base64::engine::general_purpose::STANDARD
             .decode(&self.signature)
-            .map_err(|e| TokenError::Malformed(format!("signature is not base64: {e}")))
+            .map_err(|e| TokenError::Malformed(MalformedToken::SignatureNotBase64(e)))
     }
 
     /// The token id (SHA-256 of the token message) of this redemption for `app`.
@@ -138,7 +137,9 @@ pub fn issuance_message(req: &IssueRequest, ts: u64) -> Result<String, TokenErro
     for (i, b) in req.blinded.iter().enumerate() {
         let raw = base64::engine::general_purpose::STANDARD
             .decode(b)
-            .map_err(|e| TokenError::Malformed(format!("blinded value {i} is not base64: {e}")))?;
+            .map_err(|source| {
+                TokenError::Malformed(MalformedToken::BlindedNotBase64 { index: i, source })
+            })?;
         h.update(&raw);
     }
     let digest = hex::encode(h.finalize());

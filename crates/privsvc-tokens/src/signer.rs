@@ -20,7 +20,7 @@ use blind_rsa_signatures::reexports::rsa::{BoxedUint, RsaPrivateKey};
 use blind_rsa_signatures::DefaultRng;
 use zeroize::Zeroize;
 
-use crate::error::TokenError;
+use crate::error::{MalformedToken, TokenError};
 use crate::suite::{check_blind_signature, IssuerSecretKey};
 
 /// Uses of one blinding pair (squared after each) before a fresh one is drawn.
@@ -106,11 +106,10 @@ impl BlindSigner {
     /// Sign one blinded message (`blinded^d mod n`), checking `s^e = blinded` before returning.
     pub fn sign(&self, blinded: &[u8]) -> Result<Vec<u8>, TokenError> {
         if blinded.len() != self.size {
-            return Err(TokenError::Malformed(format!(
-                "blinded message is {} bytes, expected {}",
-                blinded.len(),
-                self.size
-            )));
+            return Err(TokenError::Malformed(MalformedToken::BlindedLength {
+                got: blinded.len(),
+                expected: self.size,
+            }));
         }
         let bits = self.n.bits_precision();
         let c = BoxedUint::from_be_slice(blinded, bits).map_err(|_| {
@@ -118,7 +117,7 @@ impl BlindSigner {
         })?;
         if c >= *self.n.as_ref() {
             return Err(TokenError::Malformed(
-                "blinded message is not below the key's modulus".into(),
+                MalformedToken::BlindedNotBelowModulus,
             ));
         }
         let (mut vi, mut vf) = self.next_pair()?;

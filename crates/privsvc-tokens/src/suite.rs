@@ -10,7 +10,7 @@ use blind_rsa_signatures::{
 };
 use zeroize::Zeroize;
 
-use crate::error::TokenError;
+use crate::error::{MalformedToken, TokenError};
 use crate::message::{token_id, token_message};
 use crate::protocol::TokenRedemption;
 
@@ -200,10 +200,10 @@ pub fn verify_token(
     let nonce = token.nonce_bytes()?;
     let sig = token.signature_bytes()?;
     if sig.len() != MODULUS_BYTES {
-        return Err(TokenError::Malformed(format!(
-            "signature is {} bytes, expected {MODULUS_BYTES}",
-            sig.len()
-        )));
+        return Err(TokenError::Malformed(MalformedToken::SignatureLength {
+            got: sig.len(),
+            expected: MODULUS_BYTES,
+        }));
     }
     let msg = token_message(app, token.epoch, &nonce)?;
     TokenSuite.verify(key, &sig, &msg)?;

@@ -4,6 +4,40 @@
 /// without its type becoming part of this crate's API.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
+/// Why a recovery code does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RecoveryCodeError {
+    /// The code does not have 24 words.
+    #[error("it has {0} words, not 24")]
+    WordCount(usize),
+    /// A word is not in the BIP-39 English list.
+    #[error("word {position} is not in the BIP-39 English list")]
+    UnknownWord {
+        /// The word's position, counted from 1.
+        position: usize,
+    },
+    /// The BIP-39 checksum does not hold.
+    #[error("the checksum does not match (a word is wrong or the order changed)")]
+    Checksum,
+    /// The words encode another number of bytes than 32.
+    #[error("it encodes {0} bytes, not 32")]
+    EntropyLength(usize),
+    /// The BIP-39 decoder refused the code for another reason; the source is its error.
+    #[error("{0}")]
+    Mnemonic(#[source] bip39::Error),
+}
+
+impl From<bip39::Error> for RecoveryCodeError {
+    fn from(e: bip39::Error) -> Self {
+        match e {
+            bip39::Error::UnknownWord(i) => RecoveryCodeError::UnknownWord { position: i + 1 },
+            bip39::Error::InvalidChecksum => RecoveryCodeError::Checksum,
+            other => RecoveryCodeError::Mnemonic(other),
+        }
+    }
+}
+
 /// Everything that can go wrong deriving keys or signing with a vault.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -20,7 +54,7 @@ pub enum VaultError {
     Wallet(#[source] BoxError),
     /// A recovery code could not be parsed.
     #[error("invalid recovery code: {0}; expected the 24 English BIP-39 words given when the vault was created")]
-    InvalidRecoveryCode(String),
+    InvalidRecoveryCode(#[source] RecoveryCodeError),
     /// A ciphertext is shorter than its 12-byte nonce plus the 16-byte authentication tag.
     #[error("encrypted payload is {0} bytes; it must hold at least a 12-byte nonce and a 16-byte authentication tag")]
     CiphertextTooShort(usize),

@@ -49,7 +49,7 @@ pub mod testing {
     }
 }
 
-pub use error::{BoxError, VaultError};
+pub use error::{BoxError, RecoveryCodeError, VaultError};
 #[cfg(not(target_arch = "wasm32"))]
 pub use isolated::IsolatedVault;
 pub use kdf::{BatchBytes, Secret32};

@@ -5,7 +5,7 @@ use std::fmt;
 use bip39::{Language, Mnemonic};
 use zeroize::Zeroizing;
 
-use crate::error::VaultError;
+use crate::error::{RecoveryCodeError, VaultError};
 
 /// Number of words in a recovery code.
 pub const RECOVERY_WORDS: usize = 24;
@@ -53,19 +53,19 @@ impl RecoveryCode {
         }
         let count = normalized.split(' ').filter(|w| !w.is_empty()).count();
         if count != RECOVERY_WORDS {
-            return Err(VaultError::InvalidRecoveryCode(format!(
-                "it has {count} words, not {RECOVERY_WORDS}"
-            )));
+            return Err(VaultError::InvalidRecoveryCode(
+                RecoveryCodeError::WordCount(count),
+            ));
         }
         let mnemonic = Mnemonic::parse_in_normalized(Language::English, &normalized)
-            .map_err(|e| VaultError::InvalidRecoveryCode(describe(e)))?;
+            .map_err(|e| VaultError::InvalidRecoveryCode(e.into()))?;
         let (full, len) = mnemonic.to_entropy_array();
         let full = Zeroizing::new(full);
         let mut entropy = Zeroizing::new([0u8; 32]);
         if len != 32 {
-            return Err(VaultError::InvalidRecoveryCode(format!(
-                "it encodes {len} bytes, not 32"
-            )));
+            return Err(VaultError::InvalidRecoveryCode(
+                RecoveryCodeError::EntropyLength(len),
+            ));
         }
         entropy.copy_from_slice(&full[..32]);
         Ok(Self {
@@ -87,16 +87,6 @@ impl RecoveryCode {
     /// The 32 bytes of entropy the code encodes.
     pub fn entropy(&self) -> &[u8; 32] {
         &self.entropy
-    }
-}
-
-fn describe(e: bip39::Error) -> String {
-    match e {
-        bip39::Error::UnknownWord(i) => format!("word {} is not in the BIP-39 English list", i + 1),
-        bip39::Error::InvalidChecksum => {
-            "the checksum does not match (a word is wrong or the order changed)".into()
-        }
-        other => other.to_string(),
     }
 }
 
@@ -128,20 +118,37 @@ mod tests {
         let words: Vec<&str> = code.words().collect();
         // 12 words.
         let short = words[..12].join(" ");
-        assert!(
-            matches!(RecoveryCode::parse(&short), Err(VaultError::InvalidRecoveryCode(m)) if m.contains("12 words"))
-        );
+        assert!(matches!(
+            RecoveryCode::parse(&short),
+            Err(VaultError::InvalidRecoveryCode(
+                RecoveryCodeError::WordCount(12)
+            ))
+        ));
         // Unknown word.
         let mut unknown = words.clone();
         unknown[3] = "privsvc";
-        assert!(
-            matches!(RecoveryCode::parse(&unknown.join(" ")), Err(VaultError::InvalidRecoveryCode(m)) if m.contains("word 4"))
-        );
+        assert!(matches!(
+            RecoveryCode::parse(&unknown.join(" ")),
+            Err(VaultError::InvalidRecoveryCode(
+                RecoveryCodeError::UnknownWord { position: 4 }
+            ))
+        ));
         // Swapped words break the checksum.
         let mut swapped = words.clone();
         let first = swapped[0];
         let position = swapped.iter().position(|w| *w != first).unwrap();
         swapped.swap(0, position);
-        assert!(RecoveryCode::parse(&swapped.join(" ")).is_err());
+        let err = RecoveryCode::parse(&swapped.join(" ")).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                VaultError::InvalidRecoveryCode(RecoveryCodeError::Checksum)
+            ),
+            "{err:?}"
+        );
+        assert!(
+            err.to_string().contains("the checksum does not match"),
+            "{err}"
+        );
     }
 }

@@ -28,7 +28,10 @@ pub enum WasmError {
     },
     /// An ownership proof was refused (the reason is meant for the verifier's user).
     #[error("{0}")]
-    ProofRejected(String),
+    ProofRejected(#[source] privsvc_vault::ProofCheckError),
+    /// An ownership proof is not the JSON of a proof; the source is the JSON decoder's error.
+    #[error("the proof is malformed: {0}")]
+    ProofMalformed(#[source] serde_json::Error),
 }
 
 impl WasmError {
@@ -45,7 +48,7 @@ impl WasmError {
         match self {
             WasmError::Vault(VaultError::NonDeterministicWallet) => "NonDeterministicWalletError",
             WasmError::Vault(VaultError::SmartContractWallet) => "SmartContractWalletError",
-            WasmError::ProofRejected(_) => "ProofRejectedError",
+            WasmError::ProofRejected(_) | WasmError::ProofMalformed(_) => "ProofRejectedError",
             _ => "PrivsvcError",
         }
     }
@@ -63,4 +66,33 @@ pub(crate) fn js_error(name: &str, message: &str) -> JsValue {
     let error = js_sys::Error::new(message);
     error.set_name(name);
     error.into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error as _;
+
+    #[test]
+    fn a_refused_proof_keeps_its_typed_cause_and_its_js_class() {
+        let not_json = serde_json::from_str::<serde_json::Value>("{").unwrap_err();
+        let malformed = WasmError::ProofMalformed(not_json);
+        assert_eq!(malformed.js_name(), "ProofRejectedError");
+        assert!(
+            malformed
+                .to_string()
+                .starts_with("the proof is malformed: "),
+            "{malformed}"
+        );
+        assert!(
+            malformed
+                .source()
+                .and_then(|s| s.downcast_ref::<serde_json::Error>())
+                .is_some(),
+            "{malformed:?}"
+        );
+        let rejected = WasmError::ProofRejected(privsvc_vault::ProofCheckError::WrongChallenge);
+        assert_eq!(rejected.js_name(), "ProofRejectedError");
+        assert_eq!(rejected.to_string(), "the proof answers another challenge");
+    }
 }

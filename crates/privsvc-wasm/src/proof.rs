@@ -47,14 +47,14 @@ pub fn raw_check_proof(
     now: f64,
     ledger_chain_id: f64,
 ) -> Result<String, WasmError> {
-    let proof: OwnershipProof = serde_json::from_str(proof)
-        .map_err(|e| WasmError::ProofRejected(format!("the proof is malformed: {e}")))?;
+    let proof: OwnershipProof = serde_json::from_str(proof).map_err(WasmError::ProofMalformed)?;
     let now = to_u64("now", now)?;
     let ledger = to_u64("ledger chain id", ledger_chain_id)?;
-    let rejected = |e: privsvc_vault::ProofCheckError| WasmError::ProofRejected(e.to_string());
     proof
         .check_terms(challenge, verifier, now)
-        .map_err(rejected)?;
-    let signer = proof.check_signature(ledger).map_err(rejected)?;
+        .map_err(WasmError::ProofRejected)?;
+    let signer = proof
+        .check_signature(ledger)
+        .map_err(WasmError::ProofRejected)?;
     Ok(address_text(&signer))
 }

@@ -312,7 +312,7 @@ fn version_1_envelopes_are_refused() {
     assert!(
         matches!(
             &e,
-            RejectReason::BadEnvelope(privsvc_envelope::EnvelopeError::UnsupportedVersion(v)) if v == "1"
+            RejectReason::BadEnvelope(privsvc_envelope::EnvelopeError::UnsupportedVersion(v)) if *v == 1
         ),
         "{e}"
     );

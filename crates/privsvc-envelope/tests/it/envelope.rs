@@ -235,7 +235,12 @@ fn strict_parsing_rejects_with_precise_errors() {
     assert!(e.to_string().contains("duplicate key \"level\""), "{e}");
     // Version: only 2; a version 1 envelope (with or without hour) is refused by name.
     let v1 = err(&edit(&text, "\"v\":2", "\"v\":1"));
-    assert_eq!(v1, EnvelopeError::UnsupportedVersion("1".into()));
+    assert_eq!(v1, EnvelopeError::UnsupportedVersion(1.into()));
+    assert!(
+        v1.to_string()
+            .starts_with("unsupported envelope version 1:"),
+        "{v1}"
+    );
     assert!(
         v1.to_string().contains("only version 2 is accepted"),
         "{v1}"
@@ -245,14 +250,19 @@ fn strict_parsing_rejects_with_precise_errors() {
         "\"v\":2",
         "\"v\":1",
     );
-    assert_eq!(err(&v1_body), EnvelopeError::UnsupportedVersion("1".into()));
+    assert_eq!(err(&v1_body), EnvelopeError::UnsupportedVersion(1.into()));
     assert_eq!(
         err(&edit(&text, "\"v\":2", "\"v\":3")),
-        EnvelopeError::UnsupportedVersion("3".into())
+        EnvelopeError::UnsupportedVersion(3.into())
     );
-    assert_eq!(
-        err(&edit(&text, "\"v\":2", "\"v\":\"2\"")),
-        EnvelopeError::UnsupportedVersion("\"2\"".into())
+    // The version is kept as the JSON value given: the string "2" is not the number 2.
+    let text_two = err(&edit(&text, "\"v\":2", "\"v\":\"2\""));
+    assert_eq!(text_two, EnvelopeError::UnsupportedVersion("2".into()));
+    assert!(
+        text_two
+            .to_string()
+            .starts_with("unsupported envelope version \"2\":"),
+        "{text_two}"
     );
     assert_eq!(
         err(&edit(&text, ",\"v\":2", "")),
@@ -286,7 +296,7 @@ fn strict_parsing_rejects_with_precise_errors() {
         err(&edit(&text, &format!("\"hour\":{HOUR}"), "\"hour\":4.94e5")),
         EnvelopeError::InvalidMember {
             member: "hour",
-            reason: "must be a non-negative integer (unix seconds / 3600, rounded down)".into()
+            reason: MemberReason::NotHour
         }
     );
     // A leading zero is not JSON at all.
@@ -388,7 +398,7 @@ fn strict_parsing_rejects_with_precise_errors() {
         err(&edit(&text, "\"exp\":86400", "\"exp\":8.64e4")),
         EnvelopeError::InvalidMember {
             member: "exp",
-            reason: "must be a non-negative integer number of seconds".into()
+            reason: MemberReason::NotSeconds
         }
     );
     // Not JSON, not an object.

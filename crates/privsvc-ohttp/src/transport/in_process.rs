@@ -11,7 +11,7 @@ use crate::client::to_binary_request;
 use crate::endpoint::dispatch;
 use crate::transport::{RelayerRequest, RelayerResponse, Transport, TransportError};
 use crate::OhttpError;
-use privsvc_rt::normalize_relayer_url;
+use privsvc_rt::{normalize_relayer_url, RelayerUrl};
 
 /// Maps relayer URLs to routers and calls them with `tower::ServiceExt::oneshot`.
 ///
@@ -76,12 +76,12 @@ impl Transport for InProcessTransport {
         relayer_url: &str,
         request: RelayerRequest,
     ) -> Result<RelayerResponse, TransportError> {
-        let url = normalize_relayer_url(relayer_url)?;
+        let url = RelayerUrl::parse(relayer_url)?;
         let router = self
             .routers
             .read()
             .unwrap_or_else(|p| p.into_inner())
-            .get(&url)
+            .get(url.as_str())
             .cloned()
             .ok_or_else(|| TransportError::Carrier(Box::new(OhttpError::UnknownRelayer(url))))?;
         if !request.path.starts_with('/') {

@@ -33,7 +33,7 @@ use crate::client::{ohttp_call, relay_call, to_binary_request, Padding};
 use crate::ledger_heartbeats::{live_heartbeats, url_owner, DEFAULT_HEARTBEAT_INTERVAL};
 use crate::transport::{RelayerRequest, RelayerResponse, Transport, TransportError};
 use crate::{OhttpError, CALL_TIMEOUT};
-use privsvc_rt::normalize_relayer_url;
+use privsvc_rt::{normalize_relayer_url, RelayerUrl};
 
 /// What the transport knows about one relayer URL.
 #[derive(Clone, Default)]
@@ -182,14 +182,14 @@ impl OhttpTransport {
     /// The gateway key used for `relayer_url`: known, or found in the live heartbeats of the
     /// URL's account and confirmed through the relay.
     pub async fn gateway_key(&self, relayer_url: &str) -> Result<String, OhttpError> {
-        let url = normalize_relayer_url(relayer_url)?;
-        let known = self.known(&url).unwrap_or_default();
+        let url = RelayerUrl::parse(relayer_url)?;
+        let known = self.known(url.as_str()).unwrap_or_default();
         if let Some(key) = known.key {
             return Ok(key);
         }
         let (account, key) = self.discover(&url, known.account).await?;
         let mut relayers = self.relayers.write().unwrap_or_else(|p| p.into_inner());
-        let entry = relayers.entry(url.clone()).or_default();
+        let entry = relayers.entry(url.to_string()).or_default();
         match entry.account {
             // Bound to another account meanwhile: that binding stands.
             Some(bound) if bound != account => return Err(OhttpError::NoGatewayKey(url)),
@@ -202,13 +202,13 @@ impl OhttpTransport {
     /// it) and the newest of its keys that the gateway confirms through the relay.
     async fn discover(
         &self,
-        url: &str,
+        url: &RelayerUrl,
         expected: Option<Address>,
     ) -> Result<(Address, String), OhttpError> {
         let reader = self
             .reader
             .as_ref()
-            .ok_or_else(|| OhttpError::NoGatewayKey(url.to_string()))?;
+            .ok_or_else(|| OhttpError::NoGatewayKey(url.clone()))?;
         let heartbeats = live_heartbeats(reader.as_ref(), self.heartbeat_interval).await?;
         let owner = url_owner(&heartbeats, url, expected)?;
         for other in &owner.ignored {
@@ -227,12 +227,12 @@ impl OhttpTransport {
             if tried.contains(&key) {
                 continue;
             }
-            if self.confirm(url, key, owner.account).await {
+            if self.confirm(url.as_str(), key, owner.account).await {
                 return Ok((owner.account, key.to_string()));
             }
             tried.push(key);
         }
-        Err(OhttpError::NoGatewayKey(url.to_string()))
+        Err(OhttpError::NoGatewayKey(url.clone()))
     }
 
     /// `GET /v1/info` through the relay with `key`: the gateway must open it and answer
@@ -266,11 +266,11 @@ impl OhttpTransport {
         relayer_url: &str,
         request: RelayerRequest,
     ) -> Result<RelayerResponse, OhttpError> {
-        let url = normalize_relayer_url(relayer_url)?;
-        let key = self.gateway_key(&url).await?;
+        let url = RelayerUrl::parse(relayer_url)?;
+        let key = self.gateway_key(url.as_str()).await?;
         let answer = match relay_call(
             &self.relay_url,
-            &url,
+            url.as_str(),
             &key,
             &to_binary_request(&request),
             self.padding,

@@ -178,30 +178,53 @@ fn blind_issue_and_verify_round_trip() {
         Err(TokenError::InvalidSignature)
     ));
 
-    // Malformed fields.
+    // Malformed fields, each with its typed reason (the decoder's error kept as the source).
     let mut t = token.clone();
     t.nonce = "zz".repeat(32);
-    assert!(matches!(
-        verify_token(&f.key, "app", &t),
-        Err(TokenError::Malformed(_))
-    ));
+    let e = verify_token(&f.key, "app", &t).unwrap_err();
+    assert!(
+        matches!(e, TokenError::Malformed(MalformedToken::NonceNotHex(_))),
+        "{e:?}"
+    );
+    assert!(
+        std::error::Error::source(&e)
+            .and_then(std::error::Error::source)
+            .and_then(|s| s.downcast_ref::<hex::FromHexError>())
+            .is_some(),
+        "{e:?}"
+    );
     let mut t = token.clone();
     t.nonce = "ab".repeat(31);
     assert!(matches!(
         verify_token(&f.key, "app", &t),
-        Err(TokenError::Malformed(_))
+        Err(TokenError::Malformed(MalformedToken::NonceLength {
+            got: 62,
+            expected: 64
+        }))
     ));
     let mut t = token.clone();
     t.signature = "not base64!".into();
-    assert!(matches!(
-        verify_token(&f.key, "app", &t),
-        Err(TokenError::Malformed(_))
-    ));
+    let e = verify_token(&f.key, "app", &t).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            TokenError::Malformed(MalformedToken::SignatureNotBase64(_))
+        ),
+        "{e:?}"
+    );
+    assert!(
+        e.to_string()
+            .starts_with("malformed token: signature is not base64: "),
+        "{e}"
+    );
     let mut t = token;
     t.signature = base64::engine::general_purpose::STANDARD.encode([1u8; 255]);
     assert!(matches!(
         verify_token(&f.key, "app", &t),
-        Err(TokenError::Malformed(_))
+        Err(TokenError::Malformed(MalformedToken::SignatureLength {
+            got: 255,
+            expected: MODULUS_BYTES
+        }))
     ));
 }
 
@@ -256,10 +279,15 @@ fn issuer_signer_agrees_with_the_crate_and_refuses_bad_input() {
     }
     assert!(matches!(
         signer.sign(&[0xff; MODULUS_BYTES]),
-        Err(TokenError::Malformed(_))
+        Err(TokenError::Malformed(
+            MalformedToken::BlindedNotBelowModulus
+        ))
     ));
     assert!(matches!(
         signer.sign(&[1; 10]),
-        Err(TokenError::Malformed(_))
+        Err(TokenError::Malformed(MalformedToken::BlindedLength {
+            got: 10,
+            expected: MODULUS_BYTES
+        }))
     ));
 }
