@@ -12,13 +12,20 @@
 //! the first `my_entities`: open every tag, fetch the user's batches with their cover batches,
 //! verify, decrypt), the resident memory before and after it and the process peak, a
 //! `refresh` after `--new` records of another user landed in one batch (an incremental
-//! listing), a scan with nothing new, the scan statistics, a full `list_app` and the vault's tag
-//! opens per second (KeyVault in process and IsolatedVault on its key thread).
+//! listing), a scan with nothing new, the scan statistics, a full `list_app`, the vault's tag
+//! opens per second (KeyVault in process and IsolatedVault on its key thread), and the floor:
+//! the same listing requests as the first session's first listing (recorded by a reader that
+//! wraps the client's), with today's full rows, sent again by a plain reqwest client, four at a
+//! time, and each answer parsed with `serde_json::from_slice::<serde_json::Value>` and nothing
+//! else; then the ratio of the first session to that floor, and the bytes per row of the
+//! listing answers.
 //!
 //! Recorded figures are in docs/BENCHMARKS.md. About 10 minutes for `--records
 //! 100000,300000,1000000` on two cores; 100 000 alone takes under a minute.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -28,8 +35,9 @@ use privsvc::client::{EntitiesQuery, PrivateClient};
 use privsvc::devnet::{Bytes, Devnet, DevnetConfig, EntityData, StoredAttr, DEV_PRIVATE_KEYS};
 use privsvc::envelope::EnvelopeBody;
 use privsvc::ledger::{
-    ArkivValue, Attribute, Create, CreationFlags, LedgerReader, LedgerWriter, Operation, RpcLedger,
-    RpcWriter,
+    query_batch_body, str_literal, ArkivValue, Attribute, AttributeSelect, Create, CreationFlags,
+    Entity, LedgerError, LedgerReader, LedgerWriter, Operation, PageQuery, QueryOptions, QueryPage,
+    RpcLedger, RpcWriter, Select,
 };
 use privsvc::relayer::{Relayer, RelayerConfig};
 use privsvc::vault::{tag_to_text, IsolatedVault, KeyVault, Tag, Vault};
@@ -174,6 +182,244 @@ fn proc_cpu_s() -> f64 {
         .unwrap_or(0.0)
 }
 
+/// A reader that passes every call to `inner` and, while `on`, records the project's listing
+/// requests: the `arkiv_query` pages whose expression starts with `project = "<app>"`, grouped
+/// as the client grouped them into requests (one `query_many` is one JSON-RPC batch).
+struct Recording {
+    inner: Arc<dyn LedgerReader>,
+    prefix: String,
+    on: AtomicBool,
+    requests: Mutex<Vec<Vec<PageQuery>>>,
+}
+
+impl Recording {
+    fn new(inner: Arc<dyn LedgerReader>, project: &str) -> Self {
+        Recording {
+            inner,
+            prefix: format!("project = {}", str_literal(project)),
+            on: AtomicBool::new(true),
+            requests: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn record(&self, queries: &[PageQuery]) {
+        if self.on.load(Ordering::Relaxed)
+            && queries
+                .iter()
+                .all(|q| q.expression.starts_with(&self.prefix))
+        {
+            self.requests.lock().unwrap().push(queries.to_vec());
+        }
+    }
+
+    /// Stops recording; the requests recorded so far, in the order they were sent.
+    fn stop(&self) -> Vec<Vec<PageQuery>> {
+        self.on.store(false, Ordering::Relaxed);
+        std::mem::take(&mut self.requests.lock().unwrap())
+    }
+}
+
+#[async_trait::async_trait]
+impl LedgerReader for Recording {
+    async fn chain_id(&self) -> Result<u64, LedgerError> {
+        self.inner.chain_id().await
+    }
+    async fn block_number(&self) -> Result<u64, LedgerError> {
+        self.inner.block_number().await
+    }
+    async fn query(
+        &self,
+        expression: &str,
+        options: &QueryOptions,
+    ) -> Result<QueryPage, LedgerError> {
+        self.record(&[PageQuery {
+            expression: expression.to_owned(),
+            options: options.clone(),
+        }]);
+        self.inner.query(expression, options).await
+    }
+    async fn query_many(&self, queries: &[PageQuery]) -> Result<Vec<QueryPage>, LedgerError> {
+        self.record(queries);
+        self.inner.query_many(queries).await
+    }
+    async fn entity(
+        &self,
+        key: privsvc::devnet::B256,
+        at_block: Option<u64>,
+    ) -> Result<Option<Entity>, LedgerError> {
+        self.inner.entity(key, at_block).await
+    }
+    async fn code_at(&self, address: privsvc::devnet::Address) -> Result<Vec<u8>, LedgerError> {
+        self.inner.code_at(address).await
+    }
+    async fn entity_nonce(&self, address: privsvc::devnet::Address) -> Result<u64, LedgerError> {
+        self.inner.entity_nonce(address).await
+    }
+    async fn balance(
+        &self,
+        address: privsvc::devnet::Address,
+    ) -> Result<alloy_primitives::U256, LedgerError> {
+        self.inner.balance(address).await
+    }
+    async fn block_timestamp(&self, number: u64) -> Result<Option<u64>, LedgerError> {
+        self.inner.block_timestamp(number).await
+    }
+    async fn head_timestamp(&self) -> Result<Option<u64>, LedgerError> {
+        self.inner.head_timestamp().await
+    }
+    async fn creation_tx(
+        &self,
+        key: privsvc::devnet::B256,
+        created_at: u64,
+    ) -> Result<Option<privsvc::devnet::B256>, LedgerError> {
+        self.inner.creation_tx(key, created_at).await
+    }
+}
+
+/// The projection of today's first listing: key, owner, creator, creation and expiry blocks,
+/// and every attribute (for the rarity check). The floor asks for these rows whatever the
+/// client asked for.
+fn full_rows() -> Select {
+    Select {
+        key: true,
+        owner: true,
+        creator: true,
+        created_at: true,
+        expires_at: true,
+        attributes: AttributeSelect::All,
+        ..Select::default()
+    }
+}
+
+/// What the floor fetched.
+struct Floor {
+    time: Duration,
+    requests: usize,
+    pages: usize,
+    rows: usize,
+    bytes: usize,
+}
+
+/// The floor under a first listing: the recorded `requests` sent again to `url` with a plain
+/// reqwest client, four at a time in the recorded order (as the client has four requests in
+/// flight), each answer parsed into a `serde_json::Value` and nothing else. Every page asks for
+/// [`full_rows`] and follows the floor's own cursors (a cursor is bound to the projection): the
+/// page of a range waits for the answer to its previous page, as in the client.
+async fn floor(url: &str, requests: &[Vec<PageQuery>]) -> Result<Floor> {
+    use futures::StreamExt;
+    use tokio::sync::oneshot;
+
+    // Each page's cursor goes to the next page of the same expression (its range), if any.
+    let pages: usize = requests.iter().map(Vec::len).sum();
+    let mut senders: Vec<Option<oneshot::Sender<Option<String>>>> = Vec::with_capacity(pages);
+    let mut receivers: Vec<Option<oneshot::Receiver<Option<String>>>> = Vec::with_capacity(pages);
+    for _ in 0..pages {
+        let (tx, rx) = oneshot::channel();
+        senders.push(Some(tx));
+        receivers.push(Some(rx));
+    }
+    let mut last: HashMap<&str, usize> = HashMap::new();
+    let mut plan = Vec::with_capacity(requests.len());
+    let mut index = 0;
+    for request in requests {
+        let mut asked = Vec::with_capacity(request.len());
+        for q in request {
+            let wait = match q.options.cursor {
+                Some(_) => {
+                    let previous = *last
+                        .get(q.expression.as_str())
+                        .context("a recorded page with a cursor and no first page")?;
+                    Some(
+                        receivers[previous]
+                            .take()
+                            .context("two next pages of one page")?,
+                    )
+                }
+                None => None,
+            };
+            last.insert(&q.expression, index);
+            asked.push((q, wait, senders[index].take().expect("one sender per page")));
+            index += 1;
+        }
+        plan.push(asked);
+    }
+
+    let http = reqwest::Client::new();
+    let t = Instant::now();
+    let answers: Vec<Result<(usize, usize)>> = futures::stream::iter(plan)
+        .map(|asked| {
+            let http = http.clone();
+            async move {
+                let mut queries = Vec::with_capacity(asked.len());
+                let mut next = Vec::with_capacity(asked.len());
+                for (q, wait, tx) in asked {
+                    let mut q = q.clone();
+                    q.options.select = full_rows();
+                    if let Some(rx) = wait {
+                        q.options.cursor = Some(
+                            rx.await
+                                .ok()
+                                .flatten()
+                                .context("the floor's range ended before the client's")?,
+                        );
+                    }
+                    queries.push(q);
+                    next.push(Some(tx));
+                }
+                let batch = query_batch_body(&queries, 1);
+                // One page is one call, not a batch of one (as the client's reader sends it).
+                let body = if queries.len() == 1 {
+                    batch[1..batch.len() - 1].to_owned()
+                } else {
+                    batch
+                };
+                let bytes = http
+                    .post(url)
+                    .header("content-type", "application/json")
+                    .body(body)
+                    .send()
+                    .await?
+                    .bytes()
+                    .await?;
+                let answer: serde_json::Value = serde_json::from_slice(&bytes)?;
+                let answers = match answer {
+                    serde_json::Value::Array(a) => a,
+                    one => vec![one],
+                };
+                let mut rows = 0;
+                for a in &answers {
+                    let id = a["id"].as_u64().context("an answer without an id")?;
+                    let result = &a["result"];
+                    rows += result["data"].as_array().map_or(0, Vec::len);
+                    let cursor = result["cursor"].as_str().map(str::to_owned);
+                    let slot = usize::try_from(id.wrapping_sub(1)).ok();
+                    if let Some(tx) = slot.and_then(|i| next.get_mut(i)?.take()) {
+                        // The next page of the range may not be asked for (the client split it).
+                        let _ = tx.send(cursor);
+                    }
+                }
+                anyhow::Ok((bytes.len(), rows))
+            }
+        })
+        .buffered(4)
+        .collect()
+        .await;
+    let time = t.elapsed();
+    let (mut bytes, mut rows) = (0, 0);
+    for a in answers {
+        let (b, r) = a?;
+        bytes += b;
+        rows += r;
+    }
+    Ok(Floor {
+        time,
+        requests: requests.len(),
+        pages,
+        rows,
+        bytes,
+    })
+}
+
 async fn run(n: u64, mine: u64, new: u64) -> Result<()> {
     let (me, _code) = KeyVault::random(APP);
     let t = Instant::now();
@@ -198,19 +444,22 @@ async fn run(n: u64, mine: u64, new: u64) -> Result<()> {
     let scan_file = dir.path().join("notes.scan");
 
     let vault: Arc<dyn Vault> = Arc::new(me);
+    // The first session's reader records its first listing's requests for the floor.
+    let recording = Arc::new(Recording::new(reader.clone(), APP));
     let rss_before = proc_status_kb("VmRSS");
     let cpu_before = proc_cpu_s();
     let t = Instant::now();
     // Building lists the project once (the listing the rarity check of writes uses).
     let client = PrivateClient::builder(APP)
         .vault(vault.clone())
-        .reader(reader.clone())
+        .reader(recording.clone())
         .relayers([relayer.url().to_string()])
         .scan_cache_file(&scan_file)
         .schedule(bench_schedule())
         .build()
         .await?;
     let build = t.elapsed();
+    let listing_requests = recording.stop();
     let t = Instant::now();
     let records = client.my_entities(&EntitiesQuery::new()).await?;
     let first_scan = t.elapsed();
@@ -303,6 +552,8 @@ async fn run(n: u64, mine: u64, new: u64) -> Result<()> {
     // A returning session: the cache is loaded, only what is new since its resume block is
     // listed, the user's records are fetched and verified again.
     drop(client);
+    // The floor, with the first session's client gone.
+    let floor = floor(&node.url(), &listing_requests).await?;
     let cache_mib = std::fs::metadata(&scan_file)?.len() as f64 / (1024.0 * 1024.0);
     let t = Instant::now();
     let returning = PrivateClient::builder(APP)
@@ -329,6 +580,17 @@ async fn run(n: u64, mine: u64, new: u64) -> Result<()> {
         "the returning session lost records"
     );
 
+    println!(
+        "records {n:>7}: first session {:>6.3} s / floor {:>6.3} s = {:.2} x the floor (the floor: the first listing's {} requests, {} pages, {} rows of {:.0} bytes, with every attribute, reqwest + serde_json::Value only; {:.1} MiB)",
+        first.as_secs_f64(),
+        floor.time.as_secs_f64(),
+        first.as_secs_f64() / floor.time.as_secs_f64(),
+        floor.requests,
+        floor.pages,
+        floor.rows,
+        floor.bytes as f64 / floor.rows.max(1) as f64,
+        floor.bytes as f64 / (1024.0 * 1024.0),
+    );
     println!(
         "records {n:>7}: seed {:>6.2} s | first scan {:>6.3} s (build listing {:>6.3} s + my_entities {:>6.3} s; {:>7.0} rows/s; CPU {:>6.2} s client and devnet), RSS {} MiB -> {} MiB, peak {} MiB | refresh after {new} new {:>6.3} s (listed {}), nothing new {:>6.3} s | listed {} opened {} matched {} batches fetched {} (cover {}) | list_app (all fields) {:>6.3} s | tag opens/s KeyVault {:>9.0}, IsolatedVault {:>9.0} | returning session {:>6.3} s (build with the cache {:>6.3} s + my_entities {:>6.3} s), cache {:.1} MiB",
         seed_time.as_secs_f64(),

@@ -21,6 +21,7 @@
 #   scripts/js-test.sh --node-only   # skip the Chromium test
 #   scripts/js-test.sh --tests-only  # everything but the wasm build (js/pkg built before)
 #   scripts/js-test.sh --bench       # everything, then the scan benchmarks (below)
+#   scripts/js-test.sh --bench-only  # the stack and the scan benchmarks alone (js/pkg built before)
 # Environment: PRIVSVC_JS_PROFILE for the wasm build: release (the default: the `wasm-release`
 # profile, fat LTO and one code unit, the smallest module), fast-release (cargo's release profile:
 # the same optimisation, a larger module, built in about half the time) or dev;
@@ -104,7 +105,7 @@ if ! [ -f "$APPS_STAMP" ] || ! cmp -s "$APPS/package.json" "$APPS_STAMP"; then
 fi
 
 # --- build --------------------------------------------------------------------------------------
-if [ "$MODE" = --tests-only ]; then
+if [ "$MODE" = --tests-only ] || [ "$MODE" = --bench-only ]; then
   [ -f js/pkg/privsvc_wasm_bg.wasm ] || { echo "js/pkg is not built: run scripts/js-test.sh --build-only first"; exit 1; }
 else
   log "building privsvc-wasm ($PROFILE)"
@@ -175,16 +176,18 @@ export PRIVSVC_CHROMIUM=$CHROMIUM
 log "stack: rpc $PRIVSVC_RPC_URL, relayers $PRIVSVC_RELAYER_A $PRIVSVC_RELAYER_B, OHTTP relay $PRIVSVC_OHTTP_RELAY, page $PRIVSVC_WEB_URL"
 
 # --- tests --------------------------------------------------------------------------------------
-log "type check: README's TypeScript example, tsc --strict against viem's types (js/test/apps)"
-"$NODE" "$APPS/build.mjs" --types
-log "node --test"
-(cd js && "$NODE" --test --test-concurrency=1 'test/*.test.mjs')
-(cd js && "$NODE" bench/tags.mjs)
-if [ "$MODE" != --node-only ]; then
-  log "headless Chromium"
-  (cd js && "$NODE" test/browser/chromium.mjs)
+if [ "$MODE" != --bench-only ]; then
+  log "type check: README's TypeScript example, tsc --strict against viem's types (js/test/apps)"
+  "$NODE" "$APPS/build.mjs" --types
+  log "node --test"
+  (cd js && "$NODE" --test --test-concurrency=1 'test/*.test.mjs')
+  (cd js && "$NODE" bench/tags.mjs)
+  if [ "$MODE" != --node-only ]; then
+    log "headless Chromium"
+    (cd js && "$NODE" test/browser/chromium.mjs)
+  fi
 fi
-if [ "$MODE" = --bench ]; then
+if [ "$MODE" = --bench ] || [ "$MODE" = --bench-only ]; then
   SEEDED=0
   for SIZE in $(echo "${PRIVSVC_BENCH_RECORDS:-100000,1000000}" | tr ',' ' '); do
     log "benchmark: seeding the app up to $SIZE records"

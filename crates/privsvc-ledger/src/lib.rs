@@ -63,8 +63,8 @@ pub use ops::{Create, Operation};
 pub use query::{literal, str_literal, CmpOp, Expr, QueryBuildError};
 pub use reader::LedgerReader;
 pub use rpc::{
-    decode_answer, decode_query_answer, query_all, query_all_pinned, RpcChannel, RpcLedger,
-    RpcWriter, MAX_PAGE_SIZE,
+    decode_answer, decode_query_answer, query_all, query_all_pinned, query_batch_body, RpcChannel,
+    RpcLedger, RpcWriter, MAX_PAGE_SIZE,
 };
 pub use system::{
     issuer_keys_query, lifetime_blocks, live_heartbeats_query, record_create, spends_query,

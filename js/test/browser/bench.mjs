@@ -8,11 +8,15 @@
 //   - a returning session in a new page of the same browser profile: building the client (the
 //     cache loaded from IndexedDB and opened, only what is new since its resume block listed)
 //     and its first `myEntities`;
-// and the memory of the renderer processes (RSS) after the first session. Prints one line.
+// and the memory of the renderer processes (RSS) after the first session; then, in the first
+// session's page, the floor (bench/floor.mjs): the first listing's requests, recorded as the
+// client sent them, fetched again with today's full rows by `fetch` and `JSON.parse` alone.
+// Prints one line: the figures and the ratio of the first session to the floor.
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import puppeteer from 'puppeteer-core';
+import { listingFloor, recordListing } from '../../bench/floor.mjs';
 
 const url = process.env.PRIVSVC_WEB_URL;
 if (!url) {
@@ -20,13 +24,33 @@ if (!url) {
   process.exit(2);
 }
 const records = process.env.PRIVSVC_BENCH_RECORDS || '?';
+const cfg = await fetch(`${url}/config.json`).then((x) => x.json());
 
-/** Resident memory of Chromium's renderer processes, MiB. */
+/** The parent of process `pid` (undefined when it ended). */
+function parentOf(pid) {
+  try {
+    // Fields after the command name (which may hold spaces) start after ')': state, ppid.
+    return Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(')').pop().trim().split(' ')[1]);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Resident memory of this browser's renderer processes, MiB: the processes under the browser's
+ * own (not those of another Chromium on the machine) whose command line says `--type=renderer`.
+ */
 function rendererRssMiB() {
+  const root = browser.process().pid;
+  const under = (pid) => {
+    for (let p = pid, hops = 0; p > 1 && hops < 16; p = parentOf(p), hops += 1) if (p === root) return true;
+    return false;
+  };
   let kb = 0;
   for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
     try {
       if (!readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('--type=renderer')) continue;
+      if (!under(Number(pid))) continue;
       const m = readFileSync(`/proc/${pid}/status`, 'utf8').match(/^VmRSS:\s+(\d+)/m);
       kb += m ? Number(m[1]) : 0;
     } catch {
@@ -48,10 +72,14 @@ const browser = await puppeteer.launch({
   ],
 });
 
-/** One session in a new page: build, first myEntities, optionally a refresh. */
+/**
+ * One session in a new page: build, first myEntities, optionally a refresh. The first session
+ * (`refresh`) records its first listing's requests and measures the floor after it.
+ */
 async function session(refresh) {
   const page = await browser.newPage();
   await page.goto(`${url}/?dev`, { waitUntil: 'load' });
+  if (refresh) await page.evaluate(recordListing, cfg.project ?? cfg.app);
   const r = await page.evaluate(async (refresh) => {
     const m = await import('/privsvc/index.js');
     const cfg = await fetch('/config.json').then((x) => x.json());
@@ -67,6 +95,7 @@ async function session(refresh) {
       schedule: cfg.schedule,
     });
     const t1 = performance.now();
+    if (globalThis.__privsvcListing) globalThis.__listing = globalThis.__privsvcListing.stop();
     const mine = await c.myEntities();
     const t2 = performance.now();
     if (refresh) await c.myEntities({ refresh: true });
@@ -76,6 +105,11 @@ async function session(refresh) {
     return out;
   }, refresh);
   r.rss = rendererRssMiB();
+  if (refresh) {
+    // The floor in the same page, after the session's client closed.
+    r.listing = await page.evaluate(() => ({ requests: globalThis.__listing.bodies.length, bytes: globalThis.__listing.bytes, answers: globalThis.__listing.answers }));
+    r.floor = await page.evaluate(`(${listingFloor})(new URL('/rpc', location.href).href, globalThis.__listing.bodies)`);
+  }
   await page.close();
   return r;
 }
@@ -84,6 +118,12 @@ try {
   const first = await session(true);
   const back = await session(false);
   const ms = (x) => x.toFixed(0);
+  const f = first.floor;
+  const firstMs = first.build + first.first;
+  const clientBytes = first.listing.answers === first.listing.requests ? (first.listing.bytes / f.rows).toFixed(0) : '?';
+  console.log(
+    `# chromium, ${records} records: first session ${ms(firstMs)} ms / floor ${ms(f.ms)} ms = ${(firstMs / f.ms).toFixed(2)} x the floor (the floor: the first listing's ${f.requests} requests, ${f.pages} pages, ${f.rows} rows of ${(f.bytes / f.rows).toFixed(0)} bytes with every attribute, ${(f.bytes / 2 ** 20).toFixed(1)} MiB, fetch + JSON.parse only; the client's listing answers: ${clientBytes} bytes a row)`,
+  );
   console.log(
     `# chromium, ${first.vault}, ${records} records: first session ${ms(first.build + first.first)} ms (client build = first listing ${ms(first.build)} ms + first myEntities ${ms(first.first)} ms), refresh ${ms(first.refresh)} ms, renderer RSS ${first.rss} MiB | returning session ${ms(back.build + back.first)} ms (build with the cache ${ms(back.build)} ms + myEntities ${ms(back.first)} ms; cache ${back.cache.state}${back.cache.block !== undefined ? ` at block ${back.cache.block}` : ''})`,
   );
