@@ -512,8 +512,10 @@ async fn run(n: u64, mine: u64, new: u64) -> Result<()> {
     let refresh = t.elapsed();
     let refresh_stats = client.last_scan().await.context("scan statistics")?;
     anyhow::ensure!(again.len() == records.len());
+    // The session's tail (every 100 to 300 ms here) may list the new records before the scan
+    // that `refresh` waits for: that scan then lists none of them.
     anyhow::ensure!(
-        refresh_stats.listed as u64 == new,
+        refresh_stats.listed as u64 == new || refresh_stats.listed == 0,
         "the refresh listed {} records, {new} are new",
         refresh_stats.listed
     );

@@ -2,8 +2,9 @@
 // (`scripts/js-test.sh --bench`, which runs `web_seed`): in headless Chromium, a user with no
 // records of their own
 //   - first session: building the client (its first listing, with attributes for the rarity
-//     check) and the first `myEntities` (open every tag in the worker vault, fetch cover
-//     batches); the scan saves the sealed scan cache in IndexedDB;
+//     check, and its first scan: open every tag in the worker vault, fetch cover batches; the
+//     scan saves the sealed scan cache in IndexedDB) and the first `myEntities` (which makes no
+//     request: docs/PROTOCOL.md §8.4);
 //   - a refresh;
 //   - a returning session in a new page of the same browser profile: building the client (the
 //     cache loaded from IndexedDB and opened, only what is new since its resume block listed)
@@ -125,7 +126,7 @@ try {
     `# chromium, ${records} records: first session ${ms(firstMs)} ms / floor ${ms(f.ms)} ms = ${(firstMs / f.ms).toFixed(2)} x the floor (the floor: the first listing's ${f.requests} requests, ${f.pages} pages, ${f.rows} rows of ${(f.bytes / f.rows).toFixed(0)} bytes with every attribute, ${(f.bytes / 2 ** 20).toFixed(1)} MiB, fetch + JSON.parse only; the client's listing answers: ${clientBytes} bytes a row)`,
   );
   console.log(
-    `# chromium, ${first.vault}, ${records} records: first session ${ms(first.build + first.first)} ms (client build = first listing ${ms(first.build)} ms + first myEntities ${ms(first.first)} ms), refresh ${ms(first.refresh)} ms, renderer RSS ${first.rss} MiB | returning session ${ms(back.build + back.first)} ms (build with the cache ${ms(back.build)} ms + myEntities ${ms(back.first)} ms; cache ${back.cache.state}${back.cache.block !== undefined ? ` at block ${back.cache.block}` : ''})`,
+    `# chromium, ${first.vault}, ${records} records: first session ${ms(first.build + first.first)} ms (client build, its first listing and first scan, ${ms(first.build)} ms + first myEntities ${ms(first.first)} ms), refresh ${ms(first.refresh)} ms, renderer RSS ${first.rss} MiB | returning session ${ms(back.build + back.first)} ms (build with the cache ${ms(back.build)} ms + myEntities ${ms(back.first)} ms; cache ${back.cache.state}${back.cache.block !== undefined ? ` at block ${back.cache.block}` : ''})`,
   );
   if (back.cache.state !== 'resumed') process.exitCode = 1;
 } finally {
