@@ -332,7 +332,11 @@ impl PrivateClient {
                         return Ok(claimed_result(&relayer, st, sealed, warnings));
                     }
                     // k > 1: the batch must show the record with its peers.
-                    let bound = self.options.inclusion_timeout_for(&relayer.info);
+                    // Never shorter than three tail gaps (the longest wait before), plus
+                    // the relayer's inclusion timeout for tails that list slowly.
+                    let bound = self
+                        .tail_window(TAILS_FOR_WRITTEN)
+                        .saturating_add(self.options.inclusion_timeout_for(&relayer.info));
                     if let Some(found) = self
                         .await_tail(sealed, Duration::ZERO, TAILS_FOR_WRITTEN, bound)
                         .await
@@ -379,7 +383,14 @@ impl PrivateClient {
                         .min(timeout)
                         .saturating_add(self.options.poll_interval);
                     if let Some(found) = self
-                        .await_tail(sealed, window, 1, window.saturating_add(timeout))
+                        .await_tail(
+                            sealed,
+                            window,
+                            1,
+                            window
+                                .saturating_add(self.tail_window(1))
+                                .saturating_add(timeout),
+                        )
                         .await
                     {
                         return Ok(recovered_result(found, sealed, warnings));
