@@ -776,18 +776,18 @@ impl Run {
         let db = self.stack.relayer_db();
         // Full at a moment a mined batch is about to be recorded: the write-ahead log emptied
         // first (so that the next commit needs new space), then every byte taken. Again, up to
-        // five times, until a batch in flight was caught.
+        // ten times (each held 5 s), until a batch in flight was caught.
         let mut filler = 0;
         let mut caught = 0;
         let mut start = Instant::now();
-        for _ in 0..5 {
+        for _ in 0..10 {
             tokio::time::sleep(Duration::from_secs(2)).await;
             let tmpfs = self.tmpfs.as_ref().expect("mounted");
             tmpfs.resize(tmpfs.used()? + 16 * 1024 * 1024)?;
             damage::truncate_wal(&db)?;
             filler = tmpfs.fill()?;
             start = Instant::now();
-            tokio::time::sleep(Duration::from_secs(3)).await;
+            tokio::time::sleep(Duration::from_secs(5)).await;
             caught = self.stack_log_count(log, "cannot record a mined batch");
             if caught > 0 {
                 break;
@@ -844,7 +844,7 @@ impl Run {
         let missing = self.tally.no_retry_after.load(Ordering::SeqCst) - no_retry_after;
         if caught == 0 {
             self.failed.push(
-                "five times, the full disk caught no mined batch before it was recorded".into(),
+                "ten times, the full disk caught no mined batch before it was recorded".into(),
             );
         }
         if !not_ok {
