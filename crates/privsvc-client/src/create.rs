@@ -298,7 +298,7 @@ impl PrivateClient {
     ) -> Result<CreateResult, PrivsvcError> {
         let mut tried = HashSet::new();
         // The longest inclusion timeout of the relayers tried: how long the last look waits.
-        let mut longest_timeout = self.tail_window(1);
+        let mut longest_timeout = Duration::ZERO;
         let mut attempts = Vec::new();
         let mut submitted_somewhere = false;
         let mut token_failures = Vec::new();
@@ -332,13 +332,9 @@ impl PrivateClient {
                         return Ok(claimed_result(&relayer, st, sealed, warnings));
                     }
                     // k > 1: the batch must show the record with its peers.
-                    // Never shorter than three tail gaps (the longest wait before), plus
-                    // the relayer's inclusion timeout for tails that list slowly.
-                    let bound = self
-                        .tail_window(TAILS_FOR_WRITTEN)
-                        .saturating_add(self.options.inclusion_timeout_for(&relayer.info));
+                    let timeout = self.options.inclusion_timeout_for(&relayer.info);
                     if let Some(found) = self
-                        .await_tail(sealed, Duration::ZERO, TAILS_FOR_WRITTEN, bound)
+                        .await_tail(sealed, Duration::ZERO, TAILS_FOR_WRITTEN, timeout)
                         .await
                     {
                         return written_result(&relayer, st, found, sealed, warnings);
@@ -377,22 +373,13 @@ impl PrivateClient {
                     }
                     // Watch the tails of one batching round of that relayer: a record it
                     // accepted may still land, and must not be written twice.
-                    // (Never longer than the inclusion timeout, never shorter than one tail.)
+                    // (Never longer than the inclusion timeout, and until a tail that started
+                    // after it ended.)
                     let timeout = self.options.inclusion_timeout_for(&relayer.info);
                     let window = relayer_round(&relayer.info)
                         .min(timeout)
                         .saturating_add(self.options.poll_interval);
-                    if let Some(found) = self
-                        .await_tail(
-                            sealed,
-                            window,
-                            1,
-                            window
-                                .saturating_add(self.tail_window(1))
-                                .saturating_add(timeout),
-                        )
-                        .await
-                    {
+                    if let Some(found) = self.await_tail(sealed, window, 1, timeout).await {
                         return Ok(recovered_result(found, sealed, warnings));
                     }
                 }
@@ -573,19 +560,21 @@ impl PrivateClient {
     /// Waits for a tail (the session's own listing) that shows the sealed record: for at least
     /// `at_least`, and until `tails` tails that started after this call have finished however
     /// long they took to list (a listing under way may have been made at a head before the
-    /// record's block), but never past `bound`. The record is recognised locally by owner, tag
-    /// and attributes; nothing is read here.
+    /// record's block), but never past `at_least` plus `tails` tail gaps plus `slow` (the time
+    /// allowed for slow listings: a relayer's inclusion timeout). The record is recognised
+    /// locally by owner, tag and attributes; nothing is read here.
     async fn await_tail(
         &self,
         sealed: &SealedRecord,
         at_least: Duration,
         tails: u32,
-        bound: Duration,
+        slow: Duration,
     ) -> Option<Found> {
         let mut done = self.tail.watch();
         let want = self.tail.started().saturating_add(u64::from(tails));
         let start = Instant::now();
-        let (min_end, end) = (start + at_least, start + bound.max(at_least));
+        let min_end = start + at_least;
+        let end = min_end + self.tail_window(tails).saturating_add(slow);
         loop {
             if let Some(found) = find_listed(&*self.scanner.cache.lock().await, sealed) {
                 return Some(found);
