@@ -149,11 +149,16 @@ impl PrivateClient {
         let scan_cache = scan_cache_of(&options, vault.as_ref(), chain_id).await;
         let (cache, scan_cache_state) = match &scan_cache {
             Some(c) => {
-                let (cache, state) = c.load(lister.with_attributes).await;
+                let (cache, state) = c.load(false).await;
                 (cache.unwrap_or_default(), state)
             }
             None => (EntityCache::default(), ScanCacheState::Off),
         };
+        // Every session's first listing selects only the tags, resumed or not, and every
+        // session counting rarity makes its own attribute listing at its first tail
+        // (docs/PROTOCOL.md §8.1): the RPC sees the same listings from every such session.
+        let mut cache = cache;
+        cache.with_attributes = false;
         let relayers = Arc::new(Mutex::new(relayers));
         let scanner = Arc::new(Scanner {
             vault: vault.clone(),
@@ -187,7 +192,8 @@ impl PrivateClient {
             device_store,
             tasks: Mutex::new(Vec::new()),
         };
-        // The session's first listing; the tail keeps it up to date from here on. Then its
+        // The session's first listing (only tags: docs/PROTOCOL.md §8.1); the tail keeps it up
+        // to date from here on, and its first run lists the attributes. Then the session's
         // first scan (the session's start, like every scan, is not caused by a write).
         {
             let mut cache = client.scanner.cache.lock().await;
@@ -414,7 +420,8 @@ impl PrivateClient {
     /// attribute values. Counted on the session's own listing, as its schedule keeps it: no
     /// request is made (a listing right before a write would tell the RPC a write is coming).
     /// Fails with [`PrivsvcError::RarityUnavailable`] when the session's listing carries no
-    /// attributes (`rarity_k` 0 at build).
+    /// attributes (`rarity_k` 0 at build, or before the session's attribute listing, which its
+    /// first tail makes).
     pub async fn check_rarity(
         &self,
         attributes: &Attributes,

@@ -64,7 +64,9 @@ impl Ticks {
 pub(crate) struct Lister {
     pub(crate) reader: Arc<dyn LedgerReader>,
     pub(crate) project: String,
-    /// List every attribute (the rarity check needs them), not only `tag`.
+    /// The session counts rarity, so it needs every attribute: its attribute listing
+    /// ([`Lister::list_attributes`]) runs at its first tail. Until then listings select only
+    /// `tag`.
     pub(crate) with_attributes: bool,
 }
 
@@ -72,13 +74,10 @@ impl Lister {
     /// Brings the cached listing up to date: lists only the records created after the last
     /// listed block (everything the first time), at one pinned block, and drops what expired;
     /// then reads the newest block's timestamp (the chain's time, from which the envelope's
-    /// `hour` is taken). Returns how many records it listed.
+    /// `hour` is taken). Lists as the cached listing was made: every attribute once the
+    /// session's attribute listing ran, else only `tag`. Returns how many records it listed.
     pub(crate) async fn update(&self, cache: &mut EntityCache) -> Result<usize, PrivsvcError> {
-        let with_attributes = self.with_attributes || cache.with_attributes;
-        if cache.block.is_some() && !cache.with_attributes && with_attributes {
-            cache.reset();
-        }
-        cache.with_attributes = with_attributes;
+        let with_attributes = cache.with_attributes;
         let mut listed = 0;
         let after = cache.block;
         let block = crate::read::list_since(
@@ -98,6 +97,24 @@ impl Lister {
         }
         Ok(listed)
     }
+
+    /// The session's attribute listing: when the session counts rarity and has not made it
+    /// yet, lists the project again from the start with every attribute (what the device
+    /// knows of the user's records, its verified batches and covers are kept; the next scan
+    /// opens the listed tags again). Runs on the tail only, after the session's first scan,
+    /// never because the app asked. Returns whether it listed.
+    pub(crate) async fn list_attributes(
+        &self,
+        cache: &mut EntityCache,
+    ) -> Result<bool, PrivsvcError> {
+        if !self.with_attributes || cache.with_attributes {
+            return Ok(false);
+        }
+        cache.reset();
+        cache.with_attributes = true;
+        self.update(cache).await?;
+        Ok(true)
+    }
 }
 
 /// The tail: every `interval` (a random wait in the range each time), an incremental listing
@@ -115,7 +132,12 @@ pub(crate) async fn run_tail(
         tail.starting();
         {
             let mut cache = cache.lock().await;
-            if let Err(e) = lister.update(&mut cache).await {
+            let listed = match lister.list_attributes(&mut cache).await {
+                Ok(true) => Ok(()),
+                Ok(false) => lister.update(&mut cache).await.map(drop),
+                Err(e) => Err(e),
+            };
+            if let Err(e) = listed {
                 tracing::warn!(error = %e, "the session's tail could not list the project");
             }
         }

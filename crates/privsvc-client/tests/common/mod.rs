@@ -290,10 +290,12 @@ pub async fn wait_for_health(
     }
 }
 
-/// A reader that records every query expression (to count batch fetches).
+/// A reader that records every query expression (to count batch fetches), and with it the
+/// attributes it selected.
 pub struct CountingReader {
     pub inner: Arc<dyn LedgerReader>,
     pub queries: Mutex<Vec<String>>,
+    pub selects: Mutex<Vec<(String, privsvc_ledger::AttributeSelect)>>,
 }
 
 impl CountingReader {
@@ -301,6 +303,7 @@ impl CountingReader {
         Self {
             inner,
             queries: Mutex::new(Vec::new()),
+            selects: Mutex::new(Vec::new()),
         }
     }
 
@@ -331,6 +334,8 @@ impl LedgerReader for CountingReader {
         // Continuation pages repeat the query: count first pages only.
         if o.cursor.is_none() {
             self.queries.lock().unwrap().push(e.to_string());
+            let select = (e.to_string(), o.select.attributes.clone());
+            self.selects.lock().unwrap().push(select);
         }
         self.inner.query(e, o).await
     }

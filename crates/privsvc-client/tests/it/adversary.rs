@@ -256,7 +256,8 @@ async fn the_rpc_never_sees_owner_key_or_tag_and_relayers_are_not_believed() {
         .build()
         .await
         .unwrap();
-    // A scan first (the session's rarity listing is made at build).
+    // A scan first (the session's first listing is made at build, its attribute listing at
+    // its first tail).
     client.my_entities(&EntitiesQuery::new()).await.unwrap();
     let started = Instant::now();
     let stalled = client

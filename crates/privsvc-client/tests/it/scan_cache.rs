@@ -4,12 +4,13 @@
 //! version, is discarded and the session lists from the start.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use privsvc_client::SCAN_CACHE_VERSION;
-use privsvc_client::{EntitiesQuery, LocalWallet, PrivateClient};
-use privsvc_ledger::LedgerReader;
+use privsvc_client::{EntitiesQuery, LocalWallet, PrivateClient, PrivsvcError, SessionSchedule};
+use privsvc_ledger::{AttributeSelect, LedgerReader};
 
-use crate::common::{note, CountingReader, Stack, StackOptions};
+use crate::common::{fast_schedule, note, CountingReader, Stack, StackOptions};
 
 /// The resume granularity of the test (blocks): small, so that a session's records fall before
 /// its resume block on a young devnet.
@@ -161,4 +162,84 @@ async fn a_returning_session_resumes_from_a_coarse_block_and_a_foreign_or_old_ca
     assert_eq!(mine.len(), 1, "found by a full listing");
     drop(again);
     stack.shutdown().await;
+}
+
+/// The project's listing pages recorded so far (first pages only): expression and the
+/// attributes selected.
+fn listing_selects(counting: &CountingReader) -> Vec<(String, AttributeSelect)> {
+    counting
+        .selects
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(q, _)| q.starts_with("project = ") && !q.contains("$createdAt = "))
+        .cloned()
+        .collect()
+}
+
+/// A session's first listing selects only the tags (docs/PROTOCOL.md §8.1): the rarity check
+/// has nothing to count until the session's first tail, after the first scan, lists the
+/// project again from the start with every attribute.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_listing_selects_only_tags_and_the_first_tail_lists_every_attribute() {
+    let stack = Stack::start(StackOptions::plain()).await;
+    let (_, writer) = stack.client().await;
+    writer.create_entity(note("listed")).await.expect("write");
+    stack.settle().await;
+
+    let counting = Arc::new(CountingReader::new(stack.reader.clone()));
+    let wallet = Arc::new(LocalWallet::random());
+    let schedule = SessionSchedule {
+        // The first tail 2 to 3 s after the build: time to look at the build's listing.
+        tail: (Duration::from_secs(2), Duration::from_secs(3)),
+        ..fast_schedule()
+    };
+    let client = stack
+        .builder(&wallet)
+        .reader(counting.clone() as Arc<dyn LedgerReader>)
+        .schedule(schedule)
+        .build()
+        .await
+        .expect("client builds");
+    let tags_only = AttributeSelect::Named(vec!["tag".into()]);
+    let at_build = listing_selects(&counting);
+    assert!(!at_build.is_empty(), "the build lists the project");
+    assert!(
+        at_build.iter().all(|(_, s)| *s == tags_only),
+        "the first listing selects only tags: {at_build:?}"
+    );
+    let mut common = privsvc_attributes::Attributes::new();
+    common.insert("kind", "note").unwrap();
+    assert!(matches!(
+        client.check_rarity(&common, Some(1)).await,
+        Err(PrivsvcError::RarityUnavailable)
+    ));
+
+    // The first tail lists every attribute; then the rarity check counts the listed record.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let warnings = loop {
+        match client.check_rarity(&common, Some(1)).await {
+            Ok(w) => break w,
+            Err(PrivsvcError::RarityUnavailable) => {
+                assert!(Instant::now() < deadline, "no attribute listing after 15 s");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => panic!("{e}"),
+        }
+    };
+    assert!(
+        warnings.is_empty(),
+        "the record of kind note is counted: {warnings:?}"
+    );
+    let all = listing_selects(&counting);
+    let attribute_listing: Vec<_> = all[at_build.len()..]
+        .iter()
+        .filter(|(_, s)| *s == AttributeSelect::All)
+        .collect();
+    assert!(
+        attribute_listing
+            .iter()
+            .any(|(q, _)| !q.contains("$createdAt > ")),
+        "the attribute listing starts from the beginning: {all:?}"
+    );
 }
