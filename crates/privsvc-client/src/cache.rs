@@ -87,6 +87,42 @@ pub(crate) struct Settled {
     pub(crate) count: u32,
 }
 
+/// What a listing knew of its records' tags, for a listing of the same project from the start
+/// ([`EntityCache::known_classes`]): it need not open them again.
+#[derive(Debug, Default)]
+pub(crate) struct KnownClasses {
+    /// The records whose tag opened to one of the user's.
+    mine: HashMap<B256, RecordRef>,
+    /// Listed records whose tag was not opened yet.
+    unopened: std::collections::HashSet<B256>,
+    /// The block of that listing: a record created after it was not listed then.
+    block: Option<u64>,
+}
+
+/// What [`KnownClasses`] says of one record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum KnownClass {
+    /// Its tag opened to this reference.
+    Mine(RecordRef),
+    /// Listed before, and its tag did not open (or it has none).
+    Other,
+    /// Not listed before, or its tag was not opened: open it.
+    Unknown,
+}
+
+impl KnownClasses {
+    /// What is known of the record `key` created at block `created_at`.
+    pub(crate) fn class_of(&self, key: &B256, created_at: u64) -> KnownClass {
+        if let Some(r) = self.mine.get(key) {
+            return KnownClass::Mine(*r);
+        }
+        match self.block {
+            Some(b) if created_at <= b && !self.unopened.contains(key) => KnownClass::Other,
+            _ => KnownClass::Unknown,
+        }
+    }
+}
+
 /// Records seen so far and the listing they come from.
 #[derive(Debug, Default)]
 pub(crate) struct EntityCache {
@@ -111,8 +147,17 @@ pub(crate) struct EntityCache {
     pub(crate) settled: BTreeMap<u64, Vec<Settled>>,
     /// How many records `settled` counts.
     settled_count: usize,
-    /// Keys listed since the last tag opening.
+    /// Keys listed since the last tag opening, their tags not opened yet.
     pending: Vec<B256>,
+    /// Keys listed since the last scan whose tag the listing opened to one of the user's
+    /// records: the scan classifies them (trusted creators, copies).
+    opened: Vec<(B256, RecordRef)>,
+    /// Records listed since the last scan, and how many of their tags the listing opened.
+    since_scan: (usize, usize),
+    /// Records of the listing under way known not to be the user's, as counts by batch, expiry
+    /// block and attribute pairs: they join `settled` when the listing finishes, and are
+    /// forgotten when it fails (the next listing names them again).
+    settling: HashMap<(BatchId, u64, Box<[u32]>), u32>,
     /// The user's listed records (tag opened) not verified yet.
     pub(crate) unverified: HashMap<B256, RecordRef>,
     /// A full scan (listing, tags, fetch) has run.
@@ -142,6 +187,28 @@ pub(crate) struct EntityCache {
 }
 
 impl EntityCache {
+    /// What the listing knows of its records' tags: the records whose tag opened to one of the
+    /// user's (the copies dropped are not among them), those not opened yet, and its block.
+    pub(crate) fn known_classes(&self) -> KnownClasses {
+        let mut known = KnownClasses {
+            block: self.block,
+            ..KnownClasses::default()
+        };
+        known.mine.extend(self.opened.iter().copied());
+        for (key, e) in &self.entries {
+            match e.class {
+                TagClass::Mine(r) => {
+                    known.mine.insert(*key, r);
+                }
+                TagClass::Unopened if !known.mine.contains_key(key) => {
+                    known.unopened.insert(*key);
+                }
+                _ => {}
+            }
+        }
+        known
+    }
+
     /// Forgets the listing, keeping the user's records and what the device verified.
     pub(crate) fn reset(&mut self) {
         let mine = std::mem::take(&mut self.mine);
@@ -190,14 +257,23 @@ impl EntityCache {
     /// Ends a listing made at `block` whose pages went to [`EntityCache::add`]: drops every
     /// record expired at `block` and remembers the block.
     pub(crate) fn finish_listing(&mut self, block: u64) {
+        self.flush_settling();
         self.drop_expired(block);
         self.block = Some(self.block.map_or(block, |b| b.max(block)));
     }
 
-    /// Adds one page of a listing (records already known are skipped). Returns how many
-    /// records were added.
+    /// Adds one page of a listing, every tag left for the next scan to open (records already
+    /// known are skipped). Returns how many records were added.
+    #[cfg(test)]
     pub(crate) fn add(&mut self, listed: Vec<Entity>) -> usize {
-        let mut added = 0;
+        let rows = self.stage(listed);
+        self.place(rows, None)
+    }
+
+    /// The compact rows of one page of a listing, not placed yet: records already listed, and
+    /// those without a creator or a creation block, are left out; attribute pairs are interned.
+    pub(crate) fn stage(&mut self, listed: Vec<Entity>) -> Vec<(B256, Listed)> {
+        let mut rows = Vec::with_capacity(listed.len());
         for e in listed {
             let (Some(creator), Some(created_at)) = (e.creator, e.created_at) else {
                 continue;
@@ -219,23 +295,85 @@ impl EntityCache {
                 }
             }
             attrs.sort_unstable();
-            let entry = Listed {
-                owner: e.owner.unwrap_or_default(),
-                creator,
-                created_at,
-                expires_at: e.expires_at.unwrap_or(u64::MAX),
-                tag,
-                attrs: attrs.into_boxed_slice(),
-                class: TagClass::Unopened,
-            };
+            rows.push((
+                e.key,
+                Listed {
+                    owner: e.owner.unwrap_or_default(),
+                    creator,
+                    created_at,
+                    expires_at: e.expires_at.unwrap_or(u64::MAX),
+                    tag,
+                    attrs: attrs.into_boxed_slice(),
+                    class: TagClass::Unopened,
+                },
+            ));
+        }
+        rows
+    }
+
+    /// Places rows from [`EntityCache::stage`]. With `opened` (one per row, in order: what its
+    /// tag opened to, `None` for no tag or a tag that did not open), a row that is not the
+    /// user's becomes a count at once (a listing of a million records never holds a million
+    /// rows) and one whose tag opened waits for the next scan to classify it; without it every
+    /// row waits for the next scan to open its tag. Returns how many rows were placed.
+    pub(crate) fn place(
+        &mut self,
+        rows: Vec<(B256, Listed)>,
+        opened: Option<&[Option<RecordRef>]>,
+    ) -> usize {
+        let placed = rows.len();
+        self.since_scan.0 += placed;
+        if let Some(o) = opened {
+            self.since_scan.1 += o.len();
+        }
+        for (i, (key, entry)) in rows.into_iter().enumerate() {
+            match opened.map(|o| o.get(i).copied().flatten()) {
+                Some(None) => {
+                    *self
+                        .settling
+                        .entry((entry.batch(), entry.expires_at, entry.attrs))
+                        .or_default() += 1;
+                    continue;
+                }
+                Some(Some(r)) => self.opened.push((key, r)),
+                None => self.pending.push(key),
+            }
             *self.batches.entry(entry.batch()).or_default() += 1;
             self.note_expiry(entry.batch(), entry.expires_at);
-            self.expiry.entry(entry.expires_at).or_default().push(e.key);
-            self.pending.push(e.key);
-            self.entries.insert(e.key, entry);
-            added += 1;
+            self.expiry.entry(entry.expires_at).or_default().push(key);
+            self.entries.insert(key, entry);
         }
-        added
+        placed
+    }
+
+    /// Moves the counts of the listing just finished into the settled counts.
+    fn flush_settling(&mut self) {
+        for ((batch, expires_at, attrs), count) in std::mem::take(&mut self.settling) {
+            self.settle(
+                expires_at,
+                Settled {
+                    batch,
+                    attrs,
+                    count,
+                },
+            );
+        }
+    }
+
+    /// Forgets the counts of a listing that failed: the next listing names those records again.
+    pub(crate) fn abandon_listing(&mut self) {
+        self.settling.clear();
+    }
+
+    /// The keys whose tag the listing opened since the last scan, with what they opened to.
+    pub(crate) fn take_opened(&mut self) -> Vec<(B256, RecordRef)> {
+        std::mem::take(&mut self.opened)
+    }
+
+    /// Records listed since the last scan, and how many of their tags the listing opened; both
+    /// start again from zero.
+    pub(crate) fn take_since_scan(&mut self) -> (usize, usize) {
+        std::mem::take(&mut self.since_scan)
     }
 
     /// Turns the listed records known not to be the user's into counts (their keys, owners and
@@ -509,6 +647,7 @@ impl EntityCache {
     }
 
     /// Records listed since the last tag opening.
+    #[cfg(test)]
     pub(crate) fn pending_count(&self) -> usize {
         self.pending.len()
     }

@@ -143,6 +143,7 @@ impl PrivateClient {
         ));
         let lister = Lister {
             reader: reader.clone(),
+            vault: vault.clone(),
             project: options.project().to_string(),
             with_attributes: options.rarity_k > 0,
         };

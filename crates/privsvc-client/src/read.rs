@@ -139,25 +139,25 @@ struct Open {
 
 /// The project's records created after block `after` (all of them for `None`), read at one
 /// pinned block (the head when the listing starts), without payloads: key, owner, creator,
-/// creation and expiry blocks, and every attribute (`with_attributes`) or only `tag`. Each page
-/// goes to `sink` as it arrives (in no particular order); returns the block. The expressions
-/// name the project and blocks, never an owner, key or tag: every client's scan sends the same
-/// kind of query.
+/// creation and expiry blocks, and every attribute (`with_attributes`) or only `tag`. The pages
+/// come out of the returned [`PageStream`] as they arrive (in no particular order), each
+/// record exactly once. The expressions name the project and blocks, never an owner, key or
+/// tag: every client's scan sends the same kind of query.
 ///
 /// Pages are asked for in requests of up to [`PAGES_PER_REQUEST`] pages of different ranges
 /// (one JSON-RPC batch each), [`REQUESTS_IN_FLIGHT`] at once; when a request is answered, the
 /// next pages of its ranges join the queue of the next request. A range whose first page is
 /// full while fewer than [`LISTING_PARTS`] ranges are open is split into up to [`SPLIT_WAYS`]
-/// parts listed afresh (its first page is kept; rows listed twice are merged once). The splits
-/// follow where the records are, whatever order the node returns them in; what the RPC sees
-/// depends on the head, `after`, the public listing and the timing of the answers alone.
-pub(crate) async fn list_since(
+/// parts listed afresh (its first page is not passed on: its rows come again in the parts).
+/// The splits follow where the records are, whatever order the node returns them in; what the
+/// RPC sees depends on the head, `after`, the public listing and the timing of the answers
+/// alone.
+pub(crate) async fn start_listing(
     reader: &Arc<dyn LedgerReader>,
     project: &str,
     after: Option<u64>,
     with_attributes: bool,
-    mut sink: impl FnMut(Vec<Entity>),
-) -> Result<u64, LedgerError> {
+) -> Result<PageStream, LedgerError> {
     let select = Select {
         key: true,
         owner: true,
@@ -173,7 +173,7 @@ pub(crate) async fn list_since(
     };
     // Even with no new block the listing is sent: every scan looks the same to the RPC.
     let block = reader.block_number().await?;
-    let (tx, mut rx) = tokio::sync::mpsc::channel(PAGES_AHEAD);
+    let (tx, rx) = tokio::sync::mpsc::channel(PAGES_AHEAD);
     let lister = RangeLister {
         reader: reader.clone(),
         project: project.to_owned(),
@@ -183,12 +183,26 @@ pub(crate) async fn list_since(
     };
     // Detached: it reports through the channel, and stops when nobody receives.
     drop(privsvc_rt::spawn(lister.run(after)));
-    loop {
-        match rx.recv().await {
-            Some(Ok(page)) => sink(page),
-            Some(Err(e)) => return Err(e),
-            None => return Ok(block),
-        }
+    Ok(PageStream { block, rx })
+}
+
+/// A listing under way ([`start_listing`]): its pinned block and its pages as they arrive.
+/// Dropping it stops the listing.
+pub(crate) struct PageStream {
+    /// The block every page is read at.
+    pub(crate) block: u64,
+    rx: tokio::sync::mpsc::Receiver<Result<Vec<Entity>, LedgerError>>,
+}
+
+impl PageStream {
+    /// The next page; `None` when the listing is complete.
+    pub(crate) async fn next(&mut self) -> Option<Result<Vec<Entity>, LedgerError>> {
+        self.rx.recv().await
+    }
+
+    /// A page that has already arrived, without waiting.
+    pub(crate) fn ready(&mut self) -> Option<Result<Vec<Entity>, LedgerError>> {
+        self.rx.try_recv().ok()
     }
 }
 
@@ -251,16 +265,17 @@ impl RangeLister {
                         .await;
                     return;
                 }
-                if self.tx.send(Ok(page.entities)).await.is_err() {
+                let parts = match (&o.cursor, &next) {
+                    (None, Some(_)) => self.parts(o.range, LISTING_PARTS.saturating_sub(alive) + 1),
+                    _ => vec![o.range],
+                };
+                // A range split into parts is listed afresh: its first page's rows come again.
+                if parts.len() == 1 && self.tx.send(Ok(page.entities)).await.is_err() {
                     return;
                 }
                 let Some(next) = next else {
                     alive -= 1;
                     continue;
-                };
-                let parts = match o.cursor {
-                    None => self.parts(o.range, LISTING_PARTS.saturating_sub(alive) + 1),
-                    Some(_) => vec![o.range],
                 };
                 if parts.len() > 1 {
                     alive += parts.len() - 1;
@@ -539,9 +554,8 @@ mod tests {
             asked: Default::default(),
         });
         let reader: Arc<dyn LedgerReader> = Arc::new(node);
-        let err = list_since(&reader, "p", None, false, |_| {})
-            .await
-            .unwrap_err();
+        let mut pages = start_listing(&reader, "p", None, false).await.unwrap();
+        let err = pages.next().await.unwrap().unwrap_err();
         assert!(err.to_string().contains("0 pages to 1 queries"), "{err}");
     }
 
@@ -564,13 +578,16 @@ mod tests {
         });
         let reader: Arc<dyn LedgerReader> = node.clone();
         let mut seen = std::collections::HashSet::new();
-        let block = list_since(&reader, "p", None, false, |page| {
+        let mut rows = 0;
+        let mut pages = start_listing(&reader, "p", None, false).await.unwrap();
+        while let Some(page) = pages.next().await {
+            let page = page.unwrap();
+            rows += page.len();
             seen.extend(page.into_iter().map(|e| e.key));
-        })
-        .await
-        .unwrap();
-        assert_eq!(block, 4_000);
+        }
+        assert_eq!(pages.block, 4_000);
         assert_eq!(seen.len(), 3_000, "every record listed");
+        assert_eq!(rows, 3_000, "a record listed twice");
         let asked = node.asked.lock().unwrap().clone();
         // The records are in the first 20 of 4,000 blocks: the splits follow them down to
         // ranges of a few blocks.
@@ -582,5 +599,77 @@ mod tests {
                 >= 2,
             "no narrow range was listed: {asked:?}"
         );
+    }
+
+    #[tokio::test]
+    async fn a_listing_keeps_rows_only_for_the_users_tags_and_counts_the_others_as_they_arrive() {
+        use privsvc_ledger::{ArkivValue, Attribute};
+        use privsvc_vault::KeyVault;
+
+        let (vault, _) = KeyVault::random("app");
+        let (stranger, _) = KeyVault::random("app");
+        let own = vault.new_record();
+        let mut rows = Vec::new();
+        for i in 0..3_000u32 {
+            let tag = if i == 1_234 {
+                vault.make_tag(&own)
+            } else {
+                stranger.make_tag(&stranger.new_record())
+            };
+            let mut key = [0u8; 32];
+            key[..4].copy_from_slice(&i.to_le_bytes());
+            rows.push(Entity {
+                key: alloy_primitives::B256::from(key),
+                creator: Some(Address::repeat_byte(9)),
+                created_at: Some(u64::from(i % 20) + 1),
+                expires_at: Some(9_000),
+                attributes: Some(vec![Attribute {
+                    name: "tag".into(),
+                    value: ArkivValue::Str(privsvc_vault::tag_to_text(&tag)),
+                }]),
+                ..Default::default()
+            });
+        }
+        let node: Arc<dyn LedgerReader> = Arc::new(CrowdedNode {
+            rows,
+            asked: Default::default(),
+        });
+        let lister = crate::session::Lister {
+            reader: node,
+            vault: Arc::new(vault),
+            project: "p".into(),
+            with_attributes: false,
+        };
+        let mut cache = crate::cache::EntityCache::default();
+        let listed = lister.update(&mut cache).await.unwrap();
+        assert_eq!(listed, 3_000, "every record listed once");
+        assert_eq!(cache.known(), 3_000, "every record counted");
+        assert_eq!(
+            cache.entries.len(),
+            1,
+            "the listing kept a row for a record that is not the user's"
+        );
+        let opened = cache.take_opened();
+        assert_eq!(opened.len(), 1);
+        assert_eq!(opened[0].1, own);
+        assert_eq!(cache.batches.values().sum::<u32>(), 3_000);
+
+        // The attribute listing lists every record again, with every attribute, and does not
+        // open again the tags it classified: a vault that opens none of them (not the user's)
+        // leaves the user's record the user's.
+        let (another, _) = KeyVault::random("app");
+        let lister = crate::session::Lister {
+            vault: Arc::new(another),
+            with_attributes: true,
+            ..lister
+        };
+        // As the scan classifies it.
+        let (key, r) = opened[0];
+        cache.entries.get_mut(&key).unwrap().class = crate::cache::TagClass::Mine(r);
+        assert!(lister.list_attributes(&mut cache).await.unwrap());
+        assert!(cache.with_attributes);
+        assert_eq!(cache.known(), 3_000);
+        assert_eq!(cache.entries.len(), 1, "the user's record was opened again");
+        assert_eq!(cache.take_opened(), opened);
     }
 }

@@ -162,8 +162,9 @@ impl Scanner {
         let trusted = self
             .trusted_relayers_only
             .then(|| self.known_relayer_addresses());
+        let (listed, opened_by_listing) = cache.take_since_scan();
         let mut stats = ScanStats {
-            listed: cache.pending_count(),
+            listed,
             ..ScanStats::default()
         };
         let Some(head) = cache.block else {
@@ -171,16 +172,24 @@ impl Scanner {
         };
         stats.known = cache.known();
 
-        // Open the tags of records not classified yet.
+        // Open the tags the listing left unopened; classify those and the ones it opened to one
+        // of the user's records.
         let fresh = cache.take_unopened();
-        stats.tags_opened = fresh.len();
+        stats.tags_opened = opened_by_listing + fresh.len();
         let tags: Vec<Tag> = fresh.iter().map(|(_, t)| *t).collect();
         let refs = if tags.is_empty() {
             Vec::new()
         } else {
             self.vault.open_tags(&tags).await?
         };
-        for ((key, _), r) in fresh.iter().zip(refs) {
+        let opened: Vec<(B256, Option<RecordRef>)> = fresh
+            .iter()
+            .map(|(key, _)| *key)
+            .zip(refs)
+            .chain(cache.take_opened().into_iter().map(|(k, r)| (k, Some(r))))
+            .collect();
+        for (key, r) in &opened {
+            let (key, r) = (key, *r);
             let verified_before = cache.mine.get(key).is_some_and(|m| m.verified);
             if let Some(e) = cache.entries.get_mut(key) {
                 e.class = match r {

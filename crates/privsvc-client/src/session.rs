@@ -7,10 +7,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use alloy_primitives::B256;
 use privsvc_ledger::LedgerReader;
+use privsvc_vault::{RecordRef, Tag, Vault};
 use tokio::sync::{watch, Mutex};
 
-use crate::cache::EntityCache;
+use crate::cache::{EntityCache, KnownClass, KnownClasses, Listed};
 use crate::error::PrivsvcError;
 use crate::rng::ClientRng;
 
@@ -59,10 +61,16 @@ impl Ticks {
     }
 }
 
+/// Rows whose tags are opened in one call to the vault, at most (when that many pages already
+/// arrived): a call to a worker's vault costs a message each way.
+const OPEN_AT_ONCE: usize = 4_096;
+
 /// How the session lists its project.
 #[derive(Clone)]
 pub(crate) struct Lister {
     pub(crate) reader: Arc<dyn LedgerReader>,
+    /// Opens the listed tags as the pages arrive.
+    pub(crate) vault: Arc<dyn Vault>,
     pub(crate) project: String,
     /// The session counts rarity, so it needs every attribute: its attribute listing
     /// ([`Lister::list_attributes`]) runs at its first tail. Until then listings select only
@@ -75,27 +83,101 @@ impl Lister {
     /// listed block (everything the first time), at one pinned block, and drops what expired;
     /// then reads the newest block's timestamp (the chain's time, from which the envelope's
     /// `hour` is taken). Lists as the cached listing was made: every attribute once the
-    /// session's attribute listing ran, else only `tag`. Returns how many records it listed.
+    /// session's attribute listing ran, else only `tag`. The tags of each page are opened as
+    /// it arrives, while the next pages are on their way; the records that are not the user's
+    /// become counts at once. Returns how many records it listed.
     pub(crate) async fn update(&self, cache: &mut EntityCache) -> Result<usize, PrivsvcError> {
-        let with_attributes = cache.with_attributes;
-        let mut listed = 0;
-        let after = cache.block;
-        let block = crate::read::list_since(
-            &self.reader,
-            &self.project,
-            after,
-            with_attributes,
-            |page| {
-                listed += page.len();
-                cache.add(page);
-            },
-        )
-        .await?;
+        let listed = self.list_pages(cache, None).await;
+        self.finish(cache, listed).await
+    }
+
+    /// Ends a listing: its counts kept and the expired dropped when it completed, its counts
+    /// forgotten when it failed; then the chain's time read.
+    async fn finish(
+        &self,
+        cache: &mut EntityCache,
+        listed: Result<(usize, u64), PrivsvcError>,
+    ) -> Result<usize, PrivsvcError> {
+        if listed.is_err() {
+            cache.abandon_listing();
+        }
+        let (listed, block) = listed?;
         cache.finish_listing(block);
         if let Some(t) = self.reader.head_timestamp().await? {
             cache.head_time = Some((t, privsvc_rt::Instant::now()));
         }
         Ok(listed)
+    }
+
+    /// The pages of one listing placed in `cache`: how many records, and the pinned block.
+    /// With `known` (a listing from the start), the tags of the records classified before are
+    /// not opened again.
+    async fn list_pages(
+        &self,
+        cache: &mut EntityCache,
+        known: Option<&KnownClasses>,
+    ) -> Result<(usize, u64), PrivsvcError> {
+        let mut pages = crate::read::start_listing(
+            &self.reader,
+            &self.project,
+            cache.block,
+            cache.with_attributes,
+        )
+        .await?;
+        let mut listed = 0;
+        while let Some(page) = pages.next().await {
+            let mut rows = cache.stage(page?);
+            // The pages that arrived meanwhile join it: one opening for all of them.
+            while rows.len() < OPEN_AT_ONCE {
+                match pages.ready() {
+                    Some(page) => rows.extend(cache.stage(page?)),
+                    None => break,
+                }
+            }
+            listed += self.place_opened(cache, rows, known).await;
+        }
+        Ok((listed, pages.block))
+    }
+
+    /// Opens the tags of `rows` (those `known` does not classify already) and places them; when
+    /// the vault cannot open them, they wait for the next scan to (nothing is lost).
+    async fn place_opened(
+        &self,
+        cache: &mut EntityCache,
+        rows: Vec<(B256, Listed)>,
+        known: Option<&KnownClasses>,
+    ) -> usize {
+        let mut opened: Vec<Option<RecordRef>> = vec![None; rows.len()];
+        let mut to_open = Vec::new();
+        for (i, (key, e)) in rows.iter().enumerate() {
+            let Some(tag) = e.tag else { continue };
+            match known.map(|k| k.class_of(key, e.created_at)) {
+                Some(KnownClass::Mine(r)) => opened[i] = Some(r),
+                Some(KnownClass::Other) => {}
+                Some(KnownClass::Unknown) | None => to_open.push((i, tag)),
+            }
+        }
+        if !to_open.is_empty() {
+            let tags: Vec<Tag> = to_open.iter().map(|(_, t)| *t).collect();
+            match self.vault.open_tags(&tags).await {
+                Ok(refs) if refs.len() == tags.len() => {
+                    for ((i, _), r) in to_open.iter().zip(refs) {
+                        opened[*i] = r;
+                    }
+                }
+                Ok(_) => {
+                    tracing::warn!(
+                        "the vault answered a different number of tags; the scan opens them"
+                    );
+                    return cache.place(rows, None);
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "the vault could not open the listed tags; the scan opens them");
+                    return cache.place(rows, None);
+                }
+            }
+        }
+        cache.place(rows, Some(&opened))
     }
 
     /// The session's attribute listing: when the session counts rarity and has not made it
@@ -110,9 +192,11 @@ impl Lister {
         if !self.with_attributes || cache.with_attributes {
             return Ok(false);
         }
+        let known = cache.known_classes();
         cache.reset();
         cache.with_attributes = true;
-        self.update(cache).await?;
+        let listed = self.list_pages(cache, Some(&known)).await;
+        self.finish(cache, listed).await?;
         Ok(true)
     }
 }

@@ -74,11 +74,45 @@ const browser = await puppeteer.launch({
 });
 
 /**
+ * With PRIVSVC_BENCH_PROFILE=DIR: CPU profiles (DevTools' `.cpuprofile`) of the first session's
+ * page and of every worker it starts (the vault's), written to DIR when the session ends; read
+ * them with `node bench/profile-top.mjs DIR/*.cpuprofile` or in DevTools.
+ */
+async function startProfiles(page) {
+  const sessions = [['page', await page.createCDPSession()]];
+  const start = async (client) => {
+    await client.send('Profiler.enable');
+    await client.send('Profiler.setSamplingInterval', { interval: 200 });
+    await client.send('Profiler.start');
+  };
+  page.on('workercreated', (w) => {
+    sessions.push([`worker${sessions.length}`, w.client]);
+    start(w.client).catch(() => {});
+  });
+  await start(sessions[0][1]);
+  return {
+    async stop(dir) {
+      const { writeFileSync, mkdirSync } = await import('node:fs');
+      mkdirSync(dir, { recursive: true });
+      for (const [name, client] of sessions) {
+        try {
+          const { profile } = await client.send('Profiler.stop');
+          writeFileSync(join(dir, `${records}-${name}.cpuprofile`), JSON.stringify(profile));
+        } catch (e) {
+          console.error(`# no profile of ${name}: ${e.message}`);
+        }
+      }
+    },
+  };
+}
+
+/**
  * One session in a new page: build, first myEntities, optionally a refresh. The first session
  * (`refresh`) records its first listing's requests and measures the floor after it.
  */
 async function session(refresh) {
   const page = await browser.newPage();
+  const profiler = refresh && process.env.PRIVSVC_BENCH_PROFILE ? await startProfiles(page) : undefined;
   await page.goto(`${url}/?dev`, { waitUntil: 'load' });
   if (refresh) await page.evaluate(recordListing, cfg.project ?? cfg.app);
   const r = await page.evaluate(async (refresh) => {
@@ -106,6 +140,7 @@ async function session(refresh) {
     return out;
   }, refresh);
   r.rss = rendererRssMiB();
+  if (profiler) await profiler.stop(process.env.PRIVSVC_BENCH_PROFILE);
   if (refresh) {
     // The floor in the same page, after the session's client closed.
     r.listing = await page.evaluate(() => ({ requests: globalThis.__listing.bodies.length, bytes: globalThis.__listing.bytes, answers: globalThis.__listing.answers }));
