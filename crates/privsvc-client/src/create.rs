@@ -105,6 +105,9 @@ pub(crate) fn user_attributes(input: &[(String, AttrValue)]) -> Result<Attribute
     }
 }
 
+/// How long a strict write waits, beyond one tail gap, for the session's attribute listing to
+/// finish (a listing from the start of a project of a million records takes about a minute).
+const ATTRIBUTE_LISTING_TIME: Duration = Duration::from_secs(120);
 impl PrivateClient {
     /// Writes a record: checks (strict mode refuses on any warning), rounds the expiry up to a
     /// bucket, seals the envelope under a fresh one-time owner (or the scope's owner), waits a
@@ -128,14 +131,29 @@ impl PrivateClient {
     ///   envelope goes to another relayer: it is never written twice.
     ///
     /// The rarity check uses the session's last listing; a write never lists the project.
+    /// Before the session's attribute listing (its first tail) there is nothing to count: a
+    /// strict write waits for it (one tail gap and the listing's time at most, then fails with
+    /// [`PrivsvcError::RarityUnavailable`]); any other write skips the check.
     pub async fn create_entity(&self, params: CreateParams) -> Result<CreateResult, PrivsvcError> {
         let requested_ms = privsvc_rt::now_unix_ms();
         let user = user_attributes(&params.attributes)?;
         let mut warnings = self.check(&params.attributes, params.expires, &params.payload);
         if self.options.rarity_k > 0 && !user.is_empty() {
-            match self.cached_rarity(&user).await {
+            let mut rarity = self.cached_rarity(&user).await;
+            if rarity.is_none() && self.options.strict {
+                // A strict write is never sent unchecked: it waits for the session's attribute
+                // listing (made at its first tail, on the tail's own timer).
+                let mut done = self.tail.watch();
+                let bound = self.tail_window(1).saturating_add(ATTRIBUTE_LISTING_TIME);
+                let _ = privsvc_rt::timeout(bound, done.wait_for(|n| *n >= 1)).await;
+                rarity = self.cached_rarity(&user).await;
+                if rarity.is_none() {
+                    return Err(PrivsvcError::RarityUnavailable);
+                }
+            }
+            match rarity {
                 Some(w) => warnings.extend(w),
-                None => tracing::debug!("no listing cached yet: the rarity check is skipped"),
+                None => tracing::debug!("no attribute listing yet: the rarity check is skipped"),
             }
         }
         if self.options.strict && !warnings.is_empty() {

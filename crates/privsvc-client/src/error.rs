@@ -72,9 +72,10 @@ pub enum PrivsvcError {
         /// The app.
         app: String,
     },
-    /// `check_rarity` was called on a session whose listing carries no attribute values (it was
-    /// built with `rarity_k` 0); nothing is listed on demand.
-    #[error("the session's listing carries no attribute values (built with rarity_k 0), so rarity cannot be counted; build the client with rarity_k above 0")]
+    /// `check_rarity` was called on a session whose listing carries no attribute values: before
+    /// the session's attribute listing (its first tail), or on a session built with `rarity_k`
+    /// 0; nothing is listed on demand.
+    #[error("the session's listing carries no attribute values yet, so rarity cannot be counted: the attribute listing runs at the session's first tail (within one tail interval of its start); try again after it, and build the client with rarity_k above 0")]
     RarityUnavailable,
     /// The client was configured inconsistently.
     #[error("invalid client configuration: {0}")]

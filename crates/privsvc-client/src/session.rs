@@ -182,8 +182,8 @@ impl Lister {
 
     /// The session's attribute listing: when the session counts rarity and has not made it
     /// yet, lists the project again from the start with every attribute (what the device
-    /// knows of the user's records, its verified batches and covers are kept; the next scan
-    /// opens the listed tags again). Runs on the tail only, after the session's first scan,
+    /// knows of the user's records, its verified batches and covers are kept, and the tags it
+    /// classified are not opened again). Runs on the tail only, after the session's first scan,
     /// never because the app asked. Returns whether it listed.
     pub(crate) async fn list_attributes(
         &self,

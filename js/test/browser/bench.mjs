@@ -74,11 +74,11 @@ const browser = await puppeteer.launch({
 });
 
 /**
- * With PRIVSVC_BENCH_PROFILE=DIR: CPU profiles (DevTools' `.cpuprofile`) of the first session's
- * page and of every worker it starts (the vault's), written to DIR when the session ends; read
+ * With PRIVSVC_BENCH_PROFILE=DIR: CPU profiles (DevTools' `.cpuprofile`) of each session's page
+ * and of every worker it starts (the vault's), written to DIR when the session ends; read
  * them with `node bench/profile-top.mjs DIR/*.cpuprofile` or in DevTools.
  */
-async function startProfiles(page) {
+async function startProfiles(page, label) {
   const sessions = [['page', await page.createCDPSession()]];
   const start = async (client) => {
     await client.send('Profiler.enable');
@@ -97,7 +97,7 @@ async function startProfiles(page) {
       for (const [name, client] of sessions) {
         try {
           const { profile } = await client.send('Profiler.stop');
-          writeFileSync(join(dir, `${records}-${name}.cpuprofile`), JSON.stringify(profile));
+          writeFileSync(join(dir, `${records}-${label}-${name}.cpuprofile`), JSON.stringify(profile));
         } catch (e) {
           console.error(`# no profile of ${name}: ${e.message}`);
         }
@@ -112,7 +112,7 @@ async function startProfiles(page) {
  */
 async function session(refresh) {
   const page = await browser.newPage();
-  const profiler = refresh && process.env.PRIVSVC_BENCH_PROFILE ? await startProfiles(page) : undefined;
+  const profiler = process.env.PRIVSVC_BENCH_PROFILE ? await startProfiles(page, refresh ? 'first' : 'returning') : undefined;
   await page.goto(`${url}/?dev`, { waitUntil: 'load' });
   if (refresh) await page.evaluate(recordListing, cfg.project ?? cfg.app);
   const r = await page.evaluate(async (refresh) => {

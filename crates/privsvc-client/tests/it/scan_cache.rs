@@ -243,3 +243,41 @@ async fn the_first_listing_selects_only_tags_and_the_first_tail_lists_every_attr
         "the attribute listing starts from the beginning: {all:?}"
     );
 }
+
+/// A strict write made before the session's attribute listing waits for it: it is never sent
+/// without its rarity check (docs/PROTOCOL.md §8.1).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_strict_write_before_the_attribute_listing_waits_for_its_rarity_check() {
+    let stack = Stack::start(StackOptions::plain()).await;
+    let wallet = Arc::new(LocalWallet::random());
+    let schedule = SessionSchedule {
+        tail: (Duration::from_secs(2), Duration::from_secs(3)),
+        ..fast_schedule()
+    };
+    let client = stack
+        .builder(&wallet)
+        .schedule(schedule)
+        .strict(true)
+        .rarity_k(5)
+        .build()
+        .await
+        .expect("client builds");
+    let started = Instant::now();
+    let err = client
+        .create_entity(note("rare").attribute("place", "only-here"))
+        .await
+        .expect_err("a rare combination under strict mode");
+    match err {
+        PrivsvcError::StrictRefusal { warnings } => assert!(
+            warnings
+                .iter()
+                .any(|w| w.code == privsvc_client::WarningCode::RareCombination),
+            "{warnings:?}"
+        ),
+        other => panic!("expected a strict refusal for rarity, got {other}"),
+    }
+    assert!(
+        started.elapsed() >= Duration::from_millis(1_500),
+        "the write did not wait for the attribute listing"
+    );
+}
