@@ -6,6 +6,7 @@ use std::net::IpAddr;
 use alloy_primitives::Address;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
+use serde_json::Value;
 
 use super::{pick, AttackResult, Score};
 use crate::stats::Trial;
@@ -425,6 +426,30 @@ fn landing_listing(views: &Views, score: &Score, rng: &mut StdRng) -> AttackResu
             })
         })
         .collect();
+    // Every session that counts rarity lists the project from the start once, at its first
+    // tail, whatever the app does (its attribute listing: every attribute, every page at one
+    // block): the RPC knows it as the source's first listing of every attribute with no
+    // `$createdAt >` bound, and it confirms nothing.
+    let unbounded_all = |c: &RpcCall| {
+        expression(c).is_some_and(|e| !e.contains("$createdAt >"))
+            && c.params
+                .get(1)
+                .and_then(|o| o.pointer("/select/attributes"))
+                == Some(&Value::Bool(true))
+    };
+    let mut attribute_listings: BTreeMap<IpAddr, (Ms, Option<&Value>)> = BTreeMap::new();
+    for c in listings.iter().filter(|c| unbounded_all(c)) {
+        let block = c.params.get(1).and_then(|o| o.get("atBlock"));
+        let first = attribute_listings.entry(c.source).or_insert((c.at, block));
+        if c.at < first.0 {
+            *first = (c.at, block);
+        }
+    }
+    let is_attribute_listing = |c: &RpcCall| {
+        attribute_listings.get(&c.source).is_some_and(|(_, b)| {
+            b.is_some() && *b == c.params.get(1).and_then(|o| o.get("atBlock"))
+        })
+    };
     let mut trials = Vec::new();
     for (_, landed, writers) in landed_batches(views, score) {
         // The candidates are the live sessions (a writer's session is live): sources whose
@@ -453,7 +478,11 @@ fn landing_listing(views: &Views, score: &Score, rng: &mut StdRng) -> AttackResu
         let earliest = |full: bool| {
             after
                 .iter()
-                .filter(|c| !full || expression(c).is_some_and(|e| !e.contains("$createdAt >")))
+                .filter(|c| {
+                    !full
+                        || (expression(c).is_some_and(|e| !e.contains("$createdAt >"))
+                            && !is_attribute_listing(c))
+                })
                 .min_by(|a, b| a.at.total_cmp(&b.at))
                 .map(|c| c.source)
         };

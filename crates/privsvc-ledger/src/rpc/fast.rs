@@ -67,7 +67,9 @@ struct Attr<'a> {
 fn fixed<const N: usize>(s: &str) -> Option<[u8; N]> {
     let h = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X"))?;
     let mut out = [0u8; N];
-    hex::decode_to_slice(h, &mut out).ok()?;
+    // const-hex (alloy's) decodes by table: the `hex` crate's decoder took about 5 % of a first
+    // session's main thread in Chromium (docs/BENCHMARKS.md).
+    alloy_primitives::hex::decode_to_slice(h, &mut out).ok()?;
     Some(out)
 }
 
