@@ -427,15 +427,21 @@ fn landing_listing(views: &Views, score: &Score, rng: &mut StdRng) -> AttackResu
         })
         .collect();
     // Every session that counts rarity lists the project from the start once, at its first
-    // tail, whatever the app does (its attribute listing: every attribute, every page at one
-    // block): the RPC knows it as the source's first listing of every attribute with no
-    // `$createdAt >` bound, and it confirms nothing.
+    // tail, whatever the app does (its attribute listing: the scheduled listings' select with
+    // every attribute, every page at one block): the RPC knows it as the source's first such
+    // listing with no `$createdAt >` bound, and it confirms nothing.
+    let select = |c: &RpcCall, field: &str| {
+        c.params
+            .get(1)
+            .and_then(|o| o.pointer(&format!("/select/{field}")))
+            .cloned()
+    };
     let unbounded_all = |c: &RpcCall| {
         expression(c).is_some_and(|e| !e.contains("$createdAt >"))
-            && c.params
-                .get(1)
-                .and_then(|o| o.pointer("/select/attributes"))
-                == Some(&Value::Bool(true))
+            && select(c, "attributes") == Some(Value::Bool(true))
+            && select(c, "updatedAt") == Some(Value::Bool(false))
+            && select(c, "contentType") == Some(Value::Bool(false))
+            && c.params.get(1).and_then(|o| o.get("atBlock")).is_some()
     };
     let mut attribute_listings: BTreeMap<IpAddr, (Ms, Option<&Value>)> = BTreeMap::new();
     for c in listings.iter().filter(|c| unbounded_all(c)) {
