@@ -26,38 +26,22 @@ pub enum LedgerError {
     },
     /// The node refused a transaction whose nonce the account has already used (another
     /// transaction of the account took it, or this one was mined already).
-    #[error("the node refused the transaction: its nonce is too low ({message})")]
-    NonceTooLow {
-        /// The node's message.
-        message: String,
-    },
+    #[error("the node refused the transaction: its nonce is too low ({0})")]
+    NonceTooLow(RpcError),
     /// The node refused a transaction that asks for more gas than a block holds: it can never
     /// be included.
-    #[error("the node refused the transaction: it exceeds the block gas limit ({message})")]
-    ExceedsBlockGasLimit {
-        /// The node's message.
-        message: String,
-    },
+    #[error("the node refused the transaction: it exceeds the block gas limit ({0})")]
+    ExceedsBlockGasLimit(RpcError),
     /// The node holds another transaction with this nonce, and this one does not pay enough
     /// more to replace it.
-    #[error("the node refused the transaction: replacement underpriced ({message})")]
-    ReplacementUnderpriced {
-        /// The node's message.
-        message: String,
-    },
+    #[error("the node refused the transaction: replacement underpriced ({0})")]
+    ReplacementUnderpriced(RpcError),
     /// The node already holds this very transaction.
     #[error("the node already knows the transaction")]
     AlreadyKnown,
     /// The node answered another JSON-RPC error.
-    #[error("ledger RPC error {code}: {message}")]
-    Rpc {
-        /// JSON-RPC error code (e.g. -32001 parse error in a query).
-        code: i64,
-        /// The node's message.
-        message: String,
-        /// The raw `error.data`, if any.
-        data: Option<serde_json::Value>,
-    },
+    #[error("ledger RPC error {0}")]
+    Rpc(RpcError),
     /// A transaction or simulation reverted.
     #[error("batch reverted: {0}")]
     Reverted(Revert),
@@ -77,6 +61,23 @@ pub enum LedgerError {
         /// How long it was waited for.
         waited: std::time::Duration,
     },
+}
+
+/// A node's JSON-RPC error object, as the node gave it: its words are the whole information.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RpcError {
+    /// JSON-RPC error code (e.g. -32001 parse error in a query).
+    pub code: i64,
+    /// The node's message.
+    pub message: String,
+    /// The raw `error.data`, if any.
+    pub data: Option<serde_json::Value>,
+}
+
+impl std::fmt::Display for RpcError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.code, self.message)
+    }
 }
 
 /// An error underneath (this crate's encoders', serde_json's, k256's) kept as a source.

@@ -151,7 +151,7 @@ mod tests {
         ])
         .to_string();
         match decode_query_batch_answer(body.as_bytes(), 1, 2) {
-            Err(LedgerError::Rpc { code, .. }) => assert_eq!(code, -32006),
+            Err(LedgerError::Rpc(node)) => assert_eq!(node.code, -32006),
             other => panic!("expected the RPC error, got {other:?}"),
         }
     }

@@ -768,7 +768,7 @@ mod tests {
         assert!(pages.iter().all(|p| p.block_number == 42));
         let err = ledger.code_at(Address::ZERO).await.unwrap_err();
         assert!(
-            matches!(err, LedgerError::Rpc { code: -32601, .. }),
+            matches!(err, LedgerError::Rpc(crate::RpcError { code: -32601, .. })),
             "{err:?}"
         );
         assert_eq!(

@@ -106,7 +106,7 @@ async fn a_batch_of_pages_is_the_pages_asked_one_by_one() {
     let mut bad = queries.clone();
     bad[1].expression = "kind = = str('x')".into();
     match reader.query_many(&bad).await {
-        Err(privsvc_ledger::LedgerError::Rpc { code, .. }) => assert_eq!(code, -32001),
+        Err(privsvc_ledger::LedgerError::Rpc(node)) => assert_eq!(node.code, -32001),
         other => panic!("expected the node's parse error, got {other:?}"),
     }
     node.shutdown().await;
