@@ -1,6 +1,7 @@
 //! Errors of the ledger crate.
 
 use crate::abi::decode_revert;
+use crate::answer::{AnswerError, EntityProblem};
 
 /// Everything that can go wrong reading or writing the ledger.
 ///
@@ -45,9 +46,10 @@ pub enum LedgerError {
     /// A transaction or simulation reverted.
     #[error("batch reverted: {0}")]
     Reverted(Revert),
-    /// An answer from the node could not be decoded.
+    /// An answer from the node (or a system entity in it) could not be decoded; the source
+    /// says what is wrong.
     #[error("cannot decode ledger answer: {0}")]
-    Decode(String),
+    Decode(#[source] AnswerError),
     /// A value given by the caller cannot be encoded (bad attribute name, value too long, ...).
     /// The source is the encoder's error (a [`crate::DecodeError`] of the calldata, a
     /// [`crate::QueryBuildError`], serde_json's, ...), or what is wrong in words.
@@ -77,6 +79,19 @@ pub struct RpcError {
 impl std::fmt::Display for RpcError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}: {}", self.code, self.message)
+    }
+}
+
+impl From<AnswerError> for LedgerError {
+    fn from(e: AnswerError) -> Self {
+        LedgerError::Decode(e)
+    }
+}
+
+impl LedgerError {
+    /// [`LedgerError::Decode`] of the system entity `key` because of `problem`.
+    pub fn entity(key: alloy_primitives::B256, problem: EntityProblem) -> Self {
+        LedgerError::Decode(AnswerError::Entity { key, problem })
     }
 }
 

@@ -10,6 +10,7 @@
 #![forbid(unsafe_code)]
 
 mod abi;
+mod answer;
 mod codec;
 mod entity;
 mod error;
@@ -51,6 +52,7 @@ pub use abi::{
     check_operations, decode_operations, decode_revert, encode_operations, entity_nonce_calldata,
     DecodeError, DecodedOp, InvalidValueReason, ARKIV_ADDRESS,
 };
+pub use answer::{AnswerError, EntityProblem};
 pub use codec::{CodecError, NameError};
 pub use entity::{
     ArkivValue, Attribute, AttributeSelect, CreationFlags, Entity, EntityKey, PageQuery,

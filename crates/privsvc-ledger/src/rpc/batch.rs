@@ -5,6 +5,7 @@
 use serde_json::{json, Value};
 
 use super::{fast, query_page_from_json, result_of};
+use crate::answer::AnswerError;
 use crate::entity::{PageQuery, QueryPage};
 use crate::error::LedgerError;
 use crate::wire;
@@ -63,22 +64,16 @@ pub fn decode_query_batch_answer(
             .and_then(|id| id.checked_sub(first_id))
             .and_then(|slot| usize::try_from(slot).ok())
             .filter(|slot| *slot < count)
-            .ok_or_else(|| {
-                LedgerError::Decode("arkiv_query: a batch answer with an unknown id".into())
-            })?;
+            .ok_or_else(|| LedgerError::Decode(AnswerError::UnknownBatchId))?;
         if results[slot].is_some() {
-            return Err(LedgerError::Decode(
-                "arkiv_query: a batch answer repeats an id".into(),
-            ));
+            return Err(AnswerError::RepeatedBatchId.into());
         }
         results[slot] = Some(result_of("arkiv_query", answer)?);
     }
     results
         .into_iter()
         .map(|r| {
-            let r = r.ok_or_else(|| {
-                LedgerError::Decode("arkiv_query: a batch answer misses a query".into())
-            })?;
+            let r = r.ok_or_else(|| LedgerError::Decode(AnswerError::MissingBatchAnswer))?;
             query_page_from_json(&r)
         })
         .collect::<Result<Vec<_>, _>>()
@@ -159,19 +154,22 @@ mod tests {
     #[test]
     fn missing_repeated_and_unknown_ids_are_refused() {
         let one = |id: u64| json!({"jsonrpc": "2.0", "id": id, "result": page_json(1, None)});
-        for (answers, count) in [
-            (json!([one(1)]), 2),
-            (json!([one(1), one(1)]), 2),
-            (json!([one(1), one(5)]), 2),
+        let which = |e: &AnswerError| match e {
+            AnswerError::MissingBatchAnswer => "missing",
+            AnswerError::RepeatedBatchId => "repeated",
+            AnswerError::UnknownBatchId => "unknown",
+            _ => "another error",
+        };
+        for (answers, count, expected) in [
+            (json!([one(1)]), 2, "missing"),
+            (json!([one(1), one(1)]), 2, "repeated"),
+            (json!([one(1), one(5)]), 2, "unknown"),
         ] {
             let body = answers.to_string();
-            assert!(
-                matches!(
-                    decode_query_batch_answer(body.as_bytes(), 1, count),
-                    Err(LedgerError::Decode(_))
-                ),
-                "{body} was accepted"
-            );
+            match decode_query_batch_answer(body.as_bytes(), 1, count) {
+                Err(LedgerError::Decode(e)) => assert_eq!(which(&e), expected, "{body}: {e:?}"),
+                other => panic!("{body} was accepted: {other:?}"),
+            }
         }
     }
 

@@ -16,6 +16,7 @@ use k256::ecdsa::SigningKey;
 use serde_json::{json, Value};
 
 use crate::abi::{self, check_operations, decode_log, encode_operations, ArkivEvents};
+use crate::answer::AnswerError;
 use crate::codec::parse_hex;
 use crate::entity::{Entity, PageQuery, QueryOptions, QueryPage, Select};
 use crate::error::LedgerError;
@@ -70,16 +71,21 @@ fn addr_json(a: &Address) -> Value {
     Value::String(format!("0x{}", hex::encode(a)))
 }
 
-fn parse_u256(v: &Value, what: &str) -> Result<U256, LedgerError> {
+fn parse_u256(v: &Value, what: &'static str) -> Result<U256, LedgerError> {
     v.as_str()
         .and_then(crate::codec::parse_uint)
-        .ok_or_else(|| LedgerError::Decode(format!("{what} is not a quantity: {v}")))
+        .ok_or_else(|| {
+            LedgerError::Decode(AnswerError::NotA {
+                field: what,
+                expected: "a quantity",
+            })
+        })
 }
 
-fn parse_data(v: &Value, what: &str) -> Result<Vec<u8>, LedgerError> {
+fn parse_data(v: &Value, what: &'static str) -> Result<Vec<u8>, LedgerError> {
     v.as_str()
         .and_then(parse_hex)
-        .ok_or_else(|| LedgerError::Decode(format!("{what} is not 0x hex")))
+        .ok_or(LedgerError::Decode(AnswerError::NotHex(what)))
 }
 
 impl RpcLedger {
@@ -93,7 +99,9 @@ impl RpcLedger {
         }
         let ts = block
             .get("timestamp")
-            .ok_or_else(|| LedgerError::Decode("block without timestamp".into()))?;
+            .ok_or(LedgerError::Decode(AnswerError::Missing(
+                "a block's timestamp",
+            )))?;
         parse_quantity(ts).map(Some)
     }
 
@@ -232,16 +240,16 @@ impl RpcLedger {
         let block = block?;
         let base = match block.get("baseFeePerGas") {
             Some(v) if !v.is_null() => u128::try_from(parse_u256(v, "baseFeePerGas")?)
-                .map_err(|_| LedgerError::Decode("baseFeePerGas out of range".into()))?,
+                .map_err(|_| AnswerError::OutOfRange("baseFeePerGas"))?,
             _ => 0,
         };
         let priority = match priority {
             Ok(v) => u128::try_from(parse_u256(&v, "maxPriorityFeePerGas")?)
-                .map_err(|_| LedgerError::Decode("maxPriorityFeePerGas out of range".into()))?,
+                .map_err(|_| AnswerError::OutOfRange("maxPriorityFeePerGas"))?,
             Err(LedgerError::Rpc { .. }) => {
                 let gp = self.call("eth_gasPrice", json!([])).await?;
                 let gp = u128::try_from(parse_u256(&gp, "gasPrice")?)
-                    .map_err(|_| LedgerError::Decode("gasPrice out of range".into()))?;
+                    .map_err(|_| AnswerError::OutOfRange("gasPrice"))?;
                 gp.saturating_sub(base)
             }
             Err(e) => return Err(e),
@@ -358,8 +366,12 @@ impl LedgerReader for RpcLedger {
         let out = self
             .eth_call(None, &abi::entity_nonce_calldata(address), None)
             .await?;
-        abi::entityNonceCall::abi_decode_returns(&out)
-            .map_err(|e| LedgerError::Decode(format!("entityNonce result: {e}")))
+        abi::entityNonceCall::abi_decode_returns(&out).map_err(|source| {
+            LedgerError::Decode(AnswerError::Abi {
+                what: "entityNonce result",
+                source,
+            })
+        })
     }
 
     async fn balance(&self, address: Address) -> Result<U256, LedgerError> {
@@ -381,7 +393,10 @@ impl LedgerReader for RpcLedger {
         let logs = self.call("eth_getLogs", json!([filter])).await?;
         let logs = logs
             .as_array()
-            .ok_or_else(|| LedgerError::Decode("eth_getLogs result is not an array".into()))?;
+            .ok_or(LedgerError::Decode(AnswerError::NotA {
+                field: "eth_getLogs result",
+                expected: "an array",
+            }))?;
         creation_tx_of(logs, key)
     }
 }
@@ -412,14 +427,18 @@ fn result_of(method: &str, mut v: Value) -> Result<Value, LedgerError> {
     }
     v.get_mut("result")
         .map(Value::take)
-        .ok_or_else(|| LedgerError::Decode(format!("{method}: answer without result")))
+        .ok_or(LedgerError::Decode(AnswerError::Missing(
+            "the answer's result",
+        )))
 }
 
 /// Decode the `result` of `arkiv_query` (`{data: [RpcEntity], blockNumber, cursor?}`).
 pub(crate) fn query_page_from_json(r: &Value) -> Result<QueryPage, LedgerError> {
     let entities = r["data"]
         .as_array()
-        .ok_or_else(|| LedgerError::Decode("arkiv_query result without data".into()))?
+        .ok_or(LedgerError::Decode(AnswerError::Missing(
+            "arkiv_query result's data",
+        )))?
         .iter()
         .map(wire::entity_from_json)
         .collect::<Result<Vec<_>, _>>()?;
@@ -499,9 +518,7 @@ pub async fn query_all_pinned(
         out.extend(page.entities);
         match page.cursor {
             Some(c) if options.cursor.as_deref() == Some(c.as_str()) => {
-                return Err(LedgerError::Decode(
-                    "arkiv_query returned the same cursor twice".into(),
-                ));
+                return Err(AnswerError::RepeatedCursor.into());
             }
             Some(c) => {
                 options.at_block = Some(options.at_block.unwrap_or(page.block_number));
