@@ -12,10 +12,10 @@ use crate::answer::{AnswerError, EntityProblem};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum LedgerError {
-    /// The node answered garbage at the HTTP level (not JSON-RPC), or a JavaScript ledger
-    /// transport failed (its own words).
+    /// The node answered garbage at the HTTP level (not JSON-RPC), or a host's ledger
+    /// transport failed; the source says which.
     #[error("ledger transport error: {0}")]
-    Transport(String),
+    Transport(#[source] ChannelError),
     /// The HTTP exchange with the node failed (unreachable, timed out, cut off).
     #[error("ledger transport error: {method}: {source}")]
     Http {
@@ -63,6 +63,23 @@ pub enum LedgerError {
         /// How long it was waited for.
         waited: std::time::Duration,
     },
+}
+
+/// Why an exchange with the node brought back no JSON-RPC answer ([`LedgerError::Transport`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ChannelError {
+    /// The answer is not JSON; the source is serde_json's error.
+    #[error("the answer is not JSON-RPC: {0}")]
+    NotJsonRpc(#[source] serde_json::Error),
+    /// The node answered an error status with a body that is not JSON-RPC (a gateway's error
+    /// page).
+    #[error("HTTP {0}, and the answer is not JSON-RPC")]
+    Status(u16),
+    /// A host's ledger transport (the JavaScript client's reader functions) failed; the
+    /// source is its own error.
+    #[error("{0}")]
+    Host(#[source] BoxError),
 }
 
 /// A node's JSON-RPC error object, as the node gave it: its words are the whole information.

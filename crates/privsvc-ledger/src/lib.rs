@@ -58,7 +58,7 @@ pub use entity::{
     ArkivValue, Attribute, AttributeSelect, CreationFlags, Entity, EntityKey, PageQuery,
     QueryOptions, QueryPage, Select,
 };
-pub use error::{BoxError, LedgerError, Revert, RpcError};
+pub use error::{BoxError, ChannelError, LedgerError, Revert, RpcError};
 pub use expiry::{resolve_expiry, seconds_to_blocks, ExpiryError, BLOCK_TIME_SECONDS};
 pub use keys::{entity_key, predict_entity_keys};
 pub use ops::{Create, Operation};

@@ -82,7 +82,11 @@ impl RpcChannel for JsChannel {
 
 /// The bytes of the answer `promise` (what a reader function returned) resolves to.
 async fn bytes_of(method: &str, promise: Result<JsValue, JsValue>) -> Result<Vec<u8>, LedgerError> {
-    let transport = |m: String| LedgerError::Transport(format!("{method}: {m}"));
+    let transport = |m: String| {
+        LedgerError::Transport(privsvc_ledger::ChannelError::Host(
+            format!("{method}: {m}").into(),
+        ))
+    };
     let promise = promise.map_err(|e| transport(message_of(&e)))?;
     let promise: Promise = promise
         .dyn_into()

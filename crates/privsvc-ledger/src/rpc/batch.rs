@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 use super::{fast, query_page_from_json, result_of};
 use crate::answer::AnswerError;
 use crate::entity::{PageQuery, QueryPage};
-use crate::error::LedgerError;
+use crate::error::{ChannelError, LedgerError};
 use crate::wire;
 
 /// The JSON-RPC batch body asking for `queries` as `arkiv_query` calls with the ids
@@ -53,9 +53,8 @@ pub fn decode_query_batch_answer(
     if let Some(pages) = fast::query_pages(body, first_id, count) {
         return Ok(Some(pages));
     }
-    let answers: Vec<Value> = serde_json::from_slice(body).map_err(|_| {
-        LedgerError::Transport("arkiv_query: the batch answer is not JSON-RPC".into())
-    })?;
+    let answers: Vec<Value> = serde_json::from_slice(body)
+        .map_err(|e| LedgerError::Transport(ChannelError::NotJsonRpc(e)))?;
     let mut results: Vec<Option<Value>> = vec![None; count];
     for answer in answers {
         let slot = answer

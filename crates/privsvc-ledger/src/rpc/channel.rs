@@ -8,7 +8,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
-use crate::error::LedgerError;
+use crate::error::{ChannelError, LedgerError};
 
 /// Carries JSON-RPC calls to a node and brings back the answers as bytes, undecoded (the
 /// reader decodes them, a listing page straight from the bytes).
@@ -58,8 +58,8 @@ impl HttpChannel {
         let answer: Vec<u8> = response.bytes().await.map_err(|e| http(e.into()))?.into();
         if !status.is_success() && serde_json::from_slice::<serde::de::IgnoredAny>(&answer).is_err()
         {
-            return Err(LedgerError::Transport(format!(
-                "{method}: HTTP {status}, answer is not JSON-RPC"
+            return Err(LedgerError::Transport(ChannelError::Status(
+                status.as_u16(),
             )));
         }
         Ok(answer)

@@ -19,7 +19,7 @@ use crate::abi::{self, check_operations, decode_log, encode_operations, ArkivEve
 use crate::answer::AnswerError;
 use crate::codec::parse_hex;
 use crate::entity::{Entity, PageQuery, QueryOptions, QueryPage, Select};
-use crate::error::LedgerError;
+use crate::error::{ChannelError, LedgerError};
 use crate::keys::predict_entity_keys;
 use crate::ops::Operation;
 use crate::query::Expr;
@@ -405,7 +405,7 @@ impl LedgerReader for RpcLedger {
 /// error says (`rpc/node_error.rs`), [`LedgerError::Transport`] for a body that is not JSON-RPC.
 pub fn decode_answer(method: &str, body: &[u8]) -> Result<Value, LedgerError> {
     let v: Value = serde_json::from_slice(body)
-        .map_err(|_| LedgerError::Transport(format!("{method}: the answer is not JSON-RPC")))?;
+        .map_err(|e| LedgerError::Transport(ChannelError::NotJsonRpc(e)))?;
     result_of(method, v)
 }
 
@@ -822,6 +822,22 @@ mod tests {
             .collect::<Vec<_>>();
         assert!(!chain.is_empty());
         assert!(chain.iter().all(|m| !m.contains(&url)), "{chain:?}");
+    }
+
+    #[test]
+    fn an_answer_that_is_not_json_keeps_the_parsers_error() {
+        match decode_answer("eth_chainId", b"<html>bad gateway</html>") {
+            Err(LedgerError::Transport(ChannelError::NotJsonRpc(e))) => {
+                assert!(e.is_syntax(), "{e}")
+            }
+            other => panic!("{other:?}"),
+        }
+        match decode_answer("eth_chainId", br#"{"jsonrpc":"2.0","id":1}"#) {
+            Err(LedgerError::Decode(AnswerError::Missing(what))) => {
+                assert_eq!(what, "the answer's result")
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
