@@ -53,7 +53,7 @@ pub use abi::{
     DecodeError, DecodedOp, InvalidValueReason, ARKIV_ADDRESS,
 };
 pub use answer::{AnswerError, EntityProblem};
-pub use codec::{CodecError, NameError};
+pub use codec::{CodecError, NameError, ValueReason};
 pub use entity::{
     ArkivValue, Attribute, AttributeSelect, CreationFlags, Entity, EntityKey, PageQuery,
     QueryOptions, QueryPage, Select,
