@@ -20,7 +20,7 @@ pub enum LedgerError {
     #[error("ledger transport error: {method}: {source}")]
     Http {
         /// The JSON-RPC method asked (or `connect` for building the client).
-        method: String,
+        method: &'static str,
         /// The HTTP client's error.
         #[source]
         source: privsvc_rt::HttpError,

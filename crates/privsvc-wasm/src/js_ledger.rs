@@ -62,7 +62,12 @@ impl JsChannel {
 
 #[async_trait(?Send)]
 impl RpcChannel for JsChannel {
-    async fn call(&self, _id: u64, method: &str, params: &Value) -> Result<Vec<u8>, LedgerError> {
+    async fn call(
+        &self,
+        _id: u64,
+        method: &'static str,
+        params: &Value,
+    ) -> Result<Vec<u8>, LedgerError> {
         let promise = self.rpc.call2(
             &JsValue::UNDEFINED,
             &JsValue::from_str(method),
@@ -71,7 +76,11 @@ impl RpcChannel for JsChannel {
         bytes_of(method, promise).await
     }
 
-    async fn batch(&self, method: &str, body: String) -> Result<Option<Vec<u8>>, LedgerError> {
+    async fn batch(
+        &self,
+        method: &'static str,
+        body: String,
+    ) -> Result<Option<Vec<u8>>, LedgerError> {
         let Some(batch) = &self.batch else {
             return Ok(None);
         };

@@ -121,7 +121,7 @@ impl RpcLedger {
         #[cfg(target_arch = "wasm32")]
         let builder = reqwest::Client::builder();
         let client = builder.build().map_err(|e| LedgerError::Http {
-            method: "connect".into(),
+            method: "connect",
             source: e.into(),
         })?;
         Ok(Self::over_http(client, url.into(), timeout))
@@ -158,12 +158,12 @@ impl RpcLedger {
     }
 
     /// One JSON-RPC call; a JSON-RPC error becomes [`LedgerError::Rpc`].
-    pub async fn call(&self, method: &str, params: Value) -> Result<Value, LedgerError> {
+    pub async fn call(&self, method: &'static str, params: Value) -> Result<Value, LedgerError> {
         decode_answer(method, &self.answer(method, &params).await?)
     }
 
     /// The bytes of the answer to one JSON-RPC call.
-    async fn answer(&self, method: &str, params: &Value) -> Result<Vec<u8>, LedgerError> {
+    async fn answer(&self, method: &'static str, params: &Value) -> Result<Vec<u8>, LedgerError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         self.channel.call(id, method, params).await
     }
@@ -183,7 +183,7 @@ impl RpcLedger {
         }
     }
 
-    async fn quantity_call(&self, method: &str, params: Value) -> Result<u64, LedgerError> {
+    async fn quantity_call(&self, method: &'static str, params: Value) -> Result<u64, LedgerError> {
         parse_quantity(&self.call(method, params).await?)
     }
 
@@ -744,7 +744,12 @@ mod tests {
 
     #[async_trait]
     impl RpcChannel for Scripted {
-        async fn call(&self, id: u64, method: &str, _: &Value) -> Result<Vec<u8>, LedgerError> {
+        async fn call(
+            &self,
+            id: u64,
+            method: &'static str,
+            _: &Value,
+        ) -> Result<Vec<u8>, LedgerError> {
             self.asked.lock().unwrap().push(method.to_string());
             let answer = match method {
                 "eth_blockNumber" => json!({"jsonrpc": "2.0", "id": id, "result": "0x2a"}),
@@ -756,7 +761,7 @@ mod tests {
             Ok(answer.to_string().into_bytes())
         }
 
-        async fn batch(&self, _: &str, _: String) -> Result<Option<Vec<u8>>, LedgerError> {
+        async fn batch(&self, _: &'static str, _: String) -> Result<Option<Vec<u8>>, LedgerError> {
             Ok(None)
         }
     }
@@ -811,7 +816,7 @@ mod tests {
         let LedgerError::Http { method, source } = &err else {
             panic!("expected LedgerError::Http, got {err:?}");
         };
-        assert_eq!(method, "eth_blockNumber");
+        assert_eq!(*method, "eth_blockNumber");
         assert!(
             matches!(source, privsvc_rt::HttpError::Client(e) if e.is_connect()),
             "{source:?}"
