@@ -5,6 +5,7 @@
 use alloy_primitives::{Address, B256};
 
 use crate::codec::CodecError;
+use crate::error::BoxError;
 
 /// Why an answer from the ledger cannot be decoded ([`crate::LedgerError::Decode`]).
 #[derive(Debug, thiserror::Error)]
@@ -43,14 +44,15 @@ pub enum AnswerError {
     /// An attribute of an entity does not decode as its type; the source is the codec's error.
     #[error("an attribute's value: {0}")]
     Attribute(#[source] CodecError),
-    /// ABI-encoded return data does not decode; the source is the ABI decoder's error.
+    /// ABI-encoded return data does not decode; the source is the ABI decoder's error
+    /// (alloy's, boxed: its type is not part of this crate's API).
     #[error("{what}: {source}")]
     Abi {
         /// The call whose result it is.
         what: &'static str,
         /// The decoder's error.
         #[source]
-        source: alloy_sol_types::Error,
+        source: BoxError,
     },
     /// A batch answer names an id that was not asked.
     #[error("a batch answer has an id that was not asked")]
@@ -121,9 +123,10 @@ pub enum EntityProblem {
     /// Its payload lacks a member (or has one of another type).
     #[error("its payload lacks {0} (or it is not of its type)")]
     PayloadLacks(&'static str),
-    /// Its payload's address is not an address; the source is the hex decoder's error.
+    /// Its payload's address is not an address; the source is the hex decoder's error (boxed:
+    /// its type is not part of this crate's API).
     #[error("its payload's address is not an address: {0}")]
-    BadAddress(#[source] alloy_primitives::hex::FromHexError),
+    BadAddress(#[source] BoxError),
     /// Its `url` attribute is not the URL of its payload.
     #[error("its url attribute differs from the payload's")]
     UrlMismatch,

@@ -216,7 +216,7 @@ impl Heartbeat {
         let url = field("url")?.to_owned();
         let address: Address = field("address")?
             .parse()
-            .map_err(|err| bad(e, EntityProblem::BadAddress(err)))?;
+            .map_err(|err| bad(e, EntityProblem::BadAddress(Box::new(err))))?;
         let chain_id = v
             .get("chainId")
             .and_then(Value::as_u64)

@@ -369,7 +369,7 @@ impl LedgerReader for RpcLedger {
         abi::entityNonceCall::abi_decode_returns(&out).map_err(|source| {
             LedgerError::Decode(AnswerError::Abi {
                 what: "entityNonce result",
-                source,
+                source: Box::new(source),
             })
         })
     }
