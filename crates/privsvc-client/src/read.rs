@@ -242,11 +242,10 @@ impl RangeLister {
             let pages = match answer {
                 Ok(pages) if pages.len() == asked.len() => pages,
                 Ok(pages) => {
-                    let e = LedgerError::Decode(format!(
-                        "the ledger reader answered {} pages to {} queries",
-                        pages.len(),
-                        asked.len()
-                    ));
+                    let e = LedgerError::Decode(privsvc_ledger::AnswerError::PageCount {
+                        pages: pages.len(),
+                        queries: asked.len(),
+                    });
                     let _ = self.tx.send(Err(e)).await;
                     return;
                 }
@@ -258,11 +257,8 @@ impl RangeLister {
             for (o, page) in asked.into_iter().zip(pages) {
                 let next = page.cursor;
                 if next.is_some() && next == o.cursor {
-                    let repeated = "arkiv_query returned the same cursor twice";
-                    let _ = self
-                        .tx
-                        .send(Err(LedgerError::Decode(repeated.into())))
-                        .await;
+                    let repeated = privsvc_ledger::AnswerError::RepeatedCursor;
+                    let _ = self.tx.send(Err(LedgerError::Decode(repeated))).await;
                     return;
                 }
                 let parts = match (&o.cursor, &next) {

@@ -105,16 +105,62 @@ pub enum CodecError {
     InvalidValue {
         /// The type tag.
         type_name: &'static str,
-        /// What is wrong, in words.
-        reason: String,
+        /// What is wrong.
+        #[source]
+        reason: ValueReason,
     },
 }
 
-fn invalid(type_name: &'static str, reason: impl Into<String>) -> CodecError {
-    CodecError::InvalidValue {
-        type_name,
-        reason: reason.into(),
-    }
+/// What is wrong with a JSON or literal value of an attribute type
+/// ([`CodecError::InvalidValue`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ValueReason {
+    /// Not a JSON boolean.
+    #[error("it is not a boolean")]
+    NotBool,
+    /// Not a JSON string.
+    #[error("expected a string")]
+    NotString,
+    /// A JSON number that is not an integer, or neither a number nor a string.
+    #[error("it is not an integer")]
+    NotInteger,
+    /// A string that does not parse as an integer; the source is the parser's error.
+    #[error("it is not an integer: {0}")]
+    IntegerSyntax(#[source] std::num::ParseIntError),
+    /// Not a non-negative integer (a JSON number, or decimal or `0x` hex text).
+    #[error("it is not a non-negative integer (a JSON number, or decimal or 0x hex text)")]
+    NotUnsigned,
+    /// An integer outside the type's range.
+    #[error("it is out of the type's range")]
+    OutOfRange,
+    /// Not a decimal number (digits, at most one point, an optional leading `-`).
+    #[error("it is not a decimal number")]
+    NotDecimal,
+    /// A decimal number with a point but no digit after it.
+    #[error("it has no digits after the point")]
+    NoFractionDigits,
+    /// A decimal number with more fractional digits than `dec` holds.
+    #[error("it has more than {DEC_DECIMALS} fractional digits")]
+    TooManyFractionDigits,
+    /// A decimal number outside the int256 range of `dec`.
+    #[error("it is out of the int256 range")]
+    OutOfDecRange,
+    /// Not a `0x`-prefixed hex string of whole bytes.
+    #[error("it is not 0x-prefixed hex")]
+    NotHex,
+    /// Hex of another length than the type's.
+    #[error("expected {expected} bytes, got {got}")]
+    WrongLength {
+        /// The type's length.
+        expected: usize,
+        /// The length given.
+        got: usize,
+    },
+}
+
+fn invalid(type_name: &'static str, reason: ValueReason) -> CodecError {
+    CodecError::InvalidValue { type_name, reason }
 }
 
 /// The type tag (`"u64"`, …) of a typeId, `None` for 0 (tombstone) and ids above 10.
@@ -306,45 +352,44 @@ impl ArkivValue {
             type_id_of(type_name).ok_or_else(|| CodecError::UnknownTypeName(type_name.into()))?;
         let tn = TYPE_NAMES[usize::from(id) - 1];
         Ok(match id {
-            TYPE_BOOL => ArkivValue::Bool(
-                value
-                    .as_bool()
-                    .ok_or_else(|| invalid(tn, format!("{value} is not a boolean")))?,
-            ),
+            TYPE_BOOL => {
+                ArkivValue::Bool(value.as_bool().ok_or(invalid(tn, ValueReason::NotBool))?)
+            }
             TYPE_I32 => {
                 let n: i64 = match value {
-                    Value::Number(n) => n
-                        .as_i64()
-                        .ok_or_else(|| invalid(tn, format!("{n} is not an integer")))?,
+                    Value::Number(n) => n.as_i64().ok_or(invalid(tn, ValueReason::NotInteger))?,
                     Value::String(s) => s
                         .trim()
                         .parse()
-                        .map_err(|_| invalid(tn, format!("{s:?} is not an integer")))?,
-                    _ => return Err(invalid(tn, format!("{value} is not an integer"))),
+                        .map_err(|e| invalid(tn, ValueReason::IntegerSyntax(e)))?,
+                    _ => return Err(invalid(tn, ValueReason::NotInteger)),
                 };
-                ArkivValue::I32(
-                    i32::try_from(n).map_err(|_| invalid(tn, format!("{n} is out of range")))?,
-                )
+                ArkivValue::I32(i32::try_from(n).map_err(|_| invalid(tn, ValueReason::OutOfRange))?)
             }
             TYPE_U64 => {
                 let u = json_uint(tn, value)?;
-                ArkivValue::U64(
-                    u64::try_from(u).map_err(|_| invalid(tn, format!("{u} is out of range")))?,
-                )
+                ArkivValue::U64(u64::try_from(u).map_err(|_| invalid(tn, ValueReason::OutOfRange))?)
             }
             TYPE_U256 => ArkivValue::U256(json_uint(tn, value)?),
             TYPE_DEC => {
                 let s = match value {
                     Value::String(s) => s.clone(),
                     Value::Number(n) => n.to_string(),
-                    _ => return Err(invalid(tn, format!("{value} is not a decimal"))),
+                    _ => return Err(invalid(tn, ValueReason::NotDecimal)),
                 };
                 ArkivValue::Dec(parse_dec(&s)?)
             }
             TYPE_BYTES32 | TYPE_KEY => {
                 let b = json_hex(tn, value)?;
-                let w = <[u8; 32]>::try_from(b.as_slice())
-                    .map_err(|_| invalid(tn, format!("expected 32 bytes, got {}", b.len())))?;
+                let w = <[u8; 32]>::try_from(b.as_slice()).map_err(|_| {
+                    invalid(
+                        tn,
+                        ValueReason::WrongLength {
+                            expected: 32,
+                            got: b.len(),
+                        },
+                    )
+                })?;
                 if id == TYPE_KEY {
                     ArkivValue::Key(B256::from(w))
                 } else {
@@ -355,13 +400,19 @@ impl ArkivValue {
             TYPE_STR => ArkivValue::Str(
                 value
                     .as_str()
-                    .ok_or_else(|| invalid(tn, format!("expected a string, got {value}")))?
+                    .ok_or(invalid(tn, ValueReason::NotString))?
                     .to_owned(),
             ),
             TYPE_ADDR => {
                 let b = json_hex(tn, value)?;
                 if b.len() != 20 {
-                    return Err(invalid(tn, format!("expected 20 bytes, got {}", b.len())));
+                    return Err(invalid(
+                        tn,
+                        ValueReason::WrongLength {
+                            expected: 20,
+                            got: b.len(),
+                        },
+                    ));
                 }
                 ArkivValue::Addr(Address::from_slice(&b))
             }
@@ -389,11 +440,9 @@ fn json_uint(tn: &'static str, value: &Value) -> Result<U256, CodecError> {
         Value::Number(n) => n
             .as_u64()
             .map(U256::from)
-            .ok_or_else(|| invalid(tn, format!("{n} is not a non-negative integer"))),
-        Value::String(s) => {
-            parse_uint(s).ok_or_else(|| invalid(tn, format!("{s:?} is not a number")))
-        }
-        _ => Err(invalid(tn, format!("{value} is not a number"))),
+            .ok_or(invalid(tn, ValueReason::NotUnsigned)),
+        Value::String(s) => parse_uint(s).ok_or(invalid(tn, ValueReason::NotUnsigned)),
+        _ => Err(invalid(tn, ValueReason::NotUnsigned)),
     }
 }
 
@@ -414,10 +463,8 @@ pub fn parse_uint(s: &str) -> Option<U256> {
 }
 
 fn json_hex(tn: &'static str, value: &Value) -> Result<Vec<u8>, CodecError> {
-    let s = value
-        .as_str()
-        .ok_or_else(|| invalid(tn, format!("expected a 0x hex string, got {value}")))?;
-    parse_hex(s).ok_or_else(|| invalid(tn, format!("{s:?} is not 0x-prefixed hex")))
+    let s = value.as_str().ok_or(invalid(tn, ValueReason::NotHex))?;
+    parse_hex(s).ok_or(invalid(tn, ValueReason::NotHex))
 }
 
 /// Parse `0x`-prefixed hex (any case, even length) into bytes.
@@ -444,18 +491,15 @@ pub fn parse_dec(s: &str) -> Result<I256, CodecError> {
     };
     let digits = |p: &str| p.bytes().all(|b| b.is_ascii_digit());
     if int_part.is_empty() || !digits(int_part) || !digits(frac_part) {
-        return Err(invalid(tn, format!("{s:?} is not a decimal number")));
+        return Err(invalid(tn, ValueReason::NotDecimal));
     }
     if body.contains('.') && frac_part.is_empty() {
-        return Err(invalid(tn, format!("{s:?} has no digits after the point")));
+        return Err(invalid(tn, ValueReason::NoFractionDigits));
     }
     if frac_part.len() > DEC_DECIMALS {
-        return Err(invalid(
-            tn,
-            format!("{s:?} has more than {DEC_DECIMALS} fractional digits"),
-        ));
+        return Err(invalid(tn, ValueReason::TooManyFractionDigits));
     }
-    let too_big = || invalid(tn, format!("{s:?} is out of the int256 range"));
+    let too_big = || invalid(tn, ValueReason::OutOfDecRange);
     let int = U256::from_str_radix(int_part, 10).map_err(|_| too_big())?;
     let mut frac_digits = frac_part.to_owned();
     while frac_digits.len() < DEC_DECIMALS {
@@ -749,9 +793,30 @@ mod tests {
             json!("-1.5")
         );
         assert_eq!(ArkivValue::I32(-42).to_json(), json!(-42));
-        assert!(ArkivValue::from_json("bool", &json!("yes")).is_err());
-        assert!(ArkivValue::from_json("i32", &json!(1.5)).is_err());
-        assert!(ArkivValue::from_json("str", &json!(42)).is_err());
+        let reason = |type_name: &str, v: Value| match ArkivValue::from_json(type_name, &v) {
+            Err(CodecError::InvalidValue { reason, .. }) => reason,
+            other => panic!("{type_name} {v}: {other:?}"),
+        };
+        assert_eq!(reason("bool", json!("yes")), ValueReason::NotBool);
+        assert_eq!(reason("i32", json!(1.5)), ValueReason::NotInteger);
+        assert_eq!(
+            reason("i32", json!(3_000_000_000u64)),
+            ValueReason::OutOfRange
+        );
+        assert!(matches!(
+            reason("i32", json!("x")),
+            ValueReason::IntegerSyntax(_)
+        ));
+        assert_eq!(reason("str", json!(42)), ValueReason::NotString);
+        assert_eq!(reason("u64", json!(-1)), ValueReason::NotUnsigned);
+        assert_eq!(
+            reason("addr", json!("0x0102")),
+            ValueReason::WrongLength {
+                expected: 20,
+                got: 2
+            }
+        );
+        assert_eq!(reason("key", json!("0xzz")), ValueReason::NotHex);
         assert!(ArkivValue::from_json("int", &json!("x")).is_err());
         assert_eq!(
             ArkivValue::from_json("u256", &json!("42")).unwrap(),
@@ -761,10 +826,21 @@ mod tests {
 
     #[test]
     fn dec_parse_limits() {
-        assert!(parse_dec("0.1234567890123456789").is_err());
-        assert!(parse_dec("1.").is_err());
-        assert!(parse_dec(".5").is_err());
-        assert!(parse_dec("1e5").is_err());
+        let reason = |s: &str| match parse_dec(s) {
+            Err(CodecError::InvalidValue {
+                type_name: "dec",
+                reason,
+            }) => reason,
+            other => panic!("{s}: {other:?}"),
+        };
+        assert_eq!(
+            reason("0.1234567890123456789"),
+            ValueReason::TooManyFractionDigits
+        );
+        assert_eq!(reason("1."), ValueReason::NoFractionDigits);
+        assert_eq!(reason(".5"), ValueReason::NotDecimal);
+        assert_eq!(reason("1e5"), ValueReason::NotDecimal);
+        assert_eq!(reason(&"9".repeat(80)), ValueReason::OutOfDecRange);
         assert_eq!(
             format_dec(parse_dec("-0.000000000000000001").unwrap()),
             "-0.000000000000000001"

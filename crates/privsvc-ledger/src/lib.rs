@@ -10,6 +10,7 @@
 #![forbid(unsafe_code)]
 
 mod abi;
+mod answer;
 mod codec;
 mod entity;
 mod error;
@@ -51,12 +52,13 @@ pub use abi::{
     check_operations, decode_operations, decode_revert, encode_operations, entity_nonce_calldata,
     DecodeError, DecodedOp, InvalidValueReason, ARKIV_ADDRESS,
 };
-pub use codec::{CodecError, NameError};
+pub use answer::{AnswerError, EntityProblem};
+pub use codec::{CodecError, NameError, ValueReason};
 pub use entity::{
     ArkivValue, Attribute, AttributeSelect, CreationFlags, Entity, EntityKey, PageQuery,
     QueryOptions, QueryPage, Select,
 };
-pub use error::{BoxError, LedgerError, Revert};
+pub use error::{BoxError, ChannelError, LedgerError, Revert, RpcError};
 pub use expiry::{resolve_expiry, seconds_to_blocks, ExpiryError, BLOCK_TIME_SECONDS};
 pub use keys::{entity_key, predict_entity_keys};
 pub use ops::{Create, Operation};

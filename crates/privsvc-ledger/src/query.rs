@@ -57,7 +57,7 @@ pub enum QueryBuildError {
     #[error("{name} is a {expected}, but the value is a {got}; write {expected}(...) around it")]
     TypeMismatch {
         /// The system attribute.
-        name: String,
+        name: &'static str,
         /// Its type.
         expected: &'static str,
         /// The value's type.
@@ -130,13 +130,15 @@ pub enum Expr {
     Or(Vec<Expr>),
 }
 
-/// The type a filterable system attribute has, `Err` for the others.
-fn system_type(name: &str) -> Result<&'static str, QueryBuildError> {
+/// The name and the type of a filterable system attribute, `Err` for the others.
+fn system_type(name: &str) -> Result<(&'static str, &'static str), QueryBuildError> {
     match name {
-        "$key" => Ok("key"),
-        "$owner" | "$creator" => Ok("addr"),
-        "$expiresAt" | "$createdAt" => Ok("u64"),
-        "$contentType" => Ok("str"),
+        "$key" => Ok(("$key", "key")),
+        "$owner" => Ok(("$owner", "addr")),
+        "$creator" => Ok(("$creator", "addr")),
+        "$expiresAt" => Ok(("$expiresAt", "u64")),
+        "$createdAt" => Ok(("$createdAt", "u64")),
+        "$contentType" => Ok(("$contentType", "str")),
         "$updatedAt" | "$creationFlags" | "$payload" => Err(QueryBuildError::NotFilterable(
             format!("{name} carries no index, so it cannot be filtered on"),
         )),
@@ -159,10 +161,10 @@ fn check_value(value: &ArkivValue) -> Result<(), QueryBuildError> {
 
 fn check_attr(name: &str, value: &ArkivValue) -> Result<(), QueryBuildError> {
     if name.starts_with('$') {
-        let expected = system_type(name)?;
+        let (name, expected) = system_type(name)?;
         if value.type_name() != expected {
             return Err(QueryBuildError::TypeMismatch {
-                name: name.into(),
+                name,
                 expected,
                 got: value.type_name(),
             });
@@ -453,7 +455,22 @@ mod tests {
     #[test]
     fn refusals() {
         assert!(Expr::gt("a", ArkivValue::Str("a".into())).is_err());
-        assert!(Expr::eq("$owner", ArkivValue::Str("0x".into())).is_err());
+        assert_eq!(
+            Expr::eq("$owner", ArkivValue::Str("0x".into())),
+            Err(QueryBuildError::TypeMismatch {
+                name: "$owner",
+                expected: "addr",
+                got: "str",
+            })
+        );
+        assert_eq!(
+            Expr::eq("$createdAt", ArkivValue::I32(1)),
+            Err(QueryBuildError::TypeMismatch {
+                name: "$createdAt",
+                expected: "u64",
+                got: "i32",
+            })
+        );
         assert!(Expr::eq("$updatedAt", ArkivValue::U64(1)).is_err());
         assert!(Expr::eq("not", ArkivValue::I32(1)).is_err());
         assert!(Expr::eq("a--b", ArkivValue::I32(1)).is_err());

@@ -9,6 +9,7 @@
 use alloy_primitives::Address;
 use serde_json::{json, Value};
 
+use crate::answer::EntityProblem;
 use crate::entity::{ArkivValue, Attribute, CreationFlags, Entity};
 use crate::error::LedgerError;
 use crate::expiry::BLOCK_TIME_SECONDS;
@@ -97,8 +98,8 @@ fn render(list: Vec<Expr>) -> String {
     Expr::And(list).to_string()
 }
 
-fn bad(what: impl Into<String>) -> LedgerError {
-    LedgerError::Decode(what.into())
+fn bad(e: &Entity, problem: EntityProblem) -> LedgerError {
+    LedgerError::entity(e.key, problem)
 }
 
 fn attr<'a>(e: &'a Entity, name: &str) -> Option<&'a ArkivValue> {
@@ -109,36 +110,41 @@ fn attr<'a>(e: &'a Entity, name: &str) -> Option<&'a ArkivValue> {
         .map(|a| &a.value)
 }
 
-fn attr_str<'a>(e: &'a Entity, name: &str) -> Result<&'a str, LedgerError> {
+fn attr_str<'a>(e: &'a Entity, name: &'static str) -> Result<&'a str, LedgerError> {
     match attr(e, name) {
         Some(ArkivValue::Str(s)) => Ok(s),
-        Some(other) => Err(bad(format!(
-            "attribute {name} is a {}, expected str",
-            other.type_name()
-        ))),
-        None => Err(bad(format!("entity {} has no attribute {name}", e.key))),
+        Some(other) => Err(bad(
+            e,
+            EntityProblem::AttributeType {
+                name,
+                expected: "str",
+                got: other.type_name(),
+            },
+        )),
+        None => Err(bad(e, EntityProblem::MissingAttribute(name))),
     }
 }
 
-fn attr_u64(e: &Entity, name: &str) -> Result<u64, LedgerError> {
+fn attr_u64(e: &Entity, name: &'static str) -> Result<u64, LedgerError> {
     match attr(e, name) {
         Some(ArkivValue::U64(v)) => Ok(*v),
-        Some(other) => Err(bad(format!(
-            "attribute {name} is a {}, expected u64",
-            other.type_name()
-        ))),
-        None => Err(bad(format!("entity {} has no attribute {name}", e.key))),
+        Some(other) => Err(bad(
+            e,
+            EntityProblem::AttributeType {
+                name,
+                expected: "u64",
+                got: other.type_name(),
+            },
+        )),
+        None => Err(bad(e, EntityProblem::MissingAttribute(name))),
     }
 }
 
-fn check_kind(e: &Entity, kind: &str) -> Result<(), LedgerError> {
+fn check_kind(e: &Entity, kind: &'static str) -> Result<(), LedgerError> {
     let project = attr_str(e, PROJECT_ATTRIBUTE)?;
     let k = attr_str(e, KIND_ATTRIBUTE)?;
     if project != PRIVSVC_PROJECT || k != kind {
-        return Err(bad(format!(
-            "entity {} is {project}/{k}, not {PRIVSVC_PROJECT}/{kind}",
-            e.key
-        )));
+        return Err(bad(e, EntityProblem::WrongKind { expected: kind }));
     }
     Ok(())
 }
@@ -146,7 +152,7 @@ fn check_kind(e: &Entity, kind: &str) -> Result<(), LedgerError> {
 fn payload(e: &Entity) -> Result<&[u8], LedgerError> {
     e.payload
         .as_deref()
-        .ok_or_else(|| bad(format!("entity {} was read without its payload", e.key)))
+        .ok_or_else(|| bad(e, EntityProblem::NoPayload))
 }
 
 /// A relayer's heartbeat: where it listens and who it is.
@@ -201,43 +207,38 @@ impl Heartbeat {
     pub fn from_entity(e: &Entity) -> Result<Heartbeat, LedgerError> {
         check_kind(e, KIND_HEARTBEAT)?;
         let v: Value = serde_json::from_slice(payload(e)?)
-            .map_err(|err| bad(format!("heartbeat {}: payload is not JSON: {err}", e.key)))?;
-        let field = |k: &str| {
+            .map_err(|err| bad(e, EntityProblem::PayloadNotJson(err)))?;
+        let field = |k: &'static str| {
             v.get(k)
                 .and_then(Value::as_str)
-                .ok_or_else(|| bad(format!("heartbeat {}: payload lacks {k}", e.key)))
+                .ok_or_else(|| bad(e, EntityProblem::PayloadLacks(k)))
         };
         let url = field("url")?.to_owned();
         let address: Address = field("address")?
             .parse()
-            .map_err(|_| bad(format!("heartbeat {}: bad address", e.key)))?;
+            .map_err(|err| bad(e, EntityProblem::BadAddress(Box::new(err))))?;
         let chain_id = v
             .get("chainId")
             .and_then(Value::as_u64)
-            .ok_or_else(|| bad(format!("heartbeat {}: payload lacks chainId", e.key)))?;
+            .ok_or_else(|| bad(e, EntityProblem::PayloadLacks("chainId")))?;
         let version = field("version")?.to_owned();
         let ohttp_key = match v.get("ohttpKey") {
             None | Some(Value::Null) => None,
             Some(Value::String(s)) => Some(s.clone()),
-            Some(_) => {
-                return Err(bad(format!(
-                    "heartbeat {}: ohttpKey is not a string",
-                    e.key
-                )))
-            }
+            Some(_) => return Err(bad(e, EntityProblem::PayloadLacks("ohttpKey"))),
         };
         if attr_str(e, "url")? != url {
-            return Err(bad(format!(
-                "heartbeat {}: url attribute differs from the payload",
-                e.key
-            )));
+            return Err(bad(e, EntityProblem::UrlMismatch));
         }
         if let Some(creator) = e.creator {
             if creator != address {
-                return Err(bad(format!(
-                    "heartbeat {}: created by {creator}, claims {address}",
-                    e.key
-                )));
+                return Err(bad(
+                    e,
+                    EntityProblem::WrongCreator {
+                        creator,
+                        claimed: address,
+                    },
+                ));
             }
         }
         Ok(Heartbeat {
@@ -367,11 +368,7 @@ impl SpendsEntity {
         check_kind(e, KIND_SPENDS)?;
         let p = payload(e)?;
         if p.len() % TOKEN_ID_BYTES != 0 {
-            return Err(bad(format!(
-                "spends {}: payload of {} bytes is not a list of 32-byte ids",
-                e.key,
-                p.len()
-            )));
+            return Err(bad(e, EntityProblem::NotIdList(p.len())));
         }
         Ok(SpendsEntity {
             epoch: attr_u64(e, "epoch")?,
@@ -437,6 +434,7 @@ pub fn record_create(
 mod tests {
     use super::*;
     use crate::abi::{decode_operations, encode_operations};
+    use crate::answer::AnswerError;
     use crate::ops::Operation;
     use alloy_primitives::B256;
 
@@ -477,7 +475,23 @@ mod tests {
         assert_eq!(Heartbeat::from_entity(&e).unwrap(), hb);
         // A heartbeat claiming another relayer's address is refused.
         let forged = as_entity(&c, Address::repeat_byte(0x43));
-        assert!(Heartbeat::from_entity(&forged).is_err());
+        match Heartbeat::from_entity(&forged) {
+            Err(LedgerError::Decode(AnswerError::Entity {
+                key,
+                problem: EntityProblem::WrongCreator { creator, claimed },
+            })) => {
+                assert_eq!(key, forged.key);
+                assert_eq!((creator, claimed), (Address::repeat_byte(0x43), relayer));
+            }
+            other => panic!("a forged heartbeat: {other:?}"),
+        }
+        // A payload that is not JSON keeps serde_json's error as the source.
+        let mut garbled = as_entity(&c, relayer);
+        garbled.payload = Some(b"{not json".to_vec());
+        let err = Heartbeat::from_entity(&garbled).unwrap_err();
+        let chain: Vec<&dyn std::error::Error> =
+            std::iter::successors(Some(&err as &dyn std::error::Error), |e| e.source()).collect();
+        assert!(chain.iter().any(|e| e.is::<serde_json::Error>()), "{err:?}");
         // An issuer key is not a heartbeat.
         let ik = IssuerKeyEntity {
             app: "notes".into(),
@@ -485,7 +499,18 @@ mod tests {
             spki: vec![0x30, 0x82],
         };
         let ike = as_entity(&ik.to_create(1).unwrap(), relayer);
-        assert!(Heartbeat::from_entity(&ike).is_err());
+        assert!(
+            matches!(
+                Heartbeat::from_entity(&ike),
+                Err(LedgerError::Decode(AnswerError::Entity {
+                    problem: EntityProblem::WrongKind {
+                        expected: KIND_HEARTBEAT
+                    },
+                    ..
+                }))
+            ),
+            "an issuer key read as a heartbeat"
+        );
         assert_eq!(IssuerKeyEntity::from_entity(&ike).unwrap(), ik);
     }
 

@@ -5,14 +5,19 @@ use alloy_primitives::{Address, B256};
 use serde_json::{json, Map, Value};
 
 use crate::abi::{flags_byte, flags_from_byte};
+use crate::answer::AnswerError;
 use crate::codec::{parse_hex, parse_uint};
 use crate::entity::{
     ArkivValue, Attribute, AttributeSelect, CreationFlags, Entity, QueryOptions, Select,
 };
 use crate::error::LedgerError;
 
-fn bad(what: impl Into<String>) -> LedgerError {
-    LedgerError::Decode(what.into())
+fn bad(what: AnswerError) -> LedgerError {
+    LedgerError::Decode(what)
+}
+
+fn not_a(field: &'static str, expected: &'static str) -> LedgerError {
+    bad(AnswerError::NotA { field, expected })
 }
 
 /// A `0x` hex quantity (`"0x1a"`).
@@ -23,11 +28,11 @@ pub fn quantity(v: u64) -> Value {
 /// Parse a quantity given as `0x` hex, decimal string or JSON number.
 pub fn parse_quantity(v: &Value) -> Result<u64, LedgerError> {
     match v {
-        Value::Number(n) => n.as_u64().ok_or_else(|| bad(format!("{n} is not a u64"))),
+        Value::Number(n) => n.as_u64().ok_or(bad(AnswerError::NotU64)),
         Value::String(s) => parse_uint(s)
             .and_then(|u| u64::try_from(u).ok())
-            .ok_or_else(|| bad(format!("{s:?} is not a u64 quantity"))),
-        _ => Err(bad(format!("{v} is not a quantity"))),
+            .ok_or(bad(AnswerError::NotU64)),
+        _ => Err(bad(AnswerError::NotU64)),
     }
 }
 
@@ -124,7 +129,7 @@ pub fn flags_from_json(v: &Value) -> Result<CreationFlags, LedgerError> {
     u8::try_from(raw)
         .ok()
         .and_then(|b| flags_from_byte(b & crate::abi::FLAGS_MASK))
-        .ok_or_else(|| bad(format!("creation flags {raw} are not a byte")))
+        .ok_or(bad(AnswerError::OutOfRange("creation flags")))
 }
 
 /// The `attributes` array of an entity: `[{name, type, value}]` in the given order.
@@ -141,19 +146,19 @@ pub fn attributes_to_json(attrs: &[Attribute]) -> Value {
 pub fn attributes_from_json(v: &Value) -> Result<Vec<Attribute>, LedgerError> {
     let arr = v
         .as_array()
-        .ok_or_else(|| bad("attributes must be an array"))?;
+        .ok_or_else(|| not_a("attributes", "an array"))?;
     arr.iter()
         .map(|a| {
             let name = a
                 .get("name")
                 .and_then(Value::as_str)
-                .ok_or_else(|| bad("attribute without a name"))?;
+                .ok_or(bad(AnswerError::Missing("an attribute's name")))?;
             let ty = a
                 .get("type")
                 .and_then(Value::as_str)
-                .ok_or_else(|| bad(format!("attribute {name:?} without a type")))?;
+                .ok_or(bad(AnswerError::Missing("an attribute's type")))?;
             let value = ArkivValue::from_json(ty, a.get("value").unwrap_or(&Value::Null))
-                .map_err(|e| bad(format!("attribute {name:?}: {e}")))?;
+                .map_err(|e| bad(AnswerError::Attribute(e)))?;
             Ok(Attribute {
                 name: name.to_owned(),
                 value,
@@ -166,37 +171,45 @@ pub fn attributes_from_json(v: &Value) -> Result<Vec<Attribute>, LedgerError> {
 pub fn attribute_schema_from_json(v: &Value) -> Result<Vec<(String, String)>, LedgerError> {
     let arr = v
         .as_array()
-        .ok_or_else(|| bad("attributeSchema must be an array"))?;
+        .ok_or_else(|| not_a("attributeSchema", "an array"))?;
     arr.iter()
         .map(|a| {
             let name = a.get("name").and_then(Value::as_str);
             let ty = a.get("type").and_then(Value::as_str);
             match (name, ty) {
                 (Some(n), Some(t)) => Ok((n.to_owned(), t.to_owned())),
-                _ => Err(bad("attributeSchema entry without name or type")),
+                _ => Err(bad(AnswerError::Missing(
+                    "an attributeSchema entry's name or type",
+                ))),
             }
         })
         .collect()
 }
 
 /// Parse a `0x` + 64 hex string into a `B256` (`what` names it in the error).
-pub fn parse_b256(v: &Value, what: &str) -> Result<B256, LedgerError> {
-    let s = v
-        .as_str()
-        .ok_or_else(|| bad(format!("{what} is not a string")))?;
-    let b = parse_hex(s).ok_or_else(|| bad(format!("{what} {s:?} is not hex")))?;
+pub fn parse_b256(v: &Value, what: &'static str) -> Result<B256, LedgerError> {
+    let s = v.as_str().ok_or_else(|| not_a(what, "a string"))?;
+    let b = parse_hex(s).ok_or(bad(AnswerError::NotHex(what)))?;
     <[u8; 32]>::try_from(b.as_slice())
         .map(B256::from)
-        .map_err(|_| bad(format!("{what} {s:?} is not 32 bytes")))
+        .map_err(|_| {
+            bad(AnswerError::WrongLength {
+                field: what,
+                expected: 32,
+                got: b.len(),
+            })
+        })
 }
 
-fn parse_address(v: &Value, what: &str) -> Result<Address, LedgerError> {
-    let s = v
-        .as_str()
-        .ok_or_else(|| bad(format!("{what} is not a string")))?;
-    let b = parse_hex(s).ok_or_else(|| bad(format!("{what} {s:?} is not hex")))?;
+fn parse_address(v: &Value, what: &'static str) -> Result<Address, LedgerError> {
+    let s = v.as_str().ok_or_else(|| not_a(what, "a string"))?;
+    let b = parse_hex(s).ok_or(bad(AnswerError::NotHex(what)))?;
     if b.len() != 20 {
-        return Err(bad(format!("{what} {s:?} is not 20 bytes")));
+        return Err(bad(AnswerError::WrongLength {
+            field: what,
+            expected: 20,
+            got: b.len(),
+        }));
     }
     Ok(Address::from_slice(&b))
 }
@@ -205,9 +218,12 @@ fn parse_address(v: &Value, what: &str) -> Result<Address, LedgerError> {
 pub fn entity_from_json(v: &Value) -> Result<Entity, LedgerError> {
     let o = v
         .as_object()
-        .ok_or_else(|| bad("an entity must be a JSON object"))?;
+        .ok_or_else(|| not_a("an entity", "a JSON object"))?;
     let get = |k: &str| o.get(k).filter(|v| !v.is_null());
-    let key = parse_b256(get("key").ok_or_else(|| bad("entity without key"))?, "key")?;
+    let key = parse_b256(
+        get("key").ok_or(bad(AnswerError::Missing("an entity's key")))?,
+        "key",
+    )?;
     Ok(Entity {
         key,
         owner: get("owner")
@@ -224,14 +240,14 @@ pub fn entity_from_json(v: &Value) -> Result<Entity, LedgerError> {
             .map(|v| {
                 v.as_str()
                     .map(str::to_owned)
-                    .ok_or_else(|| bad("contentType is not a string"))
+                    .ok_or_else(|| not_a("contentType", "a string"))
             })
             .transpose()?,
         payload: get("payload")
             .map(|v| {
                 v.as_str()
                     .and_then(parse_hex)
-                    .ok_or_else(|| bad("payload is not 0x hex"))
+                    .ok_or(bad(AnswerError::NotHex("payload")))
             })
             .transpose()?,
         attributes: get("attributes").map(attributes_from_json).transpose()?,

@@ -182,7 +182,7 @@ pub(crate) async fn relay_call(
 ) -> Result<OhttpResponse, OhttpError> {
     let target = normalize_relayer_url(target)?;
     let endpoint = relay_endpoint(relay_url)?;
-    let parsed = url::Url::parse(&target).map_err(|_| OhttpError::InvalidUrl(target.clone()))?;
+    let parsed = url::Url::parse(&target).map_err(|e| OhttpError::InvalidUrl(e.into()))?;
     let authority = match (parsed.host_str(), parsed.port()) {
         (Some(host), Some(port)) => format!("{host}:{port}"),
         (Some(host), None) => host.to_string(),

@@ -85,9 +85,9 @@ pub enum OhttpError {
     /// Reading the ledger failed.
     #[error("ledger error: {0}")]
     Ledger(#[from] privsvc_ledger::LedgerError),
-    /// A URL is not an absolute http(s) URL.
-    #[error("invalid URL {0:?}: expected an absolute http or https URL")]
-    InvalidUrl(String),
+    /// A URL is not an absolute http(s) URL; the source says what is wrong with it.
+    #[error("invalid URL: {0}; expected an absolute http or https URL")]
+    InvalidUrl(#[source] privsvc_rt::UrlError),
     /// The in-process transport has no router for this relayer URL.
     #[error("no in-process router registered for {0}")]
     UnknownRelayer(RelayerUrl),

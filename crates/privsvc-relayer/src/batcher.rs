@@ -327,7 +327,9 @@ async fn ledger_time(ledger: &dyn LedgerReader) -> Result<(u64, u64), LedgerErro
     let ts = ledger
         .block_timestamp(head)
         .await?
-        .ok_or_else(|| LedgerError::Decode(format!("the node has no block {head}")))?;
+        .ok_or(LedgerError::Decode(privsvc_ledger::AnswerError::NoBlock(
+            head,
+        )))?;
     Ok((ts, head))
 }
 

@@ -100,10 +100,11 @@ impl Beacon {
                     .unwrap_or_else(|| "heartbeat reverted".into()),
             )));
         }
-        let key =
-            receipt.created.first().map(|c| c.key).ok_or_else(|| {
-                LedgerError::Decode("heartbeat receipt has no created entity".into())
-            })?;
+        let key = receipt
+            .created
+            .first()
+            .map(|c| c.key)
+            .ok_or_else(|| LedgerError::Decode(privsvc_ledger::AnswerError::NoCreatedEntity))?;
         // Shown to users: the wall clock.
         let now = self.time.wall_ms();
         self.figures.send_modify(|f| {

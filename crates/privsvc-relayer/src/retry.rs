@@ -267,7 +267,9 @@ mod tests {
         let calls = AtomicU32::new(0);
         let v = with_retries(&health, || async {
             if calls.fetch_add(1, Ordering::SeqCst) < 2 {
-                Err(LedgerError::Transport("reset".into()))
+                Err(LedgerError::Transport(privsvc_ledger::ChannelError::Host(
+                    "reset".into(),
+                )))
             } else {
                 Ok(7)
             }

@@ -27,10 +27,11 @@ pub enum HttpError {
     /// is the client's error with the URL taken out.
     #[error("{0}")]
     Client(#[source] reqwest::Error),
-    /// A fetch adapter could not send the request or receive its answer (its own words; also
-    /// a request that cannot be expressed, such as an invalid method).
+    /// A fetch adapter could not send the request or receive its answer, or the request cannot
+    /// be expressed (an invalid method). The source is the adapter's own error (a host's HTTP
+    /// stack brings its own error type; `"text".into()` makes one from words).
     #[error("{0}")]
-    Request(String),
+    Request(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// The host followed a redirect (wasm32 only); privsvc never uses a redirected answer.
     #[error("the server answered with a redirect, which privsvc does not follow")]
     Redirected,
@@ -203,7 +204,7 @@ impl Fetch for ReqwestFetch {
         max_body: usize,
     ) -> Result<FetchResponse, HttpError> {
         let method = reqwest::Method::from_bytes(request.method.as_bytes())
-            .map_err(|_| HttpError::Request(format!("invalid method {:?}", request.method)))?;
+            .map_err(|e| HttpError::Request(Box::new(e)))?;
         let mut builder = self.client.request(method, &request.url);
         for (name, value) in &request.headers {
             builder = builder.header(name, value);

@@ -28,8 +28,8 @@ pub use time::{
     now_unix_ms, sleep, sleep_background, timeout, Elapsed, Instant, SystemTime, UNIX_EPOCH,
 };
 pub use transport::{
-    normalize_relayer_url, HttpTransport, RelayerRequest, RelayerResponse, RelayerUrl, Transport,
-    TransportError, CALL_TIMEOUT, MAX_ANSWER_BYTES,
+    normalize_relayer_url, HttpTransport, RelayerRequest, RelayerResponse, RelayerUrl,
+    RequestError, Transport, TransportError, UrlError, CALL_TIMEOUT, MAX_ANSWER_BYTES,
 };
 
 /// `Send` natively; every type in wasm32 (one thread; JavaScript values are not `Send`).

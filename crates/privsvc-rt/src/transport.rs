@@ -45,11 +45,11 @@ pub struct RelayerResponse {
 #[non_exhaustive]
 pub enum TransportError {
     /// A URL is not an absolute http(s) URL without credentials, query or fragment.
-    #[error("invalid URL {0:?}: expected an absolute http or https URL")]
-    InvalidUrl(String),
+    #[error("invalid URL: {0}; expected an absolute http or https URL")]
+    InvalidUrl(#[source] UrlError),
     /// The request cannot be sent as given (a path without a leading `/`, a bad method).
     #[error("invalid request: {0}")]
-    InvalidRequest(String),
+    InvalidRequest(#[source] RequestError),
     /// The service could not be reached, or its answer not read.
     #[error(transparent)]
     Http(#[from] HttpError),
@@ -58,6 +58,55 @@ pub enum TransportError {
     /// (`privsvc_ohttp::OhttpError` for the OHTTP transports).
     #[error(transparent)]
     Carrier(Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// What is wrong with a URL that must be an absolute http(s) URL with a host and without
+/// credentials, query or fragment ([`RelayerUrl::parse`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum UrlError {
+    /// The text is not an absolute URL; the source is the URL parser's error.
+    #[error("it is not an absolute URL ({0})")]
+    Parse(#[from] url::ParseError),
+    /// The scheme is neither `http` nor `https`.
+    #[error("its scheme is not http or https")]
+    NotHttp,
+    /// The URL has no host.
+    #[error("it has no host")]
+    NoHost,
+    /// The URL carries a user name or a password.
+    #[error("it carries credentials")]
+    Credentials,
+    /// The URL has a query.
+    #[error("it has a query")]
+    Query,
+    /// The URL has a fragment.
+    #[error("it has a fragment")]
+    Fragment,
+}
+
+/// Why a [`RelayerRequest`] cannot be sent as given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RequestError {
+    /// The path does not start with `/`.
+    #[error("the path does not start with /")]
+    RelativePath,
+    /// The method is empty or holds a character other than an ASCII letter.
+    #[error("the method is not a word of ASCII letters")]
+    InvalidMethod,
+}
+
+impl From<UrlError> for TransportError {
+    fn from(e: UrlError) -> Self {
+        TransportError::InvalidUrl(e)
+    }
+}
+
+impl From<RequestError> for TransportError {
+    fn from(e: RequestError) -> Self {
+        TransportError::InvalidRequest(e)
+    }
 }
 
 /// Sends relayer (and issuer) requests. Object safe: clients hold an `Arc<dyn Transport>`.
@@ -148,16 +197,22 @@ impl RelayerUrl {
     /// `raw` in canonical form; [`TransportError::InvalidUrl`] unless it is an absolute http(s)
     /// URL with a host and without credentials, query or fragment.
     pub fn parse(raw: &str) -> Result<Self, TransportError> {
-        let invalid = || TransportError::InvalidUrl(raw.to_string());
-        let url = url::Url::parse(raw.trim()).map_err(|_| invalid())?;
-        if !matches!(url.scheme(), "http" | "https")
-            || url.host_str().is_none()
-            || !url.username().is_empty()
-            || url.password().is_some()
-            || url.query().is_some()
-            || url.fragment().is_some()
-        {
-            return Err(invalid());
+        let url = url::Url::parse(raw.trim()).map_err(UrlError::Parse)?;
+        let problem = if !matches!(url.scheme(), "http" | "https") {
+            Some(UrlError::NotHttp)
+        } else if url.host_str().is_none() {
+            Some(UrlError::NoHost)
+        } else if !url.username().is_empty() || url.password().is_some() {
+            Some(UrlError::Credentials)
+        } else if url.query().is_some() {
+            Some(UrlError::Query)
+        } else if url.fragment().is_some() {
+            Some(UrlError::Fragment)
+        } else {
+            None
+        };
+        if let Some(problem) = problem {
+            return Err(problem.into());
         }
         Ok(RelayerUrl(url.as_str().trim_end_matches('/').to_string()))
     }
@@ -260,17 +315,11 @@ impl Transport for HttpTransport {
     ) -> Result<RelayerResponse, TransportError> {
         let base = normalize_relayer_url(relayer_url)?;
         if !request.path.starts_with('/') {
-            return Err(TransportError::InvalidRequest(format!(
-                "the path {:?} does not start with /",
-                request.path
-            )));
+            return Err(RequestError::RelativePath.into());
         }
         let method = request.method.to_ascii_uppercase();
         if method.is_empty() || !method.bytes().all(|b| b.is_ascii_uppercase()) {
-            return Err(TransportError::InvalidRequest(format!(
-                "invalid method {:?}",
-                request.method
-            )));
+            return Err(RequestError::InvalidMethod.into());
         }
         let mut headers = vec![("accept".to_string(), "application/json".to_string())];
         if request.body.is_some() {
@@ -355,25 +404,69 @@ mod tests {
     async fn bad_urls_paths_and_methods_are_refused_before_sending() {
         let fetch = Arc::new(Recording::default());
         let t = HttpTransport::with_fetch(fetch.clone());
-        for (url, req) in [
-            ("ftp://relayer.example", request("GET", "/v1/info", None)),
+        let url_error = |e| Some(TransportError::InvalidUrl(e));
+        let request_error = |e| Some(TransportError::InvalidRequest(e));
+        for (url, req, want) in [
+            (
+                "ftp://relayer.example",
+                request("GET", "/v1/info", None),
+                url_error(UrlError::NotHttp),
+            ),
             (
                 "https://user:pw@relayer.example",
                 request("GET", "/v1/info", None),
+                url_error(UrlError::Credentials),
             ),
-            ("https://relayer.example", request("GET", "v1/info", None)),
-            ("https://relayer.example", request("G T", "/v1/info", None)),
-            ("https://relayer.example", request("", "/v1/info", None)),
+            (
+                "https://relayer.example/?q=1",
+                request("GET", "/v1/info", None),
+                url_error(UrlError::Query),
+            ),
+            (
+                "https://relayer.example/#top",
+                request("GET", "/v1/info", None),
+                url_error(UrlError::Fragment),
+            ),
+            (
+                "relayer.example",
+                request("GET", "/v1/info", None),
+                url_error(UrlError::Parse(url::ParseError::RelativeUrlWithoutBase)),
+            ),
+            (
+                "https://relayer.example",
+                request("GET", "v1/info", None),
+                request_error(RequestError::RelativePath),
+            ),
+            (
+                "https://relayer.example",
+                request("G T", "/v1/info", None),
+                request_error(RequestError::InvalidMethod),
+            ),
+            (
+                "https://relayer.example",
+                request("", "/v1/info", None),
+                request_error(RequestError::InvalidMethod),
+            ),
         ] {
             let err = t.send(url, req).await.unwrap_err();
-            assert!(
-                matches!(
-                    err,
-                    TransportError::InvalidUrl(_) | TransportError::InvalidRequest(_)
-                ),
-                "{err:?}"
-            );
+            let same = match (&err, &want) {
+                (TransportError::InvalidUrl(a), Some(TransportError::InvalidUrl(b))) => a == b,
+                (TransportError::InvalidRequest(a), Some(TransportError::InvalidRequest(b))) => {
+                    a == b
+                }
+                _ => false,
+            };
+            assert!(same, "{url} {err:?}, expected {want:?}");
         }
+        let parse = RelayerUrl::parse("not a url").unwrap_err();
+        let source = std::error::Error::source(&parse).expect("the reason is the source");
+        assert!(source.downcast_ref::<UrlError>().is_some(), "{source:?}");
+        assert!(
+            std::error::Error::source(source)
+                .and_then(|e| e.downcast_ref::<url::ParseError>())
+                .is_some(),
+            "the URL parser's error is kept: {parse:?}"
+        );
         assert!(fetch.0.lock().unwrap().is_empty(), "nothing was sent");
     }
 }

@@ -101,9 +101,8 @@ pub async fn accept_issuer_key(
         .block_timestamp(published.created_at)
         .await?
         .ok_or_else(|| {
-            TokenError::Ledger(LedgerError::Decode(format!(
-                "the ledger does not know block {}, where the issuer key was created",
-                published.created_at
+            TokenError::Ledger(LedgerError::Decode(privsvc_ledger::AnswerError::NoBlock(
+                published.created_at,
             )))
         })?;
     let day_start_s = u64::from(epoch) * (DAY_MS / 1000);

@@ -782,7 +782,7 @@ impl Issuer {
         }
         let created = receipt.created.first().ok_or_else(|| {
             IssuerError::Ledger(LedgerError::Decode(
-                "the key transaction created no entity".into(),
+                privsvc_ledger::AnswerError::NoCreatedEntity,
             ))
         })?;
         tracing::info!(epoch, "published issuer key");

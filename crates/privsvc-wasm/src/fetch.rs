@@ -47,7 +47,7 @@ fn error_of(e: JsValue, max_body: usize) -> HttpError {
                 limit: max_body,
             }
         }
-        _ => HttpError::Request(format!("the fetch function failed: {message}")),
+        _ => HttpError::Request(format!("the fetch function failed: {message}").into()),
     }
 }
 

@@ -62,7 +62,12 @@ impl JsChannel {
 
 #[async_trait(?Send)]
 impl RpcChannel for JsChannel {
-    async fn call(&self, _id: u64, method: &str, params: &Value) -> Result<Vec<u8>, LedgerError> {
+    async fn call(
+        &self,
+        _id: u64,
+        method: &'static str,
+        params: &Value,
+    ) -> Result<Vec<u8>, LedgerError> {
         let promise = self.rpc.call2(
             &JsValue::UNDEFINED,
             &JsValue::from_str(method),
@@ -71,7 +76,11 @@ impl RpcChannel for JsChannel {
         bytes_of(method, promise).await
     }
 
-    async fn batch(&self, method: &str, body: String) -> Result<Option<Vec<u8>>, LedgerError> {
+    async fn batch(
+        &self,
+        method: &'static str,
+        body: String,
+    ) -> Result<Option<Vec<u8>>, LedgerError> {
         let Some(batch) = &self.batch else {
             return Ok(None);
         };
@@ -82,7 +91,11 @@ impl RpcChannel for JsChannel {
 
 /// The bytes of the answer `promise` (what a reader function returned) resolves to.
 async fn bytes_of(method: &str, promise: Result<JsValue, JsValue>) -> Result<Vec<u8>, LedgerError> {
-    let transport = |m: String| LedgerError::Transport(format!("{method}: {m}"));
+    let transport = |m: String| {
+        LedgerError::Transport(privsvc_ledger::ChannelError::Host(
+            format!("{method}: {m}").into(),
+        ))
+    };
     let promise = promise.map_err(|e| transport(message_of(&e)))?;
     let promise: Promise = promise
         .dyn_into()

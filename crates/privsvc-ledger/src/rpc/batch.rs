@@ -5,8 +5,9 @@
 use serde_json::{json, Value};
 
 use super::{fast, query_page_from_json, result_of};
+use crate::answer::AnswerError;
 use crate::entity::{PageQuery, QueryPage};
-use crate::error::LedgerError;
+use crate::error::{ChannelError, LedgerError};
 use crate::wire;
 
 /// The JSON-RPC batch body asking for `queries` as `arkiv_query` calls with the ids
@@ -52,9 +53,8 @@ pub fn decode_query_batch_answer(
     if let Some(pages) = fast::query_pages(body, first_id, count) {
         return Ok(Some(pages));
     }
-    let answers: Vec<Value> = serde_json::from_slice(body).map_err(|_| {
-        LedgerError::Transport("arkiv_query: the batch answer is not JSON-RPC".into())
-    })?;
+    let answers: Vec<Value> = serde_json::from_slice(body)
+        .map_err(|e| LedgerError::Transport(ChannelError::NotJsonRpc(e)))?;
     let mut results: Vec<Option<Value>> = vec![None; count];
     for answer in answers {
         let slot = answer
@@ -63,22 +63,16 @@ pub fn decode_query_batch_answer(
             .and_then(|id| id.checked_sub(first_id))
             .and_then(|slot| usize::try_from(slot).ok())
             .filter(|slot| *slot < count)
-            .ok_or_else(|| {
-                LedgerError::Decode("arkiv_query: a batch answer with an unknown id".into())
-            })?;
+            .ok_or_else(|| LedgerError::Decode(AnswerError::UnknownBatchId))?;
         if results[slot].is_some() {
-            return Err(LedgerError::Decode(
-                "arkiv_query: a batch answer repeats an id".into(),
-            ));
+            return Err(AnswerError::RepeatedBatchId.into());
         }
         results[slot] = Some(result_of("arkiv_query", answer)?);
     }
     results
         .into_iter()
         .map(|r| {
-            let r = r.ok_or_else(|| {
-                LedgerError::Decode("arkiv_query: a batch answer misses a query".into())
-            })?;
+            let r = r.ok_or_else(|| LedgerError::Decode(AnswerError::MissingBatchAnswer))?;
             query_page_from_json(&r)
         })
         .collect::<Result<Vec<_>, _>>()
@@ -151,7 +145,7 @@ mod tests {
         ])
         .to_string();
         match decode_query_batch_answer(body.as_bytes(), 1, 2) {
-            Err(LedgerError::Rpc { code, .. }) => assert_eq!(code, -32006),
+            Err(LedgerError::Rpc(node)) => assert_eq!(node.code, -32006),
             other => panic!("expected the RPC error, got {other:?}"),
         }
     }
@@ -159,19 +153,22 @@ mod tests {
     #[test]
     fn missing_repeated_and_unknown_ids_are_refused() {
         let one = |id: u64| json!({"jsonrpc": "2.0", "id": id, "result": page_json(1, None)});
-        for (answers, count) in [
-            (json!([one(1)]), 2),
-            (json!([one(1), one(1)]), 2),
-            (json!([one(1), one(5)]), 2),
+        let which = |e: &AnswerError| match e {
+            AnswerError::MissingBatchAnswer => "missing",
+            AnswerError::RepeatedBatchId => "repeated",
+            AnswerError::UnknownBatchId => "unknown",
+            _ => "another error",
+        };
+        for (answers, count, expected) in [
+            (json!([one(1)]), 2, "missing"),
+            (json!([one(1), one(1)]), 2, "repeated"),
+            (json!([one(1), one(5)]), 2, "unknown"),
         ] {
             let body = answers.to_string();
-            assert!(
-                matches!(
-                    decode_query_batch_answer(body.as_bytes(), 1, count),
-                    Err(LedgerError::Decode(_))
-                ),
-                "{body} was accepted"
-            );
+            match decode_query_batch_answer(body.as_bytes(), 1, count) {
+                Err(LedgerError::Decode(e)) => assert_eq!(which(&e), expected, "{body}: {e:?}"),
+                other => panic!("{body} was accepted: {other:?}"),
+            }
         }
     }
 

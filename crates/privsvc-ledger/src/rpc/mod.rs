@@ -16,9 +16,10 @@ use k256::ecdsa::SigningKey;
 use serde_json::{json, Value};
 
 use crate::abi::{self, check_operations, decode_log, encode_operations, ArkivEvents};
+use crate::answer::AnswerError;
 use crate::codec::parse_hex;
 use crate::entity::{Entity, PageQuery, QueryOptions, QueryPage, Select};
-use crate::error::LedgerError;
+use crate::error::{ChannelError, LedgerError};
 use crate::keys::predict_entity_keys;
 use crate::ops::Operation;
 use crate::query::Expr;
@@ -70,16 +71,21 @@ fn addr_json(a: &Address) -> Value {
     Value::String(format!("0x{}", hex::encode(a)))
 }
 
-fn parse_u256(v: &Value, what: &str) -> Result<U256, LedgerError> {
+fn parse_u256(v: &Value, what: &'static str) -> Result<U256, LedgerError> {
     v.as_str()
         .and_then(crate::codec::parse_uint)
-        .ok_or_else(|| LedgerError::Decode(format!("{what} is not a quantity: {v}")))
+        .ok_or_else(|| {
+            LedgerError::Decode(AnswerError::NotA {
+                field: what,
+                expected: "a quantity",
+            })
+        })
 }
 
-fn parse_data(v: &Value, what: &str) -> Result<Vec<u8>, LedgerError> {
+fn parse_data(v: &Value, what: &'static str) -> Result<Vec<u8>, LedgerError> {
     v.as_str()
         .and_then(parse_hex)
-        .ok_or_else(|| LedgerError::Decode(format!("{what} is not 0x hex")))
+        .ok_or(LedgerError::Decode(AnswerError::NotHex(what)))
 }
 
 impl RpcLedger {
@@ -93,7 +99,9 @@ impl RpcLedger {
         }
         let ts = block
             .get("timestamp")
-            .ok_or_else(|| LedgerError::Decode("block without timestamp".into()))?;
+            .ok_or(LedgerError::Decode(AnswerError::Missing(
+                "a block's timestamp",
+            )))?;
         parse_quantity(ts).map(Some)
     }
 
@@ -113,7 +121,7 @@ impl RpcLedger {
         #[cfg(target_arch = "wasm32")]
         let builder = reqwest::Client::builder();
         let client = builder.build().map_err(|e| LedgerError::Http {
-            method: "connect".into(),
+            method: "connect",
             source: e.into(),
         })?;
         Ok(Self::over_http(client, url.into(), timeout))
@@ -150,12 +158,12 @@ impl RpcLedger {
     }
 
     /// One JSON-RPC call; a JSON-RPC error becomes [`LedgerError::Rpc`].
-    pub async fn call(&self, method: &str, params: Value) -> Result<Value, LedgerError> {
+    pub async fn call(&self, method: &'static str, params: Value) -> Result<Value, LedgerError> {
         decode_answer(method, &self.answer(method, &params).await?)
     }
 
     /// The bytes of the answer to one JSON-RPC call.
-    async fn answer(&self, method: &str, params: &Value) -> Result<Vec<u8>, LedgerError> {
+    async fn answer(&self, method: &'static str, params: &Value) -> Result<Vec<u8>, LedgerError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         self.channel.call(id, method, params).await
     }
@@ -175,7 +183,7 @@ impl RpcLedger {
         }
     }
 
-    async fn quantity_call(&self, method: &str, params: Value) -> Result<u64, LedgerError> {
+    async fn quantity_call(&self, method: &'static str, params: Value) -> Result<u64, LedgerError> {
         parse_quantity(&self.call(method, params).await?)
     }
 
@@ -232,16 +240,16 @@ impl RpcLedger {
         let block = block?;
         let base = match block.get("baseFeePerGas") {
             Some(v) if !v.is_null() => u128::try_from(parse_u256(v, "baseFeePerGas")?)
-                .map_err(|_| LedgerError::Decode("baseFeePerGas out of range".into()))?,
+                .map_err(|_| AnswerError::OutOfRange("baseFeePerGas"))?,
             _ => 0,
         };
         let priority = match priority {
             Ok(v) => u128::try_from(parse_u256(&v, "maxPriorityFeePerGas")?)
-                .map_err(|_| LedgerError::Decode("maxPriorityFeePerGas out of range".into()))?,
+                .map_err(|_| AnswerError::OutOfRange("maxPriorityFeePerGas"))?,
             Err(LedgerError::Rpc { .. }) => {
                 let gp = self.call("eth_gasPrice", json!([])).await?;
                 let gp = u128::try_from(parse_u256(&gp, "gasPrice")?)
-                    .map_err(|_| LedgerError::Decode("gasPrice out of range".into()))?;
+                    .map_err(|_| AnswerError::OutOfRange("gasPrice"))?;
                 gp.saturating_sub(base)
             }
             Err(e) => return Err(e),
@@ -358,8 +366,12 @@ impl LedgerReader for RpcLedger {
         let out = self
             .eth_call(None, &abi::entity_nonce_calldata(address), None)
             .await?;
-        abi::entityNonceCall::abi_decode_returns(&out)
-            .map_err(|e| LedgerError::Decode(format!("entityNonce result: {e}")))
+        abi::entityNonceCall::abi_decode_returns(&out).map_err(|source| {
+            LedgerError::Decode(AnswerError::Abi {
+                what: "entityNonce result",
+                source: Box::new(source),
+            })
+        })
     }
 
     async fn balance(&self, address: Address) -> Result<U256, LedgerError> {
@@ -381,7 +393,10 @@ impl LedgerReader for RpcLedger {
         let logs = self.call("eth_getLogs", json!([filter])).await?;
         let logs = logs
             .as_array()
-            .ok_or_else(|| LedgerError::Decode("eth_getLogs result is not an array".into()))?;
+            .ok_or(LedgerError::Decode(AnswerError::NotA {
+                field: "eth_getLogs result",
+                expected: "an array",
+            }))?;
         creation_tx_of(logs, key)
     }
 }
@@ -390,7 +405,7 @@ impl LedgerReader for RpcLedger {
 /// error says (`rpc/node_error.rs`), [`LedgerError::Transport`] for a body that is not JSON-RPC.
 pub fn decode_answer(method: &str, body: &[u8]) -> Result<Value, LedgerError> {
     let v: Value = serde_json::from_slice(body)
-        .map_err(|_| LedgerError::Transport(format!("{method}: the answer is not JSON-RPC")))?;
+        .map_err(|e| LedgerError::Transport(ChannelError::NotJsonRpc(e)))?;
     result_of(method, v)
 }
 
@@ -412,14 +427,18 @@ fn result_of(method: &str, mut v: Value) -> Result<Value, LedgerError> {
     }
     v.get_mut("result")
         .map(Value::take)
-        .ok_or_else(|| LedgerError::Decode(format!("{method}: answer without result")))
+        .ok_or(LedgerError::Decode(AnswerError::Missing(
+            "the answer's result",
+        )))
 }
 
 /// Decode the `result` of `arkiv_query` (`{data: [RpcEntity], blockNumber, cursor?}`).
 pub(crate) fn query_page_from_json(r: &Value) -> Result<QueryPage, LedgerError> {
     let entities = r["data"]
         .as_array()
-        .ok_or_else(|| LedgerError::Decode("arkiv_query result without data".into()))?
+        .ok_or(LedgerError::Decode(AnswerError::Missing(
+            "arkiv_query result's data",
+        )))?
         .iter()
         .map(wire::entity_from_json)
         .collect::<Result<Vec<_>, _>>()?;
@@ -499,9 +518,7 @@ pub async fn query_all_pinned(
         out.extend(page.entities);
         match page.cursor {
             Some(c) if options.cursor.as_deref() == Some(c.as_str()) => {
-                return Err(LedgerError::Decode(
-                    "arkiv_query returned the same cursor twice".into(),
-                ));
+                return Err(AnswerError::RepeatedCursor.into());
             }
             Some(c) => {
                 options.at_block = Some(options.at_block.unwrap_or(page.block_number));
@@ -727,7 +744,12 @@ mod tests {
 
     #[async_trait]
     impl RpcChannel for Scripted {
-        async fn call(&self, id: u64, method: &str, _: &Value) -> Result<Vec<u8>, LedgerError> {
+        async fn call(
+            &self,
+            id: u64,
+            method: &'static str,
+            _: &Value,
+        ) -> Result<Vec<u8>, LedgerError> {
             self.asked.lock().unwrap().push(method.to_string());
             let answer = match method {
                 "eth_blockNumber" => json!({"jsonrpc": "2.0", "id": id, "result": "0x2a"}),
@@ -739,7 +761,7 @@ mod tests {
             Ok(answer.to_string().into_bytes())
         }
 
-        async fn batch(&self, _: &str, _: String) -> Result<Option<Vec<u8>>, LedgerError> {
+        async fn batch(&self, _: &'static str, _: String) -> Result<Option<Vec<u8>>, LedgerError> {
             Ok(None)
         }
     }
@@ -768,7 +790,7 @@ mod tests {
         assert!(pages.iter().all(|p| p.block_number == 42));
         let err = ledger.code_at(Address::ZERO).await.unwrap_err();
         assert!(
-            matches!(err, LedgerError::Rpc { code: -32601, .. }),
+            matches!(err, LedgerError::Rpc(crate::RpcError { code: -32601, .. })),
             "{err:?}"
         );
         assert_eq!(
@@ -794,7 +816,7 @@ mod tests {
         let LedgerError::Http { method, source } = &err else {
             panic!("expected LedgerError::Http, got {err:?}");
         };
-        assert_eq!(method, "eth_blockNumber");
+        assert_eq!(*method, "eth_blockNumber");
         assert!(
             matches!(source, privsvc_rt::HttpError::Client(e) if e.is_connect()),
             "{source:?}"
@@ -805,6 +827,22 @@ mod tests {
             .collect::<Vec<_>>();
         assert!(!chain.is_empty());
         assert!(chain.iter().all(|m| !m.contains(&url)), "{chain:?}");
+    }
+
+    #[test]
+    fn an_answer_that_is_not_json_keeps_the_parsers_error() {
+        match decode_answer("eth_chainId", b"<html>bad gateway</html>") {
+            Err(LedgerError::Transport(ChannelError::NotJsonRpc(e))) => {
+                assert!(e.is_syntax(), "{e}")
+            }
+            other => panic!("{other:?}"),
+        }
+        match decode_answer("eth_chainId", br#"{"jsonrpc":"2.0","id":1}"#) {
+            Err(LedgerError::Decode(AnswerError::Missing(what))) => {
+                assert_eq!(what, "the answer's result")
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -20,7 +20,7 @@
 use serde_json::Value;
 
 use crate::codec::parse_hex;
-use crate::error::{LedgerError, Revert};
+use crate::error::{LedgerError, Revert, RpcError};
 
 /// Methods that submit or size a transaction: their refusals are read by the message.
 const TRANSACTION_METHODS: [&str; 2] = ["eth_sendRawTransaction", "eth_estimateGas"];
@@ -47,40 +47,39 @@ pub(crate) fn classify(
     if let Some(bytes) = data.as_ref().and_then(revert_data) {
         return LedgerError::Reverted(Revert::from_data(bytes));
     }
-    if TRANSACTION_METHODS.contains(&method) {
-        if let Some(refusal) = refusal(&message) {
-            return refusal;
-        }
-    }
-    LedgerError::Rpc {
+    let node = RpcError {
         code,
         message,
         data,
+    };
+    if TRANSACTION_METHODS.contains(&method) {
+        return refusal(node);
     }
+    LedgerError::Rpc(node)
 }
 
-/// A transaction refusal named by `message`, as geth, reth and the devnet word them.
-fn refusal(message: &str) -> Option<LedgerError> {
-    let m = message.to_ascii_lowercase();
+/// The transaction refusal the node's message names, as geth, reth and the devnet word them;
+/// [`LedgerError::Rpc`] when it names none.
+fn refusal(node: RpcError) -> LedgerError {
+    let m = node.message.to_ascii_lowercase();
     let has = |phrases: &[&str]| phrases.iter().any(|p| m.contains(p));
-    let message = message.to_owned();
     if has(&["already known", "known transaction", "already imported"]) {
-        Some(LedgerError::AlreadyKnown)
+        LedgerError::AlreadyKnown
     } else if has(&["nonce too low"]) {
-        Some(LedgerError::NonceTooLow { message })
+        LedgerError::NonceTooLow(node)
     } else if has(&[
         "exceeds block gas limit",
         "gas limit reached",
         "intrinsic gas too high",
     ]) {
-        Some(LedgerError::ExceedsBlockGasLimit { message })
+        LedgerError::ExceedsBlockGasLimit(node)
     } else if has(&[
         "replacement transaction underpriced",
         "replacement fee too low",
     ]) {
-        Some(LedgerError::ReplacementUnderpriced { message })
+        LedgerError::ReplacementUnderpriced(node)
     } else {
-        None
+        LedgerError::Rpc(node)
     }
 }
 
@@ -118,10 +117,16 @@ mod tests {
             (-32000, "Nonce too low"),
         ];
         for (code, m) in nonce {
-            assert!(
-                matches!(sent(code, m), LedgerError::NonceTooLow { .. }),
-                "{m}"
-            );
+            match sent(code, m) {
+                LedgerError::NonceTooLow(node) => {
+                    assert_eq!(
+                        (node.code, node.message.as_str()),
+                        (code, m),
+                        "the node's words"
+                    )
+                }
+                other => panic!("{m}: {other:?}"),
+            }
         }
         let gas = [
             // the devnet, geth's and reth's pool
@@ -160,8 +165,8 @@ mod tests {
             "transaction underpriced",
         ] {
             match sent(-32000, m) {
-                LedgerError::Rpc { code, message, .. } => {
-                    assert_eq!((code, message.as_str()), (-32000, m))
+                LedgerError::Rpc(node) => {
+                    assert_eq!((node.code, node.message.as_str()), (-32000, m))
                 }
                 other => panic!("{m}: {other:?}"),
             }
@@ -177,7 +182,10 @@ mod tests {
             "invalid literal in str('nonce too low')".into(),
             Some(json!({"position": 4, "message": "invalid literal"})),
         );
-        assert!(matches!(e, LedgerError::Rpc { code: -32003, .. }), "{e:?}");
+        assert!(
+            matches!(e, LedgerError::Rpc(RpcError { code: -32003, .. })),
+            "{e:?}"
+        );
     }
 
     #[test]
@@ -196,6 +204,9 @@ mod tests {
             }
         }
         let plain = classify("eth_call", -32601, "method not found".into(), None);
-        assert!(matches!(plain, LedgerError::Rpc { code: -32601, .. }));
+        assert!(matches!(
+            plain,
+            LedgerError::Rpc(RpcError { code: -32601, .. })
+        ));
     }
 }

@@ -87,14 +87,10 @@ fn the_arkiv_nodes_query_error_codes_stay_query_errors() {
         ] {
             let error = json!({"code": code, "message": message, "data": data});
             match decode_answer("arkiv_query", &answer(error)) {
-                Err(LedgerError::Rpc {
-                    code: got,
-                    message: m,
-                    data: d,
-                }) => {
-                    assert_eq!(got, code, "{}", c["id"]);
-                    assert_eq!(m, message);
-                    assert_eq!(d.as_ref(), Some(&data));
+                Err(LedgerError::Rpc(node)) => {
+                    assert_eq!(node.code, code, "{}", c["id"]);
+                    assert_eq!(node.message, message);
+                    assert_eq!(node.data.as_ref(), Some(&data));
                 }
                 other => panic!("{}: {other:?}", c["id"]),
             }

@@ -106,7 +106,7 @@ async fn a_batch_of_pages_is_the_pages_asked_one_by_one() {
     let mut bad = queries.clone();
     bad[1].expression = "kind = = str('x')".into();
     match reader.query_many(&bad).await {
-        Err(privsvc_ledger::LedgerError::Rpc { code, .. }) => assert_eq!(code, -32001),
+        Err(privsvc_ledger::LedgerError::Rpc(node)) => assert_eq!(node.code, -32001),
         other => panic!("expected the node's parse error, got {other:?}"),
     }
     node.shutdown().await;
@@ -229,7 +229,7 @@ async fn a_gateway_error_page_fails_the_batch_and_does_not_end_batches() {
     // The error page is a transport failure naming the status (retried like one), not the
     // node's word that it takes no batches.
     match reader.query_many(&queries).await {
-        Err(privsvc_ledger::LedgerError::Transport(m)) => assert!(m.contains("HTTP 502"), "{m}"),
+        Err(privsvc_ledger::LedgerError::Transport(privsvc_ledger::ChannelError::Status(502))) => {}
         other => panic!("expected a transport error naming HTTP 502, got {other:?}"),
     }
     // What the node's side sees next: a batch again, no page asked alone.

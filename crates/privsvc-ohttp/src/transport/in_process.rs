@@ -85,10 +85,7 @@ impl Transport for InProcessTransport {
             .cloned()
             .ok_or_else(|| TransportError::Carrier(Box::new(OhttpError::UnknownRelayer(url))))?;
         if !request.path.starts_with('/') {
-            return Err(TransportError::InvalidRequest(format!(
-                "the path {:?} does not start with /",
-                request.path
-            )));
+            return Err(privsvc_rt::RequestError::RelativePath.into());
         }
         let (status, _headers, body, _) =
             dispatch(&router, to_binary_request(&request), false).await;
