@@ -315,7 +315,7 @@ impl PrivateClient {
             if relayer.info.tokens_required {
                 match self
                     .tokens
-                    .take(self.app(), &relayer.info, requested_ms)
+                    .take(&self.app, &relayer.info, requested_ms)
                     .await
                 {
                     Ok(token) => request.token = Some(token),

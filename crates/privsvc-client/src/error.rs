@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use alloy_primitives::Address;
+use privsvc_attributes::{AppName, InvalidAppName};
 use privsvc_fingerprint::CheckWarning;
 
 /// Errors of the privsvc client.
@@ -56,26 +58,29 @@ pub enum PrivsvcError {
     #[error("the wallet is a smart-contract account, whose signatures cannot derive keys; use an externally owned account or a random-root vault (KeyVault::random)")]
     SmartContractWallet,
     /// The token issuer published two different keys for one app and day.
-    #[error("token issuer {issuer} published two different keys for app {app:?} on day {epoch}; it may be tagging users, so its tokens are refused: use another relayer or issuer")]
+    #[error("token issuer {issuer} published two different keys for app {:?} on day {epoch}; it may be tagging users, so its tokens are refused: use another relayer or issuer", .app.as_str())]
     IssuerEquivocation {
         /// The issuer address.
-        issuer: String,
+        issuer: Address,
         /// The app.
-        app: String,
+        app: AppName,
         /// The UTC day number.
         epoch: u32,
     },
     /// Every relayer that could take the record requires a token, and none is ripe (at least
     /// `token_min_age_ms` old) within the wait bound.
-    #[error("no token for app {app:?} is ripe yet (a token is spent only once `token_min_age_ms` old, so the issuer cannot tie it to this write); retry later, prefetch tokens with TokenWallet::prefetch_later, or add a relayer that requires none")]
+    #[error("no token for app {:?} is ripe yet (a token is spent only once `token_min_age_ms` old, so the issuer cannot tie it to this write); retry later, prefetch tokens with TokenWallet::prefetch_later, or add a relayer that requires none", .app.as_str())]
     NoRipeToken {
         /// The app.
-        app: String,
+        app: AppName,
     },
     /// `check_rarity` was called on a session whose listing carries no attribute values (it was
     /// built with `rarity_k` 0); nothing is listed on demand.
     #[error("the session's listing carries no attribute values (built with rarity_k 0), so rarity cannot be counted; build the client with rarity_k above 0")]
     RarityUnavailable,
+    /// The client's app is not an app name (1 to 128 bytes of UTF-8).
+    #[error("invalid app: {0}; pass an app name of 1 to 128 bytes to ClientOptions::new")]
+    InvalidApp(#[from] InvalidAppName),
     /// The client was configured inconsistently.
     #[error("invalid client configuration: {0}")]
     Config(String),

@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use alloy_primitives::Address;
+use privsvc_attributes::AppName;
 use privsvc_ledger::LedgerReader;
 use privsvc_ohttp::{HttpTransport, Transport};
 use privsvc_tokens::{
@@ -45,7 +46,7 @@ pub(crate) struct TokenManager {
     allow_on_demand: bool,
     rng: Arc<ClientRng>,
     /// An issuer the refills found equivocating (reported by the writes that find no token).
-    equivocation: Mutex<Option<(String, String, u32)>>,
+    equivocation: Mutex<Option<(Address, AppName, u32)>>,
     /// How issuer calls travel: through the client's OHTTP transport when it has a relay, else
     /// directly with the client's `fetch`; `None`: the token wallet's default (direct HTTP).
     issuer_transport: Option<Arc<dyn Transport>>,
@@ -154,13 +155,12 @@ impl TokenManager {
     /// a timing risk).
     pub(crate) async fn take(
         &self,
-        app: &str,
+        app: &AppName,
         info: &InfoResponse,
         requested_ms: u64,
     ) -> Result<TokenRedemption, PrivsvcError> {
-        let not_ready = || PrivsvcError::NoRipeToken {
-            app: app.to_string(),
-        };
+        let not_ready = || PrivsvcError::NoRipeToken { app: app.clone() };
+        let app = app.as_str();
         if let TokenSupply::Source(s) = &self.mode {
             return s.take(app, requested_ms).await?.ok_or_else(not_ready);
         }
@@ -322,7 +322,7 @@ impl TokenManager {
                         } = &e
                         {
                             *self.equivocation.lock().unwrap_or_else(|p| p.into_inner()) =
-                                Some((issuer.clone(), app.clone(), *epoch));
+                                Some((*issuer, app.clone(), *epoch));
                         }
                     }
                 }
@@ -361,7 +361,7 @@ impl TokenManager {
                         tracing::warn!(error = %e, "a scheduled token refill failed");
                         if let PrivsvcError::IssuerEquivocation { issuer, app, epoch } = &e {
                             *self.equivocation.lock().unwrap_or_else(|p| p.into_inner()) =
-                                Some((issuer.clone(), app.clone(), *epoch));
+                                Some((*issuer, app.clone(), *epoch));
                         }
                     }
                 }
