@@ -136,7 +136,7 @@ pub enum PrivsvcError {
     /// The token issuer a relayer names cannot be used: no issuer named, a malformed address or
     /// URL, or no live heartbeat of the issuer naming that URL (nothing was sent to it).
     #[error("the relayer's token issuer cannot be used: {0}")]
-    IssuerNotUsable(String),
+    IssuerNotUsable(#[source] UnusableIssuer),
     /// A relayer answered something that does not follow the protocol.
     #[error("relayer {relayer} answered an unexpected response: {message}")]
     Protocol {
@@ -144,6 +144,29 @@ pub enum PrivsvcError {
         relayer: String,
         /// What was wrong.
         message: String,
+    },
+}
+
+/// Why the token issuer a relayer names cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum UnusableIssuer {
+    /// The relayer requires tokens but names no issuer (or no issuer URL).
+    #[error("the relayer requires tokens but names no issuer")]
+    NotNamed,
+    /// The relayer's `issuer` is not an address.
+    #[error("the relayer's issuer address is malformed: {0}")]
+    BadAddress(#[source] alloy_primitives::hex::FromHexError),
+    /// The relayer's `issuerUrl` is not an absolute http(s) URL.
+    #[error("the relayer's issuerUrl is not usable: {0}")]
+    BadUrl(#[source] privsvc_ohttp::TransportError),
+    /// No live heartbeat of the issuer names that URL.
+    #[error("issuer {issuer} has no live heartbeat naming the relayer's issuerUrl {url}; no token is requested from it")]
+    NoHeartbeat {
+        /// The issuer the relayer names.
+        issuer: Address,
+        /// The issuer URL the relayer names.
+        url: privsvc_ohttp::RelayerUrl,
     },
 }
 
@@ -199,5 +222,30 @@ impl From<privsvc_tokens::TokenError> for PrivsvcError {
             } => Self::IssuerEquivocation { issuer, app, epoch },
             other => Self::Tokens(other),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use super::*;
+
+    #[test]
+    fn an_unusable_issuer_keeps_its_cause() {
+        let bad_address = "0x12".parse::<Address>().unwrap_err();
+        let e = PrivsvcError::IssuerNotUsable(UnusableIssuer::BadAddress(bad_address));
+        assert!(e.source().and_then(|s| s.source()).is_some(), "{e}");
+        let url = privsvc_ohttp::RelayerUrl::parse("https://issuer.example/").unwrap();
+        let e = PrivsvcError::IssuerNotUsable(UnusableIssuer::NoHeartbeat {
+            issuer: Address::repeat_byte(0x11),
+            url,
+        });
+        assert_eq!(
+            e.to_string(),
+            "the relayer's token issuer cannot be used: issuer 0x1111111111111111111111111111111111111111 \
+             has no live heartbeat naming the relayer's issuerUrl https://issuer.example; no token is \
+             requested from it"
+        );
     }
 }

@@ -24,7 +24,7 @@ use rand::seq::SliceRandom as _;
 use rand::Rng as _;
 
 use crate::discover::heartbeat_relayers;
-use crate::error::PrivsvcError;
+use crate::error::{PrivsvcError, UnusableIssuer};
 use crate::options::{ClientOptions, TokenSupply};
 use crate::protocol::InfoResponse;
 use crate::rng::ClientRng;
@@ -105,16 +105,14 @@ impl TokenManager {
             )
         })?;
         let (Some(issuer), Some(url)) = (&info.issuer, &info.issuer_url) else {
-            return Err(PrivsvcError::IssuerNotUsable(
-                "the relayer requires tokens but names no issuer".into(),
-            ));
+            return Err(PrivsvcError::IssuerNotUsable(UnusableIssuer::NotNamed));
         };
-        let issuer: Address = issuer.parse().map_err(|e| {
-            PrivsvcError::IssuerNotUsable(format!("issuer address {issuer:?}: {e}"))
-        })?;
-        let url = privsvc_ohttp::normalize_relayer_url(url).map_err(|e| {
-            PrivsvcError::IssuerNotUsable(format!("the relayer's issuerUrl is not usable: {e}"))
-        })?;
+        let issuer: Address = issuer
+            .parse()
+            .map_err(|e| PrivsvcError::IssuerNotUsable(UnusableIssuer::BadAddress(e)))?;
+        let issuer_url = privsvc_ohttp::RelayerUrl::parse(url)
+            .map_err(|e| PrivsvcError::IssuerNotUsable(UnusableIssuer::BadUrl(e)))?;
+        let url = issuer_url.as_str().to_string();
         let key = (issuer, url.clone());
         if let Some(w) = self.lock().get(&key) {
             return Ok(w.clone());
@@ -124,9 +122,10 @@ impl TokenManager {
             .iter()
             .any(|hb| hb.creator == issuer && hb.url == url);
         if !verified {
-            return Err(PrivsvcError::IssuerNotUsable(format!(
-                "issuer {issuer} has no live heartbeat naming the relayer's issuerUrl {url}; no token is requested from it"
-            )));
+            return Err(PrivsvcError::IssuerNotUsable(UnusableIssuer::NoHeartbeat {
+                issuer,
+                url: issuer_url,
+            }));
         }
         let mut o = TokenWalletOptions::new(user_wallet, self.reader.clone(), issuer, url);
         o.store = self.store.clone();
