@@ -16,6 +16,7 @@
 //! `attribute "Foo": names must be lowercase`.
 #![forbid(unsafe_code)]
 
+mod app_name;
 mod error;
 #[cfg(feature = "fuzzing")]
 pub mod fuzz_entry;
@@ -25,6 +26,7 @@ mod name;
 mod value;
 
 pub use alloy_primitives::U256;
+pub use app_name::{AppName, InvalidAppName, MAX_APP_NAME_BYTES, MIN_APP_NAME_BYTES};
 pub use error::AttributeError;
 pub use map::{ArkivAttribute, Attributes, MAX_ATTRIBUTES};
 pub use name::{

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use alloy_primitives::{Address, Signature};
-use privsvc_attributes::{AttrValue, Attributes};
+use privsvc_attributes::{AppName, AttrValue, Attributes};
 use privsvc_fingerprint::CheckWarning;
 use privsvc_ledger::LedgerReader;
 use privsvc_ohttp::Transport;
@@ -35,6 +35,8 @@ pub const DEFAULT_RPC_URL: &str = "https://rpc.tiramisu.db-chain.testnet.arkiv.n
 /// and proves ownership of them. Build it with [`PrivateClient::builder`].
 pub struct PrivateClient {
     pub(crate) options: ClientOptions,
+    /// `options.app`, checked.
+    pub(crate) app: AppName,
     pub(crate) vault: Arc<dyn Vault>,
     pub(crate) reader: Arc<dyn LedgerReader>,
     pub(crate) transport: Arc<dyn Transport>,
@@ -101,6 +103,7 @@ impl PrivateClient {
     /// the client logs a warning and keeps the keys in-process (see
     /// [`PrivateClient::keys_isolated`]).
     pub async fn from_options(mut options: ClientOptions) -> Result<Self, PrivsvcError> {
+        let app = AppName::new(options.app.as_str())?;
         if options.wallet.is_none() && options.vault.is_none() {
             return Err(PrivsvcError::Config(
                 "either a wallet or a vault is required: call `wallet(...)` or `vault(...)`".into(),
@@ -177,6 +180,7 @@ impl PrivateClient {
         });
         let client = Self {
             options,
+            app,
             vault,
             reader,
             transport,
@@ -307,7 +311,7 @@ impl PrivateClient {
 
     /// The app (key-derivation namespace).
     pub fn app(&self) -> &str {
-        &self.options.app
+        self.app.as_str()
     }
 
     /// The `project` attribute value in use.
@@ -664,4 +668,23 @@ async fn contact_relayers(
     }
     bind_issuers(transport, &out);
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn an_app_that_is_not_an_app_name_is_refused_before_anything_else() {
+        for (app, len) in [(String::new(), 0), ("a".repeat(129), 129)] {
+            let err = PrivateClient::from_options(ClientOptions::new(app))
+                .await
+                .unwrap_err();
+            assert!(
+                matches!(&err, PrivsvcError::InvalidApp(e) if e.len == len),
+                "{err}"
+            );
+            assert!(err.to_string().contains("1 to 128 bytes"), "{err}");
+        }
+    }
 }

@@ -333,7 +333,7 @@ impl PrivateClient {
             if relayer.info.tokens_required {
                 match self
                     .tokens
-                    .take(self.app(), &relayer.info, requested_ms)
+                    .take(&self.app, &relayer.info, requested_ms)
                     .await
                 {
                     Ok(token) => request.token = Some(token),

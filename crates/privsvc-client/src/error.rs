@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use alloy_primitives::Address;
+use privsvc_attributes::{AppName, InvalidAppName};
 use privsvc_fingerprint::CheckWarning;
 
 /// Errors of the privsvc client.
@@ -56,27 +58,30 @@ pub enum PrivsvcError {
     #[error("the wallet is a smart-contract account, whose signatures cannot derive keys; use an externally owned account or a random-root vault (KeyVault::random)")]
     SmartContractWallet,
     /// The token issuer published two different keys for one app and day.
-    #[error("token issuer {issuer} published two different keys for app {app:?} on day {epoch}; it may be tagging users, so its tokens are refused: use another relayer or issuer")]
+    #[error("token issuer {issuer} published two different keys for app {:?} on day {epoch}; it may be tagging users, so its tokens are refused: use another relayer or issuer", .app.as_str())]
     IssuerEquivocation {
         /// The issuer address.
-        issuer: String,
+        issuer: Address,
         /// The app.
-        app: String,
+        app: AppName,
         /// The UTC day number.
         epoch: u32,
     },
     /// Every relayer that could take the record requires a token, and none is ripe (at least
     /// `token_min_age_ms` old) within the wait bound.
-    #[error("no token for app {app:?} is ripe yet (a token is spent only once `token_min_age_ms` old, so the issuer cannot tie it to this write); retry later, prefetch tokens with TokenWallet::prefetch_later, or add a relayer that requires none")]
+    #[error("no token for app {:?} is ripe yet (a token is spent only once `token_min_age_ms` old, so the issuer cannot tie it to this write); retry later, prefetch tokens with TokenWallet::prefetch_later, or add a relayer that requires none", .app.as_str())]
     NoRipeToken {
         /// The app.
-        app: String,
+        app: AppName,
     },
     /// `check_rarity` was called on a session whose listing carries no attribute values: before
     /// the session's attribute listing (its first tail), or on a session built with `rarity_k`
     /// 0; nothing is listed on demand.
     #[error("the session's listing carries no attribute values yet, so rarity cannot be counted: the attribute listing runs at the session's first tail (within one tail interval of its start); try again after it, and build the client with rarity_k above 0")]
     RarityUnavailable,
+    /// The client's app is not an app name (1 to 128 bytes of UTF-8).
+    #[error("invalid app: {0}; pass an app name of 1 to 128 bytes to ClientOptions::new")]
+    InvalidApp(#[from] InvalidAppName),
     /// The client was configured inconsistently.
     #[error("invalid client configuration: {0}")]
     Config(String),
@@ -132,7 +137,7 @@ pub enum PrivsvcError {
     /// The token issuer a relayer names cannot be used: no issuer named, a malformed address or
     /// URL, or no live heartbeat of the issuer naming that URL (nothing was sent to it).
     #[error("the relayer's token issuer cannot be used: {0}")]
-    IssuerNotUsable(String),
+    IssuerNotUsable(#[source] UnusableIssuer),
     /// A relayer answered something that does not follow the protocol.
     #[error("relayer {relayer} answered an unexpected response: {message}")]
     Protocol {
@@ -140,6 +145,29 @@ pub enum PrivsvcError {
         relayer: String,
         /// What was wrong.
         message: String,
+    },
+}
+
+/// Why the token issuer a relayer names cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum UnusableIssuer {
+    /// The relayer requires tokens but names no issuer (or no issuer URL).
+    #[error("the relayer requires tokens but names no issuer")]
+    NotNamed,
+    /// The relayer's `issuer` is not an address.
+    #[error("the relayer's issuer address is malformed: {0}")]
+    BadAddress(#[source] alloy_primitives::hex::FromHexError),
+    /// The relayer's `issuerUrl` is not an absolute http(s) URL.
+    #[error("the relayer's issuerUrl is not usable: {0}")]
+    BadUrl(#[source] privsvc_ohttp::TransportError),
+    /// No live heartbeat of the issuer names that URL.
+    #[error("issuer {issuer} has no live heartbeat naming the relayer's issuerUrl {url}; no token is requested from it")]
+    NoHeartbeat {
+        /// The issuer the relayer names.
+        issuer: Address,
+        /// The issuer URL the relayer names.
+        url: privsvc_ohttp::RelayerUrl,
     },
 }
 
@@ -195,5 +223,30 @@ impl From<privsvc_tokens::TokenError> for PrivsvcError {
             } => Self::IssuerEquivocation { issuer, app, epoch },
             other => Self::Tokens(other),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use super::*;
+
+    #[test]
+    fn an_unusable_issuer_keeps_its_cause() {
+        let bad_address = "0x12".parse::<Address>().unwrap_err();
+        let e = PrivsvcError::IssuerNotUsable(UnusableIssuer::BadAddress(bad_address));
+        assert!(e.source().and_then(|s| s.source()).is_some(), "{e}");
+        let url = privsvc_ohttp::RelayerUrl::parse("https://issuer.example/").unwrap();
+        let e = PrivsvcError::IssuerNotUsable(UnusableIssuer::NoHeartbeat {
+            issuer: Address::repeat_byte(0x11),
+            url,
+        });
+        assert_eq!(
+            e.to_string(),
+            "the relayer's token issuer cannot be used: issuer 0x1111111111111111111111111111111111111111 \
+             has no live heartbeat naming the relayer's issuerUrl https://issuer.example; no token is \
+             requested from it"
+        );
     }
 }

@@ -99,7 +99,7 @@ pub use discover::{
     LiveHeartbeat, RelayerRef,
 };
 pub use entities::{EntitiesQuery, ProveParams};
-pub use error::{BoxError, PrivsvcError};
+pub use error::{BoxError, PrivsvcError, UnusableIssuer};
 pub use options::{
     default_inclusion_timeout, ClientBuilder, ClientOptions, TokenSupply, BLOCK_TIME_SECONDS,
     DEFAULT_COVER_BATCHES, DEFAULT_COVER_PER_MINUTE, DEFAULT_COVER_SUBMISSION_SHARE,

@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use alloy_primitives::Address;
+use privsvc_attributes::AppName;
 use privsvc_ledger::LedgerReader;
 use privsvc_ohttp::{HttpTransport, Transport};
 use privsvc_tokens::{
@@ -23,7 +24,7 @@ use rand::seq::SliceRandom as _;
 use rand::Rng as _;
 
 use crate::discover::heartbeat_relayers;
-use crate::error::PrivsvcError;
+use crate::error::{PrivsvcError, UnusableIssuer};
 use crate::options::{ClientOptions, TokenSupply};
 use crate::protocol::InfoResponse;
 use crate::rng::ClientRng;
@@ -45,7 +46,7 @@ pub(crate) struct TokenManager {
     allow_on_demand: bool,
     rng: Arc<ClientRng>,
     /// An issuer the refills found equivocating (reported by the writes that find no token).
-    equivocation: Mutex<Option<(String, String, u32)>>,
+    equivocation: Mutex<Option<(Address, AppName, u32)>>,
     /// How issuer calls travel: through the client's OHTTP transport when it has a relay, else
     /// directly with the client's `fetch`; `None`: the token wallet's default (direct HTTP).
     issuer_transport: Option<Arc<dyn Transport>>,
@@ -104,16 +105,14 @@ impl TokenManager {
             )
         })?;
         let (Some(issuer), Some(url)) = (&info.issuer, &info.issuer_url) else {
-            return Err(PrivsvcError::IssuerNotUsable(
-                "the relayer requires tokens but names no issuer".into(),
-            ));
+            return Err(PrivsvcError::IssuerNotUsable(UnusableIssuer::NotNamed));
         };
-        let issuer: Address = issuer.parse().map_err(|e| {
-            PrivsvcError::IssuerNotUsable(format!("issuer address {issuer:?}: {e}"))
-        })?;
-        let url = privsvc_ohttp::normalize_relayer_url(url).map_err(|e| {
-            PrivsvcError::IssuerNotUsable(format!("the relayer's issuerUrl is not usable: {e}"))
-        })?;
+        let issuer: Address = issuer
+            .parse()
+            .map_err(|e| PrivsvcError::IssuerNotUsable(UnusableIssuer::BadAddress(e)))?;
+        let issuer_url = privsvc_ohttp::RelayerUrl::parse(url)
+            .map_err(|e| PrivsvcError::IssuerNotUsable(UnusableIssuer::BadUrl(e)))?;
+        let url = issuer_url.as_str().to_string();
         let key = (issuer, url.clone());
         if let Some(w) = self.lock().get(&key) {
             return Ok(w.clone());
@@ -123,9 +122,10 @@ impl TokenManager {
             .iter()
             .any(|hb| hb.creator == issuer && hb.url == url);
         if !verified {
-            return Err(PrivsvcError::IssuerNotUsable(format!(
-                "issuer {issuer} has no live heartbeat naming the relayer's issuerUrl {url}; no token is requested from it"
-            )));
+            return Err(PrivsvcError::IssuerNotUsable(UnusableIssuer::NoHeartbeat {
+                issuer,
+                url: issuer_url,
+            }));
         }
         let mut o = TokenWalletOptions::new(user_wallet, self.reader.clone(), issuer, url);
         o.store = self.store.clone();
@@ -154,13 +154,12 @@ impl TokenManager {
     /// a timing risk).
     pub(crate) async fn take(
         &self,
-        app: &str,
+        app: &AppName,
         info: &InfoResponse,
         requested_ms: u64,
     ) -> Result<TokenRedemption, PrivsvcError> {
-        let not_ready = || PrivsvcError::NoRipeToken {
-            app: app.to_string(),
-        };
+        let not_ready = || PrivsvcError::NoRipeToken { app: app.clone() };
+        let app = app.as_str();
         if let TokenSupply::Source(s) = &self.mode {
             return s.take(app, requested_ms).await?.ok_or_else(not_ready);
         }
@@ -322,7 +321,7 @@ impl TokenManager {
                         } = &e
                         {
                             *self.equivocation.lock().unwrap_or_else(|p| p.into_inner()) =
-                                Some((issuer.clone(), app.clone(), *epoch));
+                                Some((*issuer, app.clone(), *epoch));
                         }
                     }
                 }
@@ -361,7 +360,7 @@ impl TokenManager {
                         tracing::warn!(error = %e, "a scheduled token refill failed");
                         if let PrivsvcError::IssuerEquivocation { issuer, app, epoch } = &e {
                             *self.equivocation.lock().unwrap_or_else(|p| p.into_inner()) =
-                                Some((issuer.clone(), app.clone(), *epoch));
+                                Some((*issuer, app.clone(), *epoch));
                         }
                     }
                 }

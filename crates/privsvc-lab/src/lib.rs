@@ -56,8 +56,14 @@ pub enum LabError {
     #[error("ledger: {0}")]
     Ledger(#[from] privsvc_ledger::LedgerError),
     /// The lab's own setup failed.
-    #[error("setup: {0}")]
-    Setup(String),
+    #[error("setup: {what}: {source}")]
+    Setup {
+        /// What could not be set up (`scan cache directory`, `wallet`, `http client`).
+        what: &'static str,
+        /// The file system's, the wallet's or the HTTP client's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
 }
 
 /// The three relayers and the relay, every party recorded.
@@ -156,8 +162,10 @@ pub async fn run(scenario: Scenario) -> Result<LabReport, LabError> {
         std::process::id(),
         scenario.seed
     ));
-    std::fs::create_dir_all(&cache_dir)
-        .map_err(|e| LabError::Setup(format!("scan cache directory: {e}")))?;
+    std::fs::create_dir_all(&cache_dir).map_err(|e| LabError::Setup {
+        what: "scan cache directory",
+        source: e.into(),
+    })?;
     let people = population::people(&scenario, ids, &cache_dir, &mut rng)?;
     let ids: Vec<Identity> = people.iter().map(|p| p.device.clone()).collect();
     let devices = PopulationFigures {

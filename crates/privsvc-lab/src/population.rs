@@ -171,9 +171,13 @@ impl Identity {
     /// User `index` at the address `ip`, with a wallet drawn from `rng`.
     pub fn at(index: usize, ip: IpAddr, rng: &mut StdRng) -> Result<Identity, crate::LabError> {
         let key: [u8; 32] = rng.gen();
-        let wallet = Arc::new(
-            LocalWallet::from_bytes(&key).map_err(|e| crate::LabError::Setup(e.to_string()))?,
-        );
+        let wallet =
+            Arc::new(
+                LocalWallet::from_bytes(&key).map_err(|e| crate::LabError::Setup {
+                    what: "wallet",
+                    source: e.into(),
+                })?,
+            );
         let http = http_from(ip)?;
         Ok(Identity {
             index,
@@ -258,7 +262,10 @@ fn http_from(ip: IpAddr) -> Result<reqwest::Client, crate::LabError> {
         .timeout(Duration::from_secs(30))
         .redirect(reqwest::redirect::Policy::none())
         .build()
-        .map_err(|e| crate::LabError::Setup(format!("http client: {e}")))
+        .map_err(|e| crate::LabError::Setup {
+            what: "http client",
+            source: e.into(),
+        })
 }
 
 /// The lab's side of a run: the stack, the scenario, what happened.

@@ -486,8 +486,10 @@ impl RelayerConfig {
                  holding the hex key)",
             )
         })?;
+        let url = url::Url::parse(&self.rpc_url)
+            .map_err(|e| invalid("LEDGER_RPC_URL", format!("not a URL ({e})")))?;
         let ledger = |source: privsvc_ledger::LedgerError| crate::RelayerError::LedgerConnect {
-            url: self.rpc_url.clone(),
+            url: url.clone(),
             source: Box::new(source),
         };
         let connect = || {

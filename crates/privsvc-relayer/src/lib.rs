@@ -139,7 +139,7 @@ pub use config::{
     RelayerConfig, RelayerKey, TokenMode, DEFAULT_MIN_FREE_BYTES,
 };
 pub use health::Health;
-pub use store::StoreError;
+pub use store::{Corruption, StoreError};
 pub use writer::SerializedWriter;
 
 /// Why the relayer could not start.
@@ -159,7 +159,7 @@ pub enum RelayerError {
     #[error("cannot connect to the ledger at {url}: {source}")]
     LedgerConnect {
         /// The `LEDGER_RPC_URL`.
-        url: String,
+        url: url::Url,
         /// Why.
         #[source]
         source: Box<LedgerError>,

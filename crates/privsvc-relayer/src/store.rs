@@ -52,7 +52,7 @@ pub enum StoreError {
     AlreadyStored(String),
     /// SQLite found the database file damaged (at open or by `PRAGMA quick_check`).
     #[error(
-        "the queue database {} is damaged ({detail}); the relayer does not start on it. Stop \
+        "the queue database {} is damaged ({source}); the relayer does not start on it. Stop \
          it, move {} and its -wal and -shm files aside (keep them for inspection) and start on \
          an empty DATA_DIR: the records still queued in the damaged file are not written (their \
          clients resubmit them after their deadline), and its statuses and spent token ids are \
@@ -64,7 +64,8 @@ pub enum StoreError {
         /// The database file.
         path: PathBuf,
         /// What SQLite reported.
-        detail: String,
+        #[source]
+        source: Corruption,
     },
     /// A stored field does not parse: the file was damaged in a way SQLite cannot see.
     #[error("stored {item}: {field} does not parse ({detail}); the database may be damaged")]
@@ -103,6 +104,38 @@ impl StoreError {
             StoreError::Corrupt { .. } => true,
             _ => false,
         }
+    }
+}
+
+/// How SQLite found a queue database damaged.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Corruption {
+    /// SQLite's error while opening, checking or migrating the file (a damaged file, or not a
+    /// database).
+    #[error("{step}: {source}")]
+    Sqlite {
+        /// What was being done (`open`, `PRAGMA quick_check`, `schema`, `migration`).
+        step: &'static str,
+        /// SQLite's error.
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// `PRAGMA quick_check` answered with problems instead of `ok`.
+    #[error("PRAGMA quick_check: {}{}", .problems.join("; "), more_text(*.more))]
+    QuickCheck {
+        /// The first problems, in SQLite's words (at most five).
+        problems: Vec<String>,
+        /// How many more it reported.
+        more: usize,
+    },
+}
+
+fn more_text(more: usize) -> String {
+    if more == 0 {
+        String::new()
+    } else {
+        format!("; and {more} more")
     }
 }
 
@@ -326,9 +359,9 @@ CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 const SCHEMA_VERSION: &str = "2";
 
 fn open(path: &Path) -> Result<Connection, StoreError> {
-    let conn = Connection::open(path).map_err(|e| damaged_file(path, e))?;
+    let conn = Connection::open(path).map_err(|e| damaged_file(path, "open", e))?;
     conn.pragma_update(None, "journal_mode", "WAL")
-        .map_err(|e| damaged_file(path, e))?;
+        .map_err(|e| damaged_file(path, "open", e))?;
     conn.pragma_update(None, "synchronous", "FULL")?;
     conn.pragma_update(None, "cache_size", -16_000)?;
     conn.pragma_update(None, "secure_delete", "ON")?;
@@ -337,13 +370,13 @@ fn open(path: &Path) -> Result<Connection, StoreError> {
 }
 
 /// [`StoreError::Corrupt`] naming `path` when SQLite says the file is damaged or not a
-/// database, else the error as it is.
-fn damaged_file(path: &Path, e: rusqlite::Error) -> StoreError {
+/// database during `step`, else the error as it is.
+fn damaged_file(path: &Path, step: &'static str, e: rusqlite::Error) -> StoreError {
     use rusqlite::ErrorCode as C;
     match e.sqlite_error_code() {
         Some(C::DatabaseCorrupt) | Some(C::NotADatabase) => StoreError::Corrupt {
             path: path.to_path_buf(),
-            detail: e.to_string(),
+            source: Corruption::Sqlite { step, source: e },
         },
         _ => StoreError::Sqlite(e),
     }
@@ -363,28 +396,16 @@ fn quick_check(conn: &Connection, path: &Path) -> Result<(), StoreError> {
             stmt.query_map([], |r| r.get::<_, String>(0))?
                 .collect::<Result<_, _>>()
         })
-        .map_err(|e| match damaged_file(path, e) {
-            StoreError::Corrupt { path, detail } => StoreError::Corrupt {
-                path,
-                detail: format!("PRAGMA quick_check: {detail}"),
-            },
-            other => other,
-        })?;
+        .map_err(|e| damaged_file(path, "PRAGMA quick_check", e))?;
     if lines.len() == 1 && lines[0] == "ok" {
         return Ok(());
     }
-    let mut detail = lines
-        .iter()
-        .take(QUICK_CHECK_LINES)
-        .cloned()
-        .collect::<Vec<_>>()
-        .join("; ");
-    if lines.len() > QUICK_CHECK_LINES {
-        detail.push_str(&format!("; and {} more", lines.len() - QUICK_CHECK_LINES));
-    }
+    let more = lines.len().saturating_sub(QUICK_CHECK_LINES);
+    let mut problems = lines;
+    problems.truncate(QUICK_CHECK_LINES);
     Err(StoreError::Corrupt {
         path: path.to_path_buf(),
-        detail: format!("PRAGMA quick_check: {detail}"),
+        source: Corruption::QuickCheck { problems, more },
     })
 }
 
@@ -535,9 +556,9 @@ impl Store {
         quick_check(&writer, &path)?;
         writer
             .execute_batch(SCHEMA)
-            .map_err(|e| damaged_file(&path, e))?;
+            .map_err(|e| damaged_file(&path, "schema", e))?;
         migrate(&mut writer).map_err(|e| match e {
-            StoreError::Sqlite(e) => damaged_file(&path, e),
+            StoreError::Sqlite(e) => damaged_file(&path, "migration", e),
             other => other,
         })?;
         let read = open(&path)?;

@@ -1,5 +1,9 @@
 //! Why a local stack could not start.
 
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
 /// A part of the stack failed to start or to come up in time.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -30,5 +34,103 @@ pub enum StackError {
     Config(String),
     /// Something did not happen in time (heartbeats on the ledger, targets verified).
     #[error("timed out: {0}")]
-    Timeout(String),
+    Timeout(Awaited),
+}
+
+/// What a stack waited for in vain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Awaited {
+    /// The devnet process to answer.
+    DevnetStart {
+        /// Its log.
+        log: PathBuf,
+    },
+    /// The relayer process to answer its health check.
+    RelayerStart {
+        /// How long it was given.
+        within: Duration,
+        /// Its log.
+        log: PathBuf,
+    },
+    /// A relayer's heartbeat to reach the ledger.
+    Heartbeat {
+        /// The relayer's name in the stack.
+        relayer: String,
+    },
+    /// The OHTTP relay to verify every relayer.
+    RelayTargets {
+        /// Relayers verified.
+        verified: usize,
+        /// Relayers in the stack.
+        expected: usize,
+    },
+}
+
+impl fmt::Display for Awaited {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Awaited::DevnetStart { log } => {
+                write!(f, "the devnet did not start (see {})", log.display())
+            }
+            Awaited::RelayerStart { within, log } => write!(
+                f,
+                "the relayer did not start within {} s (see {})",
+                within.as_secs(),
+                log.display()
+            ),
+            Awaited::Heartbeat { relayer } => {
+                write!(
+                    f,
+                    "relayer {relayer:?}'s heartbeat did not reach the ledger"
+                )
+            }
+            Awaited::RelayTargets { verified, expected } => {
+                write!(
+                    f,
+                    "the OHTTP relay verified {verified} of {expected} relayers"
+                )
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_timeout_says_what_was_awaited() {
+        let cases = [
+            (
+                Awaited::DevnetStart {
+                    log: PathBuf::from("/tmp/s/devnet.log"),
+                },
+                "timed out: the devnet did not start (see /tmp/s/devnet.log)",
+            ),
+            (
+                Awaited::RelayerStart {
+                    within: Duration::from_secs(60),
+                    log: PathBuf::from("/tmp/s/relayer.log"),
+                },
+                "timed out: the relayer did not start within 60 s (see /tmp/s/relayer.log)",
+            ),
+            (
+                Awaited::Heartbeat {
+                    relayer: "a".into(),
+                },
+                "timed out: relayer \"a\"'s heartbeat did not reach the ledger",
+            ),
+            (
+                Awaited::RelayTargets {
+                    verified: 1,
+                    expected: 3,
+                },
+                "timed out: the OHTTP relay verified 1 of 3 relayers",
+            ),
+        ];
+        for (awaited, text) in cases {
+            assert_eq!(StackError::Timeout(awaited).to_string(), text);
+        }
+    }
 }

@@ -33,7 +33,7 @@ mod spec;
 mod stack;
 mod tap;
 
-pub use error::StackError;
+pub use error::{Awaited, StackError};
 pub use processes::{ProcessSpec, ProcessStack, LIBFAKETIME};
 pub use spec::{RelayerSpec, RelayerTokens};
 pub use stack::{LocalStack, LocalStackBuilder};

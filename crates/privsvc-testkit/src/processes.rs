@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use alloy_primitives::Address;
 use privsvc_ledger::RpcLedger;
 
-use crate::StackError;
+use crate::{Awaited, StackError};
 
 /// Longest wait for the devnet to answer after a start.
 const DEVNET_START: Duration = Duration::from_secs(60);
@@ -227,10 +227,9 @@ impl ProcessStack {
             kill(Some(child));
             self.devnet_port = free_port()?;
         }
-        Err(StackError::Timeout(format!(
-            "the devnet did not start (see {})",
-            self.spec.dir.join("devnet.log").display()
-        )))
+        Err(StackError::Timeout(Awaited::DevnetStart {
+            log: self.spec.dir.join("devnet.log"),
+        }))
     }
 
     /// SIGKILLs the devnet.
@@ -272,11 +271,10 @@ impl ProcessStack {
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
         }
-        Err(StackError::Timeout(format!(
-            "the relayer did not start within {} s (see {})",
-            RELAYER_START.as_secs(),
-            self.spec.dir.join("relayer.log").display()
-        )))
+        Err(StackError::Timeout(Awaited::RelayerStart {
+            within: RELAYER_START,
+            log: self.spec.dir.join("relayer.log"),
+        }))
     }
 
     /// Starts the relayer process on the ledger at `rpc_url` (under libfaketime when its clock

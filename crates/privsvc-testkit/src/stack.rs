@@ -11,7 +11,7 @@ use privsvc_relayer::{OhttpSeed, Relayer, RelayerConfig, RelayerKey, TokenMode};
 use tempfile::TempDir;
 use tokio::task::JoinHandle;
 
-use crate::error::StackError;
+use crate::error::{Awaited, StackError};
 use crate::spec::{RelayerSpec, RelayerTokens};
 use crate::tap::Tap;
 
@@ -428,10 +428,9 @@ impl LocalStack {
             let Some(h) = &r.handle else { continue };
             while h.health().await.heartbeat.is_empty() {
                 if Instant::now() > deadline {
-                    return Err(StackError::Timeout(format!(
-                        "relayer {:?}'s heartbeat did not reach the ledger",
-                        r.spec.name
-                    )));
+                    return Err(StackError::Timeout(Awaited::Heartbeat {
+                        relayer: r.spec.name.clone(),
+                    }));
                 }
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
@@ -449,10 +448,10 @@ impl LocalStack {
         let expected = self.relayers.len();
         while relay.refresh().await? < expected {
             if Instant::now() > deadline {
-                return Err(StackError::Timeout(format!(
-                    "the OHTTP relay verified {} of {expected} relayers",
-                    relay.targets().len()
-                )));
+                return Err(StackError::Timeout(Awaited::RelayTargets {
+                    verified: relay.targets().len(),
+                    expected,
+                }));
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }

@@ -16,9 +16,11 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use alloy_primitives::Address;
+use privsvc_attributes::AppName;
 use privsvc_ledger::{LedgerError, LedgerReader};
 
 use crate::error::TokenError;
+use crate::message::app_name;
 use crate::message::DAY_MS;
 use crate::published_key::fetch_issuer_key_entity;
 use crate::suite::IssuerKey;
@@ -67,10 +69,10 @@ impl KeyPins for MemoryKeyPins {
     }
 }
 
-fn equivocation(issuer: Address, app: &str, epoch: u32) -> TokenError {
+fn equivocation(issuer: Address, app: AppName, epoch: u32) -> TokenError {
     TokenError::IssuerEquivocation {
-        issuer: issuer.to_string(),
-        app: app.to_string(),
+        issuer,
+        app,
         epoch,
         keys: 2,
     }
@@ -88,13 +90,14 @@ pub async fn accept_issuer_key(
     app: &str,
     epoch: u32,
 ) -> Result<IssuerKey, TokenError> {
+    let app_name = app_name(app)?;
     let published = fetch_issuer_key_entity(reader, issuer, app, epoch).await?;
     let spki = published.key.spki();
     if let Some(pinned) = pins.get(issuer, app, epoch)? {
         return if pinned.as_slice() == spki {
             Ok(published.key)
         } else {
-            Err(equivocation(issuer, app, epoch))
+            Err(equivocation(issuer, app_name, epoch))
         };
     }
     let created_s = reader
@@ -108,14 +111,14 @@ pub async fn accept_issuer_key(
     let day_start_s = u64::from(epoch) * (DAY_MS / 1000);
     if created_s >= day_start_s && is_established(reader, pins, issuer, app, epoch).await? {
         return Err(TokenError::KeyTooLate {
-            issuer: issuer.to_string(),
-            app: app.to_string(),
+            issuer,
+            app: app_name,
             epoch,
             late_by_s: created_s - day_start_s,
         });
     }
     if pins.pin(issuer, app, epoch, spki)?.as_slice() != spki {
-        return Err(equivocation(issuer, app, epoch));
+        return Err(equivocation(issuer, app_name, epoch));
     }
     Ok(published.key)
 }

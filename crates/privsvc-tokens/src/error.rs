@@ -2,6 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
+use alloy_primitives::Address;
+use privsvc_attributes::AppName;
 use privsvc_ledger::LedgerError;
 use privsvc_vault::VaultError;
 
@@ -23,29 +25,30 @@ pub enum TokenError {
     /// A blind signature from the issuer did not verify (faulty or malicious issuer).
     #[error("the issuer returned a blind signature that does not verify under its published key")]
     BadBlindSignature,
-    /// The app name cannot be used in a token message: it is empty or longer than 65535 bytes.
-    #[error("invalid app name of {len} bytes: a token's app name has 1 to 65535 bytes")]
+    /// The app name cannot be used in a token message: it is empty or longer than
+    /// [`privsvc_attributes::MAX_APP_NAME_BYTES`] (128) bytes.
+    #[error("invalid app name of {len} bytes: a token's app name has 1 to 128 bytes")]
     InvalidApp {
         /// The name's length in bytes.
         len: usize,
     },
     /// The issuer has no key on the ledger for this app and epoch.
-    #[error("issuer {issuer} has no key on the ledger for app {app:?}, epoch {epoch}")]
+    #[error("issuer {issuer} has no key on the ledger for app {:?}, epoch {epoch}", .app.as_str())]
     NoIssuerKey {
-        /// The issuer address (0x-hex).
-        issuer: String,
+        /// The issuer address.
+        issuer: Address,
         /// The app.
-        app: String,
+        app: AppName,
         /// The UTC day number.
         epoch: u32,
     },
     /// The issuer published two distinct keys for one app and epoch.
-    #[error("issuer {issuer} published {keys} distinct keys for app {app:?}, epoch {epoch}: it may be tagging clients; do not use its tokens")]
+    #[error("issuer {issuer} published {keys} distinct keys for app {:?}, epoch {epoch}: it may be tagging clients; do not use its tokens", .app.as_str())]
     IssuerEquivocation {
-        /// The issuer address (0x-hex).
-        issuer: String,
+        /// The issuer address.
+        issuer: Address,
         /// The app.
-        app: String,
+        app: AppName,
         /// The UTC day number.
         epoch: u32,
         /// How many distinct keys were found.
@@ -54,23 +57,69 @@ pub enum TokenError {
     /// The issuer's key for an epoch was created after that day began although the app had a
     /// key the day before: an honest issuer publishes it the day before; a late key may have
     /// been made for a few users only (to tag them).
-    #[error("issuer {issuer} created its key for app {app:?}, epoch {epoch} {late_by_s} s after that day began although the app already had a key the day before; refusing it (a late key can tag its users)")]
+    #[error("issuer {issuer} created its key for app {:?}, epoch {epoch} {late_by_s} s after that day began although the app already had a key the day before; refusing it (a late key can tag its users)", .app.as_str())]
     KeyTooLate {
-        /// The issuer address (0x-hex).
-        issuer: String,
+        /// The issuer address.
+        issuer: Address,
         /// The app.
-        app: String,
+        app: AppName,
         /// The UTC day number.
         epoch: u32,
         /// Seconds between the start of the day and the key's creation block.
         late_by_s: u64,
     },
-    /// The issuer refused an issuance (HTTP 403) with this reason.
-    #[error("the issuer refused to issue tokens: {0}")]
-    Refused(String),
-    /// The issuer answered something unexpected.
-    #[error("issuer protocol error: {0}")]
-    Issuer(String),
+    /// The issuer answered an error status with this reason (its `{"error"}` text); a 403 is
+    /// a refused issuance.
+    #[error("{}", refusal_text(*.status, .request, .reason))]
+    Refused {
+        /// The request answered (`GET /v1/issuer/key`, `POST /v1/tokens/issue`).
+        request: &'static str,
+        /// The HTTP status.
+        status: u16,
+        /// The issuer's reason, as it gave it.
+        reason: String,
+    },
+    /// An issuance was asked for no token.
+    #[error("ask for at least one token")]
+    NoTokensAsked,
+    /// An attestation code is good for one request, and more tokens were asked than one
+    /// request carries.
+    #[error("an attestation code is good for one request of at most {max} tokens, {asked} asked")]
+    AttestationCount {
+        /// Tokens asked for.
+        asked: usize,
+        /// Tokens one request carries.
+        max: usize,
+    },
+    /// The issuer's answer does not parse.
+    #[error("issuer protocol error: bad {what}: {source}")]
+    IssuerAnswer {
+        /// The answer (`issuer key response`, `issue response`).
+        what: &'static str,
+        /// The JSON decoder's error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The issuer's key answer names another issuer, app or epoch than asked.
+    #[error("issuer protocol error: the issuer key response names another issuer, app or epoch")]
+    IssuerKeyMismatch,
+    /// The issuer returned another number of blind signatures than blinded values sent.
+    #[error("issuer protocol error: asked for {asked} blind signatures, got {got}")]
+    BlindSignatureCount {
+        /// Blinded values sent.
+        asked: usize,
+        /// Blind signatures returned.
+        got: usize,
+    },
+    /// A request to the issuer could not be built.
+    #[error("cannot build the {what}: {source}")]
+    Request {
+        /// The request (`issuer key query`, `issue request`).
+        what: &'static str,
+        /// The URL parser's or the JSON encoder's error.
+        #[source]
+        source: BoxError,
+    },
     /// The issuer could not be reached (directly or through the client's transport).
     #[error("cannot reach the issuer: {0}")]
     Transport(#[from] privsvc_rt::TransportError),
@@ -170,6 +219,14 @@ impl TokenError {
             step,
             source: source.into(),
         }
+    }
+}
+
+fn refusal_text(status: u16, request: &str, reason: &str) -> String {
+    if status == 403 {
+        format!("the issuer refused to issue tokens: {reason}")
+    } else {
+        format!("issuer protocol error: {request} answered {status}: {reason}")
     }
 }
 

@@ -23,6 +23,7 @@ use std::time::Duration;
 
 use alloy_primitives::{Address, Signature};
 use base64::Engine as _;
+use privsvc_attributes::AppName;
 use privsvc_ledger::{LedgerError, LedgerReader, LedgerWriter, Revert};
 use sha2::{Digest, Sha256};
 
@@ -43,7 +44,7 @@ pub const MAX_CLOCK_SKEW_MS: u64 = 5 * 60 * 1000;
 /// Default per-wallet quota per (app, epoch).
 pub const DEFAULT_QUOTA: u32 = 100;
 /// Longest accepted app name in bytes (an Arkiv string attribute).
-pub const MAX_APP_BYTES: usize = 128;
+pub const MAX_APP_BYTES: usize = privsvc_attributes::MAX_APP_NAME_BYTES;
 /// Default of [`IssuerConfig::max_new_apps`] (`ISSUER_MAX_NEW_APPS`).
 pub const DEFAULT_MAX_NEW_APPS: u32 = 20;
 /// Default of [`IssuerConfig::max_active_apps`] (`ISSUER_MAX_ACTIVE_APPS`).
@@ -209,19 +210,19 @@ pub enum IssuerError {
     BadRequest(String),
     /// The issuer has no published key for this app and epoch (404). `GET /v1/issuer/key`
     /// never creates one.
-    #[error("no key for app {app:?}, epoch {epoch}: keys exist for the issuer's configured apps and after a first valid, wallet-signed POST /v1/tokens/issue")]
+    #[error("no key for app {:?}, epoch {epoch}: keys exist for the issuer's configured apps and after a first valid, wallet-signed POST /v1/tokens/issue", .app.as_str())]
     NoKey {
         /// The app.
-        app: String,
+        app: AppName,
         /// The UTC day number.
         epoch: u32,
     },
     /// The request created the day's first key for the app (409): its blinded values cannot be
     /// under that key; read the key from the ledger and ask again.
-    #[error("no key for app {app:?}, epoch {epoch} existed: this request created and published one; read it from the ledger and send a new request with values blinded under it")]
+    #[error("no key for app {:?}, epoch {epoch} existed: this request created and published one; read it from the ledger and send a new request with values blinded under it", .app.as_str())]
     KeyCreated {
         /// The app.
-        app: String,
+        app: AppName,
         /// The UTC day number.
         epoch: u32,
     },
@@ -233,10 +234,10 @@ pub enum IssuerError {
     Ledger(#[from] LedgerError),
     /// The ledger holds a different key for this (app, epoch): the issuer lost its state and
     /// refuses to equivocate (500).
-    #[error("the ledger already holds a different key of this issuer for app {app:?}, epoch {epoch}; refusing to publish a second one (restore the issuer data directory)")]
+    #[error("the ledger already holds a different key of this issuer for app {:?}, epoch {epoch}; refusing to publish a second one (restore the issuer data directory)", .app.as_str())]
     KeyConflict {
         /// The app.
-        app: String,
+        app: AppName,
         /// The UTC day number.
         epoch: u32,
     },
@@ -332,7 +333,7 @@ impl Issuer {
         app: &str,
         epoch: u32,
     ) -> Result<IssuerKeyResponse, IssuerError> {
-        check_app(app)?;
+        let app_name = check_app(app)?;
         let today = epoch_of(self.now());
         if epoch != today && epoch != today.saturating_add(1) {
             return Err(IssuerError::BadRequest(format!(
@@ -344,7 +345,7 @@ impl Issuer {
             .key(app, epoch)?
             .and_then(|k| k.entity_key)
             .ok_or_else(|| IssuerError::NoKey {
-                app: app.to_string(),
+                app: app_name,
                 epoch,
             })?;
         Ok(IssuerKeyResponse {
@@ -672,7 +673,7 @@ impl Issuer {
             }
         }
         let created = IssuerError::KeyCreated {
-            app: app.to_string(),
+            app: check_app(app)?,
             epoch,
         };
         let answer = RememberedAnswer {
@@ -810,7 +811,7 @@ impl Issuer {
                     Ok(k) if &k == key => found = Some(entity.key.to_string()),
                     _ => {
                         return Err(IssuerError::KeyConflict {
-                            app: app.to_string(),
+                            app: check_app(app)?,
                             epoch,
                         })
                     }
@@ -834,7 +835,7 @@ fn replayed(req: &IssueRequest, answer: RememberedAnswer) -> Result<IssueRespons
         200 => serde_json::from_slice(&answer.body)
             .map_err(|e| internal("remembered answer unreadable", e)),
         409 => Err(IssuerError::KeyCreated {
-            app: req.app.clone(),
+            app: check_app(&req.app)?,
             epoch: req.epoch,
         }),
         other => Err(internal(
@@ -844,21 +845,19 @@ fn replayed(req: &IssueRequest, answer: RememberedAnswer) -> Result<IssueRespons
     }
 }
 
-/// An app name is 1 to [`MAX_APP_BYTES`] bytes without control characters: it is a line of the
-/// signed issuance message (a line break would let one request's text read as another's) and
-/// a `str` attribute of the key entity (which the ledger refuses with control characters).
-fn check_app(app: &str) -> Result<(), IssuerError> {
-    if app.is_empty() || app.len() > MAX_APP_BYTES {
-        return Err(IssuerError::BadRequest(format!(
-            "app must be 1 to {MAX_APP_BYTES} bytes"
-        )));
-    }
+/// `app` as an app name the issuer serves: 1 to [`MAX_APP_BYTES`] bytes without control
+/// characters. It is a line of the signed issuance message (a line break would let one
+/// request's text read as another's) and a `str` attribute of the key entity (which the ledger
+/// refuses with control characters).
+fn check_app(app: &str) -> Result<AppName, IssuerError> {
+    let name = AppName::new(app)
+        .map_err(|_| IssuerError::BadRequest(format!("app must be 1 to {MAX_APP_BYTES} bytes")))?;
     if app.chars().any(char::is_control) {
         return Err(IssuerError::BadRequest(
             "app must not contain control characters (line breaks included)".into(),
         ));
     }
-    Ok(())
+    Ok(name)
 }
 
 /// The address that signed `message` with EIP-191 `personal_sign`, if `sig_hex` parses.

@@ -1,5 +1,6 @@
 //! The token message, token ids, UTC day numbers and the issuance message (docs/PROTOCOL.md §5).
 
+use privsvc_attributes::AppName;
 use sha2::{Digest, Sha256};
 
 use crate::error::TokenError;
@@ -16,17 +17,17 @@ pub const ISSUANCE_DOMAIN: &str = "privsvc token issuance v2";
 /// The message a token signs:
 /// `"privsvc token v1" || u16be(len app) || app || u32be(epoch) || nonce(32)`.
 ///
-/// Fails when `app` is empty or longer than 65535 bytes.
+/// Fails when `app` is not an app name: empty or longer than
+/// [`privsvc_attributes::MAX_APP_NAME_BYTES`] (128) bytes.
 pub fn token_message(
     app: &str,
     epoch: u32,
     nonce: &[u8; NONCE_BYTES],
 ) -> Result<Vec<u8>, TokenError> {
-    let invalid = || TokenError::InvalidApp { len: app.len() };
-    let app_len = u16::try_from(app.len()).map_err(|_| invalid())?;
-    if app_len == 0 {
-        return Err(invalid());
-    }
+    let app = app_name(app)?;
+    let app = app.as_str();
+    let app_len =
+        u16::try_from(app.len()).map_err(|_| TokenError::InvalidApp { len: app.len() })?;
     let mut m = Vec::with_capacity(TOKEN_DOMAIN.len() + 2 + app.len() + 4 + NONCE_BYTES);
     m.extend_from_slice(TOKEN_DOMAIN);
     m.extend_from_slice(&app_len.to_be_bytes());
@@ -34,6 +35,11 @@ pub fn token_message(
     m.extend_from_slice(&epoch.to_be_bytes());
     m.extend_from_slice(nonce);
     Ok(m)
+}
+
+/// `app` as an app name, or [`TokenError::InvalidApp`].
+pub(crate) fn app_name(app: &str) -> Result<AppName, TokenError> {
+    AppName::new(app).map_err(|e| TokenError::InvalidApp { len: e.len })
 }
 
 /// The token id: SHA-256 of the (prepared) token message. Relayers keep spent ids.

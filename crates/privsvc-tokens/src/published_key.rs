@@ -5,6 +5,7 @@ use privsvc_ledger::LedgerReader;
 
 use crate::error::TokenError;
 use crate::key_entity::{issuer_key_options, issuer_key_payload, issuer_key_query};
+use crate::message::app_name;
 use crate::suite::{import_issuer_key, IssuerKey};
 
 /// Upper bound on result pages read for one key lookup (200 entities a page).
@@ -13,7 +14,8 @@ const MAX_PAGES: usize = 10;
 /// The issuer's key for (`app`, `epoch`), read from the ledger only (never from the issuer's
 /// HTTP answer).
 ///
-/// Fails with [`TokenError::NoIssuerKey`] when there is none and with
+/// Fails with [`TokenError::InvalidApp`] when `app` is not an app name (1 to 128 bytes), with
+/// [`TokenError::NoIssuerKey`] when there is no key and with
 /// [`TokenError::IssuerEquivocation`] when the issuer published two distinct keys (a payload
 /// that is not a valid key counts as a distinct key). It applies no timing rule and no pin:
 /// relayers and clients use [`crate::accept_issuer_key`].
@@ -45,6 +47,7 @@ pub async fn fetch_issuer_key_entity(
     app: &str,
     epoch: u32,
 ) -> Result<PublishedKey, TokenError> {
+    let app_name = app_name(app)?;
     let expression = issuer_key_query(issuer, app, epoch)?;
     let mut options = issuer_key_options();
     let mut distinct: Vec<(Result<IssuerKey, TokenError>, u64)> = Vec::new();
@@ -74,8 +77,8 @@ pub async fn fetch_issuer_key_entity(
     }
     match distinct.len() {
         0 => Err(TokenError::NoIssuerKey {
-            issuer: issuer.to_string(),
-            app: app.to_string(),
+            issuer,
+            app: app_name,
             epoch,
         }),
         1 => {
@@ -86,8 +89,8 @@ pub async fn fetch_issuer_key_entity(
             })
         }
         keys => Err(TokenError::IssuerEquivocation {
-            issuer: issuer.to_string(),
-            app: app.to_string(),
+            issuer,
+            app: app_name,
             epoch,
             keys,
         }),

@@ -239,15 +239,16 @@ impl TokenWallet {
         attestation: Option<&str>,
     ) -> Result<(Vec<StoredToken>, u32), TokenError> {
         if count == 0 {
-            return Err(TokenError::Issuer("ask for at least one token".into()));
+            return Err(TokenError::NoTokensAsked);
         }
         let attestation = attestation
             .map(str::to_string)
             .or_else(|| self.inner.attestation.clone());
         if attestation.is_some() && count > MAX_TOKENS_PER_REQUEST {
-            return Err(TokenError::Issuer(format!(
-                "an attestation code is good for one request of at most {MAX_TOKENS_PER_REQUEST} tokens, {count} asked"
-            )));
+            return Err(TokenError::AttestationCount {
+                asked: count,
+                max: MAX_TOKENS_PER_REQUEST,
+            });
         }
         let epoch = epoch_of(now_ms());
         let key = self
@@ -319,24 +320,29 @@ impl TokenWallet {
             "http://issuer/v1/issuer/key",
             &[("app", app.to_string()), ("epoch", epoch.to_string())],
         )
-        .map_err(|e| TokenError::Issuer(format!("issuer key query: {e}")))?;
+        .map_err(|e| TokenError::Request {
+            what: "issuer key query",
+            source: e.into(),
+        })?;
         let path = format!("/v1/issuer/key?{}", query.query().unwrap_or_default());
         let resp = self.send("GET", &path, None).await?;
         let status = resp.status;
         if status == 404 {
             self.create_key(app, epoch, attestation, count).await?;
         } else if !(200..300).contains(&status) {
-            let reason = error_reason(&resp).unwrap_or_default();
-            return Err(TokenError::Issuer(format!(
-                "GET /v1/issuer/key answered {status}: {reason}"
-            )));
+            return Err(TokenError::Refused {
+                request: "GET /v1/issuer/key",
+                status,
+                reason: error_reason(&resp).unwrap_or_default(),
+            });
         } else {
-            let info: IssuerKeyResponse = serde_json::from_slice(&resp.body)
-                .map_err(|e| TokenError::Issuer(format!("bad issuer key response: {e}")))?;
+            let info: IssuerKeyResponse =
+                serde_json::from_slice(&resp.body).map_err(|source| TokenError::IssuerAnswer {
+                    what: "issuer key response",
+                    source,
+                })?;
             if info.issuer != o.issuer || info.app != app || info.epoch != epoch {
-                return Err(TokenError::Issuer(
-                    "the issuer key response names another issuer, app or epoch".into(),
-                ));
+                return Err(TokenError::IssuerKeyMismatch);
             }
         }
         let deadline = privsvc_rt::Instant::now() + KEY_VISIBLE_TIMEOUT;
@@ -382,13 +388,11 @@ impl TokenWallet {
         if status == 409 || (200..300).contains(&status) {
             return Ok(());
         }
-        let reason = error_reason(&resp).unwrap_or_else(|| "no reason given".into());
-        if status == 403 {
-            return Err(TokenError::Refused(reason));
-        }
-        Err(TokenError::Issuer(format!(
-            "POST /v1/tokens/issue answered {status}: {reason}"
-        )))
+        Err(TokenError::Refused {
+            request: "POST /v1/tokens/issue",
+            status,
+            reason: error_reason(&resp).unwrap_or_else(|| "no reason given".into()),
+        })
     }
 
     /// Sign and send an issue request (issuance message v2) for `blinded`. When the answer is
@@ -416,8 +420,10 @@ impl TokenWallet {
         let text = issuance_message(&req, req.ts)?;
         let sig = self.inner.wallet.personal_sign(text.as_bytes()).await?;
         req.wallet_signature = format!("0x{}", hex::encode(sig.as_bytes()));
-        let body = serde_json::to_vec(&req)
-            .map_err(|e| TokenError::Issuer(format!("issue request: {e}")))?;
+        let body = serde_json::to_vec(&req).map_err(|e| TokenError::Request {
+            what: "issue request",
+            source: e.into(),
+        })?;
         let mut attempt = 1;
         loop {
             let answer = self
@@ -482,23 +488,28 @@ impl TokenWallet {
             .collect();
         let resp = self.post_issue(app, epoch, blinded, attestation).await?;
         let status = resp.status;
-        if status == 403 {
-            let reason = error_reason(&resp).unwrap_or_else(|| "no reason given".into());
-            return Err(TokenError::Refused(reason));
-        }
         if !(200..300).contains(&status) {
-            let reason = error_reason(&resp).unwrap_or_default();
-            return Err(TokenError::Issuer(format!(
-                "POST /v1/tokens/issue answered {status}: {reason}"
-            )));
+            let reason = match error_reason(&resp) {
+                Some(reason) => reason,
+                None if status == 403 => "no reason given".into(),
+                None => String::new(),
+            };
+            return Err(TokenError::Refused {
+                request: "POST /v1/tokens/issue",
+                status,
+                reason,
+            });
         }
-        let body: IssueResponse = serde_json::from_slice(&resp.body)
-            .map_err(|e| TokenError::Issuer(format!("bad issue response: {e}")))?;
+        let body: IssueResponse =
+            serde_json::from_slice(&resp.body).map_err(|source| TokenError::IssuerAnswer {
+                what: "issue response",
+                source,
+            })?;
         if body.blind_signatures.len() != n {
-            return Err(TokenError::Issuer(format!(
-                "asked for {n} blind signatures, got {}",
-                body.blind_signatures.len()
-            )));
+            return Err(TokenError::BlindSignatureCount {
+                asked: n,
+                got: body.blind_signatures.len(),
+            });
         }
         let obtained_ms = now_ms();
         let mut tokens = Vec::with_capacity(n);

@@ -189,7 +189,7 @@ async fn requests_for_another_issuer_or_chain_are_refused() {
     o.chain_id = Some(chain + 7);
     let err = TokenWallet::new(o).acquire(APP, 1, None).await.unwrap_err();
     assert!(
-        matches!(&err, TokenError::Refused(m) if m.contains("chain")),
+        matches!(&err, TokenError::Refused { status: 403, reason: m, .. } if m.contains("chain")),
         "{err}"
     );
     assert_eq!(key_entities(&node, me).await, 0);
@@ -210,7 +210,7 @@ async fn the_new_app_cap_holds_across_a_restart() {
     assert_eq!(w.acquire("first-app", 2, None).await.unwrap().count, 2);
     let err = w.acquire("second-app", 1, None).await.unwrap_err();
     assert!(
-        matches!(&err, TokenError::Refused(m) if m.contains("at most 1 new apps")),
+        matches!(&err, TokenError::Refused { status: 403, reason: m, .. } if m.contains("at most 1 new apps")),
         "{err}"
     );
     // A token of the first app is good on the relayer.
@@ -231,7 +231,7 @@ async fn the_new_app_cap_holds_across_a_restart() {
     let w = TokenWallet::new(wallet_for(&node, me, relayer.url()));
     let err = w.acquire("third-app", 1, None).await.unwrap_err();
     assert!(
-        matches!(&err, TokenError::Refused(m) if m.contains("new apps")),
+        matches!(&err, TokenError::Refused { status: 403, reason: m, .. } if m.contains("new apps")),
         "{err}"
     );
     assert_eq!(key_entities(&node, me).await, 1);

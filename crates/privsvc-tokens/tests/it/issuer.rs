@@ -439,7 +439,7 @@ async fn wallet_reports_quota_exhaustion() {
     );
     let err = wallet.acquire(APP, 9, None).await.unwrap_err();
     assert!(
-        matches!(&err, TokenError::Refused(m) if m.contains("quota exceeded")),
+        matches!(&err, TokenError::Refused { status: 403, reason: m, .. } if m.contains("quota exceeded")),
         "{err}"
     );
     assert_eq!(
@@ -610,7 +610,7 @@ async fn an_issuer_that_lost_its_state_refuses_to_publish_a_second_key() {
     ));
     let err = wallet.acquire(APP, 1, None).await.unwrap_err();
     assert!(
-        matches!(&err, TokenError::Issuer(m) if m.contains("500") && m.contains("refusing")),
+        matches!(&err, TokenError::Refused { status: 500, reason: m, .. } if m.contains("refusing")),
         "{err}"
     );
     // Still exactly one key on the ledger.

@@ -20,11 +20,16 @@ fn token_message_layout_and_id() {
         token_message("", 1, &nonce),
         Err(TokenError::InvalidApp { len: 0 })
     ));
+    // An app name has 1 to 128 bytes, as the issuer takes it.
     assert!(matches!(
-        token_message(&"a".repeat(65_536), 1, &nonce),
-        Err(TokenError::InvalidApp { len: 65_536 })
+        token_message(&"a".repeat(129), 1, &nonce),
+        Err(TokenError::InvalidApp { len: 129 })
     ));
-    token_message(&"a".repeat(65_535), 1, &nonce).unwrap();
+    assert!(matches!(
+        token_message(&"a".repeat(65_535), 1, &nonce),
+        Err(TokenError::InvalidApp { len: 65_535 })
+    ));
+    token_message(&"é".repeat(64), 1, &nonce).unwrap();
 }
 
 #[test]
