@@ -139,7 +139,7 @@ pub use config::{
     RelayerConfig, RelayerKey, TokenMode, DEFAULT_MIN_FREE_BYTES,
 };
 pub use health::Health;
-pub use store::{Corruption, StoreError};
+pub use store::{CorruptionError, StoreError};
 pub use writer::SerializedWriter;
 
 /// Why the relayer could not start.

@@ -65,7 +65,7 @@ pub enum StoreError {
         path: PathBuf,
         /// What SQLite reported.
         #[source]
-        source: Corruption,
+        source: CorruptionError,
     },
     /// A stored field does not parse: the file was damaged in a way SQLite cannot see.
     #[error("stored {item}: {field} does not parse ({detail}); the database may be damaged")]
@@ -110,7 +110,7 @@ impl StoreError {
 /// How SQLite found a queue database damaged.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum Corruption {
+pub enum CorruptionError {
     /// SQLite's error while opening, checking or migrating the file (a damaged file, or not a
     /// database).
     #[error("{step}: {source}")]
@@ -376,7 +376,7 @@ fn damaged_file(path: &Path, step: &'static str, e: rusqlite::Error) -> StoreErr
     match e.sqlite_error_code() {
         Some(C::DatabaseCorrupt) | Some(C::NotADatabase) => StoreError::Corrupt {
             path: path.to_path_buf(),
-            source: Corruption::Sqlite { step, source: e },
+            source: CorruptionError::Sqlite { step, source: e },
         },
         _ => StoreError::Sqlite(e),
     }
@@ -405,7 +405,7 @@ fn quick_check(conn: &Connection, path: &Path) -> Result<(), StoreError> {
     problems.truncate(QUICK_CHECK_LINES);
     Err(StoreError::Corrupt {
         path: path.to_path_buf(),
-        source: Corruption::QuickCheck { problems, more },
+        source: CorruptionError::QuickCheck { problems, more },
     })
 }
 
