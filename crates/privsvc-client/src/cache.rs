@@ -323,9 +323,6 @@ impl EntityCache {
     ) -> usize {
         let placed = rows.len();
         self.since_scan.0 += placed;
-        if let Some(o) = opened {
-            self.since_scan.1 += o.len();
-        }
         for (i, (key, entry)) in rows.into_iter().enumerate() {
             match opened.map(|o| o.get(i).copied().flatten()) {
                 Some(None) => {
@@ -368,6 +365,11 @@ impl EntityCache {
     /// The keys whose tag the listing opened since the last scan, with what they opened to.
     pub(crate) fn take_opened(&mut self) -> Vec<(B256, RecordRef)> {
         std::mem::take(&mut self.opened)
+    }
+
+    /// Notes that the listing had the vault open `n` tags.
+    pub(crate) fn note_tags_opened(&mut self, n: usize) {
+        self.since_scan.1 += n;
     }
 
     /// Records listed since the last scan, and how many of their tags the listing opened; both

@@ -649,6 +649,11 @@ mod tests {
         assert_eq!(opened.len(), 1);
         assert_eq!(opened[0].1, own);
         assert_eq!(cache.batches.values().sum::<u32>(), 3_000);
+        assert_eq!(
+            cache.take_since_scan(),
+            (3_000, 3_000),
+            "listed, tags opened"
+        );
 
         // The attribute listing lists every record again, with every attribute, and does not
         // open again the tags it classified: a vault that opens none of them (not the user's)
@@ -667,5 +672,10 @@ mod tests {
         assert_eq!(cache.known(), 3_000);
         assert_eq!(cache.entries.len(), 1, "the user's record was opened again");
         assert_eq!(cache.take_opened(), opened);
+        assert_eq!(
+            cache.take_since_scan(),
+            (3_000, 0),
+            "the attribute listing opened no tag again"
+        );
     }
 }

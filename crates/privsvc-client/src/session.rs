@@ -161,6 +161,7 @@ impl Lister {
             let tags: Vec<Tag> = to_open.iter().map(|(_, t)| *t).collect();
             match self.vault.open_tags(&tags).await {
                 Ok(refs) if refs.len() == tags.len() => {
+                    cache.note_tags_opened(tags.len());
                     for ((i, _), r) in to_open.iter().zip(refs) {
                         opened[*i] = r;
                     }

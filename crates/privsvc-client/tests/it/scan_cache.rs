@@ -177,6 +177,15 @@ fn listing_selects(counting: &CountingReader) -> Vec<(String, AttributeSelect)> 
         .collect()
 }
 
+/// The fast schedule with the first tail 2 to 3 s after the build: time to look at what the
+/// build listed, and at what a session does before its attribute listing.
+fn late_first_tail() -> SessionSchedule {
+    SessionSchedule {
+        tail: (Duration::from_secs(2), Duration::from_secs(3)),
+        ..fast_schedule()
+    }
+}
+
 /// A session's first listing selects only the tags (docs/PROTOCOL.md §8.1): the rarity check
 /// has nothing to count until the session's first tail, after the first scan, lists the
 /// project again from the start with every attribute.
@@ -189,15 +198,10 @@ async fn the_first_listing_selects_only_tags_and_the_first_tail_lists_every_attr
 
     let counting = Arc::new(CountingReader::new(stack.reader.clone()));
     let wallet = Arc::new(LocalWallet::random());
-    let schedule = SessionSchedule {
-        // The first tail 2 to 3 s after the build: time to look at the build's listing.
-        tail: (Duration::from_secs(2), Duration::from_secs(3)),
-        ..fast_schedule()
-    };
     let client = stack
         .builder(&wallet)
         .reader(counting.clone() as Arc<dyn LedgerReader>)
-        .schedule(schedule)
+        .schedule(late_first_tail())
         .build()
         .await
         .expect("client builds");
@@ -250,13 +254,9 @@ async fn the_first_listing_selects_only_tags_and_the_first_tail_lists_every_attr
 async fn a_strict_write_before_the_attribute_listing_waits_for_its_rarity_check() {
     let stack = Stack::start(StackOptions::plain()).await;
     let wallet = Arc::new(LocalWallet::random());
-    let schedule = SessionSchedule {
-        tail: (Duration::from_secs(2), Duration::from_secs(3)),
-        ..fast_schedule()
-    };
     let client = stack
         .builder(&wallet)
-        .schedule(schedule)
+        .schedule(late_first_tail())
         .strict(true)
         .rarity_k(5)
         .build()
