@@ -209,17 +209,20 @@ impl EntityCache {
         known
     }
 
-    /// Forgets the listing, keeping the user's records and what the device verified.
+    /// Forgets the listing, keeping the user's records, what the device verified and what the
+    /// latest scan did (a new listing does not undo a scan).
     pub(crate) fn reset(&mut self) {
         let mine = std::mem::take(&mut self.mine);
         let verified_batches = std::mem::take(&mut self.verified_batches);
         let covers = std::mem::take(&mut self.covers);
+        let last_scan = self.last_scan.take();
         let records_generation = self.records_generation;
         *self = EntityCache {
             mine,
             verified_batches,
             covers,
             records_generation,
+            last_scan,
             ..EntityCache::default()
         };
     }
@@ -708,6 +711,25 @@ mod tests {
             ]),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn a_reset_forgets_the_listing_but_not_what_the_latest_scan_did() {
+        // The session's attribute listing resets the cache at its first tail, which may come
+        // after the first scan: `last_scan` must still answer.
+        let mut c = EntityCache::default();
+        c.merge(10, vec![entity(1, 5, 100, "a")]);
+        c.last_scan = Some(ScanStats {
+            listed: 1,
+            matched: 1,
+            ..ScanStats::default()
+        });
+        c.reset();
+        assert!(c.entries.is_empty() && c.block.is_none());
+        assert_eq!(
+            c.last_scan.as_ref().map(|s| (s.listed, s.matched)),
+            Some((1, 1))
+        );
     }
 
     #[test]
