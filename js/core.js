@@ -4,7 +4,7 @@
 // The cryptography (key derivation, tags, envelopes, proofs, fingerprint checks) is the Rust code
 // of the privsvc crates compiled to WebAssembly; this file only adapts wallets, moves values
 // between JavaScript and the module, and runs the vault in a worker for `WorkerVault`.
-import { raw, isNode } from './wasm.js';
+import { raw, isNode, wasmModule } from './wasm.js';
 import { platform } from './platform.js';
 import { hexToBytes } from './bytes.js';
 import { PrivsvcError, NonDeterministicWalletError, SmartContractWalletError, call, checkProofParams, toSpecError } from './errors.js';
@@ -650,7 +650,8 @@ async function startWorker({ timeoutMs = DEFAULT_WORKER_TIMEOUT_MS } = {}) {
     timer = setTimeout(() => reject(new PrivsvcError(`the vault worker did not answer within ${timeoutMs} ms`)), timeoutMs);
   });
   try {
-    await Promise.race([ask('start'), late]);
+    // A browser's worker gets the page's compiled module (worker.js); Node's loads its file.
+    await Promise.race([platform.isNode ? ask('start') : ask('start', wasmModule), late]);
   } catch (e) {
     stop();
     fail(e);

@@ -5,11 +5,28 @@ import { platform } from './platform.js';
 
 const { isNode } = platform;
 
+/**
+ * The compiled module (browsers): the vault worker is started with it, so that it does not
+ * fetch and compile the module a second time.
+ */
+let wasmModule;
+
+/** Compiles the module at `url` while it downloads; from its bytes when the server's type is not `application/wasm`. */
+async function compile(url) {
+  try {
+    return await WebAssembly.compileStreaming(fetch(url));
+  } catch {
+    const res = await fetch(url);
+    return WebAssembly.compile(await res.arrayBuffer());
+  }
+}
+
 if (!isNode) {
   if (typeof process !== 'undefined' && process.versions != null && process.versions.node != null) {
     throw new Error("privsvc: in Node.js import the package ('privsvc', its node.js entry), not index.js");
   }
-  await init({ module_or_path: new URL('./pkg/privsvc_wasm_bg.wasm', import.meta.url) });
+  wasmModule = await compile(new URL('./pkg/privsvc_wasm_bg.wasm', import.meta.url));
+  await init({ module_or_path: wasmModule });
 }
 
-export { raw, isNode };
+export { raw, isNode, wasmModule };

@@ -8,8 +8,12 @@ import { handle, refuse } from './worker_ops.js';
 
 let loaded = null;
 
+// The first message (`start`) may carry the page's compiled module: the worker then neither
+// fetches nor compiles it again.
+const given = (m) => (m && m.op === 'start' && m.args && m.args[0] instanceof WebAssembly.Module ? m.args[0] : undefined);
+
 self.onmessage = (ev) => {
-  if (!loaded) loaded = init({ module_or_path: new URL('./pkg/privsvc_wasm_bg.wasm', import.meta.url) });
+  if (!loaded) loaded = init({ module_or_path: given(ev.data) ?? new URL('./pkg/privsvc_wasm_bg.wasm', import.meta.url) });
   const reply = (r) => self.postMessage(r);
   loaded.then(
     () => handle(ev.data, reply),

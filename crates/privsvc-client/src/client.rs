@@ -135,8 +135,6 @@ impl PrivateClient {
         // One set of relayer pins for the session (and, with a persistent store, beyond).
         let pins = options.effective_relayer_pins();
         options.relayer_pins = Some(pins);
-        let relayers =
-            contact_relayers(&options, reader.as_ref(), transport.as_ref(), chain_id).await?;
         let rng = Arc::new(ClientRng::new(options.seed, Purpose::Write));
         let tokens = Arc::new(TokenManager::new(
             &options,
@@ -163,7 +161,8 @@ impl PrivateClient {
         // (docs/PROTOCOL.md §8.1): the RPC sees the same listings from every such session.
         let mut cache = cache;
         cache.with_attributes = false;
-        let relayers = Arc::new(Mutex::new(relayers));
+        // Filled once the relayers answered (below), before the first scan.
+        let relayers = Arc::new(Mutex::new(Vec::new()));
         let scanner = Arc::new(Scanner {
             vault: vault.clone(),
             reader: reader.clone(),
@@ -197,16 +196,18 @@ impl PrivateClient {
             device_store,
             tasks: Mutex::new(Vec::new()),
         };
-        // The session's first listing (only tags: docs/PROTOCOL.md §8.1); the tail keeps it up
-        // to date from here on, and its first run lists the attributes. Then the session's
-        // first scan (the session's start, like every scan, is not caused by a write).
-        {
-            let mut cache = client.scanner.cache.lock().await;
-            client.scanner.lister.update(&mut cache).await?;
-        }
-        if let Err(e) = client.scanner.tick().await {
-            tracing::warn!(error = %e, "the session's first scan failed; the next one runs on the schedule");
-        }
+        // The session's first listing (only tags: docs/PROTOCOL.md §8.1) and its first scan,
+        // which uses that listing (the session's start, like every scan, is not caused by a
+        // write); the tail keeps the listing up to date from here on, and its first run lists
+        // the attributes.
+        // The relayers are contacted while the first listing is on its way.
+        let contact = contact_relayers(
+            &client.options,
+            client.reader.as_ref(),
+            client.transport.as_ref(),
+            chain_id,
+        );
+        client.scanner.first_tick(contact).await?;
         client.start_schedule();
         Ok(client)
     }

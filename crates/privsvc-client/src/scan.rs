@@ -60,6 +60,14 @@ enum Read {
     Timestamp(u64),
 }
 
+/// What one read of a burst answered.
+enum Answer {
+    /// The batches' records, with payloads.
+    Rows(Vec<Entity>),
+    /// A block and its timestamp (`None`: no such block yet).
+    Time(u64, Option<u64>),
+}
+
 /// The creators a copy check may trust: the trusted relayers when set, else the session's.
 fn trusted_or_known(trusted: Option<&[Address]>, known: &[Address]) -> Vec<Address> {
     trusted.map_or_else(|| known.to_vec(), <[_]>::to_vec)
@@ -81,6 +89,34 @@ impl Scanner {
                 tracing::warn!(error = %e, "the session's scan failed");
             }
         }
+    }
+
+    /// The session's first scan, at its start: like [`Scanner::tick`], with the session's
+    /// relayers contacted (`contact`) while its listing is on its way; the scan, which trusts
+    /// their accounts, starts once both are done. A listing or contact that fails fails the
+    /// start (the session has nothing to show or nowhere to write without it), while a scan
+    /// that fails after them is only warned about (the next one runs on the schedule).
+    pub(crate) async fn first_tick(
+        &self,
+        contact: impl std::future::Future<Output = Result<Vec<RelayerStatus>, PrivsvcError>>,
+    ) -> Result<(), PrivsvcError> {
+        self.ticks.starting();
+        let result = async {
+            let mut cache = self.cache.lock().await;
+            let (contacted, listed) = futures::join!(contact, self.lister.update(&mut cache));
+            let contacted = contacted?;
+            listed?;
+            if let Ok(mut relayers) = self.relayers.lock() {
+                *relayers = contacted;
+            }
+            if let Err(e) = self.scan(&mut cache).await {
+                tracing::warn!(error = %e, "the session's first scan failed; the next one runs on the schedule");
+            }
+            Ok(())
+        }
+        .await;
+        self.ticks.ran();
+        result
     }
 
     /// One scheduled scan: the listing brought up to date, then [`Scanner::scan`].
@@ -115,8 +151,8 @@ impl Scanner {
         (low, self.fetch_age_blocks.1.max(low))
     }
 
-    /// Fetches `wanted` with payloads and the timestamps of all their blocks, every read in one
-    /// random order.
+    /// Fetches `wanted` with payloads and the timestamps of all their blocks: every read sent
+    /// at once, in one random order (one round trip, not one per read).
     async fn fetch_burst(
         &self,
         wanted: &[BatchId],
@@ -131,26 +167,34 @@ impl Scanner {
         let blocks: BTreeSet<u64> = wanted.iter().map(|b| b.block).collect();
         reads.extend(blocks.into_iter().map(Read::Timestamp));
         self.rng.with(|r| reads.shuffle(r));
+        // `try_join_all` polls the reads in order: each is sent in the shuffled order.
+        let answers = futures::future::try_join_all(reads.into_iter().map(|read| async move {
+            match read {
+                Read::Batches(chunk) => fetch_batches(
+                    self.reader.as_ref(),
+                    &self.lister.project,
+                    &chunk,
+                    Some(block),
+                )
+                .await
+                .map(Answer::Rows),
+                Read::Timestamp(b) => self
+                    .reader
+                    .block_timestamp(b)
+                    .await
+                    .map(|t| Answer::Time(b, t)),
+            }
+        }))
+        .await?;
         let mut full = Vec::new();
         let mut times = HashMap::new();
-        for read in reads {
-            match read {
-                Read::Batches(chunk) => {
-                    full.extend(
-                        fetch_batches(
-                            self.reader.as_ref(),
-                            &self.lister.project,
-                            &chunk,
-                            Some(block),
-                        )
-                        .await?,
-                    );
+        for answer in answers {
+            match answer {
+                Answer::Rows(rows) => full.extend(rows),
+                Answer::Time(b, Some(t)) => {
+                    times.insert(b, t);
                 }
-                Read::Timestamp(b) => {
-                    if let Some(t) = self.reader.block_timestamp(b).await? {
-                        times.insert(b, t);
-                    }
-                }
+                Answer::Time(_, None) => {}
             }
         }
         Ok((full, times))

@@ -81,30 +81,38 @@ pub(crate) struct Lister {
 impl Lister {
     /// Brings the cached listing up to date: lists only the records created after the last
     /// listed block (everything the first time), at one pinned block, and drops what expired;
-    /// then reads the newest block's timestamp (the chain's time, from which the envelope's
-    /// `hour` is taken). Lists as the cached listing was made: every attribute once the
-    /// session's attribute listing ran, else only `tag`. The tags of each page are opened as
+    /// reads the newest block's timestamp alongside (the chain's time, from which the
+    /// envelope's `hour` is taken). Lists as the cached listing was made: every attribute once
+    /// the session's attribute listing ran, else only `tag`. The tags of each page are opened as
     /// it arrives, while the next pages are on their way; the records that are not the user's
     /// become counts at once. Returns how many records it listed.
     pub(crate) async fn update(&self, cache: &mut EntityCache) -> Result<usize, PrivsvcError> {
-        let listed = self.list_pages(cache, None).await;
-        self.finish(cache, listed).await
+        self.list_and_finish(cache, None).await
     }
 
-    /// Ends a listing: its counts kept and the expired dropped when it completed, its counts
-    /// forgotten when it failed; then the chain's time read.
-    async fn finish(
+    /// One listing ([`Lister::list_pages`]) and the chain's time, read while the pages are on
+    /// their way (one round trip less than reading it after); then the listing ended: its
+    /// counts kept and the expired dropped when it completed, its counts forgotten when it
+    /// failed.
+    async fn list_and_finish(
         &self,
         cache: &mut EntityCache,
-        listed: Result<(usize, u64), PrivsvcError>,
+        known: Option<&KnownClasses>,
     ) -> Result<usize, PrivsvcError> {
+        // The time is kept with the instant it arrived: `chain_now` adds what elapsed since.
+        let head_time = async {
+            let t = self.reader.head_timestamp().await;
+            (t, privsvc_rt::Instant::now())
+        };
+        let (listed, (head_time, read_at)) =
+            futures::join!(self.list_pages(cache, known), head_time);
         if listed.is_err() {
             cache.abandon_listing();
         }
         let (listed, block) = listed?;
         cache.finish_listing(block);
-        if let Some(t) = self.reader.head_timestamp().await? {
-            cache.head_time = Some((t, privsvc_rt::Instant::now()));
+        if let Some(t) = head_time? {
+            cache.head_time = Some((t, read_at));
         }
         Ok(listed)
     }
@@ -196,8 +204,7 @@ impl Lister {
         let known = cache.known_classes();
         cache.reset();
         cache.with_attributes = true;
-        let listed = self.list_pages(cache, Some(&known)).await;
-        self.finish(cache, listed).await?;
+        self.list_and_finish(cache, Some(&known)).await?;
         Ok(true)
     }
 }

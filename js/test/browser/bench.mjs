@@ -107,6 +107,34 @@ async function startProfiles(page, label) {
 }
 
 /**
+ * With PRIVSVC_BENCH_TRACE=1, every fetch of the returning session, printed with its start and
+ * the arrival of its answer's headers (ms after the client build started) and what it asked:
+ * the gaps between fetches are the session's own work (the worker's start, the device store,
+ * decoding). Self-contained: its text is handed to the page.
+ */
+function traceFetches() {
+  const plain = globalThis.fetch;
+  const log = [];
+  globalThis.__fetchTrace = log;
+  globalThis.fetch = async (url, init) => {
+    const start = performance.now();
+    let what = String(url).replace(location.origin, '');
+    const body = init && init.body;
+    if (typeof body === 'string') {
+      try {
+        const calls = [].concat(JSON.parse(body));
+        what += ` ${calls.length > 1 ? `${calls.length} x ` : ''}${calls[0].method}`;
+      } catch {
+        what += ' (a body)';
+      }
+    } else if (body) what += ` (${body.byteLength ?? '?'} bytes)`;
+    const res = await plain(url, init);
+    log.push({ start, headers: performance.now(), what, length: res.headers.get('content-length') });
+    return res;
+  };
+}
+
+/**
  * One session in a new page: build, first myEntities, optionally a refresh. The first session
  * (`refresh`) records its first listing's requests and measures the floor after it.
  */
@@ -115,6 +143,8 @@ async function session(refresh) {
   const profiler = process.env.PRIVSVC_BENCH_PROFILE ? await startProfiles(page, refresh ? 'first' : 'returning') : undefined;
   await page.goto(`${url}/?dev`, { waitUntil: 'load' });
   if (refresh) await page.evaluate(recordListing, cfg.project ?? cfg.app);
+  const trace = !refresh && process.env.PRIVSVC_BENCH_TRACE === '1';
+  if (trace) await page.evaluate(traceFetches);
   const r = await page.evaluate(async (refresh) => {
     const m = await import('/privsvc/index.js');
     const cfg = await fetch('/config.json').then((x) => x.json());
@@ -136,6 +166,7 @@ async function session(refresh) {
     if (refresh) await c.myEntities({ refresh: true });
     const t3 = performance.now();
     const out = { build: t1 - t0, first: t2 - t1, refresh: t3 - t2, mine: mine.length, vault: c.vault.isolated ? 'WorkerVault' : 'KeyVault', cache: c.scanCache };
+    if (globalThis.__fetchTrace) out.trace = globalThis.__fetchTrace.map((f) => ({ ...f, start: f.start - t0, headers: f.headers - t0 }));
     c.close();
     return out;
   }, refresh);
@@ -163,6 +194,9 @@ try {
   console.log(
     `# chromium, ${first.vault}, ${records} records: first session ${ms(first.build + first.first)} ms (client build, its first listing and first scan, ${ms(first.build)} ms + first myEntities ${ms(first.first)} ms), refresh ${ms(first.refresh)} ms, renderer RSS ${first.rss} MiB | returning session ${ms(back.build + back.first)} ms (build with the cache ${ms(back.build)} ms + myEntities ${ms(back.first)} ms; cache ${back.cache.state}${back.cache.block !== undefined ? ` at block ${back.cache.block}` : ''})`,
   );
+  for (const f of back.trace ?? []) {
+    console.log(`#   returning session fetch: ${f.start.toFixed(0).padStart(5)} -> ${f.headers.toFixed(0).padStart(5)} ms  ${f.what}${f.length ? ` (${f.length} bytes)` : ''}`);
+  }
   if (back.cache.state !== 'resumed') process.exitCode = 1;
 } finally {
   await browser.close();
