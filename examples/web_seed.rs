@@ -5,9 +5,12 @@
 //! cargo run --release --example web_seed -- --rpc-url http://127.0.0.1:8545 --records 10000 [--mine]
 //! ```
 //!
-//! The records are written directly by dev account 3 (not through a relayer), 200 per
-//! transaction, each with a valid tag of a random vault: the client lists them, opens every tag
-//! and finds none of them its own, as for a real app full of other users' records.
+//! The records are written directly by dev accounts 2, 3 and 4 (not through a relayer) in
+//! batches the size of a relayer's (100 records, one transaction of each account a block, as
+//! three busy relayers would), each with a valid tag of a random vault: the client lists them,
+//! opens every tag and finds none of them its own, as for a real app full of other users'
+//! records. (Before 2026-11-29 one account wrote 8 transactions of 200 a block: batches of
+//! 1,600, which made a scan's cover fetch 16 times a real one.)
 //!
 //! `--copy 0x<entity key>` instead does what anyone can do to a record (docs/PROTOCOL.md §8.4:
 //! "a record is (owner, envelope)"): dev account 3 creates an entity with the record's sealed
@@ -35,12 +38,13 @@ struct Args {
     /// The project (app) to fill.
     #[arg(long, default_value = "notes")]
     project: String,
-    /// Creates per transaction.
-    #[arg(long, default_value_t = 200)]
+    /// Creates per transaction (a relayer's default `MAX_BATCH`).
+    #[arg(long, default_value_t = 100)]
     per_tx: usize,
-    /// Transactions sent before their receipts are awaited (consecutive nonces).
-    #[arg(long, default_value_t = 8)]
-    in_flight: usize,
+    /// Accounts writing side by side (dev accounts 2, 3 and 4 at most): each sends one
+    /// transaction a round, so a block holds one batch of each.
+    #[arg(long, default_value_t = 3)]
+    creators: usize,
     /// After each round of transactions, ask the ledger for a block at once (`evm_mine`, the
     /// devnet's): seeding a million records then takes minutes, not hours of 2 s blocks.
     #[arg(long)]
@@ -92,58 +96,78 @@ async fn copy_record(writer: &RpcWriter, reader: &RpcLedger, key: &str) -> Resul
 #[tokio::main]
 async fn main() -> Result<()> {
     let args = Args::parse();
-    let key = hex::decode(DEV_PRIVATE_KEYS[3].trim_start_matches("0x"))?;
-    let key: [u8; 32] = key
-        .try_into()
-        .map_err(|_| anyhow::anyhow!("dev key length"))?;
-    let writer = RpcWriter::connect(RpcLedger::new(args.rpc_url.clone())?, &key).await?;
+    let writer_of = |account: usize| -> Result<[u8; 32]> {
+        let key = hex::decode(DEV_PRIVATE_KEYS[account].trim_start_matches("0x"))?;
+        key.try_into()
+            .map_err(|_| anyhow::anyhow!("dev key length"))
+    };
     if let Some(original) = &args.copy {
+        let writer =
+            RpcWriter::connect(RpcLedger::new(args.rpc_url.clone())?, &writer_of(3)?).await?;
         let reader = RpcLedger::new(args.rpc_url.clone())?;
         println!("{}", copy_record(&writer, &reader, original).await?);
         return Ok(());
+    }
+    anyhow::ensure!(
+        (1..=3).contains(&args.creators),
+        "--creators: 1 to 3 (dev accounts 2, 3 and 4)"
+    );
+    let mut writers = Vec::new();
+    for account in 2..2 + args.creators {
+        let writer =
+            RpcWriter::connect(RpcLedger::new(args.rpc_url.clone())?, &writer_of(account)?).await?;
+        writers.push(writer);
     }
     let (other, _) = KeyVault::random(&args.project);
     let started = std::time::Instant::now();
     let mut written = 0;
     if args.mine {
-        // Anything this account left pending (an interrupted seeding) is mined first.
-        writer
+        // Anything these accounts left pending (an interrupted seeding) is mined first.
+        writers[0]
             .ledger()
             .call("evm_mine", serde_json::json!([]))
             .await?;
     }
-    let mut nonce = writer
-        .ledger()
-        .transaction_count(writer.address(), true)
-        .await?;
+    let mut nonces = Vec::new();
+    for writer in &writers {
+        nonces.push(
+            writer
+                .ledger()
+                .transaction_count(writer.address(), true)
+                .await?,
+        );
+    }
     while written < args.records {
-        // A round: up to `in_flight` transactions with consecutive nonces, then their receipts.
+        // A round: one transaction of each account, then (with --mine) a block, then receipts.
         let mut round = Vec::new();
-        while round.len() < args.in_flight.max(1) && written < args.records {
+        for (writer, nonce) in writers.iter().zip(nonces.iter_mut()) {
+            if written >= args.records {
+                break;
+            }
             let n = args.per_tx.min(args.records - written);
             let ops = creates(&other, &args.project, written, n)?;
             let tx = writer
-                .prepare(&ops, Some(nonce))
+                .prepare(&ops, Some(*nonce))
                 .await
                 .context("preparing a batch")?;
             writer.broadcast(&tx).await?;
-            round.push(tx.hash);
-            nonce += 1;
+            round.push((writer, tx.hash));
+            *nonce += 1;
             written += n;
         }
         if args.mine {
-            writer
+            writers[0]
                 .ledger()
                 .call("evm_mine", serde_json::json!([]))
                 .await?;
         }
-        for hash in round {
+        for (writer, hash) in round {
             loop {
                 if let Some(r) = writer.receipt(hash).await? {
                     anyhow::ensure!(r.success, "batch reverted: {:?}", r.revert_reason);
                     break;
                 }
-                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
             }
         }
     }

@@ -54,8 +54,8 @@ pub(crate) struct Scanner {
 
 /// One read of a scan's burst.
 enum Read {
-    /// A payload fetch of up to 16 batches.
-    Batches(Vec<BatchId>),
+    /// A payload fetch of one batch.
+    Batch(BatchId),
     /// A block's timestamp.
     Timestamp(u64),
 }
@@ -151,8 +151,8 @@ impl Scanner {
         (low, self.fetch_age_blocks.1.max(low))
     }
 
-    /// Fetches `wanted` with payloads and the timestamps of all their blocks: every read sent
-    /// at once, in one random order (one round trip, not one per read).
+    /// Fetches `wanted` with payloads and the timestamps of all their blocks: every read (one
+    /// query per batch, one per block) sent at once, in one random order.
     async fn fetch_burst(
         &self,
         wanted: &[BatchId],
@@ -160,20 +160,19 @@ impl Scanner {
     ) -> Result<(Vec<Entity>, HashMap<u64, u64>), PrivsvcError> {
         let mut batches = wanted.to_vec();
         self.rng.with(|r| batches.shuffle(r));
-        let mut reads: Vec<Read> = batches
-            .chunks(crate::read::BATCHES_PER_QUERY)
-            .map(|c| Read::Batches(c.to_vec()))
-            .collect();
+        // One query per batch: their pages are followed side by side, not one after the other
+        // (a batch of a busy relayer is many pages of payloads).
+        let mut reads: Vec<Read> = batches.into_iter().map(Read::Batch).collect();
         let blocks: BTreeSet<u64> = wanted.iter().map(|b| b.block).collect();
         reads.extend(blocks.into_iter().map(Read::Timestamp));
         self.rng.with(|r| reads.shuffle(r));
         // `try_join_all` polls the reads in order: each is sent in the shuffled order.
         let answers = futures::future::try_join_all(reads.into_iter().map(|read| async move {
             match read {
-                Read::Batches(chunk) => fetch_batches(
+                Read::Batch(batch) => fetch_batches(
                     self.reader.as_ref(),
                     &self.lister.project,
-                    &chunk,
+                    &[batch],
                     Some(block),
                 )
                 .await

@@ -38,27 +38,35 @@ function parentOf(pid) {
 }
 
 /**
- * Resident memory of this browser's renderer processes, MiB: the processes under the browser's
- * own (not those of another Chromium on the machine) whose command line says `--type=renderer`.
+ * Memory of this browser's renderer processes, MiB: the processes under the browser's own (not
+ * those of another Chromium on the machine) whose command line says `--type=renderer`. `rss`
+ * sums their resident sets, which counts the pages they share (Chromium's code, fonts, the V8
+ * snapshot) once per process; `pss` sums their proportional sets (a shared page split among
+ * its sharers, /proc/PID/smaps_rollup): the memory the renderers take from the machine.
  */
-function rendererRssMiB() {
+function rendererMemory() {
   const root = browser.process().pid;
   const under = (pid) => {
     for (let p = pid, hops = 0; p > 1 && hops < 16; p = parentOf(p), hops += 1) if (p === root) return true;
     return false;
   };
-  let kb = 0;
+  let rss = 0;
+  let pss = 0;
+  let processes = 0;
   for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
     try {
       if (!readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('--type=renderer')) continue;
       if (!under(Number(pid))) continue;
-      const m = readFileSync(`/proc/${pid}/status`, 'utf8').match(/^VmRSS:\s+(\d+)/m);
-      kb += m ? Number(m[1]) : 0;
+      const r = readFileSync(`/proc/${pid}/status`, 'utf8').match(/^VmRSS:\s+(\d+)/m);
+      const p = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8').match(/^Pss:\s+(\d+)/m);
+      rss += r ? Number(r[1]) : 0;
+      pss += p ? Number(p[1]) : 0;
+      processes += 1;
     } catch {
       // The process ended.
     }
   }
-  return Math.round(kb / 1024);
+  return { rss: Math.round(rss / 1024), pss: Math.round(pss / 1024), processes };
 }
 
 const profile = mkdtempSync(join(tmpdir(), 'privsvc-chromium-'));
@@ -166,11 +174,16 @@ async function session(refresh) {
     if (refresh) await c.myEntities({ refresh: true });
     const t3 = performance.now();
     const out = { build: t1 - t0, first: t2 - t1, refresh: t3 - t2, mine: mine.length, vault: c.vault.isolated ? 'WorkerVault' : 'KeyVault', cache: c.scanCache };
+    // Where the renderer's memory is: the page's wasm memory (it grows and never shrinks) and
+    // its JS heap (Chromium's performance.memory).
+    const pkg = await import('/privsvc/pkg/privsvc_wasm.js');
+    out.wasmMiB = Math.round((await pkg.default()).memory.buffer.byteLength / 2 ** 20);
+    out.heapMiB = performance.memory ? Math.round(performance.memory.usedJSHeapSize / 2 ** 20) : undefined;
     if (globalThis.__fetchTrace) out.trace = globalThis.__fetchTrace.map((f) => ({ ...f, start: f.start - t0, headers: f.headers - t0 }));
     c.close();
     return out;
   }, refresh);
-  r.rss = rendererRssMiB();
+  Object.assign(r, rendererMemory());
   if (profiler) await profiler.stop(process.env.PRIVSVC_BENCH_PROFILE);
   if (refresh) {
     // The floor in the same page, after the session's client closed.
@@ -192,7 +205,7 @@ try {
     `# chromium, ${records} records: first session ${ms(firstMs)} ms / floor ${ms(f.ms)} ms = ${(firstMs / f.ms).toFixed(2)} x the floor (the floor: the first listing's ${f.requests} requests, ${f.pages} pages, ${f.rows} rows of ${(f.bytes / f.rows).toFixed(0)} bytes with every attribute, ${(f.bytes / 2 ** 20).toFixed(1)} MiB, fetch + JSON.parse only; the client's listing answers: ${clientBytes} bytes a row)`,
   );
   console.log(
-    `# chromium, ${first.vault}, ${records} records: first session ${ms(first.build + first.first)} ms (client build, its first listing and first scan, ${ms(first.build)} ms + first myEntities ${ms(first.first)} ms), refresh ${ms(first.refresh)} ms, renderer RSS ${first.rss} MiB | returning session ${ms(back.build + back.first)} ms (build with the cache ${ms(back.build)} ms + myEntities ${ms(back.first)} ms; cache ${back.cache.state}${back.cache.block !== undefined ? ` at block ${back.cache.block}` : ''})`,
+    `# chromium, ${first.vault}, ${records} records: first session ${ms(first.build + first.first)} ms (client build, its first listing and first scan, ${ms(first.build)} ms + first myEntities ${ms(first.first)} ms), refresh ${ms(first.refresh)} ms, renderer RSS ${first.rss} MiB summed over ${first.processes} renderer processes, PSS ${first.pss} MiB (the page's wasm memory ${first.wasmMiB} MiB, its JS heap ${first.heapMiB} MiB) | returning session ${ms(back.build + back.first)} ms (build with the cache ${ms(back.build)} ms + myEntities ${ms(back.first)} ms; cache ${back.cache.state}${back.cache.block !== undefined ? ` at block ${back.cache.block}` : ''})`,
   );
   for (const f of back.trace ?? []) {
     console.log(`#   returning session fetch: ${f.start.toFixed(0).padStart(5)} -> ${f.headers.toFixed(0).padStart(5)} ms  ${f.what}${f.length ? ` (${f.length} bytes)` : ''}`);
