@@ -562,7 +562,6 @@ export interface PrivateClient {
   readonly scanCache:
     | { state: 'off' | 'empty' }
     | { state: 'resumed'; block: number }
-    | { state: 'relisted'; reason: string }
     | { state: 'discarded'; reason: string };
   /** Where tokens and pins are kept, and the parts discarded at start (they did not open under the vault's key). */
   readonly deviceStore: { kind: 'indexeddb' | 'file' | 'memory' | 'custom'; id?: string; discarded: string[] };

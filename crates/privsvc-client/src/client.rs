@@ -151,7 +151,7 @@ impl PrivateClient {
         let scan_cache = scan_cache_of(&options, vault.as_ref(), chain_id).await;
         let (cache, scan_cache_state) = match &scan_cache {
             Some(c) => {
-                let (cache, state) = c.load(false).await;
+                let (cache, state) = c.load().await;
                 (cache.unwrap_or_default(), state)
             }
             None => (EntityCache::default(), ScanCacheState::Off),

@@ -140,13 +140,6 @@ pub enum ScanCacheState {
         /// The resume block: the first listing named the records created after it.
         block: u64,
     },
-    /// The stored listing lacked the attribute values this session needs: the session listed
-    /// from the start and kept the user's records (verified, and written on this device) from
-    /// it.
-    Relisted {
-        /// Why.
-        reason: &'static str,
-    },
     /// The stored cache did not open and was deleted: the session listed from the start.
     Discarded {
         /// Why.
@@ -184,12 +177,9 @@ impl ScanCache {
         }
     }
 
-    /// The stored listing when it opens and carries the attributes the session needs
-    /// (`with_attributes`); anything else is deleted from the store. With what became of it.
-    pub(crate) async fn load(
-        &self,
-        with_attributes: bool,
-    ) -> (Option<EntityCache>, ScanCacheState) {
+    /// The stored listing when it opens (a cache that does not is deleted from the store), and
+    /// what became of it.
+    pub(crate) async fn load(&self) -> (Option<EntityCache>, ScanCacheState) {
         let sealed = match self.store.load().await {
             Ok(Some(s)) => s,
             Ok(None) => return (None, ScanCacheState::Empty),
@@ -199,21 +189,10 @@ impl ScanCache {
             }
         };
         let why = match open(&self.key, self.chain_id, &self.project, &sealed) {
-            Ok(cache) if cache.with_attributes || !with_attributes => {
+            Ok(cache) => {
                 *self.saved.lock().await = (cache.block, cache.records_generation);
                 let block = cache.block.unwrap_or_default();
                 return (Some(cache), ScanCacheState::Resumed { block });
-            }
-            Ok(mut cache) => {
-                // The listing lacks the attribute values this session counts rarity on: list
-                // again from the start, keeping what this device knows of the user's records.
-                cache.reset();
-                let reason = "its listing has no attribute values and this session checks rarity";
-                tracing::warn!(
-                    reason,
-                    "listing the project again; the user's records are kept"
-                );
-                return (Some(cache), ScanCacheState::Relisted { reason });
             }
             Err(Discarded::Version) => "it is not of this version",
             Err(Discarded::Key) => "it does not open under this vault's key",
@@ -349,7 +328,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_listing_without_attributes_is_listed_again_and_the_users_records_are_kept() {
+    async fn a_listing_without_attributes_is_resumed_with_the_users_records() {
         let store = Arc::new(Memory(std::sync::Mutex::new(None)));
         let key = privsvc_vault::Secret32::new([5; 32]);
         let cache = ScanCache::new(store.clone(), key.clone(), 7, "notes", 1);
@@ -375,15 +354,14 @@ mod tests {
         };
         listing.add_own_write(record.clone());
         cache.save(&listing).await;
-        // A session that checks rarity needs attribute values the listing lacks.
+        // Every session resumes a listing of tags alone (docs/PROTOCOL.md §8.1): one that
+        // checks rarity makes its attribute listing at its first tail, whatever its cache held.
         let again = ScanCache::new(store, key, 7, "notes", 1);
-        let (loaded, state) = again.load(true).await;
-        assert!(
-            matches!(state, ScanCacheState::Relisted { .. }),
-            "{state:?}"
-        );
-        let loaded = loaded.expect("the user's records are kept");
-        assert_eq!(loaded.block, None, "the listing starts over");
+        let (loaded, state) = again.load().await;
+        assert_eq!(state, ScanCacheState::Resumed { block: 40 });
+        let loaded = loaded.expect("the cache opens");
+        assert!(!loaded.with_attributes);
+        assert_eq!(loaded.block, Some(40));
         assert_eq!(loaded.mine.get(&record.entity_key), Some(&record));
     }
 

@@ -333,8 +333,7 @@ impl RawClient {
     }
 
     /// What became of the scan cache at start, JSON: `{ state: "off" | "empty" }`,
-    /// `{ state: "resumed", block }`, `{ state: "relisted", reason }` (the listing started over,
-    /// the user's records kept) or `{ state: "discarded", reason }`.
+    /// `{ state: "resumed", block }` or `{ state: "discarded", reason }`.
     #[wasm_bindgen(getter, js_name = scanCacheState)]
     pub fn scan_cache_state(&self) -> String {
         use privsvc_client::ScanCacheState;
@@ -342,9 +341,6 @@ impl RawClient {
             ScanCacheState::Resumed { block } => json!({ "state": "resumed", "block": block }),
             ScanCacheState::Discarded { reason } => {
                 json!({ "state": "discarded", "reason": reason })
-            }
-            ScanCacheState::Relisted { reason } => {
-                json!({ "state": "relisted", "reason": reason })
             }
             ScanCacheState::Empty => json!({ "state": "empty" }),
             _ => json!({ "state": "off" }),
