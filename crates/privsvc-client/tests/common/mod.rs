@@ -290,21 +290,61 @@ pub async fn wait_for_health(
     }
 }
 
+/// What a [`CountingReader`] read: a query (its expression) or a block's timestamp.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReadKind {
+    Query(String),
+    Timestamp(u64),
+}
+
 /// A reader that records every query expression (to count batch fetches), and with it the
-/// attributes it selected.
+/// attributes it selected; with a delay, every query page and timestamp read takes that long,
+/// and `reads` says when each was in flight.
 pub struct CountingReader {
     pub inner: Arc<dyn LedgerReader>,
     pub queries: Mutex<Vec<String>>,
     pub selects: Mutex<Vec<(String, privsvc_ledger::AttributeSelect)>>,
+    pub delay: Duration,
+    pub reads: Mutex<Vec<(ReadKind, Instant, Instant)>>,
 }
 
 impl CountingReader {
     pub fn new(inner: Arc<dyn LedgerReader>) -> Self {
+        Self::with_delay(inner, Duration::ZERO)
+    }
+
+    /// A counting reader whose query pages and timestamp reads each take `delay` more.
+    pub fn with_delay(inner: Arc<dyn LedgerReader>, delay: Duration) -> Self {
         Self {
             inner,
             queries: Mutex::new(Vec::new()),
             selects: Mutex::new(Vec::new()),
+            delay,
+            reads: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Whether a read of `a` and a read of `b` were ever in flight at the same time.
+    pub fn overlapped(&self, a: impl Fn(&ReadKind) -> bool, b: impl Fn(&ReadKind) -> bool) -> bool {
+        let reads = self.reads.lock().unwrap();
+        reads.iter().filter(|r| a(&r.0)).any(|x| {
+            reads
+                .iter()
+                .filter(|r| b(&r.0))
+                .any(|y| !std::ptr::eq(x, y) && x.1 < y.2 && y.1 < x.2)
+        })
+    }
+
+    /// `read` run after the delay, recorded with when it was in flight.
+    async fn timed<T>(&self, kind: ReadKind, read: impl std::future::Future<Output = T>) -> T {
+        let start = Instant::now();
+        tokio::time::sleep(self.delay).await;
+        let out = read.await;
+        self.reads
+            .lock()
+            .unwrap()
+            .push((kind, start, Instant::now()));
+        out
     }
 
     /// Batches requested by payload fetches (one `$createdAt` predicate per batch).
@@ -337,13 +377,15 @@ impl LedgerReader for CountingReader {
             let select = (e.to_string(), o.select.attributes.clone());
             self.selects.lock().unwrap().push(select);
         }
-        self.inner.query(e, o).await
+        self.timed(ReadKind::Query(e.to_string()), self.inner.query(e, o))
+            .await
     }
     async fn entity(&self, k: B256, b: Option<u64>) -> Result<Option<Entity>, LedgerError> {
         self.inner.entity(k, b).await
     }
     async fn block_timestamp(&self, n: u64) -> Result<Option<u64>, LedgerError> {
-        self.inner.block_timestamp(n).await
+        self.timed(ReadKind::Timestamp(n), self.inner.block_timestamp(n))
+            .await
     }
     async fn code_at(&self, a: Address) -> Result<Vec<u8>, LedgerError> {
         self.inner.code_at(a).await

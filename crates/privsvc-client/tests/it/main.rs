@@ -11,6 +11,7 @@ mod fuzz_seeds;
 mod proof;
 mod scan_cache;
 mod stack;
+mod start;
 mod transcript;
 mod verify_record;
 mod wallets;
