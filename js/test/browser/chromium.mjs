@@ -47,15 +47,15 @@ function listen(handler) {
   });
 }
 
-/** Forwards a request to `target` and its answer back (status, content type, body). */
-async function forward(res, target, req, body) {
+/** Forwards a request to `target` and its answer back (status, content type, body), with the `extra` headers. */
+async function forward(res, target, req, body, extra = {}) {
   const up = await fetch(target, {
     method: req.method,
     headers: req.headers['content-type'] ? { 'content-type': req.headers['content-type'] } : {},
     body: req.method === 'GET' || req.method === 'HEAD' ? undefined : body,
     redirect: 'manual',
   });
-  const headers = {};
+  const headers = { ...extra };
   const type = up.headers.get('content-type');
   if (type) headers['content-type'] = type;
   res.writeHead(up.status, headers).end(Buffer.from(await up.arrayBuffer()));
@@ -113,6 +113,7 @@ const hostile = await listen((req, res) => {
 // The app's own origin with a relayer and the RPC behind reverse-proxy paths (what SECURITY.md
 // advises to hide Origin): records the headers of every request to /relayer and /rpc.
 const proxied = [];
+const wasmFetches = [];
 const sameOrigin = await listen(async (req, res, body) => {
   const path = new URL(req.url, 'http://x').pathname;
   if (path === '/') return res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><meta charset="utf-8"><title>app</title><p>app</p>');
@@ -121,6 +122,12 @@ const sameOrigin = await listen(async (req, res, body) => {
   // a bundler mishandles worker.js.
   if (path === '/broken-worker/privsvc/worker.js') return res.writeHead(404).end();
   if (path === '/silent-worker/privsvc/worker.js') return res.writeHead(200, { 'content-type': 'text/javascript' }).end('self.onmessage = () => {};');
+  // The package as served, every fetch of its wasm module counted and never cached.
+  const counted = path.match(/^\/counted(\/privsvc\/.*)$/);
+  if (counted) {
+    if (counted[1].endsWith('.wasm')) wasmFetches.push(counted[1]);
+    return forward(res, `${url}${counted[1]}`, req, body, { 'cache-control': 'no-store' });
+  }
   const copy = path.match(/^\/(?:broken|silent)-worker(\/privsvc\/.*)$/);
   if (copy) return forward(res, `${url}${copy[1]}`, req, body);
   if (path === '/rpc') {
@@ -350,6 +357,25 @@ try {
       assert(/^PrivsvcError: the vault worker failed: its script did not load/.test(r.refused), `refused: ${r.refused}`);
       assert(r.inPage.isolated === false && r.inPage.keyVault, `isolateKeys: false: ${JSON.stringify(r.inPage)}`);
       assert(r.late === 'PrivsvcError: the vault worker did not answer within 1500 ms' && r.waited >= 1400, `silent worker: ${r.late} after ${r.waited} ms`);
+    } finally {
+      await p.close();
+    }
+  });
+
+  await check('the vault worker starts with the page\'s compiled module: one fetch of the wasm module per page', async () => {
+    const p = await browser.newPage();
+    try {
+      await p.goto(`${sameOrigin.url}/`, { waitUntil: 'load' });
+      const r = await p.evaluate(async () => {
+        const m = await import('/counted/privsvc/index.js');
+        const v = await m.vaultFromWallet(m.devWallet(), 'notes');
+        const ref = await v.scopeRecord('wasm-once');
+        const opened = await v.openTags([await v.makeTag(ref)]);
+        v.terminate();
+        return { isolated: v.isolated, opened: opened[0] === ref };
+      });
+      assert(r.isolated === true && r.opened, `worker vault: ${JSON.stringify(r)}`);
+      assert(wasmFetches.length === 1, `the wasm module was fetched ${wasmFetches.length} times: ${wasmFetches}`);
     } finally {
       await p.close();
     }
