@@ -28,7 +28,10 @@
 # PRIVSVC_WASM_TARGET_DIR (default: CARGO_TARGET_DIR, else target/) for the wasm build;
 # PRIVSVC_BENCH_RECORDS (--bench: the app sizes, default 100000,1000000: the app is seeded up to
 # each size in turn, then the chain moved past an hour's resume boundary, then the Chromium and
-# Node.js scan benchmarks run);
+# Node.js scan benchmarks run); PRIVSVC_BENCH_RUNS (default 1: how many times the Chromium bench
+# measures each size, each run in a fresh browser, with the median ratio to the floor);
+# PRIVSVC_BENCH_TRACE=1 (the returning session's fetches); PRIVSVC_BENCH_PROFILE=DIR (CPU
+# profiles of each session's page and workers);
 # PRIVSVC_JS_STACK_PROFILE (release, the default; dev: `cargo build` the debug examples; prebuilt:
 # the debug examples `cargo test --workspace` built, as they are, with no cargo call) for
 # local_stack and the Rust client;

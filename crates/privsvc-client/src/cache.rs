@@ -47,8 +47,6 @@ pub(crate) enum TagClass {
 /// One listed record, in compact form (a million of them must fit comfortably in memory).
 #[derive(Debug, Clone)]
 pub(crate) struct Listed {
-    /// Current owner.
-    pub(crate) owner: Address,
     /// Creator (the relayer).
     pub(crate) creator: Address,
     /// Creation block.
@@ -301,7 +299,6 @@ impl EntityCache {
             rows.push((
                 e.key,
                 Listed {
-                    owner: e.owner.unwrap_or_default(),
                     creator,
                     created_at,
                     expires_at: e.expires_at.unwrap_or(u64::MAX),

@@ -612,14 +612,16 @@ impl PrivateClient {
     }
 }
 
-/// The sealed record in the cached listing: same owner, same tag and (when the listing has
-/// attributes) the same attributes; the earliest if a relayer wrote it more than once. Its batch
-/// size is the number of the project's listed records its creator made in its block.
+/// The sealed record in the cached listing: same tag and (when the listing has attributes) the
+/// same attributes; the earliest if there are several (a relayer wrote it more than once, or
+/// someone copied it: a record is its earliest entity, docs/PROTOCOL.md §8.4). By tag, not by
+/// owner: listings do not select the owner (§8.1), and a copy transferred to the owner would
+/// match an owner too. Its batch size is the number of the project's listed records its creator
+/// made in its block.
 fn find_listed(cache: &EntityCache, sealed: &SealedRecord) -> Option<Found> {
     let (key, e) = cache
         .entries
         .iter()
-        .filter(|(_, e)| e.owner == sealed.owner)
         .filter(|(_, e)| {
             e.tag
                 .is_some_and(|t| bool::from(t.as_slice().ct_eq(sealed.tag.as_slice())))

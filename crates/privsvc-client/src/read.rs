@@ -138,8 +138,10 @@ struct Open {
 }
 
 /// The project's records created after block `after` (all of them for `None`), read at one
-/// pinned block (the head when the listing starts), without payloads: key, owner, creator,
-/// creation and expiry blocks, and every attribute (`with_attributes`) or only `tag`. The pages
+/// pinned block (the head when the listing starts), without payloads: key, creator, creation
+/// and expiry blocks, and every attribute (`with_attributes`) or only `tag`. Not the owner:
+/// a record is the user's by its tag, and the scan reads the owner of the user's records
+/// with their batch. The pages
 /// come out of the returned [`PageStream`] as they arrive (in no particular order), each
 /// record exactly once. The expressions name the project and blocks, never an owner, key or
 /// tag: every client's scan sends the same kind of query.
@@ -160,7 +162,6 @@ pub(crate) async fn start_listing(
 ) -> Result<PageStream, LedgerError> {
     let select = Select {
         key: true,
-        owner: true,
         creator: true,
         created_at: true,
         expires_at: true,

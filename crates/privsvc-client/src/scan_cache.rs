@@ -25,7 +25,7 @@ use crate::cache::EntityCache;
 use crate::error::PrivsvcError;
 
 /// The format version this build writes and reads.
-pub const SCAN_CACHE_VERSION: u8 = 2;
+pub const SCAN_CACHE_VERSION: u8 = 3;
 /// The default resume granularity: 1,800 blocks (an hour of Arkiv's 2 s blocks).
 pub const DEFAULT_RESUME_BLOCKS: u64 = 1_800;
 /// The first bytes of a sealed cache.

@@ -20,7 +20,8 @@
 //!   many, attribute-pair ids (count, ids): the records are kept as counts, without keys;
 //! - `records` = count, then per record not opened yet or the user's: key (32 bytes), creator
 //!   index, created block, lifetime, class (u8: 0 not opened, 2 the user's, then its ref, 16
-//!   bytes), owner (20 bytes), tag (44 bytes, zeros for none), attribute-pair ids.
+//!   bytes), tag (44 bytes, zeros for none), attribute-pair ids. (Version 2 had the owner,
+//!   20 bytes, before the tag: listings no longer select it.)
 //!
 //! A million records of other users in a few thousand batches take a few hundred kilobytes.
 
@@ -119,7 +120,6 @@ pub(crate) fn encode(cache: &EntityCache, resume: u64) -> Vec<u8> {
             }
             _ => out.push(0),
         }
-        out.extend_from_slice(e.owner.as_slice());
         out.extend_from_slice(e.tag.as_ref().unwrap_or(&[0; TAG_BYTES]));
         put_ids(&mut out, &e.attrs);
     }
@@ -321,11 +321,9 @@ pub(crate) fn decode(bytes: &[u8]) -> Option<EntityCache> {
             2 => TagClass::Mine(RecordRef(r.array()?)),
             _ => return None,
         };
-        let owner = Address::from(r.array::<20>()?);
         let tag: Tag = r.array()?;
         let attrs = ids(&mut r)?;
         let entry = Listed {
-            owner,
             creator,
             created_at,
             expires_at,
@@ -484,7 +482,6 @@ mod tests {
         assert_eq!((one[0].batch.block, one[0].count), (10, 1));
         let two = &back.entries[&B256::repeat_byte(2)];
         assert_eq!(two.class, TagClass::Mine(RecordRef([5; 16])));
-        assert_eq!(two.owner, Address::repeat_byte(2));
         assert_eq!(two.tag, Some([2; TAG_BYTES]));
         assert_eq!(two.expires_at, 1020);
         assert_eq!(

@@ -298,12 +298,12 @@ pub enum ReadKind {
 }
 
 /// A reader that records every query expression (to count batch fetches), and with it the
-/// attributes it selected; with a delay, every query page and timestamp read takes that long,
+/// fields and attributes it selected; with a delay, every query page and timestamp read takes that long,
 /// and `reads` says when each was in flight.
 pub struct CountingReader {
     pub inner: Arc<dyn LedgerReader>,
     pub queries: Mutex<Vec<String>>,
-    pub selects: Mutex<Vec<(String, privsvc_ledger::AttributeSelect)>>,
+    pub selects: Mutex<Vec<(String, privsvc_ledger::Select)>>,
     pub delay: Duration,
     pub reads: Mutex<Vec<(ReadKind, Instant, Instant)>>,
 }
@@ -374,7 +374,7 @@ impl LedgerReader for CountingReader {
         // Continuation pages repeat the query: count first pages only.
         if o.cursor.is_none() {
             self.queries.lock().unwrap().push(e.to_string());
-            let select = (e.to_string(), o.select.attributes.clone());
+            let select = (e.to_string(), o.select.clone());
             self.selects.lock().unwrap().push(select);
         }
         self.timed(ReadKind::Query(e.to_string()), self.inner.query(e, o))

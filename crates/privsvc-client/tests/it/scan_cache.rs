@@ -165,15 +165,20 @@ async fn a_returning_session_resumes_from_a_coarse_block_and_a_foreign_or_old_ca
 }
 
 /// The project's listing pages recorded so far (first pages only): expression and the
-/// attributes selected.
+/// attributes selected. No listing selects the owner (docs/PROTOCOL.md §8.1).
 fn listing_selects(counting: &CountingReader) -> Vec<(String, AttributeSelect)> {
-    counting
-        .selects
-        .lock()
-        .unwrap()
-        .iter()
+    let selects = counting.selects.lock().unwrap().clone();
+    let listings: Vec<_> = selects
+        .into_iter()
         .filter(|(q, _)| q.starts_with("project = ") && !q.contains("$createdAt = "))
-        .cloned()
+        .collect();
+    assert!(
+        listings.iter().all(|(_, s)| !s.owner && s.key && s.creator),
+        "a listing selected the owner, or not the key and creator: {listings:?}"
+    );
+    listings
+        .into_iter()
+        .map(|(q, s)| (q, s.attributes))
         .collect()
 }
 
