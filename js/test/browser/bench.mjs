@@ -119,7 +119,8 @@ async function startProfiles(page, label) {
 }
 
 /**
- * With PRIVSVC_BENCH_TRACE=1, every fetch of the returning session, printed with its start and
+ * With PRIVSVC_BENCH_TRACE=1 (and PRIVSVC_BENCH_TRACE_ALL=1 for each of the first listing's
+ * batched requests too), every fetch of each session, printed with its start and
  * the arrival of its answer's headers (ms after the client build started) and what it asked:
  * the gaps between fetches are the session's own work (the worker's start, the device store,
  * decoding). Self-contained: its text is handed to the page.
@@ -155,7 +156,7 @@ async function session(refresh) {
   const profiler = process.env.PRIVSVC_BENCH_PROFILE ? await startProfiles(page, refresh ? 'first' : 'returning') : undefined;
   await page.goto(`${url}/?dev`, { waitUntil: 'load' });
   if (refresh) await page.evaluate(recordListing, cfg.project ?? cfg.app);
-  const trace = !refresh && process.env.PRIVSVC_BENCH_TRACE === '1';
+  const trace = process.env.PRIVSVC_BENCH_TRACE === '1';
   if (trace) await page.evaluate(traceFetches);
   const r = await page.evaluate(async (refresh) => {
     const m = await import('/privsvc/index.js');
@@ -223,6 +224,22 @@ for (let run = 1; run <= runs; run += 1) {
     console.log(
       `# chromium, ${first.vault}, ${records} records${of}: first session ${ms(first.build + first.first)} ms (client build, its first listing and first scan, ${ms(first.build)} ms + first myEntities ${ms(first.first)} ms), refresh ${ms(first.refresh)} ms, renderer RSS ${first.rss} MiB summed over ${first.processes} renderer processes, PSS ${first.pss} MiB (the page's wasm memory ${first.wasmMiB} MiB, its JS heap ${first.heapMiB} MiB) | returning session ${ms(back.build + back.first)} ms (build with the cache ${ms(back.build)} ms + myEntities ${ms(back.first)} ms; cache ${back.cache.state}${back.cache.block !== undefined ? ` at block ${back.cache.block}` : ''})`,
     );
+    // The first session's fetches, its listing's batched requests summed up: every other fetch,
+    // and the span of the batches (with the time none of them was in flight).
+    const pages = (first.trace ?? []).filter((t) => / x arkiv_query$/.test(t.what));
+    for (const t of (first.trace ?? []).filter((t) => process.env.PRIVSVC_BENCH_TRACE_ALL || !pages.includes(t))) {
+      console.log(`#   first session fetch: ${t.start.toFixed(0).padStart(5)} -> ${t.headers.toFixed(0).padStart(5)} ms  ${t.what}${t.length ? ` (${t.length} bytes)` : ''}`);
+    }
+    if (pages.length > 0) {
+      const spans = pages.map((t) => [t.start, t.headers]).sort((a, b) => a[0] - b[0]);
+      let idle = 0;
+      let reach = spans[0][1];
+      for (const [start, end] of spans.slice(1)) {
+        if (start > reach) idle += start - reach;
+        reach = Math.max(reach, end);
+      }
+      console.log(`#   first session listing: ${pages.length} batched requests from ${spans[0][0].toFixed(0)} to ${reach.toFixed(0)} ms; none in flight for ${idle.toFixed(0)} ms of it`);
+    }
     for (const t of back.trace ?? []) {
       console.log(`#   returning session fetch: ${t.start.toFixed(0).padStart(5)} -> ${t.headers.toFixed(0).padStart(5)} ms  ${t.what}${t.length ? ` (${t.length} bytes)` : ''}`);
     }
