@@ -1,9 +1,9 @@
 //! A session's start on a slow node (every query page and timestamp read takes 150 ms): it
 //! lists the project once (its first scan uses that listing), contacts its relayer while that
-//! listing is on its way, and its first scan's burst sends its reads at once (docs/PROTOCOL.md
-//! §8.2 and §8.4). Before, the relayer was contacted first, the first scan listed again, and
-//! the burst's reads went one after the other: a returning browser session spent most of its
-//! start waiting on them in turn.
+//! listing is on its way, and its first scan's burst sends its reads at once
+//! (docs/PROTOCOL.md §8.2 and §8.4). Before, the relayer was contacted first, the first scan
+//! listed again, and the burst's reads went one after the other: a returning browser session
+//! spent most of its start waiting on them in turn.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
