@@ -11,12 +11,15 @@ const { isNode } = platform;
  */
 let wasmModule;
 
-/** Compiles the module at `url` while it downloads; from its bytes when the server's type is not `application/wasm`. */
+/**
+ * Compiles the module at `url` while it downloads; from the same answer's bytes when the
+ * server's type is not `application/wasm` (one download either way, as wasm-bindgen's loader).
+ */
 async function compile(url) {
+  const res = await fetch(url);
   try {
-    return await WebAssembly.compileStreaming(fetch(url));
+    return await WebAssembly.compileStreaming(res.clone());
   } catch {
-    const res = await fetch(url);
     return WebAssembly.compile(await res.arrayBuffer());
   }
 }
