@@ -37,7 +37,7 @@ use privsvc::envelope::EnvelopeBody;
 use privsvc::ledger::{
     query_batch_body, str_literal, ArkivValue, Attribute, AttributeSelect, Create, CreationFlags,
     Entity, LedgerError, LedgerReader, LedgerWriter, Operation, PageQuery, QueryOptions, QueryPage,
-    RpcLedger, RpcWriter, Select,
+    RpcLedger, RpcWriter, Select, TagPage,
 };
 use privsvc::relayer::{Relayer, RelayerConfig};
 use privsvc::vault::{tag_to_text, IsolatedVault, KeyVault, Tag, Vault};
@@ -241,6 +241,10 @@ impl LedgerReader for Recording {
     async fn query_many(&self, queries: &[PageQuery]) -> Result<Vec<QueryPage>, LedgerError> {
         self.record(queries);
         self.inner.query_many(queries).await
+    }
+    async fn query_tags_many(&self, queries: &[PageQuery]) -> Result<Vec<TagPage>, LedgerError> {
+        self.record(queries);
+        self.inner.query_tags_many(queries).await
     }
     async fn entity(
         &self,

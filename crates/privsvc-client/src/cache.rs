@@ -7,10 +7,12 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use alloy_primitives::map::B256Map;
 use alloy_primitives::{Address, B256};
 use privsvc_attributes::{AttrValue, Attributes};
-use privsvc_ledger::{ArkivValue, Entity};
+#[cfg(test)]
+use privsvc_ledger::Entity;
+use privsvc_ledger::{ArkivValue, TAG_ATTRIBUTE};
 use privsvc_vault::{tag_from_text, RecordRef, Tag};
 
-use crate::read::BatchId;
+use crate::read::{BatchId, PageRows};
 use crate::record::MyRecord;
 
 /// What one scan fetched (exposed for tests and benchmarks).
@@ -60,6 +62,9 @@ pub(crate) struct Listed {
     /// What the tag says.
     pub(crate) class: TagClass,
 }
+
+// A tag row keeps tags of the length the vault writes.
+const _: () = assert!(privsvc_ledger::TAG_TEXT_LEN == privsvc_vault::TAG_TEXT_LEN);
 
 impl Listed {
     /// The batch it belongs to.
@@ -267,48 +272,88 @@ impl EntityCache {
     /// known are skipped). Returns how many records were added.
     #[cfg(test)]
     pub(crate) fn add(&mut self, listed: Vec<Entity>) -> usize {
-        let rows = self.stage(listed);
+        let rows = self.stage(PageRows::Entities(listed));
         self.place(rows, None)
     }
 
     /// The compact rows of one page of a listing, not placed yet: records already listed, and
     /// those without a creator or a creation block, are left out; attribute pairs are interned.
-    pub(crate) fn stage(&mut self, listed: Vec<Entity>) -> Vec<(B256, Listed)> {
-        let mut rows = Vec::with_capacity(listed.len());
-        for e in listed {
-            let (Some(creator), Some(created_at)) = (e.creator, e.created_at) else {
-                continue;
-            };
-            if self.entries.contains_key(&e.key) {
-                continue;
-            }
-            let mut tag = None;
-            let mut attrs = Vec::new();
-            for a in e.attributes.into_iter().flatten() {
-                if a.name == "tag" {
-                    if let ArkivValue::Str(s) = &a.value {
-                        tag = tag_from_text(s);
+    pub(crate) fn stage(&mut self, listed: PageRows) -> Vec<(B256, Listed)> {
+        match listed {
+            PageRows::Tags(rows) => rows
+                .into_iter()
+                .filter_map(|r| {
+                    let tag = r.tag_text().and_then(tag_from_text);
+                    self.compact(
+                        r.key,
+                        r.creator,
+                        r.created_at,
+                        r.expires_at,
+                        tag,
+                        Vec::new(),
+                    )
+                })
+                .collect(),
+            PageRows::Entities(entities) => {
+                let mut rows = Vec::with_capacity(entities.len());
+                for e in entities {
+                    let mut tag = None;
+                    let mut attrs = Vec::new();
+                    for a in e.attributes.into_iter().flatten() {
+                        if a.name == TAG_ATTRIBUTE {
+                            tag = match &a.value {
+                                ArkivValue::Str(s) => tag_from_text(s),
+                                _ => None,
+                            };
+                        } else if a.name != "project" {
+                            if let Some(v) = attr_value(a.value) {
+                                attrs.push(self.intern(a.name, v));
+                            }
+                        }
                     }
-                } else if a.name != "project" {
-                    if let Some(v) = attr_value(a.value) {
-                        attrs.push(self.intern(a.name, v));
-                    }
+                    rows.extend(self.compact(
+                        e.key,
+                        e.creator,
+                        e.created_at,
+                        e.expires_at,
+                        tag,
+                        attrs,
+                    ));
                 }
+                rows
             }
-            attrs.sort_unstable();
-            rows.push((
-                e.key,
-                Listed {
-                    creator,
-                    created_at,
-                    expires_at: e.expires_at.unwrap_or(u64::MAX),
-                    tag,
-                    attrs: attrs.into_boxed_slice(),
-                    class: TagClass::Unopened,
-                },
-            ));
         }
-        rows
+    }
+
+    /// One listed record as a compact row; `None` when it is listed already or has no creator
+    /// or creation block.
+    fn compact(
+        &self,
+        key: B256,
+        creator: Option<Address>,
+        created_at: Option<u64>,
+        expires_at: Option<u64>,
+        tag: Option<Tag>,
+        mut attrs: Vec<u32>,
+    ) -> Option<(B256, Listed)> {
+        let (Some(creator), Some(created_at)) = (creator, created_at) else {
+            return None;
+        };
+        if self.entries.contains_key(&key) {
+            return None;
+        }
+        attrs.sort_unstable();
+        Some((
+            key,
+            Listed {
+                creator,
+                created_at,
+                expires_at: expires_at.unwrap_or(u64::MAX),
+                tag,
+                attrs: attrs.into_boxed_slice(),
+                class: TagClass::Unopened,
+            },
+        ))
     }
 
     /// Places rows from [`EntityCache::stage`]. With `opened` (one per row, in order: what its

@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use alloy_primitives::Address;
 use privsvc_ledger::{
-    ArkivValue, AttributeSelect, Entity, LedgerError, LedgerReader, PageQuery, QueryOptions, Select,
+    ArkivValue, AttributeSelect, Entity, LedgerError, LedgerReader, PageQuery, QueryOptions,
+    Select, TagRow,
 };
 
 /// Batches combined into one query (3 predicates each stay well under the node's 64).
@@ -179,6 +180,7 @@ pub(crate) async fn start_listing(
         reader: reader.clone(),
         project: project.to_owned(),
         select,
+        tags_only: !with_attributes,
         block,
         tx,
     };
@@ -192,17 +194,60 @@ pub(crate) async fn start_listing(
 pub(crate) struct PageStream {
     /// The block every page is read at.
     pub(crate) block: u64,
-    rx: tokio::sync::mpsc::Receiver<Result<Vec<Entity>, LedgerError>>,
+    rx: tokio::sync::mpsc::Receiver<Result<PageRows, LedgerError>>,
+}
+
+/// The rows of one listing page: whole entities (a listing with every attribute) or the
+/// compact rows of a tags-only listing.
+pub(crate) enum PageRows {
+    /// Entities with every attribute.
+    Entities(Vec<Entity>),
+    /// Rows of a tags-only listing.
+    Tags(Vec<TagRow>),
+}
+
+impl PageRows {
+    /// How many rows.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            PageRows::Entities(e) => e.len(),
+            PageRows::Tags(t) => t.len(),
+        }
+    }
+}
+
+/// The pages `queries` ask for, with their cursors: tag rows when `tags_only`.
+async fn pages_of(
+    reader: &dyn LedgerReader,
+    queries: &[PageQuery],
+    tags_only: bool,
+) -> Result<Vec<(PageRows, Option<String>)>, LedgerError> {
+    Ok(if tags_only {
+        reader
+            .query_tags_many(queries)
+            .await?
+            .into_iter()
+            .map(|p| (PageRows::Tags(p.rows), p.cursor))
+            .collect()
+    } else {
+        reader
+            .query_many(queries)
+            .await?
+            .into_iter()
+            .map(|p| (PageRows::Entities(p.entities), p.cursor))
+            .collect()
+    })
 }
 
 impl PageStream {
     /// The next page; `None` when the listing is complete.
-    pub(crate) async fn next(&mut self) -> Option<Result<Vec<Entity>, LedgerError>> {
+    pub(crate) async fn next(&mut self) -> Option<Result<PageRows, LedgerError>> {
         self.rx.recv().await
     }
 
     /// A page that has already arrived, without waiting.
-    pub(crate) fn ready(&mut self) -> Option<Result<Vec<Entity>, LedgerError>> {
+    pub(crate) fn ready(&mut self) -> Option<Result<PageRows, LedgerError>> {
         self.rx.try_recv().ok()
     }
 }
@@ -213,8 +258,10 @@ struct RangeLister {
     reader: Arc<dyn LedgerReader>,
     project: String,
     select: Select,
+    /// Whether the listing selects only the tags (its pages are [`PageRows::Tags`]).
+    tags_only: bool,
     block: u64,
-    tx: tokio::sync::mpsc::Sender<Result<Vec<Entity>, LedgerError>>,
+    tx: tokio::sync::mpsc::Sender<Result<PageRows, LedgerError>>,
 }
 
 impl RangeLister {
@@ -235,7 +282,9 @@ impl RangeLister {
                 let asked: Vec<Open> = queue.drain(..take).collect();
                 let queries: Vec<PageQuery> = asked.iter().map(|o| self.query(o)).collect();
                 let reader = self.reader.clone();
-                in_flight.push(async move { (asked, reader.query_many(&queries).await) });
+                let tags_only = self.tags_only;
+                in_flight
+                    .push(async move { (asked, pages_of(&*reader, &queries, tags_only).await) });
             }
             let Some((asked, answer)) = in_flight.next().await else {
                 return;
@@ -255,8 +304,7 @@ impl RangeLister {
                     return;
                 }
             };
-            for (o, page) in asked.into_iter().zip(pages) {
-                let next = page.cursor;
+            for (o, (rows, next)) in asked.into_iter().zip(pages) {
                 if next.is_some() && next == o.cursor {
                     let repeated = privsvc_ledger::AnswerError::RepeatedCursor;
                     let _ = self.tx.send(Err(LedgerError::Decode(repeated))).await;
@@ -267,7 +315,7 @@ impl RangeLister {
                     _ => vec![o.range],
                 };
                 // A range split into parts is listed afresh: its first page's rows come again.
-                if parts.len() == 1 && self.tx.send(Ok(page.entities)).await.is_err() {
+                if parts.len() == 1 && self.tx.send(Ok(rows)).await.is_err() {
                     return;
                 }
                 let Some(next) = next else {
@@ -552,7 +600,9 @@ mod tests {
         });
         let reader: Arc<dyn LedgerReader> = Arc::new(node);
         let mut pages = start_listing(&reader, "p", None, false).await.unwrap();
-        let err = pages.next().await.unwrap().unwrap_err();
+        let Some(Err(err)) = pages.next().await else {
+            panic!("the listing did not fail");
+        };
         assert!(err.to_string().contains("0 pages to 1 queries"), "{err}");
     }
 
@@ -580,7 +630,10 @@ mod tests {
         while let Some(page) = pages.next().await {
             let page = page.unwrap();
             rows += page.len();
-            seen.extend(page.into_iter().map(|e| e.key));
+            match page {
+                PageRows::Tags(rows) => seen.extend(rows.into_iter().map(|r| r.key)),
+                PageRows::Entities(_) => panic!("a tags-only listing answers tag rows"),
+            }
         }
         assert_eq!(pages.block, 4_000);
         assert_eq!(seen.len(), 3_000, "every record listed");

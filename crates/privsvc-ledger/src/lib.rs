@@ -18,6 +18,7 @@ mod expiry;
 #[cfg(feature = "fuzzing")]
 pub mod fuzz_entry;
 mod keys;
+mod listing;
 mod ops;
 mod query;
 mod reader;
@@ -61,6 +62,7 @@ pub use entity::{
 pub use error::{BoxError, ChannelError, LedgerError, Revert, RpcError};
 pub use expiry::{resolve_expiry, seconds_to_blocks, ExpiryError, BLOCK_TIME_SECONDS};
 pub use keys::{entity_key, predict_entity_keys};
+pub use listing::{TagPage, TagRow, TAG_ATTRIBUTE, TAG_TEXT_LEN};
 pub use ops::{Create, Operation};
 pub use query::{literal, str_literal, CmpOp, Expr, QueryBuildError};
 pub use reader::LedgerReader;

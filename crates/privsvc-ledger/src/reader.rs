@@ -5,6 +5,7 @@ use async_trait::async_trait;
 
 use crate::entity::{Entity, PageQuery, QueryOptions, QueryPage};
 use crate::error::LedgerError;
+use crate::listing::TagPage;
 
 /// Read access to an Arkiv ledger. Object safe: use it as `Arc<dyn LedgerReader>`.
 #[cfg_attr(not(target_arch = "wasm32"), async_trait)]
@@ -26,6 +27,18 @@ pub trait LedgerReader: privsvc_rt::MaybeSend + privsvc_rt::MaybeSync {
     /// [`LedgerReader::query`] for each, concurrently. One failed page fails them all.
     async fn query_many(&self, queries: &[PageQuery]) -> Result<Vec<QueryPage>, LedgerError> {
         query_each(self, queries).await
+    }
+    /// [`LedgerReader::query_many`] for the pages of a tags-only listing (queries that select
+    /// the key, creator, creation and expiry blocks and the `tag` attribute), answered as
+    /// compact [`crate::TagRow`]s. [`crate::RpcLedger`] decodes them straight from the answer
+    /// (no allocation per row); the default converts what `query_many` answers.
+    async fn query_tags_many(&self, queries: &[PageQuery]) -> Result<Vec<TagPage>, LedgerError> {
+        Ok(self
+            .query_many(queries)
+            .await?
+            .into_iter()
+            .map(TagPage::from)
+            .collect())
     }
     /// A full entity (all fields) at `at_block` (head if `None`), or `None` when not live.
     async fn entity(&self, key: B256, at_block: Option<u64>)

@@ -20,7 +20,7 @@ use async_trait::async_trait;
 use futures::stream::{FuturesUnordered, StreamExt};
 use privsvc_ledger::{
     BatchReceipt, Entity, LedgerError, LedgerReader, LedgerWriter, Operation, PageQuery,
-    PreparedTx, QueryOptions, QueryPage,
+    PreparedTx, QueryOptions, QueryPage, TagPage,
 };
 use rand::Rng;
 
@@ -194,6 +194,9 @@ impl LedgerReader for RetryingReader {
     }
     async fn query_many(&self, queries: &[PageQuery]) -> Result<Vec<QueryPage>, LedgerError> {
         with_retries(&self.health, || self.inner.query_many(queries)).await
+    }
+    async fn query_tags_many(&self, queries: &[PageQuery]) -> Result<Vec<TagPage>, LedgerError> {
+        with_retries(&self.health, || self.inner.query_tags_many(queries)).await
     }
     async fn entity(
         &self,

@@ -21,6 +21,7 @@ use crate::codec::parse_hex;
 use crate::entity::{Entity, PageQuery, QueryOptions, QueryPage, Select};
 use crate::error::{ChannelError, LedgerError};
 use crate::keys::predict_entity_keys;
+use crate::listing::TagPage;
 use crate::ops::Operation;
 use crate::query::Expr;
 use crate::reader::LedgerReader;
@@ -31,6 +32,7 @@ mod batch;
 mod channel;
 mod fast;
 mod node_error;
+mod tag_rows;
 
 pub use batch::{decode_query_batch_answer, query_batch_body};
 use channel::HttpChannel;
@@ -170,17 +172,52 @@ impl RpcLedger {
 
     /// The pages of `queries` asked for in one JSON-RPC batch; `None` when the node answered
     /// the batch as no batch (it does not take them) or the channel sends no batches.
+    /// The answer to `queries` sent as one JSON-RPC batch, with the id of its first query;
+    /// `None` when the channel or the node takes no batches.
+    async fn batch_answer(
+        &self,
+        queries: &[PageQuery],
+    ) -> Result<Option<(Vec<u8>, u64)>, LedgerError> {
+        let first_id = self
+            .next_id
+            .fetch_add(queries.len() as u64, Ordering::Relaxed);
+        let body = query_batch_body(queries, first_id);
+        Ok(self
+            .channel
+            .batch("arkiv_query", body)
+            .await?
+            .map(|answer| (answer, first_id)))
+    }
+
     async fn query_batch(
         &self,
         queries: &[PageQuery],
     ) -> Result<Option<Vec<QueryPage>>, LedgerError> {
-        let count = queries.len();
-        let first_id = self.next_id.fetch_add(count as u64, Ordering::Relaxed);
-        let body = query_batch_body(queries, first_id);
-        match self.channel.batch("arkiv_query", body).await? {
-            Some(answer) => decode_query_batch_answer(&answer, first_id, count),
+        match self.batch_answer(queries).await? {
+            Some((answer, first_id)) => decode_query_batch_answer(&answer, first_id, queries.len()),
             None => Ok(None),
         }
+    }
+
+    /// [`RpcLedger::query_batch`] for a tags-only listing: the rows decoded straight from the
+    /// answer when it has the usual shape, else through the general decoder.
+    async fn tag_batch(&self, queries: &[PageQuery]) -> Result<Option<Vec<TagPage>>, LedgerError> {
+        let Some((answer, first_id)) = self.batch_answer(queries).await? else {
+            return Ok(None);
+        };
+        if let Some(pages) = tag_rows::tag_pages(&answer, first_id, queries.len()) {
+            return Ok(Some(pages));
+        }
+        Ok(decode_query_batch_answer(&answer, first_id, queries.len())?
+            .map(|pages| pages.into_iter().map(TagPage::from).collect()))
+    }
+
+    /// The params of an `arkiv_query` call (the key always selected: every entity is
+    /// identified by it).
+    fn query_params(expression: &str, options: &QueryOptions) -> Value {
+        let mut options = options.clone();
+        options.select.key = true;
+        json!([expression, wire::query_options_to_json(&options)])
     }
 
     async fn quantity_call(&self, method: &'static str, params: Value) -> Result<u64, LedgerError> {
@@ -313,10 +350,7 @@ impl LedgerReader for RpcLedger {
         expression: &str,
         options: &QueryOptions,
     ) -> Result<QueryPage, LedgerError> {
-        let mut options = options.clone();
-        // Every entity is identified by its key; always ask for it.
-        options.select.key = true;
-        let params = json!([expression, wire::query_options_to_json(&options)]);
+        let params = Self::query_params(expression, options);
         decode_query_answer(&self.answer("arkiv_query", &params).await?)
     }
 
@@ -328,6 +362,24 @@ impl LedgerReader for RpcLedger {
             }
         }
         crate::reader::query_each(self, queries).await
+    }
+
+    async fn query_tags_many(&self, queries: &[PageQuery]) -> Result<Vec<TagPage>, LedgerError> {
+        if queries.len() > 1 && self.batches.load(Ordering::Relaxed) {
+            match self.tag_batch(queries).await? {
+                Some(pages) => return Ok(pages),
+                None => self.batches.store(false, Ordering::Relaxed),
+            }
+        }
+        futures::future::try_join_all(queries.iter().map(|q| async move {
+            let params = Self::query_params(&q.expression, &q.options);
+            let answer = self.answer("arkiv_query", &params).await?;
+            match tag_rows::tag_page(&answer) {
+                Some(page) => Ok(page),
+                None => decode_query_answer(&answer).map(TagPage::from),
+            }
+        }))
+        .await
     }
 
     async fn entity(

@@ -239,3 +239,121 @@ async fn a_gateway_error_page_fails_the_batch_and_does_not_end_batches() {
     assert_eq!(proxy.singles.load(Ordering::SeqCst), 0);
     node.shutdown().await;
 }
+
+/// A record of kind "tagged" with `tag` (when given) and another string attribute.
+fn tagged(salt: u128, tag: Option<&str>) -> Operation {
+    let mut attributes = vec![
+        Attribute {
+            name: "kind".into(),
+            value: ArkivValue::Str("tagged".into()),
+        },
+        Attribute {
+            name: "note".into(),
+            value: ArkivValue::Str("a \"quoted\" note".into()),
+        },
+    ];
+    if let Some(t) = tag {
+        attributes.push(Attribute {
+            name: "tag".into(),
+            value: ArkivValue::Str(t.into()),
+        });
+    }
+    Operation::Create(Create {
+        salt,
+        expires_at: 0,
+        min_lifetime: 100,
+        flags: CreationFlags::default(),
+        content_type: "text/plain".into(),
+        payload: vec![b'x'],
+        attributes,
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tag_rows_are_the_pages_of_a_tags_only_listing_in_batches_and_one_by_one() {
+    let node = Devnet::start(DevnetConfig::on_demand()).await.unwrap();
+    let secret: [u8; 32] = hex::decode(DEV_PRIVATE_KEYS[0].trim_start_matches("0x"))
+        .unwrap()
+        .try_into()
+        .unwrap();
+    let writer = RpcWriter::connect(RpcLedger::new(node.url()).unwrap(), &secret)
+        .await
+        .unwrap();
+    let tag = "A".repeat(56) + "AAA=";
+    let short = "B".repeat(59);
+    let ops = vec![
+        tagged(1, Some(&tag)),
+        tagged(2, Some(&short)),
+        tagged(3, None),
+        tagged(4, Some(&tag)),
+        tagged(5, Some(&tag)),
+    ];
+    assert!(writer.execute(&ops).await.unwrap().success);
+    // What a scan's first listing selects: key, creator, blocks and the tag.
+    let select = Select {
+        key: true,
+        creator: true,
+        created_at: true,
+        expires_at: true,
+        attributes: AttributeSelect::Named(vec!["tag".into()]),
+        ..Select::default()
+    };
+    let query = |expression: &str, limit| {
+        let mut options = QueryOptions::new(select.clone());
+        options.limit = Some(limit);
+        PageQuery {
+            expression: expression.into(),
+            options,
+        }
+    };
+    let queries = vec![
+        query("kind = str('tagged')", 2),
+        query("kind = str('tagged')", 200),
+        query("kind = str('none')", 200),
+    ];
+    let reader = RpcLedger::new(node.url()).unwrap();
+    let rows = reader.query_tags_many(&queries).await.unwrap();
+    let general: Vec<privsvc_ledger::TagPage> = reader
+        .query_many(&queries)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(Into::into)
+        .collect();
+    assert_eq!(rows, general, "the tag rows are the general decoder's pages");
+    assert_eq!(rows[0].rows.len(), 2);
+    assert!(rows[0].cursor.is_some());
+    assert_eq!(rows[1].rows.len(), 5);
+    assert!(rows[2].rows.is_empty());
+    let texts: Vec<Option<&str>> = rows[1].rows.iter().map(|r| r.tag_text()).collect();
+    assert_eq!(texts.iter().filter(|t| **t == Some(tag.as_str())).count(), 3);
+    assert_eq!(
+        texts.iter().filter(|t| t.is_none()).count(),
+        2,
+        "a 59-character tag and no tag are no tag: {texts:?}"
+    );
+    let creator = writer.address();
+    assert!(rows[1]
+        .rows
+        .iter()
+        .all(|r| r.creator == Some(creator) && r.created_at.is_some() && r.expires_at.is_some()));
+    // One page alone, and a page that goes on with its cursor, give the same rows.
+    let single = reader.query_tags_many(&queries[1..2]).await.unwrap();
+    assert_eq!(single[0], rows[1]);
+    let mut next = queries[0].clone();
+    next.options.cursor = rows[0].cursor.clone();
+    next.options.at_block = Some(rows[0].block_number);
+    let rest = reader
+        .query_tags_many(&[next, queries[2].clone()])
+        .await
+        .unwrap();
+    assert_eq!(rest[0].rows.len(), 2);
+    // A bad query fails the batch with the node's error, as query_many does.
+    let mut bad = queries.clone();
+    bad[1].expression = "kind = = str('x')".into();
+    match reader.query_tags_many(&bad).await {
+        Err(privsvc_ledger::LedgerError::Rpc(node)) => assert_eq!(node.code, -32001),
+        other => panic!("expected the node's parse error, got {other:?}"),
+    }
+    node.shutdown().await;
+}
