@@ -50,9 +50,16 @@ pub fn receipt(data: &[u8]) -> bool {
     true
 }
 
-/// A JSON-RPC answer to `arkiv_query`, decoded as `RpcLedger::query` does. Invariant of an
-/// accepted page: every entity renders to JSON that decodes to the same entity.
+/// A JSON-RPC answer to `arkiv_query`, decoded as `RpcLedger::query` does. Invariants of an
+/// accepted page: every entity renders to JSON that decodes to the same entity, and the tag
+/// rows decoder (`RpcLedger::query_tags_many`) reads an answer only as the general decoder
+/// does.
 pub fn query_page(data: &[u8]) -> bool {
+    if let Some(rows) = crate::rpc::tag_rows::tag_page(data) {
+        let general = crate::rpc::decode_query_answer(data)
+            .expect("an answer the tag rows decoder reads must decode");
+        assert_eq!(rows, general.into(), "the two decoders disagree");
+    }
     let Ok(result) = decode_answer("arkiv_query", data) else {
         return false;
     };

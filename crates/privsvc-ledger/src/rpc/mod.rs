@@ -32,7 +32,7 @@ mod batch;
 mod channel;
 mod fast;
 mod node_error;
-mod tag_rows;
+pub(crate) mod tag_rows;
 
 pub use batch::{decode_query_batch_answer, query_batch_body};
 use channel::HttpChannel;

@@ -231,8 +231,10 @@ fn answer(c: &mut Cursor<'_>) -> Option<(u64, TagPage)> {
     Some((id?, result?))
 }
 
-/// The whole of `body` read by `read`, with nothing after it but white space.
+/// The whole of `body` read by `read`, with nothing after it but white space. The text must be
+/// UTF-8 (checked once), as the general decoder requires.
 fn whole<T>(body: &[u8], read: impl FnOnce(&mut Cursor<'_>) -> Option<T>) -> Option<T> {
+    std::str::from_utf8(body).ok()?;
     let mut c = Cursor { bytes: body, at: 0 };
     let value = read(&mut c)?;
     c.skip_space();
@@ -240,13 +242,13 @@ fn whole<T>(body: &[u8], read: impl FnOnce(&mut Cursor<'_>) -> Option<T>) -> Opt
 }
 
 /// The page of a successful answer to one tags-only query, in the usual shape.
-pub(super) fn tag_page(body: &[u8]) -> Option<TagPage> {
+pub(crate) fn tag_page(body: &[u8]) -> Option<TagPage> {
     whole(body, answer).map(|(_, page)| page)
 }
 
 /// The pages of a batch answer to `count` tags-only queries with ids `first_id..`, in the
 /// order asked, when every answer is a successful page in the usual shape.
-pub(super) fn tag_pages(body: &[u8], first_id: u64, count: usize) -> Option<Vec<TagPage>> {
+pub(crate) fn tag_pages(body: &[u8], first_id: u64, count: usize) -> Option<Vec<TagPage>> {
     let mut pages: Vec<Option<TagPage>> = vec![None; count];
     whole(body, |c| {
         c.array(|c| {
@@ -383,8 +385,20 @@ mod tests {
         assert_eq!(tag_pages(twice.as_bytes(), 1, 2), None, "an id twice");
         let error = r#"[{"jsonrpc":"2.0","id":1,"error":{"code":-32001,"message":"x"}}]"#;
         assert_eq!(tag_pages(error.as_bytes(), 1, 1), None, "an error answer");
-        assert_eq!(tag_pages(format!("{good}x").as_bytes(), 1, 1), None, "trailing bytes");
-        assert_eq!(tag_pages(&good.as_bytes()[..good.len() - 3], 1, 1), None, "cut short");
+        assert_eq!(
+            tag_pages(format!("{good}x").as_bytes(), 1, 1),
+            None,
+            "trailing bytes"
+        );
+        assert_eq!(
+            tag_pages(&good.as_bytes()[..good.len() - 3], 1, 1),
+            None,
+            "cut short"
+        );
+        let mut latin1 = good.clone().into_bytes();
+        let at = latin1.len() - 30;
+        latin1[at] = 0xe9;
+        assert_eq!(tag_pages(&latin1, 1, 1), None, "not UTF-8");
     }
 
     proptest! {

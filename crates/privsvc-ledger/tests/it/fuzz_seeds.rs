@@ -328,6 +328,28 @@ fn write_generated_seeds() {
         p["data"][0][field] = v;
         write_json("ledger_query_page", name, &answer(p));
     }
+    // A tags-only page, as a scan's first listing reads it (the tag rows decoder's shape).
+    let tag_row = json!({
+        "key": B256::repeat_byte(4).to_string(),
+        "creator": Address::repeat_byte(5).to_string(),
+        "createdAt": "0x4a",
+        "expiresAt": "0x1c6a",
+        "attributes": [{"name": "tag", "type": "str", "value": "A".repeat(56) + "AAA="}],
+    });
+    write_json(
+        "ledger_query_page",
+        "accept-tags-only-rows.json",
+        &answer(
+            json!({"data": [tag_row.clone(), {"key": B256::repeat_byte(6).to_string(), "attributes": []}], "blockNumber": "0x772", "cursor": "b64:RWkl5geOeesAAAAAAAAADg"}),
+        ),
+    );
+    let mut bad_tag_row = tag_row;
+    bad_tag_row["createdAt"] = json!("0x");
+    write_json(
+        "ledger_query_page",
+        "reject-tags-only-row-empty-quantity.json",
+        &answer(json!({"data": [bad_tag_row], "blockNumber": "0x772"})),
+    );
     page.as_object_mut().unwrap().remove("blockNumber");
     write_json(
         "ledger_query_page",

@@ -320,13 +320,19 @@ async fn tag_rows_are_the_pages_of_a_tags_only_listing_in_batches_and_one_by_one
         .into_iter()
         .map(Into::into)
         .collect();
-    assert_eq!(rows, general, "the tag rows are the general decoder's pages");
+    assert_eq!(
+        rows, general,
+        "the tag rows are the general decoder's pages"
+    );
     assert_eq!(rows[0].rows.len(), 2);
     assert!(rows[0].cursor.is_some());
     assert_eq!(rows[1].rows.len(), 5);
     assert!(rows[2].rows.is_empty());
     let texts: Vec<Option<&str>> = rows[1].rows.iter().map(|r| r.tag_text()).collect();
-    assert_eq!(texts.iter().filter(|t| **t == Some(tag.as_str())).count(), 3);
+    assert_eq!(
+        texts.iter().filter(|t| **t == Some(tag.as_str())).count(),
+        3
+    );
     assert_eq!(
         texts.iter().filter(|t| t.is_none()).count(),
         2,
