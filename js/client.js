@@ -19,7 +19,7 @@ import {
   vaultFromWallet,
 } from './core.js';
 import { scanCacheAdapter } from './scan_cache.js';
-import { browserTokenStore, defaultDataDir, fileTokenStore, isStoreHandle, openStore, storeSealer } from './store.js';
+import { browserTokenStore, defaultDataDir, fileTokenStore, isStoreHandle, openStore, storeSealer, warmStore } from './store.js';
 
 /** What Rust calls on a wallet. */
 function walletAdapter(w) {
@@ -122,6 +122,11 @@ export async function createPrivateClient(options = {}) {
   const wallet = o.wallet ? asWallet(o.wallet) : undefined;
   const walletAddress = wallet ? await wallet.address() : undefined;
   if (o.allowWalletRpc !== true) await refuseWalletRpc(o.publicClient, o.wallet, reader, walletAddress);
+  // While the vault starts and the wallet signs: the chain id (the reader keeps it) and the
+  // device store's database, which the store and the Rust client wait for after the vault.
+  reader.chainId().catch(() => {});
+  const storeHandle = deviceStoreHandle(o);
+  if (storeHandle !== undefined) warmStore(storeHandle);
   const isolateKeys = o.isolateKeys === undefined ? inBrowser : o.isolateKeys;
   const vault = o.vault || (await vaultFromWallet(o.wallet, o.app, { isolateKeys, chainId: o.chainId, workerTimeoutMs: o.workerTimeoutMs }));
   const rustOptions = {
@@ -149,7 +154,7 @@ export async function createPrivateClient(options = {}) {
     walletAddress,
     scanCacheResumeBlocks: o.scanCacheResumeBlocks,
   };
-  const stores = await deviceStores(o, vault, reader);
+  const stores = await deviceStores(o, vault, reader, storeHandle);
   let scanCache;
   let source;
   try {
@@ -447,8 +452,21 @@ function defaultStore() {
   return dir === undefined ? undefined : fileTokenStore(dir);
 }
 
+/** Whether the session keeps its tokens, pins and scan cache in memory only. */
+function usesMemoryStores(o) {
+  const given = o.tokenStore;
+  return (o.memoryStores === true || (given && given.kind === 'memory')) && !isStoreHandle(given);
+}
+
+/** The device store's handle a session opens (`deviceStores`), or undefined for none. */
+function deviceStoreHandle(o) {
+  if (usesMemoryStores(o)) return undefined;
+  return isStoreHandle(o.tokenStore) ? o.tokenStore : defaultStore();
+}
+
 /**
- * The stores of a session (docs/PROTOCOL.md §8.7): `{ tokenStore, scanCache, info }`, where
+ * The stores of a session (docs/PROTOCOL.md §8.7) in the device store `handle`
+ * (`deviceStoreHandle`): `{ tokenStore, scanCache, info }`, where
  * `tokenStore` is the object the Rust client calls (undefined: memory) and `scanCache` the
  * device store's scan cache (undefined: none unless the app gave one). By default the device
  * store is opened under the vault's key: tokens, key pins, relayer pins and the scan cache.
@@ -456,13 +474,11 @@ function defaultStore() {
  * own TokenStore is used as given; the pins it does not keep and the scan cache come from the
  * device store.
  */
-async function deviceStores(o, vault, reader) {
+async function deviceStores(o, vault, reader, handle) {
   const given = o.tokenStore;
-  const memory = o.memoryStores === true || (given && given.kind === 'memory');
-  if (memory && !isStoreHandle(given)) {
+  if (usesMemoryStores(o)) {
     return { tokenStore: given && given.kind !== 'memory' ? given : undefined, scanCache: undefined, info: { kind: given && given.kind !== 'memory' ? 'custom' : 'memory', discarded: [] } };
   }
-  const handle = isStoreHandle(given) ? given : defaultStore();
   let sealer;
   if (handle !== undefined && builtInVault(vault)) sealer = storeSealer(await vault.scanCacheKey(), await reader.chainId(), o.project ?? o.app);
   if (sealer === undefined) {

@@ -48,6 +48,7 @@ const IDB_NAME = 'privsvc-store';
 const IDB_STORE = 'parts';
 /** How a handle is opened (internal: createPrivateClient and TokenWallet call it). */
 const OPEN = Symbol('privsvc.openStore');
+const WARM = Symbol('privsvc.warmStore');
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -195,6 +196,10 @@ function idbBackend(dbName) {
     kind: 'indexeddb',
     location: `indexeddb:${dbName}`,
     lockName: `privsvc:${dbName}`,
+    /** Opens the database now; a failure is the first transaction's to report. */
+    warm() {
+      openDb().catch(() => {});
+    },
     async run(mode, fn) {
       const t = (await openDb()).transaction(IDB_STORE, mode);
       const s = t.objectStore(IDB_STORE);
@@ -742,6 +747,14 @@ function handle(kind, what, backendOf, locks) {
     unpinRelayer: (url) => need().unpinRelayer(url),
     relayerPins: () => need().relayerPins(),
     /**
+     * Opens what the store needs no key for (the IndexedDB database) ahead of [OPEN].
+     * @internal
+     */
+    [WARM]() {
+      backend = backend || backendOf();
+      if (typeof backend.warm === 'function') backend.warm();
+    },
+    /**
      * Opens the store under `sealer` (which it keeps or frees) for one user of it: `{ store,
      * release }`.
      * @internal
@@ -830,4 +843,13 @@ export function isStoreHandle(store) {
  */
 export function openStore(store, sealer) {
   return store[OPEN](sealer);
+}
+
+/**
+ * Starts opening what `store` (a handle) needs no key for, so that the session's start does
+ * not wait for it after the vault.
+ * @internal
+ */
+export function warmStore(store) {
+  store[WARM]();
 }

@@ -491,6 +491,65 @@ try {
     assert(stored.includes(`${first.store.id}/scan`) && stored.includes(`${stranger.store.id}/scan`), `IndexedDB keys: ${stored}`);
   });
 
+  await check('the session\'s start reads the chain id and opens the device store\'s database while the wallet signs', async () => {
+    const p = await browser.newPage();
+    try {
+      await p.goto(`${url}/`, { waitUntil: 'load' });
+      const r = await p.evaluate(async () => {
+        const m = await import('/privsvc/index.js');
+        const cfg = await fetch('/config.json').then((x) => x.json());
+        const t0 = performance.now();
+        const at = () => Math.round(performance.now() - t0);
+        const seen = { opens: [], chainId: [], signed: [] };
+        const open = indexedDB.open.bind(indexedDB);
+        indexedDB.open = (name, version) => {
+          seen.opens.push([name, at()]);
+          return open(name, version);
+        };
+        const plain = globalThis.fetch;
+        globalThis.fetch = (u, init) => {
+          if (init && typeof init.body === 'string' && init.body.includes('"eth_chainId"')) seen.chainId.push(at());
+          return plain(u, init);
+        };
+        // A wallet whose user takes 300 ms to confirm each signature.
+        const dev = m.devWallet(`0x${'8'.repeat(64)}`);
+        const wallet = {
+          async request(args) {
+            if (args.method === 'eth_signTypedData_v4') {
+              await new Promise((done) => setTimeout(done, 300));
+              const signature = await dev.request(args);
+              seen.signed.push(at());
+              return signature;
+            }
+            return dev.request(args);
+          },
+        };
+        try {
+          const c = await m.createPrivateClient({
+            app: cfg.app,
+            project: 'early-start-check',
+            wallet,
+            publicClient: new URL('/rpc', location.href).href,
+            relayers: [cfg.relayers[1]],
+            schedule: cfg.schedule,
+          });
+          c.close();
+        } finally {
+          indexedDB.open = open;
+          globalThis.fetch = plain;
+        }
+        return seen;
+      });
+      const signed = Math.max(...r.signed);
+      const store = r.opens.find(([name]) => name === 'privsvc-store');
+      assert(r.signed.length >= 1, `the wallet signed: ${JSON.stringify(r)}`);
+      assert(r.chainId.length >= 1 && r.chainId[0] < signed, `eth_chainId was read after the wallet signed: ${JSON.stringify(r)}`);
+      assert(store && store[1] < signed, `the device store's database was opened after the wallet signed: ${JSON.stringify(r)}`);
+    } finally {
+      await p.close();
+    }
+  });
+
   await check('tag opens per second in Chromium (printed for docs/BENCHMARKS.md)', async () => {
     const r = await page.evaluate(async () => {
       const m = await import('/privsvc/index.js');
