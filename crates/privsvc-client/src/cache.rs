@@ -638,12 +638,43 @@ impl EntityCache {
         *entry.attrs == *ids
     }
 
+    /// The record among `keys`, listed entities with one tag (a record and its copies): the
+    /// earliest; when several share its block, the one a creator in `trusted` (the session's
+    /// relayers) made, when exactly one of them is; else none, since a copy made in the
+    /// same block cannot be told from the record.
+    pub(crate) fn original_among(&self, keys: &[B256], trusted: &[Address]) -> Option<B256> {
+        let first = keys
+            .iter()
+            .filter_map(|k| self.entries.get(k).map(|e| e.created_at))
+            .min()?;
+        let earliest: Vec<B256> = keys
+            .iter()
+            .copied()
+            .filter(|k| self.entries.get(k).is_some_and(|e| e.created_at == first))
+            .collect();
+        match earliest.as_slice() {
+            [only] => Some(*only),
+            several => {
+                let by_relayer: Vec<B256> = several
+                    .iter()
+                    .copied()
+                    .filter(|k| {
+                        self.entries
+                            .get(k)
+                            .is_some_and(|e| trusted.contains(&e.creator))
+                    })
+                    .collect();
+                (by_relayer.len() == 1).then(|| by_relayer[0])
+            }
+        }
+    }
+
     /// Drops the user's copies: of the user's listed records (tag opened) that share a tag,
     /// only the earliest is the record (a later one is an entity anyone created with
     /// a copied envelope and transferred to the owner). Within one block the one created by a
     /// relayer of `trusted` is kept when it is the only such; otherwise none of them is, since
     /// the listing cannot tell which came first. Dropped copies become `Other`: never fetched,
-    /// verified or returned.
+    /// verified or returned ([`EntityCache::original_among`] picks the record).
     pub(crate) fn drop_copies(&mut self, trusted: &[Address]) {
         // Grouped by tag alone: the owner a listing saw may be stale (a copy listed before its
         // transfer to the user is never listed again), and a tag belongs to one record.
@@ -657,31 +688,7 @@ impl EntityCache {
             }
         }
         for keys in groups.into_values().filter(|k| k.len() > 1) {
-            let first = keys
-                .iter()
-                .filter_map(|k| self.entries.get(k).map(|e| e.created_at))
-                .min()
-                .unwrap_or_default();
-            let earliest: Vec<B256> = keys
-                .iter()
-                .copied()
-                .filter(|k| self.entries.get(k).is_some_and(|e| e.created_at == first))
-                .collect();
-            let keep = match earliest.as_slice() {
-                [only] => Some(*only),
-                several => {
-                    let by_relayer: Vec<B256> = several
-                        .iter()
-                        .copied()
-                        .filter(|k| {
-                            self.entries
-                                .get(k)
-                                .is_some_and(|e| trusted.contains(&e.creator))
-                        })
-                        .collect();
-                    (by_relayer.len() == 1).then(|| by_relayer[0])
-                }
-            };
+            let keep = self.original_among(&keys, trusted);
             for key in keys.into_iter().filter(|k| Some(*k) != keep) {
                 tracing::warn!(entity = %key, "ignoring a copy of one of the user's records");
                 if let Some(e) = self.entries.get_mut(&key) {

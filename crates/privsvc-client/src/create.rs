@@ -570,6 +570,14 @@ impl PrivateClient {
         self.keep(&task);
     }
 
+    /// [`find_listed`] in the session's cache, the session's relayers trusted in a tie (as the
+    /// scan's copy check trusts them).
+    async fn find_listed(&self, sealed: &SealedRecord) -> Option<Found> {
+        let trusted = self.scanner.copy_check_creators();
+        let cache = self.scanner.cache.lock().await;
+        find_listed(&cache, &sealed.tag, &sealed.attributes, &trusted)
+    }
+
     /// How long `tails` tails take at most.
     fn tail_window(&self, tails: u32) -> Duration {
         self.options.schedule.tail.1.saturating_mul(tails)
@@ -594,7 +602,7 @@ impl PrivateClient {
         let min_end = start + at_least;
         let end = min_end + self.tail_window(tails).saturating_add(slow);
         loop {
-            if let Some(found) = find_listed(&*self.scanner.cache.lock().await, sealed) {
+            if let Some(found) = self.find_listed(sealed).await {
                 return Some(found);
             }
             let now = Instant::now();
@@ -606,7 +614,7 @@ impl PrivateClient {
             let left = if tails_done { min_end - now } else { end - now };
             if let Ok(Err(_)) = privsvc_rt::timeout(left, done.changed()).await {
                 // The tail loop is gone: nothing more will be listed.
-                return find_listed(&*self.scanner.cache.lock().await, sealed);
+                return self.find_listed(sealed).await;
             }
         }
     }
@@ -618,19 +626,27 @@ impl PrivateClient {
 /// owner: listings do not select the owner (§8.1), and a copy transferred to the owner would
 /// match an owner too. Its batch size is the number of the project's listed records its creator
 /// made in its block.
-fn find_listed(cache: &EntityCache, sealed: &SealedRecord) -> Option<Found> {
-    let (key, e) = cache
+fn find_listed(
+    cache: &EntityCache,
+    tag: &Tag,
+    attributes: &Attributes,
+    trusted: &[Address],
+) -> Option<Found> {
+    let matching: Vec<B256> = cache
         .entries
         .iter()
         .filter(|(_, e)| {
             e.tag
-                .is_some_and(|t| bool::from(t.as_slice().ct_eq(sealed.tag.as_slice())))
+                .is_some_and(|t| bool::from(t.as_slice().ct_eq(tag.as_slice())))
         })
-        .filter(|(_, e)| !cache.with_attributes || cache.same_attributes(e, &sealed.attributes))
-        .min_by_key(|(k, e)| (e.created_at, **k))?;
+        .filter(|(_, e)| !cache.with_attributes || cache.same_attributes(e, attributes))
+        .map(|(k, _)| *k)
+        .collect();
+    let key = cache.original_among(&matching, trusted)?;
+    let e = cache.entries.get(&key)?;
     let batch: BatchId = e.batch();
     Some(Found {
-        key: *key,
+        key,
         batch_size: u64::from(cache.batches.get(&batch).copied().unwrap_or(1)),
         block: e.created_at,
     })
@@ -753,6 +769,51 @@ fn written_result(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The write path finds its record by the same rule as the scan's copy check: the earliest
+    /// entity with its tag; within one block, the one the session's relayer created, and none
+    /// when that does not single one out.
+    #[test]
+    fn the_write_path_finds_its_record_by_the_copy_checks_rule() {
+        use privsvc_ledger::{ArkivValue, Attribute, Entity};
+        let tag = [7u8; privsvc_vault::TAG_BYTES];
+        let (relayer, stranger) = (Address::repeat_byte(0xaa), Address::repeat_byte(0xbb));
+        let listed = |k: u8, creator: Address, block: u64| Entity {
+            key: B256::repeat_byte(k),
+            creator: Some(creator),
+            created_at: Some(block),
+            expires_at: Some(1_000),
+            attributes: Some(vec![Attribute {
+                name: "tag".into(),
+                value: ArkivValue::Str(privsvc_vault::tag_to_text(&tag)),
+            }]),
+            ..Default::default()
+        };
+        let found = |rows: Vec<Entity>| {
+            let mut cache = EntityCache::default();
+            cache.add(rows);
+            find_listed(&cache, &tag, &Attributes::new(), &[relayer]).map(|f| f.key)
+        };
+        // A stranger's copy in the record's block, with the lower key: the relayer's entity.
+        assert_eq!(
+            found(vec![listed(1, stranger, 5), listed(2, relayer, 5)]),
+            Some(B256::repeat_byte(2))
+        );
+        // An earlier entity is the record, whoever created it (a copy comes later).
+        assert_eq!(
+            found(vec![listed(1, stranger, 4), listed(2, relayer, 5)]),
+            Some(B256::repeat_byte(1))
+        );
+        // Two relayer entities in one block: neither can be told to be the record.
+        assert_eq!(
+            found(vec![listed(1, relayer, 5), listed(2, relayer, 5)]),
+            None
+        );
+        assert_eq!(
+            found(vec![listed(3, relayer, 5)]),
+            Some(B256::repeat_byte(3))
+        );
+    }
 
     #[test]
     fn user_attributes_report_every_problem() {

@@ -132,6 +132,12 @@ impl Scanner {
         result
     }
 
+    /// The creators a copy check trusts to break a tie within one block (the write path's
+    /// too): the session's relayers.
+    pub(crate) fn copy_check_creators(&self) -> Vec<Address> {
+        self.known_relayer_addresses()
+    }
+
     /// Addresses of every known relayer, bad or not (the trusted creator set).
     fn known_relayer_addresses(&self) -> Vec<Address> {
         self.relayers
