@@ -16,7 +16,8 @@ use privsvc_ledger::{
 };
 use privsvc_ledger::{AttributeSelect, Select};
 
-fn create(salt: u128, n: i32) -> Operation {
+/// A one-byte record with `attributes`.
+fn create_with(salt: u128, attributes: Vec<Attribute>) -> Operation {
     Operation::Create(Create {
         salt,
         expires_at: 0,
@@ -24,7 +25,14 @@ fn create(salt: u128, n: i32) -> Operation {
         flags: CreationFlags::default(),
         content_type: "text/plain".into(),
         payload: vec![b'x'],
-        attributes: vec![
+        attributes,
+    })
+}
+
+fn create(salt: u128, n: i32) -> Operation {
+    create_with(
+        salt,
+        vec![
             Attribute {
                 name: "kind".into(),
                 value: ArkivValue::Str("paged".into()),
@@ -34,11 +42,11 @@ fn create(salt: u128, n: i32) -> Operation {
                 value: ArkivValue::I32(n),
             },
         ],
-    })
+    )
 }
 
-/// A node with 7 records of kind "paged" (n = 0..7), and the queries of three pages of them.
-async fn node_with_pages() -> (DevnetHandle, Vec<PageQuery>) {
+/// A node with `ops` written by the first dev account, and that account's writer.
+async fn node_with(ops: &[Operation]) -> (DevnetHandle, RpcWriter) {
     let node = Devnet::start(DevnetConfig::on_demand()).await.unwrap();
     let secret: [u8; 32] = hex::decode(DEV_PRIVATE_KEYS[0].trim_start_matches("0x"))
         .unwrap()
@@ -47,22 +55,31 @@ async fn node_with_pages() -> (DevnetHandle, Vec<PageQuery>) {
     let writer = RpcWriter::connect(RpcLedger::new(node.url()).unwrap(), &secret)
         .await
         .unwrap();
+    assert!(writer.execute(ops).await.unwrap().success);
+    (node, writer)
+}
+
+/// A query of one page of at most `limit` rows.
+fn page_query(select: &Select, expression: &str, limit: u32) -> PageQuery {
+    let mut options = QueryOptions::new(select.clone());
+    options.limit = Some(limit);
+    PageQuery {
+        expression: expression.into(),
+        options,
+    }
+}
+
+/// A node with 7 records of kind "paged" (n = 0..7), and the queries of three pages of them.
+async fn node_with_pages() -> (DevnetHandle, Vec<PageQuery>) {
     let ops: Vec<Operation> = (0..7).map(|n| create(100 + n as u128, n)).collect();
-    assert!(writer.execute(&ops).await.unwrap().success);
+    let (node, _writer) = node_with(&ops).await;
     let select = Select {
         key: true,
         created_at: true,
         attributes: AttributeSelect::Named(vec!["n".into()]),
         ..Select::default()
     };
-    let query = |expression: &str, limit| {
-        let mut options = QueryOptions::new(select.clone());
-        options.limit = Some(limit);
-        PageQuery {
-            expression: expression.into(),
-            options,
-        }
-    };
+    let query = |expression: &str, limit| page_query(&select, expression, limit);
     let queries = vec![
         query("kind = str('paged') AND n < i32(4)", 3),
         query("kind = str('paged') AND n >= i32(4)", 200),
@@ -258,27 +275,11 @@ fn tagged(salt: u128, tag: Option<&str>) -> Operation {
             value: ArkivValue::Str(t.into()),
         });
     }
-    Operation::Create(Create {
-        salt,
-        expires_at: 0,
-        min_lifetime: 100,
-        flags: CreationFlags::default(),
-        content_type: "text/plain".into(),
-        payload: vec![b'x'],
-        attributes,
-    })
+    create_with(salt, attributes)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tag_rows_are_the_pages_of_a_tags_only_listing_in_batches_and_one_by_one() {
-    let node = Devnet::start(DevnetConfig::on_demand()).await.unwrap();
-    let secret: [u8; 32] = hex::decode(DEV_PRIVATE_KEYS[0].trim_start_matches("0x"))
-        .unwrap()
-        .try_into()
-        .unwrap();
-    let writer = RpcWriter::connect(RpcLedger::new(node.url()).unwrap(), &secret)
-        .await
-        .unwrap();
     let tag = "A".repeat(56) + "AAA=";
     let short = "B".repeat(59);
     let ops = vec![
@@ -288,7 +289,7 @@ async fn tag_rows_are_the_pages_of_a_tags_only_listing_in_batches_and_one_by_one
         tagged(4, Some(&tag)),
         tagged(5, Some(&tag)),
     ];
-    assert!(writer.execute(&ops).await.unwrap().success);
+    let (node, writer) = node_with(&ops).await;
     // What a scan's first listing selects: key, creator, blocks and the tag.
     let select = Select {
         key: true,
@@ -298,14 +299,7 @@ async fn tag_rows_are_the_pages_of_a_tags_only_listing_in_batches_and_one_by_one
         attributes: AttributeSelect::Named(vec!["tag".into()]),
         ..Select::default()
     };
-    let query = |expression: &str, limit| {
-        let mut options = QueryOptions::new(select.clone());
-        options.limit = Some(limit);
-        PageQuery {
-            expression: expression.into(),
-            options,
-        }
-    };
+    let query = |expression: &str, limit| page_query(&select, expression, limit);
     let queries = vec![
         query("kind = str('tagged')", 2),
         query("kind = str('tagged')", 200),
