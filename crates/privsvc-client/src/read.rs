@@ -128,6 +128,10 @@ const PAGES_PER_REQUEST: usize = 8;
 const REQUESTS_IN_FLIGHT: usize = 4;
 /// Pages decoded ahead of the merge (bounds the memory a listing holds at once).
 const PAGES_AHEAD: usize = PAGES_PER_REQUEST * REQUESTS_IN_FLIGHT;
+/// Pages of tag rows decoded ahead of the merge, at most: a page of tag rows is small (200 rows
+/// of about 140 bytes), and a listing that waits for the merge while the vault opens a batch
+/// of tags has no request in flight.
+const TAG_PAGES_AHEAD: usize = 256;
 
 /// A block range `(after, until]` of a listing; `None` bounds are open.
 type Range = (Option<u64>, Option<u64>);
@@ -175,7 +179,12 @@ pub(crate) async fn start_listing(
     };
     // Even with no new block the listing is sent: every scan looks the same to the RPC.
     let block = reader.block_number().await?;
-    let (tx, rx) = tokio::sync::mpsc::channel(PAGES_AHEAD);
+    let ahead = if with_attributes {
+        PAGES_AHEAD
+    } else {
+        TAG_PAGES_AHEAD
+    };
+    let (tx, rx) = tokio::sync::mpsc::channel(ahead);
     let lister = RangeLister {
         reader: reader.clone(),
         project: project.to_owned(),
@@ -482,6 +491,8 @@ mod tests {
     struct CrowdedNode {
         rows: Vec<Entity>,
         asked: std::sync::Mutex<Vec<(u64, u64)>>,
+        /// Pages answered, first pages or not.
+        answered: std::sync::atomic::AtomicUsize,
     }
 
     fn bound(expression: &str, op: &str) -> Option<u64> {
@@ -509,6 +520,8 @@ mod tests {
             if options.cursor.is_none() {
                 self.asked.lock().unwrap().push((lo, hi));
             }
+            self.answered
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let matching: Vec<&Entity> = self
                 .rows
                 .iter()
@@ -597,6 +610,7 @@ mod tests {
         let node = DroppingNode(CrowdedNode {
             rows: Vec::new(),
             asked: Default::default(),
+            answered: Default::default(),
         });
         let reader: Arc<dyn LedgerReader> = Arc::new(node);
         let mut pages = start_listing(&reader, "p", None, false).await.unwrap();
@@ -622,6 +636,7 @@ mod tests {
         let node = Arc::new(CrowdedNode {
             rows,
             asked: Default::default(),
+            answered: Default::default(),
         });
         let reader: Arc<dyn LedgerReader> = node.clone();
         let mut seen = std::collections::HashSet::new();
@@ -649,6 +664,48 @@ mod tests {
                 >= 2,
             "no narrow range was listed: {asked:?}"
         );
+    }
+
+    #[tokio::test]
+    async fn a_tags_only_listing_keeps_asking_while_its_pages_wait_to_be_merged() {
+        // 120 pages of records across the blocks; nobody takes a page from the stream (as when
+        // the session's vault is opening a batch of tags).
+        let rows: Vec<Entity> = (0..24_000u32)
+            .map(|i| {
+                let mut key = [0u8; 32];
+                key[..4].copy_from_slice(&i.to_le_bytes());
+                Entity {
+                    key: alloy_primitives::B256::from(key),
+                    created_at: Some(u64::from(i % 3_900) + 1),
+                    ..Default::default()
+                }
+            })
+            .collect();
+        let node = Arc::new(CrowdedNode {
+            rows,
+            asked: Default::default(),
+            answered: Default::default(),
+        });
+        let reader: Arc<dyn LedgerReader> = node.clone();
+        let mut pages = start_listing(&reader, "p", None, false).await.unwrap();
+        let answered = || node.answered.load(std::sync::atomic::Ordering::Relaxed);
+        let mut last = usize::MAX;
+        while answered() != last {
+            last = answered();
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        // Every page was asked for, split parts' first pages included: the listing did not
+        // stop at the 32 pages a listing with every attribute holds ahead.
+        assert!(
+            answered() >= 24_000 / 200,
+            "the listing stopped asking after {} pages while its pages waited",
+            answered()
+        );
+        let mut rows = 0;
+        while let Some(page) = pages.next().await {
+            rows += page.unwrap().len();
+        }
+        assert_eq!(rows, 24_000);
     }
 
     #[tokio::test]
@@ -683,6 +740,7 @@ mod tests {
         let node: Arc<dyn LedgerReader> = Arc::new(CrowdedNode {
             rows,
             asked: Default::default(),
+            answered: Default::default(),
         });
         let lister = crate::session::Lister {
             reader: node,
