@@ -4,14 +4,14 @@
 use aes_gcm_siv::aead::{Aead, KeyInit};
 use aes_gcm_siv::{Aes256GcmSiv, Nonce};
 
-use crate::gcm_siv::{open_all, Message};
+use crate::gcm_siv::{open_all, open_all_by, Keys, Message};
 
 /// Reads `data` as a key (32 bytes) and a mode byte, then either (mode even) raw 44-byte
 /// messages, or (mode odd) groups of a nonce (12), a plaintext (16) and a 44-byte XOR mask: each
 /// plaintext is sealed by `aes-gcm-siv` and the mask applied, so that authentic and nearly
 /// authentic tags are explored, not only random ones. Every message is opened by the batched
-/// opener and by `aes-gcm-siv`; they must agree. Returns whether any message opened. Panics
-/// only when they disagree.
+/// opener (its per-message keys used one by one and four at once) and by `aes-gcm-siv`; they
+/// must agree. Returns whether any message opened. Panics only when they disagree.
 pub fn open_tags_target(data: &[u8]) -> bool {
     let Some((key, rest)) = data.split_first_chunk::<32>() else {
         return false;
@@ -43,6 +43,14 @@ pub fn open_tags_target(data: &[u8]) -> bool {
             .collect()
     };
     let batched = open_all(key, &messages);
+    // Both ways of using the per-message keys, whichever this build uses.
+    for keys in [Keys::OneByOne, Keys::FourAtOnce] {
+        assert_eq!(
+            open_all_by(key, &messages, keys),
+            batched,
+            "the opener's {keys:?} way disagrees"
+        );
+    }
     let mut any = false;
     for (m, got) in messages.iter().zip(&batched) {
         let (nonce, sealed) = m.split_at(12);

@@ -17,6 +17,8 @@ use polyval::Polyval;
 use subtle::ConstantTimeEq;
 use zeroize::{Zeroize, Zeroizing};
 
+use crate::aes256x4;
+
 /// Size of a nonce.
 pub(crate) const NONCE_BYTES: usize = 12;
 /// Size of a sealed message: ciphertext(16) || authentication tag(16).
@@ -38,6 +40,32 @@ pub(crate) type Message = [u8; NONCE_BYTES + SEALED_BYTES];
 /// message that authenticates, `None` for every other. No early exit: every message goes
 /// through the whole decryption.
 pub(crate) fn open_all(key: &[u8; 32], messages: &[Message]) -> Vec<Option<[u8; 16]>> {
+    open_all_by(key, messages, PER_MESSAGE_KEYS)
+}
+
+/// How the keys of the messages are used: four at once by the bitsliced cipher where AES is in
+/// software (wasm), one at a time where the processor has AES instructions (natively), which
+/// are faster one block at a time than four software lanes.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Keys {
+    // Each build takes one way; the other is for the tests and the fuzz target.
+    #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
+    OneByOne,
+    #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+    FourAtOnce,
+}
+
+#[cfg(target_arch = "wasm32")]
+const PER_MESSAGE_KEYS: Keys = Keys::FourAtOnce;
+#[cfg(not(target_arch = "wasm32"))]
+const PER_MESSAGE_KEYS: Keys = Keys::OneByOne;
+
+/// [`open_all`] with the per-message keys used as `keys` says.
+pub(crate) fn open_all_by(
+    key: &[u8; 32],
+    messages: &[Message],
+    keys: Keys,
+) -> Vec<Option<[u8; 16]>> {
     let key_generating = Aes256::new(<&Array<u8, _>>::from(key));
     let mut derived = Zeroizing::new(vec![[0u8; 16]; CHUNK * DERIVED_BLOCKS]);
     let mut opened = Vec::with_capacity(messages.len());
@@ -50,11 +78,87 @@ pub(crate) fn open_all(key: &[u8; 32], messages: &[Message]) -> Vec<Option<[u8; 
             }
         }
         key_generating.encrypt_blocks(Array::cast_slice_from_core_mut(blocks));
-        for (message, six) in chunk.iter().zip(blocks.chunks_exact(DERIVED_BLOCKS)) {
-            opened.push(open_one(message, six));
+        match keys {
+            Keys::OneByOne => {
+                for (message, six) in chunk.iter().zip(blocks.chunks_exact(DERIVED_BLOCKS)) {
+                    opened.push(open_one(message, six));
+                }
+            }
+            Keys::FourAtOnce => {
+                for (four, derived) in chunk.chunks(4).zip(blocks.chunks(4 * DERIVED_BLOCKS)) {
+                    open_four(four, derived, &mut opened);
+                }
+            }
         }
     }
     opened
+}
+
+/// The authentication and encryption keys of one message, from its six derivation blocks:
+/// the first 8 bytes of each, 2 blocks of authentication key, 4 of encryption key.
+fn message_keys(derived: &[[u8; 16]], auth_key: &mut [u8; 16], enc_key: &mut [u8; 32]) {
+    for (half, block) in auth_key.chunks_exact_mut(8).zip(&derived[..2]) {
+        half.copy_from_slice(&block[..8]);
+    }
+    for (half, block) in enc_key.chunks_exact_mut(8).zip(&derived[2..DERIVED_BLOCKS]) {
+        half.copy_from_slice(&block[..8]);
+    }
+}
+
+/// The CTR mode's initial counter block: the received tag with its top bit set.
+fn initial_counter(received: &[u8]) -> [u8; 16] {
+    let mut counter = [0u8; 16];
+    counter.copy_from_slice(received);
+    counter[15] |= 0x80;
+    counter
+}
+
+/// The block the expected tag encrypts: POLYVAL(auth_key, plaintext, lengths) ^ nonce, with
+/// its top bit cleared.
+fn tag_input(auth_key: &[u8; 16], plaintext: &[u8; 16], nonce: &[u8]) -> [u8; 16] {
+    let mut polyval = Polyval::new(<&Array<u8, _>>::from(auth_key));
+    polyval.update(&[Array::from(*plaintext), Array::from(LENGTH_BLOCK)]);
+    let mut s: [u8; 16] = polyval.finalize().into();
+    for (s, n) in s.iter_mut().zip(nonce) {
+        *s ^= n;
+    }
+    s[15] &= 0x7f;
+    s
+}
+
+/// Decrypts up to four messages given their derivation blocks (six each), pushing each one's
+/// result onto `opened`: their four encryption keys are scheduled and used at once.
+fn open_four(messages: &[Message], derived: &[[u8; 16]], opened: &mut Vec<Option<[u8; 16]>>) {
+    debug_assert!(messages.len() <= 4);
+    let mut auth_keys = Zeroizing::new([[0u8; 16]; 4]);
+    let mut enc_keys = Zeroizing::new([[0u8; 32]; 4]);
+    let mut counters = [[0u8; 16]; 4];
+    for (i, (message, six)) in messages
+        .iter()
+        .zip(derived.chunks_exact(DERIVED_BLOCKS))
+        .enumerate()
+    {
+        message_keys(six, &mut auth_keys[i], &mut enc_keys[i]);
+        counters[i] = initial_counter(&message[NONCE_BYTES + 16..]);
+    }
+    // Lanes past the messages run on zero keys and blocks, and are not read.
+    let round_keys = aes256x4::key_schedule(&enc_keys);
+    let keystream = Zeroizing::new(aes256x4::encrypt(&round_keys, &counters));
+    let mut plaintexts = Zeroizing::new([[0u8; 16]; 4]);
+    let mut tag_inputs = Zeroizing::new([[0u8; 16]; 4]);
+    for (i, message) in messages.iter().enumerate() {
+        let ciphertext = &message[NONCE_BYTES..NONCE_BYTES + 16];
+        for ((p, c), k) in plaintexts[i].iter_mut().zip(ciphertext).zip(&keystream[i]) {
+            *p = c ^ k;
+        }
+        tag_inputs[i] = tag_input(&auth_keys[i], &plaintexts[i], &message[..NONCE_BYTES]);
+    }
+    let expected = Zeroizing::new(aes256x4::encrypt(&round_keys, &tag_inputs));
+    for (i, message) in messages.iter().enumerate() {
+        let received = &message[NONCE_BYTES + 16..];
+        let authentic = bool::from(expected[i].as_slice().ct_eq(received));
+        opened.push(authentic.then_some(plaintexts[i]));
+    }
 }
 
 /// Decrypts one message given its six derivation blocks (`AES(K, LE32(i) || nonce)`, i = 0..6).
@@ -62,22 +166,13 @@ fn open_one(message: &Message, derived: &[[u8; 16]]) -> Option<[u8; 16]> {
     let (nonce, sealed) = message.split_at(NONCE_BYTES);
     let (ciphertext, received) = sealed.split_at(16);
 
-    // The first 8 bytes of each block: 2 blocks of authentication key, 4 of encryption key.
     let mut auth_key = Zeroizing::new([0u8; 16]);
     let mut enc_key = Zeroizing::new([0u8; 32]);
-    for (half, block) in auth_key.chunks_exact_mut(8).zip(&derived[..2]) {
-        half.copy_from_slice(&block[..8]);
-    }
-    for (half, block) in enc_key.chunks_exact_mut(8).zip(&derived[2..]) {
-        half.copy_from_slice(&block[..8]);
-    }
+    message_keys(derived, &mut auth_key, &mut enc_key);
     let cipher = Aes256::new(<&Array<u8, _>>::from(&*enc_key));
 
     // CTR with the received tag (top bit set) as the initial counter; one block of keystream.
-    let mut counter = [0u8; 16];
-    counter.copy_from_slice(received);
-    counter[15] |= 0x80;
-    let mut keystream = Array::from(counter);
+    let mut keystream = Array::from(initial_counter(received));
     cipher.encrypt_block(&mut keystream);
     let mut plaintext = [0u8; 16];
     for ((p, c), k) in plaintext.iter_mut().zip(ciphertext).zip(keystream.iter()) {
@@ -86,13 +181,7 @@ fn open_one(message: &Message, derived: &[[u8; 16]]) -> Option<[u8; 16]> {
     keystream.zeroize();
 
     // The expected tag: AES(enc_key, POLYVAL(auth_key, plaintext, lengths) ^ nonce, top bit 0).
-    let mut polyval = Polyval::new(<&Array<u8, _>>::from(&*auth_key));
-    polyval.update(&[Array::from(plaintext), Array::from(LENGTH_BLOCK)]);
-    let mut expected = polyval.finalize();
-    for (s, n) in expected.iter_mut().zip(nonce) {
-        *s ^= n;
-    }
-    expected[15] &= 0x7f;
+    let mut expected = Array::from(tag_input(&auth_key, &plaintext, nonce));
     cipher.encrypt_block(&mut expected);
 
     let authentic = bool::from(expected.as_slice().ct_eq(received));
@@ -123,11 +212,22 @@ mod tests {
         message[NONCE_BYTES..].copy_from_slice(&sealed);
         let mut plaintext = [0u8; 16];
         plaintext[0] = 1;
-        assert_eq!(open_all(&key, &[message]), vec![Some(plaintext)]);
-        for bit in 0..(44 * 8) {
-            let mut flipped = message;
-            flipped[bit / 8] ^= 1 << (bit % 8);
-            assert_eq!(open_all(&key, &[flipped]), vec![None], "bit {bit} flipped");
+        for keys in [Keys::OneByOne, Keys::FourAtOnce] {
+            assert_eq!(
+                open_all_by(&key, &[message], keys),
+                vec![Some(plaintext)],
+                "{keys:?}"
+            );
+            for bit in 0..(44 * 8) {
+                let mut flipped = message;
+                flipped[bit / 8] ^= 1 << (bit % 8);
+                let opened = open_all_by(&key, &[message, flipped, message], keys);
+                assert_eq!(
+                    opened,
+                    vec![Some(plaintext), None, Some(plaintext)],
+                    "{keys:?}, bit {bit} flipped"
+                );
+            }
         }
     }
 
@@ -216,6 +316,8 @@ mod equivalence {
                 .collect();
             let opened = open_all(&key, &messages);
             prop_assert_eq!(&opened, &reference(&key, &messages));
+            prop_assert_eq!(&open_all_by(&key, &messages, Keys::FourAtOnce), &opened);
+            prop_assert_eq!(&open_all_by(&key, &messages, Keys::OneByOne), &opened);
             for (c, o) in cases.iter().zip(&opened) {
                 let genuine = (!c.foreign || key == other) && c.flip.is_none();
                 prop_assert_eq!(o.is_some(), genuine);
@@ -241,7 +343,9 @@ mod equivalence {
                     m
                 })
                 .collect();
-            prop_assert_eq!(open_all(&key, &messages), reference(&key, &messages));
+            let expected = reference(&key, &messages);
+            prop_assert_eq!(open_all(&key, &messages), expected.clone());
+            prop_assert_eq!(open_all_by(&key, &messages, Keys::FourAtOnce), expected);
         }
     }
 }

@@ -19,6 +19,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod aes256x4;
 mod error;
 #[cfg(feature = "fuzzing")]
 pub mod fuzz_entry;
