@@ -708,6 +708,152 @@ mod tests {
         assert_eq!(rows, 24_000);
     }
 
+    /// A vault that takes 30 ms to open each batch of tags and notes how many batches it was
+    /// opening at once, at most.
+    struct SlowVault {
+        inner: privsvc_vault::KeyVault,
+        opening: std::sync::atomic::AtomicUsize,
+        most: std::sync::atomic::AtomicUsize,
+        batches: std::sync::atomic::AtomicUsize,
+    }
+
+    #[async_trait::async_trait]
+    impl privsvc_vault::Vault for SlowVault {
+        fn app(&self) -> &str {
+            self.inner.app()
+        }
+        async fn scope_record(
+            &self,
+            name: &str,
+        ) -> Result<privsvc_vault::RecordRef, privsvc_vault::VaultError> {
+            privsvc_vault::Vault::scope_record(&self.inner, name).await
+        }
+        async fn make_tag(
+            &self,
+            record: &privsvc_vault::RecordRef,
+        ) -> Result<privsvc_vault::Tag, privsvc_vault::VaultError> {
+            privsvc_vault::Vault::make_tag(&self.inner, record).await
+        }
+        async fn open_tags(
+            &self,
+            tags: &[privsvc_vault::Tag],
+        ) -> Result<Vec<Option<privsvc_vault::RecordRef>>, privsvc_vault::VaultError> {
+            use std::sync::atomic::Ordering::SeqCst;
+            let now = self.opening.fetch_add(1, SeqCst) + 1;
+            self.most.fetch_max(now, SeqCst);
+            self.batches.fetch_add(1, SeqCst);
+            tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+            self.opening.fetch_sub(1, SeqCst);
+            privsvc_vault::Vault::open_tags(&self.inner, tags).await
+        }
+        async fn address_of(
+            &self,
+            record: &privsvc_vault::RecordRef,
+        ) -> Result<Address, privsvc_vault::VaultError> {
+            privsvc_vault::Vault::address_of(&self.inner, record).await
+        }
+        async fn cover_scores(
+            &self,
+            anchor: &privsvc_vault::BatchBytes,
+            candidates: &[privsvc_vault::BatchBytes],
+        ) -> Result<Vec<[u8; 32]>, privsvc_vault::VaultError> {
+            privsvc_vault::Vault::cover_scores(&self.inner, anchor, candidates).await
+        }
+        async fn sign_envelope(
+            &self,
+            record: &privsvc_vault::RecordRef,
+            body: &privsvc_envelope::EnvelopeBody,
+            attributes: &privsvc_attributes::Attributes,
+        ) -> Result<String, privsvc_vault::VaultError> {
+            privsvc_vault::Vault::sign_envelope(&self.inner, record, body, attributes).await
+        }
+        async fn sign_proof_on_chain(
+            &self,
+            record: &privsvc_vault::RecordRef,
+            body: &privsvc_vault::OwnershipProofBody,
+            chain_id: Option<u64>,
+        ) -> Result<alloy_primitives::Signature, privsvc_vault::VaultError> {
+            privsvc_vault::Vault::sign_proof_on_chain(&self.inner, record, body, chain_id).await
+        }
+        async fn encrypt(
+            &self,
+            record: &privsvc_vault::RecordRef,
+            plaintext: &[u8],
+        ) -> Result<Vec<u8>, privsvc_vault::VaultError> {
+            privsvc_vault::Vault::encrypt(&self.inner, record, plaintext).await
+        }
+        async fn decrypt(
+            &self,
+            record: &privsvc_vault::RecordRef,
+            data: &[u8],
+        ) -> Result<Vec<u8>, privsvc_vault::VaultError> {
+            privsvc_vault::Vault::decrypt(&self.inner, record, data).await
+        }
+    }
+
+    #[tokio::test]
+    async fn a_listing_stages_the_next_batch_of_tags_while_the_vault_opens_one() {
+        use privsvc_ledger::{ArkivValue, Attribute};
+        use privsvc_vault::KeyVault;
+
+        let (vault, _) = KeyVault::random("app");
+        let (stranger, _) = KeyVault::random("app");
+        let own = vault.new_record();
+        let stranger_ref = stranger.new_record();
+        let rows: Vec<Entity> = (0..20_000u32)
+            .map(|i| {
+                let tag = if i == 17_777 {
+                    vault.make_tag(&own)
+                } else {
+                    stranger.make_tag(&stranger_ref)
+                };
+                let mut key = [0u8; 32];
+                key[..4].copy_from_slice(&i.to_le_bytes());
+                Entity {
+                    key: alloy_primitives::B256::from(key),
+                    creator: Some(Address::repeat_byte(9)),
+                    created_at: Some(u64::from(i % 3_900) + 1),
+                    expires_at: Some(9_000),
+                    attributes: Some(vec![Attribute {
+                        name: "tag".into(),
+                        value: ArkivValue::Str(privsvc_vault::tag_to_text(&tag)),
+                    }]),
+                    ..Default::default()
+                }
+            })
+            .collect();
+        let node: Arc<dyn LedgerReader> = Arc::new(CrowdedNode {
+            rows,
+            asked: Default::default(),
+            answered: Default::default(),
+        });
+        let slow = Arc::new(SlowVault {
+            inner: vault,
+            opening: Default::default(),
+            most: Default::default(),
+            batches: Default::default(),
+        });
+        let lister = crate::session::Lister {
+            reader: node,
+            vault: slow.clone(),
+            project: "p".into(),
+            with_attributes: false,
+        };
+        let mut cache = crate::cache::EntityCache::default();
+        assert_eq!(lister.update(&mut cache).await.unwrap(), 20_000);
+        assert_eq!(cache.known(), 20_000, "every record counted");
+        let opened = cache.take_opened();
+        assert_eq!(opened.len(), 1, "the user's record was not found");
+        assert_eq!(opened[0].1, own);
+        let most = slow.most.load(std::sync::atomic::Ordering::SeqCst);
+        let batches = slow.batches.load(std::sync::atomic::Ordering::SeqCst);
+        assert!(batches >= 3, "{batches} batches");
+        assert_eq!(
+            most, 2,
+            "batches of tags at the vault at once, at most (of {batches} batches)"
+        );
+    }
+
     #[tokio::test]
     async fn a_listing_keeps_rows_only_for_the_users_tags_and_counts_the_others_as_they_arrive() {
         use privsvc_ledger::{ArkivValue, Attribute};

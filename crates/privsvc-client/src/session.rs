@@ -64,6 +64,9 @@ impl Ticks {
 /// Rows whose tags are opened in one call to the vault, at most (when that many pages already
 /// arrived): a call to a worker's vault costs a message each way.
 const OPEN_AT_ONCE: usize = 4_096;
+/// Batches of tags at the vault at once, at most: while it opens one, the next is staged and
+/// sent (a worker's vault is otherwise idle while the page stages, and the page while it opens).
+const OPENINGS_IN_FLIGHT: usize = 2;
 
 /// How the session lists its project.
 #[derive(Clone)]
@@ -119,12 +122,17 @@ impl Lister {
 
     /// The pages of one listing placed in `cache`: how many records, and the pinned block.
     /// With `known` (a listing from the start), the tags of the records classified before are
-    /// not opened again.
+    /// not opened again. Up to [`OPENINGS_IN_FLIGHT`] batches of tags are at the vault at once:
+    /// the next pages are staged while the vault opens a batch, so that neither waits for the
+    /// other.
     async fn list_pages(
         &self,
         cache: &mut EntityCache,
         known: Option<&KnownClasses>,
     ) -> Result<(usize, u64), PrivsvcError> {
+        use futures::future::{select, Either};
+        use futures::StreamExt;
+
         let mut pages = crate::read::start_listing(
             &self.reader,
             &self.project,
@@ -133,60 +141,79 @@ impl Lister {
         )
         .await?;
         let mut listed = 0;
-        while let Some(page) = pages.next().await {
-            let mut rows = cache.stage(page?);
-            // The pages that arrived meanwhile join it: one opening for all of them.
-            while rows.len() < OPEN_AT_ONCE {
-                match pages.ready() {
-                    Some(page) => rows.extend(cache.stage(page?)),
-                    None => break,
+        let mut openings = futures::stream::FuturesOrdered::new();
+        let mut ended = false;
+        loop {
+            let take_pages = !ended && openings.len() < OPENINGS_IN_FLIGHT;
+            let event = match (take_pages, openings.is_empty()) {
+                (true, true) => Either::Left(pages.next().await),
+                (true, false) => {
+                    // Both are cancel-safe: a page or an opening not taken now is taken later.
+                    let page = std::pin::pin!(pages.next());
+                    let opened = std::pin::pin!(openings.next());
+                    match select(page, opened).await {
+                        Either::Left((page, _)) => Either::Left(page),
+                        Either::Right((opened, _)) => Either::Right(opened),
+                    }
                 }
+                (false, false) => Either::Right(openings.next().await),
+                (false, true) => break,
+            };
+            match event {
+                Either::Left(None) => ended = true,
+                Either::Left(Some(page)) => {
+                    let mut rows = cache.stage(page?);
+                    // The pages that arrived meanwhile join it: one opening for all of them.
+                    while rows.len() < OPEN_AT_ONCE {
+                        match pages.ready() {
+                            Some(page) => rows.extend(cache.stage(page?)),
+                            None => break,
+                        }
+                    }
+                    openings.push_back(self.open_rows(rows, known));
+                }
+                Either::Right(Some(opened)) => listed += place_opened(cache, opened),
+                Either::Right(None) => {}
             }
-            listed += self.place_opened(cache, rows, known).await;
         }
         Ok((listed, pages.block))
     }
 
-    /// Opens the tags of `rows` (those `known` does not classify already) and places them; when
-    /// the vault cannot open them, they wait for the next scan to (nothing is lost).
-    async fn place_opened(
+    /// Opens the tags of `rows` (those `known` does not classify already); the future owns what
+    /// it needs, so that several can be at the vault while the listing goes on.
+    fn open_rows(
         &self,
-        cache: &mut EntityCache,
         rows: Vec<(B256, Listed)>,
         known: Option<&KnownClasses>,
-    ) -> usize {
+    ) -> impl std::future::Future<Output = OpenedRows> {
         let mut opened: Vec<Option<RecordRef>> = vec![None; rows.len()];
         let mut to_open = Vec::new();
+        let mut tags: Vec<Tag> = Vec::new();
         for (i, (key, e)) in rows.iter().enumerate() {
             let Some(tag) = e.tag else { continue };
             match known.map(|k| k.class_of(key, e.created_at)) {
                 Some(KnownClass::Mine(r)) => opened[i] = Some(r),
                 Some(KnownClass::Other) => {}
-                Some(KnownClass::Unknown) | None => to_open.push((i, tag)),
-            }
-        }
-        if !to_open.is_empty() {
-            let tags: Vec<Tag> = to_open.iter().map(|(_, t)| *t).collect();
-            match self.vault.open_tags(&tags).await {
-                Ok(refs) if refs.len() == tags.len() => {
-                    cache.note_tags_opened(tags.len());
-                    for ((i, _), r) in to_open.iter().zip(refs) {
-                        opened[*i] = r;
-                    }
-                }
-                Ok(_) => {
-                    tracing::warn!(
-                        "the vault answered a different number of tags; the scan opens them"
-                    );
-                    return cache.place(rows, None);
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "the vault could not open the listed tags; the scan opens them");
-                    return cache.place(rows, None);
+                Some(KnownClass::Unknown) | None => {
+                    to_open.push(i);
+                    tags.push(tag);
                 }
             }
         }
-        cache.place(rows, Some(&opened))
+        let vault = self.vault.clone();
+        async move {
+            let answer = if tags.is_empty() {
+                Ok(Vec::new())
+            } else {
+                vault.open_tags(&tags).await
+            };
+            OpenedRows {
+                rows,
+                opened,
+                to_open,
+                answer,
+            }
+        }
     }
 
     /// The session's attribute listing: when the session counts rarity and has not made it
@@ -207,6 +234,48 @@ impl Lister {
         self.list_and_finish(cache, Some(&known)).await?;
         Ok(true)
     }
+}
+
+/// A batch of listed rows with the vault's answer for the tags it was asked to open.
+struct OpenedRows {
+    rows: Vec<(B256, Listed)>,
+    /// What is known without the vault (the classes of a previous listing).
+    opened: Vec<Option<RecordRef>>,
+    /// The rows whose tags the vault was asked to open, in the order asked.
+    to_open: Vec<usize>,
+    answer: Result<Vec<Option<RecordRef>>, privsvc_vault::VaultError>,
+}
+
+/// Places an opened batch in `cache`; when the vault could not open its tags, they wait for the
+/// next scan to (nothing is lost). Returns how many records it placed.
+fn place_opened(cache: &mut EntityCache, batch: OpenedRows) -> usize {
+    let OpenedRows {
+        rows,
+        mut opened,
+        to_open,
+        answer,
+    } = batch;
+    if !to_open.is_empty() {
+        match answer {
+            Ok(refs) if refs.len() == to_open.len() => {
+                cache.note_tags_opened(to_open.len());
+                for (i, r) in to_open.into_iter().zip(refs) {
+                    opened[i] = r;
+                }
+            }
+            Ok(_) => {
+                tracing::warn!(
+                    "the vault answered a different number of tags; the scan opens them"
+                );
+                return cache.place(rows, None);
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "the vault could not open the listed tags; the scan opens them");
+                return cache.place(rows, None);
+            }
+        }
+    }
+    cache.place(rows, Some(&opened))
 }
 
 /// The tail: every `interval` (a random wait in the range each time), an incremental listing
