@@ -147,6 +147,7 @@ impl PrivateClient {
             vault: vault.clone(),
             project: options.project().to_string(),
             with_attributes: options.rarity_k > 0,
+            first: options.first_listing.take(),
         };
         let scan_cache = scan_cache_of(&options, vault.as_ref(), chain_id).await;
         let (cache, scan_cache_state) = match &scan_cache {

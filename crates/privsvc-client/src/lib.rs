@@ -124,7 +124,8 @@ pub use protocol::{
     QUEUE_FIGURE_LIMIT,
 };
 pub use read::{
-    addr_literal, batch_of, fetch_batches, list_app, query_pinned, str_literal, BatchId, Listing,
+    addr_literal, batch_of, fetch_batches, list_app, query_pinned, str_literal, BatchId,
+    FirstListing, Listing,
 };
 pub use record::{CreateParams, CreateResult, MyRecord};
 pub use relayer_api::{fetch_info, fetch_status, submit, RelayerStatus, SubmitOutcome};

@@ -227,6 +227,9 @@ pub struct ClientOptions {
     /// starts with no tokens (each one's first write is a first spend the issuer can time), no
     /// pins (a stranger's heartbeat can make a relayer ambiguous) and no scan cache.
     pub memory_stores: bool,
+    /// The session's first listing, started before the session ([`crate::FirstListing`]);
+    /// used when the session resumes no scan cache, dropped otherwise.
+    pub first_listing: Option<crate::FirstListing>,
     /// The attack lab's leaky setting (feature `lab-leaks`, never in a deployment): the
     /// envelope's `hour` from the device clock off by this many seconds, as before revision 4,
     /// instead of from the chain's time.
@@ -271,6 +274,7 @@ impl std::fmt::Debug for ClientOptions {
             .field("cover_per_minute", &self.cover_per_minute)
             .field("cover_submission_share", &self.cover_submission_share)
             .field("memory_stores", &self.memory_stores)
+            .field("first_listing", &self.first_listing)
             .finish()
     }
 }
@@ -315,6 +319,7 @@ impl ClientOptions {
             cover_per_minute: DEFAULT_COVER_PER_MINUTE,
             cover_submission_share: DEFAULT_COVER_SUBMISSION_SHARE,
             memory_stores: false,
+            first_listing: None,
             #[cfg(feature = "lab-leaks")]
             lab_device_clock_hour: None,
         }
@@ -545,6 +550,14 @@ impl ClientBuilder {
     /// the exact block, which lets the RPC link a user's sessions: for tests only).
     pub fn scan_cache_resume_blocks(mut self, blocks: u64) -> Self {
         self.options.scan_cache_resume_blocks = blocks;
+        self
+    }
+
+    /// The session's first listing, started before the vault ([`crate::FirstListing`]): only
+    /// for a device that certainly keeps no scan cache for this session (the session drops it
+    /// when it resumes one).
+    pub fn first_listing(mut self, listing: crate::FirstListing) -> Self {
+        self.options.first_listing = Some(listing);
         self
     }
 

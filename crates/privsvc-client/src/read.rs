@@ -198,6 +198,55 @@ pub(crate) async fn start_listing(
     Ok(PageStream { block, rx })
 }
 
+/// A session's first listing started before the session exists: on a device that certainly
+/// keeps no scan cache for the session to resume from, the first listing (tags only, from the
+/// project's first block) needs no key, so it can run while the wallet derives the vault
+/// (docs/PROTOCOL.md §8.1). Give it to [`crate::ClientBuilder::first_listing`]; the session
+/// takes it for its first listing when it resumes nothing, and drops it (which stops it)
+/// otherwise. Its requests are the ones the session would send, only sooner.
+#[derive(Clone)]
+pub struct FirstListing {
+    project: String,
+    stream: Arc<std::sync::Mutex<Option<PageStream>>>,
+}
+
+impl FirstListing {
+    /// Starts listing `project` from its first block on `reader` (reads the head first: the
+    /// block every page is read at). A listing nobody takes stops once it is dropped.
+    pub async fn start(
+        reader: Arc<dyn LedgerReader>,
+        project: &str,
+    ) -> Result<Self, crate::PrivsvcError> {
+        let stream = start_listing(&reader, project, None, false).await?;
+        Ok(Self {
+            project: project.to_owned(),
+            stream: Arc::new(std::sync::Mutex::new(Some(stream))),
+        })
+    }
+
+    /// The project it lists.
+    pub fn project(&self) -> &str {
+        &self.project
+    }
+
+    /// The listing, for the session's first listing of `project`; `None` once taken (or for
+    /// another project, which drops it).
+    pub(crate) fn take(&self, project: &str) -> Option<PageStream> {
+        let stream = self.stream.lock().ok()?.take()?;
+        (project == self.project).then_some(stream)
+    }
+}
+
+impl std::fmt::Debug for FirstListing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let waiting = self.stream.lock().map(|s| s.is_some()).unwrap_or(false);
+        f.debug_struct("FirstListing")
+            .field("project", &self.project)
+            .field("waiting", &waiting)
+            .finish()
+    }
+}
+
 /// A listing under way ([`start_listing`]): its pinned block and its pages as they arrive.
 /// Dropping it stops the listing.
 pub(crate) struct PageStream {
@@ -838,6 +887,7 @@ mod tests {
             vault: slow.clone(),
             project: "p".into(),
             with_attributes: false,
+            first: None,
         };
         let mut cache = crate::cache::EntityCache::default();
         assert_eq!(lister.update(&mut cache).await.unwrap(), 20_000);
@@ -893,6 +943,7 @@ mod tests {
             vault: Arc::new(vault),
             project: "p".into(),
             with_attributes: false,
+            first: None,
         };
         let mut cache = crate::cache::EntityCache::default();
         let listed = lister.update(&mut cache).await.unwrap();

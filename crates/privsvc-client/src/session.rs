@@ -79,6 +79,8 @@ pub(crate) struct Lister {
     /// ([`Lister::list_attributes`]) runs at its first tail. Until then listings select only
     /// `tag`.
     pub(crate) with_attributes: bool,
+    /// The first listing, started before the session ([`crate::FirstListing`]).
+    pub(crate) first: Option<crate::FirstListing>,
 }
 
 impl Lister {
@@ -133,13 +135,25 @@ impl Lister {
         use futures::future::{select, Either};
         use futures::StreamExt;
 
-        let mut pages = crate::read::start_listing(
-            &self.reader,
-            &self.project,
-            cache.block,
-            cache.with_attributes,
-        )
-        .await?;
+        // The listing started before the session, for a first listing from the start (taken
+        // once: a session that resumed its cache drops it).
+        let early = self
+            .first
+            .as_ref()
+            .and_then(|f| f.take(&self.project))
+            .filter(|_| cache.block.is_none() && !cache.with_attributes);
+        let mut pages = match early {
+            Some(pages) => pages,
+            None => {
+                crate::read::start_listing(
+                    &self.reader,
+                    &self.project,
+                    cache.block,
+                    cache.with_attributes,
+                )
+                .await?
+            }
+        };
         let mut listed = 0;
         let mut openings = futures::stream::FuturesOrdered::new();
         let mut ended = false;

@@ -286,3 +286,115 @@ async fn a_strict_write_before_the_attribute_listing_waits_for_its_rarity_check(
         "the write did not wait for the attribute listing"
     );
 }
+
+/// A first listing started before the session (`FirstListing`, docs/PROTOCOL.md §8.1) is the
+/// session's first listing when it has no cache to resume: the session sends no listing of its
+/// own from the start, and finds the user's record in the pages listed early. A session that
+/// resumes its cache drops it and lists from its resume block.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_listing_started_before_the_session_is_used_unless_the_session_resumes() {
+    let stack = Stack::start(StackOptions::plain()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("notes.scan");
+    let alice = Arc::new(LocalWallet::random());
+    let project = stack.builder(&alice).options().project().to_string();
+
+    // Alice's first session on a device with no cache: listed early, on a reader of its own.
+    let early_reader = Arc::new(CountingReader::new(stack.reader.clone()));
+    let early = privsvc_client::FirstListing::start(
+        early_reader.clone() as Arc<dyn LedgerReader>,
+        &project,
+    )
+    .await
+    .expect("the early listing starts");
+    assert_eq!(early.project(), project);
+    let counting = Arc::new(CountingReader::new(stack.reader.clone()));
+    let first = stack
+        .builder(&alice)
+        .reader(counting.clone() as Arc<dyn LedgerReader>)
+        .scan_cache_file(&file)
+        .scan_cache_resume_blocks(RESUME_BLOCKS)
+        .schedule(late_first_tail())
+        .first_listing(early.clone())
+        .build()
+        .await
+        .expect("client builds");
+    assert!(
+        format!("{early:?}").contains("waiting: false"),
+        "the session took the early listing: {early:?}"
+    );
+    assert_eq!(
+        listing_starts(&early_reader).first(),
+        Some(&None),
+        "the early listing lists from the start"
+    );
+    assert!(
+        listing_starts(&counting).is_empty(),
+        "the session listed again: {:?}",
+        listing_starts(&counting)
+    );
+    let written = first.create_entity(note("early")).await.expect("write");
+    stack.settle().await;
+    let mine = first
+        .my_entities(&EntitiesQuery::new().refresh())
+        .await
+        .unwrap();
+    assert_eq!(mine.len(), 1);
+    assert!(mine[0].verified, "a scheduled scan verified it");
+    drop(first);
+    assert!(std::fs::metadata(&file).is_ok(), "the scan saved the cache");
+
+    // A second session of Alice's on a device with the record in no cache: the early listing
+    // holds its record (listed from the start), as a session's own listing would.
+    let early_reader = Arc::new(CountingReader::new(stack.reader.clone()));
+    let early = privsvc_client::FirstListing::start(
+        early_reader.clone() as Arc<dyn LedgerReader>,
+        &project,
+    )
+    .await
+    .unwrap();
+    let counting = Arc::new(CountingReader::new(stack.reader.clone()));
+    let fresh = stack
+        .builder(&alice)
+        .reader(counting.clone() as Arc<dyn LedgerReader>)
+        .schedule(late_first_tail())
+        .first_listing(early)
+        .build()
+        .await
+        .unwrap();
+    assert!(listing_starts(&counting).is_empty());
+    let mine = fresh.my_entities(&EntitiesQuery::new()).await.unwrap();
+    assert_eq!(mine.len(), 1, "the record, from the early listing's pages");
+    assert_eq!(mine[0].entity_key, written.entity_key);
+    drop(fresh);
+
+    // A returning session with the cache: it resumes, and drops the early listing.
+    let early_reader = Arc::new(CountingReader::new(stack.reader.clone()));
+    let early = privsvc_client::FirstListing::start(
+        early_reader.clone() as Arc<dyn LedgerReader>,
+        &project,
+    )
+    .await
+    .unwrap();
+    let counting = Arc::new(CountingReader::new(stack.reader.clone()));
+    let returning = stack
+        .builder(&alice)
+        .reader(counting.clone() as Arc<dyn LedgerReader>)
+        .scan_cache_file(&file)
+        .scan_cache_resume_blocks(RESUME_BLOCKS)
+        .schedule(late_first_tail())
+        .first_listing(early.clone())
+        .build()
+        .await
+        .unwrap();
+    assert!(format!("{early:?}").contains("waiting: false"), "{early:?}");
+    let starts = listing_starts(&counting);
+    assert!(
+        starts.first().is_some_and(|s| s.is_some()),
+        "the returning session resumes with its own listing: {starts:?}"
+    );
+    let mine = returning.my_entities(&EntitiesQuery::new()).await.unwrap();
+    assert_eq!(mine.len(), 1);
+    drop(returning);
+    stack.shutdown().await;
+}
