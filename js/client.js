@@ -19,7 +19,7 @@ import {
   vaultFromWallet,
 } from './core.js';
 import { scanCacheAdapter } from './scan_cache.js';
-import { browserTokenStore, defaultDataDir, fileTokenStore, isStoreHandle, openStore, storeSealer, warmStore } from './store.js';
+import { browserTokenStore, defaultDataDir, fileTokenStore, isStoreHandle, keepsAnyScanCache, openStore, storeSealer, warmStore } from './store.js';
 
 /** What Rust calls on a wallet. */
 function walletAdapter(w) {
@@ -127,8 +127,20 @@ export async function createPrivateClient(options = {}) {
   reader.chainId().catch(() => {});
   const storeHandle = deviceStoreHandle(o);
   if (storeHandle !== undefined) warmStore(storeHandle);
+  // A session that certainly resumes no scan cache starts its first listing now: it needs no
+  // key (docs/PROTOCOL.md §8.1). Freed unless handed to the Rust client.
+  const early = resumesNoScanCache(o, storeHandle)
+    .then((none) => (none ? rust(raw.RawFirstListing.start(reader, o.project ?? o.app)) : undefined))
+    .catch(() => undefined);
+  const dropEarly = () => early.then((l) => l && l.free());
   const isolateKeys = o.isolateKeys === undefined ? inBrowser : o.isolateKeys;
-  const vault = o.vault || (await vaultFromWallet(o.wallet, o.app, { isolateKeys, chainId: o.chainId, workerTimeoutMs: o.workerTimeoutMs }));
+  let vault;
+  try {
+    vault = o.vault || (await vaultFromWallet(o.wallet, o.app, { isolateKeys, chainId: o.chainId, workerTimeoutMs: o.workerTimeoutMs }));
+  } catch (e) {
+    dropEarly();
+    throw e;
+  }
   const rustOptions = {
     app: o.app,
     project: o.project,
@@ -154,13 +166,22 @@ export async function createPrivateClient(options = {}) {
     walletAddress,
     scanCacheResumeBlocks: o.scanCacheResumeBlocks,
   };
-  const stores = await deviceStores(o, vault, reader, storeHandle);
+  let stores;
+  try {
+    stores = await deviceStores(o, vault, reader, storeHandle);
+  } catch (e) {
+    dropEarly();
+    throw e;
+  }
   let scanCache;
   let source;
+  let firstListing;
   try {
     scanCache = scanCacheAdapter(o.scanCache, stores.scanCache);
     source = tokens && tokens.sourceOf ? await tokens.sourceOf() : undefined;
+    firstListing = await early;
   } catch (e) {
+    dropEarly();
     if (stores.release) stores.release();
     throw e;
   }
@@ -177,6 +198,7 @@ export async function createPrivateClient(options = {}) {
     custom,
     send,
     scanCache,
+    firstListing,
   );
   rustStore.free();
   let inner;
@@ -453,6 +475,19 @@ function defaultStore() {
 }
 
 /** Whether the session keeps its tokens, pins and scan cache in memory only. */
+/**
+ * Whether the session certainly resumes no scan cache, so that its first listing may start
+ * before the vault (docs/PROTOCOL.md §8.1): it keeps none (`scanCache: false`, or memory stores
+ * and no `scanCache`), or its device store keeps no user's scan cache at all. An app's own
+ * `scanCache` is only read by the Rust client.
+ */
+async function resumesNoScanCache(o, handle) {
+  if (o.scanCache === false || o.scanCache === null) return true;
+  if (o.scanCache !== undefined) return false;
+  if (handle === undefined) return true;
+  return !(await keepsAnyScanCache(handle));
+}
+
 function usesMemoryStores(o) {
   const given = o.tokenStore;
   return (o.memoryStores === true || (given && given.kind === 'memory')) && !isStoreHandle(given);

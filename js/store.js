@@ -49,6 +49,7 @@ const IDB_STORE = 'parts';
 /** How a handle is opened (internal: createPrivateClient and TokenWallet call it). */
 const OPEN = Symbol('privsvc.openStore');
 const WARM = Symbol('privsvc.warmStore');
+const ANY_SCAN = Symbol('privsvc.anyScanCache');
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -200,6 +201,12 @@ function idbBackend(dbName) {
     warm() {
       openDb().catch(() => {});
     },
+    /** Whether any user's scan cache is kept here: reads the keys only, opens nothing. */
+    async anyScan() {
+      const t = (await openDb()).transaction(IDB_STORE, 'readonly');
+      const keys = await idbRequest(t.objectStore(IDB_STORE).getAllKeys());
+      return keys.some((k) => String(k).endsWith('/scan'));
+    },
     async run(mode, fn) {
       const t = (await openDb()).transaction(IDB_STORE, mode);
       const s = t.objectStore(IDB_STORE);
@@ -287,6 +294,25 @@ function fileBackend(dir) {
     sync: true,
     run: async (_mode, fn) => fn(tx),
     tx,
+    /** Whether any user's scan cache is kept here (`<dir>/<id>/scan.sealed`): opens nothing. */
+    async anyScan() {
+      let ids;
+      try {
+        ids = await fs.promises.readdir(dir);
+      } catch (e) {
+        if (e && e.code === 'ENOENT') return false;
+        throw e;
+      }
+      for (const id of ids) {
+        try {
+          await fs.promises.access(paths.join(dir, id, 'scan.sealed'));
+          return true;
+        } catch {
+          // None for this id.
+        }
+      }
+      return false;
+    },
     /** Makes `<dir>/<id>` (0700, the data directory too) and takes its lock for this process. */
     claim(id) {
       for (const d of [dir, paths.join(dir, id)]) {
@@ -755,6 +781,14 @@ function handle(kind, what, backendOf, locks) {
       if (typeof backend.warm === 'function') backend.warm();
     },
     /**
+     * Whether the store keeps any user's scan cache (keys or file names only, no key needed).
+     * @internal
+     */
+    async [ANY_SCAN]() {
+      backend = backend || backendOf();
+      return typeof backend.anyScan === 'function' ? backend.anyScan() : true;
+    },
+    /**
      * Opens the store under `sealer` (which it keeps or frees) for one user of it: `{ store,
      * release }`.
      * @internal
@@ -852,4 +886,13 @@ export function openStore(store, sealer) {
  */
 export function warmStore(store) {
   store[WARM]();
+}
+
+/**
+ * Whether `store` (a handle) keeps a scan cache for any user: when it keeps none, a session on
+ * it certainly lists from the start. Reads no sealed part.
+ * @internal
+ */
+export function keepsAnyScanCache(store) {
+  return store[ANY_SCAN]();
 }

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 
 import { browserTokenStore, fileTokenStore, KeyVault, memoryStore, PrivsvcError } from 'privsvc';
 // The package's internal opening of a store (createPrivateClient and TokenWallet use it).
-import { openStore, storeSealer } from '../store.js';
+import { keepsAnyScanCache, openStore, storeSealer } from '../store.js';
 
 const token = (app, n, epoch = 20000) => ({ app, epoch, nonce: n.toString(16).padStart(64, '0'), signature: 'c2lnbmF0dXJl', obtainedMs: 0 });
 const ISSUER = '0x00000000000000000000000000000000000000AA';
@@ -120,4 +120,15 @@ test('a store handle opens once per user, is shared in a process, and refuses an
   assert.equal(memoryStore().kind, 'memory');
   assert.throws(() => browserTokenStore(), (e) => e instanceof PrivsvcError && /IndexedDB/.test(e.message));
   assert.throws(() => fileTokenStore(''), PrivsvcError);
+});
+
+test('a file store tells, without a key, whether it keeps any user\'s scan cache (a session without one lists before its vault)', async () => {
+  const dir = join(mkdtempSync(join(tmpdir(), 'privsvc-store-')), 'data');
+  assert.equal(await keepsAnyScanCache(fileTokenStore(dir)), false, 'no directory yet');
+  const { vault } = KeyVault.random('notes');
+  const a = await open(dir, vault);
+  assert.equal(await keepsAnyScanCache(fileTokenStore(dir)), false, 'tokens and pins are not a scan cache');
+  await a.store.scanCache().save(new Uint8Array([1, 2, 3]));
+  a.release();
+  assert.equal(await keepsAnyScanCache(fileTokenStore(dir)), true, 'a scan cache of some user');
 });

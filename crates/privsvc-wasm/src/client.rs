@@ -173,6 +173,31 @@ fn record_json(r: &MyRecord) -> Value {
     v
 }
 
+/// A session's first listing started before its vault (`privsvc_client::FirstListing`):
+/// `createPrivateClient` starts it while the wallet signs, on a device that certainly keeps no
+/// scan cache for the session, and hands it to [`RawClient::create`].
+#[wasm_bindgen]
+pub struct RawFirstListing {
+    inner: privsvc_client::FirstListing,
+}
+
+#[wasm_bindgen]
+impl RawFirstListing {
+    /// Starts listing `project` from its first block through the JavaScript ledger `reader`;
+    /// resolves to a `RawFirstListing` once the head is read. Freeing it (or dropping an
+    /// untaken one) stops the listing.
+    pub fn start(reader: JsValue, project: String) -> Promise {
+        let reader = crate::js_ledger::reader_of(&reader);
+        future_to_promise(async move {
+            let reader: Arc<dyn LedgerReader> = Arc::new(reader?);
+            let inner = privsvc_client::FirstListing::start(reader, &project)
+                .await
+                .map_err(client_error)?;
+            Ok(RawFirstListing { inner }.into())
+        })
+    }
+}
+
 /// A privsvc client session (`createPrivateClient`, docs/API.md §3.1), driven by `js/index.js`.
 #[wasm_bindgen]
 pub struct RawClient {
@@ -185,7 +210,8 @@ impl RawClient {
     /// adapter or a vault adapter, and its token store. The token source is
     /// `tokenWallet.source()`'s or a caller's object (`take`, `putBack`), `fetch` the adapter
     /// of a caller's fetch and `scan_cache` the adapter of a scan-cache store; each may be
-    /// `undefined`.
+    /// `undefined`. `first_listing`, when given, is the session's first listing, started
+    /// before the vault (taken by the call).
     #[allow(clippy::too_many_arguments)]
     pub fn create(
         options: &str,
@@ -197,7 +223,9 @@ impl RawClient {
         custom_tokens: JsValue,
         fetch: JsValue,
         scan_cache: JsValue,
+        first_listing: Option<RawFirstListing>,
     ) -> Promise {
+        let first_listing = first_listing.map(|l| l.inner);
         let fetch = crate::fetch::JsFetch::from_value(&fetch);
         let scan_cache = (!scan_cache.is_undefined() && !scan_cache.is_null())
             .then(|| crate::js_scan_cache::JsScanCache::new(Bridge::start(scan_cache)));
@@ -237,6 +265,9 @@ impl RawClient {
             }
             if let Some(blocks) = o.scan_cache_resume_blocks {
                 b = b.scan_cache_resume_blocks(blocks);
+            }
+            if let Some(listing) = first_listing {
+                b = b.first_listing(listing);
             }
             if let Some(p) = o.project {
                 b = b.project(p);

@@ -491,60 +491,97 @@ try {
     assert(stored.includes(`${first.store.id}/scan`) && stored.includes(`${stranger.store.id}/scan`), `IndexedDB keys: ${stored}`);
   });
 
-  await check('the session\'s start reads the chain id and opens the device store\'s database while the wallet signs', async () => {
+  await check('the session\'s start reads the chain id, opens the device store\'s database and, with no scan cache on the device, lists while the wallet signs', async () => {
     const p = await browser.newPage();
     try {
       await p.goto(`${url}/`, { waitUntil: 'load' });
       const r = await p.evaluate(async () => {
         const m = await import('/privsvc/index.js');
         const cfg = await fetch('/config.json').then((x) => x.json());
-        const t0 = performance.now();
-        const at = () => Math.round(performance.now() - t0);
-        const seen = { opens: [], chainId: [], signed: [] };
-        const open = indexedDB.open.bind(indexedDB);
-        indexedDB.open = (name, version) => {
-          seen.opens.push([name, at()]);
-          return open(name, version);
-        };
-        const plain = globalThis.fetch;
-        globalThis.fetch = (u, init) => {
-          if (init && typeof init.body === 'string' && init.body.includes('"eth_chainId"')) seen.chainId.push(at());
-          return plain(u, init);
-        };
+        // A device store of its own: no scan cache of any user yet.
+        const storeName = `early${Date.now()}`;
+        const keysOf = (db) =>
+          new Promise((resolve, reject) => {
+            const req = indexedDB.open(db);
+            req.onerror = () => reject(req.error);
+            req.onsuccess = () => {
+              const all = req.result.transaction('parts', 'readonly').objectStore('parts').getAllKeys();
+              all.onsuccess = () => {
+                req.result.close();
+                resolve(all.result.map(String));
+              };
+              all.onerror = () => reject(all.error);
+            };
+          });
         // A wallet whose user takes 300 ms to confirm each signature.
         const dev = m.devWallet(`0x${'8'.repeat(64)}`);
-        const wallet = {
-          async request(args) {
-            if (args.method === 'eth_signTypedData_v4') {
-              await new Promise((done) => setTimeout(done, 300));
-              const signature = await dev.request(args);
-              seen.signed.push(at());
-              return signature;
-            }
-            return dev.request(args);
-          },
+        const session = async () => {
+          const t0 = performance.now();
+          const at = () => Math.round(performance.now() - t0);
+          const seen = { opens: [], chainId: [], listing: [], signed: [] };
+          const open = indexedDB.open.bind(indexedDB);
+          indexedDB.open = (name, version) => {
+            seen.opens.push([name, at()]);
+            return open(name, version);
+          };
+          const plain = globalThis.fetch;
+          globalThis.fetch = (u, init) => {
+            const body = init && typeof init.body === 'string' ? init.body : '';
+            if (body.includes('"eth_chainId"')) seen.chainId.push(at());
+            if (body.includes('"arkiv_query"') && body.includes("project = str('early-start-check')")) seen.listing.push(at());
+            return plain(u, init);
+          };
+          const wallet = {
+            async request(args) {
+              if (args.method === 'eth_signTypedData_v4') {
+                await new Promise((done) => setTimeout(done, 300));
+                const signature = await dev.request(args);
+                seen.signed.push(at());
+                return signature;
+              }
+              return dev.request(args);
+            },
+          };
+          try {
+            const c = await m.createPrivateClient({
+              app: cfg.app,
+              project: 'early-start-check',
+              wallet,
+              publicClient: new URL('/rpc', location.href).href,
+              relayers: [cfg.relayers[1]],
+              schedule: cfg.schedule,
+              tokenStore: m.browserTokenStore(storeName),
+            });
+            // A scan after the first one: the session keeps its scan cache by then.
+            await c.myEntities({ refresh: true });
+            c.close();
+          } finally {
+            indexedDB.open = open;
+            globalThis.fetch = plain;
+          }
+          return seen;
         };
-        try {
-          const c = await m.createPrivateClient({
-            app: cfg.app,
-            project: 'early-start-check',
-            wallet,
-            publicClient: new URL('/rpc', location.href).href,
-            relayers: [cfg.relayers[1]],
-            schedule: cfg.schedule,
-          });
-          c.close();
-        } finally {
-          indexedDB.open = open;
-          globalThis.fetch = plain;
+        const first = await session();
+        const db = `privsvc-store:${storeName}`;
+        let keys = await keysOf(db);
+        for (let i = 0; i < 100 && !keys.some((k) => k.endsWith('/scan')); i++) {
+          await new Promise((done) => setTimeout(done, 100));
+          keys = await keysOf(db);
         }
-        return seen;
+        const returning = await session();
+        return { first, returning, keys, db };
       });
-      const signed = Math.max(...r.signed);
-      const store = r.opens.find(([name]) => name === 'privsvc-store');
-      assert(r.signed.length >= 1, `the wallet signed: ${JSON.stringify(r)}`);
-      assert(r.chainId.length >= 1 && r.chainId[0] < signed, `eth_chainId was read after the wallet signed: ${JSON.stringify(r)}`);
+      const { first, returning } = r;
+      const signed = Math.max(...first.signed);
+      const store = first.opens.find(([name]) => name === r.db);
+      assert(first.signed.length >= 1, `the wallet signed: ${JSON.stringify(r)}`);
+      assert(first.chainId.length >= 1 && first.chainId[0] < signed, `eth_chainId was read after the wallet signed: ${JSON.stringify(r)}`);
       assert(store && store[1] < signed, `the device store's database was opened after the wallet signed: ${JSON.stringify(r)}`);
+      assert(first.listing.length >= 1 && first.listing[0] < signed, `with no scan cache on the device, the first listing was sent after the wallet signed: ${JSON.stringify(r)}`);
+      assert(r.keys.some((k) => k.endsWith('/scan')), `the first session kept no scan cache: ${JSON.stringify(r.keys)}`);
+      // A device that keeps a scan cache: the session lists once the vault can open it.
+      const signedAgain = Math.max(...returning.signed);
+      assert(returning.listing.length >= 1 && returning.listing[0] > signedAgain, `a returning session listed before its vault existed: ${JSON.stringify(returning)}`);
     } finally {
       await p.close();
     }
