@@ -212,22 +212,31 @@ impl EntityCache {
         known
     }
 
-    /// Forgets the listing, keeping the user's records, what the device verified and what the
-    /// latest scan did (a new listing does not undo a scan).
-    pub(crate) fn reset(&mut self) {
-        let mine = std::mem::take(&mut self.mine);
-        let verified_batches = std::mem::take(&mut self.verified_batches);
-        let covers = std::mem::take(&mut self.covers);
-        let last_scan = self.last_scan.take();
-        let records_generation = self.records_generation;
-        *self = EntityCache {
-            mine,
-            verified_batches,
-            covers,
-            records_generation,
-            last_scan,
+    /// An empty cache for a listing with every attribute (the session's attribute listing).
+    pub(crate) fn for_attribute_listing() -> Self {
+        EntityCache {
+            with_attributes: true,
             ..EntityCache::default()
+        }
+    }
+
+    /// Puts `listing` in place of this cache's listing: a listing from the start made beside
+    /// this cache (the session's attribute listing), while the session kept using this one.
+    /// Keeps, as they are now, the user's records, what the device verified, the covers and
+    /// what the latest scan did (a new listing does not undo a scan), and the newer chain time.
+    pub(crate) fn adopt_listing(&mut self, listing: EntityCache) {
+        let old = std::mem::replace(self, listing);
+        self.mine = old.mine;
+        self.verified_batches = old.verified_batches;
+        self.covers = old.covers;
+        self.records_generation = old.records_generation;
+        self.last_scan = old.last_scan;
+        let newer = match (old.head_time, self.head_time) {
+            (Some(old_time), Some(new_time)) if old_time.1 > new_time.1 => Some(old_time),
+            (old_time, None) => old_time,
+            (_, new_time) => new_time,
         };
+        self.head_time = newer;
     }
 
     /// The chain's time now (Unix seconds): the newest block's timestamp the session read, plus
@@ -763,21 +772,47 @@ mod tests {
     }
 
     #[test]
-    fn a_reset_forgets_the_listing_but_not_what_the_latest_scan_did() {
-        // The session's attribute listing resets the cache at its first tail, which may come
-        // after the first scan: `last_scan` must still answer.
+    fn an_adopted_listing_replaces_the_listing_but_not_what_the_session_did_meanwhile() {
+        // The session's attribute listing, made beside the cache from its first tail, may end
+        // after scans: `last_scan`, the user's records and the newer chain time must stay.
         let mut c = EntityCache::default();
         c.merge(10, vec![entity(1, 5, 100, "a")]);
+        let mut listing = EntityCache::for_attribute_listing();
+        listing.merge(9, vec![entity(2, 6, 100, "b")]);
+        listing.head_time = Some((1_000, privsvc_rt::Instant::now()));
         c.last_scan = Some(ScanStats {
             listed: 1,
             matched: 1,
             ..ScanStats::default()
         });
-        c.reset();
-        assert!(c.entries.is_empty() && c.block.is_none());
+        let verified = BatchId {
+            block: 5,
+            creator: Address::repeat_byte(1),
+        };
+        c.verified_batches.insert(verified);
+        c.records_generation = 3;
+        c.head_time = Some((2_000, privsvc_rt::Instant::now()));
+        c.adopt_listing(listing);
+        assert!(c.with_attributes);
+        assert_eq!(c.block, Some(9), "the adopted listing's block");
+        assert!(
+            c.entries.contains_key(&entity(2, 6, 100, "b").key)
+                && !c.entries.contains_key(&entity(1, 5, 100, "a").key),
+            "the adopted listing's rows only"
+        );
         assert_eq!(
             c.last_scan.as_ref().map(|s| (s.listed, s.matched)),
             Some((1, 1))
+        );
+        assert!(
+            c.verified_batches.contains(&verified),
+            "what the device verified stays"
+        );
+        assert_eq!(c.records_generation, 3);
+        assert_eq!(
+            c.head_time.map(|t| t.0),
+            Some(2_000),
+            "the newer chain time"
         );
     }
 

@@ -976,7 +976,9 @@ mod tests {
         // As the scan classifies it.
         let (key, r) = opened[0];
         cache.entries.get_mut(&key).unwrap().class = crate::cache::TagClass::Mine(r);
-        assert!(lister.list_attributes(&mut cache).await.unwrap());
+        let shared = tokio::sync::Mutex::new(cache);
+        assert!(lister.list_attributes(&shared).await.unwrap());
+        let mut cache = shared.into_inner();
         assert!(cache.with_attributes);
         assert_eq!(cache.known(), 3_000);
         assert_eq!(cache.entries.len(), 1, "the user's record was opened again");

@@ -233,19 +233,25 @@ impl Lister {
     /// The session's attribute listing: when the session counts rarity and has not made it
     /// yet, lists the project again from the start with every attribute (what the device
     /// knows of the user's records, its verified batches and covers are kept, and the tags it
-    /// classified are not opened again). Runs on the tail only, after the session's first scan,
-    /// never because the app asked. Returns whether it listed.
+    /// classified are not opened again). It is listed into a cache of its own and put in
+    /// place of the session's listing when complete: the session's cache is not held while it
+    /// runs (a listing of a million records with every attribute takes many seconds), so the
+    /// app's reads, writes and the scheduled scans go on meanwhile. Runs on the tail only,
+    /// after the session's first scan, never because the app asked. Returns whether it listed.
     pub(crate) async fn list_attributes(
         &self,
-        cache: &mut EntityCache,
+        cache: &Mutex<EntityCache>,
     ) -> Result<bool, PrivsvcError> {
-        if !self.with_attributes || cache.with_attributes {
-            return Ok(false);
-        }
-        let known = cache.known_classes();
-        cache.reset();
-        cache.with_attributes = true;
-        self.list_and_finish(cache, Some(&known)).await?;
+        let known = {
+            let cache = cache.lock().await;
+            if !self.with_attributes || cache.with_attributes {
+                return Ok(false);
+            }
+            cache.known_classes()
+        };
+        let mut listing = EntityCache::for_attribute_listing();
+        self.list_and_finish(&mut listing, Some(&known)).await?;
+        cache.lock().await.adopt_listing(listing);
         Ok(true)
     }
 }
@@ -305,16 +311,13 @@ pub(crate) async fn run_tail(
     loop {
         rng.tick(&mut next, interval).await;
         tail.starting();
-        {
-            let mut cache = cache.lock().await;
-            let listed = match lister.list_attributes(&mut cache).await {
-                Ok(true) => Ok(()),
-                Ok(false) => lister.update(&mut cache).await.map(drop),
-                Err(e) => Err(e),
-            };
-            if let Err(e) = listed {
-                tracing::warn!(error = %e, "the session's tail could not list the project");
-            }
+        let listed = match lister.list_attributes(&cache).await {
+            Ok(true) => Ok(()),
+            Ok(false) => lister.update(&mut *cache.lock().await).await.map(drop),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = listed {
+            tracing::warn!(error = %e, "the session's tail could not list the project");
         }
         tail.ran();
     }

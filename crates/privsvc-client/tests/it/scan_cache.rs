@@ -398,3 +398,68 @@ async fn a_first_listing_started_before_the_session_is_used_unless_the_session_r
     drop(returning);
     stack.shutdown().await;
 }
+
+/// The attribute listing is made beside the session's listing (docs/PROTOCOL.md §8.1): while it
+/// runs, however long it takes, the app's `my_entities` answers at once, and the listing then
+/// takes the place of the session's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn my_entities_does_not_wait_for_the_attribute_listing() {
+    let stack = Stack::start(StackOptions::plain()).await;
+    let (_, writer) = stack.client().await;
+    writer.create_entity(note("listed")).await.expect("write");
+    stack.settle().await;
+
+    // Every page takes 1.5 s; no scheduled scan in the test's time, a tail every 0.1 to 0.3 s.
+    let slow = Arc::new(CountingReader::with_delay(
+        stack.reader.clone(),
+        Duration::from_millis(1_500),
+    ));
+    let wallet = Arc::new(LocalWallet::random());
+    let client = stack
+        .builder(&wallet)
+        .reader(slow.clone() as Arc<dyn LedgerReader>)
+        .schedule(SessionSchedule {
+            scan: (Duration::from_secs(60), Duration::from_secs(60)),
+            ..fast_schedule()
+        })
+        .build()
+        .await
+        .expect("client builds");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !listing_selects(&slow)
+        .iter()
+        .any(|(_, s)| *s == AttributeSelect::All)
+    {
+        assert!(Instant::now() < deadline, "no attribute listing after 20 s");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let t = Instant::now();
+    client.my_entities(&EntitiesQuery::new()).await.unwrap();
+    let waited = t.elapsed();
+    assert!(
+        waited < Duration::from_millis(700),
+        "my_entities waited {waited:?} for the attribute listing"
+    );
+    // Once it is in place, the rarity check counts the listed record.
+    let mut common = privsvc_attributes::Attributes::new();
+    common.insert("kind", "note").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        match client.check_rarity(&common, Some(1)).await {
+            Ok(w) => {
+                assert!(w.is_empty(), "the record of kind note is counted: {w:?}");
+                break;
+            }
+            Err(PrivsvcError::RarityUnavailable) => {
+                assert!(
+                    Instant::now() < deadline,
+                    "the attribute listing never took its place"
+                );
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+    drop(client);
+    stack.shutdown().await;
+}
