@@ -231,12 +231,11 @@ impl EntityCache {
         self.covers = old.covers;
         self.records_generation = old.records_generation;
         self.last_scan = old.last_scan;
-        let newer = match (old.head_time, self.head_time) {
-            (Some(old_time), Some(new_time)) if old_time.1 > new_time.1 => Some(old_time),
-            (old_time, None) => old_time,
-            (_, new_time) => new_time,
-        };
-        self.head_time = newer;
+        self.head_time = self
+            .head_time
+            .into_iter()
+            .chain(old.head_time)
+            .max_by_key(|t| t.1);
     }
 
     /// The chain's time now (Unix seconds): the newest block's timestamp the session read, plus
@@ -774,7 +773,7 @@ mod tests {
     #[test]
     fn an_adopted_listing_replaces_the_listing_but_not_what_the_session_did_meanwhile() {
         // The session's attribute listing, made beside the cache from its first tail, may end
-        // after scans: `last_scan`, the user's records and the newer chain time must stay.
+        // after scans: `last_scan`, what the device verified and the newer chain time stay.
         let mut c = EntityCache::default();
         c.merge(10, vec![entity(1, 5, 100, "a")]);
         let mut listing = EntityCache::for_attribute_listing();

@@ -840,28 +840,30 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn a_listing_stages_the_next_batch_of_tags_while_the_vault_opens_one() {
+    /// `n` listed records spread over the first `blocks` blocks, each with a tag: row `own_at`
+    /// tagged by `vault` for `own`, every other by `stranger` for a record of its own.
+    fn tagged_rows(
+        n: u32,
+        blocks: u32,
+        own_at: u32,
+        vault: &privsvc_vault::KeyVault,
+        own: &privsvc_vault::RecordRef,
+        stranger: &privsvc_vault::KeyVault,
+    ) -> Vec<Entity> {
         use privsvc_ledger::{ArkivValue, Attribute};
-        use privsvc_vault::KeyVault;
-
-        let (vault, _) = KeyVault::random("app");
-        let (stranger, _) = KeyVault::random("app");
-        let own = vault.new_record();
-        let stranger_ref = stranger.new_record();
-        let rows: Vec<Entity> = (0..20_000u32)
+        (0..n)
             .map(|i| {
-                let tag = if i == 17_777 {
-                    vault.make_tag(&own)
+                let tag = if i == own_at {
+                    vault.make_tag(own)
                 } else {
-                    stranger.make_tag(&stranger_ref)
+                    stranger.make_tag(&stranger.new_record())
                 };
                 let mut key = [0u8; 32];
                 key[..4].copy_from_slice(&i.to_le_bytes());
                 Entity {
                     key: alloy_primitives::B256::from(key),
                     creator: Some(Address::repeat_byte(9)),
-                    created_at: Some(u64::from(i % 3_900) + 1),
+                    created_at: Some(u64::from(i % blocks) + 1),
                     expires_at: Some(9_000),
                     attributes: Some(vec![Attribute {
                         name: "tag".into(),
@@ -870,7 +872,17 @@ mod tests {
                     ..Default::default()
                 }
             })
-            .collect();
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_listing_stages_the_next_batch_of_tags_while_the_vault_opens_one() {
+        use privsvc_vault::KeyVault;
+
+        let (vault, _) = KeyVault::random("app");
+        let (stranger, _) = KeyVault::random("app");
+        let own = vault.new_record();
+        let rows = tagged_rows(20_000, 3_900, 17_777, &vault, &own, &stranger);
         let node: Arc<dyn LedgerReader> = Arc::new(CrowdedNode {
             rows,
             asked: Default::default(),
@@ -906,33 +918,12 @@ mod tests {
 
     #[tokio::test]
     async fn a_listing_keeps_rows_only_for_the_users_tags_and_counts_the_others_as_they_arrive() {
-        use privsvc_ledger::{ArkivValue, Attribute};
         use privsvc_vault::KeyVault;
 
         let (vault, _) = KeyVault::random("app");
         let (stranger, _) = KeyVault::random("app");
         let own = vault.new_record();
-        let mut rows = Vec::new();
-        for i in 0..3_000u32 {
-            let tag = if i == 1_234 {
-                vault.make_tag(&own)
-            } else {
-                stranger.make_tag(&stranger.new_record())
-            };
-            let mut key = [0u8; 32];
-            key[..4].copy_from_slice(&i.to_le_bytes());
-            rows.push(Entity {
-                key: alloy_primitives::B256::from(key),
-                creator: Some(Address::repeat_byte(9)),
-                created_at: Some(u64::from(i % 20) + 1),
-                expires_at: Some(9_000),
-                attributes: Some(vec![Attribute {
-                    name: "tag".into(),
-                    value: ArkivValue::Str(privsvc_vault::tag_to_text(&tag)),
-                }]),
-                ..Default::default()
-            });
-        }
+        let rows = tagged_rows(3_000, 20, 1_234, &vault, &own, &stranger);
         let node: Arc<dyn LedgerReader> = Arc::new(CrowdedNode {
             rows,
             asked: Default::default(),

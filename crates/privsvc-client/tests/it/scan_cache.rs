@@ -287,6 +287,19 @@ async fn a_strict_write_before_the_attribute_listing_waits_for_its_rarity_check(
     );
 }
 
+/// A first listing of `project` started before any session, on a counting reader of its own.
+async fn early_listing(
+    stack: &Stack,
+    project: &str,
+) -> (Arc<CountingReader>, privsvc_client::FirstListing) {
+    let reader = Arc::new(CountingReader::new(stack.reader.clone()));
+    let listing =
+        privsvc_client::FirstListing::start(reader.clone() as Arc<dyn LedgerReader>, project)
+            .await
+            .expect("the early listing starts");
+    (reader, listing)
+}
+
 /// A first listing started before the session (`FirstListing`, docs/PROTOCOL.md §8.1) is the
 /// session's first listing when it has no cache to resume: the session sends no listing of its
 /// own from the start, and finds the user's record in the pages listed early. A session that
@@ -300,13 +313,7 @@ async fn a_first_listing_started_before_the_session_is_used_unless_the_session_r
     let project = stack.builder(&alice).options().project().to_string();
 
     // Alice's first session on a device with no cache: listed early, on a reader of its own.
-    let early_reader = Arc::new(CountingReader::new(stack.reader.clone()));
-    let early = privsvc_client::FirstListing::start(
-        early_reader.clone() as Arc<dyn LedgerReader>,
-        &project,
-    )
-    .await
-    .expect("the early listing starts");
+    let (early_reader, early) = early_listing(&stack, &project).await;
     assert_eq!(early.project(), project);
     let counting = Arc::new(CountingReader::new(stack.reader.clone()));
     let first = stack
@@ -346,13 +353,7 @@ async fn a_first_listing_started_before_the_session_is_used_unless_the_session_r
 
     // A second session of Alice's on a device with the record in no cache: the early listing
     // holds its record (listed from the start), as a session's own listing would.
-    let early_reader = Arc::new(CountingReader::new(stack.reader.clone()));
-    let early = privsvc_client::FirstListing::start(
-        early_reader.clone() as Arc<dyn LedgerReader>,
-        &project,
-    )
-    .await
-    .unwrap();
+    let (_, early) = early_listing(&stack, &project).await;
     let counting = Arc::new(CountingReader::new(stack.reader.clone()));
     let fresh = stack
         .builder(&alice)
@@ -369,13 +370,7 @@ async fn a_first_listing_started_before_the_session_is_used_unless_the_session_r
     drop(fresh);
 
     // A returning session with the cache: it resumes, and drops the early listing.
-    let early_reader = Arc::new(CountingReader::new(stack.reader.clone()));
-    let early = privsvc_client::FirstListing::start(
-        early_reader.clone() as Arc<dyn LedgerReader>,
-        &project,
-    )
-    .await
-    .unwrap();
+    let (_, early) = early_listing(&stack, &project).await;
     let counting = Arc::new(CountingReader::new(stack.reader.clone()));
     let returning = stack
         .builder(&alice)
