@@ -231,10 +231,11 @@ impl EntityCache {
         self.covers = old.covers;
         self.records_generation = old.records_generation;
         self.last_scan = old.last_scan;
-        self.head_time = self
+        // On a tie, the adopted listing's (`max_by_key` keeps the last of equal ones).
+        self.head_time = old
             .head_time
             .into_iter()
-            .chain(old.head_time)
+            .chain(self.head_time)
             .max_by_key(|t| t.1);
     }
 
