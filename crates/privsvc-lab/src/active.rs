@@ -832,11 +832,14 @@ impl<'a> Phases<'a> {
             LAB_RESUME_BLOCKS
         };
         let victims = self.victims(rng, self.world.scenario.victims);
-        let dir = std::env::temp_dir().join(format!(
-            "privsvc-lab-resume-{}-{:x}",
-            std::process::id(),
-            rng.gen::<u64>()
-        ));
+        // A directory of this phase's own, removed when the phase ends.
+        let Ok(phase_dir) = tempfile::Builder::new()
+            .prefix("privsvc-lab-resume-")
+            .tempdir()
+        else {
+            return;
+        };
+        let dir = phase_dir.path().to_path_buf();
         let node = self.stack().devnet();
         // The first sessions start just after a resume boundary (a few blocks each fit in it).
         if let Ok(head) = self.stack().reader().block_number().await {
@@ -880,7 +883,7 @@ impl<'a> Phases<'a> {
                 second.push((v.ip, ip));
             }
         }
-        let _ = std::fs::remove_dir_all(&dir);
+        drop(phase_dir);
 
         // The RPC's view: every listing since the phase began, by source address.
         let mut blocks_of: BTreeMap<IpAddr, Vec<u64>> = BTreeMap::new();

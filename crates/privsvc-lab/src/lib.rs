@@ -156,16 +156,17 @@ pub async fn run(scenario: Scenario) -> Result<LabReport, LabError> {
     for id in ids.iter_mut().take(returning) {
         id.returning = true;
     }
-    // Persistent devices keep their scan caches here for the run.
-    let cache_dir = std::env::temp_dir().join(format!(
-        "privsvc-lab-{}-{}",
-        std::process::id(),
-        scenario.seed
-    ));
-    std::fs::create_dir_all(&cache_dir).map_err(|e| LabError::Setup {
-        what: "scan cache directory",
-        source: e.into(),
-    })?;
+    // Persistent devices keep their device stores and scan caches here for the run: a
+    // directory of this run's own (two runs of one process, such as the lab's two tests, draw
+    // the same users from the same seed), removed when the run ends.
+    let run_dir = tempfile::Builder::new()
+        .prefix("privsvc-lab-")
+        .tempdir()
+        .map_err(|e| LabError::Setup {
+            what: "scan cache directory",
+            source: e.into(),
+        })?;
+    let cache_dir = run_dir.path().to_path_buf();
     let people = population::people(&scenario, ids, &cache_dir, &mut rng)?;
     let ids: Vec<Identity> = people.iter().map(|p| p.device.clone()).collect();
     let devices = PopulationFigures {
@@ -222,7 +223,7 @@ pub async fn run(scenario: Scenario) -> Result<LabReport, LabError> {
         active::run_cover_drift(&world, &mut rng, &mut outcomes).await;
     }
     watcher.abort();
-    let _ = std::fs::remove_dir_all(&cache_dir);
+    drop(run_dir);
 
     let mut views = Views::from_stack(&world.stack, epoch, ledger);
     views.issuer = Some("A".into());

@@ -199,15 +199,28 @@ impl Phases<'_> {
             v.default_stores = true;
         }
         let this = &*self;
+        let name_of = |address: Address| {
+            ["A", "B", "C"]
+                .into_iter()
+                .find(|n| stack.relayer(n).address() == address)
+                .unwrap_or("?")
+        };
         // The sessions of an earlier visit.
-        for client in futures::future::join_all(
+        for (i, client) in futures::future::join_all(
             victims
                 .iter()
                 .map(|v| async move { this.client(v, None, &[], |b| b).await }),
         )
         .await
+        .into_iter()
+        .enumerate()
         {
-            drop(client);
+            let found: Vec<&str> = client
+                .iter()
+                .flat_map(|c| c.relayers())
+                .map(|r| name_of(r.address))
+                .collect();
+            eprintln!("  heartbeat spam: victim {i}: the earlier visit found relayers {found:?}");
         }
         let mut published = Vec::new();
         for name in ["A", "B"] {
@@ -235,26 +248,35 @@ impl Phases<'_> {
         }
         // The heartbeats are on the ledger before the fresh sessions start.
         tokio::time::sleep(Duration::from_millis(2_500)).await;
-        let (a, b) = (stack.relayer("A").address(), stack.relayer("B").address());
         let plans: Vec<Vec<CreateParams>> = victims
             .iter()
             .map(|_| (0..2).map(|_| note(rng)).collect())
             .collect();
-        let outcomes =
-            futures::future::join_all(victims.iter().zip(plans).map(|(v, writes)| async move {
+        let outcomes = futures::future::join_all(victims.iter().zip(plans).enumerate().map(
+            |(i, (v, writes))| async move {
                 let Some(client) = this.client(v, None, &[], |x| x).await else {
+                    eprintln!("  heartbeat spam: victim {i}: the fresh session did not start");
                     return true;
                 };
-                let mut to_a_or_b = false;
+                let found: Vec<&str> = client
+                    .relayers()
+                    .iter()
+                    .map(|r| name_of(r.address))
+                    .collect();
+                let mut at = Vec::new();
                 for params in writes {
-                    if let Some(r) = bounded(client.create_entity(params)).await {
-                        let creator = creator_of(this, r.entity_key).await;
-                        to_a_or_b |= creator == Some(a) || creator == Some(b);
-                    }
+                    at.push(match bounded(client.create_entity(params)).await {
+                        Some(r) => creator_of(this, r.entity_key).await.map_or("?", name_of),
+                        None => "failed",
+                    });
                 }
-                !to_a_or_b
-            }))
-            .await;
+                eprintln!(
+                    "  heartbeat spam: victim {i}: the fresh session found {found:?}, wrote at {at:?}"
+                );
+                !at.iter().any(|n| *n == "A" || *n == "B")
+            },
+        ))
+        .await;
         for won in outcomes {
             self.out.push("heartbeat-spam", won, 1.0 / 9.0);
         }
