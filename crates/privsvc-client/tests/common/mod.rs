@@ -297,6 +297,9 @@ pub enum ReadKind {
     Timestamp(u64),
 }
 
+/// The message of the JSON-RPC error of [`CountingReader::failing_queries`].
+pub const OVERLOADED: &str = "the node is overloaded, try again later";
+
 /// A reader that records every query expression (to count batch fetches), and with it the
 /// fields and attributes it selected; with a delay, every query page and timestamp read takes that long,
 /// and `reads` says when each was in flight.
@@ -306,6 +309,8 @@ pub struct CountingReader {
     pub selects: Mutex<Vec<(String, privsvc_ledger::Select)>>,
     pub delay: Duration,
     pub reads: Mutex<Vec<(ReadKind, Instant, Instant)>>,
+    /// Every query page fails with a JSON-RPC error (still counted).
+    pub queries_fail: bool,
 }
 
 impl CountingReader {
@@ -321,6 +326,16 @@ impl CountingReader {
             selects: Mutex::new(Vec::new()),
             delay,
             reads: Mutex::new(Vec::new()),
+            queries_fail: false,
+        }
+    }
+
+    /// A counting reader whose query pages all fail: the node answers them with a JSON-RPC
+    /// error ([`OVERLOADED`]); the other reads pass through.
+    pub fn failing_queries(inner: Arc<dyn LedgerReader>) -> Self {
+        Self {
+            queries_fail: true,
+            ..Self::new(inner)
         }
     }
 
@@ -376,6 +391,13 @@ impl LedgerReader for CountingReader {
             self.queries.lock().unwrap().push(e.to_string());
             let select = (e.to_string(), o.select.clone());
             self.selects.lock().unwrap().push(select);
+        }
+        if self.queries_fail {
+            return Err(LedgerError::Rpc(privsvc_ledger::RpcError {
+                code: -32000,
+                message: OVERLOADED.into(),
+                data: None,
+            }));
         }
         self.timed(ReadKind::Query(e.to_string()), self.inner.query(e, o))
             .await

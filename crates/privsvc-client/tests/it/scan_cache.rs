@@ -10,7 +10,7 @@ use privsvc_client::SCAN_CACHE_VERSION;
 use privsvc_client::{EntitiesQuery, LocalWallet, PrivateClient, PrivsvcError, SessionSchedule};
 use privsvc_ledger::{AttributeSelect, LedgerReader};
 
-use crate::common::{fast_schedule, note, CountingReader, Stack, StackOptions};
+use crate::common::{fast_schedule, note, CountingReader, Stack, StackOptions, OVERLOADED};
 
 /// The resume granularity of the test (blocks): small, so that a session's records fall before
 /// its resume block on a young devnet.
@@ -391,6 +391,55 @@ async fn a_first_listing_started_before_the_session_is_used_unless_the_session_r
     let mine = returning.my_entities(&EntitiesQuery::new()).await.unwrap();
     assert_eq!(mine.len(), 1);
     drop(returning);
+    stack.shutdown().await;
+}
+
+/// A first listing started before the session whose pages the RPC fails fails the session's
+/// start with the RPC's error, as a failure of the session's own first listing does: it never
+/// stands for a project without records (the user would see none of theirs).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_listing_the_rpc_fails_fails_the_session_start_as_its_own_would() {
+    let stack = Stack::start(StackOptions::plain()).await;
+    let (_, writer) = stack.client().await;
+    writer.create_entity(note("listed")).await.expect("write");
+    stack.settle().await;
+    let alice = Arc::new(LocalWallet::random());
+    let project = stack.builder(&alice).options().project().to_string();
+    let failing = Arc::new(CountingReader::failing_queries(stack.reader.clone()));
+
+    let early =
+        privsvc_client::FirstListing::start(failing.clone() as Arc<dyn LedgerReader>, &project)
+            .await
+            .expect("the early listing starts (the head is read)");
+    let with_early = stack
+        .builder(&alice)
+        .schedule(late_first_tail())
+        .first_listing(early.clone())
+        .build()
+        .await
+        .map(drop)
+        .expect_err("a session whose early listing failed must not start");
+    assert!(
+        format!("{early:?}").contains("waiting: false"),
+        "the session took the early listing: {early:?}"
+    );
+    assert!(
+        !listing_starts(&failing).is_empty(),
+        "the early listing asked the failing reader"
+    );
+
+    let own = stack
+        .builder(&alice)
+        .reader(failing.clone() as Arc<dyn LedgerReader>)
+        .schedule(late_first_tail())
+        .build()
+        .await
+        .map(drop)
+        .expect_err("a session whose own first listing failed must not start");
+    for err in [&with_early, &own] {
+        assert!(err.to_string().contains(OVERLOADED), "{err}");
+    }
+    assert_eq!(with_early.to_string(), own.to_string());
     stack.shutdown().await;
 }
 
