@@ -122,6 +122,19 @@ async fn start_stack(sc: &Scenario) -> Result<LocalStack, LabError> {
         .await?)
 }
 
+/// The directory of one run's device stores and scan caches, removed when dropped. Each run
+/// has its own: two runs of one process (the lab's two tests run at once) draw the same users,
+/// with the same device names, from the same seed, and must not share their stores.
+fn run_dir() -> Result<tempfile::TempDir, LabError> {
+    tempfile::Builder::new()
+        .prefix("privsvc-lab-")
+        .tempdir()
+        .map_err(|e| LabError::Setup {
+            what: "scan cache directory",
+            source: e.into(),
+        })
+}
+
 /// Records when each block appeared, as the node (and so the RPC) knows it.
 fn watch_blocks(
     stack: &LocalStack,
@@ -156,16 +169,8 @@ pub async fn run(scenario: Scenario) -> Result<LabReport, LabError> {
     for id in ids.iter_mut().take(returning) {
         id.returning = true;
     }
-    // Persistent devices keep their device stores and scan caches here for the run: a
-    // directory of this run's own (two runs of one process, such as the lab's two tests, draw
-    // the same users from the same seed), removed when the run ends.
-    let run_dir = tempfile::Builder::new()
-        .prefix("privsvc-lab-")
-        .tempdir()
-        .map_err(|e| LabError::Setup {
-            what: "scan cache directory",
-            source: e.into(),
-        })?;
+    // Persistent devices keep their device stores and scan caches here for the run.
+    let run_dir = run_dir()?;
     let cache_dir = run_dir.path().to_path_buf();
     let people = population::people(&scenario, ids, &cache_dir, &mut rng)?;
     let ids: Vec<Identity> = people.iter().map(|p| p.device.clone()).collect();
@@ -415,4 +420,21 @@ fn bytes_by_session_kind(
         }
     };
     (rate(0), rate(1))
+}
+
+#[cfg(test)]
+mod tests {
+    /// Two runs at once (the lab's two tests, one process, one seed) keep their devices apart.
+    #[test]
+    fn runs_at_once_keep_their_devices_in_directories_of_their_own() {
+        let (a, b) = (super::run_dir().unwrap(), super::run_dir().unwrap());
+        assert_ne!(a.path(), b.path());
+        let (a_path, b_path) = (a.path().to_path_buf(), b.path().to_path_buf());
+        drop(a);
+        assert!(
+            !a_path.exists(),
+            "a run's directory is removed when it ends"
+        );
+        assert!(b_path.is_dir(), "the other run's directory stays");
+    }
 }
