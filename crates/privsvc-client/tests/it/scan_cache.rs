@@ -182,6 +182,15 @@ fn listing_selects(counting: &CountingReader) -> Vec<(String, AttributeSelect)> 
         .collect()
 }
 
+/// A plain stack (no tokens, no OHTTP relay) with one record of another user on the ledger.
+async fn stack_with_a_record() -> Stack {
+    let stack = Stack::start(StackOptions::plain()).await;
+    let (_, writer) = stack.client().await;
+    writer.create_entity(note("listed")).await.expect("write");
+    stack.settle().await;
+    stack
+}
+
 /// The fast schedule with the first tail 2 to 3 s after the build: time to look at what the
 /// build listed, and at what a session does before its attribute listing.
 fn late_first_tail() -> SessionSchedule {
@@ -196,10 +205,7 @@ fn late_first_tail() -> SessionSchedule {
 /// project again from the start with every attribute.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_first_listing_selects_only_tags_and_the_first_tail_lists_every_attribute() {
-    let stack = Stack::start(StackOptions::plain()).await;
-    let (_, writer) = stack.client().await;
-    writer.create_entity(note("listed")).await.expect("write");
-    stack.settle().await;
+    let stack = stack_with_a_record().await;
 
     let counting = Arc::new(CountingReader::new(stack.reader.clone()));
     let wallet = Arc::new(LocalWallet::random());
@@ -399,10 +405,7 @@ async fn a_first_listing_started_before_the_session_is_used_unless_the_session_r
 /// stands for a project without records (the user would see none of theirs).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_first_listing_the_rpc_fails_fails_the_session_start_as_its_own_would() {
-    let stack = Stack::start(StackOptions::plain()).await;
-    let (_, writer) = stack.client().await;
-    writer.create_entity(note("listed")).await.expect("write");
-    stack.settle().await;
+    let stack = stack_with_a_record().await;
     let alice = Arc::new(LocalWallet::random());
     let project = stack.builder(&alice).options().project().to_string();
     let failing = Arc::new(CountingReader::failing_queries(stack.reader.clone()));
@@ -448,10 +451,7 @@ async fn a_first_listing_the_rpc_fails_fails_the_session_start_as_its_own_would(
 /// takes the place of the session's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn my_entities_does_not_wait_for_the_attribute_listing() {
-    let stack = Stack::start(StackOptions::plain()).await;
-    let (_, writer) = stack.client().await;
-    writer.create_entity(note("listed")).await.expect("write");
-    stack.settle().await;
+    let stack = stack_with_a_record().await;
 
     // Every page takes 1.5 s; no scheduled scan in the test's time, a tail every 0.1 to 0.3 s.
     let slow = Arc::new(CountingReader::with_delay(
