@@ -10,7 +10,7 @@
 //!
 //! Prints the scenario, then the table (party, attack, chance, measured, verdict). With `--check`
 //! the exit code is 1 when an attack that is not a stated residual beats chance at the
-//! family-wise threshold (`privsvc_lab::stats::Z_FAMILY`).
+//! family-wise level (`privsvc_lab::stats::ALPHA_FAMILY`, an exact test).
 
 use std::process::ExitCode;
 use std::time::Duration;

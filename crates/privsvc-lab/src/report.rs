@@ -112,12 +112,12 @@ impl LabReport {
             .collect()
     }
 
-    /// The attacks that beat chance at the family-wise threshold [`crate::stats::Z_FAMILY`]
+    /// The attacks that beat chance at the family-wise level [`crate::stats::ALPHA_FAMILY`]
     /// and are not stated residuals: what the test command and `--check` fail on.
     pub fn open_channels_family(&self) -> Vec<&AttackResult> {
         self.attacks
             .iter()
-            .filter(|a| !a.residual && a.measured.beats_chance_at(crate::stats::Z_FAMILY))
+            .filter(|a| !a.residual && a.measured.beats_chance(crate::stats::ALPHA_FAMILY))
             .collect()
     }
 
@@ -126,7 +126,7 @@ impl LabReport {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "| party | attack | trials | chance | measured (95% CI) | verdict |\n|-|-|-|-|-|-|"
+            "| party | attack | trials | chance | measured (95% CI) | p | verdict |\n|-|-|-|-|-|-|-|"
         );
         for a in &self.attacks {
             let m = &a.measured;
@@ -138,8 +138,17 @@ impl LabReport {
             };
             let _ = writeln!(
                 out,
-                "| {} | {} (`{}`) | {} | {:.3} | {:.3} ({:.3}-{:.3}) | {} |",
-                a.party, a.attack, a.id, m.trials, m.chance, m.rate, m.low, m.high, verdict
+                "| {} | {} (`{}`) | {} | {:.3} | {:.3} ({:.3}-{:.3}) | {:.2e} | {} |",
+                a.party,
+                a.attack,
+                a.id,
+                m.trials,
+                m.chance,
+                m.rate,
+                m.low,
+                m.high,
+                m.p_value,
+                verdict
             );
         }
         out

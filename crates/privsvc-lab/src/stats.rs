@@ -24,6 +24,10 @@ pub struct Measured {
     pub low: f64,
     /// Upper end of the interval.
     pub high: f64,
+    /// The probability of at least `wins` right guesses if every guess were right at its own
+    /// chance rate: the exact one-sided p-value of the run (the tail of the Poisson binomial
+    /// of the trials' chances).
+    pub p_value: f64,
 }
 
 /// Whether an attack beat chance.
@@ -55,12 +59,18 @@ impl Measured {
             rate: if n == 0 { 0.0 } else { wins as f64 / n as f64 },
             low,
             high,
+            p_value: tail_at_least(wins, trials.iter().map(|t| t.chance)),
         }
     }
 
-    /// Whether the lower end of the interval for the normal quantile `z` is above chance.
-    pub fn beats_chance_at(&self, z: f64) -> bool {
-        self.trials > 0 && wilson_at(self.wins, self.trials, z).0 > self.chance + 1e-9
+    /// Whether the run beats chance at the one-sided significance level `alpha`: at least one
+    /// guess was scored and `p_value` is below `alpha`.
+    ///
+    /// The test is exact, so it holds for the few trials of an active phase too: with three
+    /// victims at a chance of 1/12, two right guesses happen by luck in 2% of honest runs,
+    /// which the Wilson interval at the same level would call a win.
+    pub fn beats_chance(&self, alpha: f64) -> bool {
+        self.trials > 0 && self.p_value < alpha
     }
 
     /// The verdict.
@@ -78,15 +88,32 @@ impl Measured {
 /// The normal quantile of the table's 95% intervals.
 pub const Z_95: f64 = 1.96;
 
-/// The normal quantile of a one-sided 95% test: the leaky-setting check asks only whether an
-/// attack beats chance (never whether it falls below), so it tests one side.
-pub const Z_ONE_SIDED_95: f64 = 1.645;
+/// The significance level of a one-sided 95% test: the leaky-setting check asks only whether
+/// an attack beats chance (never whether it falls below), so it tests one side.
+pub const ALPHA_ONE_SIDED_95: f64 = 0.05;
 
-/// The normal quantile that keeps the family-wise error of a whole run near 5%: one-sided
+/// The significance level that keeps the family-wise error of a whole run at 5%: one-sided
 /// 0.143% per attack (Bonferroni over 35 attacks). The test command's "no open channel"
 /// check uses it, so that one of thirty-odd honest attacks landing above its 95% interval by
 /// luck does not fail the run.
-pub const Z_FAMILY: f64 = 2.98;
+pub const ALPHA_FAMILY: f64 = 0.05 / 35.0;
+
+/// The probability that at least `wins` of independent trials succeed, each at its own
+/// success probability in `chances` (the upper tail of the Poisson binomial distribution).
+pub fn tail_at_least(wins: usize, chances: impl IntoIterator<Item = f64>) -> f64 {
+    // ways[k]: the probability of exactly k successes among the trials so far.
+    let mut ways = vec![1.0_f64];
+    for c in chances {
+        let c = c.clamp(0.0, 1.0);
+        let mut next = vec![0.0; ways.len() + 1];
+        for (k, w) in ways.iter().enumerate() {
+            next[k] += w * (1.0 - c);
+            next[k + 1] += w * c;
+        }
+        ways = next;
+    }
+    ways.iter().skip(wins).sum::<f64>().min(1.0)
+}
 
 /// The 95% Wilson score interval of `wins` successes in `n` trials.
 pub fn wilson(wins: usize, n: usize) -> (f64, f64) {
@@ -130,5 +157,40 @@ mod tests {
         // One success where chance is nil is a win.
         assert_eq!(Measured::of(&[t(true, 0.0)]).verdict(), Verdict::Wins);
         assert_eq!(Measured::of(&[t(false, 0.0)]).verdict(), Verdict::AtChance);
+    }
+
+    #[test]
+    fn the_tail_is_the_binomial_one_when_every_chance_is_the_same() {
+        // 2 of 3 at 1/12: 3 (1/12)^2 (11/12) + (1/12)^3.
+        let p: f64 = 1.0 / 12.0;
+        let want = 3.0 * p * p * (1.0 - p) + p.powi(3);
+        assert!((tail_at_least(2, [p; 3]) - want).abs() < 1e-12);
+        assert!((tail_at_least(0, [p; 3]) - 1.0).abs() < 1e-12);
+        assert_eq!(tail_at_least(4, [p; 3]), 0.0);
+        // 17 of 20 at 1/2: 1351 / 2^20.
+        let want = 1351.0 / f64::from(1 << 20);
+        assert!((tail_at_least(17, [0.5; 20]) - want).abs() < 1e-12);
+        // Chances that differ: P(both) = 0.5 * 0.2.
+        assert!((tail_at_least(2, [0.5, 0.2]) - 0.1).abs() < 1e-12);
+    }
+
+    #[test]
+    fn the_family_check_holds_few_trials_to_its_level() {
+        let t = |success, chance| Trial { success, chance };
+        let p = 1.0 / 12.0;
+        // Two right guesses of three at 1/12 happen in 2% of honest runs: not a win at the
+        // family-wise level, though the Wilson interval at the same level is above chance.
+        let two_of_three = Measured::of(&[t(true, p), t(true, p), t(false, p)]);
+        assert!(wilson_at(2, 3, 2.98).0 > p);
+        assert!(!two_of_three.beats_chance(ALPHA_FAMILY));
+        assert!(two_of_three.beats_chance(ALPHA_ONE_SIDED_95));
+        // Three of three (1 in 1,728) is.
+        let three_of_three = Measured::of(&[t(true, p); 3]);
+        assert!(three_of_three.beats_chance(ALPHA_FAMILY));
+        // Many trials: 17 of 20 at 1/2 is a win at the family-wise level, 16 of 20 is not.
+        let run = |wins: usize| -> Vec<Trial> { (0..20).map(|i| t(i < wins, 0.5)).collect() };
+        assert!(Measured::of(&run(17)).beats_chance(ALPHA_FAMILY));
+        assert!(!Measured::of(&run(16)).beats_chance(ALPHA_FAMILY));
+        assert!(!Measured::of(&[]).beats_chance(ALPHA_ONE_SIDED_95));
     }
 }

@@ -3,15 +3,15 @@
 //! - `the_short_form_finds_no_open_channel`: the short form (seed 11, 12 users, a 75-second day,
 //!   every active party) on the code as it is: every attack must have scored guesses (an
 //!   abstaining one, `attacks::ABSTAINING`, may find no signal to act on), and every
-//!   attack that is not a stated residual must stay within chance at the family-wise threshold
-//!   (`stats::Z_FAMILY`: thirty-odd attacks are judged at once, so a 95% interval alone would
-//!   fail most honest runs by luck), so that a change that opens a channel fails the test
-//!   command.
+//!   attack that is not a stated residual must stay within chance at the family-wise level
+//!   (`stats::ALPHA_FAMILY`, an exact test, so that it holds for the three victims of an
+//!   active phase too: thirty-odd attacks are judged at once, so a 95% level alone would fail
+//!   most honest runs by luck), so that a change that opens a channel fails the test command.
 //! - `every_attack_wins_when_its_leak_is_on`: the same population with every leak of
 //!   `privsvc_lab::Leaks` switched on (the client's as the lab's stand-ins around the real
 //!   client, the servers' through the relayer's `lab-leaks` feature) and every active party,
 //!   24 users for enough guesses: every attack must beat chance there (one-sided at 95%,
-//!   `stats::Z_ONE_SIDED_95`), except two residuals no leak drives (`size-class-onlooker`,
+//!   `stats::ALPHA_ONE_SIDED_95`), except two residuals no leak drives (`size-class-onlooker`,
 //!   `n-minus-one-flood`). Every user counts as returning there, so `first-spend` scores the
 //!   spends of the sessions on the default stores alone (fresh memory stores in every session,
 //!   `Leaks::memory_stores`) and `issue-to-spend` every other spend. An attack that cannot win
@@ -161,7 +161,7 @@ async fn every_attack_wins_when_its_leak_is_on() {
             .unwrap_or_else(|| panic!("no result for {id}"));
         assert!(
             a.measured
-                .beats_chance_at(privsvc_lab::stats::Z_ONE_SIDED_95),
+                .beats_chance(privsvc_lab::stats::ALPHA_ONE_SIDED_95),
             "{id} does not win against its leak: {:?}",
             a.measured
         );
