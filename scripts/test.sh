@@ -66,6 +66,7 @@ set -m # each background job in its own process group, so that cleanup stops its
 WASM_PID=$!
 set +m
 cargo test --workspace --no-run
+echo "target: $(du -sh "${CARGO_TARGET_DIR:-target}" | cut -f1); disk: $(df -h . | tail -n 1)"
 # The lab's test binary, as the build above made it.
 LAB_BIN=$(cargo test --workspace --no-run --message-format=json 2>/dev/null | python3 -c '
 import json, sys
