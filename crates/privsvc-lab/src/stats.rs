@@ -35,9 +35,10 @@ pub struct Measured {
 pub enum Verdict {
     /// No guess could be scored.
     NoData,
-    /// The success rate is not significantly above chance (the interval reaches it).
+    /// The success rate is not significantly above chance (`p_value` is at least
+    /// [`ALPHA_TABLE`]).
     AtChance,
-    /// The attack wins: the whole interval is above chance.
+    /// The attack wins: `p_value` is below [`ALPHA_TABLE`].
     Wins,
 }
 
@@ -73,11 +74,11 @@ impl Measured {
         self.trials > 0 && self.p_value < alpha
     }
 
-    /// The verdict.
+    /// The verdict of the table, at [`ALPHA_TABLE`].
     pub fn verdict(&self) -> Verdict {
         if self.trials == 0 {
             Verdict::NoData
-        } else if self.low > self.chance + 1e-9 {
+        } else if self.beats_chance(ALPHA_TABLE) {
             Verdict::Wins
         } else {
             Verdict::AtChance
@@ -87,6 +88,10 @@ impl Measured {
 
 /// The normal quantile of the table's 95% intervals.
 pub const Z_95: f64 = 1.96;
+
+/// The significance level of the table's verdicts: one-sided 2.5%, the side above chance of
+/// the 95% intervals it prints.
+pub const ALPHA_TABLE: f64 = 0.025;
 
 /// The significance level of a one-sided 95% test: the leaky-setting check asks only whether
 /// an attack beats chance (never whether it falls below), so it tests one side.

@@ -765,6 +765,19 @@ fn arrival_order(views: &Views, score: &Score) -> AttackResult {
                 continue;
             }
             let first_seen_position = by_arrival.iter().map(|(_, p)| *p).min();
+            // What each batch was, so that a run far from chance can be read: the ledger
+            // positions of the seen records in the order they arrived, with the arrival times
+            // relative to the first.
+            let t0 = by_arrival[0].0;
+            eprintln!(
+                "  arrival order: relayer {name}: {} creates, seen by arrival (position, ms after \
+                 the first): {:?}",
+                keys.len(),
+                by_arrival
+                    .iter()
+                    .map(|(t, p)| (*p, (t - t0).round()))
+                    .collect::<Vec<_>>()
+            );
             trials.push(Trial {
                 success: first_seen_position == Some(first),
                 chance: 1.0 / by_arrival.len() as f64,
