@@ -172,7 +172,7 @@ impl<'a> Phases<'a> {
         if let Some(r) = relayers {
             b = b.relayers(r);
         }
-        let client = configure(b).build().await.ok()?;
+        let client = self.world.build(configure(b)).await.ok()?;
         for url in bad {
             client.set_relayer_bad(url, true);
         }
@@ -214,14 +214,13 @@ impl<'a> Phases<'a> {
         file: &std::path::Path,
         granularity: u64,
     ) -> Option<PrivateClient> {
-        self.world
+        let b = self
+            .world
             .client_builder(id, id.reader(self.stack()), 1)
             .rarity_k(0)
             .scan_cache_file(file)
-            .scan_cache_resume_blocks(granularity)
-            .build()
-            .await
-            .ok()
+            .scan_cache_resume_blocks(granularity);
+        self.world.build(b).await.ok()
     }
 
     async fn owned_by(&self, owner: Address) -> Vec<Entity> {
@@ -501,7 +500,10 @@ impl<'a> Phases<'a> {
         let mut flood = Vec::new();
         let flood_started = Instant::now();
         for i in 0..FLOOD_HOLDS {
-            let Ok(client) = PrivateClient::builder(APP)
+            // Memory stores: each flooding client starts empty, as on a fresh data directory,
+            // and leaves nothing in the default one, which other runs share.
+            let b = PrivateClient::builder(APP)
+                .memory_stores(true)
                 .project(format!("flood-{i}"))
                 .wallet(flooder.wallet.clone())
                 .reader(flooder.reader(self.stack()))
@@ -512,10 +514,8 @@ impl<'a> Phases<'a> {
                 .delay_ms(0, 0)
                 .min_anonymity(10)
                 .max_hold_ms(FLOOD_HOLD.as_millis() as u64)
-                .rarity_k(0)
-                .build()
-                .await
-            else {
+                .rarity_k(0);
+            let Ok(client) = self.world.build(b).await else {
                 continue;
             };
             let params = note(rng);
@@ -694,9 +694,12 @@ impl<'a> Phases<'a> {
         }
     }
 
-    /// A client of `id` that writes straight to relayer `url` (no OHTTP relay, no delay).
+    /// A client of `id` that writes straight to relayer `url` (no OHTTP relay, no delay), on
+    /// its device's stores.
     pub(crate) async fn direct_client(&self, id: &Identity, url: &str) -> Option<PrivateClient> {
-        PrivateClient::builder(APP)
+        let b = self
+            .world
+            .device_stores(PrivateClient::builder(APP), id)
             .wallet(id.wallet.clone())
             .reader(id.reader(self.stack()))
             .fetch(Arc::new(privsvc_rt::ReqwestFetch::with_client(
@@ -706,10 +709,8 @@ impl<'a> Phases<'a> {
             .token_min_age_ms(self.world.scenario.token_min_age_ms)
             .delay_ms(0, 0)
             .poll_interval(self.world.scenario.poll)
-            .rarity_k(0)
-            .build()
-            .await
-            .ok()
+            .rarity_k(0);
+        self.world.build(b).await.ok()
     }
 
     async fn app_records(&self) -> Vec<Entity> {

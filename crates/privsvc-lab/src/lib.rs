@@ -198,6 +198,7 @@ pub async fn run(scenario: Scenario) -> Result<LabReport, LabError> {
         truth: Mutex::new(truth),
         ids: ids.clone(),
         store_dir: cache_dir.clone(),
+        stores_outside_run: std::sync::atomic::AtomicUsize::new(0),
     });
     let seen = Arc::new(Mutex::new(BTreeMap::new()));
     let watcher = watch_blocks(&world.stack, epoch, seen.clone());
@@ -262,6 +263,9 @@ pub async fn run(scenario: Scenario) -> Result<LabReport, LabError> {
         rpc_calls: views.rpc.len(),
         relay_requests: views.relay.len(),
         relayer_requests: views.relayers.values().map(Vec::len).sum(),
+        stores_outside_run: world
+            .stores_outside_run
+            .load(std::sync::atomic::Ordering::Relaxed),
         ..devices
     };
     let costs = costs(&views.until(day_end), &truth, epoch, day_end);

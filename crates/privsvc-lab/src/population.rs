@@ -283,6 +283,8 @@ pub struct World {
     /// Where the devices on the default stores keep their device stores for the run (one
     /// directory per device, as the client's default data directory is one per device).
     pub store_dir: std::path::PathBuf,
+    /// Clients of the run built with a device store outside `store_dir` ([`World::build`]).
+    pub stores_outside_run: std::sync::atomic::AtomicUsize,
 }
 
 impl World {
@@ -317,6 +319,50 @@ impl World {
             .push(s);
     }
 
+    /// Builds the client of `b`, counting it in `stores_outside_run` when its device store is
+    /// outside the run's directory: every client of the lab is built here, and a run's report
+    /// must show none (the lab's tests check it).
+    pub async fn build(
+        &self,
+        b: privsvc_client::ClientBuilder,
+    ) -> Result<PrivateClient, privsvc_client::PrivsvcError> {
+        let client = b.build().await?;
+        if client
+            .device_store()
+            .is_some_and(|store| !store.dir().starts_with(&self.store_dir))
+        {
+            self.stores_outside_run
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        Ok(client)
+    }
+
+    /// `b` with the stores of `id`'s device: its token store and scan cache, or, on the default
+    /// stores, the device store in the device's directory under [`World::store_dir`] (memory
+    /// stores with the `memory_stores` leak). A client of the lab left to the default data
+    /// directory would share it with every other lab run of the machine (the same seed draws
+    /// the same wallets, so the same stores), as the lab's direct and flooding clients did
+    /// until 2026-11-29.
+    pub fn device_stores(
+        &self,
+        mut b: privsvc_client::ClientBuilder,
+        id: &Identity,
+    ) -> privsvc_client::ClientBuilder {
+        if !id.default_stores {
+            b = b.token_store(id.tokens.clone());
+        } else if self.scenario.leaks.memory_stores {
+            // The client's default before revision 4: memory, new in every session.
+            b = b.memory_stores(true);
+        } else {
+            // The client's default: the device store in the device's data directory.
+            b = b.data_dir(self.store_dir.join(id.device_name()));
+        }
+        if let Some(path) = &id.scan_cache {
+            b = b.scan_cache_file(path);
+        }
+        b
+    }
+
     /// A client builder for `id` as an application builds one: relayers discovered from
     /// heartbeats, every relayer call through the OHTTP relay, the scenario's timings; the
     /// device's token store and scan cache unless it runs on the default stores, and its
@@ -343,18 +389,7 @@ impl World {
             .poll_interval(sc.poll)
             .schedule(lab_schedule(sc))
             .min_anonymity(min_anonymity);
-        if !id.default_stores {
-            b = b.token_store(id.tokens.clone());
-        } else if sc.leaks.memory_stores {
-            // The client's default before revision 4: memory, new in every session.
-            b = b.memory_stores(true);
-        } else {
-            // The client's default: the device store in the device's data directory.
-            b = b.data_dir(self.store_dir.join(id.device_name()));
-        }
-        if let Some(path) = &id.scan_cache {
-            b = b.scan_cache_file(path);
-        }
+        b = self.device_stores(b, id);
         if sc.leaks.device_clock_hour && id.clock_skew_secs != 0 {
             b = b.lab_device_clock_hour(id.clock_skew_secs);
         }
@@ -569,9 +604,11 @@ pub async fn run_prologue(world: Arc<World>, ids: &[Identity], rng: &mut StdRng)
                 default_stores: id.default_stores,
             });
             let Ok(client) = world
-                .client_builder(&id, id.reader(&world.stack), 1)
-                .allow_on_demand(false)
-                .build()
+                .build(
+                    world
+                        .client_builder(&id, id.reader(&world.stack), 1)
+                        .allow_on_demand(false),
+                )
                 .await
             else {
                 world.update_session(session, Instant::now(), Some("no client".into()));
@@ -685,8 +722,7 @@ async fn run_session(
         let _ = rpc.code_at(id.wallet.address()).await;
     }
     let client = match world
-        .client_builder(id, reader, plan.min_anonymity)
-        .build()
+        .build(world.client_builder(id, reader, plan.min_anonymity))
         .await
     {
         Ok(c) => c,

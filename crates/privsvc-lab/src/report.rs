@@ -96,6 +96,9 @@ pub struct PopulationFigures {
     pub skewed_clocks: usize,
     /// Users whose app lists without `refresh` when a page opens and after writes.
     pub app_listing_users: usize,
+    /// Clients whose device store was outside the run's directory: in the default data
+    /// directory, say, which every run of the machine shares (must be 0; `World::build`).
+    pub stores_outside_run: usize,
 }
 
 impl LabReport {
@@ -203,7 +206,14 @@ impl LabReport {
                 "on"
             },
             self.costs.line()
-        ) + &p
+        ) + &if p.stores_outside_run > 0 {
+            format!(
+                "\n{} client(s) kept their device store outside the run's directory",
+                p.stores_outside_run
+            )
+        } else {
+            String::new()
+        } + &p
             .write_errors
             .iter()
             .map(|(e, n)| format!("\n  {n} write(s) failed with: {e}"))

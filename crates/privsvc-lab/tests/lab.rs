@@ -86,6 +86,10 @@ async fn the_short_form_finds_no_open_channel() {
             "attack {id} scored no guess"
         );
     }
+    assert_eq!(
+        report.population.stores_outside_run, 0,
+        "every client of the run keeps its stores in the run's own directory"
+    );
     let open: Vec<&str> = report.open_channels_family().iter().map(|a| a.id).collect();
     assert!(
         open.is_empty(),
@@ -130,6 +134,10 @@ async fn every_attack_wins_when_its_leak_is_on() {
     };
     let report = privsvc_lab::run(scenario).await.expect("the lab runs");
     println!("{}\n\n{}", report.summary(), report.table());
+    assert_eq!(
+        report.population.stores_outside_run, 0,
+        "every client of the run keeps its stores in the run's own directory"
+    );
     for id in [
         "issue-to-spend",
         "timestamps",
