@@ -337,25 +337,28 @@ impl World {
         Ok(client)
     }
 
-    /// `b` with the stores of `id`'s device: its token store and scan cache, or, on the default
-    /// stores, the device store in the device's directory under [`World::store_dir`] (memory
-    /// stores with the `memory_stores` leak). A client of the lab left to the default data
+    /// `b` with the stores of `id`'s device: the device store in the device's directory under
+    /// [`World::store_dir`], with the device's own token store and scan cache unless it runs on
+    /// the default stores (memory stores with the `memory_stores` leak). A client of the lab
+    /// left to the default data
     /// directory would share it with every other lab run of the machine (the same seed draws
     /// the same wallets, so the same stores), as the lab's direct and flooding clients did
-    /// until 2026-11-29.
+    /// until 2026-11-29, and every device not on the default stores for its pins.
     pub fn device_stores(
         &self,
         mut b: privsvc_client::ClientBuilder,
         id: &Identity,
     ) -> privsvc_client::ClientBuilder {
-        if !id.default_stores {
-            b = b.token_store(id.tokens.clone());
-        } else if self.scenario.leaks.memory_stores {
+        if id.default_stores && self.scenario.leaks.memory_stores {
             // The client's default before revision 4: memory, new in every session.
             b = b.memory_stores(true);
         } else {
-            // The client's default: the device store in the device's data directory.
+            // The device's data directory: the whole device store on the default stores, the
+            // pins beside the device's own token store and scan cache otherwise.
             b = b.data_dir(self.store_dir.join(id.device_name()));
+            if !id.default_stores {
+                b = b.token_store(id.tokens.clone());
+            }
         }
         if let Some(path) = &id.scan_cache {
             b = b.scan_cache_file(path);
