@@ -280,8 +280,8 @@ pub struct World {
     pub truth: Mutex<Truth>,
     /// The population's identities.
     pub ids: Vec<Identity>,
-    /// Where the devices on the default stores keep their device stores for the run (one
-    /// directory per device, as the client's default data directory is one per device).
+    /// Where the devices keep their device stores for the run (one directory per device, as
+    /// the client's default data directory is one per device; [`World::device_stores`]).
     pub store_dir: std::path::PathBuf,
     /// Clients of the run built with a device store outside `store_dir` ([`World::build`]).
     pub stores_outside_run: std::sync::atomic::AtomicUsize,
@@ -339,11 +339,12 @@ impl World {
 
     /// `b` with the stores of `id`'s device: the device store in the device's directory under
     /// [`World::store_dir`], with the device's own token store and scan cache unless it runs on
-    /// the default stores (memory stores with the `memory_stores` leak). A client of the lab
-    /// left to the default data
-    /// directory would share it with every other lab run of the machine (the same seed draws
-    /// the same wallets, so the same stores), as the lab's direct and flooding clients did
-    /// until 2026-11-29, and every device not on the default stores for its pins.
+    /// the default stores (memory stores with the `memory_stores` leak).
+    ///
+    /// A client of the lab left to the default data directory shares it with every other lab
+    /// run of the machine (the same seed draws the same wallets, so the same stores). Until
+    /// 2026-11-29 the lab's direct and flooding clients kept their whole stores there, and
+    /// every device not on the default stores its pins.
     pub fn device_stores(
         &self,
         mut b: privsvc_client::ClientBuilder,
