@@ -136,10 +136,12 @@ const TAG_PAGES_AHEAD: usize = 256;
 /// A block range `(after, until]` of a listing; `None` bounds are open.
 type Range = (Option<u64>, Option<u64>);
 
-/// A range being listed, and the cursor of its next page (`None`: its first page).
+/// A range being listed, the cursor of its next page (`None`: its first page), and its share
+/// of the listing's [`LISTING_PARTS`] ranges: how many ranges it may become when split.
 struct Open {
     range: Range,
     cursor: Option<String>,
+    share: usize,
 }
 
 /// The project's records created after block `after` (all of them for `None`), read at one
@@ -154,11 +156,15 @@ struct Open {
 /// Pages are asked for in requests of up to [`PAGES_PER_REQUEST`] pages of different ranges
 /// (one JSON-RPC batch each), [`REQUESTS_IN_FLIGHT`] at once; when a request is answered, the
 /// next pages of its ranges join the queue of the next request. A range whose first page is
-/// full while fewer than [`LISTING_PARTS`] ranges are open is split into up to [`SPLIT_WAYS`]
-/// parts listed afresh (its first page is not passed on: its rows come again in the parts).
-/// The splits follow where the records are, whatever order the node returns them in; what the
-/// RPC sees depends on the head, `after`, the public listing and the timing of the answers
-/// alone.
+/// full is split into up to [`SPLIT_WAYS`] parts listed afresh (its first page is not passed
+/// on: its rows come again in the parts), as far as its share of the [`LISTING_PARTS`] ranges
+/// allows: the whole listing starts with all of them, a range split hands its share (with the
+/// shares of ranges that ended, which it takes) to its parts in equal parts. So equally crowded
+/// parts end up as equally many ranges, and the deepest range, which sets the listing's
+/// length, is not eight times deeper than the others, as when the first parts answered took
+/// all the splits. The splits follow where the records are, whatever order the node returns
+/// them in; what the RPC sees depends on the head, `after`, the public listing and the timing
+/// of the answers alone.
 pub(crate) async fn start_listing(
     reader: &Arc<dyn LedgerReader>,
     project: &str,
@@ -330,9 +336,10 @@ impl RangeLister {
         let mut queue = std::collections::VecDeque::from([Open {
             range: (after, None),
             cursor: None,
+            share: LISTING_PARTS,
         }]);
-        // Ranges open: queued or in a request in flight.
-        let mut alive = 1usize;
+        // Shares of ranges that ended, for the next split.
+        let mut spare = 0usize;
         let mut in_flight = futures::stream::FuturesUnordered::new();
         loop {
             while in_flight.len() < REQUESTS_IN_FLIGHT && !queue.is_empty() {
@@ -362,36 +369,52 @@ impl RangeLister {
                     return;
                 }
             };
-            for (o, (rows, next)) in asked.into_iter().zip(pages) {
-                if next.is_some() && next == o.cursor {
+            // The ranges that ended first: their shares are spare for a split of this answer.
+            let (ended, going): (Vec<_>, Vec<_>) = asked
+                .into_iter()
+                .zip(pages)
+                .partition(|(_, (_, next))| next.is_none());
+            for (o, (rows, _)) in ended {
+                spare += o.share;
+                if self.tx.send(Ok(rows)).await.is_err() {
+                    return;
+                }
+            }
+            for (o, (rows, next)) in going {
+                let Some(next) = next else { continue };
+                if o.cursor.as_ref() == Some(&next) {
                     let repeated = privsvc_ledger::AnswerError::RepeatedCursor;
                     let _ = self.tx.send(Err(LedgerError::Decode(repeated))).await;
                     return;
                 }
-                let parts = match (&o.cursor, &next) {
-                    (None, Some(_)) => self.parts(o.range, LISTING_PARTS.saturating_sub(alive) + 1),
-                    _ => vec![o.range],
-                };
-                // A range split into parts is listed afresh: its first page's rows come again.
-                if parts.len() == 1 && self.tx.send(Ok(rows)).await.is_err() {
-                    return;
-                }
-                let Some(next) = next else {
-                    alive -= 1;
-                    continue;
+                let available = o.share + std::mem::take(&mut spare);
+                let parts = if o.cursor.is_none() {
+                    self.parts(o.range, available)
+                } else {
+                    vec![o.range]
                 };
                 if parts.len() > 1 {
-                    alive += parts.len() - 1;
-                    queue.extend(parts.into_iter().map(|range| Open {
+                    // A range split into parts is listed afresh: its first page's rows come
+                    // again. The parts share what the range had.
+                    let ways = parts.len();
+                    queue.extend(parts.into_iter().enumerate().map(|(i, range)| Open {
                         range,
                         cursor: None,
+                        share: available / ways + usize::from(i < available % ways),
                     }));
-                } else {
-                    queue.push_back(Open {
-                        range: o.range,
-                        cursor: Some(next),
-                    });
+                    continue;
                 }
+                if self.tx.send(Ok(rows)).await.is_err() {
+                    return;
+                }
+                // A range that follows its cursor is one range to the end: the rest of its share
+                // is spare.
+                spare = available - 1;
+                queue.push_back(Open {
+                    range: o.range,
+                    cursor: Some(next),
+                    share: 1,
+                });
             }
         }
     }
@@ -542,6 +565,30 @@ mod tests {
         asked: std::sync::Mutex<Vec<(u64, u64)>>,
         /// Pages answered, first pages or not.
         answered: std::sync::atomic::AtomicUsize,
+        /// Pages answered per range, first pages included.
+        depth: std::sync::Mutex<std::collections::HashMap<(u64, u64), usize>>,
+    }
+
+    impl CrowdedNode {
+        fn new(rows: Vec<Entity>) -> Self {
+            Self {
+                rows,
+                asked: Default::default(),
+                answered: Default::default(),
+                depth: Default::default(),
+            }
+        }
+
+        /// The most pages any one range took.
+        fn deepest(&self) -> usize {
+            self.depth
+                .lock()
+                .unwrap()
+                .values()
+                .copied()
+                .max()
+                .unwrap_or(0)
+        }
     }
 
     fn bound(expression: &str, op: &str) -> Option<u64> {
@@ -569,6 +616,7 @@ mod tests {
             if options.cursor.is_none() {
                 self.asked.lock().unwrap().push((lo, hi));
             }
+            *self.depth.lock().unwrap().entry((lo, hi)).or_default() += 1;
             self.answered
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let matching: Vec<&Entity> = self
@@ -656,11 +704,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_reader_that_answers_fewer_pages_than_asked_fails_the_listing() {
-        let node = DroppingNode(CrowdedNode {
-            rows: Vec::new(),
-            asked: Default::default(),
-            answered: Default::default(),
-        });
+        let node = DroppingNode(CrowdedNode::new(Vec::new()));
         let reader: Arc<dyn LedgerReader> = Arc::new(node);
         let mut pages = start_listing(&reader, "p", None, false).await.unwrap();
         let Some(Err(err)) = pages.next().await else {
@@ -682,11 +726,7 @@ mod tests {
                 }
             })
             .collect();
-        let node = Arc::new(CrowdedNode {
-            rows,
-            asked: Default::default(),
-            answered: Default::default(),
-        });
+        let node = Arc::new(CrowdedNode::new(rows));
         let reader: Arc<dyn LedgerReader> = node.clone();
         let mut seen = std::collections::HashSet::new();
         let mut rows = 0;
@@ -715,6 +755,41 @@ mod tests {
         );
     }
 
+    /// Records spread evenly over the blocks: the splits make ranges of about equal depth. When
+    /// the first parts answered took all the splits (eight ways each while fewer than 32 ranges
+    /// were open), the last parts were never split and took about eight times as many pages
+    /// in a row as the others.
+    #[tokio::test]
+    async fn evenly_spread_records_are_listed_in_ranges_of_equal_depth() {
+        let rows: Vec<Entity> = (0..64_000u32)
+            .map(|i| {
+                let mut key = [0u8; 32];
+                key[..4].copy_from_slice(&i.to_le_bytes());
+                Entity {
+                    key: alloy_primitives::B256::from(key),
+                    created_at: Some(u64::from(i % 3_999) + 1),
+                    ..Default::default()
+                }
+            })
+            .collect();
+        let node = Arc::new(CrowdedNode::new(rows));
+        let reader: Arc<dyn LedgerReader> = node.clone();
+        let mut pages = start_listing(&reader, "p", None, false).await.unwrap();
+        let mut rows = 0;
+        while let Some(page) = pages.next().await {
+            rows += page.unwrap().len();
+        }
+        assert_eq!(rows, 64_000);
+        // 32 ranges of 2,000 records are 10 pages each; one of 8,000 would be 40.
+        let deepest = node.deepest();
+        assert!(
+            deepest <= 12,
+            "a range took {deepest} pages: the splits are uneven"
+        );
+        let ranges = node.asked.lock().unwrap().len();
+        assert!(ranges <= 1 + 8 + 32, "{ranges} ranges were listed");
+    }
+
     #[tokio::test]
     async fn a_tags_only_listing_keeps_asking_while_its_pages_wait_to_be_merged() {
         // 120 pages of records across the blocks; nobody takes a page from the stream (as when
@@ -730,11 +805,7 @@ mod tests {
                 }
             })
             .collect();
-        let node = Arc::new(CrowdedNode {
-            rows,
-            asked: Default::default(),
-            answered: Default::default(),
-        });
+        let node = Arc::new(CrowdedNode::new(rows));
         let reader: Arc<dyn LedgerReader> = node.clone();
         let mut pages = start_listing(&reader, "p", None, false).await.unwrap();
         let answered = || node.answered.load(std::sync::atomic::Ordering::Relaxed);
@@ -883,11 +954,7 @@ mod tests {
         let (stranger, _) = KeyVault::random("app");
         let own = vault.new_record();
         let rows = tagged_rows(20_000, 3_900, 17_777, &vault, &own, &stranger);
-        let node: Arc<dyn LedgerReader> = Arc::new(CrowdedNode {
-            rows,
-            asked: Default::default(),
-            answered: Default::default(),
-        });
+        let node: Arc<dyn LedgerReader> = Arc::new(CrowdedNode::new(rows));
         let slow = Arc::new(SlowVault {
             inner: vault,
             opening: Default::default(),
@@ -924,11 +991,7 @@ mod tests {
         let (stranger, _) = KeyVault::random("app");
         let own = vault.new_record();
         let rows = tagged_rows(3_000, 20, 1_234, &vault, &own, &stranger);
-        let node: Arc<dyn LedgerReader> = Arc::new(CrowdedNode {
-            rows,
-            asked: Default::default(),
-            answered: Default::default(),
-        });
+        let node: Arc<dyn LedgerReader> = Arc::new(CrowdedNode::new(rows));
         let lister = crate::session::Lister {
             reader: node,
             vault: Arc::new(vault),
