@@ -126,10 +126,12 @@ export async function createPrivateClient(options = {}) {
   // device store's database, which the store and the Rust client wait for after the vault.
   reader.chainId().catch(() => {});
   const storeHandle = deviceStoreHandle(o);
+  // Asked before the database is opened: a device store that does not exist yet keeps nothing.
+  const resumesNothing = resumesNoScanCache(o, storeHandle);
   if (storeHandle !== undefined) warmStore(storeHandle);
   // A session that certainly resumes no scan cache starts its first listing now: it needs no
   // key (docs/PROTOCOL.md §8.1). Freed unless handed to the Rust client.
-  const early = resumesNoScanCache(o, storeHandle)
+  const early = resumesNothing
     .then((none) => (none ? rust(raw.RawFirstListing.start(reader, o.project ?? o.app)) : undefined))
     .catch(() => undefined);
   const dropEarly = () => early.then((l) => l && l.free());

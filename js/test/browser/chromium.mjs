@@ -518,11 +518,18 @@ try {
         const session = async () => {
           const t0 = performance.now();
           const at = () => Math.round(performance.now() - t0);
-          const seen = { opens: [], chainId: [], listing: [], signed: [] };
+          const seen = { opens: [], chainId: [], listing: [], signed: [], wholeStoreKeyReads: [] };
           const open = indexedDB.open.bind(indexedDB);
           indexedDB.open = (name, version) => {
             seen.opens.push([name, at()]);
             return open(name, version);
+          };
+          // Reading every key of the store is how a session asks an existing device store
+          // whether it keeps a scan cache (the store's own reads name a prefix).
+          const getAllKeys = IDBObjectStore.prototype.getAllKeys;
+          IDBObjectStore.prototype.getAllKeys = function (...args) {
+            if (args[0] === undefined) seen.wholeStoreKeyReads.push(at());
+            return getAllKeys.apply(this, args);
           };
           const plain = globalThis.fetch;
           globalThis.fetch = (u, init) => {
@@ -557,6 +564,7 @@ try {
             c.close();
           } finally {
             indexedDB.open = open;
+            IDBObjectStore.prototype.getAllKeys = getAllKeys;
             globalThis.fetch = plain;
           }
           return seen;
@@ -579,6 +587,10 @@ try {
       assert(store && store[1] < signed, `the device store's database was opened after the wallet signed: ${JSON.stringify(r)}`);
       assert(first.listing.length >= 1 && first.listing[0] < signed, `with no scan cache on the device, the first listing was sent after the wallet signed: ${JSON.stringify(r)}`);
       assert(r.keys.some((k) => k.endsWith('/scan')), `the first session kept no scan cache: ${JSON.stringify(r.keys)}`);
+      // A device store that did not exist yet: no scan cache, known from indexedDB.databases()
+      // without waiting for the database to be created and read.
+      assert(first.wholeStoreKeyReads.length === 0, `the first session read the new device store's keys to find a scan cache: ${JSON.stringify(first)}`);
+      assert(returning.wholeStoreKeyReads.length >= 1, `the returning session did not ask its device store for a scan cache: ${JSON.stringify(returning)}`);
       // A device that keeps a scan cache: the session lists once the vault can open it.
       const signedAgain = Math.max(...returning.signed);
       assert(returning.listing.length >= 1 && returning.listing[0] > signedAgain, `a returning session listed before its vault existed: ${JSON.stringify(returning)}`);
