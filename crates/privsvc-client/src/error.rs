@@ -57,8 +57,9 @@ pub enum PrivsvcError {
     /// The wallet is a smart-contract account.
     #[error("the wallet is a smart-contract account, whose signatures cannot derive keys; use an externally owned account or a random-root vault (KeyVault::random)")]
     SmartContractWallet,
-    /// The token issuer published two different keys for one app and day.
-    #[error("token issuer {issuer} published two different keys for app {:?} on day {epoch}; it may be tagging users, so its tokens are refused: use another relayer or issuer", .app.as_str())]
+    /// The token issuer published two different keys for one app and day: both on the ledger,
+    /// or one on the ledger and another this device pinned earlier (`pinned`).
+    #[error("{}", equivocation_message(issuer, app, *epoch, *pinned))]
     IssuerEquivocation {
         /// The issuer address.
         issuer: Address,
@@ -66,6 +67,9 @@ pub enum PrivsvcError {
         app: AppName,
         /// The UTC day number.
         epoch: u32,
+        /// Whether one of the keys is the one this device pinned for that day, and the ledger
+        /// shows another now.
+        pinned: bool,
     },
     /// Every relayer that could take the record requires a token, and none is ripe (at least
     /// `token_min_age_ms` old) within the wait bound.
@@ -219,10 +223,34 @@ impl From<privsvc_tokens::TokenError> for PrivsvcError {
     fn from(e: privsvc_tokens::TokenError) -> Self {
         match e {
             privsvc_tokens::TokenError::IssuerEquivocation {
-                issuer, app, epoch, ..
-            } => Self::IssuerEquivocation { issuer, app, epoch },
+                issuer,
+                app,
+                epoch,
+                pinned,
+                ..
+            } => Self::IssuerEquivocation {
+                issuer,
+                app,
+                epoch,
+                pinned,
+            },
             other => Self::Tokens(other),
         }
+    }
+}
+
+/// The message of [`PrivsvcError::IssuerEquivocation`]: what the two keys were, what to do, and
+/// the one harmless cause of a pinned key's replacement (a reset ledger).
+fn equivocation_message(issuer: &Address, app: &AppName, epoch: u32, pinned: bool) -> String {
+    let app = app.as_str();
+    if pinned {
+        format!(
+            "token issuer {issuer}'s key for app {app:?} on day {epoch} is not the key this device pinned for that day: an issuer that replaces its key may be tagging users, so its tokens are refused for that day: use another relayer or issuer. A ledger that was reset (a devnet redeployed with the same accounts) gives the same error: the pins are then the old ledger's; remove this device's store (the data directory, or the site's IndexedDB in a browser)"
+        )
+    } else {
+        format!(
+            "token issuer {issuer} published two different keys for app {app:?} on day {epoch}; it may be tagging users, so its tokens are refused: use another relayer or issuer"
+        )
     }
 }
 

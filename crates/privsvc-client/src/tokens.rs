@@ -46,7 +46,7 @@ pub(crate) struct TokenManager {
     allow_on_demand: bool,
     rng: Arc<ClientRng>,
     /// An issuer the refills found equivocating (reported by the writes that find no token).
-    equivocation: Mutex<Option<(Address, AppName, u32)>>,
+    equivocation: Mutex<Option<(Address, AppName, u32, bool)>>,
     /// How issuer calls travel: through the client's OHTTP transport when it has a relay, else
     /// directly with the client's `fetch`; `None`: the token wallet's default (direct HTTP).
     issuer_transport: Option<Arc<dyn Transport>>,
@@ -174,9 +174,12 @@ impl TokenManager {
                 .unwrap_or_else(|p| p.into_inner())
                 .clone();
             return Err(match equivocation {
-                Some((issuer, app, epoch)) => {
-                    PrivsvcError::IssuerEquivocation { issuer, app, epoch }
-                }
+                Some((issuer, app, epoch, pinned)) => PrivsvcError::IssuerEquivocation {
+                    issuer,
+                    app,
+                    epoch,
+                    pinned,
+                },
                 None => not_ready(),
             });
         }
@@ -317,11 +320,15 @@ impl TokenManager {
                     if let Err(e) = w.read_key(&app).await {
                         tracing::debug!(error = %e, "the issuer's key of the day cannot be read yet");
                         if let TokenError::IssuerEquivocation {
-                            issuer, app, epoch, ..
+                            issuer,
+                            app,
+                            epoch,
+                            pinned,
+                            ..
                         } = &e
                         {
                             *self.equivocation.lock().unwrap_or_else(|p| p.into_inner()) =
-                                Some((*issuer, app.clone(), *epoch));
+                                Some((*issuer, app.clone(), *epoch, *pinned));
                         }
                     }
                 }
@@ -358,9 +365,15 @@ impl TokenManager {
                     }
                     Err(e) => {
                         tracing::warn!(error = %e, "a scheduled token refill failed");
-                        if let PrivsvcError::IssuerEquivocation { issuer, app, epoch } = &e {
+                        if let PrivsvcError::IssuerEquivocation {
+                            issuer,
+                            app,
+                            epoch,
+                            pinned,
+                        } = &e
+                        {
                             *self.equivocation.lock().unwrap_or_else(|p| p.into_inner()) =
-                                Some((*issuer, app.clone(), *epoch));
+                                Some((*issuer, app.clone(), *epoch, *pinned));
                         }
                     }
                 }

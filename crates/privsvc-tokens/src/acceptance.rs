@@ -75,6 +75,7 @@ fn equivocation(issuer: Address, app: AppName, epoch: u32) -> TokenError {
         app,
         epoch,
         keys: 2,
+        pinned: true,
     }
 }
 

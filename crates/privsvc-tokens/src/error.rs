@@ -42,8 +42,9 @@ pub enum TokenError {
         /// The UTC day number.
         epoch: u32,
     },
-    /// The issuer published two distinct keys for one app and epoch.
-    #[error("issuer {issuer} published {keys} distinct keys for app {:?}, epoch {epoch}: it may be tagging clients; do not use its tokens", .app.as_str())]
+    /// The issuer published two distinct keys for one app and epoch: both on the ledger, or
+    /// one on the ledger now and another pinned when it was accepted earlier (`pinned`).
+    #[error("{}", equivocation_message(issuer, app, *epoch, *keys, *pinned))]
     IssuerEquivocation {
         /// The issuer address.
         issuer: Address,
@@ -53,6 +54,9 @@ pub enum TokenError {
         epoch: u32,
         /// How many distinct keys were found.
         keys: usize,
+        /// Whether one of them is the key pinned for (issuer, app, epoch) earlier, and the
+        /// ledger shows another now.
+        pinned: bool,
     },
     /// The issuer's key for an epoch was created after that day began although the app had a
     /// key the day before: an honest issuer publishes it the day before; a late key may have
@@ -240,5 +244,26 @@ fn path_text(path: &Option<PathBuf>) -> String {
 impl From<blind_rsa_signatures::Error> for TokenError {
     fn from(e: blind_rsa_signatures::Error) -> Self {
         TokenError::crypto("blind RSA signatures", e)
+    }
+}
+
+/// The message of [`TokenError::IssuerEquivocation`]: what the two keys were, what it may mean,
+/// and what to do, including the one harmless cause of a pinned key's replacement.
+fn equivocation_message(
+    issuer: &Address,
+    app: &AppName,
+    epoch: u32,
+    keys: usize,
+    pinned: bool,
+) -> String {
+    let app = app.as_str();
+    if pinned {
+        format!(
+            "issuer {issuer}'s key for app {app:?}, epoch {epoch} on the ledger is not the key pinned for that day when it was first accepted: an issuer that replaces its key may be tagging clients, so its tokens are refused for that day. A ledger that was reset (a devnet redeployed with the same accounts) gives the same error: the pins are then the old ledger's, and the device store that keeps them (the data directory, or the browser's IndexedDB for this site) must be removed"
+        )
+    } else {
+        format!(
+            "issuer {issuer} published {keys} distinct keys for app {app:?}, epoch {epoch}: it may be tagging clients; do not use its tokens"
+        )
     }
 }

@@ -93,6 +93,7 @@ pub async fn fetch_issuer_key_entity(
             app: app_name,
             epoch,
             keys,
+            pinned: false,
         }),
     }
 }

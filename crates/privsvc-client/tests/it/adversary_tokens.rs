@@ -610,8 +610,13 @@ async fn an_issuer_that_replaces_a_pinned_key_is_refused_in_later_sessions() {
     tokio::time::sleep(Duration::from_millis(1_500)).await;
     let err = client.create_entity(note("tagged")).await.unwrap_err();
     assert!(
-        matches!(&err, PrivsvcError::IssuerEquivocation { epoch, .. } if *epoch == today),
+        matches!(&err, PrivsvcError::IssuerEquivocation { epoch, pinned: true, .. } if *epoch == today),
         "{err}"
+    );
+    let message = err.to_string();
+    assert!(
+        message.contains("this device pinned") && message.contains("data directory"),
+        "{message}"
     );
     a.shutdown().await;
     node.shutdown().await;

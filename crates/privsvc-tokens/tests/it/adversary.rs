@@ -401,8 +401,15 @@ async fn acceptance_refuses_late_keys_of_established_apps_and_swapped_keys() {
         .await
         .unwrap_err();
     assert!(
-        matches!(err, TokenError::IssuerEquivocation { .. }),
+        matches!(err, TokenError::IssuerEquivocation { pinned: true, .. }),
         "{err}"
+    );
+    // The message says which key is whose, and names the harmless cause (a reset ledger) with
+    // what to do about it.
+    let message = err.to_string();
+    assert!(
+        message.contains("not the key pinned") && message.contains("data directory"),
+        "{message}"
     );
     drop(pins);
     let reopened = SqliteKeyPins::open(&pins_path, e).unwrap();

@@ -553,7 +553,14 @@ async fn equivocation_is_detected_and_never_caused() {
     write_key_entity(env.writer.as_ref(), stranger_key.spki(), 3).await;
     let err = fetch_today(&env, issuer.address()).await.unwrap_err();
     assert!(
-        matches!(err, TokenError::IssuerEquivocation { keys: 2, .. }),
+        matches!(
+            err,
+            TokenError::IssuerEquivocation {
+                keys: 2,
+                pinned: false,
+                ..
+            }
+        ),
         "{err}"
     );
     let wallet = TokenWallet::new(wallet_options(
