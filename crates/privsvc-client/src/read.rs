@@ -158,8 +158,9 @@ struct Open {
 /// next pages of its ranges join the queue of the next request. A range whose first page is
 /// full is split into up to [`SPLIT_WAYS`] parts listed afresh (its first page is not passed
 /// on: its rows come again in the parts), as far as its share of the [`LISTING_PARTS`] ranges
-/// allows: the whole listing starts with all of them, a range split hands its share (with the
-/// shares of ranges that ended, which it takes) to its parts in equal parts. So equally crowded
+/// allows: the whole listing starts with all of them, a range split hands its share (with its
+/// part of the shares of ranges that ended, shared with the ranges whose first page is still
+/// to come) to its parts in equal parts. So equally crowded
 /// parts end up as equally many ranges, and the deepest range, which sets the listing's
 /// length, is not eight times deeper than the others, as when the first parts answered took
 /// all the splits. The splits follow where the records are, whatever order the node returns
@@ -338,8 +339,11 @@ impl RangeLister {
             cursor: None,
             share: LISTING_PARTS,
         }]);
-        // Shares of ranges that ended, for the next split.
+        // Shares of ranges that ended, for the next splits.
         let mut spare = 0usize;
+        // Ranges whose first page has not been answered: each may split, and they share the
+        // spare.
+        let mut unanswered = 1usize;
         let mut in_flight = futures::stream::FuturesUnordered::new();
         loop {
             while in_flight.len() < REQUESTS_IN_FLIGHT && !queue.is_empty() {
@@ -375,11 +379,15 @@ impl RangeLister {
                 .zip(pages)
                 .partition(|(_, (_, next))| next.is_none());
             for (o, (rows, _)) in ended {
+                if o.cursor.is_none() {
+                    unanswered -= 1;
+                }
                 spare += o.share;
                 if self.tx.send(Ok(rows)).await.is_err() {
                     return;
                 }
             }
+            let mut split_into = 0;
             for (o, (rows, next)) in going {
                 let Some(next) = next else { continue };
                 if o.cursor.as_ref() == Some(&next) {
@@ -387,8 +395,18 @@ impl RangeLister {
                     let _ = self.tx.send(Err(LedgerError::Decode(repeated))).await;
                     return;
                 }
-                let available = o.share + std::mem::take(&mut spare);
-                let parts = if o.cursor.is_none() {
+                let first = o.cursor.is_none();
+                // A full first page takes its part of the spare: the ranges whose first page is
+                // still to come may need it as much.
+                let take = if first {
+                    unanswered -= 1;
+                    spare.div_ceil(unanswered + 1)
+                } else {
+                    0
+                };
+                spare -= take;
+                let available = o.share + take;
+                let parts = if first {
                     self.parts(o.range, available)
                 } else {
                     vec![o.range]
@@ -397,6 +415,9 @@ impl RangeLister {
                     // A range split into parts is listed afresh: its first page's rows come
                     // again. The parts share what the range had.
                     let ways = parts.len();
+                    // Counted once this answer is done: the spare is shared among the ranges
+                    // that were waiting for a first page when it came.
+                    split_into += ways;
                     queue.extend(parts.into_iter().enumerate().map(|(i, range)| Open {
                         range,
                         cursor: None,
@@ -409,13 +430,14 @@ impl RangeLister {
                 }
                 // A range that follows its cursor is one range to the end: the rest of its share
                 // is spare.
-                spare = available - 1;
+                spare += available - 1;
                 queue.push_back(Open {
                     range: o.range,
                     cursor: Some(next),
                     share: 1,
                 });
             }
+            unanswered += split_into;
         }
     }
 
@@ -788,6 +810,38 @@ mod tests {
         );
         let ranges = node.asked.lock().unwrap().len();
         assert!(ranges <= 1 + 8 + 32, "{ranges} ranges were listed");
+    }
+
+    /// Records in two of the first eight parts only (blocks 1,501 to 2,500 of 4,000), as in an
+    /// app whose records are recent: the two crowded parts share what the six empty ones gave
+    /// back. When the first to split took it all, the other was split four ways only and its
+    /// ranges were four times as deep.
+    #[tokio::test]
+    async fn crowded_parts_share_what_empty_parts_give_back() {
+        let rows: Vec<Entity> = (0..64_000u32)
+            .map(|i| {
+                let mut key = [0u8; 32];
+                key[..4].copy_from_slice(&i.to_le_bytes());
+                Entity {
+                    key: alloy_primitives::B256::from(key),
+                    created_at: Some(1_501 + u64::from(i % 1_000)),
+                    ..Default::default()
+                }
+            })
+            .collect();
+        let node = Arc::new(CrowdedNode::new(rows));
+        let reader: Arc<dyn LedgerReader> = node.clone();
+        let mut pages = start_listing(&reader, "p", None, false).await.unwrap();
+        let mut rows = 0;
+        while let Some(page) = pages.next().await {
+            rows += page.unwrap().len();
+        }
+        assert_eq!(rows, 64_000);
+        let deepest = node.deepest();
+        assert!(
+            deepest <= 12,
+            "a range took {deepest} pages: the crowded parts were split unevenly"
+        );
     }
 
     #[tokio::test]
