@@ -90,6 +90,7 @@ pub const RESIDUALS: &[&str] = &[
 ];
 
 /// The truth, indexed for scoring.
+#[derive(Default)]
 pub(crate) struct Score {
     /// Source address to user.
     pub(crate) user_of_ip: BTreeMap<IpAddr, usize>,

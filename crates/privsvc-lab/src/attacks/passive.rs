@@ -757,7 +757,10 @@ fn arrival_order(views: &Views, score: &Score) -> AttackResult {
             if by_arrival.len() < 2 {
                 continue;
             }
-            by_arrival.sort_by(|a, b| a.0.total_cmp(&b.0));
+            // Same-time arrivals in the order of their entity keys, which say nothing of where
+            // they sit in the batch (a stable sort would keep them in ledger order, the
+            // attack's answer).
+            by_arrival.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| keys[a.1].cmp(&keys[b.1])));
             // One guess per batch (the records of a batch are not independent trials): the
             // first submission to arrive sits first among the seen records in the ledger.
             let (_, first) = by_arrival[0];
@@ -880,6 +883,67 @@ fn issuer_onlooker_wallet(views: &Views, score: &Score) -> AttackResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::views::RelayerRequest;
+    use alloy_primitives::B256;
+
+    /// A relayer's view and the ledger of one batch of four: the submissions of the owners of
+    /// positions 0 to 3 arrived at `times[position]`; the key of position `i` is `keys[i]`.
+    fn one_batch(times: [Ms; 4], keys: [u8; 4]) -> (Views, Score) {
+        let relayer = Address::repeat_byte(0xaa);
+        let owner = |i: usize| Address::repeat_byte(i as u8 + 1);
+        let key = |i: usize| B256::repeat_byte(keys[i]);
+        let mut views = Views::default();
+        views.relayer_addresses.insert("a".into(), relayer);
+        let seen = (0..4)
+            .map(|i| RelayerRequest {
+                at: times[i],
+                source: IpAddr::from([127, 0, 0, 1]),
+                encapsulated: true,
+                method: "POST".into(),
+                path: "/v1/records".into(),
+                body: serde_json::to_vec(&serde_json::json!({ "owner": owner(i).to_string() }))
+                    .unwrap(),
+                wire_bytes: 0,
+                status: 200,
+                response_bytes: 0,
+            })
+            .collect();
+        views.relayers.insert("a".into(), seen);
+        views
+            .ledger
+            .batch_order
+            .insert((7, relayer, B256::ZERO), (0..4).map(key).collect());
+        let mut score = Score::default();
+        for i in 0..4 {
+            views.ledger.records.push(LedgerRecord {
+                key: key(i),
+                owner: owner(i),
+                creator: relayer,
+                block: 7,
+                envelope_len: 0,
+                tag: None,
+                hour: None,
+                block_timestamp: None,
+            });
+            score.writer_of_entity.insert(key(i), i);
+        }
+        (views, score)
+    }
+
+    /// Submissions that arrived at the same time tell the relayer nothing of their order: the
+    /// attack's guess among them must not be the ledger's first (a stable sort kept them in
+    /// ledger order, a win for every tie).
+    #[test]
+    fn arrival_order_ties_are_not_broken_by_ledger_position() {
+        // Position 0 has the largest key: a tie broken by key puts it last.
+        let (views, score) = one_batch([5.0; 4], [9, 3, 2, 1]);
+        let tied = arrival_order(&views, &score);
+        assert_eq!(tied.measured.trials, 1);
+        assert_eq!(tied.measured.wins, 0, "a tie was read as ledger order");
+        // When the first in the ledger arrived first, the leak is real and the attack wins.
+        let (views, score) = one_batch([1.0, 2.0, 3.0, 4.0], [9, 3, 2, 1]);
+        assert_eq!(arrival_order(&views, &score).measured.wins, 1);
+    }
 
     #[test]
     fn batches_are_parsed_from_fetch_expressions() {
