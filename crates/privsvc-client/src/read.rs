@@ -591,6 +591,32 @@ mod tests {
         depth: std::sync::Mutex<std::collections::HashMap<(u64, u64), usize>>,
     }
 
+    /// `n` records with distinct keys, record `i` created at block `created_at(i)`.
+    fn records(n: u32, created_at: impl Fn(u32) -> u64) -> Vec<Entity> {
+        (0..n)
+            .map(|i| {
+                let mut key = [0u8; 32];
+                key[..4].copy_from_slice(&i.to_le_bytes());
+                Entity {
+                    key: alloy_primitives::B256::from(key),
+                    created_at: Some(created_at(i)),
+                    ..Default::default()
+                }
+            })
+            .collect()
+    }
+
+    /// Lists everything `node` holds (tags only, from the start): how many rows came.
+    async fn rows_listed(node: &Arc<CrowdedNode>) -> usize {
+        let reader: Arc<dyn LedgerReader> = node.clone();
+        let mut pages = start_listing(&reader, "p", None, false).await.unwrap();
+        let mut rows = 0;
+        while let Some(page) = pages.next().await {
+            rows += page.unwrap().len();
+        }
+        rows
+    }
+
     impl CrowdedNode {
         fn new(rows: Vec<Entity>) -> Self {
             Self {
@@ -737,17 +763,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_listing_splits_where_the_records_are_and_lists_each_once() {
-        let rows: Vec<Entity> = (0..3_000u32)
-            .map(|i| {
-                let mut key = [0u8; 32];
-                key[..4].copy_from_slice(&i.to_le_bytes());
-                Entity {
-                    key: alloy_primitives::B256::from(key),
-                    created_at: Some(u64::from(i % 20) + 1),
-                    ..Default::default()
-                }
-            })
-            .collect();
+        let rows = records(3_000, |i| u64::from(i % 20) + 1);
         let node = Arc::new(CrowdedNode::new(rows));
         let reader: Arc<dyn LedgerReader> = node.clone();
         let mut seen = std::collections::HashSet::new();
@@ -783,25 +799,9 @@ mod tests {
     /// in a row as the others.
     #[tokio::test]
     async fn evenly_spread_records_are_listed_in_ranges_of_equal_depth() {
-        let rows: Vec<Entity> = (0..64_000u32)
-            .map(|i| {
-                let mut key = [0u8; 32];
-                key[..4].copy_from_slice(&i.to_le_bytes());
-                Entity {
-                    key: alloy_primitives::B256::from(key),
-                    created_at: Some(u64::from(i % 3_999) + 1),
-                    ..Default::default()
-                }
-            })
-            .collect();
+        let rows = records(64_000, |i| u64::from(i % 3_999) + 1);
         let node = Arc::new(CrowdedNode::new(rows));
-        let reader: Arc<dyn LedgerReader> = node.clone();
-        let mut pages = start_listing(&reader, "p", None, false).await.unwrap();
-        let mut rows = 0;
-        while let Some(page) = pages.next().await {
-            rows += page.unwrap().len();
-        }
-        assert_eq!(rows, 64_000);
+        assert_eq!(rows_listed(&node).await, 64_000);
         // 32 ranges of 2,000 records are 10 pages each; one of 8,000 would be 40.
         let deepest = node.deepest();
         assert!(
@@ -818,25 +818,9 @@ mod tests {
     /// ranges were four times as deep.
     #[tokio::test]
     async fn crowded_parts_share_what_empty_parts_give_back() {
-        let rows: Vec<Entity> = (0..64_000u32)
-            .map(|i| {
-                let mut key = [0u8; 32];
-                key[..4].copy_from_slice(&i.to_le_bytes());
-                Entity {
-                    key: alloy_primitives::B256::from(key),
-                    created_at: Some(1_501 + u64::from(i % 1_000)),
-                    ..Default::default()
-                }
-            })
-            .collect();
+        let rows = records(64_000, |i| 1_501 + u64::from(i % 1_000));
         let node = Arc::new(CrowdedNode::new(rows));
-        let reader: Arc<dyn LedgerReader> = node.clone();
-        let mut pages = start_listing(&reader, "p", None, false).await.unwrap();
-        let mut rows = 0;
-        while let Some(page) = pages.next().await {
-            rows += page.unwrap().len();
-        }
-        assert_eq!(rows, 64_000);
+        assert_eq!(rows_listed(&node).await, 64_000);
         let deepest = node.deepest();
         assert!(
             deepest <= 12,
@@ -848,17 +832,7 @@ mod tests {
     async fn a_tags_only_listing_keeps_asking_while_its_pages_wait_to_be_merged() {
         // 120 pages of records across the blocks; nobody takes a page from the stream (as when
         // the session's vault is opening a batch of tags).
-        let rows: Vec<Entity> = (0..24_000u32)
-            .map(|i| {
-                let mut key = [0u8; 32];
-                key[..4].copy_from_slice(&i.to_le_bytes());
-                Entity {
-                    key: alloy_primitives::B256::from(key),
-                    created_at: Some(u64::from(i % 3_900) + 1),
-                    ..Default::default()
-                }
-            })
-            .collect();
+        let rows = records(24_000, |i| u64::from(i % 3_900) + 1);
         let node = Arc::new(CrowdedNode::new(rows));
         let reader: Arc<dyn LedgerReader> = node.clone();
         let mut pages = start_listing(&reader, "p", None, false).await.unwrap();

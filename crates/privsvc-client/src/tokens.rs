@@ -16,7 +16,7 @@ use privsvc_attributes::AppName;
 use privsvc_ledger::LedgerReader;
 use privsvc_ohttp::{HttpTransport, Transport};
 use privsvc_tokens::{
-    memory_store, KeyPins, MemoryKeyPins, TokenError, TokenRedemption, TokenStore, TokenWallet,
+    memory_store, KeyPins, MemoryKeyPins, TokenRedemption, TokenStore, TokenWallet,
     TokenWalletOptions,
 };
 use privsvc_vault::Wallet;
@@ -319,17 +319,7 @@ impl TokenManager {
                     key_tried.insert(i, now);
                     if let Err(e) = w.read_key(&app).await {
                         tracing::debug!(error = %e, "the issuer's key of the day cannot be read yet");
-                        if let TokenError::IssuerEquivocation {
-                            issuer,
-                            app,
-                            epoch,
-                            pinned,
-                            ..
-                        } = &e
-                        {
-                            *self.equivocation.lock().unwrap_or_else(|p| p.into_inner()) =
-                                Some((*issuer, app.clone(), *epoch, *pinned));
-                        }
+                        self.note_equivocation(&PrivsvcError::from(e));
                     }
                 }
             }
@@ -365,16 +355,7 @@ impl TokenManager {
                     }
                     Err(e) => {
                         tracing::warn!(error = %e, "a scheduled token refill failed");
-                        if let PrivsvcError::IssuerEquivocation {
-                            issuer,
-                            app,
-                            epoch,
-                            pinned,
-                        } = &e
-                        {
-                            *self.equivocation.lock().unwrap_or_else(|p| p.into_inner()) =
-                                Some((*issuer, app.clone(), *epoch, *pinned));
-                        }
+                        self.note_equivocation(&e);
                     }
                 }
             }
@@ -403,6 +384,20 @@ impl TokenManager {
     /// Whether this manager fetches tokens itself (auto mode with a wallet).
     pub(crate) fn fetches(&self) -> bool {
         matches!(self.mode, TokenSupply::Auto) && self.wallet.is_some()
+    }
+
+    /// Remembers an issuer found equivocating, for the writes that find no token to name it.
+    fn note_equivocation(&self, e: &PrivsvcError) {
+        if let PrivsvcError::IssuerEquivocation {
+            issuer,
+            app,
+            epoch,
+            pinned,
+        } = e
+        {
+            *self.equivocation.lock().unwrap_or_else(|p| p.into_inner()) =
+                Some((*issuer, app.clone(), *epoch, *pinned));
+        }
     }
 
     /// `prefetch_later`, spread (docs/API.md §2.6): at least `count` tokens of `app` from the
