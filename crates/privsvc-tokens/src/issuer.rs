@@ -281,6 +281,9 @@ pub struct Issuer {
     reader: Arc<dyn LedgerReader>,
     codes: Option<HashSet<[u8; 32]>>,
     keys: KeySlots,
+    /// Wakes the key schedule ([`Issuer::run_key_schedule`]) before its period ends: an app's
+    /// first tokens of the day after the day's moment make its next-day key due at once.
+    schedule_wake: tokio::sync::Notify,
 }
 
 fn code_hash(code: &str) -> [u8; 32] {
@@ -308,6 +311,7 @@ impl Issuer {
             reader,
             codes,
             keys: Mutex::new(HashMap::new()),
+            schedule_wake: tokio::sync::Notify::new(),
         })
     }
 
@@ -419,7 +423,9 @@ impl Issuer {
     }
 
     /// Run [`Issuer::publish_due_keys`] now and then every `period` until `stop` turns true
-    /// (or its sender is dropped).
+    /// (or its sender is dropped), and at once when an issuance makes an app's next-day key due
+    /// (an app first issued tokens in the last moments of the day would otherwise lapse: its
+    /// next-day key must be on the ledger before the next day begins).
     pub async fn run_key_schedule(
         self: Arc<Self>,
         period: Duration,
@@ -432,6 +438,7 @@ impl Issuer {
             self.publish_due_keys().await;
             tokio::select! {
                 _ = tokio::time::sleep(period) => {}
+                _ = self.schedule_wake.notified() => {}
                 changed = stop.changed() => {
                     if changed.is_err() {
                         return;
@@ -627,6 +634,7 @@ impl Issuer {
         match committed {
             Ok(Committed::Issued(total)) => {
                 tracing::debug!(count, "issued tokens");
+                self.wake_for_next_day_key(&req.app, req.epoch, now);
                 Ok(response(total))
             }
             Ok(Committed::Replay(answer)) => replayed(req, answer),
@@ -639,6 +647,23 @@ impl Issuer {
             }
             Err(StoreError::CodeUsed) => Err(IssueRefusal::AttestationUsed.into()),
             Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Wakes the key schedule when tokens of `app` were just issued for today, the day's moment
+    /// has passed and the app has no key for tomorrow yet: the schedule decides whether the app
+    /// gets one (configured, or among the most used apps of the day).
+    fn wake_for_next_day_key(&self, app: &str, epoch: u32, now: u64) {
+        let today = epoch_of(now);
+        if epoch != today {
+            return;
+        }
+        let due = self
+            .store
+            .publish_moment(today, next_day_moment(today, &mut rand::rngs::OsRng))
+            .is_ok_and(|moment| next_day_due(now, moment));
+        if due && matches!(self.store.key(app, today + 1), Ok(None)) {
+            self.schedule_wake.notify_one();
         }
     }
 

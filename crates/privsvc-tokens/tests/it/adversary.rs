@@ -322,6 +322,88 @@ async fn the_schedule_publishes_next_day_keys_at_its_moment_and_lapsed_apps_wait
     env.devnet.shutdown().await;
 }
 
+#[tokio::test]
+async fn an_app_first_issued_tokens_in_the_days_last_moments_gets_its_next_day_key_before_midnight()
+{
+    let env = env().await;
+    let dir = tempfile::tempdir().unwrap();
+    let chain = env.devnet.chain_id();
+    let e = today();
+    let day_start = u64::from(e) * DAY_MS;
+    // A minute before midnight: the day's moment (at least 15 minutes before its end) passed.
+    let clock = Arc::new(AtomicU64::new(day_start + DAY_MS - 60_000));
+    let mut config = IssuerConfig::new(dir.path(), chain);
+    let c = clock.clone();
+    config.clock = Arc::new(move || c.load(Ordering::SeqCst));
+    let (issuer, url, _server) = serve(&env, config).await;
+    let me = issuer.address();
+    // The schedule's next step is an hour away: only the issuance can make it run sooner.
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let task = tokio::spawn(
+        issuer
+            .clone()
+            .run_key_schedule(Duration::from_secs(3600), stop_rx),
+    );
+    tokio::time::sleep(Duration::from_millis(100)).await;
+
+    // A new app: its key for today, then its first tokens.
+    let w = LocalWallet::random();
+    let t = clock.load(Ordering::SeqCst);
+    let req = signed(me, chain, &w, "late", e, t, &[placeholder()]).await;
+    assert_eq!(post_issue(&url, &req).await.0, 409);
+    let key = fetch_issuer_key(env.reader.as_ref(), me, "late", e)
+        .await
+        .unwrap();
+    let msg = token_message("late", e, &[2u8; 32]).unwrap();
+    let blinded = token_suite().blind(&key, &msg).unwrap();
+    let req = signed(
+        me,
+        chain,
+        &w,
+        "late",
+        e,
+        t,
+        &[blinded.blinded_message().to_vec()],
+    )
+    .await;
+    assert_eq!(post_issue(&url, &req).await.0, 200);
+    // Tomorrow's key is published now, before the day ends, not an hour later.
+    wait_key(&env, me, "late", e + 1).await;
+    let _ = stop_tx.send(true);
+    task.await.unwrap();
+
+    // After midnight the app is not lapsed: its tokens flow, and its key passes the rules.
+    clock.store(day_start + DAY_MS + 30_000, Ordering::SeqCst);
+    let next = fetch_issuer_key(env.reader.as_ref(), me, "late", e + 1)
+        .await
+        .unwrap();
+    let msg = token_message("late", e + 1, &[3u8; 32]).unwrap();
+    let blinded = token_suite().blind(&next, &msg).unwrap();
+    let t = clock.load(Ordering::SeqCst);
+    let req = signed(
+        me,
+        chain,
+        &w,
+        "late",
+        e + 1,
+        t,
+        &[blinded.blinded_message().to_vec()],
+    )
+    .await;
+    let (s, b) = post_issue(&url, &req).await;
+    assert_eq!(s, 200, "{b}");
+    accept_issuer_key(
+        env.reader.as_ref(),
+        &MemoryKeyPins::default(),
+        me,
+        "late",
+        e + 1,
+    )
+    .await
+    .unwrap();
+    env.devnet.shutdown().await;
+}
+
 async fn wait_key(env: &Env, issuer: Address, app: &str, epoch: u32) {
     for _ in 0..200 {
         if fetch_issuer_key(env.reader.as_ref(), issuer, app, epoch)
