@@ -2,7 +2,7 @@
 // their minimum age, OHTTP, cover batches, verification against the ledger). The wallet and the
 // vault stay JavaScript objects; Rust reaches them through small adapters.
 import { raw } from './wasm.js';
-import { hexToBytes } from './bytes.js';
+import { hexToBytes, packOpened } from './bytes.js';
 import { PrivsvcError, checkProofParams, rust } from './errors.js';
 import { fetchAdapter, ledgerReader, readerOf } from './net.js';
 import {
@@ -39,9 +39,12 @@ function vaultAdapter(v) {
   return {
     scopeRecord: (name) => v.scopeRecord(name),
     makeTag: (ref) => v.makeTag(ref),
-    // `tags`: one Uint8Array of raw tags. The built-in vaults take it as it is; a custom vault
-    // gets the ledger form (base64 strings), as a vault's openTags(tags) (docs/API.md §3.3).
-    openTags: (tags) => (v instanceof KeyVault || v instanceof WorkerVault ? v.openTags(tags) : v.openTags(ledgerTags(tags))),
+    // `tags`: one Uint8Array of raw tags (Rust's own copy: a WorkerVault moves its buffer to the
+    // worker). The answer is packed (20 bytes for each tag that opens: index, reference), one
+    // byte array each way and nothing per tag. A custom vault gets the ledger form (base64
+    // strings), as a vault's openTags(tags) (docs/API.md §3.3), and its answer is packed here.
+    openTags: async (tags) =>
+      v instanceof KeyVault || v instanceof WorkerVault ? v._openTagBytes(tags) : packOpened(await v.openTags(ledgerTags(tags)), tags.length / TAG_BYTES),
     addressOf: (ref) => v.addressOf(ref),
     coverScores: (anchor, candidates) => v.coverScores(anchor, candidates),
     async signEnvelope(ref, head, data, wire) {

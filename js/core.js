@@ -6,7 +6,7 @@
 // between JavaScript and the module, and runs the vault in a worker for `WorkerVault`.
 import { raw, isNode, wasmModule } from './wasm.js';
 import { platform } from './platform.js';
-import { hexToBytes } from './bytes.js';
+import { hexToBytes, movable } from './bytes.js';
 import { PrivsvcError, NonDeterministicWalletError, SmartContractWalletError, call, checkProofParams, toSpecError } from './errors.js';
 import { readerOf } from './net.js';
 
@@ -535,6 +535,13 @@ export class KeyVault {
     const { packed, at, count } = packTags(tags);
     return unpackOpened(call(() => openPacked(this.#raw, packed)), at, count);
   }
+  /**
+   * @internal The client's form of openTags: raw tags (44 bytes each) in, the packed answer out
+   * (20 bytes for each tag that opens: its index, u32 little-endian, then its reference).
+   */
+  _openTagBytes(tags) {
+    return call(() => this.#raw.openTagBytes(tags));
+  }
   /** The one-time owner address of `ref`. */
   addressOf(ref) {
     return call(() => this.#raw.addressOf(ref));
@@ -622,7 +629,7 @@ async function startWorker({ timeoutMs = DEFAULT_WORKER_TIMEOUT_MS } = {}) {
     w.on('exit', (code) => fail(new PrivsvcError(`the vault worker exited (code ${code})`)));
     hold = () => w.ref();
     release = () => w.unref();
-    post = (m) => w.postMessage(m);
+    post = (m, moving) => w.postMessage(m, moving);
     stop = () => w.terminate();
   } else {
     // One expression, as bundlers recognise it: they bundle worker.js as a worker of its own.
@@ -633,18 +640,20 @@ async function startWorker({ timeoutMs = DEFAULT_WORKER_TIMEOUT_MS } = {}) {
       if (ev.preventDefault) ev.preventDefault();
       onError(ev);
     };
-    post = (m) => w.postMessage(m);
+    post = (m, moving) => w.postMessage(m, moving);
     stop = () => w.terminate();
   }
-  const ask = (op, ...args) => {
+  // `moving`: buffers handed to the worker rather than copied (postMessage's transfer list).
+  const askMoving = (op, moving, ...args) => {
     if (failed) return Promise.reject(failed);
     const id = ++nextId;
     return new Promise((resolve, reject) => {
       if (pending.size === 0) hold();
       pending.set(id, { resolve, reject });
-      post({ id, op, args });
+      post({ id, op, args }, moving);
     });
   };
+  const ask = (op, ...args) => askMoving(op, [], ...args);
   let timer;
   const late = new Promise((_, reject) => {
     timer = setTimeout(() => reject(new PrivsvcError(`the vault worker did not answer within ${timeoutMs} ms`)), timeoutMs);
@@ -661,6 +670,7 @@ async function startWorker({ timeoutMs = DEFAULT_WORKER_TIMEOUT_MS } = {}) {
   }
   return {
     ask,
+    askMoving,
     terminate() {
       stop();
       fail(new PrivsvcError('the vault worker has been terminated; create a new vault to continue'));
@@ -788,6 +798,13 @@ export class WorkerVault {
   async openTags(tags) {
     const { packed, at, count } = packTags(tags);
     return unpackOpened(await this.#worker.ask('openTags', packed), at, count);
+  }
+  /**
+   * @internal KeyVault._openTagBytes in the worker. `tags` must be the caller's own copy: its
+   * buffer moves to the worker (no copy), and this thread's view of it is left empty.
+   */
+  _openTagBytes(tags) {
+    return this.#worker.askMoving('openTags', movable(tags), tags);
   }
   /** The one-time owner address of `ref`. */
   addressOf(ref) {

@@ -14,7 +14,7 @@ const given = (m) => (m && m.op === 'start' && m.args && m.args[0] instanceof We
 
 self.onmessage = (ev) => {
   if (!loaded) loaded = init({ module_or_path: given(ev.data) ?? new URL('./pkg/privsvc_wasm_bg.wasm', import.meta.url) });
-  const reply = (r) => self.postMessage(r);
+  const reply = (r, moving = []) => self.postMessage(r, moving);
   loaded.then(
     () => handle(ev.data, reply),
     (e) => refuse(ev.data, reply, e),

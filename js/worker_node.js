@@ -7,4 +7,4 @@ import { initSync } from './pkg/privsvc_wasm.js';
 import { handle } from './worker_ops.js';
 
 initSync({ module: readFileSync(new URL('./pkg/privsvc_wasm_bg.wasm', import.meta.url)) });
-parentPort.on('message', (m) => handle(m, (r) => parentPort.postMessage(r)));
+parentPort.on('message', (m) => handle(m, (r, moving = []) => parentPort.postMessage(r, moving)));

@@ -2,6 +2,7 @@
 // never sends the root, a derived key or the derivation signature back. worker.js (browsers) and
 // worker_node.js (Node.js) load the wasm module and pass each message to `handle`.
 import * as raw from './pkg/privsvc_wasm.js';
+import { movable } from './bytes.js';
 
 let vault = null;
 
@@ -58,13 +59,18 @@ const ops = {
     withSigner(ref, (s) => raw.rawSignOwnershipProof(s, entityKey, challenge, verifier, ttl, chainId, now)),
 };
 
-/** Answers one request `{ id, op, args }` through `reply` with `{ id, ok, value | error }`. */
+/**
+ * Answers one request `{ id, op, args }` through `reply(message, moving)` with
+ * `{ id, ok, value | error }`; `moving` is the transfer list: the buffer of a byte answer (each is
+ * a fresh copy out of wasm memory) moves to the caller instead of being copied.
+ */
 export function handle(msg, reply) {
   const { id, op, args } = msg || {};
   const fn = Object.hasOwn(ops, op) ? ops[op] : undefined;
   try {
     if (!fn) throw Object.assign(new Error(`unknown vault operation ${String(op)}`), { name: 'PrivsvcError' });
-    reply({ id, ok: true, value: fn(...(args || [])) });
+    const value = fn(...(args || []));
+    reply({ id, ok: true, value }, movable(value));
   } catch (e) {
     reply({ id, ok: false, error: { name: e && e.name, message: e && e.message ? e.message : String(e) } });
   }

@@ -4,6 +4,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 
+import { packOpened } from '../bytes.js';
+
 import {
   KeyVault,
   WorkerVault,
@@ -65,6 +67,21 @@ test('KeyVault.fromWallet gives the conformance owners, scopes, tags and payload
   assert.equal(mine, ref);
 });
 
+test('a custom vault\'s openTags answer is packed as the built-in vaults answer; anything but references and holes is refused', () => {
+  const a = '0x' + '11'.repeat(16);
+  const b = '22'.repeat(16);
+  const packed = packOpened([undefined, a, null, b], 5);
+  assert.equal(packed.length, 40);
+  const view = new DataView(packed.buffer);
+  assert.deepEqual([view.getUint32(0, true), view.getUint32(20, true)], [1, 3]);
+  assert.deepEqual([...packed.subarray(4, 20)], Array(16).fill(0x11));
+  assert.deepEqual([...packed.subarray(24, 40)], Array(16).fill(0x22));
+  assert.equal(packOpened([], 3).length, 0);
+  assert.throws(() => packOpened([undefined, 'not a reference'], 2), /invalid record reference for tag 1/);
+  assert.throws(() => packOpened([a, a, a], 2), /3 entries for 2 tags/);
+  assert.throws(() => packOpened('nope', 2), /no array/);
+});
+
 test('openTags takes ledger-form tags or one Uint8Array of raw tags; malformed tags are somebody else\'s', async () => {
   const vault = KeyVault.fromSignature(owners.vault.signature, owners.vault.app);
   const { vault: other } = KeyVault.random(owners.vault.app);
@@ -95,6 +112,17 @@ test('openTags takes ledger-form tags or one Uint8Array of raw tags; malformed t
   try {
     assert.deepEqual(await worker.openTags(texts), want);
     assert.deepEqual(await worker.openTags(raw), rawWant);
+    // The app's own bytes stay where they are; the client's form moves its copy to the worker.
+    assert.equal(raw.byteLength, 44 * (1 + tags.cases.length));
+    const packed = vault._openTagBytes(raw);
+    assert.equal(packed.length, 20 * tags.cases.length);
+    tags.cases.forEach((c, i) => {
+      assert.equal(new DataView(packed.buffer).getUint32(20 * i, true), i + 1);
+      assert.equal(Buffer.from(packed.subarray(20 * i + 4, 20 * i + 20)).toString('hex'), c.ref.replace(/^0x/, ''));
+    });
+    const copy = raw.slice();
+    assert.deepEqual(await worker._openTagBytes(copy), packed);
+    assert.equal(copy.byteLength, 0, 'the buffer moved to the worker, not copied');
   } finally {
     worker.terminate();
   }

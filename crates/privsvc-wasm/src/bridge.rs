@@ -28,8 +28,6 @@ pub enum Want {
     Str,
     /// A `Uint8Array`.
     Bytes,
-    /// An array of strings or `undefined`.
-    OptStrList,
 }
 
 /// An answer.
@@ -39,8 +37,6 @@ pub enum Reply {
     Str(String),
     /// Bytes.
     Bytes(Vec<u8>),
-    /// Strings or holes.
-    OptStrList(Vec<Option<String>>),
 }
 
 /// One call: `target[method](...args)`, then optionally `result[then](...then_args)`.
@@ -170,13 +166,5 @@ async fn serve(target: &JsValue, call: Call) -> Result<Reply, String> {
             .dyn_into::<Uint8Array>()
             .map(|a| Reply::Bytes(a.to_vec()))
             .map_err(|_| format!("{} answered no Uint8Array", call.method)),
-        Want::OptStrList => {
-            let array: Array = value
-                .dyn_into()
-                .map_err(|_| format!("{} answered no array", call.method))?;
-            Ok(Reply::OptStrList(
-                array.iter().map(|v| v.as_string()).collect(),
-            ))
-        }
     }
 }

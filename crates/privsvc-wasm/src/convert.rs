@@ -20,6 +20,38 @@ pub fn to_u64(what: &'static str, x: f64) -> Result<u64, WasmError> {
     Ok(x as u64)
 }
 
+/// Bytes of one opened tag in a packed answer: its index (u32, little-endian), then its record
+/// reference.
+// Used by the wasm build's vault adapter (js_traits.rs); natively by the tests only.
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+const OPENED_BYTES: usize = 4 + 16;
+
+/// The answer to opening `count` tags from its packed form (`RawKeyVault.openTagBytes`): one
+/// entry of [`OPENED_BYTES`] for each tag that opened, in increasing index order.
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+pub fn opened_from_packed(packed: &[u8], count: usize) -> Result<Vec<Option<RecordRef>>, String> {
+    if !packed.len().is_multiple_of(OPENED_BYTES) {
+        return Err(format!(
+            "openTags answered {} bytes, not {OPENED_BYTES} per opened tag",
+            packed.len()
+        ));
+    }
+    let mut opened = vec![None; count];
+    let mut next = 0;
+    for entry in packed.chunks_exact(OPENED_BYTES) {
+        let (index, reference) = entry.split_at(4);
+        let index = u32::from_le_bytes(index.try_into().expect("4 bytes")) as usize;
+        if index < next || index >= count {
+            return Err(format!(
+                "openTags answered tag {index} out of order or out of {count}"
+            ));
+        }
+        opened[index] = Some(RecordRef(reference.try_into().expect("16 bytes")));
+        next = index + 1;
+    }
+    Ok(opened)
+}
+
 /// A record reference in its hex form (32 characters, `0x` optional).
 pub fn to_ref(text: &str) -> Result<RecordRef, WasmError> {
     let bytes = decode_hex("record reference", text)?;
@@ -74,5 +106,45 @@ impl ProofBodyInput {
     /// The body of `json` (`{ entityKey, challenge, verifier, notBefore, notAfter }`).
     pub fn parse(json: &str) -> Result<privsvc_vault::OwnershipProofBody, WasmError> {
         serde_json::from_str(json).map_err(|e| WasmError::argument("proof body", e.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(index: u32, byte: u8) -> Vec<u8> {
+        let mut e = index.to_le_bytes().to_vec();
+        e.extend([byte; 16]);
+        e
+    }
+
+    #[test]
+    fn a_packed_answer_places_each_opened_tag_at_its_index() {
+        let packed = [entry(1, 7), entry(3, 9)].concat();
+        let opened = opened_from_packed(&packed, 4).unwrap();
+        assert_eq!(
+            opened,
+            vec![
+                None,
+                Some(RecordRef([7; 16])),
+                None,
+                Some(RecordRef([9; 16]))
+            ]
+        );
+        assert_eq!(opened_from_packed(&[], 3).unwrap(), vec![None; 3]);
+    }
+
+    #[test]
+    fn a_packed_answer_out_of_order_out_of_range_or_cut_is_refused() {
+        for (packed, count) in [
+            ([entry(2, 1), entry(1, 1)].concat(), 3),
+            ([entry(1, 1), entry(1, 1)].concat(), 3),
+            (entry(3, 1), 3),
+            (entry(0, 1)[..19].to_vec(), 3),
+        ] {
+            let e = opened_from_packed(&packed, count).unwrap_err();
+            assert!(e.contains("openTags answered"), "{e}");
+        }
     }
 }

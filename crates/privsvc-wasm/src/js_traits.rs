@@ -11,7 +11,7 @@ use privsvc_vault::{tag_from_text, OwnershipProofBody, RecordRef, Tag, Vault, Va
 use privsvc_vault::{BatchBytes, Secret32};
 
 use crate::bridge::{Arg, Bridge, Call, Reply, Want};
-use crate::convert::{to_ref, to_signature};
+use crate::convert::{opened_from_packed, to_ref, to_signature};
 
 /// A wallet in JavaScript.
 pub struct JsWallet {
@@ -106,24 +106,22 @@ impl Vault for JsVault {
     }
 
     async fn open_tags(&self, tags: &[Tag]) -> Result<Vec<Option<RecordRef>>, VaultError> {
-        // One byte array of raw tags (44 bytes each): no base64 either way for the built-in
-        // vaults; the JS adapter gives a custom vault the ledger form.
+        // One byte array of raw tags (44 bytes each) each way, no string per tag: the answer is
+        // the packed form of the built-in vaults (`openTagBytes`); the JS adapter packs a custom
+        // vault's answer the same way.
         let reply = self
             .bridge
             .call(Call {
                 method: "openTags",
                 args: vec![Arg::Bytes(tags.concat())],
                 then: None,
-                want: Want::OptStrList,
+                want: Want::Bytes,
             })
             .await
             .map_err(vault_err)?;
         match reply {
-            Reply::OptStrList(list) => list
-                .into_iter()
-                .map(|o| o.map(|t| record(Ok(t))).transpose())
-                .collect(),
-            _ => Err(vault_err("openTags answered no list".into())),
+            Reply::Bytes(packed) => opened_from_packed(&packed, tags.len()).map_err(vault_err),
+            _ => Err(vault_err("openTags answered no bytes".into())),
         }
     }
 
