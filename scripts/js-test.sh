@@ -31,7 +31,8 @@
 # Node.js scan benchmarks run); PRIVSVC_BENCH_RUNS (default 1: how many times the Chromium bench
 # measures each size, each run in a fresh browser, with the median ratio to the floor);
 # PRIVSVC_BENCH_TRACE=1 (the returning session's fetches); PRIVSVC_BENCH_PROFILE=DIR (CPU
-# profiles of each session's page and workers);
+# profiles of each session's page and workers); PRIVSVC_BENCH_CPU=1 (the CPU time of the
+# browser's threads and of the local stack during the first session and its floor);
 # PRIVSVC_JS_STACK_PROFILE (release, the default; dev: `cargo build` the debug examples; prebuilt:
 # the debug examples `cargo test --workspace` built, as they are, with no cargo call) for
 # local_stack and the Rust client;

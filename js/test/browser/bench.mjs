@@ -12,11 +12,15 @@
 // and the memory of the renderer processes (RSS) after the first session; then, in the first
 // session's page, the floor (bench/floor.mjs): the first listing's requests, recorded as the
 // client sent them, fetched again with today's full rows by `fetch` and `JSON.parse` alone.
-// Prints one line: the figures and the ratio of the first session to the floor.
+// Prints one line: the figures and the ratio of the first session to the floor. With
+// PRIVSVC_BENCH_CPU=1 (Linux), two more: the CPU time the browser's threads and the local stack
+// used during the first session and during the floor, by component (bench/cpu.mjs).
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import puppeteer from 'puppeteer-core';
+import { availableParallelism } from 'node:os';
+import { cpuLine, descendsFrom, startCpuSampler } from '../../bench/cpu.mjs';
 import { listingFloor, recordListing } from '../../bench/floor.mjs';
 
 const url = process.env.PRIVSVC_WEB_URL;
@@ -27,16 +31,6 @@ if (!url) {
 const records = process.env.PRIVSVC_BENCH_RECORDS || '?';
 const cfg = await fetch(`${url}/config.json`).then((x) => x.json());
 
-/** The parent of process `pid` (undefined when it ended). */
-function parentOf(pid) {
-  try {
-    // Fields after the command name (which may hold spaces) start after ')': state, ppid.
-    return Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(')').pop().trim().split(' ')[1]);
-  } catch {
-    return undefined;
-  }
-}
-
 /**
  * Memory of this browser's renderer processes, MiB: the processes under the browser's own (not
  * those of another Chromium on the machine) whose command line says `--type=renderer`. `rss`
@@ -46,10 +40,7 @@ function parentOf(pid) {
  */
 function rendererMemory() {
   const root = browser.process().pid;
-  const under = (pid) => {
-    for (let p = pid, hops = 0; p > 1 && hops < 16; p = parentOf(p), hops += 1) if (p === root) return true;
-    return false;
-  };
+  const under = (pid) => descendsFrom(pid, root);
   let rss = 0;
   let pss = 0;
   let processes = 0;
@@ -184,6 +175,8 @@ async function session(refresh) {
     const pkg = await import('/privsvc/pkg/privsvc_wasm.js');
     out.wasmMiB = Math.round((await pkg.default()).memory.buffer.byteLength / 2 ** 20);
     out.heapMiB = performance.memory ? Math.round(performance.memory.usedJSHeapSize / 2 ** 20) : undefined;
+    // The first session's span in epoch ms, for the CPU figures.
+    out.span = [performance.timeOrigin + t0, performance.timeOrigin + t2];
     if (globalThis.__fetchTrace) out.trace = globalThis.__fetchTrace.map((f) => ({ ...f, start: f.start - t0, headers: f.headers - t0 }));
     c.close();
     return out;
@@ -193,7 +186,11 @@ async function session(refresh) {
   if (refresh) {
     // The floor in the same page, after the session's client closed.
     r.listing = await page.evaluate(() => ({ requests: globalThis.__listing.bodies.length, bytes: globalThis.__listing.bytes, answers: globalThis.__listing.answers }));
-    r.floor = await page.evaluate(`(${listingFloor})(new URL('/rpc', location.href).href, globalThis.__listing.bodies)`);
+    r.floor = await page.evaluate(`(async () => {
+      const from = performance.timeOrigin + performance.now();
+      const floor = await (${listingFloor})(new URL('/rpc', location.href).href, globalThis.__listing.bodies);
+      return { ...floor, span: [from, performance.timeOrigin + performance.now()] };
+    })()`);
   }
   await page.close();
   return r;
@@ -210,9 +207,16 @@ for (let run = 1; run <= runs; run += 1) {
   const profile = mkdtempSync(join(tmpdir(), 'privsvc-chromium-'));
   browser = await launch(profile);
   const of = runs > 1 ? ` (run ${run} of ${runs})` : '';
+  const cpu = process.env.PRIVSVC_BENCH_CPU === '1' ? startCpuSampler(browser.process().pid) : undefined;
   try {
     const first = await session(true);
     const back = await session(false);
+    if (cpu) {
+      cpu.stop();
+      const line = ([from, to]) => cpuLine(cpu.between(from, to), from, to, availableParallelism());
+      console.log(`# chromium, ${records} records${of}: CPU of the first session: ${line(first.span)}`);
+      console.log(`# chromium, ${records} records${of}: CPU of its floor: ${line(first.floor.span)}`);
+    }
     const ms = (x) => x.toFixed(0);
     const f = first.floor;
     const firstMs = first.build + first.first;
@@ -245,6 +249,7 @@ for (let run = 1; run <= runs; run += 1) {
     }
     if (back.cache.state !== 'resumed') process.exitCode = 1;
   } finally {
+    if (cpu) cpu.stop();
     await browser.close();
     rmSync(profile, { recursive: true, force: true });
   }
