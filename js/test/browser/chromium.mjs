@@ -240,6 +240,16 @@ function assert(cond, what) {
   if (!cond) throw new Error(what);
 }
 
+/**
+ * Clicks the example page's Connect button once the page's script has installed its handler:
+ * the script awaits the wasm module (top-level await), which the page's `load` event does not
+ * wait for, so on a loaded machine a click right after `load` reached no handler.
+ */
+async function connect(p) {
+  await p.waitForFunction(() => typeof document.getElementById('connect').onclick === 'function', { timeout: 60000 });
+  await p.click('#connect');
+}
+
 try {
   const page = await browser.newPage();
   await page.setViewport({ width: 1000, height: 900 });
@@ -249,8 +259,9 @@ try {
   await page.goto(`${url}/?dev`, { waitUntil: 'load' });
 
   await check('the page connects a dev wallet with keys in a WorkerVault', async () => {
-    await page.click('#connect');
-    await page.waitForFunction(() => /connected|Error/.test(document.getElementById('wallet').textContent), { timeout: 60000 });
+    await connect(page);
+    // Not the line's first text, "not connected".
+    await page.waitForFunction(() => /^connected|Error/.test(document.getElementById('wallet').textContent.trim()), { timeout: 60000 });
     const text = await page.$eval('#wallet', (e) => e.textContent);
     assert(text.includes('connected') && text.includes('WorkerVault'), `wallet line: ${text}`);
   });
@@ -620,12 +631,12 @@ try {
     const p = await browser.newPage();
     try {
       await p.goto(`${url}/?dev&relayer=${encodeURIComponent(hostile.url)}`, { waitUntil: 'load' });
-      await p.click('#connect');
+      await connect(p);
       await p.waitForFunction(() => document.querySelectorAll('#relayers tbody tr').length > 0 || /Error/.test(document.getElementById('wallet').textContent), { timeout: 60000 });
       const shown = await p.$eval('#relayers', (e) => e.textContent);
       assert(shown.includes(`tokens from ${'<img src=x onerror='}`), `relayers: ${shown}`);
       await p.goto(`${url}/?dev&relayer=${encodeURIComponent(`${hostile.url}/broken`)}`, { waitUntil: 'load' });
-      await p.click('#connect');
+      await connect(p);
       await p.waitForFunction(() => /Error/.test(document.getElementById('wallet').textContent), { timeout: 60000 });
       const line = await p.$eval('#wallet', (e) => e.textContent);
       assert(line.includes('<img src=x onerror='), `wallet line: ${line}`);
