@@ -39,8 +39,9 @@ export function packOpened(answer, count) {
     opened.push(i);
   });
   const out = new Uint8Array(20 * opened.length);
+  const view = new DataView(out.buffer);
   opened.forEach((i, k) => {
-    new DataView(out.buffer).setUint32(20 * k, i, true);
+    view.setUint32(20 * k, i, true);
     out.set(hexToBytes(answer[i]), 20 * k + 4);
   });
   return out;

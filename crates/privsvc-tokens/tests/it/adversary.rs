@@ -116,6 +116,29 @@ async fn signed(
 }
 
 /// A random value below any 2048-bit modulus (what a client sends before a key exists).
+/// A signed request for one token of (`app`, `epoch`), blinded under the key `issuer` published
+/// for them on the ledger, posted to `url`: the status and body.
+#[allow(clippy::too_many_arguments)]
+async fn issue_one(
+    env: &Env,
+    url: &str,
+    issuer: Address,
+    chain: u64,
+    wallet: &LocalWallet,
+    app: &str,
+    epoch: u32,
+    ts: u64,
+) -> (u16, serde_json::Value) {
+    let key = fetch_issuer_key(env.reader.as_ref(), issuer, app, epoch)
+        .await
+        .unwrap();
+    let msg = token_message(app, epoch, &rand::random::<[u8; 32]>()).unwrap();
+    let blinded = token_suite().blind(&key, &msg).unwrap();
+    let blinded = [blinded.blinded_message().to_vec()];
+    let req = signed(issuer, chain, wallet, app, epoch, ts, &blinded).await;
+    post_issue(url, &req).await
+}
+
 fn placeholder() -> Vec<u8> {
     let mut v: Vec<u8> = (0..MODULUS_BYTES).map(|_| rand::random()).collect();
     v[0] = 0;
@@ -187,23 +210,8 @@ async fn new_apps_are_capped_per_day_and_the_count_survives_a_restart() {
             .unwrap();
     }
     // Asking again for app-a (another wallet) is not a new app: its key exists, tokens flow.
-    let key_a = fetch_issuer_key(env.reader.as_ref(), me, "app-a", e)
-        .await
-        .unwrap();
-    let msg = token_message("app-a", e, &[7u8; 32]).unwrap();
-    let blinded = token_suite().blind(&key_a, &msg).unwrap();
     let other = LocalWallet::random();
-    let req = signed(
-        me,
-        chain,
-        &other,
-        "app-a",
-        e,
-        now_ms(),
-        &[blinded.blinded_message().to_vec()],
-    )
-    .await;
-    let (s, b) = post_issue(&url, &req).await;
+    let (s, b) = issue_one(&env, &url, me, chain, &other, "app-a", e, now_ms()).await;
     assert_eq!(s, 200, "{b}");
     assert_eq!(issuer.new_apps_today().unwrap(), 2);
 
@@ -274,22 +282,10 @@ async fn the_schedule_publishes_next_day_keys_at_its_moment_and_lapsed_apps_wait
         let req = signed(me, chain, &w, app, e, t, &[placeholder()]).await;
         assert_eq!(post_issue(&url, &req).await.0, 409);
     }
-    let key = fetch_issuer_key(env.reader.as_ref(), me, "active", e)
-        .await
-        .unwrap();
-    let msg = token_message("active", e, &[1u8; 32]).unwrap();
-    let blinded = token_suite().blind(&key, &msg).unwrap();
-    let req = signed(
-        me,
-        chain,
-        &w,
-        "active",
-        e,
-        t,
-        &[blinded.blinded_message().to_vec()],
-    )
-    .await;
-    assert_eq!(post_issue(&url, &req).await.0, 200);
+    assert_eq!(
+        issue_one(&env, &url, me, chain, &w, "active", e, t).await.0,
+        200
+    );
     // The lapsed app (a key yesterday, none today) cannot get a key today: relayers would
     // refuse a key created after the day began for an established app.
     let req = signed(me, chain, &w, "lapsing", e, t, &[placeholder()]).await;
@@ -351,22 +347,10 @@ async fn an_app_first_issued_tokens_in_the_days_last_moments_gets_its_next_day_k
     let t = clock.load(Ordering::SeqCst);
     let req = signed(me, chain, &w, "late", e, t, &[placeholder()]).await;
     assert_eq!(post_issue(&url, &req).await.0, 409);
-    let key = fetch_issuer_key(env.reader.as_ref(), me, "late", e)
-        .await
-        .unwrap();
-    let msg = token_message("late", e, &[2u8; 32]).unwrap();
-    let blinded = token_suite().blind(&key, &msg).unwrap();
-    let req = signed(
-        me,
-        chain,
-        &w,
-        "late",
-        e,
-        t,
-        &[blinded.blinded_message().to_vec()],
-    )
-    .await;
-    assert_eq!(post_issue(&url, &req).await.0, 200);
+    assert_eq!(
+        issue_one(&env, &url, me, chain, &w, "late", e, t).await.0,
+        200
+    );
     // Tomorrow's key is published now, before the day ends, not an hour later.
     wait_key(&env, me, "late", e + 1).await;
     let _ = stop_tx.send(true);
@@ -374,23 +358,8 @@ async fn an_app_first_issued_tokens_in_the_days_last_moments_gets_its_next_day_k
 
     // After midnight the app is not lapsed: its tokens flow, and its key passes the rules.
     clock.store(day_start + DAY_MS + 30_000, Ordering::SeqCst);
-    let next = fetch_issuer_key(env.reader.as_ref(), me, "late", e + 1)
-        .await
-        .unwrap();
-    let msg = token_message("late", e + 1, &[3u8; 32]).unwrap();
-    let blinded = token_suite().blind(&next, &msg).unwrap();
     let t = clock.load(Ordering::SeqCst);
-    let req = signed(
-        me,
-        chain,
-        &w,
-        "late",
-        e + 1,
-        t,
-        &[blinded.blinded_message().to_vec()],
-    )
-    .await;
-    let (s, b) = post_issue(&url, &req).await;
+    let (s, b) = issue_one(&env, &url, me, chain, &w, "late", e + 1, t).await;
     assert_eq!(s, 200, "{b}");
     accept_issuer_key(
         env.reader.as_ref(),
