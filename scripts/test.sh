@@ -79,7 +79,7 @@ for line in sys.stdin:
 [ -x "$LAB_BIN" ] || { echo "the lab's test binary was not found"; exit 1; }
 
 # --- three lanes ---------------------------------------------------------------------------------
-LAB_TESTS=(the_short_form_finds_no_open_channel every_attack_wins_when_its_leak_is_on)
+LAB_TESTS=(the_short_form_finds_no_open_channel every_attack_wins_when_its_leak_is_on clock_hour_wins_when_envelopes_take_the_device_clock)
 stamp "lanes: (1) the attack lab, (2) the other Rust tests then the campaign, (3) the JS tests"
 set -m # each lane in its own process group, so that cleanup stops a lane's children too
 lane() { local start=$SECONDS rc=0; "$@" || rc=$?; echo "(lane time: $((SECONDS - start)) s)"; return $rc; }
