@@ -177,3 +177,8 @@ function showRelayers() {
     body.append(tr);
   }
 }
+
+// Ready: the script above awaited the wasm module and the stack's configuration, and a click
+// before its handler was installed did nothing; the button starts disabled for that reason.
+$('connect').disabled = false;
+$('wallet').textContent = 'not connected';

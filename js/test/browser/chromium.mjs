@@ -246,7 +246,11 @@ function assert(cond, what) {
  * wait for, so on a loaded machine a click right after `load` reached no handler.
  */
 async function connect(p) {
-  await p.waitForFunction(() => typeof document.getElementById('connect').onclick === 'function', { timeout: 60000 });
+  // The page enables Connect once its script (which awaits the wasm module) installed the handler.
+  await p.waitForFunction(() => {
+    const b = document.getElementById('connect');
+    return typeof b.onclick === 'function' && !b.disabled;
+  }, { timeout: 60000 });
   await p.click('#connect');
 }
 
