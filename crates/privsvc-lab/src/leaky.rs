@@ -12,7 +12,6 @@ use privsvc_testkit::LocalStack;
 use rand::seq::SliceRandom;
 use sha2::{Digest, Sha256};
 
-use crate::population::Identity;
 use crate::scenario::APP;
 
 /// Covers the stand-ins fetch with each of the user's batches (the client's default).
@@ -191,24 +190,24 @@ pub struct Issuer {
     pub url: String,
 }
 
-/// `key_read_before_issue`: reads the issuer's key of today from the user's address, then at
-/// once asks the issuer for a full request of tokens through the relay (the tokens go to a
-/// store of their own: the stand-in only repeats the pattern, the user's store is untouched).
-pub async fn key_read_then_issue(issuer: &Issuer, id: &Identity, rpc: Arc<dyn LedgerReader>) {
+/// `key_read_before_issue`: reads the issuer's key of today from the user's address (`http`,
+/// the user's client), then at once asks the issuer for a full request of tokens through the
+/// relay, signed by `wallet` (the tokens go to a store of their own: the stand-in only repeats
+/// the pattern, the user's store is untouched).
+pub async fn key_read_then_issue(
+    issuer: &Issuer,
+    wallet: Arc<privsvc_client::LocalWallet>,
+    http: reqwest::Client,
+    rpc: Arc<dyn LedgerReader>,
+) {
     let epoch = privsvc_tokens::epoch_of(privsvc_tokens::now_ms());
     let _ = privsvc_tokens::fetch_issuer_key_entity(rpc.as_ref(), issuer.address, APP, epoch).await;
     let Ok(transport) = privsvc_ohttp::OhttpTransport::new(&issuer.relay, rpc.clone()) else {
         return;
     };
-    let transport = transport.with_fetch(Arc::new(privsvc_rt::ReqwestFetch::with_client(
-        id.http.clone(),
-    )));
-    let mut o = privsvc_tokens::TokenWalletOptions::new(
-        id.wallet.clone(),
-        rpc,
-        issuer.address,
-        issuer.url.clone(),
-    );
+    let transport = transport.with_fetch(Arc::new(privsvc_rt::ReqwestFetch::with_client(http)));
+    let mut o =
+        privsvc_tokens::TokenWalletOptions::new(wallet, rpc, issuer.address, issuer.url.clone());
     o.transport = Arc::new(transport);
     o.store = privsvc_tokens::memory_store();
     let _ = privsvc_tokens::TokenWallet::new(o)

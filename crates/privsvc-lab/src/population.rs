@@ -744,10 +744,10 @@ async fn run_session(
                 address: a.address(),
                 url: a.url().to_string(),
             };
-            let (id, rpc) = (id.clone(), rpc.clone());
+            let (wallet, http, rpc) = (id.wallet.clone(), id.http.clone(), rpc.clone());
             Some(tokio::spawn(async move {
                 tokio::time::sleep(at).await;
-                crate::leaky::key_read_then_issue(&issuer, &id, rpc).await;
+                crate::leaky::key_read_then_issue(&issuer, wallet, http, rpc).await;
             }))
         }
         _ => None,

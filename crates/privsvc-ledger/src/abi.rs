@@ -14,7 +14,7 @@ use crate::codec::{
     TYPE_STR, TYPE_TOMBSTONE,
 };
 use crate::entity::{ArkivValue, Attribute as ModelAttribute, CreationFlags};
-use crate::error::LedgerError;
+use crate::error::{LedgerError, Revert};
 use crate::ops::{Create as ModelCreate, Operation as ModelOperation};
 
 /// The native Arkiv entrypoint (no bytecode; the node executes calls natively).
@@ -703,6 +703,13 @@ pub fn decode_log(topics: &[B256], data: &[u8]) -> Option<ArkivEvents> {
 
 fn name_arg(w: &B256) -> String {
     show_name(w)
+}
+
+impl Revert {
+    /// The revert carrying the ABI-encoded error `data` (its reason: [`decode_revert`]).
+    pub fn from_data(data: Vec<u8>) -> Self {
+        Revert::new(decode_revert(&data), Some(data))
+    }
 }
 
 /// Render revert data as text: a custom error with its arguments (`NotOwner(0x…,0x…,0x…)`,

@@ -5,7 +5,6 @@
 use alloy_primitives::{Address, B256};
 
 use crate::codec::CodecError;
-use crate::error::BoxError;
 
 /// Why an answer from the ledger cannot be decoded ([`crate::LedgerError::Decode`]).
 #[derive(Debug, thiserror::Error)]
@@ -52,7 +51,7 @@ pub enum AnswerError {
         what: &'static str,
         /// The decoder's error.
         #[source]
-        source: BoxError,
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// A batch answer names an id that was not asked.
     #[error("a batch answer has an id that was not asked")]
@@ -126,7 +125,7 @@ pub enum EntityProblem {
     /// Its payload's address is not an address; the source is the hex decoder's error (boxed:
     /// its type is not part of this crate's API).
     #[error("its payload's address is not an address: {0}")]
-    BadAddress(#[source] BoxError),
+    BadAddress(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// Its `url` attribute is not the URL of its payload.
     #[error("its url attribute differs from the payload's")]
     UrlMismatch,

@@ -1,6 +1,5 @@
 //! Errors of the ledger crate.
 
-use crate::abi::decode_revert;
 use crate::answer::{AnswerError, EntityProblem};
 
 /// Everything that can go wrong reading or writing the ledger.
@@ -131,20 +130,15 @@ pub struct Revert {
 }
 
 impl Revert {
-    /// The revert carrying the ABI-encoded error `data`.
-    pub fn from_data(data: Vec<u8>) -> Self {
-        Revert {
-            reason: decode_revert(&data),
-            data: Some(data),
-        }
+    /// A revert with its reason and, when the node gave some, its data
+    /// ([`Revert::from_data`], with the reason decoded from the data, is in `abi`).
+    pub(crate) fn new(reason: String, data: Option<Vec<u8>>) -> Self {
+        Revert { data, reason }
     }
 
     /// A revert known by its reason only (a receipt without revert data, a caller's check).
     pub fn from_reason(reason: impl Into<String>) -> Self {
-        Revert {
-            data: None,
-            reason: reason.into(),
-        }
+        Revert::new(reason.into(), None)
     }
 
     /// The revert data, when the node gave some.
