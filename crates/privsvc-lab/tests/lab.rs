@@ -37,7 +37,8 @@
 //!   above it had 11 to 16 records to score; a run on 2026-11-30 scored 1 of 11 (p = 0.30)
 //!   and failed, and a simulation of that population misses about one run in fifteen. Here the
 //!   users write more records a day (up to three sessions of four writes), and the leak must win
-//!   in one of two days on fresh stacks (a simulation misses a day in about forty).
+//!   in one of two days on fresh stacks (a simulation misses a day in about forty). The test
+//!   command runs it after the two forms, not beside the leaky one (scripts/test.sh).
 
 use std::time::Duration;
 
